@@ -1,0 +1,65 @@
+"""Model hyperparameters as one dataclass, validated up front."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NORMS = ("rmsnorm", "none")
+NORM_POSITIONS = ("pre", "post")
+POSITIONALS = ("rope", "nope")
+FFNS = ("swiglu", "silu")
+
+
+def default_d_ff(d_model: int, ffn: str) -> int:
+    """SwiGLU: about 8/3 * d_model rounded to a multiple of 64 (keeps the parameter count of a
+    4*d_model two-matrix FFN with three matrices); plain SiLU FFN: 4 * d_model."""
+    if ffn == "silu":
+        return 4 * d_model
+    return max(64, int(round(8 * d_model / 3 / 64)) * 64)
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int
+    context_length: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_ff: int | None = None
+    rope_theta: float = 10000.0
+    norm: str = "rmsnorm"          # "rmsnorm" | "none"
+    norm_position: str = "pre"     # "pre" | "post"
+    positional: str = "rope"       # "rope" | "nope"
+    ffn: str = "swiglu"            # "swiglu" | "silu"
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+        for name, value, allowed in (
+            ("norm", self.norm, NORMS),
+            ("norm_position", self.norm_position, NORM_POSITIONS),
+            ("positional", self.positional, POSITIONALS),
+            ("ffn", self.ffn, FFNS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"ModelConfig.{name} must be one of {allowed}, got {value!r}")
+        if self.d_model % self.num_heads != 0:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
+            )
+        d_head = self.d_model // self.num_heads
+        if self.positional == "rope" and d_head % 2 != 0:
+            raise ValueError(f"RoPE needs an even head dimension, got d_model/num_heads = {d_head}")
+        if self.d_ff is None:
+            self.d_ff = default_d_ff(self.d_model, self.ffn)
+        elif isinstance(self.d_ff, bool) or not isinstance(self.d_ff, int) or self.d_ff <= 0:
+            raise ValueError(f"ModelConfig.d_ff must be a positive integer or None, got {self.d_ff!r}")
+        if not (isinstance(self.rope_theta, (int, float)) and self.rope_theta > 0):
+            raise ValueError(f"ModelConfig.rope_theta must be a positive number, got {self.rope_theta!r}")
+        self.rope_theta = float(self.rope_theta)
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.num_heads

@@ -1,0 +1,76 @@
+"""Position-wise feed-forward networks: SwiGLU (default) and the plain SiLU ablation."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from seqlab.model.activations import silu
+from seqlab.model.config import default_d_ff
+from seqlab.model.linear import Linear
+
+
+class _SwiGLUGate(torch.autograd.Function):
+    """silu(a) * b in one step; saves only a and b (autograd would also keep sigmoid(a) and silu(a))."""
+
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        return a * torch.sigmoid(a) * b
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        a, b = ctx.saved_tensors
+        s = torch.sigmoid(a)
+        silu_a = a * s
+        grad_a = grad_out * b * s * (1 + a * (1 - s))
+        grad_b = grad_out * silu_a
+        return grad_a, grad_b
+
+
+def swiglu_gate(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """silu(a) * b elementwise (same shapes)."""
+    return _SwiGLUGate.apply(a, b)
+
+
+class SwiGLU(nn.Module):
+    """w2(silu(w1 x) * w3 x) with w1, w3: d_model -> d_ff and w2: d_ff -> d_model.
+
+    d_ff=None picks about 8/3 * d_model rounded to a multiple of 64.
+    """
+
+    def __init__(self, d_model: int, d_ff: int | None = None, device=None, dtype=None):
+        super().__init__()
+        d_ff = default_d_ff(d_model, "swiglu") if d_ff is None else d_ff
+        self.d_model, self.d_ff = d_model, d_ff
+        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
+        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
+        self.w3 = Linear(d_model, d_ff, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., d_model) -> (..., d_model)"""
+        return self.w2(swiglu_gate(self.w1(x), self.w3(x)))
+
+
+class SiLUFeedForward(nn.Module):
+    """Ablation without gating: w2(silu(w1 x)); d_ff=None picks 4 * d_model."""
+
+    def __init__(self, d_model: int, d_ff: int | None = None, device=None, dtype=None):
+        super().__init__()
+        d_ff = default_d_ff(d_model, "silu") if d_ff is None else d_ff
+        self.d_model, self.d_ff = d_model, d_ff
+        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
+        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., d_model) -> (..., d_model)"""
+        return self.w2(silu(self.w1(x)))
+
+
+def make_ffn(kind: str, d_model: int, d_ff: int | None, device=None, dtype=None) -> nn.Module:
+    """"swiglu" -> SwiGLU; "silu" -> SiLUFeedForward."""
+    if kind == "swiglu":
+        return SwiGLU(d_model, d_ff, device=device, dtype=dtype)
+    if kind == "silu":
+        return SiLUFeedForward(d_model, d_ff, device=device, dtype=dtype)
+    raise ValueError(f"unknown ffn {kind!r}; expected 'swiglu' or 'silu'")

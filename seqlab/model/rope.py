@@ -1,0 +1,66 @@
+"""Rotary positional embedding (Su et al., 2021), rotating adjacent pairs (2k, 2k+1)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def check_positions(token_positions: torch.Tensor, max_seq_len: int) -> None:
+    """Raise a ValueError naming the first position outside [0, max_seq_len)."""
+    if token_positions.numel() == 0 or torch.compiler.is_compiling():
+        return
+    bad = (token_positions < 0) | (token_positions >= max_seq_len)
+    if bool(bad.any()):
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(
+            f"token position {int(token_positions[where])} at index {where} is outside "
+            f"[0, max_seq_len={max_seq_len}) of the rotary embedding"
+        )
+
+
+def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each pair (x[2k], x[2k+1]) of x (..., d) by the angle whose cos/sin are given.
+
+    cos, sin: (..., d/2), broadcastable against x's leading dims.
+    """
+    x_even, x_odd = x.unflatten(-1, (-1, 2)).unbind(-1)
+    rotated = torch.stack((x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1)
+    return rotated.flatten(-2)
+
+
+class RotaryPositionalEmbedding(nn.Module):
+    """Rotates pair k of a query/key at position i by angle i * theta^(-2k/d_k).
+
+    Position 0 is not rotated. cos/sin tables of shape (max_seq_len, d_k/2) live in
+    non-persistent buffers (recomputable, so they are not in the state dict).
+    """
+
+    def __init__(self, theta: float, d_k: int, max_seq_len: int, device=None):
+        super().__init__()
+        if d_k % 2 != 0:
+            raise ValueError(f"RoPE needs an even dimension, got d_k={d_k}")
+        self.theta, self.d_k, self.max_seq_len = theta, d_k, max_seq_len
+        # build in float64 so large positions keep accurate angles, then store float32
+        inv_freq = theta ** (-torch.arange(0, d_k, 2, dtype=torch.float64, device=device) / d_k)
+        angles = torch.arange(max_seq_len, dtype=torch.float64, device=device)[:, None] * inv_freq
+        self.register_buffer("cos", angles.cos().float(), persistent=False)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)
+
+    def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None) -> torch.Tensor:
+        """x (..., seq, d_k), token_positions (..., seq) ints (default 0..seq-1) -> (..., seq, d_k).
+
+        token_positions must broadcast against x's leading dims (..., seq).
+        """
+        if x.shape[-1] != self.d_k:
+            raise ValueError(f"RoPE expected last dimension d_k={self.d_k}, got shape {tuple(x.shape)}")
+        if token_positions is None:
+            token_positions = torch.arange(x.shape[-2], device=x.device)
+        token_positions = torch.as_tensor(token_positions, device=x.device).long()
+        check_positions(token_positions, self.max_seq_len)
+        cos = self.cos[token_positions].to(x.dtype)
+        sin = self.sin[token_positions].to(x.dtype)
+        return rotate_pairs(x, cos, sin)
+
+    def extra_repr(self) -> str:
+        return f"theta={self.theta}, d_k={self.d_k}, max_seq_len={self.max_seq_len}"

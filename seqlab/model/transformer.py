@@ -1,0 +1,106 @@
+"""The decoder-only Transformer language model."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import torch
+from torch import nn
+
+from seqlab.model.block import TransformerBlock
+from seqlab.model.config import ModelConfig
+from seqlab.model.embedding import Embedding, check_token_ids
+from seqlab.model.kv_cache import KVCache
+from seqlab.model.linear import Linear
+from seqlab.model.rmsnorm import Identity, make_norm
+
+
+class TransformerLM(nn.Module):
+    """token_embeddings -> num_layers x TransformerBlock -> ln_final -> lm_head (untied).
+
+    Ablations (keyword arguments, also fields of ModelConfig):
+      norm="none"           no RMSNorm anywhere (ln1, ln2, ln_final are identities)
+      norm_position="post"  post-norm blocks; no final norm, as in the original post-norm Transformer
+      positional="nope"     no positional information at all (causal mask only)
+      ffn="silu"            w2(silu(w1 x)) with d_ff = 4 * d_model instead of SwiGLU
+    """
+
+    def __init__(self, vocab_size: int, context_length: int, d_model: int, num_layers: int,
+                 num_heads: int, d_ff: int | None = None, rope_theta: float = 10000.0, *,
+                 norm: str = "rmsnorm", norm_position: str = "pre", positional: str = "rope",
+                 ffn: str = "swiglu", device=None, dtype=None):
+        super().__init__()
+        self.config = ModelConfig(
+            vocab_size=vocab_size, context_length=context_length, d_model=d_model,
+            num_layers=num_layers, num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta,
+            norm=norm, norm_position=norm_position, positional=positional, ffn=ffn,
+        )
+        cfg = self.config
+        theta = cfg.rope_theta if cfg.positional == "rope" else None
+        self.token_embeddings = Embedding(vocab_size, d_model, device=device, dtype=dtype)
+        self.layers = nn.ModuleList(
+            TransformerBlock(d_model, num_heads, cfg.d_ff, context_length, theta, norm=norm,
+                             norm_position=norm_position, ffn=ffn, device=device, dtype=dtype)
+            for _ in range(num_layers)
+        )
+        if norm_position == "post":
+            self.ln_final = Identity()
+        else:
+            self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype)
+        self.lm_head = Linear(d_model, vocab_size, device=device, dtype=dtype)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, device=None, dtype=None) -> "TransformerLM":
+        return cls(**asdict(config), device=device, dtype=dtype)
+
+    @property
+    def context_length(self) -> int:
+        return self.config.context_length
+
+    def new_kv_cache(self) -> KVCache:
+        return KVCache(self.config.num_layers)
+
+    def num_parameters(self, include_embeddings: bool = True) -> int:
+        total = sum(p.numel() for p in self.parameters())
+        if not include_embeddings:
+            total -= self.token_embeddings.weight.numel()
+        return total
+
+    def forward(self, ids: torch.Tensor, token_positions: torch.Tensor | None = None,
+                kv_cache: KVCache | None = None, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """ids (batch, seq) int -> logits (batch, seq, vocab_size).
+
+        token_positions: (seq,) or (batch, seq); default cache_length + 0..seq-1.
+        kv_cache: append this call's keys/values and attend to everything cached.
+        padding_mask: (batch, seq) bool, True = real token; padded keys are never attended to.
+        """
+        if ids.dim() != 2:
+            raise ValueError(f"ids must have shape (batch, seq), got {tuple(ids.shape)}")
+        batch, seq = ids.shape
+        past = kv_cache.length if kv_cache is not None else 0
+        if past + seq > self.config.context_length:
+            if past:
+                raise ValueError(
+                    f"{past} cached + {seq} new positions exceed context_length "
+                    f"{self.config.context_length}; re-prefill the last tokens to slide the window"
+                )
+            raise ValueError(
+                f"sequence length {seq} exceeds the model's context_length {self.config.context_length}"
+            )
+        if not torch.compiler.is_compiling():
+            check_token_ids(ids, self.config.vocab_size)
+        if padding_mask is not None and tuple(padding_mask.shape) != (batch, seq):
+            raise ValueError(
+                f"padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(padding_mask.shape)}"
+            )
+        if token_positions is None and past:
+            token_positions = torch.arange(past, past + seq, device=ids.device)
+        key_padding_mask = padding_mask
+        if kv_cache is not None:
+            key_padding_mask = kv_cache.extend_padding_mask(batch, seq, padding_mask, device=ids.device)
+
+        x = self.token_embeddings.weight[ids]  # ids already checked above
+        for index, layer in enumerate(self.layers):
+            x = layer(x, token_positions, kv_cache=kv_cache, layer_index=index,
+                      key_padding_mask=key_padding_mask)
+        return self.lm_head(self.ln_final(x))

@@ -1,0 +1,150 @@
+"""Saving and restoring model + optimizer + iteration, atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import torch
+
+WRAPPER_PREFIXES = ("_orig_mod.", "module.")  # torch.compile, DistributedDataParallel
+
+
+def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The plain module inside torch.compile / DDP wrappers."""
+    while True:
+        inner = getattr(model, "_orig_mod", None) or getattr(model, "module", None)
+        if not isinstance(inner, torch.nn.Module):
+            return model
+        model = inner
+
+
+def strip_wrapper_prefixes(state_dict: dict[str, Any]) -> dict[str, Any]:
+    """Remove leading `_orig_mod.` / `module.` from every key (any order, repeated)."""
+    stripped = {}
+    for key, value in state_dict.items():
+        changed = True
+        while changed:
+            changed = False
+            for prefix in WRAPPER_PREFIXES:
+                if key.startswith(prefix):
+                    key, changed = key[len(prefix):], True
+        stripped[key] = value
+    return stripped
+
+
+def _model_config_dict(model: torch.nn.Module) -> dict | None:
+    config = getattr(unwrap_model(model), "config", None)
+    if config is None:
+        return None
+    return asdict(config) if is_dataclass(config) else dict(config)
+
+
+def save_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None, iteration: int,
+                    out: str | os.PathLike | IO[bytes], *, extra: dict | None = None) -> None:
+    """Write {"model", "optimizer", "iteration", "model_config", "extra"} with torch.save.
+
+    `out` is a path (written to a temporary file in the same folder, then renamed: never
+    half-written) or a writable binary file object. `extra` holds plain Python values/tensors.
+    """
+    payload = {
+        "model": strip_wrapper_prefixes(unwrap_model(model).state_dict()),
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "iteration": int(iteration),
+        "model_config": _model_config_dict(model),
+        "extra": dict(extra) if extra else {},
+    }
+    if not isinstance(out, (str, os.PathLike)):
+        torch.save(payload, out)
+        return
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        if os.path.exists(tmp_name):
+            os.unlink(tmp_name)
+        raise
+
+
+def read_checkpoint(src: str | os.PathLike | IO[bytes]) -> dict:
+    """The raw payload (tensors on CPU) with keys model, optimizer, iteration, model_config, extra."""
+    if isinstance(src, (str, os.PathLike)) and not Path(src).is_file():
+        raise FileNotFoundError(f"checkpoint {src} does not exist")
+    try:
+        payload = torch.load(src, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise ValueError(f"cannot read checkpoint {src}: {error}") from error
+    if not isinstance(payload, dict) or "model" not in payload or "iteration" not in payload:
+        raise ValueError(f"{src} is not a seqlab checkpoint (expected a dict with 'model' and 'iteration')")
+    payload.setdefault("optimizer", None)
+    payload.setdefault("model_config", None)
+    payload.setdefault("extra", {})
+    return payload
+
+
+def describe_state_dict_mismatch(expected: dict[str, torch.Tensor], found: dict[str, torch.Tensor]) -> str:
+    """Human-readable differences between a model's state dict and a checkpoint's ('' if none)."""
+    problems = []
+    missing = [k for k in expected if k not in found]
+    unexpected = [k for k in found if k not in expected]
+    if missing:
+        problems.append(f"missing from checkpoint: {', '.join(missing[:8])}" + (" ..." if len(missing) > 8 else ""))
+    if unexpected:
+        problems.append(f"not in model: {', '.join(unexpected[:8])}" + (" ..." if len(unexpected) > 8 else ""))
+    for key in expected:
+        if key in found and tuple(expected[key].shape) != tuple(found[key].shape):
+            problems.append(
+                f"{key}: checkpoint shape {tuple(found[key].shape)} vs model shape {tuple(expected[key].shape)}"
+            )
+    return "; ".join(problems)
+
+
+def load_checkpoint(src: str | os.PathLike | IO[bytes], model: torch.nn.Module,
+                    optimizer: torch.optim.Optimizer | None = None) -> int:
+    """Restore model (and optimizer) state from `src`; return the saved iteration.
+
+    Keys with or without `_orig_mod.` / `module.` prefixes load into plain or wrapped models.
+    A checkpoint of a different architecture raises ValueError naming the mismatched keys/shapes.
+    """
+    payload = read_checkpoint(src)
+    target = unwrap_model(model)
+    state = strip_wrapper_prefixes(payload["model"])
+    mismatch = describe_state_dict_mismatch(target.state_dict(), state)
+    if mismatch:
+        raise ValueError(f"checkpoint {src} does not match the model architecture: {mismatch}")
+    target.load_state_dict(state, strict=True)
+    if optimizer is not None:
+        if payload["optimizer"] is None:
+            raise ValueError(f"checkpoint {src} holds no optimizer state")
+        optimizer.load_state_dict(payload["optimizer"])
+    return int(payload["iteration"])
+
+
+def load_model_from_checkpoint(src: str | os.PathLike | IO[bytes], device=None):
+    """Build a TransformerLM from the checkpoint's model_config and load its weights.
+
+    Returns (model in eval mode on `device`, raw payload).
+    """
+    from seqlab.model import ModelConfig, TransformerLM
+
+    payload = read_checkpoint(src)
+    if not payload.get("model_config"):
+        raise ValueError(f"checkpoint {src} has no model_config; build the model yourself and use load_checkpoint")
+    config = ModelConfig(**payload["model_config"])
+    model = TransformerLM.from_config(config, device=device)
+    state = strip_wrapper_prefixes(payload["model"])
+    mismatch = describe_state_dict_mismatch(model.state_dict(), state)
+    if mismatch:
+        raise ValueError(f"checkpoint {src} weights do not match its model_config: {mismatch}")
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    return model, payload

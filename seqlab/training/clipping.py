@@ -1,0 +1,31 @@
+"""Gradient clipping by the global L2 norm."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+CLIP_EPS = 1e-6
+
+
+@torch.no_grad()
+def clip_grad_norm(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float) -> torch.Tensor:
+    """Scale all gradients in place so their joint L2 norm is at most `max_l2_norm`.
+
+    The norm is taken over every parameter's gradient together (parameters without .grad are
+    skipped). When it exceeds the limit each gradient is multiplied by max / (norm + 1e-6).
+    Returns the norm before clipping (0-dim float32 tensor; 0 when there are no gradients).
+    """
+    if max_l2_norm < 0:
+        raise ValueError(f"max_l2_norm must be >= 0, got {max_l2_norm}")
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    squares = torch.stack([g.detach().float().pow(2).sum().to(grads[0].device) for g in grads])
+    total_norm = squares.sum().sqrt()
+    if total_norm > max_l2_norm:
+        scale = max_l2_norm / (total_norm + CLIP_EPS)
+        for g in grads:
+            g.mul_(scale.to(g.dtype))
+    return total_norm
