@@ -93,16 +93,18 @@ def count_parameters(config: Any) -> dict[str, int]:
 
     token_embeddings V·d; per layer attention 4·d² (q, k, v, output projections, no bias),
     ffn 3·d·f (SwiGLU w1, w2, w3) or 2·d·f (SiLU w1, w2), norms 2·d (ln1, ln2 gains);
-    ln_final d; lm_head d·V (untied). With ``norm="none"`` there are no gains. RoPE has none.
+    ln_final d (pre-norm only: a post-norm stack ends normalized); lm_head d·V (untied).
+    With ``norm="none"`` there are no gains. RoPE has no parameters.
     """
     s = as_model_config(config)
     d, f, L = s.d_model, s.d_ff, s.num_layers
     has_norm = s.norm != "none"
+    final_norm = has_norm and s.norm_position == "pre"
     counts = {
         "token_embeddings": s.vocab_size * d,
         "attention": L * 4 * d * d,
         "ffn": L * (3 if s.ffn == "swiglu" else 2) * d * f,
-        "norms": (L * 2 * d + d) if has_norm else 0,
+        "norms": (L * 2 * d if has_norm else 0) + (d if final_norm else 0),
         "lm_head": d * s.vocab_size,
     }
     counts["total"] = sum(counts.values())
@@ -160,16 +162,17 @@ def activation_elements(config: Any, seq_len: int | None = None) -> dict[str, in
 
     Per layer: ln1 output n·d, Q, K, V 3·n·d, scores h·n², softmax h·n², weighted values n·d,
     output projection n·d, ln2 output n·d, ffn: w1 n·f, SiLU n·f, (SwiGLU: w3 n·f, product n·f),
-    w2 n·d. Then ln_final n·d, logits n·V and the cross-entropy's softmax n·V. Norms are
-    absent with ``norm="none"``.
+    w2 n·d. Then ln_final n·d (pre-norm only), logits n·V and the cross-entropy's softmax n·V.
+    Norms are absent with ``norm="none"``.
     """
     s = as_model_config(config)
     n = s.context_length if seq_len is None else int(seq_len)
     d, f, h, L, V = s.d_model, s.d_ff, s.num_heads, s.num_layers, s.vocab_size
     norm = 1 if s.norm != "none" else 0
+    final_norm = norm if s.norm_position == "pre" else 0
     ffn_hidden = (4 if s.ffn == "swiglu" else 2) * n * f + n * d
     elements = {
-        "norms": (L * 2 + 1) * norm * n * d,
+        "norms": (L * 2 * norm + final_norm) * n * d,
         "qkv": L * 3 * n * d,
         "attention_scores_softmax": L * 2 * h * n * n,
         "attention_output": L * 2 * n * d,
