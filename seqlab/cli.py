@@ -19,6 +19,8 @@ import seqlab
 COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.explorer.cli",  # explore
     "seqlab.accounting",  # accounting
+    "seqlab.generate",  # generate
+    "seqlab.evaluate",  # eval
 )
 
 

@@ -1,0 +1,151 @@
+"""Held-out loss and perplexity of a TransformerLM over a whole token split.
+
+The split (a 1-D array of ids, e.g. ``valid.npy`` from ``seqlab prepare``, opened as a memmap) is
+cut into deterministic, non-overlapping windows: window i holds inputs
+``data[i·n : i·n + n]`` and targets ``data[i·n + 1 : i·n + n + 1]`` with n = context_length.
+The final, shorter window takes whatever remains, so every token after the first is predicted
+exactly once. The result is the mean per-token cross-entropy (nats) and its exponential, the
+perplexity.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass
+class EvalResult:
+    loss: float          # mean cross-entropy per predicted token, nats
+    perplexity: float    # exp(loss)
+    tokens: int          # number of predicted tokens (= len(data) - 1)
+    windows: int         # number of windows evaluated
+
+
+def window_starts(num_tokens: int, context_length: int) -> list[tuple[int, int]]:
+    """(start, length) of each window over a split of ``num_tokens`` ids; lengths sum to
+    num_tokens - 1 (the first token is never a target)."""
+    predicted = num_tokens - 1
+    return [(start, min(context_length, predicted - start))
+            for start in range(0, predicted, context_length)]
+
+
+def _check_ids(chunk, start: int, vocab_size: int, name: str) -> None:
+    """Raise naming the first id outside [0, vocab_size) in ``chunk`` (which starts at ``start``)."""
+    import numpy as np
+
+    bad = np.flatnonzero((chunk < 0) | (chunk >= vocab_size))
+    if bad.size:
+        position = start + int(bad[0])
+        raise ValueError(f"{name}: token id {int(chunk[bad[0]])} at position {position} is outside "
+                         f"the model's vocabulary [0, {vocab_size})")
+
+
+def evaluate(model, data, batch_size: int = 32, context_length: int | None = None,
+             progress: bool = False, name: str = "data") -> EvalResult:
+    """Mean per-token loss and perplexity of ``model`` over all of ``data`` (1-D integer array).
+
+    Windows of ``context_length`` (default the model's) are batched ``batch_size`` at a time, with
+    no gradient; the shorter last window runs in its own batch. ``progress`` shows a tqdm bar.
+    """
+    import numpy as np
+    import torch
+    from tqdm import tqdm
+
+    from seqlab.training import cross_entropy
+
+    data = np.asarray(data) if not isinstance(data, np.ndarray) else data
+    if data.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of token ids, got shape {data.shape}")
+    if not np.issubdtype(data.dtype, np.integer):
+        raise ValueError(f"{name}: expected integer token ids, got dtype {data.dtype}")
+    if len(data) < 2:
+        raise ValueError(f"{name}: needs at least 2 tokens to predict one, has {len(data)}")
+    n = model.config.context_length if context_length is None else context_length
+    if not 0 < n <= model.config.context_length:
+        raise ValueError(f"context_length must be in [1, {model.config.context_length}], got {n}")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    vocab = model.config.vocab_size
+    device = next(model.parameters()).device
+
+    windows = window_starts(len(data), n)
+    full = [w for w in windows if w[1] == n]
+    batches = [full[i:i + batch_size] for i in range(0, len(full), batch_size)]
+    if len(full) < len(windows):
+        batches.append(windows[len(full):])  # the shorter tail window
+
+    total_loss, total_tokens = 0.0, 0
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for batch in tqdm(batches, desc=f"eval {name}", unit="batch", disable=not progress):
+                length = batch[0][1]
+                rows = []
+                for start, _ in batch:
+                    chunk = np.asarray(data[start:start + length + 1])
+                    _check_ids(chunk, start, vocab, name)
+                    rows.append(chunk.astype(np.int64))
+                tokens = torch.from_numpy(np.stack(rows)).to(device)
+                logits = model(tokens[:, :-1])
+                loss = cross_entropy(logits.float(), tokens[:, 1:])  # mean over this batch
+                count = tokens.shape[0] * length
+                total_loss += float(loss) * count
+                total_tokens += count
+    finally:
+        model.train(was_training)
+    mean = total_loss / total_tokens
+    return EvalResult(loss=mean, perplexity=math.exp(mean), tokens=total_tokens, windows=len(windows))
+
+
+def load_tokens(path: str):
+    """A 1-D integer array from a .npy file, memory-mapped (not read into RAM)."""
+    import os
+
+    import numpy as np
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"data file {path} does not exist")
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a .npy array of token ids ({exc})") from exc
+
+
+def register(subparsers: Any) -> None:
+    from seqlab.generate import add_model_source
+
+    p = subparsers.add_parser("eval", help="held-out loss and perplexity",
+                              description="Mean per-token loss and perplexity over a whole token split "
+                                          "in non-overlapping context-length windows.")
+    add_model_source(p)
+    p.add_argument("--data", required=True, metavar="FILE.npy", help="token ids, e.g. valid.npy")
+    p.add_argument("--batch-size", type=int, default=32, help="windows per batch (32)")
+    p.add_argument("--context-length", type=int, default=None, help="window length (the model's)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import json
+
+    from seqlab.generate import load_model
+
+    try:
+        model, _, _ = load_model(args)
+        data = load_tokens(args.data)
+        result = evaluate(model, data, args.batch_size, args.context_length, progress=True,
+                          name=args.data)
+    except (ValueError, FileNotFoundError, KeyError, RuntimeError) as exc:
+        print(f"seqlab eval: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(asdict(result)))
+    else:
+        print(f"{args.data}: loss {result.loss:.4f} nats/token, perplexity {result.perplexity:.3f} "
+              f"({result.tokens:,} tokens in {result.windows:,} windows)")
+    return 0
