@@ -1,0 +1,134 @@
+"""Data preparation (text -> BPE tokenizer + token files) and checked, memory-mapped loading.
+
+A prepared data directory holds::
+
+    DIR/tokenizer/      vocab.json, merges.txt, special_tokens.json (Tokenizer.load)
+    DIR/train.npy       1-D token ids (uint16 when the vocabulary fits, else uint32)
+    DIR/valid.npy
+    DIR/meta.json       vocab size, dtype, token counts, bytes per token
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_SPECIAL_TOKENS = ("<|endoftext|>",)
+# Scan ids for validation in chunks so a multi-GB memmap is never loaded whole.
+VALIDATION_CHUNK = 1 << 24
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.uint32)
+
+
+def save_tokens(ids: np.ndarray, path: str | Path, vocab_size: int) -> Path:
+    """Write ``ids`` as a .npy file of the smallest fitting dtype, atomically."""
+    path = Path(path)
+    ids = np.asarray(ids)
+    dtype = token_dtype(vocab_size)
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"{path}: token ids must lie in [0, {vocab_size}), got range "
+                         f"[{int(ids.min())}, {int(ids.max())}]")
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with tmp.open("wb") as fh:
+        np.save(fh, ids.astype(dtype, copy=False))
+    os.replace(tmp, path)
+    return path
+
+
+def load_tokens(path: str | Path, vocab_size: int) -> np.ndarray:
+    """Memory-map a 1-D token file (.npy, or raw .bin/.dat of uint16) and check every id < vocab_size.
+
+    Raises ValueError naming the file, the first offending position and the id.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"token file {path} does not exist")
+    if path.suffix == ".npy":
+        tokens = np.load(path, mmap_mode="r")
+    else:
+        tokens = np.memmap(path, dtype=np.uint16, mode="r")
+    if tokens.ndim != 1:
+        raise ValueError(f"{path}: token file must be 1-D, got shape {tokens.shape}")
+    if not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"{path}: token ids must be integers, got dtype {tokens.dtype}")
+    for start in range(0, len(tokens), VALIDATION_CHUNK):
+        chunk = tokens[start:start + VALIDATION_CHUNK]
+        bad = (chunk >= vocab_size) | (chunk < 0) if np.issubdtype(chunk.dtype, np.signedinteger) \
+            else chunk >= vocab_size
+        if bad.any():
+            where = start + int(np.argmax(bad))
+            raise ValueError(f"{path}: token id {int(tokens[where])} at position {where} is outside the "
+                             f"vocabulary [0, {vocab_size}); was the file made with another tokenizer?")
+    return tokens
+
+
+def read_meta(data_dir: str | Path) -> dict:
+    path = Path(data_dir) / "meta.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist; create the data directory with `seqlab prepare`")
+    return json.loads(path.read_text())
+
+
+@dataclass
+class PreparedData:
+    """The splits of a prepared data directory, memory-mapped and validated."""
+
+    directory: Path
+    vocab_size: int
+    train: np.ndarray
+    valid: np.ndarray
+    meta: dict
+
+    @classmethod
+    def open(cls, data_dir: str | Path, vocab_size: int | None = None) -> "PreparedData":
+        directory = Path(data_dir)
+        meta = read_meta(directory)
+        vocab = int(meta["vocab_size"])
+        if vocab_size is not None and vocab_size < vocab:
+            raise ValueError(f"config vocab_size={vocab_size} is smaller than the data's vocabulary ({vocab}, "
+                             f"{directory / 'meta.json'})")
+        limit = vocab_size or vocab
+        return cls(directory, limit, load_tokens(directory / "train.npy", limit),
+                   load_tokens(directory / "valid.npy", limit), meta)
+
+
+def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out_dir: str | Path,
+            special_tokens: tuple[str, ...] | list[str] = DEFAULT_SPECIAL_TOKENS, *,
+            workers: int | None = None, progress: bool = True) -> dict:
+    """Train BPE on the train text, encode both splits, write the data directory; returns meta."""
+    from seqlab.tokenizer import Tokenizer, train_bpe
+
+    out_dir = Path(out_dir)
+    for name, path in (("train", train_path), ("valid", valid_path)):
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{name} text {path} does not exist")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    special_tokens = list(special_tokens)
+    started = time.perf_counter()
+    vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers, progress=progress)
+    tokenizer = Tokenizer(vocab, merges, special_tokens)
+    tokenizer.save(out_dir / "tokenizer")
+    bpe_seconds = time.perf_counter() - started
+    meta: dict = {"vocab_size": len(vocab), "dtype": token_dtype(len(vocab)).name,
+                  "special_tokens": special_tokens, "bpe_seconds": round(bpe_seconds, 2), "splits": {}}
+    for split, path in (("train", train_path), ("valid", valid_path)):
+        started = time.perf_counter()
+        ids = np.asarray(tokenizer.encode_file(str(path), workers=workers))
+        save_tokens(ids, out_dir / f"{split}.npy", len(vocab))
+        num_bytes = Path(path).stat().st_size
+        meta["splits"][split] = {
+            "source": str(path), "tokens": int(ids.size), "bytes": num_bytes,
+            "bytes_per_token": round(num_bytes / max(1, ids.size), 3),
+            "encode_seconds": round(time.perf_counter() - started, 2),
+        }
+    tmp = out_dir / f".meta.json.tmp{os.getpid()}"
+    tmp.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp, out_dir / "meta.json")
+    return meta

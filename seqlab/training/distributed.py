@@ -1,0 +1,78 @@
+"""Process-group setup for data-parallel training under ``torchrun`` (NCCL on GPU, gloo on CPU).
+
+``torchrun --nproc_per_node N -m seqlab train ...`` sets RANK, WORLD_SIZE and LOCAL_RANK; without
+them the run is a single process and nothing here touches torch.distributed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def launched_by_torchrun() -> bool:
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def setup_distributed(device_kind: str) -> DistributedContext:
+    """Join the process group torchrun describes; pick NCCL for CUDA, gloo otherwise."""
+    if not launched_by_torchrun():
+        return DistributedContext()
+    import torch
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    if world > 1 and not dist.is_initialized():
+        backend = "nccl" if device_kind == "cuda" else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group(backend=backend)
+    return DistributedContext(rank, world, local_rank)
+
+
+def all_reduce_mean(value: float, ctx: DistributedContext, device) -> float:
+    """Mean of a Python float over all processes (the value itself when single-process)."""
+    if not ctx.enabled:
+        return value
+    import torch
+    import torch.distributed as dist
+
+    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor.item() / ctx.world_size
+
+
+def any_true(flag: bool, ctx: DistributedContext, device) -> bool:
+    """Whether ``flag`` holds on any process (so that all processes stop at the same step)."""
+    if not ctx.enabled:
+        return flag
+    import torch
+    import torch.distributed as dist
+
+    tensor = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return bool(tensor.item())
+
+
+def cleanup_distributed(ctx: DistributedContext) -> None:
+    if ctx.enabled:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()

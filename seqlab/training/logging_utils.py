@@ -1,0 +1,89 @@
+"""Run logs: a JSONL file (one record per line) and optional Weights & Biases / TensorBoard mirrors.
+
+Every record has ``step`` and ``wallclock`` (seconds of training, continued across resumes); train
+records add ``train_loss``, ``lr``, ``grad_norm`` and ``tokens``; eval records add ``val_loss``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class JsonlLog:
+    """Append-only JSONL log that survives resumes without duplicated steps."""
+
+    def __init__(self, path: str | Path, *, resume_step: int | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume_step is None:
+            self.path.write_text("")
+        else:
+            self._truncate_after(resume_step)
+        self._fh = self.path.open("a", encoding="utf-8")
+
+    def _truncate_after(self, step: int) -> None:
+        """Drop records written after the checkpoint we resume from (they will be redone)."""
+        kept = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step] if self.path.exists() else []
+        tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        os.replace(tmp, self.path)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    records = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}, line {number}: invalid JSON ({exc})") from None
+    return records
+
+
+class Trackers:
+    """Optional experiment trackers, created only when asked for; a missing package is a clear error."""
+
+    def __init__(self, *, run_dir: Path, config: dict[str, Any], wandb: bool = False,
+                 wandb_project: str = "seqlab", tensorboard: bool = False):
+        self._wandb = self._tb = None
+        if wandb:
+            try:
+                import wandb as wandb_module
+            except ImportError:
+                raise RuntimeError("--wandb was asked for but the package `wandb` is not installed "
+                                   "(pip install wandb)") from None
+            self._wandb = wandb_module.init(project=wandb_project, dir=str(run_dir), config=config,
+                                            name=run_dir.name, resume="allow")
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                raise RuntimeError("--tensorboard was asked for but the package `tensorboard` is not "
+                                   "installed (pip install tensorboard)") from None
+            self._tb = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+
+    def log(self, record: dict[str, Any]) -> None:
+        step = record["step"]
+        values = {k: v for k, v in record.items() if k != "step" and isinstance(v, (int, float))}
+        if self._wandb is not None:
+            self._wandb.log(values, step=step)
+        if self._tb is not None:
+            for key, value in values.items():
+                self._tb.add_scalar(key, value, step)
+
+    def close(self) -> None:
+        if self._wandb is not None:
+            self._wandb.finish()
+        if self._tb is not None:
+            self._tb.close()
