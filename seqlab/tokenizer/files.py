@@ -1,0 +1,128 @@
+"""GPT-2 tokenizer files: ``vocab.json`` (token text -> id) and ``merges.txt`` (one ``left right`` a line).
+
+Tokens are written with GPT-2's byte-to-unicode map (a space byte is ``Ġ``). Special tokens may
+appear verbatim (Hugging Face style) when they contain characters outside that map. Writes go to
+a temporary file that is renamed into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
+
+MERGES_HEADER = "#version: 0.2"
+
+
+class TokenizerFileError(ValueError):
+    """A malformed vocab.json / merges.txt; the message names the file and line."""
+
+
+def _line_of(raw: str, needle: str) -> int:
+    """1-based line of the first occurrence of ``needle`` in ``raw`` (1 when absent)."""
+    position = raw.find(needle)
+    return raw.count("\n", 0, position) + 1 if position >= 0 else 1
+
+
+class _EntryLocation:
+    """``"FILE, line N"`` of a vocab.json entry, computed only when an error message needs it."""
+
+    def __init__(self, path: Path, raw: str, text: str):
+        self.path, self.raw, self.text = path, raw, text
+
+    def __str__(self) -> str:
+        return f"{self.path}, line {_line_of(self.raw, json.dumps(self.text, ensure_ascii=False)[:-1])}"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731  (f-strings call __format__)
+
+
+def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ()) -> dict[int, bytes]:
+    """``vocab.json`` -> ``{id: token bytes}``; malformed content raises :class:`TokenizerFileError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"vocabulary file {str(path)!r} does not exist")
+    raw = path.read_text(encoding="utf-8")
+    try:
+        table = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise TokenizerFileError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+    if not isinstance(table, dict):
+        raise TokenizerFileError(f"{path}, line 1: expected a JSON object mapping token -> id")
+    specials = set(special_tokens)
+    vocab: dict[int, bytes] = {}
+    for text, index in table.items():
+        where = _EntryLocation(path, raw, text)
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise TokenizerFileError(f"{where}: id of token {text!r} must be a non-negative integer, got {index!r}")
+        if index in vocab:
+            raise TokenizerFileError(f"{where}: id {index} is used twice (token {text!r})")
+        try:
+            vocab[index] = text_to_token(text)
+        except KeyError as error:
+            if text not in specials:
+                raise TokenizerFileError(f"{where}: token {text!r}: {error.args[0]}") from None
+            vocab[index] = text.encode("utf-8")  # a special token written verbatim
+    return vocab
+
+
+def read_merges_txt(path: str | os.PathLike) -> list[tuple[bytes, bytes]]:
+    """``merges.txt`` -> ``[(left bytes, right bytes), ...]`` in rank order."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"merges file {str(path)!r} does not exist")
+    merges: list[tuple[bytes, bytes]] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line or (number == 1 and line.startswith("#version")):
+                continue
+            parts = line.split(" ")
+            if len(parts) != 2 or not parts[0] or not parts[1]:
+                raise TokenizerFileError(f"{path}, line {number}: expected 'left right', got {line!r}")
+            try:
+                merges.append((text_to_token(parts[0]), text_to_token(parts[1])))
+            except KeyError as error:
+                raise TokenizerFileError(f"{path}, line {number}: {error.args[0]}") from None
+    return merges
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
+    path = Path(path)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            handle.write(text)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def write_vocab_json(path: str | os.PathLike, vocab: dict[int, bytes]) -> None:
+    table = {token_to_text(vocab[index]): index for index in sorted(vocab)}
+    atomic_write_text(path, json.dumps(table, ensure_ascii=False, indent=2) + "\n")
+
+
+def write_merges_txt(path: str | os.PathLike, merges: Iterable[tuple[bytes, bytes]]) -> None:
+    lines = [MERGES_HEADER] + [f"{token_to_text(left)} {token_to_text(right)}" for left, right in merges]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def read_special_tokens_json(path: str | os.PathLike) -> list[str]:
+    path = Path(path)
+    try:
+        tokens = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise TokenizerFileError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+    if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
+        raise TokenizerFileError(f"{path}, line 1: expected a JSON list of strings")
+    return tokens
+
+
+def write_special_tokens_json(path: str | os.PathLike, special_tokens: Iterable[str]) -> None:
+    atomic_write_text(path, json.dumps(list(special_tokens), ensure_ascii=False) + "\n")

@@ -1,0 +1,67 @@
+"""Pre-tokenization: split text on special tokens, then into pre-tokens (GPT-2 regex by default).
+
+BPE merges never cross a pre-token boundary, so the trainer counts pre-tokens and the
+tokenizer caches the ids of each distinct pre-token. A pre-tokenizer is any picklable
+callable ``str -> list[str]`` (picklable so worker processes can use it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+import regex
+
+# GPT-2's pattern: contractions, letters, numbers, other symbols, each optionally preceded by one
+# space; whitespace runs keep their last space for the following word ("\s+(?!\S)").
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+GPT2_REGEX = regex.compile(GPT2_PATTERN)
+
+PreTokenizer = Callable[[str], list[str]]
+
+
+def gpt2_pretokenize(text: str) -> list[str]:
+    """Split ``text`` into GPT-2 pre-tokens: ``"Hi  there"`` -> ``["Hi", " ", " there"]``."""
+    return GPT2_REGEX.findall(text)
+
+
+def whitespace_pretokenize(text: str) -> list[str]:
+    """Split on whitespace and drop it (the textbook example: ``"low lower"`` -> ``["low", "lower"]``)."""
+    return text.split()
+
+
+def special_tokens_regex(special_tokens: Iterable[str]) -> regex.Pattern | None:
+    """A pattern matching any special token, longest first (so ``<a><a>`` beats ``<a>``)."""
+    ordered = sorted(set(special_tokens), key=len, reverse=True)
+    if not ordered:
+        return None
+    return regex.compile("|".join(regex.escape(token) for token in ordered))
+
+
+def split_on_special_tokens(text: str, pattern: regex.Pattern | None) -> list[tuple[str, bool]]:
+    """``text`` -> ``[(piece, is_special), ...]`` in order, dropping empty text pieces."""
+    if pattern is None:
+        return [(text, False)] if text else []
+    pieces: list[tuple[str, bool]] = []
+    start = 0
+    for match in pattern.finditer(text):
+        if match.start() > start:
+            pieces.append((text[start : match.start()], False))
+        pieces.append((match.group(), True))
+        start = match.end()
+    if start < len(text):
+        pieces.append((text[start:], False))
+    return pieces
+
+
+def count_pretokens(
+    text: str,
+    special_pattern: regex.Pattern | None,
+    pretokenize: PreTokenizer = gpt2_pretokenize,
+) -> Counter[str]:
+    """How often each pre-token occurs in ``text``; special tokens separate pieces and are not counted."""
+    counts: Counter[str] = Counter()
+    for piece, is_special in split_on_special_tokens(text, special_pattern):
+        if not is_special:
+            counts.update(pretokenize(piece))
+    return counts

@@ -1,0 +1,332 @@
+"""The byte-level BPE tokenizer: text <-> ids, GPT-2 files, streaming and parallel encoding."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
+from pathlib import Path
+
+from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges
+from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
+from seqlab.tokenizer.files import (
+    read_merges_txt,
+    read_special_tokens_json,
+    read_vocab_json,
+    write_merges_txt,
+    write_special_tokens_json,
+    write_vocab_json,
+)
+from seqlab.tokenizer.pretokenize import GPT2_REGEX, special_tokens_regex
+from seqlab.tokenizer.streaming import StreamDecoder
+
+EOT = "<|endoftext|>"
+_CACHE_MAX_ENTRIES = 1 << 20  # distinct pre-tokens kept; bounds memory on huge corpora
+_CACHE_MAX_CHARS = 64  # longer pre-tokens are rare; caching them would only cost memory
+_STREAM_BUFFER_CHARS = 1 << 16
+_FILE_CHUNK_BYTES = 1 << 20
+_PARALLEL_MIN_BYTES = 1 << 21
+
+
+class _PretokenCache(dict):
+    """pre-token -> tuple of ids; a miss runs BPE (``__missing__`` keeps hits on the C fast path)."""
+
+    def __init__(self, encode_pretoken):
+        super().__init__()
+        self.encode_pretoken = encode_pretoken
+
+    def __missing__(self, pretoken: str) -> tuple[int, ...]:
+        ids = self.encode_pretoken(pretoken)
+        if len(pretoken) <= _CACHE_MAX_CHARS:
+            if len(self) >= _CACHE_MAX_ENTRIES:
+                self.clear()
+            self[pretoken] = ids
+        return ids
+
+
+class Tokenizer:
+    """Byte-level BPE tokenizer.
+
+    ``vocab`` maps id -> token bytes (it must contain all 256 single bytes), ``merges`` lists
+    ``(left, right)`` byte pairs in rank order, ``special_tokens`` are strings that are never
+    split (added to the vocabulary if missing; overlapping ones match longest first).
+    """
+
+    def __init__(
+        self,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Sequence[str] | None = None,
+    ):
+        self.vocab: dict[int, bytes] = dict(vocab)
+        self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
+        self.special_tokens: list[str] = list(dict.fromkeys(special_tokens or ()))
+        self.special_token_ids: dict[str, int] = {}
+        for token in self.special_tokens:
+            self.special_token_ids[token] = self._id_of_special(token)
+        special_ids = set(self.special_token_ids.values())
+        self._id_of_bytes: dict[bytes, int] = {}
+        for index in sorted(self.vocab):
+            if index not in special_ids:
+                self._id_of_bytes.setdefault(self.vocab[index], index)
+        missing = [byte for byte in range(256) if bytes([byte]) not in self._id_of_bytes]
+        if missing:
+            raise ValueError(f"the vocabulary lacks single-byte tokens for bytes {missing[:10]} (byte-level BPE needs all 256)")
+        self._byte_ids = [self._id_of_bytes[bytes([byte])] for byte in range(256)]
+        self._merge_table = self._build_merge_table()
+        self._special_regex = special_tokens_regex(self.special_tokens)
+        self._cache = _PretokenCache(self._encode_pretoken)
+
+    # ----------------------------------------------------------------- construction
+    def _id_of_special(self, token: str) -> int:
+        encoded = token.encode("utf-8")
+        for index, value in self.vocab.items():
+            if value == encoded:
+                return index
+        index = max(self.vocab, default=-1) + 1
+        self.vocab[index] = encoded
+        return index
+
+    def _build_merge_table(self) -> MergeTable:
+        table: MergeTable = {}
+        for rank, (left, right) in enumerate(self.merges):
+            ids = []
+            for part in (left, right, left + right):
+                index = self._id_of_bytes.get(part)
+                if index is None:
+                    raise ValueError(f"merge {rank} ({left!r}, {right!r}): token {part!r} is not in the vocabulary")
+                ids.append(index)
+            table.setdefault((ids[0], ids[1]), (rank, ids[2]))
+        return table
+
+    @classmethod
+    def from_files(
+        cls,
+        vocab_path: str | os.PathLike,
+        merges_path: str | os.PathLike,
+        special_tokens: Sequence[str] | None = None,
+    ) -> Tokenizer:
+        """Load GPT-2 format files (``vocab.json`` + ``merges.txt``)."""
+        vocab = read_vocab_json(vocab_path, special_tokens or ())
+        merges = read_merges_txt(merges_path)
+        return cls(vocab, merges, special_tokens)
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Write ``vocab.json``, ``merges.txt`` (GPT-2 format) and ``special_tokens.json`` to ``directory``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        write_vocab_json(directory / "vocab.json", self.vocab)
+        write_merges_txt(directory / "merges.txt", self.merges)
+        write_special_tokens_json(directory / "special_tokens.json", self.special_tokens)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> Tokenizer:
+        """Read a directory written by :meth:`save`."""
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise FileNotFoundError(f"tokenizer directory {str(directory)!r} does not exist")
+        specials_path = directory / "special_tokens.json"
+        specials = read_special_tokens_json(specials_path) if specials_path.is_file() else []
+        return cls.from_files(directory / "vocab.json", directory / "merges.txt", specials)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_cache"]  # rebuilt lazily in each process
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._cache = _PretokenCache(self._encode_pretoken)
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (embedding rows needed): ``max id + 1``."""
+        return max(self.vocab) + 1
+
+    @property
+    def eot_id(self) -> int | None:
+        """Id of ``<|endoftext|>`` when it is a special token."""
+        return self.special_token_ids.get(EOT)
+
+    # ----------------------------------------------------------------- encoding
+    def _encode_pretoken(self, pretoken: str) -> tuple[int, ...]:
+        byte_ids = self._byte_ids
+        return tuple(apply_merges([byte_ids[byte] for byte in pretoken.encode("utf-8")], self._merge_table))
+
+    def _encode_ordinary(self, text: str, out: list[int]) -> None:
+        """Encode text containing no special tokens, appending ids to ``out``."""
+        out.extend(chain.from_iterable(map(self._cache.__getitem__, GPT2_REGEX.findall(text))))
+
+    def _split(self, text: str) -> Iterator[tuple[int, int, bool]]:
+        """``(start, end, is_special)`` spans covering ``text`` (empty text spans skipped)."""
+        start = 0
+        if self._special_regex is not None:
+            for match in self._special_regex.finditer(text):
+                if match.start() > start:
+                    yield start, match.start(), False
+                yield match.start(), match.end(), True
+                start = match.end()
+        if start < len(text):
+            yield start, len(text), False
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> ids. Special tokens become their ids; the text between them is BPE-encoded."""
+        out: list[int] = []
+        if self._special_regex is None:
+            self._encode_ordinary(text, out)
+            return out
+        for start, end, is_special in self._split(text):
+            if is_special:
+                out.append(self.special_token_ids[text[start:end]])
+            else:
+                self._encode_ordinary(text[start:end], out)
+        return out
+
+    def _pending_special_start(self, text: str) -> int:
+        """Earliest position whose suffix is a proper prefix of a special token (``len(text)`` if none)."""
+        longest = max((len(token) for token in self.special_tokens), default=0)
+        for size in range(min(longest - 1, len(text)), 0, -1):
+            tail = text[-size:]
+            if any(len(token) > size and token.startswith(tail) for token in self.special_tokens):
+                return len(text) - size
+        return len(text)
+
+    def _encode_stable_prefix(self, text: str, out: list[int]) -> int:
+        """Encode the longest prefix of ``text`` whose ids cannot change when more text follows.
+
+        Appends those ids to ``out`` and returns the prefix length. Held back: a possible special
+        token cut by the end (or one that could grow into a longer one) and the last pre-token,
+        which more text could extend. Pre-tokens before the last one never depend on what follows.
+        """
+        pending = self._pending_special_start(text)
+        for start, end, is_special in self._split(text):
+            if end <= pending and is_special:
+                out.append(self.special_token_ids[text[start:end]])
+                continue
+            if start >= pending or is_special:  # a special token overlapping the pending region
+                return start
+            stop = min(end, pending)
+            pretokens = GPT2_REGEX.findall(text, start, stop)
+            if end >= pending:
+                # the text span that more input could extend: keep its last pre-token for later
+                if not pretokens:
+                    return start
+                held = pretokens.pop()
+                out.extend(chain.from_iterable(map(self._cache.__getitem__, pretokens)))
+                return stop - len(held)
+            out.extend(chain.from_iterable(map(self._cache.__getitem__, pretokens)))
+        return len(text)
+
+    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
+        """Lazily encode a stream of strings (e.g. a file's lines); equals ``encode("".join(iterable))``.
+
+        Memory stays bounded by the buffer (about 64K characters, or the longest pre-token) and
+        the pre-token cache, whatever the stream's length.
+        """
+        pieces: list[str] = []
+        buffered = 0
+        threshold = _STREAM_BUFFER_CHARS
+        for piece in iterable:
+            pieces.append(piece)
+            buffered += len(piece)
+            if buffered < threshold:
+                continue
+            text = "".join(pieces)
+            ids: list[int] = []
+            consumed = self._encode_stable_prefix(text, ids)
+            yield from ids
+            rest = text[consumed:]
+            pieces, buffered = [rest], len(rest)
+            # a long unfinished pre-token is rescanned only after the buffer doubles: linear time
+            threshold = max(_STREAM_BUFFER_CHARS, 2 * len(rest))
+        yield from self.encode("".join(pieces))
+
+    def encode_file(self, path: str | os.PathLike, workers: int | None = None, *, progress: bool = False):
+        """Encode a UTF-8 file in parallel chunks; same ids as ``encode(text)``.
+
+        Returns a 1-D numpy array: ``uint16`` when every id fits, else ``uint32``.
+        """
+        import numpy as np
+
+        arrays = list(self.iter_encode_file(path, workers, progress=progress))
+        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=self.id_dtype())
+
+    def id_dtype(self):
+        """Smallest unsigned numpy dtype holding every id."""
+        import numpy as np
+
+        return np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
+
+    def iter_encode_file(
+        self,
+        path: str | os.PathLike,
+        workers: int | None = None,
+        *,
+        progress: bool = False,
+        chunk_bytes: int = _FILE_CHUNK_BYTES,
+    ) -> Iterator:
+        """Yield the ids of ``path`` as numpy arrays, chunk by chunk in file order (bounded memory)."""
+        from tqdm import tqdm
+
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"input file {os.fspath(path)!r} does not exist")
+        size = os.path.getsize(path)
+        if workers is None:
+            workers = (os.cpu_count() or 1) if size >= _PARALLEL_MIN_BYTES else 1
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        boundaries = find_chunk_boundaries(path, chunk_bytes, self.special_tokens)
+        tasks = [(os.fspath(path), a, b) for a, b in zip(boundaries, boundaries[1:])]
+        with tqdm(total=size, unit="B", unit_scale=True, desc="tokenizing", disable=not progress) as bar:
+            if workers == 1 or len(tasks) <= 1:
+                for task in tasks:
+                    yield self._encode_file_chunk(task)
+                    bar.update(task[2] - task[1])
+                return
+            with multiprocessing.Pool(min(workers, len(tasks)), initializer=_set_worker_tokenizer, initargs=(self,)) as pool:
+                for task, ids in zip(tasks, pool.imap(_encode_chunk_in_worker, tasks)):
+                    yield ids
+                    bar.update(task[2] - task[1])
+
+    def _encode_file_chunk(self, task: tuple[str, int, int]):
+        import numpy as np
+
+        path, start, end = task
+        return np.array(self.encode(read_chunk(path, start, end)), dtype=self.id_dtype())
+
+    # ----------------------------------------------------------------- decoding
+    def _token(self, index) -> bytes:
+        try:
+            return self.vocab[index]
+        except (KeyError, TypeError):
+            raise KeyError(f"token id {index!r} is not in the vocabulary (ids 0..{self.vocab_size - 1})") from None
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """Ids -> the concatenated token bytes; an unknown id raises ``KeyError`` naming it."""
+        ids = list(ids)
+        try:
+            return b"".join(map(self.vocab.__getitem__, ids))
+        except (KeyError, TypeError):
+            return b"".join(map(self._token, ids))  # re-run to name the offending id
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Ids -> text; bytes that are not valid UTF-8 become U+FFFD."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def stream_decoder(self) -> StreamDecoder:
+        """A :class:`StreamDecoder` for printing ids as text while they are generated."""
+        return StreamDecoder(self.vocab)
+
+
+_WORKER_TOKENIZER: Tokenizer | None = None
+
+
+def _set_worker_tokenizer(tokenizer: Tokenizer) -> None:
+    global _WORKER_TOKENIZER
+    _WORKER_TOKENIZER = tokenizer
+
+
+def _encode_chunk_in_worker(task: tuple[str, int, int]):
+    return _WORKER_TOKENIZER._encode_file_chunk(task)
