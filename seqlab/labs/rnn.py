@@ -133,13 +133,16 @@ def rnn_loss_and_grads(params, xs, targets, h0=None):
     return loss, rnn_bptt(params, xs, h0, dys)
 
 
-def truncated_bptt(params, xs, targets, h0=None, chunk_length: int = 2, carry_state: bool = True):
+def truncated_bptt(params, xs, targets, h0=None, chunk_length: int = 2, carry_state: bool = True,
+                   loss_steps=None):
     """Truncated BPTT over chunks of `chunk_length` steps; loss is the mean CE over all T steps.
 
     carry_state=True: chunk k starts from the final state value of chunk k-1 (the forward pass is
     identical to the full one) but the gradient stops at the chunk boundary - the carried state is a
     constant, its history detached. carry_state=False: every chunk restarts from h0 (a state reset,
     which changes the forward pass too). Gradients of all chunks are summed (one update per sequence).
+    loss_steps: only these time steps' losses count (default all; still divided by T) - used to see
+    which inputs one step's loss can reach.
     Returns (loss, grads, chunk_start_states).
     """
     xs, h0 = _check_sequence(params, xs, h0)
@@ -147,6 +150,7 @@ def truncated_bptt(params, xs, targets, h0=None, chunk_length: int = 2, carry_st
         raise ValueError(f"truncated_bptt: chunk_length must be >= 1, got {chunk_length}")
     targets = np.asarray(targets)
     T = len(xs)
+    counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(np.float64)
     grads = {name: np.zeros_like(params[name]) for name in RNN_PARAMS}
     grads["xs"], grads["h0"] = np.zeros_like(xs), np.zeros_like(h0)
     total_loss = 0.0
@@ -157,8 +161,10 @@ def truncated_bptt(params, xs, targets, h0=None, chunk_length: int = 2, carry_st
         chunk_h0 = state.copy() if carry_state else h0      # a copy: a value, not a link to the past
         starts.append(chunk_h0)
         out = rnn_forward(params, xs[start:stop], chunk_h0)
-        loss, dys, _ = softmax_cross_entropy(out["ys"], targets[start:stop], normalizer=T)
-        total_loss += loss
+        _, dys, probs = softmax_cross_entropy(out["ys"], targets[start:stop], normalizer=T)
+        weights = counted[start:stop]
+        total_loss += -np.sum(weights * np.log(probs[np.arange(stop - start), targets[start:stop]])) / T
+        dys = dys * weights[:, None]
         chunk_grads = rnn_bptt(params, xs[start:stop], chunk_h0, dys)
         for name in RNN_PARAMS:
             grads[name] += chunk_grads[name]
