@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.accounting",  # accounting
     "seqlab.generate",  # generate
     "seqlab.evaluate",  # eval
+    "seqlab.tokenizer.cli",  # bpe train, tokenize
 )
 
 

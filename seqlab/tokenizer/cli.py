@@ -1,0 +1,94 @@
+"""CLI: ``seqlab bpe train`` and ``seqlab tokenize`` (standard library only at import time)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import time
+
+
+def register(subparsers) -> None:
+    bpe = subparsers.add_parser("bpe", help="byte-level BPE tokenizer tools")
+    actions = bpe.add_subparsers(dest="bpe_command", metavar="ACTION", required=True)
+    train = actions.add_parser(
+        "train",
+        help="train a byte-level BPE tokenizer on a text file",
+        description="Train byte-level BPE (GPT-2 pre-tokenization) and write vocab.json, merges.txt "
+        "and special_tokens.json to --out.",
+    )
+    train.add_argument("--input", required=True, help="UTF-8 training text")
+    train.add_argument("--vocab-size", type=int, required=True, help="total ids: special tokens + 256 bytes + merges")
+    train.add_argument("--special-token", action="append", default=[], metavar="T",
+                       help="special token (repeatable; id order = given order), e.g. '<|endoftext|>'")
+    train.add_argument("--out", required=True, help="output directory")
+    train.add_argument("--workers", type=int, default=None, help="pre-tokenization processes (default: all cores)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bars")
+    train.set_defaults(func=_run_train)
+
+    tokenize = subparsers.add_parser(
+        "tokenize",
+        help="encode a text file to a .npy array of token ids",
+        description="Encode FILE with a saved tokenizer, in parallel chunks, streaming ids to a .npy file "
+        "(uint16 when the vocabulary fits, else uint32).",
+    )
+    tokenize.add_argument("--tokenizer", required=True, help="directory written by `seqlab bpe train`")
+    tokenize.add_argument("--input", required=True, help="UTF-8 text file")
+    tokenize.add_argument("--out", required=True, help="output .npy file")
+    tokenize.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    tokenize.add_argument("--no-progress", action="store_true", help="no progress bar")
+    tokenize.set_defaults(func=_run_tokenize)
+
+
+def _peak_rss_mib() -> tuple[float, float]:
+    """Peak resident memory (MiB) of this process and of its largest finished child (Linux: KiB units)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, children
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from seqlab.tokenizer import Tokenizer, train_bpe
+
+    started = time.perf_counter()
+    try:
+        vocab, merges = train_bpe(args.input, args.vocab_size, args.special_token,
+                                  num_workers=args.workers, progress=not args.no_progress)
+        tokenizer = Tokenizer(vocab, merges, args.special_token)
+        tokenizer.save(args.out)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    seconds = time.perf_counter() - started
+    own, children = _peak_rss_mib()
+    special_ids = set(tokenizer.special_token_ids.values())
+    longest = max((token for index, token in vocab.items() if index not in special_ids), key=len)
+    print(f"trained {len(vocab)} tokens ({len(merges)} merges) in {seconds:.2f} s -> {args.out}")
+    print(f"peak memory: {own:.0f} MiB (main process), {children:.0f} MiB (largest worker)")
+    print(f"longest token: {len(longest)} bytes {longest.decode('utf-8', errors='replace')!r}")
+    return 0
+
+
+def _run_tokenize(args: argparse.Namespace) -> int:
+    from seqlab.tokenizer import Tokenizer
+    from seqlab.tokenizer.npy_stream import NpyStreamWriter
+
+    started = time.perf_counter()
+    try:
+        tokenizer = Tokenizer.load(args.tokenizer)
+        out_dir = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(out_dir):
+            raise FileNotFoundError(f"output folder {out_dir!r} does not exist")
+        with NpyStreamWriter(args.out, tokenizer.id_dtype()) as writer:
+            for ids in tokenizer.iter_encode_file(args.input, args.workers, progress=not args.no_progress):
+                writer.write(ids)
+    except (FileNotFoundError, ValueError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    seconds = time.perf_counter() - started
+    size = os.path.getsize(args.input)
+    ratio = size / writer.length if writer.length else float("nan")
+    print(f"{writer.length} tokens ({writer.dtype.name}) -> {args.out}")
+    print(f"{ratio:.3f} bytes/token, {size / 1e6 / seconds:.2f} MB/s ({seconds:.2f} s)")
+    return 0
