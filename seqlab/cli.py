@@ -17,6 +17,7 @@ import seqlab
 
 # module path -> the subcommands it registers (for the reader; argparse is the source of truth)
 COMMAND_MODULES: tuple[str, ...] = (
+    "seqlab.labs.cli",  # labs
     "seqlab.explorer.cli",  # explore
     "seqlab.accounting",  # accounting
     "seqlab.generate",  # generate
