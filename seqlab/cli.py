@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.generate",  # generate
     "seqlab.evaluate",  # eval
     "seqlab.tokenizer.cli",  # bpe train, tokenize
+    "seqlab.explorer.cli",  # explore
 )
 
 

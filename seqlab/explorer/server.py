@@ -1,0 +1,199 @@
+"""The explorer's HTTP server: the app's own static files plus a small JSON API.
+
+Standard library only (``http.server``). ``GET /`` serves the page, ``GET
+/static/<file>`` serves files shipped in ``seqlab/explorer/static`` (looked up in
+a fixed table built at start-up, so no request path ever reaches the file
+system), ``GET /api/defaults`` returns every widget's worked-example inputs and
+``POST /api/<widget>`` runs the lab code for one widget.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import socket
+import sys
+import threading
+import traceback
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_object
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+REQUEST_TIMEOUT_S = 10  # a client that stops sending mid-body is dropped, never waited on forever
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def static_table(root: Path = STATIC_DIR) -> dict[str, tuple[bytes, str]]:
+    """URL path -> (file bytes, content type) for every file under ``root``."""
+    table: dict[str, tuple[bytes, str]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            url = "/static/" + path.relative_to(root).as_posix()
+            kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            if kind.startswith("text/") or kind in ("application/javascript", "image/svg+xml"):
+                kind += "; charset=utf-8"
+            table[url] = (path.read_bytes(), kind)
+    if "/static/index.html" in table:
+        table["/"] = table["/index.html"] = table["/static/index.html"]
+    return table
+
+
+class ExplorerHandler(BaseHTTPRequestHandler):
+    """One request; the server object carries the static table and allowed Host names."""
+
+    server_version = "seqlab-explorer"
+    timeout = REQUEST_TIMEOUT_S
+    protocol_version = "HTTP/1.1"
+
+    # --- plumbing ---------------------------------------------------------------------
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - signature from the base class
+        if getattr(self.server, "verbose", False):
+            super().log_message(format, *args)
+
+    def _send(self, status: int, body: bytes, content_type: str, *, head_only: bool = False) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+            "connect-src 'self'; frame-ancestors 'none'",
+        )
+        self.end_headers()
+        if not head_only:
+            self.wfile.write(body)
+
+    def _send_json(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        self._send(status, body, "application/json; charset=utf-8")
+
+    def _error(self, status: int, message: str) -> None:
+        self._send_json(status, {"error": message})
+
+    def _host_allowed(self) -> bool:
+        """Refuse foreign Host headers (DNS rebinding) when bound to a loopback address."""
+        allowed = getattr(self.server, "allowed_hosts", None)
+        if not allowed:
+            return True
+        host = (self.headers.get("Host") or "").strip().lower()
+        if host.startswith("["):  # [::1]:8000
+            name = host[1 : host.find("]")] if "]" in host else host
+        else:
+            name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        return name in allowed
+
+    # --- methods ------------------------------------------------------------------------
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        self._get(head_only=False)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._get(head_only=True)
+
+    def _get(self, head_only: bool) -> None:
+        if not self._host_allowed():
+            return self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
+        path = self.path.split("?", 1)[0].split("#", 1)[0]
+        if path == "/api/defaults":
+            from seqlab.explorer.api import widget_defaults
+
+            return self._send_json(HTTPStatus.OK, widget_defaults())
+        entry = self.server.static_files.get(path)
+        if entry is None:
+            return self._error(HTTPStatus.NOT_FOUND, f"not found: {path[:100]}")
+        body, kind = entry
+        self._send(HTTPStatus.OK, body, kind, head_only=head_only)
+
+    def do_POST(self) -> None:  # noqa: N802
+        if not self._host_allowed():
+            return self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
+        path = self.path.split("?", 1)[0]
+        if not path.startswith("/api/"):
+            return self._error(HTTPStatus.NOT_FOUND, f"not found: {path[:100]}")
+        from seqlab.explorer.api import ENDPOINTS, run_endpoint
+
+        name = path[len("/api/") :]
+        if name not in ENDPOINTS:
+            return self._error(HTTPStatus.NOT_FOUND, f"unknown API endpoint {name[:60]!r}")
+        try:
+            data = parse_json_object(self._read_body())
+            result = run_endpoint(name, data)
+        except RequestError as exc:
+            self.close_connection = True  # the body may be partly unread
+            return self._error(HTTPStatus.BAD_REQUEST, str(exc))
+        except TimeoutError:
+            self.close_connection = True
+            return self._error(HTTPStatus.REQUEST_TIMEOUT, "request body was not received in time")
+        except Exception as exc:  # never send a traceback to the client; keep it in the server log
+            traceback.print_exc(file=sys.stderr)
+            return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error in {name}: {type(exc).__name__}")
+        self._send_json(HTTPStatus.OK, result)
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._error(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and POST are supported")
+
+    do_DELETE = do_PATCH = do_OPTIONS = do_PUT
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            raise RequestError("chunked request bodies are not supported; send Content-Length")
+        kind = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if kind != "application/json":
+            raise RequestError(f"Content-Type must be application/json, got {kind or 'nothing'!r}")
+        length_text = self.headers.get("Content-Length")
+        if length_text is None:
+            raise RequestError("missing Content-Length header")
+        try:
+            length = int(length_text)
+        except ValueError:
+            raise RequestError(f"bad Content-Length {length_text[:20]!r}") from None
+        if length < 0:
+            raise RequestError(f"bad Content-Length {length}")
+        if length > MAX_BODY_BYTES:
+            raise RequestError(f"request body is {length} bytes; the limit is {MAX_BODY_BYTES}")
+        body = self.rfile.read(length)
+        if len(body) != length:
+            raise RequestError(f"request body ended after {len(body)} of {length} bytes")
+        return body
+
+
+class ExplorerServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], verbose: bool = False):
+        super().__init__(address, ExplorerHandler)
+        self.static_files = static_table()
+        self.verbose = verbose
+        host = address[0]
+        # Bound to loopback: only loopback names may appear in Host. Bound elsewhere on
+        # purpose (--host): the user chose to expose it, so any Host is accepted.
+        self.allowed_hosts = set(LOOPBACK_HOSTS) | {host.lower()} if host in LOOPBACK_HOSTS else None
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/"
+
+
+class ExplorerServerIPv6(ExplorerServer):
+    address_family = socket.AF_INET6
+
+
+def make_server(host: str = "127.0.0.1", port: int = 8000, verbose: bool = False) -> ExplorerServer:
+    """Create (and bind) the server; ``port=0`` picks a free port (see ``server.url``)."""
+    server_class = ExplorerServerIPv6 if ":" in host else ExplorerServer
+    return server_class((host, port), verbose=verbose)
+
+
+def start_in_thread(host: str = "127.0.0.1", port: int = 0) -> tuple[ExplorerServer, threading.Thread]:
+    """Serve in a daemon thread (used by tests); stop with ``server.shutdown(); server.server_close()``."""
+    server = make_server(host, port)
+    thread = threading.Thread(target=server.serve_forever, name="seqlab-explorer", daemon=True)
+    thread.start()
+    return server, thread
