@@ -1,0 +1,41 @@
+"""cross_entropy against torch.nn.functional.cross_entropy."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seqlab.training import cross_entropy
+
+
+def test_matches_functional_over_leading_dims():
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 11) * 4
+    targets = torch.randint(0, 11, (3, 5))
+    torch.testing.assert_close(cross_entropy(logits, targets), F.cross_entropy(logits.reshape(-1, 11), targets.reshape(-1)))
+    torch.testing.assert_close(cross_entropy(logits[0, 0], targets[0, 0]), F.cross_entropy(logits[0, 0], targets[0, 0]))
+
+
+def test_gradient_matches_functional_and_gradcheck():
+    torch.manual_seed(1)
+    logits = torch.randn(4, 6, 9, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, 9, (4, 6))
+    cross_entropy(logits, targets).backward()
+    oracle = logits.detach().clone().requires_grad_()
+    F.cross_entropy(oracle.reshape(-1, 9), targets.reshape(-1)).backward()
+    torch.testing.assert_close(logits.grad, oracle.grad)
+    assert torch.autograd.gradcheck(lambda x: cross_entropy(x, targets), (logits.detach().requires_grad_(),))
+
+
+def test_stable_for_huge_logits():
+    logits = torch.tensor([[1e4, 0.0, -1e4], [5e3, 5e3, 5e3]])
+    targets = torch.tensor([1, 2])
+    loss = cross_entropy(logits, targets)
+    assert torch.isfinite(loss)
+    torch.testing.assert_close(loss, F.cross_entropy(logits.double(), targets).float())
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(ValueError, match="disagree"):
+        cross_entropy(torch.randn(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"target id 5 at index \(1,\)"):
+        cross_entropy(torch.randn(2, 5), torch.tensor([0, 5]))
