@@ -16,8 +16,8 @@ import numpy as np
 
 TOLERANCE = 1e-7
 CHECK_EPS = 1e-5
-# Below this, |a| + |b| is treated as "both are zero": the error is measured absolutely. Central
-# differences of a function that does not depend on an entry at all are exactly 0, so exact zeros agree.
+# Floor of the denominator, so two exact zeros give 0 rather than 0/0. (Central differences of a
+# function that does not depend on an entry at all are exactly 0, matching an analytic exact 0.)
 TINY = 1e-12
 
 
