@@ -14,7 +14,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import torch
 
 from seqlab.labs.char_lm import CharLMConfig, init_char_lm_params, one_hot, train_char_lm

@@ -112,3 +112,10 @@ def test_registered_in_the_seqlab_command(capsys):
     from seqlab.cli import main
     assert main(["labs", "--only", "lstm"]) == 0
     assert "h = 0.5 * tanh(0.9)" in capsys.readouterr().out
+
+
+def test_output_that_is_a_file_is_a_clear_error(tmp_path, capsys):
+    target = tmp_path / "taken"
+    target.write_text("not a directory")
+    assert run_labs(["--only", "clipping", "--output", str(target)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
