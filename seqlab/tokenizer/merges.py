@@ -14,6 +14,19 @@ from collections.abc import Mapping, Sequence
 
 Pair = tuple[int, int]
 
+# Inside PairCounts a pair (a, b) is the int a << PAIR_SHIFT | b: hashing an int is cheaper
+# than building and hashing a tuple, and the merge loop does that millions of times.
+PAIR_SHIFT = 24
+_LOW = (1 << PAIR_SHIFT) - 1
+
+
+def pair_key(pair: Pair) -> int:
+    return pair[0] << PAIR_SHIFT | pair[1]
+
+
+def key_pair(key: int) -> Pair:
+    return key >> PAIR_SHIFT, key & _LOW
+
 
 def descending_bytes_key(token: bytes) -> str:
     """A string whose ordering is the *reverse* of ``token``'s byte-string ordering.
@@ -57,7 +70,7 @@ class PairCounts:
 
     ``words[i]`` occurs ``word_counts[i]`` times. ``pair_to_words`` indexes which words may
     contain a pair (entries can be stale; merging a stale word is a no-op), so a merge touches
-    only those words. The heap holds ``(merge_order_key..., left, right)`` entries with a count
+    only those words; ``counts`` may keep pairs whose count fell to 0. The heap holds ``(merge_order_key..., left, right)`` entries with a count
     at least the pair's current count; stale entries are re-pushed when popped.
     """
 
@@ -66,18 +79,25 @@ class PairCounts:
         self.word_counts = word_counts
         self.token_bytes = token_bytes
         self._order_keys = [descending_bytes_key(token) for token in token_bytes]
-        self.counts: dict[Pair, int] = defaultdict(int)
-        self.pair_to_words: dict[Pair, set[int]] = defaultdict(set)
+        if len(token_bytes) > _LOW:
+            raise ValueError(f"at most {_LOW} tokens are supported")
+        self.counts: dict[int, int] = defaultdict(int)  # pair_key -> count
+        self.pair_to_words: dict[int, set[int]] = defaultdict(set)
         for index, (word, count) in enumerate(zip(words, word_counts)):
-            for pair in zip(word, word[1:]):
-                self.counts[pair] += count
-                self.pair_to_words[pair].add(index)
-        self._heap = [self._heap_entry(pair, count) for pair, count in self.counts.items()]
+            for a, b in zip(word, word[1:]):
+                key = a << PAIR_SHIFT | b
+                self.counts[key] += count
+                self.pair_to_words[key].add(index)
+        self._heap = [self._heap_entry(key, count) for key, count in self.counts.items()]
         heapq.heapify(self._heap)
 
-    def _heap_entry(self, pair: Pair, count: int) -> tuple:
+    def _heap_entry(self, key: int, count: int) -> tuple:
         keys = self._order_keys
-        return (-count, keys[pair[0]], keys[pair[1]], pair[0], pair[1])
+        return (-count, keys[key >> PAIR_SHIFT], keys[key & _LOW], key)
+
+    def pair_counts(self) -> dict[Pair, int]:
+        """Current counts of the pairs that occur, as ``{(left id, right id): count}``."""
+        return {key_pair(key): count for key, count in self.counts.items() if count > 0}
 
     def add_token(self, token: bytes) -> int:
         """Register a new token's bytes; returns its id."""
@@ -90,43 +110,70 @@ class PairCounts:
         heap, counts = self._heap, self.counts
         while heap:
             entry = heap[0]
-            pair = (entry[3], entry[4])
-            current = counts.get(pair, 0)
+            key = entry[3]
+            current = counts.get(key, 0)
             if current == -entry[0]:
-                return pair
+                return key_pair(key)
             heapq.heappop(heap)  # stale: the pair's count dropped since this entry was pushed
             if current > 0:
-                heapq.heappush(heap, self._heap_entry(pair, current))
+                heapq.heappush(heap, self._heap_entry(key, current))
         return None
 
     def merge(self, pair: Pair, new_id: int) -> None:
-        """Merge ``pair`` into ``new_id`` in every word containing it, updating counts incrementally."""
+        """Merge ``pair`` into ``new_id`` in every word containing it, updating counts incrementally.
+
+        Only the pairs next to each merged occurrence change: with ``x a b y`` -> ``x c y``,
+        ``(x, a)`` and ``(b, y)`` lose the word's count and ``(x, c)`` and ``(c, y)`` gain it.
+        Back-to-back occurrences (``a b a b``) work out because ``x`` is read from the merged output.
+        """
         left, right = pair
         counts, pair_to_words, words, word_counts = self.counts, self.pair_to_words, self.words, self.word_counts
-        grown: set[Pair] = set()
-        for index in pair_to_words.pop(pair, ()):
-            old = words[index]
-            new = merge_word(old, left, right, new_id)
-            if len(new) == len(old):
-                continue  # stale index entry
+        shift = PAIR_SHIFT
+        new_left, left_low, right_high = new_id << shift, left, right << shift
+        grown: set[int] = set()
+        for index in pair_to_words.pop(pair_key(pair), ()):
+            word = words[index]
+            remaining = word.count(left)  # occurrences of `left` still to scan (C speed, no exceptions)
+            if not remaining:
+                continue  # stale index entry: the word no longer holds the pair
+            n = len(word)
             weight = word_counts[index]
-            for old_pair in zip(old, old[1:]):
-                remaining = counts[old_pair] - weight
-                if remaining:
-                    counts[old_pair] = remaining
-                else:
-                    del counts[old_pair]
-            for new_pair in zip(new, new[1:]):
-                counts[new_pair] += weight
-                if new_id in new_pair:
-                    # only pairs with the new token can grow; others only lose occurrences
-                    pair_to_words[new_pair].add(index)
-                    grown.add(new_pair)
-            words[index] = new
-        counts.pop(pair, None)
-        for new_pair in grown:
-            if new_pair in counts:
-                heapq.heappush(self._heap, self._heap_entry(new_pair, counts[new_pair]))
+            merged: list[int] = []
+            i = 0
+            while remaining > 0:
+                j = word.index(left, i)
+                if j + 1 == n or word[j + 1] != right:
+                    merged.extend(word[i : j + 1])
+                    i = j + 1
+                    remaining -= 1
+                    continue
+                remaining -= 2 if left == right else 1
+                merged.extend(word[i:j])
+                if merged:
+                    before = merged[-1] << shift
+                    counts[before | left_low] -= weight
+                    gained = before | new_id
+                    counts[gained] += weight
+                    grown.add(gained)
+                    pair_to_words[gained].add(index)
+                if j + 2 < n:
+                    after = word[j + 2]
+                    counts[right_high | after] -= weight
+                    gained = new_left | after
+                    counts[gained] += weight
+                    grown.add(gained)
+                    pair_to_words[gained].add(index)
+                merged.append(new_id)
+                i = j + 2
+            if i:
+                merged.extend(word[i:])
+                if len(merged) != n:
+                    words[index] = merged
+        counts.pop(pair_key(pair), None)
+        for gained in grown:
+            count = counts[gained]
+            if count > 0:
+                heapq.heappush(self._heap, self._heap_entry(gained, count))
 
 
 def _show(token: bytes) -> str:
@@ -157,7 +204,7 @@ def merge_trace(word_counts: Mapping[str, int], num_merges: int) -> list[dict]:
     state = PairCounts(words, weights, token_bytes)
     steps: list[dict] = []
     for _ in range(num_merges):
-        live = {pair: count for pair, count in state.counts.items() if count > 0}
+        live = state.pair_counts()
         if not live:
             break
         chosen = choose_merge(live, token_bytes)
