@@ -22,8 +22,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.accounting",  # accounting
     "seqlab.generate",  # generate
     "seqlab.evaluate",  # eval
+    "seqlab.training.cli",  # data, prepare, train, demo
     "seqlab.tokenizer.cli",  # bpe train, tokenize
-    "seqlab.explorer.cli",  # explore
 )
 
 

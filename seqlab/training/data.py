@@ -120,7 +120,7 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out
                   "special_tokens": special_tokens, "bpe_seconds": round(bpe_seconds, 2), "splits": {}}
     for split, path in (("train", train_path), ("valid", valid_path)):
         started = time.perf_counter()
-        ids = np.asarray(tokenizer.encode_file(str(path), workers=workers))
+        ids = np.asarray(tokenizer.encode_file(str(path), workers=workers, progress=progress))
         save_tokens(ids, out_dir / f"{split}.npy", len(vocab))
         num_bytes = Path(path).stat().st_size
         meta["splits"][split] = {

@@ -1,0 +1,161 @@
+"""CLI: ``seqlab data tinystories``, ``seqlab prepare``, ``seqlab train``, ``seqlab demo``.
+
+Only the standard library is imported here; torch/numpy load inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers) -> None:
+    _register_data(subparsers)
+    _register_prepare(subparsers)
+    _register_train(subparsers)
+    _register_demo(subparsers)
+
+
+# -- seqlab data tinystories ------------------------------------------------------------------
+
+
+def _register_data(subparsers) -> None:
+    data = subparsers.add_parser("data", help="download training corpora")
+    kinds = data.add_subparsers(dest="dataset", metavar="DATASET", required=True)
+    tiny = kinds.add_parser("tinystories", help="TinyStoriesV2-GPT4 train/valid text (about 2.2 GB)",
+                            description="Download TinyStoriesV2-GPT4 (resumable; rerun to continue), "
+                                        "or use local copies with --input.")
+    tiny.add_argument("--out", required=True, help="directory for the text files")
+    tiny.add_argument("--input", nargs="+", metavar="PATH",
+                      help="use local files instead: a directory holding them, or TRAIN VALID")
+    tiny.add_argument("--base-url", default=None, help="mirror to download from (default: Hugging Face)")
+    tiny.add_argument("--split", choices=("train", "valid"), action="append",
+                      help="download only this split (repeatable; default both)")
+    tiny.add_argument("--no-progress", action="store_true", help="no progress bar")
+    tiny.set_defaults(func=_run_data_tinystories)
+
+
+def _run_data_tinystories(args: argparse.Namespace) -> int:
+    from seqlab.training.download import TINYSTORIES_BASE_URL, DownloadError, download_tinystories, link_local_files
+
+    try:
+        if args.input:
+            paths = link_local_files(args.input, args.out)
+        else:
+            splits = tuple(args.split or ("train", "valid"))
+            paths = download_tinystories(args.out, base_url=args.base_url or TINYSTORIES_BASE_URL,
+                                         splits=splits, progress=not args.no_progress)
+    except (DownloadError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for split, path in paths.items():
+        print(f"{split}: {path}")
+    if {"train", "valid"} <= set(paths):
+        print("next: seqlab prepare --train {} --valid {} --vocab-size 10000 --out data/tinystories".format(
+            paths["train"], paths["valid"]))
+    return 0
+
+
+# -- seqlab prepare ---------------------------------------------------------------------------
+
+
+def _register_prepare(subparsers) -> None:
+    prep = subparsers.add_parser(
+        "prepare", help="train BPE on text and write token files for training",
+        description="Train a BPE tokenizer on the train text, encode both splits and write "
+                    "DIR/tokenizer/, DIR/train.npy, DIR/valid.npy, DIR/meta.json.")
+    prep.add_argument("--train", required=True, metavar="FILE", help="training text")
+    prep.add_argument("--valid", required=True, metavar="FILE", help="validation text")
+    prep.add_argument("--vocab-size", required=True, type=int, metavar="N")
+    prep.add_argument("--out", required=True, metavar="DIR")
+    prep.add_argument("--special-token", action="append", metavar="T",
+                      help="special token (repeatable; default <|endoftext|>)")
+    prep.add_argument("--workers", type=int, default=None, help="processes for BPE and encoding")
+    prep.add_argument("--no-progress", action="store_true")
+    prep.set_defaults(func=_run_prepare)
+
+
+def _run_prepare(args: argparse.Namespace) -> int:
+    from seqlab.training.data import DEFAULT_SPECIAL_TOKENS, prepare
+
+    specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
+    try:
+        meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
+                       workers=args.workers, progress=not args.no_progress)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"vocabulary {meta['vocab_size']} tokens ({meta['dtype']}), BPE {meta['bpe_seconds']} s")
+    for split, info in meta["splits"].items():
+        print(f"{split}: {info['tokens']:,} tokens, {info['bytes_per_token']} bytes/token")
+    print(f"wrote {args.out}/ (tokenizer/, train.npy, valid.npy, meta.json)")
+    return 0
+
+
+# -- seqlab train -----------------------------------------------------------------------------
+
+
+def _register_train(subparsers) -> None:
+    from seqlab.training.config import add_config_arguments
+
+    train = subparsers.add_parser(
+        "train", help="train a Transformer LM on prepared data",
+        description="Train (or --resume) a Transformer LM. Settings: defaults < --config TOML < flags "
+                    "(with --resume, the run's config.json replaces the defaults). Several processes: "
+                    "torchrun --nproc_per_node N -m seqlab train ...",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_config_arguments(train)
+    train.set_defaults(func=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from seqlab.training.config import config_from_args
+
+    try:
+        config = config_from_args(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    from seqlab.training.trainer import NonFiniteLossError, train
+
+    try:
+        result = train(config)
+    except NonFiniteLossError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (ValueError, FileNotFoundError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    summary = f"{result.status} at step {result.steps}/{result.total_steps}"
+    if result.train_loss is not None:
+        summary += f", train loss {result.train_loss:.4f}"
+    if result.val_loss is not None:
+        summary += f", val loss {result.val_loss:.4f}"
+    summary += f", {result.tokens_per_second:,.0f} tokens/s; run: {result.run_dir}"
+    print(summary)
+    return 0 if result.status == "completed" else 130
+
+
+# -- seqlab demo ------------------------------------------------------------------------------
+
+
+def _register_demo(subparsers) -> None:
+    demo = subparsers.add_parser(
+        "demo", help="train a small story model end to end on built-in data (no internet)",
+        description="Write a built-in story corpus, train BPE, prepare data, train a small model for "
+                    "about two minutes, evaluate, sample a story and write OUT/report.md.")
+    demo.add_argument("--out", default="demo_out", help="output directory (default: demo_out)")
+    demo.add_argument("--minutes", type=float, default=2.0, help="training time budget (default: 2)")
+    demo.add_argument("--fast", action="store_true", help="a few-second smoke run (tiny corpus and model)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--no-progress", action="store_true")
+    demo.set_defaults(func=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from seqlab.training.demo import run_demo
+
+    report = run_demo(args.out, minutes=args.minutes, fast=args.fast, seed=args.seed,
+                      progress=not args.no_progress)
+    print(f"report: {report}")
+    return 0

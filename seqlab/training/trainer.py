@@ -1,0 +1,541 @@
+"""The training loop behind ``seqlab train``.
+
+One optimizer step draws one *global* batch of ``batch_size * grad_accum_steps * world_size``
+windows from a seeded NumPy generator, identical on every process. Process ``r`` takes its rows
+and splits them into ``grad_accum_steps`` micro-batches; each micro-batch loss is divided by
+``grad_accum_steps`` and DDP averages over processes, so the update equals one step on the whole
+global batch, whatever the split. The generator's state is part of every checkpoint, so a resumed
+run draws exactly the batches the uninterrupted run would have drawn.
+
+Run directory (see CONTRACTS.md)::
+
+    RUN/config.json              resolved TrainConfig + "model" (ModelConfig fields)
+    RUN/checkpoints/latest.pt    newest checkpoint (atomic), plus step_{step:07d}.pt
+    RUN/tokenizer/               copy of the data's tokenizer
+    RUN/log.jsonl                train and eval records
+    RUN/loss_curve.png           loss vs steps and vs wallclock, redrawn at each eval
+
+Step numbers in logs and checkpoints count completed optimizer steps (1 = after the first update).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import shutil
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from seqlab.training.batching import get_batch
+from seqlab.training.checkpoint import read_checkpoint, save_checkpoint, unwrap_model
+from seqlab.training.clipping import clip_grad_norm
+from seqlab.training.config import TrainConfig
+from seqlab.training.data import PreparedData
+from seqlab.training.distributed import (
+    DistributedContext,
+    all_reduce_mean,
+    any_true,
+    cleanup_distributed,
+    setup_distributed,
+)
+from seqlab.training.logging_utils import JsonlLog, Trackers, read_jsonl
+from seqlab.training.loss import cross_entropy
+from seqlab.training.optimizer import AdamW
+from seqlab.training.plots import plot_loss_curve
+from seqlab.training.schedule import lr_cosine_schedule
+
+# Dense bf16 tensor-core peaks (FLOP/s) for MFU, matched against torch.cuda.get_device_name().
+PEAK_BF16_FLOPS = (
+    ("H200", 989e12), ("H100 PCIe", 756e12), ("H100", 989e12), ("GH200", 989e12),
+    ("A100", 312e12), ("L40S", 362e12), ("L4", 121e12), ("A10G", 70e12), ("A10", 125e12),
+    ("RTX 4090", 165e12), ("RTX 3090", 71e12), ("V100", 125e12), ("T4", 65e12),
+)
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the run stopped without saving the bad state."""
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    steps: int                      # completed optimizer steps
+    total_steps: int
+    status: str                     # "completed" | "interrupted"
+    train_loss: float | None = None  # mean over the last log interval
+    val_loss: float | None = None    # last evaluation
+    tokens_per_second: float = 0.0   # training steps only (eval and checkpoints excluded)
+    tokens_seen: int = 0
+    elapsed: float = 0.0             # wallclock of the run, across resumes
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+# -- devices and precision -------------------------------------------------------------------
+
+
+def resolve_device(name: str) -> torch.device:
+    """"auto" picks cuda, then mps, then cpu; an unavailable explicit device is a clear error."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {name!r} was asked for but CUDA is not available")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise RuntimeError(f"device {name!r} was asked for but MPS is not available")
+    return device
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    if precision == "auto":
+        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError(f"precision fp16 needs a CUDA device (got {device}); use bf16 or fp32")
+    return precision
+
+
+def autocast_context(precision: str, device: torch.device):
+    """Mixed-precision autocast for bf16/fp16; parameters and optimizer state stay float32."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def compile_unsupported_reason(device: torch.device) -> str | None:
+    """Why torch.compile cannot be used here, or None when it can."""
+    if sys.platform == "win32":
+        return "torch.compile is not supported on Windows"
+    if device.type == "mps":
+        return "torch.compile's MPS backend is experimental"
+    if device.type == "cpu" and not (os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")):
+        return "torch.compile on CPU needs a C++ compiler (g++/c++) and none was found"
+    try:
+        import torch._dynamo
+
+        if not torch._dynamo.is_dynamo_supported():
+            return f"torch.compile does not support Python {sys.version.split()[0]} with torch {torch.__version__}"
+    except Exception as error:  # noqa: BLE001 - any import problem means "unsupported"
+        return f"torch.compile is unavailable ({error})"
+    return None
+
+
+def peak_flops(device: torch.device, precision: str) -> float | None:
+    """Dense peak FLOP/s of this GPU for bf16/fp16 (None when unknown or not on CUDA)."""
+    if device.type != "cuda" or precision == "fp32":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for key, value in PEAK_BF16_FLOPS:
+        if key in name:
+            return value
+    return None
+
+
+# -- RNG and sampler state ----------------------------------------------------------------------
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """Python, NumPy-global and torch RNG states as plain values/tensors (loadable weights_only)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": {"kind": kind, "keys": keys.tolist(), "pos": int(pos), "has_gauss": int(has_gauss),
+                  "cached_gaussian": float(cached)},
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_to_tuple(state["python"]))
+    n = state["numpy"]
+    np.random.set_state((n["kind"], np.array(n["keys"], dtype=np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _to_tuple(value):
+    return tuple(_to_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+# -- the trainer -----------------------------------------------------------------------------
+
+
+class Trainer:
+    """Builds the model, optimizer and data from a TrainConfig and runs (or resumes) the loop.
+
+    ``step_callbacks`` are called as ``callback(trainer, step)`` after each completed step; they may
+    call :meth:`request_stop` (Ctrl-C does the same), after which the trainer saves a checkpoint
+    and returns with status "interrupted".
+    """
+
+    def __init__(self, config: TrainConfig, *, step_callbacks: list[Callable] | None = None):
+        self.config = config
+        self.step_callbacks = list(step_callbacks or [])
+        self._stop_reason: str | None = None
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        self._stop_reason = reason
+
+    # -- setup ------------------------------------------------------------------------------
+    def _setup(self) -> None:
+        cfg = self.config
+        if not cfg.data_dir:
+            raise ValueError("config: data_dir is required (a directory made by `seqlab prepare`)")
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        device = resolve_device(cfg.device)
+        self.dist: DistributedContext = setup_distributed(device.type)
+        if device.type == "cuda" and self.dist.enabled:
+            device = torch.device("cuda", self.dist.local_rank)
+        self.device = device
+        self.precision = resolve_precision(cfg.precision, device)
+        self.run_dir = Path(cfg.out_dir)
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        self.data = PreparedData.open(cfg.data_dir, cfg.vocab_size)
+        self.model_config = cfg.model_config(self.data.vocab_size)
+        self.total_steps = cfg.total_steps(self.dist.world_size)
+        for split in ("train", "valid"):
+            tokens = len(getattr(self.data, split))
+            if tokens <= cfg.context_length:
+                raise ValueError(f"{Path(cfg.data_dir) / (split + '.npy')} has {tokens} tokens; context_length "
+                                 f"{cfg.context_length} needs at least {cfg.context_length + 1}")
+
+        from seqlab.model import TransformerLM
+
+        torch.manual_seed(cfg.seed)  # same initial weights on every process
+        self.raw_model = TransformerLM.from_config(self.model_config, device=device)
+        self.optimizer = AdamW(self._param_groups(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
+                               weight_decay=cfg.weight_decay)
+        self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
+        self.sampler = np.random.default_rng(cfg.seed)
+        self.step = 0
+        self.tokens_seen = 0
+        self.elapsed_before = 0.0
+        if cfg.resume:
+            self._load_latest()
+        self.model = self._wrap(self.raw_model)
+
+    def _param_groups(self) -> list[dict]:
+        """Weight decay on matrices only (norm gains are 1-D and are not decayed)."""
+        params = [p for p in self.raw_model.parameters() if p.requires_grad]
+        return [{"params": [p for p in params if p.dim() >= 2]},
+                {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+
+    def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        if self.config.compile:
+            reason = compile_unsupported_reason(self.device)
+            if reason:
+                self._say(f"compile: switched off ({reason}); training eagerly")
+            else:
+                import torch._dynamo
+
+                torch._dynamo.config.suppress_errors = True  # fall back to eager on a compile error
+                model = torch.compile(model)
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            model = DistributedDataParallel(model, device_ids=ids)
+        return model
+
+    def _load_latest(self) -> None:
+        latest = self.ckpt_dir / "latest.pt"
+        if not latest.is_file():
+            raise FileNotFoundError(f"--resume: {latest} does not exist (nothing to resume in {self.run_dir})")
+        payload = read_checkpoint(latest)
+        from seqlab.training.checkpoint import load_checkpoint
+
+        load_checkpoint(latest, self.raw_model, self.optimizer)
+        extra = payload["extra"]
+        self.step = int(payload["iteration"])
+        self.sampler.bit_generator.state = extra["sampler"]
+        self.tokens_seen = int(extra.get("tokens", 0))
+        self.elapsed_before = float(extra.get("wallclock", 0.0))
+        if "rng" in extra:
+            restore_rng_state(extra["rng"])
+        if self.scaler is not None and extra.get("grad_scaler"):
+            self.scaler.load_state_dict(extra["grad_scaler"])
+        saved_batch = extra.get("global_batch")
+        if saved_batch is not None and saved_batch != self.global_batch:
+            self._say(f"resume: global batch changed from {saved_batch} to {self.global_batch} sequences; "
+                      "batches will differ from the original run")
+        self._say(f"resume: continuing from {latest} at step {self.step}")
+
+    @property
+    def global_batch(self) -> int:
+        return self.config.batch_size * self.config.grad_accum_steps * self.dist.world_size
+
+    def _say(self, message: str) -> None:
+        if self.dist.is_main:
+            from tqdm import tqdm
+
+            tqdm.write(message, file=sys.stderr)
+
+    # -- the pieces of one step ---------------------------------------------------------------
+    def learning_rate(self, step: int) -> float:
+        """Warm-up then cosine reaching min_lr exactly at the last step (step is 0-based)."""
+        last = self.total_steps  # schedule iterations 1..total_steps; 0 would mean lr = 0
+        warmup = min(self.config.warmup_steps, last)
+        return lr_cosine_schedule(step + 1, self.config.lr, self.config.final_lr, warmup, last)
+
+    def _my_rows(self, micro: int) -> slice:
+        """Rows of the global batch for this process's micro-batch ``micro``."""
+        b = self.config.batch_size
+        start = (self.dist.rank * self.config.grad_accum_steps + micro) * b
+        return slice(start, start + b)
+
+    def train_step(self, step: int) -> tuple[float, float, float]:
+        """One optimizer step; returns (mean loss over the global batch, grad norm, lr)."""
+        cfg = self.config
+        lr = self.learning_rate(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        inputs, targets = get_batch(self.data.train, self.global_batch, cfg.context_length, "cpu",
+                                    generator=self.sampler)
+        loss_sum = torch.zeros((), device=self.device)
+        for micro in range(cfg.grad_accum_steps):
+            rows = self._my_rows(micro)
+            x = inputs[rows].to(self.device, non_blocking=True)
+            y = targets[rows].to(self.device, non_blocking=True)
+            last_micro = micro == cfg.grad_accum_steps - 1
+            sync = contextlib.nullcontext() if (last_micro or not self.dist.enabled) else self.model.no_sync()
+            with sync:
+                with autocast_context(self.precision, self.device):
+                    logits = self.model(x)
+                loss = cross_entropy(logits.float(), y)
+                scaled = loss / cfg.grad_accum_steps
+                (self.scaler.scale(scaled) if self.scaler else scaled).backward()
+            loss_sum += loss.detach()
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        clip = cfg.grad_clip if cfg.grad_clip > 0 else math.inf
+        grad_norm = clip_grad_norm(self.raw_model.parameters(), clip)
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        # the mean over all processes, so every process sees the same value (and stops on NaN together)
+        loss_value = all_reduce_mean(loss_sum.item() / cfg.grad_accum_steps, self.dist, self.device)
+        return loss_value, float(grad_norm), lr
+
+    @torch.no_grad()
+    def evaluate(self) -> float:
+        """Mean loss over eval_batches global batches of fixed validation windows.
+
+        The windows are the same at every evaluation and do not depend on how the global batch
+        is split into processes and micro-batches.
+        """
+        cfg = self.config
+        sampler = np.random.default_rng(cfg.seed + 1)
+        self.model.eval()
+        losses = []
+        for _ in range(cfg.eval_batches):
+            inputs, targets = get_batch(self.data.valid, self.global_batch, cfg.context_length, "cpu",
+                                        generator=sampler)
+            for micro in range(cfg.grad_accum_steps):
+                rows = self._my_rows(micro)
+                with autocast_context(self.precision, self.device):
+                    logits = self.raw_model(inputs[rows].to(self.device))
+                losses.append(cross_entropy(logits.float(), targets[rows].to(self.device)))
+        self.model.train()
+        return all_reduce_mean(torch.stack(losses).mean().item(), self.dist, self.device)
+
+    def save(self, step: int) -> Path | None:
+        """Write step_{step:07d}.pt and point latest.pt at it (both atomic); main process only."""
+        if not self.dist.is_main:
+            return None
+        extra = {
+            "config": self.config.to_dict(),
+            "rng": capture_rng_state(),
+            "sampler": self.sampler.bit_generator.state,
+            "tokens": self.tokens_seen,
+            "wallclock": self.elapsed(),
+            "global_batch": self.global_batch,
+            "world_size": self.dist.world_size,
+        }
+        if self.scaler is not None:
+            extra["grad_scaler"] = self.scaler.state_dict()
+        path = self.ckpt_dir / f"step_{step:07d}.pt"
+        save_checkpoint(self.raw_model, self.optimizer, step, path, extra=extra)
+        latest = self.ckpt_dir / "latest.pt"
+        tmp = self.ckpt_dir / f".latest.pt.tmp{os.getpid()}"
+        try:
+            os.link(path, tmp)  # same bytes, no second write
+        except OSError:
+            shutil.copyfile(path, tmp)
+        os.replace(tmp, latest)
+        self.last_checkpoint = (step, latest)
+        return latest
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + (time.perf_counter() - self._started)
+
+    # -- run --------------------------------------------------------------------------------
+    def run(self) -> TrainResult:
+        self._setup()
+        try:
+            with self._sigint_requests_stop():
+                return self._loop()
+        finally:
+            cleanup_distributed(self.dist)
+
+    def _write_run_files(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.config.save_json(self.run_dir / "config.json", model_config=self.model_config,
+                              extra={"world_size": self.dist.world_size, "total_steps": self.total_steps})
+        source = Path(self.config.data_dir) / "tokenizer"
+        target = self.run_dir / "tokenizer"
+        if source.is_dir() and not (target.exists() and self.config.resume):
+            tmp = self.run_dir / f".tokenizer.tmp{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(source, tmp)
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(tmp, target)
+
+    def _loop(self) -> TrainResult:
+        from tqdm import tqdm
+
+        cfg, main = self.config, self.dist.is_main
+        self._started = time.perf_counter()
+        self.last_checkpoint = (self.step, self.ckpt_dir / "latest.pt") if cfg.resume else None
+        log = trackers = None
+        if main:
+            self._write_run_files()
+            log = JsonlLog(self.run_dir / "log.jsonl", resume_step=self.step if cfg.resume else None)
+            trackers = Trackers(run_dir=self.run_dir, config=self.config.to_dict(), wandb=cfg.wandb,
+                                wandb_project=cfg.wandb_project, tensorboard=cfg.tensorboard)
+        flops_per_step = peak = None
+        if self.device.type == "cuda":
+            from seqlab.accounting import training_step_flops
+
+            flops_per_step = training_step_flops(self.model_config, cfg.context_length,
+                                                 cfg.batch_size * cfg.grad_accum_steps)
+            peak = peak_flops(self.device, self.precision)
+        tokens_per_step = cfg.tokens_per_step(self.dist.world_size)
+        result = TrainResult(self.run_dir, self.step, self.total_steps, "completed")
+        history = read_jsonl(self.run_dir / "log.jsonl") if main else []
+        step_time, session_steps = 0.0, 0
+        smooth_dt: float | None = None  # moving average of the step time, for the progress bar
+        window_losses: list[float] = []
+        bar = tqdm(total=self.total_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True,
+                   disable=not (main and cfg.progress), file=sys.stderr)
+        if self.step == 0 and self.total_steps > 0:
+            self._say(f"training {self.raw_model.num_parameters():,} parameters for {self.total_steps} steps "
+                      f"({tokens_per_step:,} tokens/step) on {self.device}, {self.precision}")
+        try:
+            for step in range(self.step, self.total_steps):
+                t0 = time.perf_counter()
+                loss, grad_norm, lr = self.train_step(step)
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize()
+                dt = time.perf_counter() - t0
+                step_time += dt
+                session_steps += 1
+                done = step + 1
+                if not math.isfinite(loss):
+                    raise NonFiniteLossError(self._nonfinite_message(done, loss))
+                self.step, self.tokens_seen = done, self.tokens_seen + tokens_per_step
+                window_losses.append(loss)
+                smooth_dt = dt if smooth_dt is None else 0.9 * smooth_dt + 0.1 * dt
+                postfix = f"loss {loss:.3f} lr {lr:.2e} {tokens_per_step / smooth_dt:,.0f} tok/s"
+                if flops_per_step and peak:
+                    postfix += f" MFU {flops_per_step / smooth_dt / peak:.1%}"
+                bar.set_postfix_str(postfix, refresh=False)
+                bar.update(1)
+                last = done == self.total_steps
+                if main and (done % cfg.log_interval == 0 or last):
+                    record = {"step": done, "wallclock": round(self.elapsed(), 3),
+                              "train_loss": sum(window_losses) / len(window_losses), "lr": lr,
+                              "grad_norm": grad_norm, "tokens": self.tokens_seen,
+                              "tokens_per_second": round(tokens_per_step / dt, 1)}
+                    result.train_loss = record["train_loss"]
+                    log.write(record)
+                    trackers.log(record)
+                    history.append(record)
+                if done % cfg.log_interval == 0 or last:
+                    window_losses = []
+                if done % cfg.eval_interval == 0 or last:
+                    result.val_loss = self.evaluate()
+                    if main:
+                        record = {"step": done, "wallclock": round(self.elapsed(), 3),
+                                  "val_loss": result.val_loss, "tokens": self.tokens_seen}
+                        log.write(record)
+                        trackers.log(record)
+                        history.append(record)
+                        plot_loss_curve(history, self.run_dir / "loss_curve.png",
+                                        title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
+                    bar.write(f"step {done}: val loss {result.val_loss:.4f}", file=sys.stderr) if main else None
+                if done % cfg.checkpoint_interval == 0 or last:
+                    self.save(done)
+                for callback in self.step_callbacks:
+                    callback(self, done)
+                if any_true(self._stop_reason is not None, self.dist, self.device) and not last:
+                    self.save(done)
+                    result.status = "interrupted"
+                    self._say(f"{self._stop_reason or 'stopped'}: saved {self.ckpt_dir / 'latest.pt'} at step "
+                              f"{done}; continue with --resume")
+                    break
+        finally:
+            bar.close()
+            if log is not None:
+                log.close()
+                trackers.close()
+        result.steps = self.step
+        result.tokens_seen = self.tokens_seen
+        result.tokens_per_second = session_steps * tokens_per_step / step_time if step_time else 0.0
+        result.elapsed = self.elapsed()
+        result.history = history
+        return result
+
+    def _nonfinite_message(self, step: int, loss: float) -> str:
+        if self.last_checkpoint is not None:
+            kept = f"the last good checkpoint is {self.last_checkpoint[1]} (step {self.last_checkpoint[0]})"
+        else:
+            kept = "no checkpoint was saved yet"
+        return (f"step {step}: the training loss is {loss}; stopping without saving this state; {kept}. "
+                f"Try a lower --lr, more --warmup-steps or --grad-clip.")
+
+    @contextlib.contextmanager
+    def _sigint_requests_stop(self):
+        """First Ctrl-C: finish the step, save, exit. A second Ctrl-C interrupts at once."""
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum, frame):
+            if self._stop_reason is not None:
+                raise KeyboardInterrupt
+            self._stop_reason = "interrupted (Ctrl-C)"
+            self._say("Ctrl-C: saving a checkpoint after this step (press again to quit without saving)")
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def train(config: TrainConfig, *, step_callbacks: list[Callable] | None = None) -> TrainResult:
+    """Train (or resume) the run described by ``config``; see :class:`Trainer`."""
+    return Trainer(config, step_callbacks=step_callbacks).run()

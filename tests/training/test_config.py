@@ -1,0 +1,101 @@
+"""TrainConfig: TOML parsing, flag precedence, ablation flags, validation, resolved config on disk."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+import pytest
+
+from seqlab.model import ModelConfig
+from seqlab.training.config import TrainConfig, add_config_arguments, config_from_args, read_toml
+
+
+def _parse(argv: list[str]) -> TrainConfig:
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    return config_from_args(parser.parse_args(argv))
+
+
+def test_defaults_without_file_or_flags():
+    assert _parse([]) == TrainConfig()
+
+
+def test_toml_sections_and_flat_keys(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('data_dir = "data/x"\n[model]\nd_model = 64\nnum_heads = 2\nrope_theta = 500\n'
+                    '[optimizer]\nlr = 1e-3\n[schedule]\nbatch_size = 8\ntoken_budget = 1_000_000\n')
+    cfg = _parse(["--config", str(path)])
+    assert (cfg.data_dir, cfg.d_model, cfg.num_heads, cfg.lr, cfg.batch_size) == ("data/x", 64, 2, 1e-3, 8)
+    assert cfg.rope_theta == 500.0 and isinstance(cfg.rope_theta, float)  # an int where a float goes
+    assert cfg.token_budget == 1_000_000
+    assert cfg.num_layers == TrainConfig().num_layers  # untouched keys keep their defaults
+
+
+def test_flags_win_over_toml(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[model]\nd_model = 64\nnum_layers = 3\n[system]\ncompile = true\n")
+    cfg = _parse(["--config", str(path), "--d-model", "96", "--no-compile", "--lr", "0.01"])
+    assert (cfg.d_model, cfg.num_layers, cfg.compile, cfg.lr) == (96, 3, False, 0.01)
+
+
+def test_ablation_flags_and_generic_fields():
+    cfg = _parse(["--no-rmsnorm", "--post-norm", "--nope", "--silu-ffn"])
+    assert (cfg.norm, cfg.norm_position, cfg.positional, cfg.ffn) == ("none", "post", "nope", "silu")
+    model = cfg.model_config(vocab_size=300)
+    assert isinstance(model, ModelConfig)
+    assert model.d_ff == 4 * cfg.d_model  # SiLU FFN default width
+    assert _parse(["--norm", "none"]).norm == "none"
+
+
+def test_optional_fields_accept_none():
+    cfg = _parse(["--d-ff", "none", "--token-budget", "2e6"])
+    assert cfg.d_ff is None and cfg.token_budget == 2_000_000
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[model]\nwidth = 3\n", "unknown key 'model.width'"),
+    ("[modle]\nd_model = 3\n", r"unknown section \[modle\]"),
+    ("[model]\nd_model = \"big\"\n", "expected int"),
+    ("d_model = 64\n[model]\nd_model = 32\n", "given twice"),
+    ("d_model = \n", "invalid TOML"),
+    ("norm = \"layernorm\"\n", "norm='layernorm'"),
+    ("batch_size = 0\n", "batch_size=0"),
+])
+def test_bad_toml_is_a_clear_error(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        _parse(["--config", str(path)])
+    if "TOML" in message or "unknown" in message or "expected" in message or "twice" in message:
+        assert str(path) in str(info.value)
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.toml"):
+        read_toml(tmp_path / "nope.toml")
+
+
+def test_token_budget_sets_steps_for_any_world_size():
+    cfg = TrainConfig(batch_size=4, context_length=16, grad_accum_steps=2, token_budget=1000)
+    assert cfg.tokens_per_step() == 128
+    assert cfg.total_steps() == 8  # ceil(1000 / 128)
+    assert cfg.total_steps(world_size=2) == 4  # ceil(1000 / 256)
+    assert TrainConfig(max_steps=7).total_steps(world_size=4) == 7
+
+
+def test_saved_config_roundtrip_with_model_section(tmp_path):
+    cfg = TrainConfig(data_dir="d", d_model=64, num_heads=4, positional="nope")
+    model = cfg.model_config(vocab_size=500)
+    cfg.save_json(tmp_path / "config.json", model_config=model)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model"] == asdict(model) and saved["model"]["vocab_size"] == 500
+    assert TrainConfig.from_json(tmp_path / "config.json") == cfg
+
+
+def test_resume_reads_the_run_config_under_the_flags(tmp_path):
+    run = tmp_path / "run"
+    TrainConfig(data_dir="d", out_dir=str(run), d_model=48, num_heads=3 * 2, lr=0.02).save_json(run / "config.json")
+    cfg = _parse(["--out-dir", str(run), "--resume", "--lr", "0.01"])
+    assert (cfg.data_dir, cfg.d_model, cfg.num_heads, cfg.lr, cfg.resume) == ("d", 48, 6, 0.01, True)

@@ -1,0 +1,215 @@
+"""The training loop: a tiny end-to-end run, exact resume, accumulation, NaN guard, Ctrl-C, atomic checkpoints."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+
+from seqlab.training import trainer as trainer_module
+from seqlab.training.checkpoint import load_model_from_checkpoint, read_checkpoint
+from seqlab.training.config import TrainConfig
+from seqlab.training.logging_utils import read_jsonl
+from seqlab.training.trainer import NonFiniteLossError, Trainer, train
+
+TINY = dict(context_length=32, d_model=32, num_layers=2, num_heads=2, batch_size=8, threads=1,
+            progress=False, eval_batches=2)
+
+
+def _config(data, out, **overrides) -> TrainConfig:
+    values = dict(data_dir=str(data), out_dir=str(out), **TINY)
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def _train_losses(run_dir) -> list[tuple[int, float]]:
+    return [(r["step"], r["train_loss"]) for r in read_jsonl(run_dir / "log.jsonl") if "train_loss" in r]
+
+
+def test_tiny_run_learns_and_writes_the_run_directory(byte_data, tmp_path):
+    run = tmp_path / "run"
+    result = train(_config(byte_data, run, max_steps=40, warmup_steps=4, lr=1e-2, eval_interval=20,
+                           checkpoint_interval=20, log_interval=5))
+    assert result.status == "completed" and result.steps == 40
+    losses = [loss for _, loss in _train_losses(run)]
+    # uniform guessing over 256 bytes costs ln 256 = 5.55 nats; the stories are far more predictable
+    assert losses[0] > 4.0 and losses[-1] < 3.0 and result.val_loss < 3.2
+    assert result.tokens_seen == 40 * 8 * 32
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["model"]["vocab_size"] == 256 and saved["model"]["d_ff"] is not None
+    assert saved["d_model"] == 32
+    names = sorted(os.listdir(run / "checkpoints"))
+    assert names == ["latest.pt", "step_0000020.pt", "step_0000040.pt"]
+    assert (run / "loss_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    records = read_jsonl(run / "log.jsonl")
+    assert {"step", "wallclock", "train_loss", "lr", "grad_norm", "tokens"} <= set(records[0])
+    assert [r["step"] for r in records if "val_loss" in r] == [20, 40]
+    # the checkpoint rebuilds a plain model whose validation loss is the one the trainer reported
+    model, payload = load_model_from_checkpoint(run / "checkpoints" / "latest.pt")
+    assert payload["iteration"] == 40 and payload["extra"]["config"]["d_model"] == 32
+    probe = Trainer(_config(byte_data, tmp_path / "probe", max_steps=1))
+    probe._setup()
+    probe.raw_model.load_state_dict(model.state_dict())
+    assert probe.evaluate() == pytest.approx(result.val_loss, abs=1e-6)
+
+
+def test_learning_rate_warms_up_and_ends_at_min_lr_on_the_last_step(byte_data, tmp_path):
+    trainer = Trainer(_config(byte_data, tmp_path, max_steps=10, warmup_steps=3, lr=1e-2, min_lr=1e-3))
+    trainer._setup()
+    lrs = [trainer.learning_rate(step) for step in range(10)]
+    assert lrs[:3] == pytest.approx([1e-2 / 3, 2e-2 / 3, 1e-2])
+    assert lrs[-1] == pytest.approx(1e-3) and all(a >= b for a, b in zip(lrs[2:], lrs[3:]))
+
+
+def test_resume_reproduces_the_uninterrupted_run_step_for_step(byte_data, tmp_path):
+    settings = dict(max_steps=14, warmup_steps=3, eval_interval=5, checkpoint_interval=4, log_interval=1)
+    whole = tmp_path / "whole"
+    train(_config(byte_data, whole, **settings))
+
+    broken = tmp_path / "broken"
+
+    def stop_at_step_6(trainer, step):
+        if step == 6:
+            trainer.request_stop("test interruption")
+
+    first = train(_config(byte_data, broken, **settings), step_callbacks=[stop_at_step_6])
+    assert first.status == "interrupted" and first.steps == 6
+    assert read_checkpoint(broken / "checkpoints" / "latest.pt")["iteration"] == 6
+    # simulate a crash after step 6 had already logged more steps: resume must drop and redo them
+    with (broken / "log.jsonl").open("a") as fh:
+        fh.write(json.dumps({"step": 7, "train_loss": 99.0}) + "\n")
+    second = train(_config(byte_data, broken, resume=True, **settings))
+    assert second.status == "completed" and second.steps == 14
+
+    assert _train_losses(broken) == _train_losses(whole)  # same batches, same losses, bit for bit
+    assert len(_train_losses(whole)) == 14
+    val = lambda run: [(r["step"], r["val_loss"]) for r in read_jsonl(run / "log.jsonl") if "val_loss" in r]
+    assert val(broken) == val(whole)
+    a = read_checkpoint(whole / "checkpoints" / "latest.pt")
+    b = read_checkpoint(broken / "checkpoints" / "latest.pt")
+    for key, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][key]), key
+    assert a["extra"]["sampler"] == b["extra"]["sampler"]
+    assert b["extra"]["tokens"] == 14 * 8 * 32
+
+
+def test_gradient_accumulation_equals_the_larger_batch(byte_data, tmp_path):
+    big = train(_config(byte_data, tmp_path / "big", batch_size=8, grad_accum_steps=1, max_steps=5,
+                        log_interval=1, eval_interval=100, checkpoint_interval=100))
+    acc = train(_config(byte_data, tmp_path / "acc", batch_size=2, grad_accum_steps=4, max_steps=5,
+                        log_interval=1, eval_interval=100, checkpoint_interval=100))
+    big_losses, acc_losses = _train_losses(tmp_path / "big"), _train_losses(tmp_path / "acc")
+    assert [s for s, _ in big_losses] == [s for s, _ in acc_losses]
+    np.testing.assert_allclose([l for _, l in acc_losses], [l for _, l in big_losses], rtol=1e-5)
+    a = read_checkpoint(tmp_path / "big" / "checkpoints" / "latest.pt")["model"]
+    b = read_checkpoint(tmp_path / "acc" / "checkpoints" / "latest.pt")["model"]
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], rtol=1e-4, atol=1e-5)
+    assert big.val_loss == pytest.approx(acc.val_loss, rel=1e-4)
+
+
+def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(byte_data, tmp_path, monkeypatch):
+    real_cross_entropy = trainer_module.cross_entropy
+    calls = {"n": 0}
+
+    def poisoned(logits, targets):
+        calls["n"] += 1
+        loss = real_cross_entropy(logits, targets)
+        return loss * float("nan") if calls["n"] == 8 else loss  # the 8th training forward
+
+    monkeypatch.setattr(trainer_module, "cross_entropy", poisoned)
+    run = tmp_path / "run"
+    with pytest.raises(NonFiniteLossError, match=r"step 8: the training loss is nan.*latest\.pt \(step 5\)"):
+        train(_config(byte_data, run, max_steps=20, eval_interval=100, checkpoint_interval=5, log_interval=1))
+    payload = read_checkpoint(run / "checkpoints" / "latest.pt")
+    assert payload["iteration"] == 5
+    assert all(torch.isfinite(t).all() for t in payload["model"].values())
+    steps = [r["step"] for r in read_jsonl(run / "log.jsonl")]
+    assert max(steps) == 7 and all(math.isfinite(loss) for _, loss in _train_losses(run))
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits(byte_data, tmp_path):
+    def press_ctrl_c(trainer, step):
+        if step == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # the real signal, caught by the trainer's handler
+
+    previous = signal.getsignal(signal.SIGINT)
+    result = train(_config(byte_data, tmp_path / "run", max_steps=50, eval_interval=100,
+                           checkpoint_interval=100), step_callbacks=[press_ctrl_c])
+    assert result.status == "interrupted" and result.steps == 3
+    assert read_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["iteration"] == 3
+    assert signal.getsignal(signal.SIGINT) is previous  # handler restored
+
+
+def test_a_crash_while_saving_leaves_the_previous_checkpoint_readable(byte_data, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    trainer = Trainer(_config(byte_data, run, max_steps=10))
+    trainer._setup()
+    trainer._started = 0.0
+    trainer.train_step(0)
+    trainer.save(1)
+    before = read_checkpoint(run / "checkpoints" / "latest.pt")
+    trainer.train_step(1)
+
+    def crash_midway(obj, handle, *args, **kwargs):
+        handle.write(b"PK\x03\x04 half a checkpoint")  # some bytes reach the disk, then the process dies
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(torch, "save", crash_midway)
+    with pytest.raises(OSError, match="simulated"):
+        trainer.save(2)
+    monkeypatch.undo()
+    after = read_checkpoint(run / "checkpoints" / "latest.pt")
+    assert after["iteration"] == 1
+    for key, tensor in before["model"].items():
+        assert torch.equal(tensor, after["model"][key])
+    assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000001.pt"]  # no temp files
+
+
+def test_ids_outside_the_vocabulary_are_rejected_at_load(byte_data, tmp_path):
+    from seqlab.training.data import load_tokens, save_tokens
+
+    ids = np.arange(100, dtype=np.uint16) % 50
+    ids[63] = 300
+    np.save(tmp_path / "bad.npy", ids)
+    with pytest.raises(ValueError, match=r"bad\.npy: token id 300 at position 63 is outside the vocabulary \[0, 256\)"):
+        load_tokens(tmp_path / "bad.npy", 256)
+    assert isinstance(load_tokens(tmp_path / "bad.npy", 301), np.memmap)  # memory-mapped, not read in
+    np.save(tmp_path / "neg.npy", np.array([1, -2, 3], dtype=np.int32))
+    with pytest.raises(ValueError, match="token id -2 at position 1"):
+        load_tokens(tmp_path / "neg.npy", 256)
+    np.save(tmp_path / "2d.npy", np.zeros((2, 3), dtype=np.uint16))
+    with pytest.raises(ValueError, match=r"must be 1-D, got shape \(2, 3\)"):
+        load_tokens(tmp_path / "2d.npy", 256)
+    with pytest.raises(ValueError, match="outside"):
+        save_tokens(np.array([1, 256]), tmp_path / "x.npy", 256)
+    # the trainer refuses a vocabulary smaller than the data's
+    with pytest.raises(ValueError, match="vocab_size=200 is smaller than the data's vocabulary"):
+        train(_config(byte_data, tmp_path / "run", vocab_size=200, max_steps=1))
+
+
+def test_resume_without_a_checkpoint_is_a_clear_error(byte_data, tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing to resume"):
+        train(_config(byte_data, tmp_path / "empty", resume=True, max_steps=2))
+
+
+def test_train_cli_and_resume_cli(byte_data, tmp_path, capsys):
+    from seqlab.cli import main
+
+    run = tmp_path / "run"
+    flags = ["--data-dir", str(byte_data), "--out-dir", str(run), "--context-length", "16", "--d-model", "16",
+             "--num-layers", "1", "--num-heads", "2", "--batch-size", "4", "--threads", "1", "--no-progress",
+             "--eval-batches", "1", "--eval-interval", "3", "--checkpoint-interval", "3", "--nope"]
+    assert main(["train", *flags, "--max-steps", "3"]) == 0
+    assert "completed at step 3/3" in capsys.readouterr().out
+    # resume with only the run directory: the rest comes from RUN/config.json; a flag extends the run
+    assert main(["train", "--out-dir", str(run), "--resume", "--max-steps", "6", "--no-progress"]) == 0
+    assert "completed at step 6/6" in capsys.readouterr().out
+    assert json.loads((run / "config.json").read_text())["model"]["positional"] == "nope"
+    assert main(["train", "--data-dir", str(tmp_path / "missing"), "--out-dir", str(run)]) == 1
+    assert "seqlab prepare" in capsys.readouterr().err
