@@ -199,7 +199,7 @@ function setupGradient(factor, clip, tb) {
         $(`gf-product-${name}`).textContent = fmt(data.products[i]);
       });
       lineChart($("gf-chart"), data.trajectories.map((values, i) => ({ values, label: String(body.factors[i]), cls: "s" + i })),
-        { yTransform: (v) => Math.log10(Math.abs(v)), yTickFormat: (y) => "10^" + y.toFixed(1) });
+        { width: 320, height: 180, yTransform: (v) => Math.log10(Math.abs(v)), yTickFormat: (y) => "10^" + y.toFixed(1) });
     });
 
   setFields({ "clip-vector": clip.vector.join(", "), "clip-threshold": clip.threshold });
@@ -274,7 +274,7 @@ function setupLSTM(d) {
 
 // A number line from -2 to 2: the retained part runs from 0, the written part from there to c.
 function drawCellBar(container, retained, c) {
-  const W = 420, H = 74, L = 20, R = 20;
+  const W = 340, H = 74, L = 20, R = 20;
   const x = (v) => L + ((Math.max(-2, Math.min(2, v)) + 2) / 4) * (W - L - R);
   const svg = svgRoot(W, H);
   svg.append(svgEl("line", { x1: L, y1: 40, x2: W - R, y2: 40, class: "axis" }));
@@ -393,7 +393,7 @@ function setupMask(d) {
     (data) => {
       const n = data.tokens.length;
       heatmap($("mask-grid"), n, n, data.tokens, data.tokens, (r, c) => (data.mask[r][c] ? "✓" : ""),
-        (r, c) => (data.mask[r][c] ? 0.6 : null), { compact: true, corner: "q \\ k" });
+        (r, c) => (data.mask[r][c] ? 0.6 : null), { compact: true, corner: t("mask.corner") });
       $("mask-visible").textContent = t("mask.visible", { v: data.visible, n });
     });
 }
@@ -500,15 +500,15 @@ function setupDependency(d) {
       const largest = Math.max(1e-12, ...data.change.flat());
       heatmap($("dep-grid"), data.output_labels.length, data.input_labels.length, data.output_labels, data.input_labels,
         (r, c) => (data.depends[r][c] ? fmt(data.change[r][c]) : ""),
-        (r, c) => (data.depends[r][c] ? 0.3 + 0.7 * data.change[r][c] / largest : null), { corner: "out \\ in" });
+        (r, c) => (data.depends[r][c] ? 0.3 + 0.7 * data.change[r][c] / largest : null), { corner: t("dep.corner") });
       $("dep-note").textContent = t("dep.note");
     });
 }
 
 // --- 12. language and glossary ---------------------------------------------------------------------------
 function renderGlossary() {
-  $("glossary").replaceChildren(el("tr", {}, el("th", { text: t("gl.en") }), el("th", { text: t("gl.zh") })),
-    ...GLOSSARY.map(([en, zh]) => el("tr", {}, el("td", { text: en }), el("td", { text: zh }))));
+  $("glossary").replaceChildren(...GLOSSARY.map(([en, zh]) =>
+    el("div", { class: "term" }, el("span", { class: "en", text: en }), el("span", { class: "zh", text: zh }))));
 }
 
 function setLanguage(lang) {

@@ -44,7 +44,7 @@ function extent(values) {
 
 // series: [{values: [...], label, cls}]; x is the index. opts.yTransform maps a value to plot space.
 function lineChart(container, series, opts = {}) {
-  const W = 420, H = 200, L = 52, R = 12, T = 12, B = 28;
+  const W = opts.width || 420, H = opts.height || 200, L = 56, R = 12, T = 12, B = 28;
   const tf = opts.yTransform || ((y) => y);
   const all = series.flatMap((s) => s.values.map(tf)).filter(isFinite);
   const [ylo, yhi] = extent(all.length ? all : [0, 1]);

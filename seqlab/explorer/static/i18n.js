@@ -163,6 +163,7 @@ const STRINGS = {
   "mask.lead": ["Row = the token asking (query), column = the token it may look at (key). A token sees itself and everything before it.",
                 "行是发出查询的词元，列是它可以查看的词元（键）。每个词元可以看到自己以及之前的所有词元。"],
   "mask.tokens": ["tokens (space separated)", "词元（空格分隔）"],
+  "mask.corner": ["query \\ key", "查询 \\ 键"],
   "mask.visible": ["{v} visible entries for n = {n} tokens; in general n(n+1)/2.",
                    "n = {n} 个词元时共有 {v} 个可见位置；一般为 n(n+1)/2。"],
 
@@ -245,13 +246,12 @@ const STRINGS = {
   "dep.n": ["tokens", "词元数"],
   "dep.seed": ["random seed", "随机种子"],
   "dep.output": ["output {i}", "输出 {i}"],
+  "dep.corner": ["output \\ input", "输出 \\ 输入"],
   "dep.note": ["Dark cell: nudging that input moved that output (largest change shown). Empty: exactly no change.",
                "深色格：扰动该输入后该输出发生了变化（显示最大变化量）。空白：完全没有变化。"],
 
   "gl.title": ["Glossary", "术语表"],
   "gl.lead": ["Switch the page language at the top right. Terms used in the course:", "在右上角切换页面语言。课程中的术语："],
-  "gl.en": ["English", "英文"],
-  "gl.zh": ["中文", "中文"],
 };
 
 const GLOSSARY = [

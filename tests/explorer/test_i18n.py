@@ -1,0 +1,57 @@
+"""Every label the page uses exists in English and 中文, and the glossary has the issue's terms."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from seqlab.explorer.api import run_endpoint
+from seqlab.explorer.server import STATIC_DIR
+
+
+def _strings() -> dict[str, list[str]]:
+    source = (STATIC_DIR / "i18n.js").read_text(encoding="utf-8")
+    block = source[source.index("const STRINGS = {") + len("const STRINGS = ") : source.index("\n};\n") + 2]
+    # the table is JSON apart from trailing commas
+    return json.loads(re.sub(r",(\s*[}\]])", r"\1", block))
+
+
+def _glossary() -> list[list[str]]:
+    source = (STATIC_DIR / "i18n.js").read_text(encoding="utf-8")
+    block = source[source.index("const GLOSSARY = [") + len("const GLOSSARY = ") :]
+    block = block[: block.index("\n];\n") + 2]
+    return json.loads(re.sub(r",(\s*[}\]])", r"\1", block))
+
+
+def test_every_label_has_english_and_chinese():
+    strings = _strings()
+    for key, pair in strings.items():
+        assert len(pair) == 2 and all(pair), key
+        # both languages take the same placeholders
+        assert sorted(re.findall(r"\{(\w+)\}", pair[0])) == sorted(re.findall(r"\{(\w+)\}", pair[1])), key
+
+
+def test_every_key_the_page_uses_is_defined():
+    strings = _strings()
+    html = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    app = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
+    used = set(re.findall(r'data-i18n="([\w.]+)"', html))
+    used |= set(re.findall(r'\bt\("([\w.]+\w)"', app))  # t("mh." + name) is covered below
+    used |= set(re.findall(r'"([a-z]+\.[a-z_]+)"', app)) & {k for k in strings if k.startswith(("lm.", "gru.", "att."))}
+    cards = re.findall(r'^  \["(\w+)", \(a\) =>', app, flags=re.M)
+    assert len(cards) == 10
+    used |= {f"sc.{part}.{name}" for name in cards for part in ("q", "a")}
+    used |= {f"mh.{name}" for name, _ in run_endpoint("multihead", {})["shapes"]}
+    missing = sorted(used - set(strings))
+    assert not missing, missing
+    assert len(used) > 150
+
+
+def test_glossary_has_the_issue_terms():
+    glossary = dict(_glossary())
+    required = {"hidden state": "隐藏状态", "BPTT (backpropagation through time)": "随时间反向传播",
+                "gradient clipping": "梯度裁剪", "LSTM (long short-term memory)": "长短期记忆",
+                "GRU (gated recurrent unit)": "门控循环单元", "query": "查询", "key": "键", "value": "值",
+                "causal mask": "因果掩码", "positional encoding": "位置编码"}
+    for english, chinese in required.items():
+        assert glossary[english] == chinese
