@@ -20,6 +20,7 @@ the same logits.
 from __future__ import annotations
 
 import argparse
+import operator
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -119,7 +120,11 @@ def _validate(model, prompts: list[list[int]], max_new_tokens: int, slide: int |
         if not row:
             raise ValueError(f"prompt {i} is empty; give at least one token (e.g. <|endoftext|>)")
         for j, token in enumerate(row):
-            if not isinstance(token, int) or not 0 <= token < vocab:
+            try:
+                row[j] = operator.index(token)
+            except TypeError:
+                raise ValueError(f"prompt {i} position {j}: {token!r} is not an integer id") from None
+            if not 0 <= row[j] < vocab:
                 raise ValueError(f"prompt {i} position {j}: id {token!r} outside the vocabulary [0, {vocab})")
     slide = max(1, ctx // 4) if slide is None else slide
     if not 1 <= slide <= ctx - 1 and ctx > 1:
@@ -193,7 +198,9 @@ def generate(model, prompt_ids, max_new_tokens: int, temperature: float = 1.0, t
     torch.Generator on the model's device). ``use_cache=False`` recomputes every step in full (the
     reference path); ``slide`` sets how far the window slides past the context (module docstring).
     """
-    single = len(prompt_ids) > 0 and isinstance(prompt_ids[0], int)
+    if hasattr(prompt_ids, "tolist"):  # a tensor or array of ids
+        prompt_ids = prompt_ids.tolist()
+    single = len(prompt_ids) > 0 and not isinstance(prompt_ids[0], (list, tuple))
     prompts = [list(prompt_ids)] if single else [list(p) for p in prompt_ids]
     if not prompts:
         return []

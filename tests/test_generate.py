@@ -187,3 +187,66 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="temperature"):
         generate(model, [1], 3, temperature=-1)
     assert generate(model, [1], 0) == []
+
+
+def make_run_dir(tmp_path):
+    """A minimal run directory: checkpoints/latest.pt and tokenizer/ (no trainer needed)."""
+    from seqlab.tokenizer import Tokenizer
+    from seqlab.training import save_checkpoint
+
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = [(b"h", b"e"), (b"he", b"l"), (b"\xc3", b"\xa9")]
+    for i, (a, b) in enumerate(merges):
+        vocab[256 + i] = a + b
+    tokenizer = Tokenizer(vocab, merges, ["<|endoftext|>"])
+    run = tmp_path / "run"
+    tokenizer.save(run / "tokenizer")
+    torch.manual_seed(5)
+    model = TransformerLM(vocab_size=tokenizer.vocab_size, context_length=16, d_model=32,
+                          num_layers=2, num_heads=4, d_ff=48)
+    save_checkpoint(model, None, 3, str(run / "checkpoints" / "latest.pt"))
+    return run, model.eval(), tokenizer
+
+
+def test_cli_generate_streams_the_decoded_continuation(tmp_path, capsys):
+    from seqlab.cli import main
+
+    run, model, tokenizer = make_run_dir(tmp_path)
+    prompt = "hello héllo"
+    ids = generate(model, tokenizer.encode(prompt), 40, temperature=0, eos_id=tokenizer.eot_id)
+    if ids and ids[-1] == tokenizer.eot_id:
+        ids = ids[:-1]
+    assert main(["generate", "--run", str(run), "--prompt", prompt, "--max-tokens", "40",
+                 "--temperature", "0"]) == 0
+    assert capsys.readouterr().out == prompt + tokenizer.decode(ids) + "\n"
+
+    # sampling through --checkpoint + --tokenizer is reproducible with --seed
+    args = ["generate", "--checkpoint", str(run / "checkpoints" / "latest.pt"), "--tokenizer",
+            str(run / "tokenizer"), "--max-tokens", "20", "--seed", "4", "--top-p", "0.9", "--top-k", "50"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert main(args) == 0
+    assert capsys.readouterr().out == first
+
+    assert main(["generate", "--checkpoint", str(run / "checkpoints" / "latest.pt")]) == 2
+    assert "--tokenizer" in capsys.readouterr().err
+    assert main(["generate", "--run", str(tmp_path / "nope")]) == 2
+    assert "latest.pt" in capsys.readouterr().err
+
+
+def test_cli_never_prints_half_a_character(tmp_path, capsys, monkeypatch):
+    """Feed the CLI a stream that splits 'é' and '😀' across byte tokens."""
+    import seqlab.generate as gen
+    from seqlab.cli import main
+
+    run, _, tokenizer = make_run_dir(tmp_path)
+    text = "é😀!"
+    byte_ids = list(text.encode("utf-8"))  # single-byte tokens have ids 0..255 here
+    writes = []
+    monkeypatch.setattr(gen, "generate_stream", lambda *a, **k: iter(byte_ids + [tokenizer.eot_id, 65]))
+    monkeypatch.setattr(gen.sys, "stdout", type("W", (), {"write": lambda self, s: writes.append(s),
+                                                          "flush": lambda self: None})())
+    assert main(["generate", "--run", str(run), "--max-tokens", "9"]) == 0
+    assert "".join(writes) == text + "\n"  # stops at <|endoftext|>, nothing after it
+    assert all("\ufffd" not in w for w in writes)
+    assert "😀" in writes  # printed as one piece once its 4th byte arrived
