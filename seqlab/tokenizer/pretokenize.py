@@ -8,6 +8,7 @@ callable ``str -> list[str]`` (picklable so worker processes can use it).
 from __future__ import annotations
 
 from collections import Counter
+import re
 from collections.abc import Callable, Iterable
 
 import regex
@@ -17,12 +18,39 @@ import regex
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 GPT2_REGEX = regex.compile(GPT2_PATTERN)
 
+# The same pattern spelled out for pure-ASCII text, where \p{L} = [A-Za-z], \p{N} = [0-9] and
+# \s = [\t\n\v\f\r ] (Unicode White_Space; not \x1c-\x1f). The standard library's `re` runs it
+# about twice as fast as `regex` runs the Unicode pattern.
+_WS = r"\t\n\x0b\x0c\r "
+GPT2_ASCII_REGEX = re.compile(
+    rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^{_WS}A-Za-z0-9]+|[{_WS}]+(?![^{_WS}])|[{_WS}]+"""
+)
+# A cut after a lone newline between printable ASCII characters never changes the pre-tokens
+# (see chunking.py), so long texts are split there and each ASCII block takes the fast path.
+_SAFE_CUT = re.compile(r"(?<=[!-~]\n)(?=[!-~])")
+_BLOCK_CHARS = 4096
+
 PreTokenizer = Callable[[str], list[str]]
 
 
 def gpt2_pretokenize(text: str) -> list[str]:
-    """Split ``text`` into GPT-2 pre-tokens: ``"Hi  there"`` -> ``["Hi", " ", " there"]``."""
-    return GPT2_REGEX.findall(text)
+    """Split ``text`` into GPT-2 pre-tokens: ``"Hi  there"`` -> ``["Hi", " ", " there"]``.
+
+    Same result as ``GPT2_REGEX.findall(text)``; ASCII stretches use the faster ASCII pattern.
+    """
+    if text.isascii():
+        return GPT2_ASCII_REGEX.findall(text)
+    if len(text) <= 2 * _BLOCK_CHARS:
+        return GPT2_REGEX.findall(text)
+    pretokens: list[str] = []
+    start = 0
+    while start < len(text):
+        cut = _SAFE_CUT.search(text, start + _BLOCK_CHARS)
+        end = cut.start() if cut else len(text)
+        block = text[start:end]
+        pretokens += GPT2_ASCII_REGEX.findall(block) if block.isascii() else GPT2_REGEX.findall(block)
+        start = end
+    return pretokens
 
 
 def whitespace_pretokenize(text: str) -> list[str]:
