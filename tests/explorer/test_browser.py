@@ -195,3 +195,24 @@ def test_language_switch(page):
     page.click("#lang-en")
     assert page.inner_text("#w-recurrence h2 [data-i18n]") == "Recurrence stepper"
     assert page.problems == []
+
+
+def test_char_lm_plays_and_pauses(page):
+    page.click("#lm-zero")
+    expect(page.locator("#lm-steps-out")).to_have_text("0")
+    settled(page)
+    untrained = float(page.inner_text("#lm-final-loss"))
+    page.click("#lm-play")
+    assert page.inner_text("#lm-play") == "❚❚ pause"
+    page.wait_for_function("() => Number(document.getElementById('lm-steps-out').textContent) >= 100", timeout=20_000)
+    page.click("#lm-play")
+    assert page.inner_text("#lm-play") == "▶ train"
+    settled(page)
+    paused_at = page.inner_text("#lm-steps-out")
+    page.wait_for_timeout(400)
+    assert page.inner_text("#lm-steps-out") == paused_at
+    assert float(page.inner_text("#lm-final-loss")) < untrained
+    # the curve has one point per step plus the final loss
+    points = page.get_attribute("#lm-loss-chart polyline", "points").split()
+    assert len(points) == int(paused_at) + 1
+    assert page.problems == []

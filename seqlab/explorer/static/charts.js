@@ -68,7 +68,8 @@ function lineChart(container, series, opts = {}) {
     svg.append(svgEl("polyline", { points: points.map((p) => p.join(",")).join(" "), class: "line " + (s.cls || "s" + idx) }));
     if (s.label && points.length) {
       const [px, py] = points[points.length - 1];
-      svg.append(svgEl("text", { x: px - 4, y: py - 6, class: "series-label " + (s.cls || "s" + idx), "text-anchor": "end" }, s.label));
+      const below = py < T + 14;  // no room above the end point: write the label under it
+      svg.append(svgEl("text", { x: px - 4, y: below ? py + 14 : py - 6, class: "series-label " + (s.cls || "s" + idx), "text-anchor": "end" }, s.label));
     }
   });
   container.replaceChildren(svg);

@@ -1,0 +1,57 @@
+"""Regenerate the README's screenshot: ``python -m seqlab.explorer.screenshot docs/explorer.png``.
+
+Serves the explorer on a free port, opens it in headless Chromium (Python playwright and Debian's
+``/usr/bin/chromium``), waits for every widget to render, and saves a full-page PNG reduced to a
+256-colour palette so it stays small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+from pathlib import Path
+
+from seqlab.explorer.server import start_in_thread
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def take_screenshot(out: Path, width: int = 1200, lang: str = "en") -> int:
+    """Write the full-page screenshot to ``out``; returns its size in bytes."""
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    server, _ = start_in_thread()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM,
+                                        args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(f"{server.url}?lang={lang}")
+            page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+            png = page.screenshot(full_page=True)
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    image.save(tmp, format="PNG", optimize=True)
+    os.replace(tmp, out)
+    return out.stat().st_size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="PNG file to write")
+    parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en")
+    args = parser.parse_args()
+    size = take_screenshot(args.out, args.width, args.lang)
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB)")
+
+
+if __name__ == "__main__":
+    main()
