@@ -23,3 +23,11 @@ __all__ = [
     "read_checkpoint",
     "save_checkpoint",
 ]
+
+# Training pipeline (config, trainer, data preparation) - appended by the training-pipeline area.
+from seqlab.training.config import TrainConfig  # noqa: E402
+from seqlab.training.data import PreparedData, load_tokens, prepare  # noqa: E402
+from seqlab.training.trainer import NonFiniteLossError, Trainer, TrainResult, train  # noqa: E402
+
+__all__ += ["NonFiniteLossError", "PreparedData", "TrainConfig", "TrainResult", "Trainer", "load_tokens",
+            "prepare", "train"]
