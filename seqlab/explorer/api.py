@@ -35,7 +35,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "lstm": {"c_prev": 1.0, "f": 0.8, "i": 0.25, "g": 0.4, "o": 0.5},
     "gru": {"h_prev": 0.6, "z": 0.75, "candidate": -0.2, "convention": "keep_old"},
     "attention": {
-        "mode": "self",
         "queries": [[1.0, 0.0]],
         "keys": [[1.0, 0.0], [0.0, 1.0]],
         "values": [[2.0], [10.0]],
@@ -71,7 +70,7 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return to_jsonable(value.tolist())
     if isinstance(value, np.generic):
-        return value.item()
+        return to_jsonable(value.item())
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -92,7 +91,7 @@ def recurrence(p: Payload) -> dict:
     p.finish()
     return {
         "states": scalar_recurrence(a, xs, h0),
-        # the same inputs in the opposite order: the final state changes sign here
+        # the same inputs in the opposite order: the state depends on their order
         "reversed_states": scalar_recurrence(a, xs[::-1], h0),
     }
 
@@ -264,7 +263,6 @@ def _attention_result(queries, keys, values, mask) -> dict:
 
 def attention(p: Payload) -> dict:
     d = DEFAULTS["attention"]
-    p.choice("mode", d["mode"], ("self",))
     queries, keys, values = _attention_inputs(p, d)
     causal = p.boolean("causal", d["causal"])
     reverse_mask = p.boolean("reverse_mask", d["reverse_mask"])
