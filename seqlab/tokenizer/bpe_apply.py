@@ -9,29 +9,40 @@ from __future__ import annotations
 
 import heapq
 
-from seqlab.tokenizer.merges import merge_word
 
 # pair of ids -> (rank, id of the merged token)
 MergeTable = dict[tuple[int, int], tuple[int, int]]
 
 _LONG = 48
+_NEVER = 1 << 62  # rank of a pair that has no merge
+_NO_MERGE = (_NEVER, -1)
 
 
 def apply_merges(ids: list[int], table: MergeTable) -> list[int]:
-    """Merge the token ids of one pre-token by rank."""
+    """Merge the token ids of one pre-token by rank.
+
+    Keeps the rank of every adjacent pair in a list: each step finds the lowest rank with the
+    C-level ``min``/``index``, merges that (leftmost) pair and recomputes only its two neighbours.
+    Merging the leftmost best pair first is the same as merging all its occurrences left to right,
+    because a merge never creates a pair of the same rank.
+    """
     if len(ids) > _LONG:
         return _apply_merges_heap(ids, table)
-    while len(ids) > 1:
-        best = None
-        best_rank = None
-        for pair in zip(ids, ids[1:]):
-            entry = table.get(pair)
-            if entry is not None and (best_rank is None or entry[0] < best_rank):
-                best_rank, best = entry[0], pair
-        if best is None:
+    parts = list(ids)
+    ranks = [table.get(pair, _NO_MERGE)[0] for pair in zip(parts, parts[1:])]
+    while ranks:
+        best = min(ranks)
+        if best == _NEVER:
             break
-        ids = merge_word(ids, best[0], best[1], table[best][1])
-    return ids
+        i = ranks.index(best)
+        parts[i] = table[(parts[i], parts[i + 1])][1]
+        del parts[i + 1]
+        del ranks[i]
+        if i > 0:
+            ranks[i - 1] = table.get((parts[i - 1], parts[i]), _NO_MERGE)[0]
+        if i < len(ranks):
+            ranks[i] = table.get((parts[i], parts[i + 1]), _NO_MERGE)[0]
+    return parts
 
 
 def _apply_merges_heap(ids: list[int], table: MergeTable) -> list[int]:
