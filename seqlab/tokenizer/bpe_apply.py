@@ -46,45 +46,51 @@ def apply_merges(ids: list[int], table: MergeTable) -> list[int]:
 
 
 def _apply_merges_heap(ids: list[int], table: MergeTable) -> list[int]:
-    """Same result as the loop in :func:`apply_merges`, in O(n log n) for n tokens.
+    """Same result as :func:`apply_merges`, in O(n log n) for n tokens (no quadratic rescans).
 
-    Heap entries are ``(rank, position, left id, right id)``; equal ranks pop left to right,
-    which matches merging all occurrences of a pair in one left-to-right pass. Merges keep the
-    left node, so an entry is valid exactly when its position still holds ``left`` followed by
-    ``right``.
+    The heap holds ints ``rank * n + position`` (plain ints compare fastest), so equal ranks pop
+    left to right, which matches merging all occurrences of a pair left to right. Tokens form a
+    doubly linked list; merges keep the left node. An entry is stale when its node died or the
+    pair now starting there has another rank; stale entries are skipped.
     """
     n = len(ids)
     tokens = list(ids)
     nxt = list(range(1, n + 1))  # n = end of list
     prev = list(range(-1, n - 1))
     alive = [True] * n
+    get = table.get
     heap = []
     for position in range(n - 1):
-        entry = table.get((tokens[position], tokens[position + 1]))
+        entry = get((tokens[position], tokens[position + 1]))
         if entry is not None:
-            heap.append((entry[0], position, tokens[position], tokens[position + 1]))
+            heap.append(entry[0] * n + position)
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        rank, position, left, right = heapq.heappop(heap)
-        if not alive[position] or tokens[position] != left:
+        rank, position = divmod(pop(heap), n)
+        if not alive[position]:
             continue
         following = nxt[position]
-        if following >= n or tokens[following] != right:
+        if following >= n:
             continue
-        tokens[position] = table[(left, right)][1]
+        entry = get((tokens[position], tokens[following]))
+        if entry is None or entry[0] != rank:
+            continue
+        merged = entry[1]
+        tokens[position] = merged
         alive[following] = False
         after = nxt[following]
         nxt[position] = after
         if after < n:
             prev[after] = position
-            entry = table.get((tokens[position], tokens[after]))
+            entry = get((merged, tokens[after]))
             if entry is not None:
-                heapq.heappush(heap, (entry[0], position, tokens[position], tokens[after]))
+                push(heap, entry[0] * n + position)
         before = prev[position]
         if before >= 0:
-            entry = table.get((tokens[before], tokens[position]))
+            entry = get((tokens[before], merged))
             if entry is not None:
-                heapq.heappush(heap, (entry[0], before, tokens[before], tokens[position]))
+                push(heap, entry[0] * n + before)
     result = []
     position = 0
     while position < n:
