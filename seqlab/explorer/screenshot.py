@@ -17,22 +17,32 @@ from seqlab.explorer.server import start_in_thread
 CHROMIUM = "/usr/bin/chromium"
 
 
-def take_screenshot(out: Path, width: int = 1200, lang: str = "en") -> int:
-    """Write the full-page screenshot to ``out``; returns its size in bytes."""
-    from PIL import Image
-    from playwright.sync_api import sync_playwright
+def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None) -> int:
+    """Write the full-page screenshot to ``out``; returns its size in bytes.
 
-    server, _ = start_in_thread()
-    try:
+    ``browser``: an already launched playwright Browser to use (else Chromium is launched here).
+    """
+    if browser is None:
+        from playwright.sync_api import sync_playwright
+
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM,
                                         args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
-            page = browser.new_page(viewport={"width": width, "height": 900})
-            page.goto(f"{server.url}?lang={lang}")
-            page.wait_for_selector("body[data-ready='1']", timeout=30_000)
-            png = page.screenshot(full_page=True)
-            browser.close()
+            try:
+                return take_screenshot(out, width, lang, browser)
+            finally:
+                browser.close()
+
+    from PIL import Image
+
+    server, _ = start_in_thread()
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(f"{server.url}?lang={lang}")
+        page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+        png = page.screenshot(full_page=True)
     finally:
+        page.close()
         server.shutdown()
         server.server_close()
     image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)

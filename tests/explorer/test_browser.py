@@ -216,3 +216,16 @@ def test_char_lm_plays_and_pauses(page):
     points = page.get_attribute("#lm-loss-chart polyline", "points").split()
     assert len(points) == int(paused_at) + 1
     assert page.problems == []
+
+
+def test_readme_screenshot_tool(browser, tmp_path):
+    from PIL import Image
+
+    from seqlab.explorer.screenshot import take_screenshot
+
+    out = tmp_path / "explorer.png"
+    size = take_screenshot(out, width=1000, browser=browser)
+    assert size == out.stat().st_size < 500 * 1024
+    with Image.open(out) as image:
+        assert image.width == 1000 and image.height > 3000  # the whole page, all twelve widgets
+    assert not list(tmp_path.glob("*.tmp"))
