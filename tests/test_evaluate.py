@@ -97,6 +97,11 @@ def test_cli_eval_on_a_checkpoint(tmp_path, capsys):
     assert out["loss"] == pytest.approx(expected, rel=1e-5)
     assert out["tokens"] == 59
 
+    run = tmp_path / "run"  # a run directory: RUN/checkpoints/latest.pt
+    save_checkpoint(model, None, 9, str(run / "checkpoints" / "latest.pt"))
+    assert main(["eval", "--run", str(run), "--data", str(tmp_path / "valid.npy")]) == 0
+    assert f"perplexity {math.exp(expected):.3f}" in capsys.readouterr().out
+
     bad = data.copy()
     bad[10] = 500
     np.save(tmp_path / "bad.npy", bad)
