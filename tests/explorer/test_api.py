@@ -233,6 +233,7 @@ def test_bpe_custom_words(client):
     assert steps[0]["pair_counts"] == [["a", "a", 4], ["a", "b", 3]]
     assert steps[0]["chosen"] == ["a", "a"] and steps[0]["words"]["aaab"] == ["aa", "a", "b"]
     assert steps[-1]["words"] == {"aaab": ["aaab"], "ab": ["ab"]}  # stops when nothing is left to merge
+    assert client.ok("bpe", {"word_counts": {"a": 5, "b": 2}})["steps"] == []
 
 
 # --- 10/11. self-check and dependency map -----------------------------------------------------------------

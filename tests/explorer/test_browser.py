@@ -172,6 +172,11 @@ def test_bad_api_input_shows_the_servers_message(page):
     set_value(page, "#mh-h", 4)
     expect(page.locator("#mh-q .dims")).to_have_text("3 × 1")
     assert not page.is_visible("#w-multihead > .error")
+    set_value(page, "#bpe-words", "low five")
+    expect(page.locator("#w-bpe > .error")).to_contain_text('"word count, word count"')
+    set_value(page, "#bpe-words", "a 5, b 2")
+    expect(page.locator("#bpe-step-label")).to_have_text("no adjacent pair left to merge")
+    assert not page.is_visible("#w-bpe > .error")
 
 
 def test_language_switch(page):

@@ -433,6 +433,13 @@ function setupBPE(d) {
   const w = widget("w-bpe", () => ["bpe", { word_counts: parseWordCounts($("bpe-words").value), num_merges: int("bpe-merges") }],
     (data) => {
       const n = data.steps.length;
+      if (n === 0) {  // single-character words: nothing to merge
+        $("bpe-step-label").textContent = t("bpe.none");
+        for (const id of ["bpe-pairs", "bpe-words-after", "bpe-merge-list"]) $(id).replaceChildren();
+        $("bpe-chosen").textContent = $("bpe-tie").textContent = "";
+        $("bpe-back").disabled = $("bpe-fwd").disabled = true;
+        return;
+      }
       step = Math.max(1, Math.min(step, n));
       const s = data.steps[step - 1];
       $("bpe-step-label").textContent = t("common.step_of", { k: step, n });

@@ -197,6 +197,7 @@ const STRINGS = {
   "bpe.tie": ["Tie at count {c} between {pairs}: the lexicographically greater pair wins.",
               "次数 {c} 出现并列：{pairs}。选择字典序更大的一对。"],
   "bpe.no_tie": ["No tie: a single pair has the top count.", "没有并列：只有一个符号对的次数最高。"],
+  "bpe.none": ["no adjacent pair left to merge", "没有可以合并的相邻符号对"],
   "bpe.bad_words": ["write words as \"word count, word count\"", "请按“单词 次数, 单词 次数”的格式输入"],
 
   "sc.title": ["Self-check", "自测"],
