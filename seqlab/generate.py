@@ -143,6 +143,8 @@ def _decode(model, prompts: list[list[int]], max_new_tokens: int, temperature: f
         raise ValueError(f"top_k must be a positive integer, got {top_k}")
     if not 0.0 < top_p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if max_new_tokens == 0:
+        return
     ctx = model.config.context_length
     device = next(model.parameters()).device
     generator = None
