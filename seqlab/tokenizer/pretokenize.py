@@ -1,8 +1,8 @@
 """Pre-tokenization: split text on special tokens, then into pre-tokens (GPT-2 regex by default).
 
 BPE merges never cross a pre-token boundary, so the trainer counts pre-tokens and the
-tokenizer caches the ids of each distinct pre-token. A pre-tokenizer is any picklable
-callable ``str -> list[str]`` (picklable so worker processes can use it).
+tokenizer caches the ids of each distinct pre-token. A pre-tokenizer is any callable
+``str -> list[str]`` (forked worker processes inherit it; elsewhere it must be picklable).
 """
 
 from __future__ import annotations

@@ -34,10 +34,22 @@ def initial_vocab(special_tokens: Sequence[str]) -> dict[int, bytes]:
     return vocab
 
 
-def _count_chunk(task: tuple[str, int, int, tuple[str, ...], PreTokenizer]) -> tuple[Counter[str], int]:
-    path, start, end, special_tokens, pretokenize = task
+def _count_chunk(task: tuple[str, int, int, tuple[str, ...]], pretokenize: PreTokenizer) -> tuple[Counter[str], int]:
+    path, start, end, special_tokens = task
     text = read_chunk(path, start, end)
     return count_pretokens(text, special_tokens_regex(special_tokens), pretokenize), end - start
+
+
+_WORKER_PRETOKENIZER: PreTokenizer = gpt2_pretokenize
+
+
+def _set_worker_pretokenizer(pretokenize: PreTokenizer) -> None:
+    global _WORKER_PRETOKENIZER
+    _WORKER_PRETOKENIZER = pretokenize
+
+
+def _count_chunk_in_worker(task: tuple[str, int, int, tuple[str, ...]]) -> tuple[Counter[str], int]:
+    return _count_chunk(task, _WORKER_PRETOKENIZER)
 
 
 def count_file_pretokens(
@@ -49,7 +61,7 @@ def count_file_pretokens(
     pretokenizer: PreTokenizer = gpt2_pretokenize,
     progress: bool = False,
 ) -> Counter[str]:
-    """Pre-token counts of a file, chunk by chunk (in parallel for large files)."""
+    """Pre-token counts of a file, chunk by chunk (in worker processes for large files)."""
     size = os.path.getsize(path)
     workers = num_workers if num_workers is not None else (os.cpu_count() or 1)
     if workers < 1:
@@ -60,23 +72,25 @@ def count_file_pretokens(
         # several chunks per worker balance the load; the cap bounds each worker's memory
         chunk_bytes = max(1 << 16, min(_MAX_CHUNK_BYTES, -(-size // (4 * workers))))
     boundaries = find_chunk_boundaries(path, chunk_bytes, special_tokens)
-    tasks = [(os.fspath(path), a, b, tuple(special_tokens), pretokenizer) for a, b in zip(boundaries, boundaries[1:])]
+    tasks = [(os.fspath(path), a, b, tuple(special_tokens)) for a, b in zip(boundaries, boundaries[1:])]
     bar = _progress_bar(progress, total=size, unit="B", unit_scale=True, desc="pre-tokenizing")
     counts: Counter[str] = Counter()
-    for chunk_counts, nbytes in _map_in_order(_count_chunk, tasks, workers):
+    for chunk_counts, nbytes in _map_chunks(tasks, workers, pretokenizer):
         counts.update(chunk_counts)
         bar.update(nbytes)
     bar.close()
     return counts
 
 
-def _map_in_order(function, tasks: list, workers: int) -> Iterator:
-    """``map(function, tasks)``, in worker processes when it pays off, results in task order."""
+def _map_chunks(tasks: list, workers: int, pretokenizer: PreTokenizer) -> Iterator:
+    """Count each chunk, in worker processes when there are several chunks; results in task order."""
     if workers == 1 or len(tasks) <= 1:
-        yield from map(function, tasks)
+        yield from (_count_chunk(task, pretokenizer) for task in tasks)
         return
-    with multiprocessing.Pool(min(workers, len(tasks))) as pool:
-        yield from pool.imap(function, tasks)
+    # fork (where available) hands the pre-tokenizer to the workers without pickling it
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    with context.Pool(min(workers, len(tasks)), initializer=_set_worker_pretokenizer, initargs=(pretokenizer,)) as pool:
+        yield from pool.imap(_count_chunk_in_worker, tasks)
 
 
 def _progress_bar(enabled: bool, **kwargs):
@@ -145,7 +159,7 @@ def train_bpe(
     ``merges`` lists ``(left, right)`` byte pairs in the order they were learned.
 
     Text is split on special tokens, then pre-tokenized by ``pretokenizer`` (GPT-2's regex by
-    default; any picklable ``str -> list[str]``). The file is read in chunks of about
+    default; any ``str -> list[str]``, picklable where processes are not forked). The file is read in chunks of about
     ``chunk_bytes`` cut at special tokens, counted by ``num_workers`` processes (default: all
     cores for files over 2 MB); the merges do not depend on either setting.
     """

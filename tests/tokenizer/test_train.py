@@ -81,6 +81,14 @@ def test_handout_example_with_whitespace_pretokenizer(tmp_path):
     assert vocab[257 + 5] == b"ne"
 
 
+def test_pluggable_pretokenizer_in_worker_processes(tmp_path):
+    corpus = tmp_path / "handout.txt"
+    corpus.write_text((HANDOUT + "\n") * 40)
+    split_words = lambda text: text.split()  # noqa: E731  (a lambda: workers must not need to pickle it)
+    _, merges = train_bpe(corpus, 256 + 6, [], pretokenizer=split_words, num_workers=2, chunk_bytes=500)
+    assert merges == HANDOUT_MERGES
+
+
 def test_merge_trace_handout():
     steps = merge_trace({"low": 5, "lower": 2, "widest": 3, "newest": 6}, 6)
     assert [tuple(step["chosen"]) for step in steps] == [(a.decode(), b.decode()) for a, b in HANDOUT_MERGES]
