@@ -24,6 +24,8 @@ from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 REQUEST_TIMEOUT_S = 10  # a client that stops sending mid-body is dropped, never waited on forever
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
+                 ".png": "image/png", ".json": "application/json"}
 
 
 def static_table(root: Path = STATIC_DIR) -> dict[str, tuple[bytes, str]]:
@@ -32,8 +34,11 @@ def static_table(root: Path = STATIC_DIR) -> dict[str, tuple[bytes, str]]:
     for path in sorted(root.rglob("*")):
         if path.is_file():
             url = "/static/" + path.relative_to(root).as_posix()
-            kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-            if kind.startswith("text/") or kind in ("application/javascript", "image/svg+xml"):
+            # fixed types for our own files: some systems' MIME tables map .js to text/plain,
+            # which browsers refuse to run under nosniff
+            kind = CONTENT_TYPES.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0]
+            kind = kind or "application/octet-stream"
+            if kind.startswith("text/") or kind == "image/svg+xml":
                 kind += "; charset=utf-8"
             table[url] = (path.read_bytes(), kind)
     if "/static/index.html" in table:

@@ -147,7 +147,8 @@ def test_static_files_are_served_with_types_and_csp(client):
         assert headers["X-Content-Type-Options"] == "nosniff"
     status, headers, body = client.request("GET", "/")
     assert status == 200 and headers["Content-Type"].startswith("text/html") and b"seqlab explorer" in body
-    assert client.request("GET", "/static/app.js")[1]["Content-Type"].startswith(("application/javascript", "text/javascript"))
+    assert client.request("GET", "/static/app.js")[1]["Content-Type"] == "text/javascript; charset=utf-8"
+    assert client.request("GET", "/static/style.css")[1]["Content-Type"] == "text/css; charset=utf-8"
     status, headers, body = client.request("HEAD", "/")
     assert status == 200 and body == b""
 
