@@ -45,7 +45,7 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
         page.close()
         server.shutdown()
         server.server_close()
-    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     image.save(tmp, format="PNG", optimize=True)
