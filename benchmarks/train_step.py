@@ -4,11 +4,14 @@ Compares, in one run, seqlab's TransformerLM (eager and torch.compile) with Hugg
 LlamaForCausalLM of identical shapes (no biases, untied embeddings, RoPE theta 10000, RMSNorm eps
 1e-5, SiLU-gated MLP, its default attention implementation) trained with torch.optim.AdamW.
 
-Each measurement runs in a fresh subprocess so peak memory is per mode; modes are interleaved over
-`--rounds` rounds so background load hits all of them alike. Warm-up steps are excluded.
+Speed: all modes live in one process and their timed steps are interleaved (rotating order), so
+background load on a shared machine hits every mode alike; "paired" is the median over steps of
+(HF step time / this mode's step time) for steps run back to back. Peak memory: each mode runs a
+few steps in a fresh subprocess, sampling RSS. Warm-up steps (where torch.compile compiles) are
+excluded from both.
 
     python benchmarks/train_step.py                      # assignment TinyStories shapes
-    python benchmarks/train_step.py --steps 3 --rounds 1 --modes eager,hf
+    python benchmarks/train_step.py --steps 3 --memory-steps 0 --modes eager,hf
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ def parse_args(argv=None):
     parser.add_argument("--d-ff", type=int, default=1344)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compile happens here)")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per measurement")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every mode")
+    parser.add_argument("--steps", type=int, default=6, help="timed steps per mode (interleaved)")
+    parser.add_argument("--memory-steps", type=int, default=2,
+                        help="steps per mode in a separate process for peak memory (0 skips)")
     parser.add_argument("--modes", default="eager,hf,compile", help=f"comma list from {MODES}")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
@@ -110,11 +114,10 @@ def build(mode: str, args):
     return model, optimizer, loss_fn, {}
 
 
-def run_child(mode: str, args) -> dict:
+def make_stepper(mode: str, args):
+    """Build one mode's model/optimizer on the fixed batch; return (step function, info)."""
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model, optimizer, loss_fn, info = build(mode, args)
     model.train()
@@ -128,77 +131,99 @@ def run_child(mode: str, args) -> dict:
         optimizer.zero_grad(set_to_none=True)
         return float(loss)
 
-    t0 = time.perf_counter()
-    for _ in range(args.warmup):
-        step()
-    warmup_s = time.perf_counter() - t0
-    import psutil
+    info["params"] = sum(p.numel() for p in model.parameters())
+    return step, info
 
+
+def measure_memory(mode: str, args) -> dict:
+    """Child process: warm up, then peak RSS while running `--memory-steps` steps."""
+    import psutil
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    step, info = make_stepper(mode, args)
+    for _ in range(max(1, args.warmup)):
+        step()
     rss_before = psutil.Process().memory_info().rss
-    times = []
     with PeakRSS() as peak:
-        for _ in range(args.steps):
-            t = time.perf_counter()
+        for _ in range(args.memory_steps):
             step()
-            times.append(time.perf_counter() - t)
-    tokens = args.batch_size * args.context_length
-    return {
-        "mode": mode,
-        "params": sum(p.numel() for p in model.parameters()),
-        "threads": torch.get_num_threads(),
-        "warmup_s": warmup_s,
-        "step_s": times,
-        "tokens_per_s": tokens * len(times) / sum(times),
-        "median_tokens_per_s": tokens / statistics.median(times),
-        "peak_rss_mb": peak.peak / 2**20,
-        "step_peak_above_start_mb": (peak.peak - rss_before) / 2**20,
-        **info,
-    }
+    return {"mode": mode, "peak_rss_mb": peak.peak / 2**20,
+            "step_peak_above_start_mb": (peak.peak - rss_before) / 2**20, **info}
+
+
+def measure_speed(modes: list[str], args) -> dict[str, list[float]]:
+    """All modes in this process; timed steps interleaved (rotating order) so load hits all alike."""
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    steppers = {}
+    for mode in modes:
+        step, _ = make_stepper(mode, args)
+        t0 = time.perf_counter()
+        for _ in range(args.warmup):
+            step()
+        print(f"warm-up {mode:8s} {args.warmup} steps in {time.perf_counter() - t0:.1f} s", flush=True)
+        steppers[mode] = step
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    for i in range(args.steps):
+        order = modes[i % len(modes):] + modes[:i % len(modes)]
+        for mode in order:
+            t = time.perf_counter()
+            steppers[mode]()
+            times[mode].append(time.perf_counter() - t)
+        print(f"step {i + 1}: " + "  ".join(f"{m} {times[m][-1]:.2f}s" for m in modes), flush=True)
+    return times
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.child:
-        print(json.dumps(run_child(args.child, args)))
+        print(json.dumps(measure_memory(args.child, args)))
         return 0
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise SystemExit(f"unknown mode(s) {unknown}; choose from {MODES}")
-    passthrough = [a for a in (argv if argv is not None else sys.argv[1:])]
-    results: dict[str, list[dict]] = {m: [] for m in modes}
-    for round_index in range(args.rounds):
+    tokens = args.batch_size * args.context_length
+    print(f"shapes: vocab {args.vocab_size}, context {args.context_length}, d_model {args.d_model}, "
+          f"layers {args.num_layers}, heads {args.num_heads}, d_ff {args.d_ff}, batch {args.batch_size} "
+          f"({tokens} tokens/step); {args.warmup} warm-up steps excluded", flush=True)
+
+    memory = {}
+    if args.memory_steps > 0:
+        passthrough = list(argv if argv is not None else sys.argv[1:])
         for mode in modes:
             command = [sys.executable, os.path.abspath(__file__), *passthrough, "--child", mode]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.stderr.write(done.stderr)
-                raise SystemExit(f"mode {mode} failed (exit {done.returncode})")
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            results[mode].append(result)
-            print(f"round {round_index + 1} {mode:8s} {result['tokens_per_s']:8.0f} tok/s  "
-                  f"steps {[round(s, 3) for s in result['step_s']]}  peak RSS {result['peak_rss_mb']:.0f} MB "
-                  f"(+{result['step_peak_above_start_mb']:.0f} MB during steps)", flush=True)
+                raise SystemExit(f"memory run of mode {mode} failed (exit {done.returncode})")
+            memory[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"memory  {mode:8s} peak RSS {memory[mode]['peak_rss_mb']:.0f} MB "
+                  f"(+{memory[mode]['step_peak_above_start_mb']:.0f} MB above the pre-step RSS)", flush=True)
 
-    print(f"\nshapes: vocab {args.vocab_size}, context {args.context_length}, d_model {args.d_model}, "
-          f"layers {args.num_layers}, heads {args.num_heads}, d_ff {args.d_ff}, batch {args.batch_size}; "
-          f"{args.warmup} warm-up + {args.steps} timed steps x {args.rounds} rounds")
+    times = measure_speed(modes, args)
     summary = {}
-    for mode, runs in results.items():
-        best = max(r["tokens_per_s"] for r in runs)
-        mean = statistics.mean(r["tokens_per_s"] for r in runs)
-        summary[mode] = {"best_tokens_per_s": best, "mean_tokens_per_s": mean,
-                         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
-                         "step_peak_above_start_mb": max(r["step_peak_above_start_mb"] for r in runs),
-                         "params": runs[0]["params"], "runs": runs}
-    peer = summary.get("hf")
-    print(f"{'mode':10s} {'params':>10s} {'mean tok/s':>11s} {'best tok/s':>11s} {'vs HF (mean)':>13s} "
-          f"{'peak RSS MB':>12s} {'+MB in steps':>13s}")
+    for mode in modes:
+        total = sum(times[mode])
+        summary[mode] = {"tokens_per_s": tokens * len(times[mode]) / total,
+                         "median_tokens_per_s": tokens / statistics.median(times[mode]),
+                         "step_s": times[mode], **memory.get(mode, {})}
+    if "hf" in summary:
+        for mode in modes:
+            # paired per-step ratios: each compares steps run back to back under the same load
+            paired = [h / t for h, t in zip(times["hf"], times[mode])]
+            summary[mode]["ratio_vs_hf"] = summary[mode]["tokens_per_s"] / summary["hf"]["tokens_per_s"]
+            summary[mode]["median_paired_ratio_vs_hf"] = statistics.median(paired)
+    print(f"\n{'mode':8s} {'tok/s':>7s} {'median':>7s} {'vs HF':>6s} {'paired':>7s} {'peak RSS MB':>12s} {'+MB step':>9s}")
     for mode, s in summary.items():
-        ratio = f"{s['mean_tokens_per_s'] / peer['mean_tokens_per_s']:.2f}x" if peer else "-"
-        s["ratio_vs_hf"] = s["mean_tokens_per_s"] / peer["mean_tokens_per_s"] if peer else None
-        print(f"{mode:10s} {s['params']:10d} {s['mean_tokens_per_s']:11.0f} {s['best_tokens_per_s']:11.0f} "
-              f"{ratio:>13s} {s['peak_rss_mb']:12.0f} {s['step_peak_above_start_mb']:13.0f}")
+        ratio = f"{s['ratio_vs_hf']:.2f}x" if "ratio_vs_hf" in s else "-"
+        paired = f"{s['median_paired_ratio_vs_hf']:.2f}x" if "ratio_vs_hf" in s else "-"
+        mem = f"{s['peak_rss_mb']:12.0f} {s['step_peak_above_start_mb']:9.0f}" if "peak_rss_mb" in s else ""
+        print(f"{mode:8s} {s['tokens_per_s']:7.0f} {s['median_tokens_per_s']:7.0f} {ratio:>6s} {paired:>7s} {mem}")
     if args.json:
         with open(args.json + ".tmp", "w") as handle:
             json.dump({"args": vars(args), "summary": summary}, handle, indent=1)

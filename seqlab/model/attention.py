@@ -7,10 +7,67 @@ import math
 import torch
 from torch import nn
 
-from seqlab.model.activations import softmax
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
-from seqlab.model.rope import RotaryPositionalEmbedding
+from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
+
+
+class _AttentionFunction(torch.autograd.Function):
+    """softmax(Q K^T * scale + mask) V with a hand-written backward.
+
+    Saves Q, K, V, the probabilities P and the output O; the (n, m) score tensor is formed once
+    and turned into P in place. The backward uses the identity sum_j P_ij dP_ij = dO_i . O_i
+    (as FlashAttention does) so no extra (n, m) product is needed:
+        dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dO * O)),  dQ = dS K s,  dK = dS^T Q s.
+    """
+
+    @staticmethod
+    def forward(ctx, Q, K, V, mask):
+        scale = 1.0 / math.sqrt(Q.shape[-1])
+        # scale the (n, d_k) queries rather than the (n, m) scores: fewer multiplications
+        scores = torch.matmul(Q * scale, K.transpose(-2, -1))  # (..., n, m)
+        if mask is not None:
+            full_shape = torch.broadcast_shapes(scores.shape, mask.shape)
+            if full_shape != scores.shape:  # the mask adds batch dims: give every one its own row
+                scores = scores.expand(full_shape).contiguous()
+            scores.masked_fill_(~mask, float("-inf"))
+        probs = _softmax_last_dim_(scores)
+        out = torch.matmul(probs, V)
+        ctx.scale = scale
+        ctx.save_for_backward(Q, K, V, probs, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        Q, K, V, probs, out = ctx.saved_tensors
+        scale = ctx.scale
+        grad_probs = torch.matmul(grad_out, V.transpose(-2, -1))  # (..., n, m)
+        row_dot = (grad_out * out).sum(-1, keepdim=True)  # (..., n, 1) = rowsum(P * dP)
+        grad_scores = grad_probs.sub_(row_dot).mul_(probs)  # in place: dS
+        grad_q = torch.matmul(grad_scores, K).mul_(scale)
+        grad_k = torch.matmul(grad_scores.transpose(-2, -1), Q).mul_(scale)
+        grad_v = torch.matmul(probs.transpose(-2, -1), grad_out)
+        # reduce broadcast batch dimensions back to each input's shape
+        return (_sum_to(grad_q, Q.shape), _sum_to(grad_k, K.shape), _sum_to(grad_v, V.shape), None)
+
+
+def _softmax_last_dim_(scores: torch.Tensor) -> torch.Tensor:
+    """In-place softmax over the last dim; rows that are all -inf become all zeros."""
+    row_max = scores.amax(-1, keepdim=True)
+    row_max.masked_fill_(row_max == float("-inf"), 0.0)
+    probs = scores.sub_(row_max).exp_()
+    total = probs.sum(-1, keepdim=True).clamp_min_(torch.finfo(probs.dtype).tiny)
+    return probs.div_(total)
+
+
+def _sum_to(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Sum `grad` over dimensions that were broadcast to reach its shape from `shape`."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.dim() - len(shape)
+    grad = grad.sum(dim=tuple(range(lead))) if lead else grad
+    dims = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    return grad.sum(dim=dims, keepdim=True) if dims else grad
 
 
 def scaled_dot_product_attention(
@@ -27,14 +84,9 @@ def scaled_dot_product_attention(
         raise ValueError(f"Q has d_k={d_k} but K has {K.shape[-1]} (shapes {tuple(Q.shape)}, {tuple(K.shape)})")
     if K.shape[-2] != V.shape[-2]:
         raise ValueError(f"K has {K.shape[-2]} keys but V has {V.shape[-2]} values")
-    # scale the (n, d_k) queries rather than the (n, m) scores: fewer multiplications
-    scores = (Q * (1.0 / math.sqrt(d_k))) @ K.transpose(-2, -1)  # (..., n, m)
-    if mask is not None:
-        if mask.dtype != torch.bool:
-            raise TypeError(f"attention mask must be bool (True = may attend), got {mask.dtype}")
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = softmax(scores, dim=-1)
-    return weights @ V
+    if mask is not None and mask.dtype != torch.bool:
+        raise TypeError(f"attention mask must be bool (True = may attend), got {mask.dtype}")
+    return _AttentionFunction.apply(Q, K, V, mask)
 
 
 def causal_mask(num_queries: int, num_keys: int, device=None) -> torch.Tensor:
@@ -82,17 +134,18 @@ class MultiHeadSelfAttention(nn.Module):
         *batch, seq, _ = x.shape
         weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight), dim=0)
         qkv = (x @ weight.t()).view(*batch, seq, 3, self.num_heads, self.d_head)
-        # (3, batch..., heads, seq, d_head)
-        q, k, v = qkv.movedim(-3, 0).transpose(-3, -2).unbind(0)
         past = kv_cache.layer_length(layer_index) if kv_cache is not None else 0
         if self.rope is not None:
             if token_positions is None:
                 token_positions = torch.arange(past, past + seq, device=x.device)
-            positions = torch.as_tensor(token_positions, device=x.device)
-            if positions.dim() >= 2:  # (batch, seq) -> (batch, 1, seq): same rotation for every head
-                positions = positions.unsqueeze(-2)
-            q = self.rope(q, positions)
-            k = self.rope(k, positions)
+            cos, sin = self.rope.cos_sin(token_positions, x.dtype)  # (seq, d/2) or (batch, seq, d/2)
+            # rotate queries and keys in one call; the same rotation for every head
+            qk = rotate_pairs(qkv[..., :2, :, :], cos[..., None, None, :], sin[..., None, None, :])
+            (q, k), v = qk.unbind(-3), qkv[..., 2, :, :]
+        else:
+            q, k, v = qkv.unbind(-3)
+        # heads become a batch dimension: (batch..., heads, seq, d_head)
+        q, k, v = q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
         if kv_cache is not None:
             k, v = kv_cache.append(layer_index, k, v)
         mask = causal_mask(seq, k.shape[-2], device=x.device)

@@ -21,9 +21,9 @@ class _RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         x_c = x.to(_compute_dtype(x.dtype))
-        inv_rms = torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps)  # (..., 1)
+        inv_rms = torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True).add_(eps))  # (..., 1)
         ctx.save_for_backward(x, weight, inv_rms)
-        return (x_c * inv_rms * weight).to(x.dtype)
+        return (x_c * inv_rms).mul_(weight).to(x.dtype)
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
@@ -36,9 +36,9 @@ class _RMSNormFunction(torch.autograd.Function):
         grad_x = None
         if ctx.needs_input_grad[0]:
             g_hat = g * weight  # gradient w.r.t. x_hat
-            # d x_hat / d x = inv_rms * (I - x_hat x_hat^T / d)
-            grad_x = inv_rms * (g_hat - x_hat * (g_hat * x_hat).mean(-1, keepdim=True))
-            grad_x = grad_x.to(x.dtype)
+            # d x_hat / d x = inv_rms * (I - x_hat x_hat^T / d), applied in place on x_hat's buffer
+            dot = (g_hat * x_hat).mean(-1, keepdim=True)
+            grad_x = x_hat.mul_(dot).neg_().add_(g_hat).mul_(inv_rms).to(x.dtype)
         return grad_x, grad_weight, None
 
 

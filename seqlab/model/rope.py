@@ -19,14 +19,43 @@ def check_positions(token_positions: torch.Tensor, max_seq_len: int) -> None:
         )
 
 
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each pair (x[2k], x[2k+1]) of x (..., d) by the angle with the given cos/sin (..., d/2)."""
+    pairs = x.unflatten(-1, (-1, 2))
+    x_even, x_odd = pairs[..., 0], pairs[..., 1]
+    out = x.new_empty(*torch.broadcast_shapes(x_even.shape, cos.shape), 2)
+    torch.mul(x_even, cos, out=out[..., 0]).sub_(x_odd * sin)
+    torch.mul(x_even, sin, out=out[..., 1]).add_(x_odd * cos)
+    return out.flatten(-2)
+
+
+class _RotateFunction(torch.autograd.Function):
+    """A rotation's backward is the inverse rotation (angle -> -angle); only cos/sin are saved."""
+
+    @staticmethod
+    def forward(ctx, x, cos, sin):
+        ctx.save_for_backward(cos, sin)
+        ctx.x_shape = x.shape
+        return _rotate(x, cos, sin)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        cos, sin = ctx.saved_tensors
+        grad = _rotate(grad_out, cos, -sin)
+        if grad.shape != ctx.x_shape:  # x was broadcast against larger position tables
+            lead = grad.dim() - len(ctx.x_shape)
+            grad = grad.sum(dim=tuple(range(lead))) if lead else grad
+            dims = tuple(i for i, n in enumerate(ctx.x_shape) if n == 1 and grad.shape[i] != 1)
+            grad = grad.sum(dim=dims, keepdim=True) if dims else grad
+        return grad, None, None
+
+
 def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate each pair (x[2k], x[2k+1]) of x (..., d) by the angle whose cos/sin are given.
 
-    cos, sin: (..., d/2), broadcastable against x's leading dims.
+    cos, sin: (..., d/2), broadcastable against x's leading dims. Differentiable in x only.
     """
-    x_even, x_odd = x.unflatten(-1, (-1, 2)).unbind(-1)
-    rotated = torch.stack((x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1)
-    return rotated.flatten(-2)
+    return _RotateFunction.apply(x, cos, sin)
 
 
 class RotaryPositionalEmbedding(nn.Module):
@@ -56,11 +85,14 @@ class RotaryPositionalEmbedding(nn.Module):
             raise ValueError(f"RoPE expected last dimension d_k={self.d_k}, got shape {tuple(x.shape)}")
         if token_positions is None:
             token_positions = torch.arange(x.shape[-2], device=x.device)
-        token_positions = torch.as_tensor(token_positions, device=x.device).long()
-        check_positions(token_positions, self.max_seq_len)
-        cos = self.cos[token_positions].to(x.dtype)
-        sin = self.sin[token_positions].to(x.dtype)
+        cos, sin = self.cos_sin(token_positions, x.dtype)
         return rotate_pairs(x, cos, sin)
+
+    def cos_sin(self, token_positions: torch.Tensor, dtype: torch.dtype = torch.float32):
+        """Tables for the given positions (...) -> cos, sin of shape (..., d_k/2); checks the range."""
+        token_positions = torch.as_tensor(token_positions, device=self.cos.device).long()
+        check_positions(token_positions, self.max_seq_len)
+        return self.cos[token_positions].to(dtype), self.sin[token_positions].to(dtype)
 
     def extra_repr(self) -> str:
         return f"theta={self.theta}, d_k={self.d_k}, max_seq_len={self.max_seq_len}"

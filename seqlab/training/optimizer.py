@@ -57,7 +57,9 @@ class AdamW(torch.optim.Optimizer):
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 bias_correction1 = 1 - beta1**step
-                bias_correction2 = 1 - beta2**step
-                denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-lr / bias_correction1)
+                bias_root2 = math.sqrt(1 - beta2**step)
+                # m_hat / (sqrt(v_hat) + eps) = m / bc1 * bc2^0.5 / (sqrt(v) + eps * bc2^0.5):
+                # scaling eps instead of v saves one pass over the parameters
+                denom = exp_avg_sq.sqrt().add_(eps * bias_root2)
+                p.addcdiv_(exp_avg, denom, value=-lr * bias_root2 / bias_correction1)
         return loss
