@@ -73,9 +73,9 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         if not head_only:
             self.wfile.write(body)
 
-    def _send_json(self, status: int, payload: dict) -> None:
+    def _send_json(self, status: int, payload: dict, *, head_only: bool = False) -> None:
         body = json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8")
-        self._send(status, body, "application/json; charset=utf-8")
+        self._send(status, body, "application/json; charset=utf-8", head_only=head_only)
 
     def _error(self, status: int, message: str) -> None:
         self._send_json(status, {"error": message})
@@ -106,10 +106,10 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         if path == "/api/defaults":
             from seqlab.explorer.api import widget_defaults
 
-            return self._send_json(HTTPStatus.OK, widget_defaults())
+            return self._send_json(HTTPStatus.OK, widget_defaults(), head_only=head_only)
         entry = self.server.static_files.get(path)
         if entry is None:
-            return self._error(HTTPStatus.NOT_FOUND, f"not found: {path[:100]}")
+            return self._send_json(HTTPStatus.NOT_FOUND, {"error": f"not found: {path[:100]}"}, head_only=head_only)
         body, kind = entry
         self._send(HTTPStatus.OK, body, kind, head_only=head_only)
 

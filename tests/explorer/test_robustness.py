@@ -150,6 +150,8 @@ def test_static_files_are_served_with_types_and_csp(client):
     assert client.request("GET", "/static/app.js")[1]["Content-Type"] == "text/javascript; charset=utf-8"
     assert client.request("GET", "/static/style.css")[1]["Content-Type"] == "text/css; charset=utf-8"
     status, headers, body = client.request("HEAD", "/")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) > 1000
+    status, headers, body = client.request("HEAD", "/api/defaults")
     assert status == 200 and body == b""
 
 
