@@ -67,8 +67,8 @@ class TrainConfig:
     token_budget: int | None = _f(None, "schedule", "train on this many tokens instead of max_steps")
     warmup_steps: int = _f(100, "schedule", "linear warm-up steps, then cosine to min_lr at the last step")
     # evaluation and checkpoints
-    eval_interval: int = _f(100, "eval", "evaluate every N steps (and at the end)")
-    eval_batches: int = _f(20, "eval", "validation batches per evaluation")
+    eval_interval: int = _f(200, "eval", "evaluate every N steps (and at the end)")
+    eval_batches: int = _f(10, "eval", "validation batches per evaluation")
     checkpoint_interval: int = _f(500, "eval", "checkpoint every N steps (and at the end)")
     log_interval: int = _f(10, "logging", "write a train-loss line to log.jsonl every N steps")
     # system

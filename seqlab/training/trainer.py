@@ -230,6 +230,7 @@ class Trainer:
         self.elapsed_before = 0.0
         if cfg.resume:
             self._load_latest()
+        self._compile_tried = False
         self.model = self._wrap(self.raw_model)
 
     def _param_groups(self) -> list[dict]:
@@ -238,8 +239,10 @@ class Trainer:
         return [{"params": [p for p in params if p.dim() >= 2]},
                 {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
 
-    def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
-        if self.config.compile:
+    def _wrap(self, model: torch.nn.Module, *, compile: bool | None = None) -> torch.nn.Module:
+        """The model the training step calls: optionally compiled, DDP-wrapped when distributed."""
+        self.compiled = False
+        if self.config.compile if compile is None else compile:
             reason = compile_unsupported_reason(self.device)
             if reason:
                 self._say(f"compile: switched off ({reason}); training eagerly")
@@ -248,6 +251,7 @@ class Trainer:
 
                 torch._dynamo.config.suppress_errors = True  # fall back to eager on a compile error
                 model = torch.compile(model)
+                self.compiled = True
         if self.dist.enabled:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -302,7 +306,28 @@ class Trainer:
         return slice(start, start + b)
 
     def train_step(self, step: int) -> tuple[float, float, float]:
-        """One optimizer step; returns (mean loss over the global batch, grad norm, lr)."""
+        """One optimizer step; returns (mean loss over the global batch, grad norm, lr).
+
+        The first step of a compiled model is a trial: if compilation fails there, the step is
+        redone eagerly with the same batch, after a message.
+        """
+        if not self.compiled or self._compile_tried:
+            return self._train_step(step)
+        sampler_state = self.sampler.bit_generator.state
+        try:
+            return self._train_step(step)
+        except Exception as error:  # noqa: BLE001 - any compiler failure means "train eagerly"
+            first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            self._say(f"compile: the compiled model failed ({type(error).__name__}: {first_line[:200]}); "
+                      "switched off, training eagerly")
+            self.sampler.bit_generator.state = sampler_state
+            self.optimizer.zero_grad(set_to_none=True)
+            self.model = self._wrap(self.raw_model, compile=False)
+            return self._train_step(step)
+        finally:
+            self._compile_tried = True
+
+    def _train_step(self, step: int) -> tuple[float, float, float]:
         cfg = self.config
         lr = self.learning_rate(step)
         for group in self.optimizer.param_groups:
@@ -444,9 +469,7 @@ class Trainer:
         try:
             for step in range(self.step, self.total_steps):
                 t0 = time.perf_counter()
-                loss, grad_norm, lr = self.train_step(step)
-                if self.device.type == "cuda":
-                    torch.cuda.synchronize()
+                loss, grad_norm, lr = self.train_step(step)  # reading the loss waits for the GPU
                 dt = time.perf_counter() - t0
                 step_time += dt
                 session_steps += 1

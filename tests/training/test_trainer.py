@@ -213,3 +213,28 @@ def test_train_cli_and_resume_cli(byte_data, tmp_path, capsys):
     assert json.loads((run / "config.json").read_text())["model"]["positional"] == "nope"
     assert main(["train", "--data-dir", str(tmp_path / "missing"), "--out-dir", str(run)]) == 1
     assert "seqlab prepare" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_compiled_and_plain_runs_share_checkpoints(byte_data, tmp_path):
+    """A torch.compile run resumes a plain run's checkpoint and the other way round, same losses."""
+    settings = dict(max_steps=6, eval_interval=100, checkpoint_interval=3, log_interval=1)
+    plain = tmp_path / "plain"
+    train(_config(byte_data, plain, **settings))
+
+    def stop_at_3(trainer, step):
+        if step == 3:
+            trainer.request_stop("test")
+
+    mixed = tmp_path / "mixed"
+    train(_config(byte_data, mixed, compile=True, **settings), step_callbacks=[stop_at_3])
+    payload = read_checkpoint(mixed / "checkpoints" / "latest.pt")
+    assert payload["iteration"] == 3 and not any(k.startswith("_orig_mod.") for k in payload["model"])
+    train(_config(byte_data, mixed, resume=True, **settings))  # plain model resumes the compiled run
+    np.testing.assert_allclose([l for _, l in _train_losses(mixed)], [l for _, l in _train_losses(plain)],
+                               rtol=1e-4)
+    again = tmp_path / "again"  # and a compiled model resumes a plain run
+    train(_config(byte_data, again, **settings), step_callbacks=[stop_at_3])
+    train(_config(byte_data, again, compile=True, resume=True, **settings))
+    np.testing.assert_allclose([l for _, l in _train_losses(again)], [l for _, l in _train_losses(plain)],
+                               rtol=1e-4)
