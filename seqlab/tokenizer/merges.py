@@ -20,6 +20,9 @@ PAIR_SHIFT = 24
 _LOW = (1 << PAIR_SHIFT) - 1
 
 
+_MAX_TOKENS = 0x110000  # one Unicode code point per token id
+
+
 def pair_key(pair: Pair) -> int:
     return pair[0] << PAIR_SHIFT | pair[1]
 
@@ -51,36 +54,23 @@ def choose_merge(pair_counts: Mapping[Pair, int], token_bytes: Sequence[bytes] |
     )
 
 
-def merge_word(word: Sequence[int], left: int, right: int, new_id: int) -> list[int]:
-    """Replace every ``left, right`` occurrence in ``word`` by ``new_id``, scanning left to right."""
-    merged: list[int] = []
-    i, n = 0, len(word)
-    while i < n:
-        if i + 1 < n and word[i] == left and word[i + 1] == right:
-            merged.append(new_id)
-            i += 2
-        else:
-            merged.append(word[i])
-            i += 1
-    return merged
-
-
 class PairCounts:
     """Adjacent-pair counts over a weighted set of words (each word a list of token ids).
 
-    ``words[i]`` occurs ``word_counts[i]`` times. ``pair_to_words`` indexes which words may
+    ``words[i]`` occurs ``word_counts[i]`` times; internally a word is a ``str`` with one
+    character ``chr(id)`` per token, so finding and replacing a pair runs in C. ``pair_to_words`` indexes which words may
     contain a pair (entries can be stale; merging a stale word is a no-op), so a merge touches
     only those words; ``counts`` may keep pairs whose count fell to 0. The heap holds ``(merge_order_key..., left, right)`` entries with a count
     at least the pair's current count; stale entries are re-pushed when popped.
     """
 
     def __init__(self, words: list[list[int]], word_counts: list[int], token_bytes: list[bytes]):
-        self.words = words
+        self.words = ["".join(map(chr, word)) for word in words]
         self.word_counts = word_counts
         self.token_bytes = token_bytes
         self._order_keys = [descending_bytes_key(token) for token in token_bytes]
-        if len(token_bytes) > _LOW:
-            raise ValueError(f"at most {_LOW} tokens are supported")
+        if len(token_bytes) > _MAX_TOKENS:
+            raise ValueError(f"at most {_MAX_TOKENS} tokens are supported")
         self.counts: dict[int, int] = defaultdict(int)  # pair_key -> count
         self.pair_to_words: dict[int, set[int]] = defaultdict(set)
         for index, (word, count) in enumerate(zip(words, word_counts)):
@@ -95,12 +85,18 @@ class PairCounts:
         keys = self._order_keys
         return (-count, keys[key >> PAIR_SHIFT], keys[key & _LOW], key)
 
+    def segmentation(self, index: int) -> list[int]:
+        """The token ids of word ``index`` now."""
+        return [ord(char) for char in self.words[index]]
+
     def pair_counts(self) -> dict[Pair, int]:
         """Current counts of the pairs that occur, as ``{(left id, right id): count}``."""
         return {key_pair(key): count for key, count in self.counts.items() if count > 0}
 
     def add_token(self, token: bytes) -> int:
         """Register a new token's bytes; returns its id."""
+        if len(self.token_bytes) >= _MAX_TOKENS:
+            raise ValueError(f"at most {_MAX_TOKENS} tokens are supported")
         self.token_bytes.append(token)
         self._order_keys.append(descending_bytes_key(token))
         return len(self.token_bytes) - 1
@@ -123,52 +119,44 @@ class PairCounts:
         """Merge ``pair`` into ``new_id`` in every word containing it, updating counts incrementally.
 
         Only the pairs next to each merged occurrence change: with ``x a b y`` -> ``x c y``,
-        ``(x, a)`` and ``(b, y)`` lose the word's count and ``(x, c)`` and ``(c, y)`` gain it.
-        Back-to-back occurrences (``a b a b``) work out because ``x`` is read from the merged output.
+        ``(x, a)`` and ``(b, y)`` lose the word's count and ``(x, c)`` and ``(c, y)`` gain it. In
+        ``a b a b`` the second occurrence's left neighbour is the new token from the first.
+        Occurrences are found with ``str.find`` and merged with ``str.replace`` (left to right,
+        non-overlapping: exactly BPE's rule).
         """
         left, right = pair
         counts, pair_to_words, words, word_counts = self.counts, self.pair_to_words, self.words, self.word_counts
         shift = PAIR_SHIFT
-        new_left, left_low, right_high = new_id << shift, left, right << shift
-        grown: set[int] = set()
+        new_left, right_high = new_id << shift, right << shift
+        target = chr(left) + chr(right)
+        replacement = chr(new_id)
+        grown = set()
         for index in pair_to_words.pop(pair_key(pair), ()):
             word = words[index]
-            remaining = word.count(left)  # occurrences of `left` still to scan (C speed, no exceptions)
-            if not remaining:
-                continue  # stale index entry: the word no longer holds the pair
-            n = len(word)
+            p = word.find(target)
+            if p < 0:
+                continue
             weight = word_counts[index]
-            merged: list[int] = []
-            i = 0
-            while remaining > 0:
-                j = word.index(left, i)
-                if j + 1 == n or word[j + 1] != right:
-                    merged.extend(word[i : j + 1])
-                    i = j + 1
-                    remaining -= 1
-                    continue
-                remaining -= 2 if left == right else 1
-                merged.extend(word[i:j])
-                if merged:
-                    before = merged[-1] << shift
-                    counts[before | left_low] -= weight
+            n = len(word)
+            last_end = -1
+            while p >= 0:
+                if p:
+                    before = (new_id if p == last_end else ord(word[p - 1])) << shift
+                    counts[before | left] -= weight
                     gained = before | new_id
                     counts[gained] += weight
                     grown.add(gained)
                     pair_to_words[gained].add(index)
-                if j + 2 < n:
-                    after = word[j + 2]
+                last_end = p + 2
+                if last_end < n:
+                    after = ord(word[last_end])
                     counts[right_high | after] -= weight
                     gained = new_left | after
                     counts[gained] += weight
                     grown.add(gained)
                     pair_to_words[gained].add(index)
-                merged.append(new_id)
-                i = j + 2
-            if i:
-                merged.extend(word[i:])
-                if len(merged) != n:
-                    words[index] = merged
+                p = word.find(target, last_end)
+            words[index] = word.replace(target, replacement)
         counts.pop(pair_key(pair), None)
         for gained in grown:
             count = counts[gained]
@@ -218,7 +206,7 @@ def merge_trace(word_counts: Mapping[str, int], num_merges: int) -> list[dict]:
                 "best_count": best_count,
                 "tied": [[_show(token_bytes[a]), _show(token_bytes[b])] for a, b in ordered if live[(a, b)] == best_count],
                 "chosen": [_show(token_bytes[chosen[0]]), _show(token_bytes[chosen[1]])],
-                "words": {name: [_show(token_bytes[t]) for t in word] for name, word in zip(names, state.words)},
+                "words": {name: [_show(token_bytes[t]) for t in state.segmentation(i)] for i, name in enumerate(names)},
             }
         )
     return steps

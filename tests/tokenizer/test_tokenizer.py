@@ -62,9 +62,15 @@ def test_long_pretoken_heap_path_matches_simple_loop(gpt2_tokenizer):
             if not ranked:
                 break
             best = min(ranked)[1]
-            from seqlab.tokenizer.merges import merge_word
-
-            simple = merge_word(simple, best[0], best[1], table[best][1])
+            merged, i = [], 0
+            while i < len(simple):  # merge every occurrence of `best`, left to right
+                if i + 1 < len(simple) and (simple[i], simple[i + 1]) == best:
+                    merged.append(table[best][1])
+                    i += 2
+                else:
+                    merged.append(simple[i])
+                    i += 1
+            simple = merged
         assert _apply_merges_heap(ids, table) == simple == apply_merges(ids, table)
 
 
