@@ -18,9 +18,7 @@ Pair = tuple[int, int]
 # than building and hashing a tuple, and the merge loop does that millions of times.
 PAIR_SHIFT = 24
 _LOW = (1 << PAIR_SHIFT) - 1
-
-
-_MAX_TOKENS = 0x110000  # one Unicode code point per token id
+_MAX_TOKENS = 0x110000  # a word is a str with one code point per token id
 
 
 def pair_key(pair: Pair) -> int:
@@ -82,6 +80,7 @@ class PairCounts:
         heapq.heapify(self._heap)
 
     def _heap_entry(self, key: int, count: int) -> tuple:
+        """``merge_order_key(count, left, right) + (key,)``, from the cached per-token keys."""
         keys = self._order_keys
         return (-count, keys[key >> PAIR_SHIFT], keys[key & _LOW], key)
 

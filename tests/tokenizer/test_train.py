@@ -120,6 +120,27 @@ def test_incremental_trainer_matches_naive_recount(cs336_dir, tmp_path, vocab_si
     assert merges == naive_bpe(text, vocab_size, [EOT])
 
 
+def test_heap_choice_and_incremental_counts_match_recount_at_every_step(cs336_dir):
+    from seqlab.tokenizer.merges import PairCounts, choose_merge
+    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
+
+    counts = Counter(gpt2_pretokenize((cs336_dir / "corpus.en").read_text(encoding="utf-8")[:15_000] + " aaaaaa"))
+    names = sorted(counts)
+    token_bytes = [bytes([b]) for b in range(256)]
+    state = PairCounts([list(n.encode()) for n in names], [counts[n] for n in names], token_bytes)
+    for _ in range(150):
+        recount = Counter()
+        for index, name in enumerate(names):
+            word = state.segmentation(index)
+            assert b"".join(token_bytes[t] for t in word) == name.encode()
+            for pair in zip(word, word[1:]):
+                recount[pair] += counts[name]
+        assert state.pair_counts() == recount
+        best = state.best_pair()
+        assert best == choose_merge(recount, token_bytes)
+        state.merge(best, state.add_token(token_bytes[best[0]] + token_bytes[best[1]]))
+
+
 def test_same_merges_whatever_workers_and_chunking(cs336_dir, tmp_path):
     documents = (cs336_dir / "corpus.en").read_text(encoding="utf-8").split("\n\n")
     path = tmp_path / "docs.txt"
