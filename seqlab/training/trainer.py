@@ -499,14 +499,8 @@ class Trainer:
                 if done % cfg.eval_interval == 0 or last:
                     result.val_loss = self.evaluate()
                     if main:
-                        record = {"step": done, "wallclock": round(self.elapsed(), 3),
-                                  "val_loss": result.val_loss, "tokens": self.tokens_seen}
-                        log.write(record)
-                        trackers.log(record)
-                        history.append(record)
-                        plot_loss_curve(history, self.run_dir / "loss_curve.png",
-                                        title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
-                    bar.write(f"step {done}: val loss {result.val_loss:.4f}", file=sys.stderr) if main else None
+                        self._record_eval(done, result.val_loss, log, trackers, history)
+                        bar.write(f"step {done}: val loss {result.val_loss:.4f}", file=sys.stderr)
                 if done % cfg.checkpoint_interval == 0 or last:
                     self.save(done)
                 for callback in self.step_callbacks:
@@ -528,6 +522,17 @@ class Trainer:
         result.elapsed = self.elapsed()
         result.history = history
         return result
+
+    def _record_eval(self, step: int, val_loss: float, log: JsonlLog, trackers: Trackers,
+                     history: list[dict]) -> None:
+        """Log an evaluation and redraw the loss curve (main process)."""
+        record = {"step": step, "wallclock": round(self.elapsed(), 3), "val_loss": val_loss,
+                  "tokens": self.tokens_seen}
+        log.write(record)
+        trackers.log(record)
+        history.append(record)
+        plot_loss_curve(history, self.run_dir / "loss_curve.png",
+                        title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
 
     def _nonfinite_message(self, step: int, loss: float) -> str:
         if self.last_checkpoint is not None:
