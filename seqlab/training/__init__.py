@@ -1,33 +1,44 @@
-"""Training pieces: loss, optimizer, schedule, clipping, batches, checkpoints (and the trainer)."""
+"""Training pieces: loss, optimizer, schedule, clipping, batches, checkpoints (and the trainer).
 
-from seqlab.training.batching import get_batch
-from seqlab.training.checkpoint import (
-    load_checkpoint,
-    load_model_from_checkpoint,
-    read_checkpoint,
-    save_checkpoint,
-)
-from seqlab.training.clipping import clip_grad_norm
-from seqlab.training.loss import cross_entropy
-from seqlab.training.optimizer import AdamW
-from seqlab.training.schedule import lr_cosine_schedule
+Names load on first use (PEP 562), so importing a submodule such as ``seqlab.training.cli`` (which
+``seqlab --help`` does) does not import torch.
+"""
 
-__all__ = [
-    "AdamW",
-    "clip_grad_norm",
-    "cross_entropy",
-    "get_batch",
-    "load_checkpoint",
-    "load_model_from_checkpoint",
-    "lr_cosine_schedule",
-    "read_checkpoint",
-    "save_checkpoint",
-]
+from __future__ import annotations
 
-# Training pipeline (config, trainer, data preparation) - appended by the training-pipeline area.
-from seqlab.training.config import TrainConfig  # noqa: E402
-from seqlab.training.data import PreparedData, load_tokens, prepare  # noqa: E402
-from seqlab.training.trainer import NonFiniteLossError, Trainer, TrainResult, train  # noqa: E402
+import importlib
 
-__all__ += ["NonFiniteLossError", "PreparedData", "TrainConfig", "TrainResult", "Trainer", "load_tokens",
-            "prepare", "train"]
+_EXPORTS = {
+    "get_batch": "seqlab.training.batching",
+    "load_checkpoint": "seqlab.training.checkpoint",
+    "load_model_from_checkpoint": "seqlab.training.checkpoint",
+    "read_checkpoint": "seqlab.training.checkpoint",
+    "save_checkpoint": "seqlab.training.checkpoint",
+    "clip_grad_norm": "seqlab.training.clipping",
+    "cross_entropy": "seqlab.training.loss",
+    "AdamW": "seqlab.training.optimizer",
+    "lr_cosine_schedule": "seqlab.training.schedule",
+    # training pipeline (config, trainer, data preparation)
+    "TrainConfig": "seqlab.training.config",
+    "PreparedData": "seqlab.training.data",
+    "load_tokens": "seqlab.training.data",
+    "prepare": "seqlab.training.data",
+    "NonFiniteLossError": "seqlab.training.trainer",
+    "Trainer": "seqlab.training.trainer",
+    "TrainResult": "seqlab.training.trainer",
+    "train": "seqlab.training.trainer",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'seqlab.training' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
