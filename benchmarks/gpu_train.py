@@ -72,7 +72,8 @@ def main() -> int:
     config = TrainConfig(data_dir=str(data_dir), out_dir=str(out_dir), **MODEL, batch_size=args.batch_size,
                          max_steps=args.steps, warmup_steps=min(10, args.steps), lr=1e-3, device="cuda",
                          precision=args.precision, compile=args.compile, eval_interval=10**9,
-                         eval_batches=2, checkpoint_interval=10**9, log_interval=10)
+                         eval_batches=2, checkpoint_interval=10**9, log_interval=10,
+                         overwrite=True)
     stamps: list[float] = []
 
     def stamp(trainer, step):

@@ -59,7 +59,7 @@ def main() -> int:
         prepare(train_txt, valid_txt, args.vocab_size, data_dir, progress=True)
     config = TrainConfig(data_dir=str(data_dir), out_dir=str(WORK / "run"), max_steps=args.steps,
                          eval_interval=args.eval_interval, checkpoint_interval=args.steps,
-                         threads=args.threads, seed=args.seed)
+                         threads=args.threads, seed=args.seed, overwrite=True)
     started = time.perf_counter()
     result = train(config)
     wall = time.perf_counter() - started

@@ -72,7 +72,8 @@ def trainer_step_times(config: TrainConfig, steps: int, run_dir: Path) -> tuple[
     """Seconds per iteration of the trainer's loop, between step callbacks (no eval/checkpoint inside)."""
     stamps: list[float] = []
     run_config = TrainConfig(**{**config.to_dict(), "out_dir": str(run_dir), "max_steps": steps + 2,
-                                "eval_interval": 10**9, "checkpoint_interval": 10**9})
+                                "eval_interval": 10**9, "checkpoint_interval": 10**9,
+                                "overwrite": True})
     trainer = Trainer(run_config, step_callbacks=[lambda trainer, step: stamps.append(CLOCK())])
     trainer.run()  # the last step evaluates and saves; it is not among the timed intervals
     times = [b - a for a, b in zip(stamps[:-2], stamps[1:-1])]

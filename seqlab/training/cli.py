@@ -123,7 +123,7 @@ def _run_train(args: argparse.Namespace) -> int:
     except NonFiniteLossError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except (ValueError, FileNotFoundError, RuntimeError) as error:
+    except (ValueError, OSError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     summary = f"{result.status} at step {result.steps}/{result.total_steps}"

@@ -39,6 +39,7 @@ class TrainConfig:
     data_dir: str = _f("", "data", "prepared data directory (train.npy, valid.npy, meta.json, tokenizer/)")
     out_dir: str = _f("runs/run", "run", "run directory (config, checkpoints, log, plot)")
     resume: bool = _f(False, "run", "continue from OUT_DIR/checkpoints/latest.pt")
+    overwrite: bool = _f(False, "run", "start over in an OUT_DIR that already holds checkpoints")
     seed: int = _f(0, "run", "seed for initialisation and batch sampling")
     # model shape (vocab_size None = the data's vocabulary size from meta.json)
     vocab_size: int | None = _f(None, "model", "vocabulary size (default: from the data's meta.json)")

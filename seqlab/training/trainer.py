@@ -230,6 +230,9 @@ class Trainer:
         self.elapsed_before = 0.0
         if cfg.resume:
             self._load_latest()
+        elif (self.ckpt_dir / "latest.pt").exists() and not cfg.overwrite:
+            raise FileExistsError(f"{self.run_dir} already holds a run ({self.ckpt_dir / 'latest.pt'}); continue it "
+                                  "with --resume, start over with --overwrite, or choose another --out-dir")
         self._compile_tried = False
         self.model = self._wrap(self.raw_model)
 
@@ -424,6 +427,8 @@ class Trainer:
             cleanup_distributed(self.dist)
 
     def _write_run_files(self) -> None:
+        if self.config.overwrite and not self.config.resume:
+            shutil.rmtree(self.ckpt_dir, ignore_errors=True)  # no stale checkpoints of the old run
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.config.save_json(self.run_dir / "config.json", model_config=self.model_config,
                               extra={"world_size": self.dist.world_size, "total_steps": self.total_steps})

@@ -238,3 +238,23 @@ def test_compiled_and_plain_runs_share_checkpoints(byte_data, tmp_path):
     train(_config(byte_data, again, compile=True, resume=True, **settings))
     np.testing.assert_allclose([l for _, l in _train_losses(again)], [l for _, l in _train_losses(plain)],
                                rtol=1e-4)
+
+
+def test_an_existing_run_is_not_overwritten_by_accident(byte_data, tmp_path):
+    run = tmp_path / "run"
+    train(_config(byte_data, run, max_steps=2, checkpoint_interval=1))
+    with pytest.raises(FileExistsError, match="--resume.*--overwrite"):
+        train(_config(byte_data, run, max_steps=1))
+    train(_config(byte_data, run, max_steps=1, overwrite=True))
+    assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000001.pt"]
+
+
+def test_asking_for_a_missing_tracker_is_a_clear_error(byte_data, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # None in sys.modules makes `import wandb` fail
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    with pytest.raises(RuntimeError, match="wandb.*not installed"):
+        train(_config(byte_data, tmp_path / "a", max_steps=1, wandb=True))
+    with pytest.raises(RuntimeError, match="tensorboard.*not installed"):
+        train(_config(byte_data, tmp_path / "b", max_steps=1, tensorboard=True))
