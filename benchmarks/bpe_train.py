@@ -85,11 +85,12 @@ def compare(path: Path, vocab_size: int, workers: int, rounds: int) -> dict:
 def report(name: str, path: Path, vocab_size: int, summary: dict) -> None:
     mb = path.stat().st_size / 1e6
     seq, hf = summary["seqlab"], summary["hf"]
-    phases = seq["runs"][0]
+    phases = {key: statistics.median(run[key] for run in seq["runs"])
+              for key in ("pretokenize_s", "merge_s", "distinct_pretokens")}
     print(f"\n{name} ({mb:.2f} MB), vocab {vocab_size}:")
     print(f"  seqlab  median {seq['median_s']:.2f} s (min {seq['min_s']:.2f}), peak RSS {seq['peak_rss_mib']:.0f} MiB"
           f"  [pre-tokenize {phases['pretokenize_s']:.2f} s, merges {phases['merge_s']:.2f} s,"
-          f" {phases['distinct_pretokens']} distinct pre-tokens]")
+          f" {phases['distinct_pretokens']:.0f} distinct pre-tokens; medians]")
     print(f"  HF      median {hf['median_s']:.2f} s (min {hf['min_s']:.2f}), peak RSS {hf['peak_rss_mib']:.0f} MiB")
     print(f"  ratio seqlab/HF: {summary['ratio_median']:.2f}x (medians), {summary['ratio_min']:.2f}x (minima)")
 
