@@ -74,7 +74,8 @@ class TrainConfig:
     log_interval: int = _f(10, "logging", "write a train-loss line to log.jsonl every N steps")
     # system
     device: str = _f("auto", "system", "auto | cpu | cuda | cuda:N | mps")
-    precision: str = _f("auto", "system", "auto (bf16 on CUDA, else fp32) | fp32 | bf16 | fp16",
+    precision: str = _f("auto", "system",
+                        "auto (CUDA: bf16, or fp16 + grad scaler before Ampere; else fp32) | fp32 | bf16 | fp16",
                         choices=("auto", "fp32", "bf16", "fp16"))
     compile: bool = _f(False, "system", "torch.compile the model (switched off where unsupported)")
     threads: int | None = _f(None, "system", "torch CPU threads (default: torch's choice)")

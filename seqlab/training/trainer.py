@@ -100,7 +100,9 @@ def resolve_device(name: str) -> torch.device:
 
 def resolve_precision(precision: str, device: torch.device) -> str:
     if precision == "auto":
-        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+        if device.type != "cuda":
+            return "fp32"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"  # fp16 gets a gradient scaler
     if precision == "fp16" and device.type != "cuda":
         raise ValueError(f"precision fp16 needs a CUDA device (got {device}); use bf16 or fp32")
     return precision
