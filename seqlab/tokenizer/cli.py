@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import time
 
@@ -41,10 +40,15 @@ def register(subparsers) -> None:
     tokenize.set_defaults(func=_run_tokenize)
 
 
-def _peak_rss_mib() -> tuple[float, float]:
-    """Peak resident memory (MiB) of this process and of its largest finished child (Linux: KiB units)."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+def _peak_rss_mib() -> tuple[float, float] | None:
+    """Peak resident memory (MiB) of this process and of its largest finished child; None off Unix."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / scale
     return own, children
 
 
@@ -61,11 +65,12 @@ def _run_train(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - started
-    own, children = _peak_rss_mib()
+    peak = _peak_rss_mib()
     special_ids = set(tokenizer.special_token_ids.values())
     longest = max((token for index, token in vocab.items() if index not in special_ids), key=len)
     print(f"trained {len(vocab)} tokens ({len(merges)} merges) in {seconds:.2f} s -> {args.out}")
-    print(f"peak memory: {own:.0f} MiB (main process), {children:.0f} MiB (largest worker)")
+    if peak is not None:
+        print(f"peak memory: {peak[0]:.0f} MiB (main process), {peak[1]:.0f} MiB (largest worker)")
     print(f"longest token: {len(longest)} bytes {longest.decode('utf-8', errors='replace')!r}")
     return 0
 
