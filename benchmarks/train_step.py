@@ -129,7 +129,7 @@ def make_stepper(mode: str, args):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        return float(loss)
+        return float(loss.detach())
 
     info["params"] = sum(p.numel() for p in model.parameters())
     return step, info

@@ -23,6 +23,10 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     """Rotate each pair (x[2k], x[2k+1]) of x (..., d) by the angle with the given cos/sin (..., d/2)."""
     pairs = x.unflatten(-1, (-1, 2))
     x_even, x_odd = pairs[..., 0], pairs[..., 1]
+    if torch.compiler.is_compiling():  # the compiler fuses this form into one loop
+        rotated = torch.stack((x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1)
+        return rotated.flatten(-2)
+    # eager: write both halves straight into the interleaved output (no extra stack copy)
     out = x.new_empty(*torch.broadcast_shapes(x_even.shape, cos.shape), 2)
     torch.mul(x_even, cos, out=out[..., 0]).sub_(x_odd * sin)
     torch.mul(x_even, sin, out=out[..., 1]).add_(x_odd * cos)

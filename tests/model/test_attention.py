@@ -112,3 +112,20 @@ def test_multihead_gradcheck_float64():
 def test_multihead_rejects_bad_head_count():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadSelfAttention(10, 3)
+
+
+def test_sdpa_gradients_match_functional_with_broadcast_keys_and_batched_mask():
+    Q = torch.randn(2, 3, 4, 8, requires_grad=True)
+    K = torch.randn(3, 6, 8, requires_grad=True)  # broadcast over the leading batch dim
+    V = torch.randn(3, 6, 5, requires_grad=True)
+    mask = torch.rand(2, 1, 4, 6) > 0.3
+    mask[..., 0] = True
+    out = scaled_dot_product_attention(Q, K, V, mask)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    Q2, K2, V2 = (t.detach().clone().requires_grad_() for t in (Q, K, V))
+    ref = F.scaled_dot_product_attention(Q2, K2.expand(2, 3, 6, 8), V2.expand(2, 3, 6, 5), attn_mask=mask)
+    ref.backward(grad)
+    torch.testing.assert_close(out, ref)
+    for ours, theirs in ((Q, Q2), (K, K2), (V, V2)):
+        torch.testing.assert_close(ours.grad, theirs.grad, atol=1e-5, rtol=1e-5)
