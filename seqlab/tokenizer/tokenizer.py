@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -286,17 +287,24 @@ class Tokenizer:
         boundaries = find_chunk_boundaries(path, chunk_bytes, self.special_tokens)
         tasks = [(os.fspath(path), a, b) for a, b in zip(boundaries, boundaries[1:])]
         with tqdm(total=size, unit="B", unit_scale=True, desc="tokenizing", disable=not progress) as bar:
-            if workers == 1 or len(tasks) <= 1:
-                for task in tasks:
-                    yield self._encode_file_chunk(task)
-                    bar.update(task[2] - task[1])
+            # The first chunk is encoded here: it warms the pre-token cache, which forked workers
+            # inherit, so they do not each redo BPE for the corpus's common words.
+            serial = tasks if workers == 1 or len(tasks) <= 2 else tasks[:1]
+            for task in serial:
+                yield self._encode_file_chunk(task)
+                bar.update(task[2] - task[1])
+            rest = tasks[len(serial):]
+            if not rest:
                 return
             context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-            # with fork, the workers inherit this tokenizer (and its warm cache) without pickling it
-            with context.Pool(min(workers, len(tasks)), initializer=_set_worker_tokenizer, initargs=(self,)) as pool:
-                for task, ids in zip(tasks, pool.imap(_encode_chunk_in_worker, tasks)):
-                    yield ids
-                    bar.update(task[2] - task[1])
+            gc.freeze()  # keep the collector from touching (and so copying) the parent's pages in workers
+            try:
+                with context.Pool(min(workers, len(rest)), initializer=_set_worker_tokenizer, initargs=(self,)) as pool:
+                    for task, ids in zip(rest, pool.imap(_encode_chunk_in_worker, rest)):
+                        yield ids
+                        bar.update(task[2] - task[1])
+            finally:
+                gc.unfreeze()
 
     def _encode_file_chunk(self, task: tuple[str, int, int]):
         import numpy as np
