@@ -51,6 +51,115 @@ class _AttentionFunction(torch.autograd.Function):
         return (_sum_to(grad_q, Q.shape), _sum_to(grad_k, K.shape), _sum_to(grad_v, V.shape), None)
 
 
+# scores for this many (query, key) pairs are formed at a time (~1 MB of float32): small enough to
+# stay in the CPU cache while they are masked, exponentiated, normalised and multiplied by V
+CHUNK_SCORES = 1 << 18
+# causal attention over at least this many queries is cut into CAUSAL_BLOCKS query blocks, each
+# multiplied only with the keys it can see (skips ~3/8 of the score matrix)
+CAUSAL_MIN_QUERIES, CAUSAL_BLOCKS = 128, 4
+
+
+def _query_blocks(n: int, m: int, causal: bool) -> list[tuple[int, int, int]]:
+    """(first query, end query, end key) triples covering all n queries."""
+    if not causal or n < CAUSAL_MIN_QUERIES:
+        return [(0, n, m)]
+    size = -(-n // CAUSAL_BLOCKS)
+    offset = m - n  # query i sits at absolute position i + offset
+    return [(a, min(n, a + size), max(1, min(m, min(n, a + size) + offset))) for a in range(0, n, size)]
+
+
+class _ChunkedAttentionFunction(torch.autograd.Function):
+    """softmax(Q K^T s + mask) V (s = 1/sqrt(d_k)), computed a few (batch, head) slices at a time.
+
+    The (n, m) probabilities are never stored: the forward saves only the per-row log-sum-exp and
+    the backward recomputes P = exp(Q K^T s - lse) slice by slice (the FlashAttention idea, blocked
+    over heads and query blocks). Each (n, m) intermediate stays in cache and memory does not grow
+    with batch * heads * n * m. With `causal`, keys after a query block's last query are skipped.
+    Backward, using rowsum(P * dP) = dO . O:
+        dV = P^T dO,  dS = P * (dO V^T - rowsum(dO * O)),  dQ = dS K s,  dK = dS^T Q s.
+    """
+
+    @staticmethod
+    def forward(ctx, Q, K, V, mask, causal):
+        n, m, d_k, d_v = Q.shape[-2], K.shape[-2], Q.shape[-1], V.shape[-1]
+        batch_shape = torch.broadcast_shapes(
+            Q.shape[:-2], K.shape[:-2], V.shape[:-2], *(() if mask is None else (mask.shape[:-2],))
+        )
+        scale = 1.0 / math.sqrt(d_k)
+        q = (Q * scale).expand(*batch_shape, n, d_k).reshape(-1, n, d_k)
+        k = K.expand(*batch_shape, m, d_k).reshape(-1, m, d_k)
+        v = V.expand(*batch_shape, m, d_v).reshape(-1, m, d_v)
+        hidden = None  # True where a key is NOT visible: (n, m) shared by all slices, or (slices, n, m)
+        if causal:
+            hidden = ~causal_mask(n, m, device=Q.device)
+        if mask is not None:
+            user_hidden = ~mask.expand(*mask.shape[:-2], n, m)
+            if user_hidden.dim() > 2:
+                user_hidden = user_hidden.expand(*batch_shape, n, m).reshape(-1, n, m)
+            hidden = user_hidden if hidden is None else hidden | user_hidden
+        slices = q.shape[0]
+        out = q.new_empty(slices, n, d_v)
+        log_sum_exp = q.new_empty(slices, n, 1)
+        blocks = _query_blocks(n, m, causal)
+        for a, b, key_end, c in _chunks(blocks, slices):
+            scores = torch.bmm(q[c, a:b], k[c, :key_end].transpose(1, 2))
+            if hidden is not None:
+                scores.masked_fill_(_hidden_block(hidden, c, a, b, key_end), float("-inf"))
+            row_max = scores.amax(-1, keepdim=True)
+            row_max.masked_fill_(row_max == float("-inf"), 0.0)
+            probs = scores.sub_(row_max).exp_()
+            total = probs.sum(-1, keepdim=True)
+            # rows with nothing visible: lse = +inf so the recomputed P is exp(-inf) = 0, not NaN
+            log_sum_exp[c, a:b] = torch.where(total > 0, row_max + total.log(), float("inf"))
+            probs.div_(total.clamp_min_(torch.finfo(total.dtype).tiny))
+            out[c, a:b] = torch.bmm(probs, v[c, :key_end])
+        ctx.save_for_backward(q, k, v, out, log_sum_exp, hidden)
+        ctx.scale, ctx.blocks = scale, blocks
+        ctx.shapes = (Q.shape, K.shape, V.shape, batch_shape)
+        return out.view(*batch_shape, n, d_v)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, out, log_sum_exp, hidden = ctx.saved_tensors
+        Q_shape, K_shape, V_shape, batch_shape = ctx.shapes
+        slices, n, d_v = out.shape
+        m = k.shape[1]
+        grad_o = grad_out.reshape(slices, n, d_v)
+        row_dot = (grad_o * out).sum(-1, keepdim=True)  # rowsum(P * dP) = dO . O
+        grad_q = torch.empty_like(q)
+        grad_k, grad_v = torch.zeros_like(k), torch.zeros_like(v)
+        for a, b, key_end, c in _chunks(ctx.blocks, slices):
+            k_c, v_c, q_c, g_c = k[c, :key_end], v[c, :key_end], q[c, a:b], grad_o[c, a:b]
+            scores = torch.bmm(q_c, k_c.transpose(1, 2))
+            if hidden is not None:
+                scores.masked_fill_(_hidden_block(hidden, c, a, b, key_end), float("-inf"))
+            probs = scores.sub_(log_sum_exp[c, a:b]).exp_()
+            grad_v[c, :key_end].baddbmm_(probs.transpose(1, 2), g_c)
+            grad_scores = torch.bmm(g_c, v_c.transpose(1, 2)).sub_(row_dot[c, a:b]).mul_(probs)
+            grad_q[c, a:b] = torch.bmm(grad_scores, k_c)
+            grad_k[c, :key_end].baddbmm_(grad_scores.transpose(1, 2), q_c)  # q is pre-scaled
+        grad_q.mul_(ctx.scale)
+        return (
+            _sum_to(grad_q.view(*batch_shape, n, q.shape[-1]), Q_shape),
+            _sum_to(grad_k.view(*batch_shape, m, k.shape[-1]), K_shape),
+            _sum_to(grad_v.view(*batch_shape, m, d_v), V_shape),
+            None,
+            None,
+        )
+
+
+def _chunks(blocks, slices):
+    """Yield (query start, query end, key end, slice range) with ~CHUNK_SCORES scores each."""
+    for a, b, key_end in blocks:
+        step = max(1, CHUNK_SCORES // max(1, (b - a) * key_end))
+        for start in range(0, slices, step):
+            yield a, b, key_end, slice(start, start + step)
+
+
+def _hidden_block(hidden: torch.Tensor, c: slice, a: int, b: int, key_end: int) -> torch.Tensor:
+    return hidden[a:b, :key_end] if hidden.dim() == 2 else hidden[c, a:b, :key_end]
+
+
 def _softmax_last_dim_(scores: torch.Tensor) -> torch.Tensor:
     """In-place softmax over the last dim; rows that are all -inf become all zeros."""
     row_max = scores.amax(-1, keepdim=True)
@@ -86,7 +195,7 @@ def scaled_dot_product_attention(
         raise ValueError(f"K has {K.shape[-2]} keys but V has {V.shape[-2]} values")
     if mask is not None and mask.dtype != torch.bool:
         raise TypeError(f"attention mask must be bool (True = may attend), got {mask.dtype}")
-    return _AttentionFunction.apply(Q, K, V, mask)
+    return _ChunkedAttentionFunction.apply(Q, K, V, mask, False)
 
 
 def causal_mask(num_queries: int, num_keys: int, device=None) -> torch.Tensor:
@@ -148,14 +257,15 @@ class MultiHeadSelfAttention(nn.Module):
         q, k, v = q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
         if kv_cache is not None:
             k, v = kv_cache.append(layer_index, k, v)
-        mask = causal_mask(seq, k.shape[-2], device=x.device)
+        padding = None
         if key_padding_mask is not None:
             if key_padding_mask.shape[-1] != k.shape[-2]:
                 raise ValueError(
                     f"key padding mask covers {key_padding_mask.shape[-1]} positions but there are "
                     f"{k.shape[-2]} keys"
                 )
-            mask = mask & key_padding_mask[..., None, None, :].to(torch.bool)
-        out = scaled_dot_product_attention(q, k, v, mask)  # (batch..., heads, seq, d_head)
+            padding = key_padding_mask[..., None, None, :].to(torch.bool)  # (batch, 1, 1, keys)
+        # causal: query i (the last seq of all keys) sees keys up to its own position
+        out = _ChunkedAttentionFunction.apply(q, k, v, padding, True)  # (batch..., heads, seq, d_head)
         out = out.transpose(-3, -2).reshape(*batch, seq, self.d_model)
         return self.output_proj(out)

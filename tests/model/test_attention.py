@@ -129,3 +129,27 @@ def test_sdpa_gradients_match_functional_with_broadcast_keys_and_batched_mask():
     torch.testing.assert_close(out, ref)
     for ours, theirs in ((Q, Q2), (K, K2), (V, V2)):
         torch.testing.assert_close(ours.grad, theirs.grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("chunk_scores", [1 << 18, 40])
+def test_blocked_causal_path_matches_functional_with_cache_offset_and_padding(monkeypatch, chunk_scores):
+    import seqlab.model.attention as attention
+
+    # force the causal query-block split and many small (batch, head) chunks on a small problem
+    monkeypatch.setattr(attention, "CAUSAL_MIN_QUERIES", 4)
+    monkeypatch.setattr(attention, "CHUNK_SCORES", chunk_scores)
+    Q = torch.randn(2, 3, 10, 8, dtype=torch.float64, requires_grad=True)
+    K = torch.randn(2, 3, 13, 8, dtype=torch.float64, requires_grad=True)  # 3 cached + 10 new keys
+    V = torch.randn(2, 3, 13, 4, dtype=torch.float64, requires_grad=True)
+    padding = torch.rand(2, 1, 1, 13) > 0.3
+    padding[..., 0] = True
+    for pad in (None, padding):
+        out = attention._ChunkedAttentionFunction.apply(Q, K, V, pad, True)
+        grad = torch.randn_like(out)
+        got = torch.autograd.grad(out, (Q, K, V), grad)
+        mask = causal_mask(10, 13) if pad is None else causal_mask(10, 13) & pad
+        ref = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        expected = torch.autograd.grad(ref, (Q, K, V), grad)
+        torch.testing.assert_close(out, ref)
+        for a, b in zip(got, expected):
+            torch.testing.assert_close(a, b)
