@@ -68,7 +68,7 @@ def main() -> int:
     train_by_step = {r["step"]: r["train_loss"] for r in records if "train_loss" in r}
     print(f"\nBrown corpus, vocab {args.vocab_size}, default TrainConfig ({config.num_layers} layers, d_model "
           f"{config.d_model}, {config.num_heads} heads, context {config.context_length}, batch "
-          f"{config.batch_size}, lr {config.lr} -> {config.final_lr}), {result.steps} steps, "
+          f"{config.batch_size}, lr {config.lr:g} -> {config.final_lr:g}), {result.steps} steps, "
           f"{result.tokens_seen:,} tokens, {wall:.0f} s, {result.tokens_per_second:,.0f} tokens/s\n")
     print("| step | tokens | wallclock (s) | train loss | val loss | val perplexity |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
