@@ -150,7 +150,10 @@ class TrainConfig:
         if model_config is not None:
             payload["model"] = asdict(model_config)
         payload.update(extra or {})
-        _write_text_atomic(Path(path), json.dumps(payload, indent=2) + "\n")
+        from seqlab.tokenizer.files import atomic_write_text
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(payload, indent=2) + "\n")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], *, source: str = "config") -> "TrainConfig":
@@ -251,14 +254,21 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _optional_converter(kind: type):
+    """Parse a flag value of an optional field: "none" means None; ints may be written 2e6."""
     def convert(text: str):
         if text.lower() in ("none", "null", ""):
             return None
-        if kind is int:
-            return int(float(text)) if ("e" in text.lower() and float(text).is_integer()) else int(text)
-        return kind(text)
+        if kind is not int:
+            return kind(text)
+        try:
+            return int(text)
+        except ValueError:
+            value = float(text)
+            if not value.is_integer():
+                raise
+            return int(value)
 
-    convert.__name__ = kind.__name__
+    convert.__name__ = kind.__name__  # argparse names the type in its error message
     return convert
 
 
@@ -282,12 +292,3 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             base = TrainConfig.from_json(saved).to_dict()
             values = {**base, **values}
     return TrainConfig.from_dict(values, source=str(config_path or "flags"))
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -104,6 +104,7 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out
             workers: int | None = None, progress: bool = True) -> dict:
     """Train BPE on the train text, encode both splits, write the data directory; returns meta."""
     from seqlab.tokenizer import Tokenizer, train_bpe
+    from seqlab.tokenizer.files import atomic_write_text
 
     out_dir = Path(out_dir)
     for name, path in (("train", train_path), ("valid", valid_path)):
@@ -128,7 +129,5 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out
             "bytes_per_token": round(num_bytes / max(1, ids.size), 3),
             "encode_seconds": round(time.perf_counter() - started, 2),
         }
-    tmp = out_dir / f".meta.json.tmp{os.getpid()}"
-    tmp.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(tmp, out_dir / "meta.json")
+    atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2) + "\n")
     return meta

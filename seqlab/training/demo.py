@@ -180,8 +180,8 @@ def write_report(out: Path, *, config: TrainConfig, result, meta: dict, sample: 
         f"- more samples: `seqlab generate --run {run_dir.as_posix()} --prompt \"{PROMPT}\"`",
         "",
     ]
+    from seqlab.tokenizer.files import atomic_write_text
+
     report = out / "report.md"
-    tmp = out / ".report.md.tmp"
-    tmp.write_text("\n".join(lines))
-    tmp.replace(report)
+    atomic_write_text(report, "\n".join(lines))
     return report

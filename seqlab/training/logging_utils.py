@@ -7,7 +7,6 @@ records add ``train_loss``, ``lr``, ``grad_norm`` and ``tokens``; eval records a
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,10 @@ class JsonlLog:
 
     def _truncate_after(self, step: int) -> None:
         """Drop records written after the checkpoint we resume from (they will be redone)."""
+        from seqlab.tokenizer.files import atomic_write_text
+
         kept = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step] if self.path.exists() else []
-        tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def write(self, record: dict[str, Any]) -> None:
         self._fh.write(json.dumps(record) + "\n")
