@@ -28,7 +28,7 @@ import shutil
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from seqlab.training.batching import get_batch
-from seqlab.training.checkpoint import read_checkpoint, save_checkpoint, unwrap_model
+from seqlab.training.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import PreparedData
@@ -268,9 +268,7 @@ class Trainer:
         latest = self.ckpt_dir / "latest.pt"
         if not latest.is_file():
             raise FileNotFoundError(f"--resume: {latest} does not exist (nothing to resume in {self.run_dir})")
-        payload = read_checkpoint(latest)
-        from seqlab.training.checkpoint import load_checkpoint
-
+        payload = read_checkpoint(latest)  # for the extra state; load_checkpoint checks the architecture
         load_checkpoint(latest, self.raw_model, self.optimizer)
         extra = payload["extra"]
         self.step = int(payload["iteration"])
