@@ -109,6 +109,30 @@ def test_trained_matches_hf_tokenizers_loaded_from_saved_files(cs336_dir, traine
         assert hf.decode(ids, skip_special_tokens=False) == text == tokenizer.decode(ids)
 
 
+@pytest.fixture(scope="module")
+def trained_references(trained):
+    """tiktoken from the trained ranks and HF tokenizers from the saved files."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers
+
+    tokenizer, directory = trained
+    ranks = {token: index for index, token in tokenizer.vocab.items() if index != tokenizer.eot_id}
+    hf = HFTokenizer(models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt")))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.add_special_tokens([EOT])
+    return tiktoken_from_ranks(ranks, {EOT: tokenizer.eot_id}, "seqlab-trained"), hf
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=TEXTS)
+def test_trained_matches_references_on_generated_unicode(trained, trained_references, text):
+    tokenizer, _ = trained
+    reference, hf = trained_references
+    ids = tokenizer.encode(text)
+    assert ids == reference.encode(text, allowed_special="all") == hf.encode(text).ids
+    assert tokenizer.decode(ids) == text
+
+
 def test_save_load_round_trip(trained, tmp_path):
     tokenizer, directory = trained
     assert sorted(p.name for p in directory.iterdir()) == ["merges.txt", "special_tokens.json", "vocab.json"]
