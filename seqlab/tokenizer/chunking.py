@@ -3,10 +3,11 @@
 A boundary is safe when pre-tokenizing the two sides separately gives exactly the pre-tokens of
 the whole text, so results never depend on the chunking:
   - the start of a special token occurrence (text is split on special tokens first), or
-  - just after a lone ``\\n`` between two printable ASCII characters (``a\\nb`` pre-tokenizes as
-    ``a | \\n | b`` whether or not it is cut after the newline; longer whitespace runs are not safe
-    because GPT-2's ``\\s+(?!\\S)`` hands their last space to the next word).
-Special-token starts are preferred; a newline is used only when no special token occurs within
+  - just before an ASCII whitespace character other than a space (``\\n``, ``\\r``, ``\\t``...)
+    followed by a printable ASCII character. GPT-2's ``\\s+(?!\\S)`` splits a whitespace run in
+    front of a word as ``run[:-1] | run[-1]``, and ``run[-1]`` joins the word only when it is a
+    space, so ``a\\r\\nb`` is ``a | \\r | \\n | b`` whether or not it is cut before the ``\\n``.
+Special-token starts are preferred; whitespace is used only when no special token occurs within
 ``max_scan`` bytes. Either way the boundary must not fall inside a special token occurrence.
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 import regex
 
-_NEWLINE_BOUNDARY = regex.compile(rb"(?<=[\x21-\x7e]\n)(?=[\x21-\x7e])")
+_WHITESPACE_BOUNDARY = regex.compile(rb"(?=[\t\n\x0b\x0c\r][\x21-\x7e])")
 _BLOCK = 1 << 16
 
 
@@ -56,7 +57,7 @@ def _next_boundary(handle, desired: int, size: int, pattern, longest: int, max_s
                 if desired <= candidate < size and not _covered_by_special(handle, candidate, pattern, longest):
                     return candidate
         if fallback is None:
-            for match in _NEWLINE_BOUNDARY.finditer(block):
+            for match in _WHITESPACE_BOUNDARY.finditer(block):
                 candidate = block_start + match.start()
                 if desired <= candidate < size and not _covered_by_special(handle, candidate, pattern, longest):
                     fallback = candidate

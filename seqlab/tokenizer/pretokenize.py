@@ -25,9 +25,10 @@ _WS = r"\t\n\x0b\x0c\r "
 GPT2_ASCII_REGEX = re.compile(
     rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^{_WS}A-Za-z0-9]+|[{_WS}]+(?![^{_WS}])|[{_WS}]+"""
 )
-# A cut after a lone newline between printable ASCII characters never changes the pre-tokens
-# (see chunking.py), so long texts are split there and each ASCII block takes the fast path.
-_SAFE_CUT = re.compile(r"(?<=[!-~]\n)(?=[!-~])")
+# A cut before a non-space ASCII whitespace character that is followed by a printable ASCII
+# character never changes the pre-tokens (see chunking.py), so long texts are split there and
+# each ASCII block takes the fast path.
+_SAFE_CUT = re.compile(r"(?=[\t\n\x0b\x0c\r][!-~])")
 _BLOCK_CHARS = 4096
 
 PreTokenizer = Callable[[str], list[str]]

@@ -161,7 +161,10 @@ def train_bpe(
     Text is split on special tokens, then pre-tokenized by ``pretokenizer`` (GPT-2's regex by
     default; any ``str -> list[str]``, picklable where processes are not forked). The file is read in chunks of about
     ``chunk_bytes`` cut at special tokens, counted by ``num_workers`` processes (default: all
-    cores for files over 2 MB); the merges do not depend on either setting.
+    cores for files over 2 MB); the merges do not depend on either setting. Where no special token
+    is near, a chunk ends before a newline (or tab, CR...) that precedes a printable character:
+    safe for GPT-2's pattern and for whitespace splitting; a custom pre-tokenizer whose pieces span
+    newlines should rely on special tokens between documents.
     """
     special_tokens = list(special_tokens or ())
     _check_vocab_size(vocab_size, special_tokens)

@@ -42,4 +42,14 @@ def test_boundaries_prefer_special_tokens(tmp_path):
     assert len(boundaries) > 5
     assert all(data[b : b + 13] == b"<|endoftext|>" for b in boundaries[1:-1])
     plain = find_chunk_boundaries(path, 2000, [])
-    assert len(plain) > 5 and all(data[b - 1 : b] == b"\n" for b in plain[1:-1])
+    assert len(plain) > 5 and all(data[b : b + 1] == b"\n" for b in plain[1:-1])
+
+
+def test_windows_line_endings_still_give_boundaries(tmp_path):
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(b"some words here\r\nand more\r\n\r\nNext paragraph\r\n" * 200)
+    boundaries = find_chunk_boundaries(path, 1000, [])
+    assert len(boundaries) > 5
+    data = path.read_bytes()
+    whole = pieces(data.decode(), [])
+    assert [p for a, b in zip(boundaries, boundaries[1:]) for p in pieces(data[a:b].decode(), [])] == whole
