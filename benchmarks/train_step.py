@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-MODES = ("eager", "compile", "hf")
+MODES = ("eager", "compile", "hf", "eager-bf16", "compile-bf16", "hf-bf16")
 
 
 def parse_args(argv=None):
@@ -42,6 +42,8 @@ def parse_args(argv=None):
     parser.add_argument("--memory-steps", type=int, default=2,
                         help="steps per mode in a separate process for peak memory (0 skips)")
     parser.add_argument("--modes", default="eager,hf,compile", help=f"comma list from {MODES}")
+    parser.add_argument("--peer", default=None, help="mode the ratios compare against (default: hf, or hf-bf16 "
+                        "when only bf16 modes run)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -76,6 +78,25 @@ class PeakRSS:
 
 
 def build(mode: str, args):
+    """Model, optimizer and loss function of one mode; "-bf16" runs forward+loss under
+    torch.autocast("cpu", bfloat16) (weights, gradients and AdamW state stay float32)."""
+    import contextlib
+
+    import torch
+
+    base, _, precision = mode.partition("-")
+    model, optimizer, loss_fn, info = _build_fp32(base, args)
+    if precision != "bf16":
+        return model, optimizer, loss_fn, info
+
+    def autocast_loss(x, y):
+        with torch.autocast("cpu", dtype=torch.bfloat16) if precision else contextlib.nullcontext():
+            return loss_fn(x, y)
+
+    return model, optimizer, autocast_loss, info
+
+
+def _build_fp32(mode: str, args):
     import torch
 
     if mode == "hf":
@@ -165,7 +186,7 @@ def measure_speed(modes: list[str], args) -> dict[str, list[float]]:
         t0 = time.perf_counter()
         for _ in range(args.warmup):
             step()
-        print(f"warm-up {mode:8s} {args.warmup} steps in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"warm-up {mode:12s} {args.warmup} steps in {time.perf_counter() - t0:.1f} s", flush=True)
         steppers[mode] = step
     times: dict[str, list[float]] = {m: [] for m in modes}
     for i in range(args.steps):
@@ -202,7 +223,7 @@ def main(argv=None) -> int:
                 sys.stderr.write(done.stderr)
                 raise SystemExit(f"memory run of mode {mode} failed (exit {done.returncode})")
             memory[mode] = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"memory  {mode:8s} peak RSS {memory[mode]['peak_rss_mb']:.0f} MB "
+            print(f"memory  {mode:12s} peak RSS {memory[mode]['peak_rss_mb']:.0f} MB "
                   f"(+{memory[mode]['step_peak_above_start_mb']:.0f} MB above the pre-step RSS)", flush=True)
 
     times = measure_speed(modes, args)
@@ -212,18 +233,20 @@ def main(argv=None) -> int:
         summary[mode] = {"tokens_per_s": tokens * len(times[mode]) / total,
                          "median_tokens_per_s": tokens / statistics.median(times[mode]),
                          "step_s": times[mode], **memory.get(mode, {})}
-    if "hf" in summary:
+    peer = args.peer or ("hf" if "hf" in summary else "hf-bf16")
+    if peer in summary:
+        print(f"ratios against {peer}")
         for mode in modes:
             # paired per-step ratios: each compares steps run back to back under the same load
-            paired = [h / t for h, t in zip(times["hf"], times[mode])]
-            summary[mode]["ratio_vs_hf"] = summary[mode]["tokens_per_s"] / summary["hf"]["tokens_per_s"]
+            paired = [h / t for h, t in zip(times[peer], times[mode])]
+            summary[mode]["ratio_vs_hf"] = summary[mode]["tokens_per_s"] / summary[peer]["tokens_per_s"]
             summary[mode]["median_paired_ratio_vs_hf"] = statistics.median(paired)
-    print(f"\n{'mode':8s} {'tok/s':>7s} {'median':>7s} {'vs HF':>6s} {'paired':>7s} {'peak RSS MB':>12s} {'+MB step':>9s}")
+    print(f"\n{'mode':12s} {'tok/s':>7s} {'median':>7s} {'vs peer':>7s} {'paired':>7s} {'peak RSS MB':>12s} {'+MB step':>9s}")
     for mode, s in summary.items():
         ratio = f"{s['ratio_vs_hf']:.2f}x" if "ratio_vs_hf" in s else "-"
         paired = f"{s['median_paired_ratio_vs_hf']:.2f}x" if "ratio_vs_hf" in s else "-"
         mem = f"{s['peak_rss_mb']:12.0f} {s['step_peak_above_start_mb']:9.0f}" if "peak_rss_mb" in s else ""
-        print(f"{mode:8s} {s['tokens_per_s']:7.0f} {s['median_tokens_per_s']:7.0f} {ratio:>6s} {paired:>7s} {mem}")
+        print(f"{mode:12s} {s['tokens_per_s']:7.0f} {s['median_tokens_per_s']:7.0f} {ratio:>7s} {paired:>7s} {mem}")
     if args.json:
         with open(args.json + ".tmp", "w") as handle:
             json.dump({"args": vars(args), "summary": summary}, handle, indent=1)

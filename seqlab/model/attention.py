@@ -99,10 +99,12 @@ class _ChunkedAttentionFunction(torch.autograd.Function):
             hidden = user_hidden if hidden is None else hidden | user_hidden
         slices = q.shape[0]
         out = q.new_empty(slices, n, d_v)
-        log_sum_exp = q.new_empty(slices, n, 1)
+        stats_dtype = torch.promote_types(q.dtype, torch.float32)
+        log_sum_exp = q.new_empty(slices, n, 1, dtype=stats_dtype)
         blocks = _query_blocks(n, m, causal)
         for a, b, key_end, c in _chunks(blocks, slices):
-            scores = torch.bmm(q[c, a:b], k[c, :key_end].transpose(1, 2))
+            # softmax statistics in float32 even for bfloat16/float16 inputs (no-op for float32)
+            scores = torch.bmm(q[c, a:b], k[c, :key_end].transpose(1, 2)).to(stats_dtype)
             if hidden is not None:
                 scores.masked_fill_(_hidden_block(hidden, c, a, b, key_end), float("-inf"))
             row_max = scores.amax(-1, keepdim=True)
@@ -112,7 +114,7 @@ class _ChunkedAttentionFunction(torch.autograd.Function):
             # rows with nothing visible: lse = +inf so the recomputed P is exp(-inf) = 0, not NaN
             log_sum_exp[c, a:b] = torch.where(total > 0, row_max + total.log(), float("inf"))
             probs.div_(total.clamp_min_(torch.finfo(total.dtype).tiny))
-            out[c, a:b] = torch.bmm(probs, v[c, :key_end])
+            out[c, a:b] = torch.bmm(probs.to(v.dtype), v[c, :key_end])
         ctx.save_for_backward(q, k, v, out, log_sum_exp, hidden)
         ctx.scale, ctx.blocks = scale, blocks
         ctx.shapes = (Q.shape, K.shape, V.shape, batch_shape)
@@ -120,22 +122,23 @@ class _ChunkedAttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, out, log_sum_exp, hidden = ctx.saved_tensors
+        q, k, v, out, stats, hidden = ctx.saved_tensors  # stats: per-row log-sum-exp
         Q_shape, K_shape, V_shape, batch_shape = ctx.shapes
         slices, n, d_v = out.shape
         m = k.shape[1]
-        grad_o = grad_out.reshape(slices, n, d_v)
-        row_dot = (grad_o * out).sum(-1, keepdim=True)  # rowsum(P * dP) = dO . O
+        grad_o = grad_out.reshape(slices, n, d_v).to(v.dtype)
+        row_dot = (grad_o.to(stats.dtype) * out).sum(-1, keepdim=True)  # rowsum(P * dP) = dO . O
         grad_q = torch.empty_like(q)
         grad_k, grad_v = torch.zeros_like(k), torch.zeros_like(v)
         for a, b, key_end, c in _chunks(ctx.blocks, slices):
             k_c, v_c, q_c, g_c = k[c, :key_end], v[c, :key_end], q[c, a:b], grad_o[c, a:b]
-            scores = torch.bmm(q_c, k_c.transpose(1, 2))
+            scores = torch.bmm(q_c, k_c.transpose(1, 2)).to(stats.dtype)
             if hidden is not None:
                 scores.masked_fill_(_hidden_block(hidden, c, a, b, key_end), float("-inf"))
-            probs = scores.sub_(log_sum_exp[c, a:b]).exp_()
-            grad_v[c, :key_end].baddbmm_(probs.transpose(1, 2), g_c)
-            grad_scores = torch.bmm(g_c, v_c.transpose(1, 2)).sub_(row_dot[c, a:b]).mul_(probs)
+            probs = scores.sub_(stats[c, a:b]).exp_()
+            grad_v[c, :key_end].baddbmm_(probs.to(g_c.dtype).transpose(1, 2), g_c)
+            grad_scores = torch.bmm(g_c, v_c.transpose(1, 2)).to(stats.dtype)
+            grad_scores = grad_scores.sub_(row_dot[c, a:b]).mul_(probs).to(k.dtype)
             grad_q[c, a:b] = torch.bmm(grad_scores, k_c)
             grad_k[c, :key_end].baddbmm_(grad_scores.transpose(1, 2), q_c)  # q is pre-scaled
         grad_q.mul_(ctx.scale)

@@ -21,7 +21,8 @@ class _CrossEntropyFunction(torch.autograd.Function):
         log_sum_exp = row_max + sum_exp.log()  # (N, 1)
         target_logits = logits.gather(-1, targets[:, None]).to(compute)
         ctx.save_for_backward(logits, targets, log_sum_exp)
-        return (log_sum_exp - target_logits).mean().to(logits.dtype)
+        # the loss stays in (at least) float32 even for bfloat16 logits
+        return (log_sum_exp - target_logits).mean()
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
@@ -38,7 +39,8 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean negative log-likelihood of `targets` under softmax(`logits`).
 
     logits (..., vocab) float, targets (...) int in [0, vocab) -> scalar, averaged over all
-    leading dimensions.
+    leading dimensions; computed and returned in at least float32 (bfloat16 logits under autocast
+    still give a float32 loss).
     """
     if logits.shape[:-1] != targets.shape:
         raise ValueError(

@@ -218,3 +218,19 @@ def test_padding_mask_left_padded_batch_matches_unpadded_rows_with_cache():
         assert cache.key_padding_mask.tolist() == mask[:, :7].tolist()
         step = model(ids[:, 7:8], token_positions=positions[:, 7:8], kv_cache=cache)
         torch.testing.assert_close(step[:, 0], padded[:, 7], atol=1e-5, rtol=1e-5)
+
+
+def test_bfloat16_autocast_training_step_stays_close_to_float32():
+    model = TransformerLM(**SMALL)
+    ids = torch.randint(0, 37, (2, 16))
+    loss32 = cross_entropy(model(ids[:, :-1]), ids[:, 1:])
+    grads32 = torch.autograd.grad(loss32, list(model.parameters()))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(ids[:, :-1])
+        loss16 = cross_entropy(logits, ids[:, 1:])
+    assert logits.dtype == torch.bfloat16 and loss16.dtype == torch.float32
+    grads16 = torch.autograd.grad(loss16, list(model.parameters()))
+    assert abs(loss16.item() - loss32.item()) < 0.02 * loss32.item()
+    for g16, g32 in zip(grads16, grads32):
+        assert g16.dtype == torch.float32 and torch.isfinite(g16).all()
+        assert (g16 - g32).norm() <= 0.1 * g32.norm() + 1e-6
