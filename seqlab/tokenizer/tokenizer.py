@@ -27,7 +27,9 @@ _CACHE_MAX_ENTRIES = 1 << 20  # distinct pre-tokens kept; bounds memory on huge 
 _CACHE_MAX_CHARS = 64  # longer pre-tokens are rare; caching them would only cost memory
 _STREAM_BUFFER_CHARS = 1 << 16
 _FILE_CHUNK_BYTES = 1 << 20
-_PARALLEL_MIN_BYTES = 1 << 21
+# Default encode_file parallelism only from this size: below it, forking workers (each rebuilding
+# much of the pre-token cache) cost more than they save (see BENCHMARKS.md).
+_PARALLEL_MIN_BYTES = 1 << 25
 
 
 class _PretokenCache(dict):
@@ -253,7 +255,8 @@ class Tokenizer:
     def encode_file(self, path: str | os.PathLike, workers: int | None = None, *, progress: bool = False):
         """Encode a UTF-8 file in parallel chunks; same ids as ``encode(text)``.
 
-        Returns a 1-D numpy array: ``uint16`` when every id fits, else ``uint32``.
+        ``workers=None``: all cores for files of 32 MB and more, else one process. Returns a 1-D
+        numpy array: ``uint16`` when every id fits, else ``uint32``.
         """
         import numpy as np
 
