@@ -87,6 +87,8 @@ def test_resume_reproduces_the_uninterrupted_run_step_for_step(byte_data, tmp_pa
     assert second.status == "completed" and second.steps == 14
 
     assert _train_losses(broken) == _train_losses(whole)  # same batches, same losses, bit for bit
+    clock = [r["wallclock"] for r in read_jsonl(broken / "log.jsonl") if "train_loss" in r]
+    assert clock == sorted(clock)  # wallclock continues across the resume instead of restarting
     assert len(_train_losses(whole)) == 14
     val = lambda run: [(r["step"], r["val_loss"]) for r in read_jsonl(run / "log.jsonl") if "val_loss" in r]
     assert val(broken) == val(whole)
@@ -258,3 +260,31 @@ def test_asking_for_a_missing_tracker_is_a_clear_error(byte_data, tmp_path, monk
         train(_config(byte_data, tmp_path / "a", max_steps=1, wandb=True))
     with pytest.raises(RuntimeError, match="tensorboard.*not installed"):
         train(_config(byte_data, tmp_path / "b", max_steps=1, tensorboard=True))
+
+
+def test_compile_is_switched_off_with_a_message_where_unsupported(byte_data, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(trainer_module.shutil, "which", lambda name: None)  # no C++ compiler on this "machine"
+    reason = trainer_module.compile_unsupported_reason(torch.device("cpu"))
+    assert "C++ compiler" in reason
+    result = train(_config(byte_data, tmp_path / "run", compile=True, max_steps=2))
+    assert result.status == "completed"
+    assert f"compile: switched off ({reason}); training eagerly" in capsys.readouterr().err
+
+
+def test_log_records_are_ordered_and_malformed_logs_name_the_line(byte_data, tmp_path):
+    from seqlab.training.logging_utils import JsonlLog
+
+    log = JsonlLog(tmp_path / "log.jsonl")
+    for step in (1, 2, 3):
+        log.write({"step": step, "wallclock": step * 0.5})
+    log.close()
+    resumed = JsonlLog(tmp_path / "log.jsonl", resume_step=2)  # records after the checkpoint are dropped
+    resumed.write({"step": 3, "wallclock": 9.0})
+    resumed.close()
+    assert read_jsonl(tmp_path / "log.jsonl") == [{"step": 1, "wallclock": 0.5}, {"step": 2, "wallclock": 1.0},
+                                                 {"step": 3, "wallclock": 9.0}]
+    with (tmp_path / "log.jsonl").open("a") as fh:
+        fh.write("{not json\n")
+    with pytest.raises(ValueError, match=r"log\.jsonl, line 4: invalid JSON"):
+        read_jsonl(tmp_path / "log.jsonl")
