@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 
-from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges
+from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges, build_merge_table
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 from seqlab.tokenizer.files import (
     read_merges_txt,
@@ -92,7 +92,7 @@ class Tokenizer:
         return index
 
     def _build_merge_table(self) -> MergeTable:
-        table: MergeTable = {}
+        triples = []
         for rank, (left, right) in enumerate(self.merges):
             ids = []
             for part in (left, right, left + right):
@@ -100,8 +100,8 @@ class Tokenizer:
                 if index is None:
                     raise ValueError(f"merge {rank} ({left!r}, {right!r}): token {part!r} is not in the vocabulary")
                 ids.append(index)
-            table.setdefault((ids[0], ids[1]), (rank, ids[2]))
-        return table
+            triples.append(tuple(ids))
+        return build_merge_table(triples)
 
     @classmethod
     def from_files(

@@ -50,22 +50,26 @@ def test_long_pretokens_match_tiktoken(gpt2_tokenizer, gpt2_tiktoken, text):
     assert gpt2_tokenizer.encode(text) == gpt2_tiktoken.encode(text)
 
 
-def test_long_pretoken_heap_path_matches_simple_loop(gpt2_tokenizer):
+def test_long_pretoken_heap_path_matches_textbook_loop(gpt2_tokenizer):
     from seqlab.tokenizer.bpe_apply import _apply_merges_heap, apply_merges
 
-    for word in ["Supercalifragilisticexpialidocious" * 3, "the" * 40, "aaaaaaaaab" * 9, "ööööxö" * 20]:
+    ranks = {}  # (left id, right id) -> (rank, merged id), from the merges list itself
+    by_bytes = {token: index for index, token in gpt2_tokenizer.vocab.items()}
+    for rank, (left, right) in enumerate(gpt2_tokenizer.merges):
+        ranks.setdefault((by_bytes[left], by_bytes[right]), (rank, by_bytes[left + right]))
+    table = gpt2_tokenizer._merge_table
+    for word in ["Supercalifragilisticexpialidocious" * 3, "the" * 40, "aaaaaaaaab" * 9, "ööööxö" * 20, "a" * 101]:
         ids = [gpt2_tokenizer._byte_ids[b] for b in word.encode()]
-        table = gpt2_tokenizer._merge_table
         simple = ids
-        while True:  # the loop of apply_merges, forced for any length
-            ranked = [(table[p][0], p) for p in zip(simple, simple[1:]) if p in table]
+        while True:  # textbook BPE: merge every occurrence of the best-ranked pair, repeat
+            ranked = [(ranks[p][0], p) for p in zip(simple, simple[1:]) if p in ranks]
             if not ranked:
                 break
             best = min(ranked)[1]
             merged, i = [], 0
-            while i < len(simple):  # merge every occurrence of `best`, left to right
+            while i < len(simple):
                 if i + 1 < len(simple) and (simple[i], simple[i + 1]) == best:
-                    merged.append(table[best][1])
+                    merged.append(ranks[best][1])
                     i += 2
                 else:
                     merged.append(simple[i])
