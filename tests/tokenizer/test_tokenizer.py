@@ -192,6 +192,14 @@ def test_encode_iterable_equals_encode_across_any_chunking(overlapping_specials,
     assert list(overlapping_specials.encode_iterable(pieces)) == overlapping_specials.encode(text)
 
 
+def test_encode_iterable_is_lazy(gpt2_tokenizer):
+    import itertools
+
+    endless = itertools.repeat("hello world\n")  # never ends: only a lazy encoder can answer
+    first = list(itertools.islice(gpt2_tokenizer.encode_iterable(endless), 3000))
+    assert first == (gpt2_tokenizer.encode("hello world\n" * 1000))[:3000]
+
+
 def test_encode_iterable_multi_megabyte_stream_bounded_memory(cs336_dir, gpt2_tokenizer):
     lines = (cs336_dir / "corpus.en").read_text(encoding="utf-8").splitlines(keepends=True)
     repeats = 16  # 16 x 133 KB = 2.1 MB of text, about 490k ids
