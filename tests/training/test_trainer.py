@@ -288,3 +288,17 @@ def test_log_records_are_ordered_and_malformed_logs_name_the_line(byte_data, tmp
         fh.write("{not json\n")
     with pytest.raises(ValueError, match=r"log\.jsonl, line 4: invalid JSON"):
         read_jsonl(tmp_path / "log.jsonl")
+
+
+@pytest.mark.parametrize("ablation", [{"norm": "none"}, {"norm_position": "post"}, {"positional": "nope"},
+                                      {"ffn": "silu"}])
+def test_each_ablation_trains_and_is_recorded(byte_data, tmp_path, ablation):
+    run = tmp_path / "run"
+    result = train(_config(byte_data, run, max_steps=3, context_length=16, d_model=16, num_layers=1, **ablation))
+    assert result.status == "completed" and math.isfinite(result.val_loss)
+    model, payload = load_model_from_checkpoint(run / "checkpoints" / "latest.pt")
+    for key, value in ablation.items():
+        assert getattr(model.config, key) == value
+        assert json.loads((run / "config.json").read_text())["model"][key] == value
+    if ablation == {"norm": "none"}:
+        assert not any("ln" in name for name in payload["model"])  # no norm gains at all
