@@ -80,8 +80,6 @@ class PeakRSS:
 def build(mode: str, args):
     """Model, optimizer and loss function of one mode; "-bf16" runs forward+loss under
     torch.autocast("cpu", bfloat16) (weights, gradients and AdamW state stay float32)."""
-    import contextlib
-
     import torch
 
     base, _, precision = mode.partition("-")
@@ -90,7 +88,7 @@ def build(mode: str, args):
         return model, optimizer, loss_fn, info
 
     def autocast_loss(x, y):
-        with torch.autocast("cpu", dtype=torch.bfloat16) if precision else contextlib.nullcontext():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
             return loss_fn(x, y)
 
     return model, optimizer, autocast_loss, info

@@ -12,45 +12,6 @@ from seqlab.model.linear import Linear
 from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
 
 
-class _AttentionFunction(torch.autograd.Function):
-    """softmax(Q K^T * scale + mask) V with a hand-written backward.
-
-    Saves Q, K, V, the probabilities P and the output O; the (n, m) score tensor is formed once
-    and turned into P in place. The backward uses the identity sum_j P_ij dP_ij = dO_i . O_i
-    (as FlashAttention does) so no extra (n, m) product is needed:
-        dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dO * O)),  dQ = dS K s,  dK = dS^T Q s.
-    """
-
-    @staticmethod
-    def forward(ctx, Q, K, V, mask):
-        scale = 1.0 / math.sqrt(Q.shape[-1])
-        # scale the (n, d_k) queries rather than the (n, m) scores: fewer multiplications
-        scores = torch.matmul(Q * scale, K.transpose(-2, -1))  # (..., n, m)
-        if mask is not None:
-            full_shape = torch.broadcast_shapes(scores.shape, mask.shape)
-            if full_shape != scores.shape:  # the mask adds batch dims: give every one its own row
-                scores = scores.expand(full_shape).contiguous()
-            scores.masked_fill_(~mask, float("-inf"))
-        probs = _softmax_last_dim_(scores)
-        out = torch.matmul(probs, V)
-        ctx.scale = scale
-        ctx.save_for_backward(Q, K, V, probs, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        Q, K, V, probs, out = ctx.saved_tensors
-        scale = ctx.scale
-        grad_probs = torch.matmul(grad_out, V.transpose(-2, -1))  # (..., n, m)
-        row_dot = (grad_out * out).sum(-1, keepdim=True)  # (..., n, 1) = rowsum(P * dP)
-        grad_scores = grad_probs.sub_(row_dot).mul_(probs)  # in place: dS
-        grad_q = torch.matmul(grad_scores, K).mul_(scale)
-        grad_k = torch.matmul(grad_scores.transpose(-2, -1), Q).mul_(scale)
-        grad_v = torch.matmul(probs.transpose(-2, -1), grad_out)
-        # reduce broadcast batch dimensions back to each input's shape
-        return (_sum_to(grad_q, Q.shape), _sum_to(grad_k, K.shape), _sum_to(grad_v, V.shape), None)
-
-
 # scores for this many (query, key) pairs are formed at a time (~1 MB of float32): small enough to
 # stay in the CPU cache while they are masked, exponentiated, normalised and multiplied by V
 CHUNK_SCORES = 1 << 18
@@ -163,15 +124,6 @@ def _hidden_block(hidden: torch.Tensor, c: slice, a: int, b: int, key_end: int) 
     return hidden[a:b, :key_end] if hidden.dim() == 2 else hidden[c, a:b, :key_end]
 
 
-def _softmax_last_dim_(scores: torch.Tensor) -> torch.Tensor:
-    """In-place softmax over the last dim; rows that are all -inf become all zeros."""
-    row_max = scores.amax(-1, keepdim=True)
-    row_max.masked_fill_(row_max == float("-inf"), 0.0)
-    probs = scores.sub_(row_max).exp_()
-    total = probs.sum(-1, keepdim=True).clamp_min_(torch.finfo(probs.dtype).tiny)
-    return probs.div_(total)
-
-
 def _sum_to(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """Sum `grad` over dimensions that were broadcast to reach its shape from `shape`."""
     if grad.shape == shape:
@@ -183,12 +135,15 @@ def _sum_to(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 
 def scaled_dot_product_attention(
-    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None = None
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None = None, *,
+    causal: bool = False,
 ) -> torch.Tensor:
     """softmax(Q K^T / sqrt(d_k)) V.
 
     Q (..., n, d_k), K (..., m, d_k), V (..., m, d_v) -> (..., n, d_v).
     mask: bool, (n, m) or broadcastable to (..., n, m); True = the query may attend to the key.
+    causal=True also hides keys after each query, the n queries being the last n of the m
+    positions (so with cached keys, m > n, query i sits at position m - n + i).
     A query row with no visible key gets all-zero weights and therefore a zero output (not NaN).
     """
     d_k = Q.shape[-1]
@@ -198,7 +153,7 @@ def scaled_dot_product_attention(
         raise ValueError(f"K has {K.shape[-2]} keys but V has {V.shape[-2]} values")
     if mask is not None and mask.dtype != torch.bool:
         raise TypeError(f"attention mask must be bool (True = may attend), got {mask.dtype}")
-    return _ChunkedAttentionFunction.apply(Q, K, V, mask, False)
+    return _ChunkedAttentionFunction.apply(Q, K, V, mask, causal)
 
 
 def causal_mask(num_queries: int, num_keys: int, device=None) -> torch.Tensor:
@@ -214,7 +169,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     Submodules q_proj, k_proj, v_proj, output_proj (each d_model x d_model, no bias). The three input
     projections run as one fused matmul on their concatenated weights; the state dict keeps them
-    separate. Heads are a batch dimension: (batch, heads, seq, d_head).
+    separate. Heads are a batch dimension: (batch, heads, seq, d_head), and the attention itself is
+    the cache-blocked scaled_dot_product_attention above.
     """
 
     def __init__(self, d_model: int, num_heads: int, max_seq_len: int | None = None,
@@ -268,7 +224,7 @@ class MultiHeadSelfAttention(nn.Module):
                     f"{k.shape[-2]} keys"
                 )
             padding = key_padding_mask[..., None, None, :].to(torch.bool)  # (batch, 1, 1, keys)
-        # causal: query i (the last seq of all keys) sees keys up to its own position
-        out = _ChunkedAttentionFunction.apply(q, k, v, padding, True)  # (batch..., heads, seq, d_head)
+        # causal: each new query sees the cached keys and the new keys up to its own position
+        out = scaled_dot_product_attention(q, k, v, padding, causal=True)  # (batch..., heads, seq, d_head)
         out = out.transpose(-3, -2).reshape(*batch, seq, self.d_model)
         return self.output_proj(out)

@@ -9,7 +9,7 @@ from torch import nn
 
 from seqlab.model.block import TransformerBlock
 from seqlab.model.config import ModelConfig
-from seqlab.model.embedding import Embedding, check_token_ids
+from seqlab.model.embedding import Embedding
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.rmsnorm import Identity, make_norm
@@ -87,8 +87,6 @@ class TransformerLM(nn.Module):
             raise ValueError(
                 f"sequence length {seq} exceeds the model's context_length {self.config.context_length}"
             )
-        if not torch.compiler.is_compiling():
-            check_token_ids(ids, self.config.vocab_size)
         if padding_mask is not None and tuple(padding_mask.shape) != (batch, seq):
             raise ValueError(
                 f"padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(padding_mask.shape)}"
@@ -99,7 +97,7 @@ class TransformerLM(nn.Module):
         if kv_cache is not None:
             key_padding_mask = kv_cache.extend_padding_mask(batch, seq, padding_mask, device=ids.device)
 
-        x = self.token_embeddings.weight[ids]  # ids already checked above
+        x = self.token_embeddings(ids)  # raises on ids outside the vocabulary
         for index, layer in enumerate(self.layers):
             x = layer(x, token_positions, kv_cache=kv_cache, layer_index=index,
                       key_padding_mask=key_padding_mask)
