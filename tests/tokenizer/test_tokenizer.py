@@ -281,7 +281,6 @@ def _write(path, text):
 
 
 def test_malformed_files_name_file_and_line(tmp_path):
-    vocab = {chr(c) if c > 32 else "" for c in []}
     good_vocab = _write(tmp_path / "v.json", json.dumps({"a": 0}))
     bad_json = _write(tmp_path / "bad.json", '{\n  "a": 0,\n  "b": \n}')
     with pytest.raises(TokenizerFileError, match=r"bad\.json, line 4"):
@@ -299,7 +298,6 @@ def test_malformed_files_name_file_and_line(tmp_path):
         Tokenizer.from_files(tmp_path / "nope.json", bad_merges)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         Tokenizer.from_files(good_vocab, tmp_path / "nope.txt")
-    assert vocab == set()
 
 
 def test_inconsistent_vocab_and_merges_are_rejected(gpt2_tokenizer):
