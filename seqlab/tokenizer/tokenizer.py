@@ -65,6 +65,8 @@ class Tokenizer:
         self.vocab: dict[int, bytes] = dict(vocab)
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
         self.special_tokens: list[str] = list(dict.fromkeys(special_tokens or ()))
+        if any(not isinstance(token, str) or not token for token in self.special_tokens):
+            raise ValueError(f"special tokens must be non-empty strings, got {self.special_tokens}")
         self.special_token_ids: dict[str, int] = {}
         for token in self.special_tokens:
             self.special_token_ids[token] = self._id_of_special(token)

@@ -132,6 +132,8 @@ def train_bpe_from_counts(
 
 
 def _check_vocab_size(vocab_size: int, special_tokens: Sequence[str]) -> None:
+    if any(not isinstance(token, str) or not token for token in special_tokens):
+        raise ValueError(f"special tokens must be non-empty strings, got {list(special_tokens)}")
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError(f"special tokens must be distinct, got {list(special_tokens)}")
     minimum = 256 + len(special_tokens)

@@ -304,5 +304,7 @@ def test_inconsistent_vocab_and_merges_are_rejected(gpt2_tokenizer):
     with pytest.raises(ValueError, match="lacks single-byte tokens"):
         Tokenizer({0: b"a"}, [])
     byte_vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(ValueError, match="non-empty"):
+        Tokenizer(byte_vocab, [], [""])
     with pytest.raises(ValueError, match=r"merge 0 .*b'ab'"):
         Tokenizer(byte_vocab, [(b"a", b"b")])

@@ -183,5 +183,9 @@ def test_errors(tmp_path):
     only_special.write_text(EOT * 3)
     with pytest.raises(ValueError, match="empty"):
         train_bpe(only_special, 300, [EOT])
+    with pytest.raises(ValueError, match="non-empty"):
+        train_bpe(good, 300, [""])
+    with pytest.raises(ValueError, match="distinct"):
+        train_bpe(good, 300, [EOT, EOT])
     with pytest.raises(ValueError, match="num_merges"):
         merge_trace({"ab": 1}, -1)
