@@ -308,3 +308,21 @@ def test_inconsistent_vocab_and_merges_are_rejected(gpt2_tokenizer):
         Tokenizer(byte_vocab, [], [""])
     with pytest.raises(ValueError, match=r"merge 0 .*b'ab'"):
         Tokenizer(byte_vocab, [(b"a", b"b")])
+
+
+@pytest.mark.slow
+def test_large_file_all_encoders_agree(cs336_dir, gpt2_tokenizer, gpt2_tiktoken, tmp_path):
+    """4 MB with documents, CRLF lines and Unicode: encode_file (many chunks, 2 workers), encode,
+    encode_iterable over the file's lines and tiktoken give the same ids."""
+    text = (cs336_dir / "corpus.en").read_text(encoding="utf-8")
+    german = (cs336_dir / "german.txt").read_text(encoding="utf-8")
+    documents = [text, text.replace("\n", "\r\n"), german * 20] * 10
+    path = tmp_path / "large.txt"
+    path.write_text(EOT.join(documents), encoding="utf-8", newline="")
+    full = path.read_bytes().decode("utf-8")
+    expected = gpt2_tiktoken.encode(full, allowed_special="all")
+    assert gpt2_tokenizer.encode(full) == expected
+    chunks = list(gpt2_tokenizer.iter_encode_file(path, workers=2, chunk_bytes=1 << 16))
+    assert len(chunks) > 30 and [int(i) for chunk in chunks for i in chunk] == expected
+    with open(path, encoding="utf-8", newline="") as handle:
+        assert list(gpt2_tokenizer.encode_iterable(handle)) == expected
