@@ -323,6 +323,6 @@ def test_large_file_all_encoders_agree(cs336_dir, gpt2_tokenizer, gpt2_tiktoken,
     expected = gpt2_tiktoken.encode(full, allowed_special="all")
     assert gpt2_tokenizer.encode(full) == expected
     chunks = list(gpt2_tokenizer.iter_encode_file(path, workers=2, chunk_bytes=1 << 16))
-    assert len(chunks) > 30 and [int(i) for chunk in chunks for i in chunk] == expected
+    assert len(chunks) > 15 and [int(i) for chunk in chunks for i in chunk] == expected
     with open(path, encoding="utf-8", newline="") as handle:
         assert list(gpt2_tokenizer.encode_iterable(handle)) == expected
