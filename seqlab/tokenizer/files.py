@@ -90,6 +90,13 @@ def read_merges_txt(path: str | os.PathLike) -> list[tuple[bytes, bytes]]:
     return merges
 
 
+def make_readable(path: str | os.PathLike) -> None:
+    """Give a temporary file (created 0600) the permissions a normal ``open`` would: 0666 - umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
     path = Path(path)
@@ -97,6 +104,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     try:
         with handle:
             handle.write(text)
+        make_readable(handle.name)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)

@@ -7,6 +7,8 @@ import struct
 import tempfile
 from pathlib import Path
 
+from seqlab.tokenizer.files import make_readable
+
 _HEADER_BYTES = 128  # fixed, so the final header (with the real length) overwrites the placeholder
 
 
@@ -46,6 +48,7 @@ class NpyStreamWriter:
                 self._file.write(_header(self.dtype.str, self.length))
             self._file.close()
             if exc_type is None:
+                make_readable(self._file.name)
                 os.replace(self._file.name, self.path)
         finally:
             if exc_type is not None or not self.path.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 
 import pytest
@@ -140,6 +141,10 @@ def test_trained_matches_references_on_generated_unicode(trained, trained_refere
 def test_save_load_round_trip(trained, tmp_path):
     tokenizer, directory = trained
     assert sorted(p.name for p in directory.iterdir()) == ["merges.txt", "special_tokens.json", "vocab.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    # temp files are created 0600; the saved files get what a plain open() would give
+    assert all(p.stat().st_mode & 0o777 == 0o666 & ~umask for p in directory.iterdir())
     loaded = Tokenizer.load(directory)
     assert loaded.vocab == tokenizer.vocab and loaded.merges == tokenizer.merges
     assert loaded.special_tokens == [EOT] and loaded.eot_id == 0 and loaded.vocab_size == 1000
