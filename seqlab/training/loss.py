@@ -5,20 +5,36 @@ from __future__ import annotations
 import torch
 
 
+# rows of logits handled at a time hold about this many values (~4 MB of float32), so the
+# temporaries of each block stay in the CPU cache instead of streaming a (N, vocab) copy to memory
+CHUNK_VALUES = 1 << 20
+
+
+def _row_blocks(num_rows: int, vocab: int):
+    step = max(1, CHUNK_VALUES // max(1, vocab))
+    for start in range(0, num_rows, step):
+        yield slice(start, start + step)
+
+
 class _CrossEntropyFunction(torch.autograd.Function):
     """mean_i [logsumexp(logits_i) - logits_i[target_i]] over rows of a (N, V) matrix.
 
-    Saves only the logits and the per-row log-sum-exp; the backward forms softmax - onehot in one
-    pass instead of keeping a (N, V) log-softmax tensor alive.
+    Saves only the logits and the per-row log-sum-exp; the backward forms (softmax - onehot) / N
+    block by block, so no (N, V) log-softmax tensor is kept alive and each block's temporaries
+    stay in cache.
     """
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         compute = torch.promote_types(logits.dtype, torch.float32)
-        row_max = logits.amax(-1, keepdim=True).to(compute)  # (N, 1)
-        # subtracting the max keeps exp() <= 1: no overflow for huge logits
-        sum_exp = (logits.to(compute) - row_max).exp_().sum(-1, keepdim=True)
-        log_sum_exp = row_max + sum_exp.log()  # (N, 1)
+        num_rows, vocab = logits.shape
+        log_sum_exp = torch.empty(num_rows, 1, dtype=compute, device=logits.device)
+        for rows in _row_blocks(num_rows, vocab):
+            block = logits[rows].to(compute)
+            row_max = block.amax(-1, keepdim=True)
+            # subtracting the max keeps exp() <= 1: no overflow for huge logits
+            sum_exp = (block - row_max).exp_().sum(-1, keepdim=True)
+            log_sum_exp[rows] = row_max + sum_exp.log()
         target_logits = logits.gather(-1, targets[:, None]).to(compute)
         ctx.save_for_backward(logits, targets, log_sum_exp)
         # the loss stays in (at least) float32 even for bfloat16 logits
@@ -27,12 +43,15 @@ class _CrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
         logits, targets, log_sum_exp = ctx.saved_tensors
-        num_rows = logits.shape[0]
+        num_rows, vocab = logits.shape
+        scale = grad_out / num_rows
+        grad = torch.empty_like(logits)
         # d loss / d logits = (softmax - onehot(target)) / N
-        grad = (logits.to(log_sum_exp.dtype) - log_sum_exp).exp_()
-        grad.scatter_add_(-1, targets[:, None], torch.full_like(log_sum_exp, -1.0))
-        grad.mul_(grad_out / num_rows)
-        return grad.to(logits.dtype), None
+        for rows in _row_blocks(num_rows, vocab):
+            block = (logits[rows].to(log_sum_exp.dtype) - log_sum_exp[rows]).exp_().mul_(scale)
+            grad[rows] = block
+        grad.scatter_add_(-1, targets[:, None], (-scale).expand(num_rows, 1).to(grad.dtype))
+        return grad, None
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -39,3 +39,19 @@ def test_errors_name_the_problem():
         cross_entropy(torch.randn(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"target id 5 at index \(1,\)"):
         cross_entropy(torch.randn(2, 5), torch.tensor([0, 5]))
+
+
+def test_blocked_computation_matches_functional(monkeypatch):
+    import seqlab.training.loss as loss_module
+
+    monkeypatch.setattr(loss_module, "CHUNK_VALUES", 20)  # 2 rows of 9 logits per block, 7 blocks
+    torch.manual_seed(2)
+    logits = torch.randn(13, 9, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, 9, (13,))
+    loss = cross_entropy(logits, targets)
+    (grad,) = torch.autograd.grad(loss * 3.0, logits)
+    oracle = logits.detach().clone().requires_grad_()
+    ref = F.cross_entropy(oracle, targets)
+    (ref_grad,) = torch.autograd.grad(ref * 3.0, oracle)
+    torch.testing.assert_close(loss, ref)
+    torch.testing.assert_close(grad, ref_grad)
