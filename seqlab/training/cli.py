@@ -6,6 +6,7 @@ Only the standard library is imported here; torch/numpy load inside the handlers
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -153,9 +154,19 @@ def _register_demo(subparsers) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    if not args.minutes > 0:
+        print(f"error: --minutes must be > 0, got {args.minutes:g}", file=sys.stderr)
+        return 2
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        print(f"error: --out {args.out} exists and is not a directory", file=sys.stderr)
+        return 2
     from seqlab.training.demo import run_demo
 
-    report = run_demo(args.out, minutes=args.minutes, fast=args.fast, seed=args.seed,
-                      progress=not args.no_progress)
+    try:
+        report = run_demo(args.out, minutes=args.minutes, fast=args.fast, seed=args.seed,
+                          progress=not args.no_progress)
+    except (ValueError, OSError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     print(f"report: {report}")
     return 0

@@ -25,3 +25,13 @@ def test_demo_fast_writes_a_report(tmp_path, capsys):
     for name in ("corpus/stories_train.txt", "data/train.npy", "data/tokenizer/vocab.json",
                  "run/checkpoints/latest.pt", "run/tokenizer/merges.txt", "run/config.json"):
         assert (out / name).is_file(), name
+
+
+def test_demo_bad_arguments_are_clear_errors(tmp_path, capsys):
+    assert main(["demo", "--minutes", "0", "--out", str(tmp_path / "d")]) == 2
+    assert "--minutes must be > 0" in capsys.readouterr().err
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    assert main(["demo", "--fast", "--out", str(not_a_dir), "--no-progress"]) == 2
+    assert f"--out {not_a_dir} exists and is not a directory" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
