@@ -9,13 +9,12 @@ and defaults to the lesson's worked example (``DEFAULTS``), so ``POST
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any, Callable
 
 import numpy as np
 
 from seqlab.explorer.validation import Payload, RequestError
+from seqlab.labs.results import to_json
 
 # Small limits keep every request fast (well under a second on a laptop).
 MAX_SEQUENCE = 16  # recurrence inputs, time steps
@@ -64,20 +63,12 @@ def widget_defaults() -> dict[str, dict[str, Any]]:
 
 
 def to_jsonable(value: Any) -> Any:
-    """NumPy arrays/scalars, tuples and dataclasses -> plain JSON types."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return to_jsonable(value.item())
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        raise RequestError("the result is not finite (it overflowed); try smaller inputs")
-    return value
+    """A widget's result as plain JSON types (``seqlab.labs.results.to_json``); a result that
+    overflowed to NaN/infinity is the client's problem to fix (smaller inputs), so a RequestError."""
+    try:
+        return to_json(value, allow_nan=False)
+    except ValueError:
+        raise RequestError("the result is not finite (it overflowed); try smaller inputs") from None
 
 
 # --- widgets --------------------------------------------------------------------------------

@@ -126,6 +126,13 @@ def test_internal_errors_are_500_without_a_traceback(client, monkeypatch, capsys
     assert "secret detail" in capsys.readouterr().err  # kept in the server's log instead
 
 
+def test_a_result_that_overflowed_is_400_not_invalid_json(client, monkeypatch):
+    monkeypatch.setattr(seqlab.labs.lstm, "lstm_gate_step", lambda *args: {"c": float("inf")})
+    status, data = client.post("lstm", {})
+    assert status == 400
+    assert data == {"error": "the result is not finite (it overflowed); try smaller inputs"}
+
+
 @pytest.mark.parametrize(
     "path",
     ["/static/../../pyproject.toml", "/static/%2e%2e/%2e%2e/pyproject.toml", "/../seqlab/cli.py",
