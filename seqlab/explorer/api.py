@@ -310,14 +310,11 @@ def bpe(p: Payload) -> dict:
     return {"steps": merge_trace(word_counts, num_merges)}
 
 
-DEPENDENCY_KINDS = ("rnn", "birnn", "causal_self_attention", "self_attention", "cross_attention")
-
-
 def dependency(p: Payload) -> dict:
-    from seqlab.labs.dependency import dependency_map
+    from seqlab.labs.dependency import KINDS, dependency_map
 
     d = DEFAULTS["dependency"]
-    kind = p.choice("kind", d["kind"], DEPENDENCY_KINDS)
+    kind = p.choice("kind", d["kind"], KINDS)
     num_tokens = p.integer("num_tokens", d["num_tokens"], 2, 6)
     seed = p.integer("seed", d["seed"], 0, 10_000)
     p.finish()
