@@ -33,17 +33,6 @@ def window_starts(num_tokens: int, context_length: int) -> list[tuple[int, int]]
             for start in range(0, predicted, context_length)]
 
 
-def _check_ids(chunk, start: int, vocab_size: int, name: str) -> None:
-    """Raise naming the first id outside [0, vocab_size) in ``chunk`` (which starts at ``start``)."""
-    import numpy as np
-
-    bad = np.flatnonzero((chunk < 0) | (chunk >= vocab_size))
-    if bad.size:
-        position = start + int(bad[0])
-        raise ValueError(f"{name}: token id {int(chunk[bad[0]])} at position {position} is outside "
-                         f"the model's vocabulary [0, {vocab_size})")
-
-
 def evaluate(model, data, batch_size: int = 32, context_length: int | None = None,
              progress: bool = False, name: str = "data") -> EvalResult:
     """Mean per-token loss and perplexity of ``model`` over all of ``data`` (1-D integer array).
@@ -56,8 +45,9 @@ def evaluate(model, data, batch_size: int = 32, context_length: int | None = Non
     from tqdm import tqdm
 
     from seqlab.training import cross_entropy
+    from seqlab.training.data import check_token_ids
 
-    data = np.asarray(data) if not isinstance(data, np.ndarray) else data
+    data = np.asarray(data)  # a memmap stays on disk (a view, no copy)
     if data.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D array of token ids, got shape {data.shape}")
     if not np.issubdtype(data.dtype, np.integer):
@@ -69,7 +59,7 @@ def evaluate(model, data, batch_size: int = 32, context_length: int | None = Non
         raise ValueError(f"context_length must be in [1, {model.config.context_length}], got {n}")
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    vocab = model.config.vocab_size
+    check_token_ids(data, model.config.vocab_size, name)
     device = next(model.parameters()).device
 
     windows = window_starts(len(data), n)
@@ -85,11 +75,7 @@ def evaluate(model, data, batch_size: int = 32, context_length: int | None = Non
         with torch.no_grad():
             for batch in tqdm(batches, desc=f"eval {name}", unit="batch", disable=not progress):
                 length = batch[0][1]
-                rows = []
-                for start, _ in batch:
-                    chunk = np.asarray(data[start:start + length + 1])
-                    _check_ids(chunk, start, vocab, name)
-                    rows.append(chunk.astype(np.int64))
+                rows = [np.asarray(data[start:start + length + 1], dtype=np.int64) for start, _ in batch]
                 tokens = torch.from_numpy(np.stack(rows)).to(device)
                 logits = model(tokens[:, :-1])
                 loss = cross_entropy(logits.float(), tokens[:, 1:])  # mean over this batch
@@ -100,20 +86,6 @@ def evaluate(model, data, batch_size: int = 32, context_length: int | None = Non
         model.train(was_training)
     mean = total_loss / total_tokens
     return EvalResult(loss=mean, perplexity=math.exp(mean), tokens=total_tokens, windows=len(windows))
-
-
-def load_tokens(path: str):
-    """A 1-D integer array from a .npy file, memory-mapped (not read into RAM)."""
-    import os
-
-    import numpy as np
-
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"data file {path} does not exist")
-    try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as exc:
-        raise ValueError(f"{path}: not a .npy array of token ids ({exc})") from exc
 
 
 def register(subparsers: Any) -> None:
@@ -134,10 +106,11 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from seqlab.generate import load_model
+    from seqlab.training.data import open_tokens
 
     try:
         model, _, _ = load_model(args)
-        data = load_tokens(args.data)
+        data = open_tokens(args.data)
         result = evaluate(model, data, args.batch_size, args.context_length, progress=True,
                           name=args.data)
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as exc:

@@ -63,3 +63,21 @@ def test_story_corpus_is_seeded_and_consistent():
         hero = story.split(" named ")[1].split(".")[0]
         assert story.count(hero) >= 5  # the story keeps talking about its hero
         assert END_OF_TEXT not in story
+
+
+def test_token_files_that_are_not_token_ids_are_named(tmp_path):
+    from seqlab.training.data import open_tokens
+
+    text = tmp_path / "valid.txt"
+    text.write_text("once upon a time")
+    with pytest.raises(ValueError, match=r"valid\.txt: expected token ids in a \.npy file"):
+        open_tokens(text)
+    fake = tmp_path / "fake.npy"
+    fake.write_text("once upon a time")
+    with pytest.raises(ValueError, match=r"fake\.npy: not a \.npy array of token ids"):
+        open_tokens(fake)
+    np.save(tmp_path / "floats.npy", np.zeros(4))
+    with pytest.raises(ValueError, match="must be integers"):
+        open_tokens(tmp_path / "floats.npy")
+    np.arange(5, dtype=np.uint16).tofile(tmp_path / "raw.bin")  # raw uint16 is accepted
+    assert open_tokens(tmp_path / "raw.bin").tolist() == [0, 1, 2, 3, 4]
