@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 BYTES_PER_FLOAT32 = 4
@@ -233,7 +233,6 @@ class ReportOptions:
     train_batch_size: int = DEFAULT_TRAIN_BATCH
     mfu: float = DEFAULT_MFU
     peak_flops: float = DEFAULT_PEAK_FLOPS
-    extra: dict = field(default_factory=dict)
 
 
 def account(config: Any, options: ReportOptions | None = None) -> dict[str, Any]:
@@ -255,7 +254,7 @@ def account(config: Any, options: ReportOptions | None = None) -> dict[str, Any]
         "forward_flops": flops["total"],
         "forward_flops_by_component": flops,
         "forward_flops_proportions": {k: flops[k] / flops["total"] for k in FLOP_COMPONENTS},
-        "training_step_flops": 3 * flops["total"],
+        "training_step_flops": training_step_flops(s, n, o.batch_size),
         "adamw_step_flops": adamw_step_flops(s),
         "memory_bytes": memory,
         "memory_gb": o.memory_gb,
