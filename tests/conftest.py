@@ -16,3 +16,16 @@ def cs336_dir() -> Path:
     if not CS336_DIR.is_dir():
         pytest.skip(f"fixture folder {CS336_DIR} is absent (it ships only beside the project checkout)")
     return CS336_DIR
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads, and on a busy 2-core machine OpenMP threads spin
+    against other processes: a module that asks for this (``pytestmark =
+    pytest.mark.usefixtures("one_thread")``) runs single-threaded; the setting is restored after."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)

@@ -9,15 +9,7 @@ from seqlab.generate import (
 )
 from seqlab.model import TransformerLM
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from threads, and on a busy 2-core machine OpenMP threads spin
-    against other processes; run this module single-threaded and restore the setting after."""
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
-
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 ABLATIONS = {
     "default": {},
