@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 from pathlib import Path
 
+from seqlab.atomic import atomic_path
 from seqlab.explorer.server import start_in_thread
 
 CHROMIUM = "/usr/bin/chromium"
@@ -47,9 +47,8 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
         server.server_close()
     image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    image.save(tmp, format="PNG", optimize=True)
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        image.save(tmp, format="PNG", optimize=True)
     return out.stat().st_size
 
 

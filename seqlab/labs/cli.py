@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
+
+from seqlab.atomic import atomic_path
 
 LAB_NAMES = ("recurrence", "clipping", "mlp", "conv", "rnn", "lstm", "gru", "stacked", "attention", "char_lm")
 
@@ -71,24 +72,10 @@ def format_report(run, tolerance: float) -> str:
     return "\n".join(lines)
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Call write(tmp_path) on a temporary file beside `path`, then rename it into place, so a reader
-    never sees a half-written file. (A plain open, unlike mkstemp, keeps the usual umask permissions.)"""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write_json(results: dict, path: Path) -> None:
-    def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1, allow_nan=False)
-            f.write("\n")
-    _atomic_write(path, write)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1, allow_nan=False)
+        f.write("\n")
 
 
 def plot_loss_curves(curves: dict[str, list[float]], path: Path) -> None:
@@ -106,7 +93,8 @@ def plot_loss_curves(curves: dict[str, list[float]], path: Path) -> None:
         ax.set_ylabel("mean cross-entropy")
         ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
     plt.close(fig)
 
 

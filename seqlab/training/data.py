@@ -11,12 +11,13 @@ A prepared data directory holds::
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from seqlab.atomic import atomic_path
 
 DEFAULT_SPECIAL_TOKENS = ("<|endoftext|>",)
 # Scan ids for validation in chunks so a multi-GB memmap is never loaded whole.
@@ -35,10 +36,8 @@ def save_tokens(ids: np.ndarray, path: str | Path, vocab_size: int) -> Path:
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(f"{path}: token ids must lie in [0, {vocab_size}), got range "
                          f"[{int(ids.min())}, {int(ids.max())}]")
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("wb") as fh:
+    with atomic_path(path) as tmp, tmp.open("wb") as fh:
         np.save(fh, ids.astype(dtype, copy=False))
-    os.replace(tmp, path)
     return path
 
 

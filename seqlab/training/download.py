@@ -8,10 +8,11 @@ final name only when complete. Without a network the error says how to use local
 from __future__ import annotations
 
 import os
-import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from seqlab.atomic import link_or_copy
 
 TINYSTORIES_BASE_URL = "https://huggingface.co/datasets/roneneldan/TinyStories/resolve/main"
 TINYSTORIES_FILES = {
@@ -113,11 +114,5 @@ def link_local_files(inputs: list[str], out_dir: str | Path) -> dict[str, Path]:
         if dest.exists() and dest.samefile(source):
             paths[split] = dest
             continue
-        tmp = dest.with_name(f".{dest.name}.tmp{os.getpid()}")
-        try:
-            os.link(source, tmp)
-        except OSError:
-            shutil.copyfile(source, tmp)
-        os.replace(tmp, dest)
-        paths[split] = dest
+        paths[split] = link_or_copy(source, dest)
     return paths

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
+
+from seqlab.atomic import atomic_path
 
 
 def plot_loss_curve(records: list[dict[str, Any]], path: str | Path, *, title: str | None = None) -> Path:
@@ -33,7 +34,6 @@ def plot_loss_curve(records: list[dict[str, Any]], path: str | Path, *, title: s
     by_step.legend()
     if title:
         fig.suptitle(title)
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
-    fig.savefig(tmp, dpi=100)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     return path

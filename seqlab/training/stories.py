@@ -10,9 +10,10 @@ the same text.
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
+
+from seqlab.atomic import atomic_path
 
 END_OF_TEXT = "<|endoftext|>"
 
@@ -135,12 +136,10 @@ def write_corpus(path: str | Path, num_stories: int, seed: int = 0) -> Path:
     """Write ``num_stories`` stories separated by ``<|endoftext|>`` lines (atomically)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as fh:
         for text in generate_stories(num_stories, seed):
             fh.write(text)
             fh.write(f"\n{END_OF_TEXT}\n")
-    os.replace(tmp, path)
     return path
 
 

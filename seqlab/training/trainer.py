@@ -35,6 +35,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from seqlab.atomic import atomic_path, link_or_copy
 from seqlab.training.batching import get_batch
 from seqlab.training.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from seqlab.training.clipping import clip_grad_norm
@@ -404,13 +405,7 @@ class Trainer:
             extra["grad_scaler"] = self.scaler.state_dict()
         path = self.ckpt_dir / f"step_{step:07d}.pt"
         save_checkpoint(self.raw_model, self.optimizer, step, path, extra=extra)
-        latest = self.ckpt_dir / "latest.pt"
-        tmp = self.ckpt_dir / f".latest.pt.tmp{os.getpid()}"
-        try:
-            os.link(path, tmp)  # same bytes, no second write
-        except OSError:
-            shutil.copyfile(path, tmp)
-        os.replace(tmp, latest)
+        latest = link_or_copy(path, self.ckpt_dir / "latest.pt")  # same bytes, no second write
         self.last_checkpoint = (step, latest)
         return latest
 
@@ -435,11 +430,10 @@ class Trainer:
         source = Path(self.config.data_dir) / "tokenizer"
         target = self.run_dir / "tokenizer"
         if source.is_dir() and not (target.exists() and self.config.resume):
-            tmp = self.run_dir / f".tokenizer.tmp{os.getpid()}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(source, tmp)
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(tmp, target)
+            with atomic_path(target) as tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.copytree(source, tmp)
+                shutil.rmtree(target, ignore_errors=True)  # os.replace cannot replace a folder
 
     def _loop(self) -> TrainResult:
         from tqdm import tqdm
