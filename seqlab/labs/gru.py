@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seqlab.labs.lstm import sigmoid
+from seqlab.labs.lstm import init_gate_maps, sigmoid
+from seqlab.labs.rnn import check_sequence
 
 GRU_PARAMS = ("Wx", "Wh", "bx", "bh")
 
@@ -60,13 +61,7 @@ def gru_gate_step(h_prev, z, candidate, z_keeps_old: bool = True):
 
 def init_gru_params(input_size: int, hidden_size: int, rng: np.random.Generator,
                     scale: float = 0.5) -> dict[str, np.ndarray]:
-    H = hidden_size
-    return {
-        "Wx": rng.normal(0.0, scale / np.sqrt(input_size), (3 * H, input_size)),
-        "Wh": rng.normal(0.0, scale / np.sqrt(H), (3 * H, H)),
-        "bx": rng.normal(0.0, 0.1, 3 * H),
-        "bh": rng.normal(0.0, 0.1, 3 * H),
-    }
+    return init_gate_maps(3, input_size, hidden_size, rng, scale)
 
 
 def gru_parameter_count(input_size: int, hidden_size: int) -> int:
@@ -127,14 +122,7 @@ def gru_cell_backward(params, cache, dh, grads, convention="paper"):
 
 
 def _initial_state(params, xs, h0):
-    H, D = params["Wh"].shape[1], params["Wx"].shape[1]
-    xs = np.asarray(xs, dtype=np.float64)
-    if xs.ndim != 2 or xs.shape[1] != D:
-        raise ValueError(f"gru: xs must have shape (T, {D}), got {xs.shape}")
-    h0 = np.zeros(H) if h0 is None else np.asarray(h0, dtype=np.float64)
-    if h0.shape != (H,):
-        raise ValueError(f"gru: h0 must have shape ({H},), got {h0.shape}")
-    return xs, h0
+    return check_sequence("gru", xs, params["Wx"].shape[1], params["Wh"].shape[1], h0=h0)
 
 
 def gru_forward(params, xs, h0=None, convention="paper") -> dict:

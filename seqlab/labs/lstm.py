@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from seqlab.labs.rnn import check_sequence
+
 LSTM_PARAMS = ("Wx", "Wh", "bx", "bh")
 
 
@@ -33,15 +35,22 @@ def lstm_gate_step(c_prev, f, i, g, o) -> dict[str, float]:
     return {"c": as_float(c), "h": as_float(h), "retained": as_float(retained), "written": as_float(written)}
 
 
+def init_gate_maps(num_maps: int, input_size: int, hidden_size: int, rng: np.random.Generator,
+                   scale: float = 0.5) -> dict[str, np.ndarray]:
+    """`num_maps` affine maps stacked row-wise (4 for the LSTM, 3 for the GRU): Wx (num_maps H, D),
+    Wh (num_maps H, H), bx and bh (num_maps H,); Gaussian weights of std scale / sqrt(fan_in)."""
+    rows = num_maps * hidden_size
+    return {
+        "Wx": rng.normal(0.0, scale / np.sqrt(input_size), (rows, input_size)),
+        "Wh": rng.normal(0.0, scale / np.sqrt(hidden_size), (rows, hidden_size)),
+        "bx": rng.normal(0.0, 0.1, rows),
+        "bh": rng.normal(0.0, 0.1, rows),
+    }
+
+
 def init_lstm_params(input_size: int, hidden_size: int, rng: np.random.Generator,
                      scale: float = 0.5) -> dict[str, np.ndarray]:
-    H = hidden_size
-    return {
-        "Wx": rng.normal(0.0, scale / np.sqrt(input_size), (4 * H, input_size)),
-        "Wh": rng.normal(0.0, scale / np.sqrt(H), (4 * H, H)),
-        "bx": rng.normal(0.0, 0.1, 4 * H),
-        "bh": rng.normal(0.0, 0.1, 4 * H),
-    }
+    return init_gate_maps(4, input_size, hidden_size, rng, scale)
 
 
 def lstm_parameter_count(input_size: int, hidden_size: int) -> int:
@@ -80,15 +89,7 @@ def lstm_cell_backward(params, cache, dh, dc, grads) -> tuple[np.ndarray, np.nda
 
 
 def _initial_states(params, xs, h0, c0):
-    H, D = params["Wh"].shape[1], params["Wx"].shape[1]
-    xs = np.asarray(xs, dtype=np.float64)
-    if xs.ndim != 2 or xs.shape[1] != D:
-        raise ValueError(f"lstm: xs must have shape (T, {D}), got {xs.shape}")
-    h0 = np.zeros(H) if h0 is None else np.asarray(h0, dtype=np.float64)
-    c0 = np.zeros(H) if c0 is None else np.asarray(c0, dtype=np.float64)
-    if h0.shape != (H,) or c0.shape != (H,):
-        raise ValueError(f"lstm: h0 and c0 must have shape ({H},), got {h0.shape} and {c0.shape}")
-    return xs, h0, c0
+    return check_sequence("lstm", xs, params["Wx"].shape[1], params["Wh"].shape[1], h0=h0, c0=c0)
 
 
 def lstm_forward(params, xs, h0=None, c0=None) -> dict:

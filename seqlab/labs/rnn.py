@@ -33,15 +33,27 @@ def init_rnn_params(input_size: int, hidden_size: int, output_size: int | None,
     return params
 
 
-def _check_sequence(params, xs, h0):
+def check_sequence(model: str, xs, input_size: int, hidden_size: int, **initial_states) -> tuple:
+    """Inputs and initial states of a recurrent layer, as float64, with errors naming the shape.
+
+    xs: (T, input_size). Each initial state (h0=..., c0=...) is (hidden_size,), or None for zeros.
+    Returns (xs, *states) in the order given. Shared by the RNN, LSTM and GRU labs.
+    """
     xs = np.asarray(xs, dtype=np.float64)
+    if xs.ndim != 2 or xs.shape[1] != input_size:
+        raise ValueError(f"{model}: xs must have shape (T, {input_size}), got {xs.shape}")
+    states = []
+    for name, state in initial_states.items():
+        state = np.zeros(hidden_size) if state is None else np.asarray(state, dtype=np.float64)
+        if state.shape != (hidden_size,):
+            raise ValueError(f"{model}: {name} must have shape ({hidden_size},), got {state.shape}")
+        states.append(state)
+    return (xs, *states)
+
+
+def _check_sequence(params, xs, h0):
     hidden, inputs = params["Wx"].shape
-    if xs.ndim != 2 or xs.shape[1] != inputs:
-        raise ValueError(f"rnn: xs must have shape (T, {inputs}), got {xs.shape}")
-    h0 = np.zeros(hidden) if h0 is None else np.asarray(h0, dtype=np.float64)
-    if h0.shape != (hidden,):
-        raise ValueError(f"rnn: h0 must have shape ({hidden},), got {h0.shape}")
-    return xs, h0
+    return check_sequence("rnn", xs, inputs, hidden, h0=h0)
 
 
 def rnn_step(params, x: np.ndarray, h_prev: np.ndarray) -> np.ndarray:

@@ -47,3 +47,16 @@ def test_rnn_shape_errors_name_the_shape():
         rnn.rnn_forward(params, np.zeros((5, 3)), np.zeros(3))
     with pytest.raises(ValueError, match="targets shape"):
         rnn.softmax_cross_entropy(np.zeros((3, 2)), np.zeros(2, dtype=int))
+
+
+def test_lstm_and_gru_shape_errors_name_the_state():
+    from seqlab.labs import gru, lstm
+
+    rng = np.random.default_rng(0)
+    lstm_params, gru_params = lstm.init_lstm_params(3, 4, rng), gru.init_gru_params(3, 4, rng)
+    with pytest.raises(ValueError, match=r"lstm: xs must have shape \(T, 3\), got \(5, 2\)"):
+        lstm.lstm_forward(lstm_params, np.zeros((5, 2)))
+    with pytest.raises(ValueError, match=r"lstm: c0 must have shape \(4,\), got \(2,\)"):
+        lstm.lstm_forward(lstm_params, np.zeros((5, 3)), None, np.zeros(2))
+    with pytest.raises(ValueError, match=r"gru: h0 must have shape \(4,\), got \(5,\)"):
+        gru.gru_bptt(gru_params, np.zeros((5, 3)), np.zeros((5, 4)), np.zeros(5))
