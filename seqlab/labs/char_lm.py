@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from seqlab.labs.descent import gradient_descent
 from seqlab.labs.rnn import RNN_PARAMS, init_rnn_params, rnn_bptt, rnn_forward, softmax, softmax_cross_entropy
 
 VOCAB = ("h", "e", "l", "o")
@@ -123,14 +124,9 @@ def train_char_lm(steps: int = 600, lr: float = 0.5, seed: int = 7, reset_state:
     """Full-batch gradient descent on "hello". Deterministic for a given seed."""
     config = CharLMConfig(steps=steps, lr=lr, seed=seed, reset_state=reset_state)
     params = init_char_lm_params(config)
-    trace = []
-    for _ in range(config.steps):
-        loss, grads = loss_and_grads(params, reset_state=config.reset_state)
-        trace.append(loss)
-        for name in RNN_PARAMS:
-            params[name] -= config.lr * grads[name]
-    final_loss, _ = loss_and_grads(params, reset_state=config.reset_state)
-    trace.append(final_loss)
+    trace = gradient_descent(lambda p: loss_and_grads(p, reset_state=config.reset_state), params,
+                             config.steps, config.lr)
+    final_loss = trace[-1]
     return CharLMResult(
         loss_trace=trace,
         distributions=next_char_distributions(params, reset_state=reset_state).tolist(),

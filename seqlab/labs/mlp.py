@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from seqlab.labs.descent import gradient_descent
 from seqlab.labs.lstm import sigmoid
 from seqlab.labs.rnn import softmax_cross_entropy
 
 XOR_INPUTS = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
 XOR_TARGETS = np.array([0, 1, 1, 0])
-MLP_PARAMS = ("W1", "b1", "W2", "b2")
 
 
 def _activation(name: str):
@@ -107,12 +107,6 @@ def train_xor(config: XORConfig | None = None) -> XORResult:
     """Full-batch gradient descent on the 4 XOR points. Deterministic for a given seed."""
     config = config or XORConfig()
     params = init_mlp_params(config.hidden, np.random.default_rng(config.seed), config.output)
-    trace = []
-    for _ in range(config.steps):
-        loss, grads = mlp_loss_and_grads(params, activation=config.activation)
-        trace.append(loss)
-        for name in MLP_PARAMS:
-            params[name] -= config.lr * grads[name]
-    final_loss, _ = mlp_loss_and_grads(params, activation=config.activation)
-    trace.append(final_loss)
-    return XORResult(trace, final_loss, mlp_predict(params, activation=config.activation).tolist(), params, config)
+    trace = gradient_descent(lambda p: mlp_loss_and_grads(p, activation=config.activation), params,
+                             config.steps, config.lr)
+    return XORResult(trace, trace[-1], mlp_predict(params, activation=config.activation).tolist(), params, config)
