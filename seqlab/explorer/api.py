@@ -211,21 +211,6 @@ def _attention_mask(num_queries: int, num_keys: int, causal: bool, reverse_mask:
     return mask
 
 
-def _future_leaks(queries, keys, values, mask) -> list[list[int]]:
-    """Measured, not assumed: for query row i and every later position j > i, nudge value j and
-    see whether output i moves. Any (i, j) that moves is information leaking from the future."""
-    from seqlab.labs.attention import attention
-
-    base = attention(queries, keys, values, mask)["output"]
-    leaks = []
-    for j in range(len(keys)):
-        nudged = values.copy()
-        nudged[j] += 1.0
-        moved = attention(queries, keys, nudged, mask)["output"]
-        leaks += [[i, j] for i in range(min(j, len(queries))) if not np.array_equal(moved[i], base[i])]
-    return leaks
-
-
 def _attention_inputs(p: Payload, d: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     queries = np.array(p.matrix("queries", d["queries"], (1, MAX_TOKENS), (1, MAX_DIM), -MAX_VALUE, MAX_VALUE))
     keys = np.array(p.matrix("keys", d["keys"], (1, MAX_TOKENS), (1, MAX_DIM), -MAX_VALUE, MAX_VALUE))
@@ -253,6 +238,8 @@ def _attention_result(queries, keys, values, mask) -> dict:
 
 
 def attention(p: Payload) -> dict:
+    from seqlab.labs.dependency import future_leaks
+
     d = DEFAULTS["attention"]
     queries, keys, values = _attention_inputs(p, d)
     causal = p.boolean("causal", d["causal"])
@@ -262,7 +249,7 @@ def attention(p: Payload) -> dict:
     p.finish()
     mask = _attention_mask(len(queries), len(keys), causal, reverse_mask, padding, valid_length)
     result = _attention_result(queries, keys, values, mask)
-    result["leak_check"] = {"checked": causal, "leaks": _future_leaks(queries, keys, values, mask) if causal else []}
+    result["leak_check"] = {"checked": causal, "leaks": future_leaks(queries, keys, values, mask) if causal else []}
     return result
 
 

@@ -12,6 +12,7 @@ model's receptive field over positions:
   source position; the map is rectangular: num_tokens targets x (num_tokens targets + num_tokens + 1 sources).
 
 Nothing is assumed: a future input that leaked through a buggy mask would show up as a dark cell.
+`future_leaks` measures the same thing for one attention call (the explorer's leak check).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from seqlab.labs.attention import causal_mask, init_multihead_params, multihead_attention
+from seqlab.labs.attention import attention, causal_mask, init_multihead_params, multihead_attention
 from seqlab.labs.rnn import init_rnn_params, rnn_hidden_forward
 from seqlab.labs.stacked import bidirectional_rnn_forward
 
@@ -89,3 +90,20 @@ def dependency_map(kind: str, num_tokens: int, seed: int = 0) -> DependencyMap:
         output_labels=[f"{outputs}{t + 1}" for t in range(base.shape[0])],
         input_labels=input_labels,
     )
+
+
+def future_leaks(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, mask=None) -> list[list[int]]:
+    """Pairs [i, j], j > i, where output i of `attention(queries, keys, values, mask)` moves when
+    value j is nudged: information leaking from the future. Measured, not read off the mask.
+
+    queries (n, d), keys (m, d), values (m, dv), mask as for `attention`. A correct causal mask
+    gives []; the transposed (wrong-way) mask gives every pair.
+    """
+    base = attention(queries, keys, values, mask)["output"]
+    leaks = []
+    for j in range(len(keys)):
+        nudged = np.array(values, dtype=np.float64)
+        nudged[j] += 1.0
+        moved = attention(queries, keys, nudged, mask)["output"]
+        leaks += [[i, j] for i in range(min(j, len(queries))) if not np.array_equal(moved[i], base[i])]
+    return leaks

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from seqlab.labs.attention import causal_mask
-from seqlab.labs.dependency import KINDS, dependency_map
+from seqlab.labs.dependency import KINDS, dependency_map, future_leaks
 
 
 @pytest.mark.parametrize("num_tokens", [2, 5])
@@ -46,3 +46,12 @@ def test_bad_arguments():
         dependency_map("lstm", 3)
     with pytest.raises(ValueError, match="num_tokens"):
         dependency_map("rnn", 0)
+
+
+def test_future_leaks_are_measured_through_the_attention_lab():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(4, 2)), rng.normal(size=(4, 2)), rng.normal(size=(4, 3))
+    assert future_leaks(q, k, v, causal_mask(4)) == []
+    every_future_pair = [[i, j] for j in range(4) for i in range(j)]
+    assert future_leaks(q, k, v, causal_mask(4).T) == every_future_pair
+    assert future_leaks(q, k, v) == every_future_pair  # no mask at all: an encoder sees the future
