@@ -28,6 +28,7 @@ def _check(x, w, b, spatial: int):
 
 
 def conv1d(x, w, b=None) -> np.ndarray:
+    """x (C_in, L), w (C_out, C_in, K), b (C_out,) or None -> (C_out, L - K + 1)."""
     x, w, b = _check(x, w, b, 1)
     K = w.shape[2]
     out = np.empty((w.shape[0], x.shape[1] - K + 1))
@@ -57,6 +58,7 @@ def filter_gradient_contributions_1d(x, dout, kernel_size: int) -> np.ndarray:
 
 
 def conv2d(x, w, b=None) -> np.ndarray:
+    """x (C_in, H, W), w (C_out, C_in, KH, KW), b (C_out,) or None -> (C_out, H - KH + 1, W - KW + 1)."""
     x, w, b = _check(x, w, b, 2)
     KH, KW = w.shape[2:]
     out = np.empty((w.shape[0], x.shape[1] - KH + 1, x.shape[2] - KW + 1))

@@ -18,6 +18,7 @@ LSTM_PARAMS = ("Wx", "Wh", "bx", "bh")
 
 
 def sigmoid(x):
+    """Element-wise logistic function; any shape."""
     return 1.0 / (1.0 + np.exp(-x))
 
 

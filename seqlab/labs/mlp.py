@@ -32,6 +32,7 @@ def _activation(name: str):
 
 
 def init_mlp_params(hidden: int, rng: np.random.Generator, output: str = "sigmoid") -> dict[str, np.ndarray]:
+    """W1 (H, 2), b1 (H,), W2 (O, H), b2 (O,) with O = 1 (sigmoid) or 2 (softmax) outputs."""
     outputs = {"sigmoid": 1, "softmax": 2}
     if output not in outputs:
         raise ValueError(f"mlp: unknown output {output!r}; use 'sigmoid' or 'softmax'")
@@ -71,6 +72,7 @@ def mlp_loss_and_grads(params, X=XOR_INPUTS, y=XOR_TARGETS, activation: str = "t
 
 
 def mlp_predict(params, X=XOR_INPUTS, activation: str = "tanh") -> np.ndarray:
+    """X (N, 2) -> (N,) predicted classes 0/1."""
     logits = mlp_forward(params, X, activation)["logits"]
     return (logits[:, 0] > 0).astype(int) if logits.shape[1] == 1 else logits.argmax(axis=1)
 

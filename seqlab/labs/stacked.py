@@ -15,6 +15,7 @@ from seqlab.labs.rnn import HIDDEN_PARAMS, init_rnn_params, rnn_hidden_backward,
 
 
 def init_stacked_params(input_size: int, hidden_size: int, num_layers: int, rng) -> list[dict]:
+    """One RNN layer's Wx, Wh, b per layer; layer 0 reads (T, input_size), the others (T, hidden_size)."""
     return [init_rnn_params(input_size if l == 0 else hidden_size, hidden_size, None, rng)
             for l in range(num_layers)]
 
