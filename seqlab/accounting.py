@@ -332,7 +332,7 @@ def load_config_file(path: str) -> dict[str, Any]:
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as exc:
-        raise ValueError(f"cannot read config file {path}: {exc}") from exc
+        raise ValueError(f"{path}: cannot read the config file ({exc.strerror or exc})") from exc
     try:
         if path.endswith(".toml"):
             import tomllib
@@ -374,8 +374,12 @@ def _run(args: argparse.Namespace) -> int:
     try:
         fields_ = dict(PRESETS[args.preset]) if args.preset else load_config_file(args.config)
         shape = as_model_config(fields_)
-        if args.batch_size <= 0 or (args.context_length is not None and args.context_length <= 0):
-            raise ValueError("--batch-size and --context-length must be positive")
+        positive = {"--batch-size": args.batch_size, "--context-length": args.context_length,
+                    "--steps": args.steps, "--train-batch-size": args.train_batch_size,
+                    "--memory-gb": args.memory_gb}
+        wrong = [f"{flag} {value:g}" for flag, value in positive.items() if value is not None and not value > 0]
+        if wrong:
+            raise ValueError(f"these must be positive: {', '.join(wrong)}")
         report = account(shape, ReportOptions(
             context_length=args.context_length, batch_size=args.batch_size,
             memory_gb=args.memory_gb, train_steps=args.steps,
