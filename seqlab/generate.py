@@ -232,7 +232,7 @@ def add_model_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", metavar="DIR", help="run directory (uses checkpoints/latest.pt)")
     source.add_argument("--checkpoint", metavar="PATH", help="a checkpoint file")
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps or auto (default cpu)")
 
 
 def load_model(args: argparse.Namespace):
@@ -240,6 +240,7 @@ def load_model(args: argparse.Namespace):
     import os
 
     from seqlab.training.checkpoint import load_model_from_checkpoint
+    from seqlab.training.trainer import resolve_device
 
     if args.run:
         path = os.path.join(args.run, "checkpoints", "latest.pt")
@@ -249,7 +250,7 @@ def load_model(args: argparse.Namespace):
         path = args.checkpoint
         if not os.path.isfile(path):
             raise FileNotFoundError(f"checkpoint {path} does not exist")
-    model, payload = load_model_from_checkpoint(path, device=args.device)
+    model, payload = load_model_from_checkpoint(path, device=resolve_device(args.device))
     model.eval()
     return model, payload, args.run
 

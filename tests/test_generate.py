@@ -234,6 +234,9 @@ def test_cli_generate_streams_the_decoded_continuation(tmp_path, capsys):
     assert "--tokenizer" in capsys.readouterr().err
     assert main(["generate", "--run", str(tmp_path / "nope")]) == 2
     assert "latest.pt" in capsys.readouterr().err
+    if not torch.cuda.is_available():  # an absent device is named, not an AssertionError traceback
+        assert main(["generate", "--run", str(run), "--device", "cuda"]) == 2
+        assert "device 'cuda' was asked for but CUDA is not available" in capsys.readouterr().err
 
 
 def test_cli_never_prints_half_a_character(tmp_path, capsys, monkeypatch):
