@@ -75,17 +75,21 @@ def test_scalar_recurrence_gradient_is_the_product_of_factors():
     np.testing.assert_allclose(g["h0"], np.prod(a * (1 - hs ** 2)), rtol=1e-14)
 
 
+def _torch_cell(cell_class, params, D, H):
+    """A float64 torch.nn.LSTMCell / GRUCell holding the lab's stacked maps (same gate order)."""
+    cell = cell_class(D, H).double()
+    with torch.no_grad():
+        for name, key in (("weight_ih", "Wx"), ("weight_hh", "Wh"), ("bias_ih", "bx"), ("bias_hh", "bh")):
+            getattr(cell, name).copy_(_t(params[key]))
+    return cell
+
+
 def test_lstm_matches_torch_lstm_cell_and_counts():
     rng = np.random.default_rng(1)
     D, H = 3, 5
     params = lstm.init_lstm_params(D, H, rng, scale=1.0)
     xs = rng.normal(size=(6, D))
-    cell = torch.nn.LSTMCell(D, H).double()
-    with torch.no_grad():
-        cell.weight_ih.copy_(_t(params["Wx"]))
-        cell.weight_hh.copy_(_t(params["Wh"]))
-        cell.bias_ih.copy_(_t(params["bx"]))
-        cell.bias_hh.copy_(_t(params["bh"]))
+    cell = _torch_cell(torch.nn.LSTMCell, params, D, H)
     out = lstm.lstm_forward(params, xs)
     h = c = torch.zeros(1, H, dtype=T64)
     for t, x in enumerate(_t(xs)):
@@ -96,23 +100,13 @@ def test_lstm_matches_torch_lstm_cell_and_counts():
     assert lstm.lstm_parameter_count(D, H) == torch_count == 4 * (H * D + H * H + 2 * H)
 
 
-def _torch_gru_cell(params, D, H):
-    cell = torch.nn.GRUCell(D, H).double()
-    with torch.no_grad():
-        cell.weight_ih.copy_(_t(params["Wx"]))
-        cell.weight_hh.copy_(_t(params["Wh"]))
-        cell.bias_ih.copy_(_t(params["bx"]))
-        cell.bias_hh.copy_(_t(params["bh"]))
-    return cell
-
-
 def test_pytorch_convention_gru_matches_torch_gru_cell():
     rng = np.random.default_rng(2)
     D, H = 3, 4
     params = gru.init_gru_params(D, H, rng, scale=1.0)
     params["bh"] += rng.normal(0, 0.5, 3 * H)    # a sizeable recurrent bias: it sits inside r * (.)
     xs = rng.normal(size=(6, D))
-    cell = _torch_gru_cell(params, D, H)
+    cell = _torch_cell(torch.nn.GRUCell, params, D, H)
     ours = gru.gru_forward(params, xs, convention="pytorch")["hs"]
     paper = gru.gru_forward(params, xs, convention="paper")["hs"]
     h = torch.zeros(1, H, dtype=T64)
