@@ -166,7 +166,12 @@ class TrainConfig:
     @classmethod
     def from_json(cls, path: str | Path) -> "TrainConfig":
         """Read a run directory's config.json (derived keys such as "model" are ignored)."""
-        data = json.loads(Path(path).read_text())
+        try:
+            data = json.loads(Path(path).read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object of config fields")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -99,3 +99,11 @@ def test_resume_reads_the_run_config_under_the_flags(tmp_path):
     TrainConfig(data_dir="d", out_dir=str(run), d_model=48, num_heads=3 * 2, lr=0.02).save_json(run / "config.json")
     cfg = _parse(["--out-dir", str(run), "--resume", "--lr", "0.01"])
     assert (cfg.data_dir, cfg.d_model, cfg.num_heads, cfg.lr, cfg.resume) == ("d", 48, 6, 0.01, True)
+
+
+def test_a_corrupt_run_config_is_named(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text('{"d_model": 32,\n oops}')
+    with pytest.raises(ValueError, match=r"config\.json, line 2: invalid JSON"):
+        _parse(["--out-dir", str(run), "--resume"])
