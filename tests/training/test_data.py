@@ -81,3 +81,12 @@ def test_token_files_that_are_not_token_ids_are_named(tmp_path):
         open_tokens(tmp_path / "floats.npy")
     np.arange(5, dtype=np.uint16).tofile(tmp_path / "raw.bin")  # raw uint16 is accepted
     assert open_tokens(tmp_path / "raw.bin").tolist() == [0, 1, 2, 3, 4]
+
+
+def test_a_corrupt_meta_json_is_named(tmp_path):
+    (tmp_path / "meta.json").write_text("{\n  vocab_size: 300}")
+    with pytest.raises(ValueError, match=r"meta\.json, line 2: invalid JSON"):
+        PreparedData.open(tmp_path)
+    (tmp_path / "meta.json").write_text('{"dtype": "uint16"}')
+    with pytest.raises(ValueError, match=r"meta\.json: expected a JSON object with an integer \"vocab_size\""):
+        PreparedData.open(tmp_path)
