@@ -119,3 +119,10 @@ def test_output_that_is_a_file_is_a_clear_error(tmp_path, capsys):
     target.write_text("not a directory")
     assert run_labs(["--only", "clipping", "--output", str(target)]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+def test_the_cli_knows_every_lab():
+    """--only's list is written out (the CLI imports no numpy at start-up); it must stay the registry's."""
+    from seqlab.labs.results import SECTIONS
+
+    assert labs_cli.LAB_NAMES == tuple(SECTIONS)
