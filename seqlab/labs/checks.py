@@ -190,12 +190,3 @@ GRADIENT_CHECKS: dict[str, Callable[[], dict[str, float]]] = {
     "char_lm_reset_state": lambda: check_char_lm(True),
 }
 
-
-def run_gradient_checks(names=None) -> dict[str, dict[str, float]]:
-    """name -> {parameter: max relative error} for the chosen checks (all by default)."""
-    names = list(GRADIENT_CHECKS) if names is None else list(names)
-    unknown = [n for n in names if n not in GRADIENT_CHECKS]
-    if unknown:
-        raise KeyError(f"unknown gradient checks {unknown}; known: {sorted(GRADIENT_CHECKS)}")
-    return {name: GRADIENT_CHECKS[name]() for name in names}
-
