@@ -189,4 +189,3 @@ GRADIENT_CHECKS: dict[str, Callable[[], dict[str, float]]] = {
     "char_lm": check_char_lm,
     "char_lm_reset_state": lambda: check_char_lm(True),
 }
-
