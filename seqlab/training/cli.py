@@ -103,8 +103,7 @@ def _register_train(subparsers) -> None:
         "train", help="train a Transformer LM on prepared data",
         description="Train (or --resume) a Transformer LM. Settings: defaults < --config TOML < flags "
                     "(with --resume, the run's config.json replaces the defaults). Several processes: "
-                    "torchrun --nproc_per_node N -m seqlab train ...",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                    "torchrun --nproc_per_node N -m seqlab train ...")
     add_config_arguments(train)
     train.set_defaults(func=_run_train)
 

@@ -243,7 +243,9 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         group = groups[f.metadata["section"]]
         flag = "--" + f.name.replace("_", "-")
         kind = _base_type(f)
-        help_text = f"{f.metadata['help']} (default: {f.default})"
+        help_text = f.metadata["help"]
+        if "default:" not in help_text and f.default not in (None, ""):  # a default of its own is said once
+            help_text += f" (default: {f.default})"
         if kind is bool:
             group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
                                default=argparse.SUPPRESS, help=help_text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import asdict
 
 import pytest
@@ -107,3 +108,15 @@ def test_a_corrupt_run_config_is_named(tmp_path):
     (run / "config.json").write_text('{"d_model": 32,\n oops}')
     with pytest.raises(ValueError, match=r"config\.json, line 2: invalid JSON"):
         _parse(["--out-dir", str(run), "--resume"])
+
+
+def test_train_help_states_each_default_once(capsys):
+    from seqlab.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # undo line wrapping
+    assert "--d-model D_MODEL model width (default: 128)" in text
+    assert "vocabulary size (default: from the data's meta.json)" in text
+    assert "(default: None)" not in text and "(default: )" not in text
+    assert not re.search(r"\(default: [^)]*\) \(default:", text)
