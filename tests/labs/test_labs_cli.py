@@ -126,3 +126,13 @@ def test_the_cli_knows_every_lab():
     from seqlab.labs.results import SECTIONS
 
     assert labs_cli.LAB_NAMES == tuple(SECTIONS)
+
+
+def test_a_nan_gradient_error_is_reported_as_a_failure():
+    from seqlab.labs.results import collect
+
+    run = collect("gru")
+    run.gradient_checks["gru_paper"]["Wx"] = float("nan")
+    report = labs_cli.format_report(run, 1e-7)
+    assert "FAIL  gradient check gru_paper" in report
+    assert "4 run, 1 failed" in report and "FAILED: gradient check gru_paper" in report
