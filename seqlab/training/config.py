@@ -279,6 +279,13 @@ def _optional_converter(kind: type):
     return convert
 
 
+def config_from_argv(argv: list[str]) -> TrainConfig:
+    """The TrainConfig that ``seqlab train ARGV...`` would run, e.g. ``["--d-model", "64", "--nope"]``."""
+    parser = argparse.ArgumentParser(prog="seqlab train")
+    add_config_arguments(parser)
+    return config_from_args(parser.parse_args(argv))
+
+
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """Resolve defaults < (with --resume: the run's config.json) < TOML file < flags."""
     values: dict[str, Any] = {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from dataclasses import asdict
@@ -10,24 +9,18 @@ from dataclasses import asdict
 import pytest
 
 from seqlab.model import ModelConfig
-from seqlab.training.config import TrainConfig, add_config_arguments, config_from_args, read_toml
-
-
-def _parse(argv: list[str]) -> TrainConfig:
-    parser = argparse.ArgumentParser()
-    add_config_arguments(parser)
-    return config_from_args(parser.parse_args(argv))
+from seqlab.training.config import TrainConfig, config_from_argv, read_toml
 
 
 def test_defaults_without_file_or_flags():
-    assert _parse([]) == TrainConfig()
+    assert config_from_argv([]) == TrainConfig()
 
 
 def test_toml_sections_and_flat_keys(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('data_dir = "data/x"\n[model]\nd_model = 64\nnum_heads = 2\nrope_theta = 500\n'
                     '[optimizer]\nlr = 1e-3\n[schedule]\nbatch_size = 8\ntoken_budget = 1_000_000\n')
-    cfg = _parse(["--config", str(path)])
+    cfg = config_from_argv(["--config", str(path)])
     assert (cfg.data_dir, cfg.d_model, cfg.num_heads, cfg.lr, cfg.batch_size) == ("data/x", 64, 2, 1e-3, 8)
     assert cfg.rope_theta == 500.0 and isinstance(cfg.rope_theta, float)  # an int where a float goes
     assert cfg.token_budget == 1_000_000
@@ -37,21 +30,21 @@ def test_toml_sections_and_flat_keys(tmp_path):
 def test_flags_win_over_toml(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[model]\nd_model = 64\nnum_layers = 3\n[system]\ncompile = true\n")
-    cfg = _parse(["--config", str(path), "--d-model", "96", "--no-compile", "--lr", "0.01"])
+    cfg = config_from_argv(["--config", str(path), "--d-model", "96", "--no-compile", "--lr", "0.01"])
     assert (cfg.d_model, cfg.num_layers, cfg.compile, cfg.lr) == (96, 3, False, 0.01)
 
 
 def test_ablation_flags_and_generic_fields():
-    cfg = _parse(["--no-rmsnorm", "--post-norm", "--nope", "--silu-ffn"])
+    cfg = config_from_argv(["--no-rmsnorm", "--post-norm", "--nope", "--silu-ffn"])
     assert (cfg.norm, cfg.norm_position, cfg.positional, cfg.ffn) == ("none", "post", "nope", "silu")
     model = cfg.model_config(vocab_size=300)
     assert isinstance(model, ModelConfig)
     assert model.d_ff == 4 * cfg.d_model  # SiLU FFN default width
-    assert _parse(["--norm", "none"]).norm == "none"
+    assert config_from_argv(["--norm", "none"]).norm == "none"
 
 
 def test_optional_fields_accept_none():
-    cfg = _parse(["--d-ff", "none", "--token-budget", "2e6"])
+    cfg = config_from_argv(["--d-ff", "none", "--token-budget", "2e6"])
     assert cfg.d_ff is None and cfg.token_budget == 2_000_000
 
 
@@ -68,7 +61,7 @@ def test_bad_toml_is_a_clear_error(tmp_path, text, message):
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(ValueError, match=message) as info:
-        _parse(["--config", str(path)])
+        config_from_argv(["--config", str(path)])
     if "TOML" in message or "unknown" in message or "expected" in message or "twice" in message:
         assert str(path) in str(info.value)
 
@@ -98,7 +91,7 @@ def test_saved_config_roundtrip_with_model_section(tmp_path):
 def test_resume_reads_the_run_config_under_the_flags(tmp_path):
     run = tmp_path / "run"
     TrainConfig(data_dir="d", out_dir=str(run), d_model=48, num_heads=3 * 2, lr=0.02).save_json(run / "config.json")
-    cfg = _parse(["--out-dir", str(run), "--resume", "--lr", "0.01"])
+    cfg = config_from_argv(["--out-dir", str(run), "--resume", "--lr", "0.01"])
     assert (cfg.data_dir, cfg.d_model, cfg.num_heads, cfg.lr, cfg.resume) == ("d", 48, 6, 0.01, True)
 
 
@@ -107,7 +100,7 @@ def test_a_corrupt_run_config_is_named(tmp_path):
     run.mkdir()
     (run / "config.json").write_text('{"d_model": 32,\n oops}')
     with pytest.raises(ValueError, match=r"config\.json, line 2: invalid JSON"):
-        _parse(["--out-dir", str(run), "--resume"])
+        config_from_argv(["--out-dir", str(run), "--resume"])
 
 
 def test_train_help_states_each_default_once(capsys):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from seqlab.training.checkpoint import load_model_from_checkpoint, read_checkpoint
-from seqlab.training.config import TrainConfig
+from seqlab.training.config import config_from_argv
 from seqlab.training.logging_utils import read_jsonl
 from seqlab.training.trainer import train
 
@@ -19,20 +19,6 @@ COMMON = ["--context-length", "16", "--d-model", "32", "--num-layers", "2", "--n
           "--max-steps", "4", "--warmup-steps", "1", "--lr", "0.01", "--eval-interval", "4",
           "--eval-batches", "2", "--checkpoint-interval", "4", "--log-interval", "1", "--threads", "1",
           "--no-progress"]
-
-
-def _flag_values(flags: list[str]) -> dict:
-    values, i = {}, 0
-    while i < len(flags):
-        name = flags[i][2:].replace("-", "_")
-        if name == "no_progress":
-            values["progress"] = False
-            i += 1
-            continue
-        values[name] = flags[i + 1]
-        i += 2
-    kinds = {"lr": float}
-    return {k: (v if k == "progress" else kinds.get(k, int)(v)) for k, v in values.items()}
 
 
 def _free_port() -> int:
@@ -67,8 +53,8 @@ def _launch_two_processes(byte_data, out_dir, *, torchrun: bool) -> list[subproc
                          ids=["torchrun-env", "torchrun"])
 def test_two_gloo_processes_match_one_process_with_the_combined_batch(byte_data, tmp_path, torchrun):
     # one process: 8 sequences per step; two processes x 2 micro-batches x 2 sequences = 8 per step
-    single = train(TrainConfig(data_dir=str(byte_data), out_dir=str(tmp_path / "single"), batch_size=8,
-                               **_flag_values(COMMON)))
+    single = train(config_from_argv(["--data-dir", str(byte_data), "--out-dir", str(tmp_path / "single"),
+                                     "--batch-size", "8", *COMMON]))
     runs = _launch_two_processes(byte_data, tmp_path / "ddp", torchrun=torchrun)
     for done in runs:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
