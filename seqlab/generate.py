@@ -111,11 +111,20 @@ def _left_pad(rows: list[list[int]], device):
     return ids.to(device), mask.to(device), positions.to(device)
 
 
-def _validate(model, prompts: list[list[int]], max_new_tokens: int, slide: int | None) -> int:
+def _validate(model, prompts: list[list[int]], max_new_tokens: int, slide: int | None,
+              temperature: float, top_p: float, top_k: int | None) -> int:
+    """Check every argument before any model work; prompt ids become ints in place. Returns `keep`,
+    the tokens re-prefilled when the window slides."""
     ctx = model.config.context_length
     vocab = model.config.vocab_size
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if top_k is not None and top_k <= 0:
+        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
     for i, row in enumerate(prompts):
         if not row:
             raise ValueError(f"prompt {i} is empty; give at least one token (e.g. <|endoftext|>)")
@@ -138,11 +147,7 @@ def _decode(model, prompts: list[list[int]], max_new_tokens: int, temperature: f
     """Yield (next_ids (batch,), finished (batch,) bool before this token) once per step."""
     import torch
 
-    keep = _validate(model, prompts, max_new_tokens, slide)
-    if top_k is not None and top_k <= 0:
-        raise ValueError(f"top_k must be a positive integer, got {top_k}")
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k)
     if max_new_tokens == 0:
         return
     ctx = model.config.context_length
