@@ -111,6 +111,12 @@ class TrainConfig:
             raise ValueError(f"config warmup_steps={self.warmup_steps}: must be >= 0")
         if self.lr <= 0:
             raise ValueError(f"config lr={self.lr}: must be > 0")
+        for name in ("min_lr", "grad_clip", "weight_decay"):  # a negative min_lr would end in gradient ascent
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"config {name}={value}: must be >= 0")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"config threads={self.threads}: must be >= 1")
 
     @property
     def final_lr(self) -> float:

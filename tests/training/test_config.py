@@ -56,6 +56,9 @@ def test_optional_fields_accept_none():
     ("d_model = \n", "invalid TOML"),
     ("norm = \"layernorm\"\n", "norm='layernorm'"),
     ("batch_size = 0\n", "batch_size=0"),
+    ("min_lr = -1e-4\n", r"min_lr=-0.0001: must be >= 0"),
+    ("grad_clip = -1\n", r"grad_clip=-1.0: must be >= 0"),
+    ("threads = 0\n", r"threads=0: must be >= 1"),
 ])
 def test_bad_toml_is_a_clear_error(tmp_path, text, message):
     path = tmp_path / "bad.toml"
