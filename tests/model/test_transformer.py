@@ -234,3 +234,20 @@ def test_bfloat16_autocast_training_step_stays_close_to_float32():
     for g16, g32 in zip(grads16, grads32):
         assert g16.dtype == torch.float32 and torch.isfinite(g16).all()
         assert (g16 - g32).norm() <= 0.1 * g32.norm() + 1e-6
+
+
+@pytest.mark.slow
+def test_torch_compile_matches_eager_forward_and_gradients():
+    model = TransformerLM(**SMALL)
+    ids = torch.randint(0, 37, (2, 16))
+
+    def loss_fn(x, y):
+        return cross_entropy(model(x), y)
+
+    eager_loss = loss_fn(ids[:, :-1], ids[:, 1:])
+    eager_grads = torch.autograd.grad(eager_loss, list(model.parameters()))
+    compiled_loss = torch.compile(loss_fn)(ids[:, :-1], ids[:, 1:])
+    compiled_grads = torch.autograd.grad(compiled_loss, list(model.parameters()))
+    torch.testing.assert_close(compiled_loss, eager_loss, atol=1e-5, rtol=1e-5)
+    for a, b in zip(compiled_grads, eager_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

@@ -129,3 +129,16 @@ def test_missing_or_foreign_file_errors(tmp_path):
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="junk.pt"):
         read_checkpoint(tmp_path / "junk.pt")
+
+
+def test_torch_compile_wrapper_saves_plain_keys_and_loads_back(tmp_path):
+    model, optimizer = fresh()
+    compiled = torch.compile(model)  # wrapping is lazy: nothing is compiled here
+    assert any(k.startswith("_orig_mod.") for k in compiled.state_dict())
+    save_checkpoint(compiled, optimizer, 2, tmp_path / "c.pt")
+    payload = read_checkpoint(tmp_path / "c.pt")
+    assert set(payload["model"]) == set(model.state_dict())
+    assert payload["model_config"]["num_layers"] == 2
+    other = torch.compile(TransformerLM(**CFG))
+    assert load_checkpoint(tmp_path / "c.pt", other) == 2
+    torch.testing.assert_close(other._orig_mod.state_dict(), model.state_dict())
