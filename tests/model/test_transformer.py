@@ -1,7 +1,5 @@
 """TransformerBlock and TransformerLM: names, oracles, causality, errors, ablations, KV cache."""
 
-import itertools
-
 import pytest
 import torch
 import torch.nn.functional as F
