@@ -12,6 +12,8 @@ def trunc_normal_(tensor: torch.Tensor, std: float = 1.0, cutoff: float = 3.0) -
     Values outside the range are redrawn (rejection sampling); with a 3-sigma cut only 0.27% of
     draws need a second try, so the loop ends after a few rounds.
     """
+    if tensor.device.type == "meta":  # shape-only tensors (e.g. parameter counting) hold no values
+        return tensor
     tensor.normal_(0.0, std)
     bound = cutoff * std
     outside = tensor.abs() > bound

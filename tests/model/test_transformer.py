@@ -249,3 +249,11 @@ def test_torch_compile_matches_eager_forward_and_gradients():
     torch.testing.assert_close(compiled_loss, eager_loss, atol=1e-5, rtol=1e-5)
     for a, b in zip(compiled_grads, eager_grads):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_tinystories_parameter_count_on_meta_device():
+    model = TransformerLM(10_000, 256, 512, 4, 16, None, 10000.0, device="meta")
+    V, d, L, d_ff = 10_000, 512, 4, 1344
+    expected = 2 * V * d + L * (4 * d * d + 3 * d * d_ff + 2 * d) + d  # embeddings, head, blocks, final norm
+    assert model.config.d_ff == d_ff
+    assert model.num_parameters() == expected == 22_696_448
