@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from seqlab.model.broadcast import sum_to_shape
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
@@ -104,9 +105,9 @@ class _ChunkedAttentionFunction(torch.autograd.Function):
             grad_k[c, :key_end].baddbmm_(grad_scores.transpose(1, 2), q_c)  # q is pre-scaled
         grad_q.mul_(ctx.scale)
         return (
-            _sum_to(grad_q.view(*batch_shape, n, q.shape[-1]), Q_shape),
-            _sum_to(grad_k.view(*batch_shape, m, k.shape[-1]), K_shape),
-            _sum_to(grad_v.view(*batch_shape, m, d_v), V_shape),
+            sum_to_shape(grad_q.view(*batch_shape, n, q.shape[-1]), Q_shape),
+            sum_to_shape(grad_k.view(*batch_shape, m, k.shape[-1]), K_shape),
+            sum_to_shape(grad_v.view(*batch_shape, m, d_v), V_shape),
             None,
             None,
         )
@@ -122,16 +123,6 @@ def _chunks(blocks, slices):
 
 def _hidden_block(hidden: torch.Tensor, c: slice, a: int, b: int, key_end: int) -> torch.Tensor:
     return hidden[a:b, :key_end] if hidden.dim() == 2 else hidden[c, a:b, :key_end]
-
-
-def _sum_to(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    """Sum `grad` over dimensions that were broadcast to reach its shape from `shape`."""
-    if grad.shape == shape:
-        return grad
-    lead = grad.dim() - len(shape)
-    grad = grad.sum(dim=tuple(range(lead))) if lead else grad
-    dims = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
-    return grad.sum(dim=dims, keepdim=True) if dims else grad
 
 
 def scaled_dot_product_attention(

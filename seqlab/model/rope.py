@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from seqlab.model.broadcast import sum_to_shape
+
 
 def check_positions(token_positions: torch.Tensor, max_seq_len: int) -> None:
     """Raise a ValueError naming the first position outside [0, max_seq_len)."""
@@ -45,13 +47,8 @@ class _RotateFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         cos, sin = ctx.saved_tensors
-        grad = _rotate(grad_out, cos, -sin)
-        if grad.shape != ctx.x_shape:  # x was broadcast against larger position tables
-            lead = grad.dim() - len(ctx.x_shape)
-            grad = grad.sum(dim=tuple(range(lead))) if lead else grad
-            dims = tuple(i for i, n in enumerate(ctx.x_shape) if n == 1 and grad.shape[i] != 1)
-            grad = grad.sum(dim=dims, keepdim=True) if dims else grad
-        return grad, None, None
+        # x may have been broadcast against larger position tables
+        return sum_to_shape(_rotate(grad_out, cos, -sin), ctx.x_shape), None, None
 
 
 def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

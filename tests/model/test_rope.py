@@ -71,3 +71,12 @@ def test_rope_rejects_positions_beyond_max_seq_len():
         rope(torch.randn(3, 8), torch.tensor([0, 5, 12]))
     with pytest.raises(ValueError, match="d_k=8"):
         rope(torch.randn(3, 6), torch.arange(3))
+
+
+def test_rope_gradient_is_inverse_rotation_and_handles_broadcast_positions():
+    rope = RotaryPositionalEmbedding(100.0, 4, 10)
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    positions = torch.tensor([[1, 2, 3], [4, 5, 9]])  # x (seq, d) is broadcast over 2 position rows
+    out = rope(x, positions)
+    assert out.shape == (2, 3, 4)
+    assert torch.autograd.gradcheck(lambda t: rope(t, positions), (x,), atol=1e-5)
