@@ -35,6 +35,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_path`."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 def link_or_copy(source: str | os.PathLike, dest: str | os.PathLike) -> Path:
     """Make ``dest`` hold the bytes of ``source``, atomically: a hard link (no second copy of a
     large file) where the file system allows one, else a copy."""

@@ -1,18 +1,18 @@
 """GPT-2 tokenizer files: ``vocab.json`` (token text -> id) and ``merges.txt`` (one ``left right`` a line).
 
 Tokens are written with GPT-2's byte-to-unicode map (a space byte is ``Ġ``). Special tokens may
-appear verbatim (Hugging Face style) when they contain characters outside that map. Writes go to
-a temporary file that is renamed into place.
+appear verbatim (Hugging Face style) when they contain characters outside that map. Writes go
+through :func:`seqlab.atomic.atomic_write_text` (a temporary file renamed into place).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from seqlab.atomic import atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
 
 MERGES_HEADER = "#version: 0.2"
@@ -88,27 +88,6 @@ def read_merges_txt(path: str | os.PathLike) -> list[tuple[bytes, bytes]]:
             except KeyError as error:
                 raise TokenizerFileError(f"{path}, line {number}: {error.args[0]}") from None
     return merges
-
-
-def make_readable(path: str | os.PathLike) -> None:
-    """Give a temporary file (created 0600) the permissions a normal ``open`` would: 0666 - umask."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
-    path = Path(path)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
-    try:
-        with handle:
-            handle.write(text)
-        make_readable(handle.name)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
 
 
 def write_vocab_json(path: str | os.PathLike, vocab: dict[int, bytes]) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
-import tempfile
 from pathlib import Path
 
-from seqlab.tokenizer.files import make_readable
+from seqlab.atomic import atomic_path
 
 _HEADER_BYTES = 128  # fixed, so the final header (with the real length) overwrites the placeholder
 
@@ -28,8 +28,10 @@ class NpyStreamWriter:
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
         self.length = 0
-        self._file = tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=f".{self.path.name}.", delete=False)
-        self._file.write(_header(self.dtype.str, 0))
+        with contextlib.ExitStack() as stack:  # kept open (pop_all) unless this setup fails
+            self._file = stack.enter_context(open(stack.enter_context(atomic_path(self.path)), "wb"))
+            self._file.write(_header(self.dtype.str, 0))
+            self._stack = stack.pop_all()
 
     def write(self, array) -> None:
         import numpy as np
@@ -42,14 +44,9 @@ class NpyStreamWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        try:
-            if exc_type is None:
-                self._file.seek(0)
-                self._file.write(_header(self.dtype.str, self.length))
-            self._file.close()
-            if exc_type is None:
-                make_readable(self._file.name)
-                os.replace(self._file.name, self.path)
-        finally:
-            if exc_type is not None or not self.path.exists():
-                Path(self._file.name).unlink(missing_ok=True)
+        if exc_type is not None:  # close and remove the temporary file; the error propagates
+            self._stack.__exit__(exc_type, exc, tb)
+            return
+        with self._stack:  # closes the file, then renames it into place (removes it if this fails)
+            self._file.seek(0)
+            self._file.write(_header(self.dtype.str, self.length))

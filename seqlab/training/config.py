@@ -156,7 +156,7 @@ class TrainConfig:
         if model_config is not None:
             payload["model"] = asdict(model_config)
         payload.update(extra or {})
-        from seqlab.tokenizer.files import atomic_write_text
+        from seqlab.atomic import atomic_write_text
 
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(payload, indent=2) + "\n")

@@ -128,7 +128,7 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out
             workers: int | None = None, progress: bool = True) -> dict:
     """Train BPE on the train text, encode both splits, write the data directory; returns meta."""
     from seqlab.tokenizer import Tokenizer, train_bpe
-    from seqlab.tokenizer.files import atomic_write_text
+    from seqlab.atomic import atomic_write_text
 
     out_dir = Path(out_dir)
     for name, path in (("train", train_path), ("valid", valid_path)):

@@ -180,7 +180,7 @@ def write_report(out: Path, *, config: TrainConfig, result, meta: dict, sample: 
         f"- more samples: `seqlab generate --run {run_dir.as_posix()} --prompt \"{PROMPT}\"`",
         "",
     ]
-    from seqlab.tokenizer.files import atomic_write_text
+    from seqlab.atomic import atomic_write_text
 
     report = out / "report.md"
     atomic_write_text(report, "\n".join(lines))

@@ -25,7 +25,7 @@ class JsonlLog:
 
     def _truncate_after(self, step: int) -> None:
         """Drop records written after the checkpoint we resume from (they will be redone)."""
-        from seqlab.tokenizer.files import atomic_write_text
+        from seqlab.atomic import atomic_write_text
 
         kept = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step] if self.path.exists() else []
         atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
