@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import torch
+
+from seqlab.atomic import atomic_path
 
 WRAPPER_PREFIXES = ("_orig_mod.", "module.")  # torch.compile, DistributedDataParallel
 
@@ -62,17 +63,10 @@ def save_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer | N
         return
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        torch.save(payload, handle)
+        handle.flush()
+        os.fsync(handle.fileno())  # on disk before the rename makes it the checkpoint
 
 
 def read_checkpoint(src: str | os.PathLike | IO[bytes]) -> dict:

@@ -1,6 +1,8 @@
 """Checkpoints: resume gives the same next loss, file objects, atomic writes, mismatch messages."""
 
 import io
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -64,6 +66,9 @@ def test_path_write_is_atomic_and_payload_has_contract_keys(tmp_path):
     save_checkpoint(model, optimizer, 5, path)
     save_checkpoint(model, optimizer, 6, path)  # overwrite in place
     assert sorted(p.name for p in path.parent.iterdir()) == ["latest.pt"]  # no temp file left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask  # not the 0600 of a temp file
     payload = read_checkpoint(path)
     assert set(payload) == {"model", "optimizer", "iteration", "model_config", "extra"}
     assert payload["iteration"] == 6
