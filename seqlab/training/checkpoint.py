@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -75,14 +76,25 @@ def read_checkpoint(src: str | os.PathLike | IO[bytes]) -> dict:
         raise FileNotFoundError(f"checkpoint {src} does not exist")
     try:
         payload = torch.load(src, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise ValueError(f"cannot read checkpoint {src}: {error}") from error
+    except PermissionError:
+        raise
+    except Exception as error:  # damaged bytes fail in many ways (zip reader, unpickler, decoding)
+        # torch's own messages (a page on weights_only, miniz internals) do not name the file
+        raise ValueError(f"{src} is not a readable seqlab checkpoint: {_unreadable_reason(error)}") from error
     if not isinstance(payload, dict) or "model" not in payload or "iteration" not in payload:
         raise ValueError(f"{src} is not a seqlab checkpoint (expected a dict with 'model' and 'iteration')")
     payload.setdefault("optimizer", None)
     payload.setdefault("model_config", None)
     payload.setdefault("extra", {})
     return payload
+
+
+def _unreadable_reason(error: Exception) -> str:
+    if isinstance(error, EOFError):
+        return "the file is empty or ends early"
+    if isinstance(error, pickle.UnpicklingError):
+        return "it is not a torch.save file of tensors and plain Python values"
+    return "the file is truncated or corrupt"
 
 
 def describe_state_dict_mismatch(expected: dict[str, torch.Tensor], found: dict[str, torch.Tensor]) -> str:

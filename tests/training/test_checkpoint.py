@@ -131,9 +131,14 @@ def test_missing_or_foreign_file_errors(tmp_path):
     model, _ = fresh()
     with pytest.raises(FileNotFoundError, match="nope.pt"):
         load_checkpoint(tmp_path / "nope.pt", model)
-    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="junk.pt"):
-        read_checkpoint(tmp_path / "junk.pt")
+    save_checkpoint(model, None, 1, tmp_path / "good.pt")
+    whole = (tmp_path / "good.pt").read_bytes()
+    damaged = {"junk.pt": b"not a checkpoint", "empty.pt": b"", "truncated.pt": whole[: len(whole) // 2]}
+    for name, data in damaged.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=rf"{name} is not a readable seqlab checkpoint: ") as caught:
+            read_checkpoint(tmp_path / name)
+        assert "weights_only" not in str(caught.value)  # not torch's page of advice
 
 
 def test_torch_compile_wrapper_saves_plain_keys_and_loads_back(tmp_path):
