@@ -58,11 +58,13 @@ def _run_train(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     try:
+        if os.path.exists(args.out) and not os.path.isdir(args.out):  # found now, not after training
+            raise NotADirectoryError(f"--out {args.out!r} is a file; it must be a directory (created if missing)")
         vocab, merges = train_bpe(args.input, args.vocab_size, args.special_token,
                                   num_workers=args.workers, progress=not args.no_progress)
         tokenizer = Tokenizer(vocab, merges, args.special_token)
         tokenizer.save(args.out)
-    except (FileNotFoundError, ValueError) as error:
+    except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - started
@@ -82,14 +84,16 @@ def _run_tokenize(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     try:
-        tokenizer = Tokenizer.load(args.tokenizer)
         out_dir = os.path.dirname(os.path.abspath(args.out))
         if not os.path.isdir(out_dir):
             raise FileNotFoundError(f"output folder {out_dir!r} does not exist")
+        if os.path.isdir(args.out):
+            raise IsADirectoryError(f"--out {args.out!r} is a directory; give the .npy file to write")
+        tokenizer = Tokenizer.load(args.tokenizer)
         with NpyStreamWriter(args.out, tokenizer.id_dtype()) as writer:
             for ids in tokenizer.iter_encode_file(args.input, args.workers, progress=not args.no_progress):
                 writer.write(ids)
-    except (FileNotFoundError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - started

@@ -283,7 +283,7 @@ class Tokenizer:
         from tqdm import tqdm
 
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"input file {os.fspath(path)!r} does not exist")
+            raise FileNotFoundError(f"input file {os.fspath(path)!r} does not exist or is not a file")
         size = os.path.getsize(path)
         if workers is None:
             workers = (os.cpu_count() or 1) if size >= _PARALLEL_MIN_BYTES else 1

@@ -58,3 +58,12 @@ def test_cli_errors(tmp_path, capsys):
     assert main(["tokenize", "--tokenizer", str(tmp_path / "nope"), "--input", str(text),
                  "--out", str(tmp_path / "ids.npy"), "--no-progress"]) == 1
     assert "nope" in capsys.readouterr().err
+    assert main(["bpe", "train", "--input", str(text), "--vocab-size", "300", "--out", str(text),
+                 "--no-progress"]) == 1
+    assert "t.txt' is a file" in capsys.readouterr().err
+    assert main(["tokenize", "--tokenizer", str(tmp_path / "nope"), "--input", str(text),
+                 "--out", str(tmp_path), "--no-progress"]) == 1
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["tokenize", "--tokenizer", str(tmp_path / "nope"), "--input", str(text),
+                 "--out", str(tmp_path / "missing" / "ids.npy"), "--no-progress"]) == 1
+    assert "missing' does not exist" in capsys.readouterr().err
