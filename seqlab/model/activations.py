@@ -26,20 +26,28 @@ def silu(x: torch.Tensor) -> torch.Tensor:
     return _SiLUFunction.apply(x)
 
 
-class _SoftmaxFunction(torch.autograd.Function):
-    """Softmax along `dim` that saves only its output for the backward pass.
+def stable_softmax(scores: torch.Tensor, dim: int = -1, *, inplace: bool = False):
+    """Softmax of `scores` along `dim` (no autograd) and its row statistics.
 
-    Rows whose entries are all -inf (nothing visible) give all-zero probabilities instead of NaN.
+    Returns (probs, row_max, row_sum), the last two with `dim` kept as size 1:
+    probs = exp(scores - row_max) / row_sum, so log-sum-exp = row_max + log(row_sum). Subtracting
+    the row maximum keeps exp() <= 1. A row that is entirely -inf gets row_max 0, row_sum 0 and
+    all-zero probabilities instead of NaN. inplace=True reuses `scores`' memory for probs.
     """
+    row_max = scores.amax(dim, keepdim=True)
+    row_max.masked_fill_(row_max == float("-inf"), 0.0)  # (-inf) - (-inf) would be NaN; exp(-inf - 0) = 0
+    probs = (scores.sub_(row_max) if inplace else scores - row_max).exp_()
+    row_sum = probs.sum(dim, keepdim=True)
+    probs.div_(row_sum.clamp_min(torch.finfo(row_sum.dtype).tiny))
+    return probs, row_max, row_sum
+
+
+class _SoftmaxFunction(torch.autograd.Function):
+    """Softmax along `dim` that saves only its output for the backward pass."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, dim: int) -> torch.Tensor:
-        row_max = x.amax(dim, keepdim=True)
-        # an all -inf row would give (-inf) - (-inf) = NaN; shifting it by 0 keeps exp() at 0
-        row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
-        exp = (x - row_max).exp_()
-        total = exp.sum(dim, keepdim=True)
-        probs = exp.div_(total.clamp_min_(torch.finfo(total.dtype).tiny))
+        probs, _, _ = stable_softmax(x, dim)
         ctx.dim = dim
         ctx.save_for_backward(probs)
         return probs

@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from seqlab.model.activations import stable_softmax
 from seqlab.model.broadcast import sum_to_shape
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
@@ -69,13 +70,9 @@ class _ChunkedAttentionFunction(torch.autograd.Function):
             scores = torch.bmm(q[c, a:b], k[c, :key_end].transpose(1, 2)).to(stats_dtype)
             if hidden is not None:
                 scores.masked_fill_(_hidden_block(hidden, c, a, b, key_end), float("-inf"))
-            row_max = scores.amax(-1, keepdim=True)
-            row_max.masked_fill_(row_max == float("-inf"), 0.0)
-            probs = scores.sub_(row_max).exp_()
-            total = probs.sum(-1, keepdim=True)
+            probs, row_max, total = stable_softmax(scores, -1, inplace=True)
             # rows with nothing visible: lse = +inf so the recomputed P is exp(-inf) = 0, not NaN
             log_sum_exp[c, a:b] = torch.where(total > 0, row_max + total.log(), float("inf"))
-            probs.div_(total.clamp_min_(torch.finfo(total.dtype).tiny))
             out[c, a:b] = torch.bmm(probs.to(v.dtype), v[c, :key_end])
         ctx.save_for_backward(q, k, v, out, log_sum_exp, hidden)
         ctx.scale, ctx.blocks = scale, blocks
