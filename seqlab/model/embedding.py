@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from seqlab.model.checks import check_in_range
 from seqlab.model.init import trunc_normal_
 
 
@@ -12,15 +13,7 @@ def check_token_ids(ids: torch.Tensor, vocab_size: int) -> None:
     """Raise a ValueError naming the first id outside [0, vocab_size) and where it sits."""
     if ids.dtype in (torch.bool,) or ids.is_floating_point() or ids.is_complex():
         raise TypeError(f"token ids must be an integer tensor, got dtype {ids.dtype}")
-    if ids.numel() == 0:
-        return
-    bad = (ids < 0) | (ids >= vocab_size)
-    if bool(bad.any()):
-        where = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(
-            f"token id {int(ids[where])} at index {where} is outside the vocabulary "
-            f"[0, {vocab_size})"
-        )
+    check_in_range(ids, vocab_size, "token id", f"the vocabulary [0, {vocab_size})")
 
 
 class Embedding(nn.Module):
@@ -38,8 +31,7 @@ class Embedding(nn.Module):
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
         """(...) int -> (..., embedding_dim)"""
-        if not torch.compiler.is_compiling():  # a data-dependent check would split the compiled graph
-            check_token_ids(token_ids, self.num_embeddings)
+        check_token_ids(token_ids, self.num_embeddings)
         return self.weight[token_ids]
 
     def extra_repr(self) -> str:

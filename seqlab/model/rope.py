@@ -6,19 +6,13 @@ import torch
 from torch import nn
 
 from seqlab.model.broadcast import sum_to_shape
+from seqlab.model.checks import check_in_range
 
 
 def check_positions(token_positions: torch.Tensor, max_seq_len: int) -> None:
     """Raise a ValueError naming the first position outside [0, max_seq_len)."""
-    if token_positions.numel() == 0 or torch.compiler.is_compiling():
-        return
-    bad = (token_positions < 0) | (token_positions >= max_seq_len)
-    if bool(bad.any()):
-        where = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(
-            f"token position {int(token_positions[where])} at index {where} is outside "
-            f"[0, max_seq_len={max_seq_len}) of the rotary embedding"
-        )
+    check_in_range(token_positions, max_seq_len, "token position",
+                   f"[0, max_seq_len={max_seq_len}) of the rotary embedding")
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from seqlab.model.checks import check_in_range
 
 # rows of logits handled at a time hold about this many values (~4 MB of float32), so the
 # temporaries of each block stay in the CPU cache instead of streaming a (N, vocab) copy to memory
@@ -68,9 +69,5 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         )
     vocab = logits.shape[-1]
     targets = targets.long()
-    if targets.numel() and not torch.compiler.is_compiling():
-        bad = (targets < 0) | (targets >= vocab)
-        if bool(bad.any()):
-            where = tuple(int(i) for i in bad.nonzero()[0])
-            raise ValueError(f"target id {int(targets[where])} at index {where} is outside [0, {vocab})")
+    check_in_range(targets, vocab, "target id", f"[0, {vocab})")
     return _CrossEntropyFunction.apply(logits.reshape(-1, vocab), targets.reshape(-1))
