@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import regex
 
@@ -67,20 +67,22 @@ def special_tokens_regex(special_tokens: Iterable[str]) -> regex.Pattern | None:
     return regex.compile("|".join(regex.escape(token) for token in ordered))
 
 
+def special_token_spans(text: str, pattern: regex.Pattern | None) -> Iterator[tuple[int, int, bool]]:
+    """``(start, end, is_special)`` spans covering ``text`` in order, skipping empty text spans."""
+    start = 0
+    if pattern is not None:
+        for match in pattern.finditer(text):
+            if match.start() > start:
+                yield start, match.start(), False
+            yield match.start(), match.end(), True
+            start = match.end()
+    if start < len(text):
+        yield start, len(text), False
+
+
 def split_on_special_tokens(text: str, pattern: regex.Pattern | None) -> list[tuple[str, bool]]:
     """``text`` -> ``[(piece, is_special), ...]`` in order, dropping empty text pieces."""
-    if pattern is None:
-        return [(text, False)] if text else []
-    pieces: list[tuple[str, bool]] = []
-    start = 0
-    for match in pattern.finditer(text):
-        if match.start() > start:
-            pieces.append((text[start : match.start()], False))
-        pieces.append((match.group(), True))
-        start = match.end()
-    if start < len(text):
-        pieces.append((text[start:], False))
-    return pieces
+    return [(text[start:end], is_special) for start, end, is_special in special_token_spans(text, pattern)]
 
 
 def count_pretokens(

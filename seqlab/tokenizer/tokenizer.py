@@ -19,7 +19,7 @@ from seqlab.tokenizer.files import (
     write_special_tokens_json,
     write_vocab_json,
 )
-from seqlab.tokenizer.pretokenize import gpt2_pretokenize, special_tokens_regex
+from seqlab.tokenizer.pretokenize import gpt2_pretokenize, special_token_spans, special_tokens_regex
 from seqlab.tokenizer.streaming import StreamDecoder
 
 EOT = "<|endoftext|>"
@@ -170,25 +170,13 @@ class Tokenizer:
         """Encode text containing no special tokens, appending ids to ``out``."""
         out.extend(chain.from_iterable(map(self._cache.__getitem__, gpt2_pretokenize(text))))
 
-    def _split(self, text: str) -> Iterator[tuple[int, int, bool]]:
-        """``(start, end, is_special)`` spans covering ``text`` (empty text spans skipped)."""
-        start = 0
-        if self._special_regex is not None:
-            for match in self._special_regex.finditer(text):
-                if match.start() > start:
-                    yield start, match.start(), False
-                yield match.start(), match.end(), True
-                start = match.end()
-        if start < len(text):
-            yield start, len(text), False
-
     def encode(self, text: str) -> list[int]:
         """Text -> ids. Special tokens become their ids; the text between them is BPE-encoded."""
         out: list[int] = []
         if self._special_regex is None:
             self._encode_ordinary(text, out)
             return out
-        for start, end, is_special in self._split(text):
+        for start, end, is_special in special_token_spans(text, self._special_regex):
             if is_special:
                 out.append(self.special_token_ids[text[start:end]])
             else:
@@ -212,7 +200,7 @@ class Tokenizer:
         which more text could extend. Pre-tokens before the last one never depend on what follows.
         """
         pending = self._pending_special_start(text)
-        for start, end, is_special in self._split(text):
+        for start, end, is_special in special_token_spans(text, self._special_regex):
             if end <= pending and is_special:
                 out.append(self.special_token_ids[text[start:end]])
                 continue
