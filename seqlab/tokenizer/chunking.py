@@ -18,15 +18,10 @@ from collections.abc import Sequence
 
 import regex
 
+from seqlab.tokenizer.pretokenize import special_tokens_regex
+
 _WHITESPACE_BOUNDARY = regex.compile(rb"(?=[\t\n\x0b\x0c\r][\x21-\x7e])")
 _BLOCK = 1 << 16
-
-
-def _special_bytes_regex(special_tokens: Sequence[str]) -> regex.Pattern | None:
-    encoded = sorted({token.encode("utf-8") for token in special_tokens}, key=len, reverse=True)
-    if not encoded:
-        return None
-    return regex.compile(b"|".join(regex.escape(token) for token in encoded))
 
 
 def _covered_by_special(handle, position: int, pattern: regex.Pattern | None, longest: int) -> bool:
@@ -83,7 +78,7 @@ def find_chunk_boundaries(
     if chunk_bytes <= 0:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
     size = os.path.getsize(path)
-    pattern = _special_bytes_regex(special_tokens)
+    pattern = special_tokens_regex(token.encode("utf-8") for token in special_tokens)
     longest = max((len(token.encode("utf-8")) for token in special_tokens), default=0)
     boundaries = [0]
     with open(path, "rb") as handle:

@@ -59,12 +59,16 @@ def whitespace_pretokenize(text: str) -> list[str]:
     return text.split()
 
 
-def special_tokens_regex(special_tokens: Iterable[str]) -> regex.Pattern | None:
-    """A pattern matching any special token, longest first (so ``<a><a>`` beats ``<a>``)."""
+def special_tokens_regex(special_tokens: Iterable[str] | Iterable[bytes]) -> regex.Pattern | None:
+    """A pattern matching any special token, longest first (so ``<a><a>`` beats ``<a>``).
+
+    Tokens given as ``bytes`` (UTF-8) give a pattern for searching raw file bytes.
+    """
     ordered = sorted(set(special_tokens), key=len, reverse=True)
     if not ordered:
         return None
-    return regex.compile("|".join(regex.escape(token) for token in ordered))
+    separator = b"|" if isinstance(ordered[0], bytes) else "|"
+    return regex.compile(separator.join(regex.escape(token) for token in ordered))
 
 
 def special_token_spans(text: str, pattern: regex.Pattern | None) -> Iterator[tuple[int, int, bool]]:
