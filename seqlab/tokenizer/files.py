@@ -22,6 +22,27 @@ class TokenizerFileError(ValueError):
     """A malformed vocab.json / merges.txt; the message names the file and line."""
 
 
+def _read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of ``path`` with universal newlines; a missing file or bytes that are not
+    UTF-8 give an error naming the file (and line)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file {str(path)!r} does not exist")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise TokenizerFileError(f"{path}, line {line}: not UTF-8 text ({error.reason})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _parse_json(path: Path, raw: str):
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise TokenizerFileError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+
+
 def _line_of(raw: str, needle: str) -> int:
     """1-based line of the first occurrence of ``needle`` in ``raw`` (1 when absent)."""
     position = raw.find(needle)
@@ -43,13 +64,8 @@ class _EntryLocation:
 def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ()) -> dict[int, bytes]:
     """``vocab.json`` -> ``{id: token bytes}``; malformed content raises :class:`TokenizerFileError`."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"vocabulary file {str(path)!r} does not exist")
-    raw = path.read_text(encoding="utf-8")
-    try:
-        table = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise TokenizerFileError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+    raw = _read_text(path, "vocabulary")
+    table = _parse_json(path, raw)
     if not isinstance(table, dict):
         raise TokenizerFileError(f"{path}, line 1: expected a JSON object mapping token -> id")
     specials = set(special_tokens)
@@ -72,21 +88,17 @@ def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ())
 def read_merges_txt(path: str | os.PathLike) -> list[tuple[bytes, bytes]]:
     """``merges.txt`` -> ``[(left bytes, right bytes), ...]`` in rank order."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"merges file {str(path)!r} does not exist")
     merges: list[tuple[bytes, bytes]] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line or (number == 1 and line.startswith("#version")):
-                continue
-            parts = line.split(" ")
-            if len(parts) != 2 or not parts[0] or not parts[1]:
-                raise TokenizerFileError(f"{path}, line {number}: expected 'left right', got {line!r}")
-            try:
-                merges.append((text_to_token(parts[0]), text_to_token(parts[1])))
-            except KeyError as error:
-                raise TokenizerFileError(f"{path}, line {number}: {error.args[0]}") from None
+    for number, line in enumerate(_read_text(path, "merges").split("\n"), start=1):
+        if not line or (number == 1 and line.startswith("#version")):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            raise TokenizerFileError(f"{path}, line {number}: expected 'left right', got {line!r}")
+        try:
+            merges.append((text_to_token(parts[0]), text_to_token(parts[1])))
+        except KeyError as error:
+            raise TokenizerFileError(f"{path}, line {number}: {error.args[0]}") from None
     return merges
 
 
@@ -102,10 +114,7 @@ def write_merges_txt(path: str | os.PathLike, merges: Iterable[tuple[bytes, byte
 
 def read_special_tokens_json(path: str | os.PathLike) -> list[str]:
     path = Path(path)
-    try:
-        tokens = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise TokenizerFileError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+    tokens = _parse_json(path, _read_text(path, "special tokens"))
     if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
         raise TokenizerFileError(f"{path}, line 1: expected a JSON list of strings")
     return tokens

@@ -303,6 +303,10 @@ def test_malformed_files_name_file_and_line(tmp_path):
         Tokenizer.from_files(tmp_path / "nope.json", bad_merges)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         Tokenizer.from_files(good_vocab, tmp_path / "nope.txt")
+    latin1_merges = tmp_path / "latin1.txt"
+    latin1_merges.write_bytes(b"#version: 0.2\r\n\xc4\xa0 t\r\ncaf\xe9 x\r\n")  # CRLF lines, then a Latin-1 byte
+    with pytest.raises(TokenizerFileError, match=r"latin1\.txt, line 3: not UTF-8"):
+        Tokenizer.from_files(good_vocab, latin1_merges)
 
 
 def test_inconsistent_vocab_and_merges_are_rejected(gpt2_tokenizer):
