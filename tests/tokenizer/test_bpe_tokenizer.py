@@ -89,43 +89,37 @@ def trained(cs336_dir, tmp_path_factory):
     return tokenizer, directory
 
 
-def test_trained_matches_tiktoken_built_from_its_ranks(cs336_dir, trained):
-    tokenizer, _ = trained
+@pytest.fixture(scope="module")
+def trained_references(trained):
+    """tiktoken from the trained ranks and HF tokenizers from the saved files."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers
+
+    tokenizer, directory = trained
     ranks = {token: index for index, token in tokenizer.vocab.items() if index != tokenizer.eot_id}
-    reference = tiktoken_from_ranks(ranks, {EOT: tokenizer.eot_id}, "seqlab-trained")
+    hf = HFTokenizer(models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt")))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    hf.add_special_tokens([EOT])
+    return tiktoken_from_ranks(ranks, {EOT: tokenizer.eot_id}, "seqlab-trained"), hf
+
+
+def test_trained_matches_tiktoken_built_from_its_ranks(cs336_dir, trained, trained_references):
+    tokenizer, _ = trained
+    reference, _ = trained_references
     for name in FIXTURE_TEXTS:
         text = (cs336_dir / name).read_text(encoding="utf-8")
         assert tokenizer.encode(text) == reference.encode(text, allowed_special="all")
 
 
-def test_trained_matches_hf_tokenizers_loaded_from_saved_files(cs336_dir, trained):
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import decoders, models, pre_tokenizers
-
-    tokenizer, directory = trained
-    hf = HFTokenizer(models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt")))
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    hf.decoder = decoders.ByteLevel()
-    hf.add_special_tokens([EOT])
+def test_trained_matches_hf_tokenizers_loaded_from_saved_files(cs336_dir, trained, trained_references):
+    tokenizer, _ = trained
+    _, hf = trained_references
     for name in FIXTURE_TEXTS:
         text = (cs336_dir / name).read_text(encoding="utf-8") + f"{EOT}tail  text"
         ids = tokenizer.encode(text)
         assert ids == hf.encode(text).ids
         assert hf.decode(ids, skip_special_tokens=False) == text == tokenizer.decode(ids)
-
-
-@pytest.fixture(scope="module")
-def trained_references(trained):
-    """tiktoken from the trained ranks and HF tokenizers from the saved files."""
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import models, pre_tokenizers
-
-    tokenizer, directory = trained
-    ranks = {token: index for index, token in tokenizer.vocab.items() if index != tokenizer.eot_id}
-    hf = HFTokenizer(models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt")))
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    hf.add_special_tokens([EOT])
-    return tiktoken_from_ranks(ranks, {EOT: tokenizer.eot_id}, "seqlab-trained"), hf
 
 
 @settings(max_examples=150, deadline=None)
