@@ -67,9 +67,7 @@ class _ChunkedAttentionFunction(torch.autograd.Function):
         blocks = _query_blocks(n, m, causal)
         for a, b, key_end, c in _chunks(blocks, slices):
             # softmax statistics in float32 even for bfloat16/float16 inputs (no-op for float32)
-            scores = torch.bmm(q[c, a:b], k[c, :key_end].transpose(1, 2)).to(stats_dtype)
-            if hidden is not None:
-                scores.masked_fill_(_hidden_block(hidden, c, a, b, key_end), float("-inf"))
+            scores = _masked_scores(q, k, hidden, c, a, b, key_end, stats_dtype)
             probs, row_max, total = stable_softmax(scores, -1, inplace=True)
             # rows with nothing visible: lse = +inf so the recomputed P is exp(-inf) = 0, not NaN
             log_sum_exp[c, a:b] = torch.where(total > 0, row_max + total.log(), float("inf"))
@@ -91,9 +89,7 @@ class _ChunkedAttentionFunction(torch.autograd.Function):
         grad_k, grad_v = torch.zeros_like(k), torch.zeros_like(v)
         for a, b, key_end, c in _chunks(ctx.blocks, slices):
             k_c, v_c, q_c, g_c = k[c, :key_end], v[c, :key_end], q[c, a:b], grad_o[c, a:b]
-            scores = torch.bmm(q_c, k_c.transpose(1, 2)).to(stats.dtype)
-            if hidden is not None:
-                scores.masked_fill_(_hidden_block(hidden, c, a, b, key_end), float("-inf"))
+            scores = _masked_scores(q, k, hidden, c, a, b, key_end, stats.dtype)
             probs = scores.sub_(stats[c, a:b]).exp_()
             grad_v[c, :key_end].baddbmm_(probs.to(g_c.dtype).transpose(1, 2), g_c)
             grad_scores = torch.bmm(g_c, v_c.transpose(1, 2)).to(stats.dtype)
@@ -118,8 +114,14 @@ def _chunks(blocks, slices):
             yield a, b, key_end, slice(start, start + step)
 
 
-def _hidden_block(hidden: torch.Tensor, c: slice, a: int, b: int, key_end: int) -> torch.Tensor:
-    return hidden[a:b, :key_end] if hidden.dim() == 2 else hidden[c, a:b, :key_end]
+def _masked_scores(q, k, hidden, c: slice, a: int, b: int, key_end: int, dtype: torch.dtype) -> torch.Tensor:
+    """Scores of queries a:b against keys :key_end for slices c: (slices, b - a, key_end) in `dtype`
+    (q is pre-scaled), hidden keys at -inf. Forward and backward form them the same way."""
+    scores = torch.bmm(q[c, a:b], k[c, :key_end].transpose(1, 2)).to(dtype)
+    if hidden is not None:
+        block = hidden[a:b, :key_end] if hidden.dim() == 2 else hidden[c, a:b, :key_end]
+        scores.masked_fill_(block, float("-inf"))
+    return scores
 
 
 def scaled_dot_product_attention(
