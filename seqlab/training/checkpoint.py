@@ -114,6 +114,16 @@ def describe_state_dict_mismatch(expected: dict[str, torch.Tensor], found: dict[
     return "; ".join(problems)
 
 
+def _load_weights(model: torch.nn.Module, payload: dict, problem: str) -> None:
+    """Load the payload's weights (wrapper prefixes stripped) into `model`; a key or shape mismatch
+    raises ValueError("{problem}: <the mismatches>")."""
+    state = strip_wrapper_prefixes(payload["model"])
+    mismatch = describe_state_dict_mismatch(model.state_dict(), state)
+    if mismatch:
+        raise ValueError(f"{problem}: {mismatch}")
+    model.load_state_dict(state, strict=True)
+
+
 def load_checkpoint(src: str | os.PathLike | IO[bytes], model: torch.nn.Module,
                     optimizer: torch.optim.Optimizer | None = None) -> int:
     """Restore model (and optimizer) state from `src`; return the saved iteration.
@@ -122,12 +132,7 @@ def load_checkpoint(src: str | os.PathLike | IO[bytes], model: torch.nn.Module,
     A checkpoint of a different architecture raises ValueError naming the mismatched keys/shapes.
     """
     payload = read_checkpoint(src)
-    target = unwrap_model(model)
-    state = strip_wrapper_prefixes(payload["model"])
-    mismatch = describe_state_dict_mismatch(target.state_dict(), state)
-    if mismatch:
-        raise ValueError(f"checkpoint {src} does not match the model architecture: {mismatch}")
-    target.load_state_dict(state, strict=True)
+    _load_weights(unwrap_model(model), payload, f"checkpoint {src} does not match the model architecture")
     if optimizer is not None:
         if payload["optimizer"] is None:
             raise ValueError(f"checkpoint {src} holds no optimizer state")
@@ -147,10 +152,6 @@ def load_model_from_checkpoint(src: str | os.PathLike | IO[bytes], device=None):
         raise ValueError(f"checkpoint {src} has no model_config; build the model yourself and use load_checkpoint")
     config = ModelConfig(**payload["model_config"])
     model = TransformerLM.from_config(config, device=device)
-    state = strip_wrapper_prefixes(payload["model"])
-    mismatch = describe_state_dict_mismatch(model.state_dict(), state)
-    if mismatch:
-        raise ValueError(f"checkpoint {src} weights do not match its model_config: {mismatch}")
-    model.load_state_dict(state, strict=True)
+    _load_weights(model, payload, f"checkpoint {src} weights do not match its model_config")
     model.eval()
     return model, payload

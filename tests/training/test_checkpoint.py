@@ -103,6 +103,15 @@ def test_different_architecture_names_the_mismatch(tmp_path):
     silu = TransformerLM(**{**CFG, "ffn": "silu"})
     with pytest.raises(ValueError, match=r"not in model: layers\.0\.ffn\.w3\.weight"):
         load_checkpoint(tmp_path / "c.pt", silu)
+    payload = read_checkpoint(tmp_path / "c.pt")
+    payload["model_config"]["d_model"] = 32  # a config that does not describe the saved weights
+    torch.save(payload, tmp_path / "lying.pt")
+    with pytest.raises(ValueError, match=r"lying\.pt weights do not match its model_config: .*"
+                                         r"checkpoint shape \(29, 16\) vs model shape \(29, 32\)"):
+        load_model_from_checkpoint(tmp_path / "lying.pt")
+    torch.save({**payload, "model_config": None}, tmp_path / "bare.pt")
+    with pytest.raises(ValueError, match=r"bare\.pt has no model_config"):
+        load_model_from_checkpoint(tmp_path / "bare.pt")
 
 
 def test_prefixed_keys_load_into_plain_model_and_wrappers_are_unwrapped(tmp_path):
