@@ -28,12 +28,8 @@ def strip_wrapper_prefixes(state_dict: dict[str, Any]) -> dict[str, Any]:
     """Remove leading `_orig_mod.` / `module.` from every key (any order, repeated)."""
     stripped = {}
     for key, value in state_dict.items():
-        changed = True
-        while changed:
-            changed = False
-            for prefix in WRAPPER_PREFIXES:
-                if key.startswith(prefix):
-                    key, changed = key[len(prefix):], True
+        while key.startswith(WRAPPER_PREFIXES):
+            key = key.split(".", 1)[1]  # each prefix is one dotted name
         stripped[key] = value
     return stripped
 
