@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from brown_corpus import CORPUS_EN, EOT, GPT2_DIR, brown_corpus  # noqa: E402
 
+from seqlab.atomic import atomic_write_text  # noqa: E402
+
 IMPLEMENTATIONS = ("tiktoken", "seqlab_encode_file", "seqlab_encode_file_1", "seqlab_encode")
 
 
@@ -33,7 +35,7 @@ def repeated(path: Path, times: int) -> Path:
     distinct pre-tokens stay those of one copy, like a big corpus with a settled vocabulary."""
     target = path.with_name(f"{path.stem}_x{times}.txt")
     if not target.is_file():
-        target.write_text(EOT.join([path.read_text(encoding="utf-8")] * times), encoding="utf-8")
+        atomic_write_text(target, EOT.join([path.read_text(encoding="utf-8")] * times))
     return target
 
 

@@ -13,6 +13,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from seqlab.atomic import atomic_path, atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = ROOT / ".bench_data"
 BROWN_TXT = DATA_DIR / "brown.txt"
@@ -46,9 +48,7 @@ def brown_corpus() -> Path:
         for member in sorted(archive.getmembers(), key=lambda m: m.name):
             if member.isfile() and _DOCUMENT.fullmatch(os.path.basename(member.name)):
                 documents.append(_strip_tags(archive.extractfile(member).read().decode("utf-8")))
-    tmp = BROWN_TXT.with_suffix(".tmp")
-    tmp.write_text(EOT.join(documents), encoding="utf-8")
-    os.replace(tmp, BROWN_TXT)
+    atomic_write_text(BROWN_TXT, EOT.join(documents))
     return BROWN_TXT
 
 
@@ -57,7 +57,8 @@ def prefix_file(source: Path, size_bytes: int) -> Path:
     target = DATA_DIR / f"{source.stem}_{size_bytes // 1_000_000}MB.txt"
     if not target.is_file():
         data = source.read_bytes()[:size_bytes]
-        target.write_bytes(data[: data.rfind(b"\n") + 1])
+        with atomic_path(target) as tmp:  # an interrupted run leaves no truncated file to reuse
+            tmp.write_bytes(data[: data.rfind(b"\n") + 1])
     return target
 
 
