@@ -43,22 +43,12 @@ def _parse_json(path: Path, raw: str):
         raise TokenizerFileError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
 
 
-def _line_of(raw: str, needle: str) -> int:
-    """1-based line of the first occurrence of ``needle`` in ``raw`` (1 when absent)."""
-    position = raw.find(needle)
-    return raw.count("\n", 0, position) + 1 if position >= 0 else 1
-
-
-class _EntryLocation:
-    """``"FILE, line N"`` of a vocab.json entry, computed only when an error message needs it."""
-
-    def __init__(self, path: Path, raw: str, text: str):
-        self.path, self.raw, self.text = path, raw, text
-
-    def __str__(self) -> str:
-        return f"{self.path}, line {_line_of(self.raw, json.dumps(self.text, ensure_ascii=False)[:-1])}"
-
-    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731  (f-strings call __format__)
+def _entry_line(path: Path, raw: str, text: str) -> str:
+    """``"FILE, line N"`` of the vocab.json entry for token ``text`` (for error messages only)."""
+    key = json.dumps(text, ensure_ascii=False)[:-1]  # the opening quote and text, as written
+    position = raw.find(key)
+    line = raw.count("\n", 0, position) + 1 if position >= 0 else 1
+    return f"{path}, line {line}"
 
 
 def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ()) -> dict[int, bytes]:
@@ -71,16 +61,15 @@ def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ())
     specials = set(special_tokens)
     vocab: dict[int, bytes] = {}
     for text, index in table.items():
-        where = _EntryLocation(path, raw, text)
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise TokenizerFileError(f"{where}: id of token {text!r} must be a non-negative integer, got {index!r}")
+            raise TokenizerFileError(f"{_entry_line(path, raw, text)}: id of token {text!r} must be a non-negative integer, got {index!r}")
         if index in vocab:
-            raise TokenizerFileError(f"{where}: id {index} is used twice (token {text!r})")
+            raise TokenizerFileError(f"{_entry_line(path, raw, text)}: id {index} is used twice (token {text!r})")
         try:
             vocab[index] = text_to_token(text)
         except KeyError as error:
             if text not in specials:
-                raise TokenizerFileError(f"{where}: token {text!r}: {error.args[0]}") from None
+                raise TokenizerFileError(f"{_entry_line(path, raw, text)}: token {text!r}: {error.args[0]}") from None
             vocab[index] = text.encode("utf-8")  # a special token written verbatim
     return vocab
 
