@@ -166,9 +166,13 @@ class Tokenizer:
         byte_ids = self._byte_ids
         return tuple(apply_merges([byte_ids[byte] for byte in encoded], self._merge_table))
 
+    def _encode_pretokens(self, pretokens: list[str], out: list[int]) -> None:
+        """Append the ids of each pre-token to ``out`` (cache hits stay on the C fast path)."""
+        out.extend(chain.from_iterable(map(self._cache.__getitem__, pretokens)))
+
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
         """Encode text containing no special tokens, appending ids to ``out``."""
-        out.extend(chain.from_iterable(map(self._cache.__getitem__, gpt2_pretokenize(text))))
+        self._encode_pretokens(gpt2_pretokenize(text), out)
 
     def encode(self, text: str) -> list[int]:
         """Text -> ids. Special tokens become their ids; the text between them is BPE-encoded."""
@@ -213,9 +217,9 @@ class Tokenizer:
                 if not pretokens:
                     return start
                 held = pretokens.pop()
-                out.extend(chain.from_iterable(map(self._cache.__getitem__, pretokens)))
+                self._encode_pretokens(pretokens, out)
                 return stop - len(held)
-            out.extend(chain.from_iterable(map(self._cache.__getitem__, pretokens)))
+            self._encode_pretokens(pretokens, out)
         return len(text)
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
