@@ -201,7 +201,8 @@ class Tokenizer:
 
         Appends those ids to ``out`` and returns the prefix length. Held back: a possible special
         token cut by the end (or one that could grow into a longer one) and the last pre-token,
-        which more text could extend. Pre-tokens before the last one never depend on what follows.
+        which more text could extend, together with a lone ``'`` before it (``'`` + ``l`` becomes
+        ``'ll`` when an ``l`` follows). Earlier pre-tokens never depend on what follows.
         """
         pending = self._pending_special_start(text)
         for start, end, is_special in special_token_spans(text, self._special_regex):
@@ -216,9 +217,12 @@ class Tokenizer:
                 # the text span that more input could extend: keep its last pre-token for later
                 if not pretokens:
                     return start
-                held = pretokens.pop()
+                held = len(pretokens.pop())
+                if pretokens and pretokens[-1] == "'":
+                    # "'" then "l" can still become the contraction "'ll" (likewise "'ve", "'re")
+                    held += len(pretokens.pop())
                 self._encode_pretokens(pretokens, out)
-                return stop - len(held)
+                return stop - held
             self._encode_pretokens(pretokens, out)
         return len(text)
 

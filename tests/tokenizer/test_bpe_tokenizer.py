@@ -191,6 +191,16 @@ def test_encode_iterable_equals_encode_across_any_chunking(overlapping_specials,
     assert list(overlapping_specials.encode_iterable(pieces)) == overlapping_specials.encode(text)
 
 
+@pytest.mark.parametrize("pieces", [["'l", "l"], ["x'l", "l and"], ["it'v", "e"], ["'r", "e'", "s"]])
+def test_encode_iterable_keeps_a_contraction_cut_after_its_first_letter(gpt2_tokenizer, gpt2_tiktoken, monkeypatch,
+                                                                        pieces):
+    import seqlab.tokenizer.tokenizer as module
+
+    monkeypatch.setattr(module, "_STREAM_BUFFER_CHARS", 1)  # flush after every piece
+    text = "".join(pieces)
+    assert list(gpt2_tokenizer.encode_iterable(pieces)) == gpt2_tiktoken.encode(text)
+
+
 def test_encode_iterable_is_lazy(gpt2_tokenizer):
     import itertools
 
