@@ -66,12 +66,14 @@ def run_one(implementation: str, path: str, workers: int) -> dict:
         tokenizer = Tokenizer.from_files(GPT2_DIR / "gpt2_vocab.json", GPT2_DIR / "gpt2_merges.txt", [EOT])
         started = time.perf_counter()
         if implementation == "seqlab_encode_file":
-            ids = tokenizer.encode_file(path, workers=workers).tolist()
+            ids = tokenizer.encode_file(path, workers=workers)
         elif implementation == "seqlab_encode_file_1":
-            ids = tokenizer.encode_file(path, workers=1).tolist()
+            ids = tokenizer.encode_file(path, workers=1)
         else:
             ids = tokenizer.encode(Path(path).read_text(encoding="utf-8"))
     seconds = time.perf_counter() - started
+    # encode_file returns a numpy array; the list for the digest is made after the clock stops
+    ids = ids.tolist() if hasattr(ids, "tolist") else ids
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
     digest = hashlib.sha256(json.dumps(ids).encode()).hexdigest()

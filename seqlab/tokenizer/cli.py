@@ -36,7 +36,7 @@ def register(subparsers) -> None:
     tokenize.add_argument("--input", required=True, help="UTF-8 text file")
     tokenize.add_argument("--out", required=True, help="output .npy file")
     tokenize.add_argument("--workers", type=int, default=None,
-                          help="processes (default: all cores for files of 32 MB and more, else 1)")
+                          help="processes (default: all cores for files of 4 MB and more, else 1)")
     tokenize.add_argument("--no-progress", action="store_true", help="no progress bar")
     tokenize.set_defaults(func=_run_tokenize)
 

@@ -27,9 +27,10 @@ _CACHE_MAX_ENTRIES = 1 << 20  # distinct pre-tokens kept; bounds memory on huge 
 _CACHE_MAX_CHARS = 64  # longer pre-tokens are rare; caching them would only cost memory
 _STREAM_BUFFER_CHARS = 1 << 16
 _FILE_CHUNK_BYTES = 1 << 20
-# Default encode_file parallelism only from this size: below it, forking workers (each rebuilding
-# much of the pre-token cache) cost more than they save (see BENCHMARKS.md).
-_PARALLEL_MIN_BYTES = 1 << 25
+# Default encode_file parallelism only from this size: below it, forking workers (each redoing BPE
+# for most of the text's distinct pre-tokens) saves nothing; from 4 MB up two workers were 1.5x
+# faster than one process on 2 idle cores (see BENCHMARKS.md).
+_PARALLEL_MIN_BYTES = 1 << 22
 
 
 class _PretokenCache(dict):
@@ -253,7 +254,7 @@ class Tokenizer:
     def encode_file(self, path: str | os.PathLike, workers: int | None = None, *, progress: bool = False):
         """Encode a UTF-8 file in parallel chunks; same ids as ``encode(text)``.
 
-        ``workers=None``: all cores for files of 32 MB and more, else one process. Returns a 1-D
+        ``workers=None``: all cores for files of 4 MB and more, else one process. Returns a 1-D
         numpy array: ``uint16`` when every id fits, else ``uint32``.
         """
         import numpy as np
@@ -288,20 +289,19 @@ class Tokenizer:
         boundaries = find_chunk_boundaries(path, chunk_bytes, self.special_tokens)
         tasks = [(os.fspath(path), a, b) for a, b in zip(boundaries, boundaries[1:])]
         with tqdm(total=size, unit="B", unit_scale=True, desc="tokenizing", disable=not progress) as bar:
-            # The first chunk is encoded here: it warms the pre-token cache, which forked workers
-            # inherit, so they do not each redo BPE for the corpus's common words.
-            serial = tasks if workers == 1 or len(tasks) <= 2 else tasks[:1]
-            for task in serial:
-                yield self._encode_file_chunk(task)
-                bar.update(task[2] - task[1])
-            rest = tasks[len(serial):]
-            if not rest:
+            if workers == 1 or len(tasks) == 1:
+                for task in tasks:
+                    yield self._encode_file_chunk(task)
+                    bar.update(task[2] - task[1])
                 return
+            # Workers start at once. Encoding the first chunk here first, so that forked workers
+            # inherit its pre-tokens' BPE results, was measured slower on 2 idle cores (4-25 MB of
+            # Brown): one core idles meanwhile, and each worker still meets most new words itself.
             context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
             gc.freeze()  # keep the collector from touching (and so copying) the parent's pages in workers
             try:
-                with context.Pool(min(workers, len(rest)), initializer=_set_worker_tokenizer, initargs=(self,)) as pool:
-                    for task, ids in zip(rest, pool.imap(_encode_chunk_in_worker, rest)):
+                with context.Pool(min(workers, len(tasks)), initializer=_set_worker_tokenizer, initargs=(self,)) as pool:
+                    for task, ids in zip(tasks, pool.imap(_encode_chunk_in_worker, tasks)):
                         yield ids
                         bar.update(task[2] - task[1])
             finally:

@@ -245,6 +245,30 @@ def test_encode_file_parallel_equals_encode(cs336_dir, gpt2_tokenizer, tmp_path)
     assert len(chunks) > 10 and [int(i) for a in chunks for i in a] == gpt2_tokenizer.encode(text)
 
 
+def test_encode_file_default_workers_fork_above_threshold(cs336_dir, gpt2_tokenizer, gpt2_tiktoken, tmp_path,
+                                                          monkeypatch):
+    """``workers=None`` forks a pool from _PARALLEL_MIN_BYTES on (one process below); ids equal tiktoken."""
+    import multiprocessing
+
+    import seqlab.tokenizer.tokenizer as tokenizer_module
+
+    text = EOT.join((cs336_dir / "corpus.en").read_text(encoding="utf-8").split("\n\n"))
+    path = tmp_path / "docs.txt"
+    path.write_text(text, encoding="utf-8")
+    contexts = []
+    real_get_context = multiprocessing.get_context
+    monkeypatch.setattr(multiprocessing, "get_context", lambda *a: contexts.append(a) or real_get_context(*a))
+    monkeypatch.setattr(tokenizer_module.os, "cpu_count", lambda: 2)
+    expected = gpt2_tiktoken.encode(text, allowed_special="all")
+    size = path.stat().st_size
+    monkeypatch.setattr(tokenizer_module, "_PARALLEL_MIN_BYTES", size + 1)
+    assert gpt2_tokenizer.encode_file(path).tolist() == expected and contexts == []
+    monkeypatch.setattr(tokenizer_module, "_PARALLEL_MIN_BYTES", size)
+    chunks = list(gpt2_tokenizer.iter_encode_file(path, chunk_bytes=20_000))
+    assert len(chunks) > 3 and len(contexts) == 1
+    assert [int(i) for a in chunks for i in a] == expected
+
+
 def byte_token_ids(tokenizer, text):
     """Ids of the single-byte tokens spelling ``text`` (no merges applied)."""
     by_bytes = {token: index for index, token in tokenizer.vocab.items()}
