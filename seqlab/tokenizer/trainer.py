@@ -110,9 +110,12 @@ def train_bpe_from_counts(
     special_tokens = list(special_tokens)
     _check_vocab_size(vocab_size, special_tokens)
     vocab = initial_vocab(special_tokens)
-    byte_ids = {token[0]: index for index, token in vocab.items() if index >= len(special_tokens)}
-    items = sorted(dict(pretoken_counts).items())  # fixed order: results never depend on dict order
-    words = [[byte_ids[byte] for byte in token.encode("utf-8")] for token, _ in items]
+    # A word is a str with one character chr(id) per token (see PairCounts). Decoding the UTF-8
+    # bytes as Latin-1 gives one character per byte, which str.translate maps to its id in C.
+    byte_to_char = {token[0]: chr(index) for index, token in vocab.items() if index >= len(special_tokens)}
+    # Any order of the words gives the same merges: the tie rule is a total order on pairs.
+    items = list(dict(pretoken_counts).items())
+    words = [token.encode("utf-8").decode("latin-1").translate(byte_to_char) for token, _ in items]
     counts = [count for _, count in items]
     token_bytes = [vocab[index] for index in range(len(vocab))]
     state = PairCounts(words, counts, token_bytes)
