@@ -69,8 +69,10 @@ def count_file_pretokens(
     if num_workers is None and size < _PARALLEL_MIN_BYTES:
         workers = 1
     if chunk_bytes is None:
-        # several chunks per worker balance the load; the cap bounds each worker's memory
-        chunk_bytes = max(1 << 16, min(_MAX_CHUNK_BYTES, -(-size // (4 * workers))))
+        # One chunk per worker: every chunk's counts are pickled back and merged here (in Python),
+        # so a few large chunks beat finer load balancing (Brown, 2 workers: 8 chunks 0.19 s, 2
+        # chunks 0.16 s). The cap bounds each worker's memory on large files.
+        chunk_bytes = max(1 << 16, min(_MAX_CHUNK_BYTES, -(-size // workers)))
     boundaries = find_chunk_boundaries(path, chunk_bytes, special_tokens)
     tasks = [(os.fspath(path), a, b, tuple(special_tokens)) for a, b in zip(boundaries, boundaries[1:])]
     bar = _progress_bar(progress, total=size, unit="B", unit_scale=True, desc="pre-tokenizing")
