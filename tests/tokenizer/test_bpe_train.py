@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 
 import pytest
@@ -120,15 +121,15 @@ def test_incremental_trainer_matches_naive_recount(cs336_dir, tmp_path, vocab_si
     assert merges == naive_bpe(text, vocab_size, [EOT])
 
 
-def test_heap_choice_and_incremental_counts_match_recount_at_every_step(cs336_dir):
+def _check_against_recount_at_every_step(counts: dict[str, int], max_merges: int) -> int:
+    """Run PairCounts, recounting every pair from the current segmentations before each merge;
+    returns the number of merges done (stops early when no pair is left)."""
     from seqlab.tokenizer.merges import PairCounts, choose_merge
-    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
 
-    counts = Counter(gpt2_pretokenize((cs336_dir / "corpus.en").read_text(encoding="utf-8")[:15_000] + " aaaaaa"))
-    names = sorted(counts)
+    names = list(counts)
     token_bytes = [bytes([b]) for b in range(256)]
     state = PairCounts([list(n.encode()) for n in names], [counts[n] for n in names], token_bytes)
-    for _ in range(150):
+    for step in range(max_merges):
         recount = Counter()
         for index, name in enumerate(names):
             word = state.segmentation(index)
@@ -137,8 +138,30 @@ def test_heap_choice_and_incremental_counts_match_recount_at_every_step(cs336_di
                 recount[pair] += counts[name]
         assert state.pair_counts() == recount
         best = state.best_pair()
+        if not recount:
+            assert best is None
+            return step
         assert best == choose_merge(recount, token_bytes)
         state.merge(best, state.add_token(token_bytes[best[0]] + token_bytes[best[1]]))
+    return max_merges
+
+
+def test_heap_choice_and_incremental_counts_match_recount_at_every_step(cs336_dir):
+    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
+
+    counts = Counter(gpt2_pretokenize((cs336_dir / "corpus.en").read_text(encoding="utf-8")[:15_000] + " aaaaaa"))
+    assert _check_against_recount_at_every_step(counts, 150) == 150
+
+
+def test_words_holding_a_pair_several_times_match_recount_at_every_step():
+    """A two-letter alphabet gives words like ``abab`` and ``aaaaa`` in which one merge hits a word
+    several times (the whole-word recount path) and new tokens end up next to each other."""
+    rng = random.Random(0)
+    names = {"".join(rng.choice("ab") for _ in range(rng.randint(1, 10))) for _ in range(80)}
+    names |= {"aaaaaaa", "abababab", "aabaabaab", "bbbb"}
+    counts = {name: rng.randint(1, 6) for name in sorted(names)}
+    merges = _check_against_recount_at_every_step(counts, 200)
+    assert 10 < merges < 200  # ran until every word was a single token
 
 
 def test_same_merges_whatever_workers_and_chunking(cs336_dir, tmp_path):
