@@ -116,17 +116,22 @@ class PairCounts:
 
         Only the pairs next to each merged occurrence change: with ``x a b y`` -> ``x c y``,
         ``(x, a)`` and ``(b, y)`` lose the word's count and ``(x, c)`` and ``(c, y)`` gain it.
-        Every gained pair contains the brand-new token ``c``, so it has no count and no index entry
-        yet: gains are collected as ``gained[pair] = [word index per occurrence]`` and turned into a
-        count (the sum of those words' weights, in C) and an index entry once, after all words.
-        Nearly every word (about 99% on the Brown corpus) holds the pair once; words holding it
-        several times (``a b a b``, where the second occurrence's left neighbour is the new token)
-        are recounted whole by :meth:`_merge_repeated`.
+        Nearly every word (99% on the Brown corpus) holds the pair once; for those the loop only
+        files the word's index under its left neighbour ``x`` and its right neighbour ``y``.
+        Afterwards each group moves its total weight at once: ``(x, a)`` loses what ``(x, c)``
+        gains, and the group's indices become the index entry of the new pair ``(x, c)`` (every
+        pair with the brand-new token ``c`` is new). So the per-word Python work is two appends,
+        and the count updates run once per distinct neighbour. Words holding the pair several
+        times (``a b a b``, where an occurrence's neighbour is the new token) are recounted whole
+        by :meth:`_merge_repeated`.
         """
-        counts, words, word_counts = self.counts, self.words, self.word_counts
-        target = chr(pair[0]) + chr(pair[1])
-        new = chr(new_id)
-        gained: defaultdict[str, list[int]] = defaultdict(list)
+        counts, words = self.counts, self.words
+        weight_of = self.word_counts.__getitem__
+        a, b = chr(pair[0]), chr(pair[1])
+        target, new = a + b, chr(new_id)
+        left_neighbours: defaultdict[str, list[int]] = defaultdict(list)  # x -> words with "x a b"
+        right_neighbours: defaultdict[str, list[int]] = defaultdict(list)  # y -> words with "a b y"
+        gained: defaultdict[str, list[int]] = defaultdict(list)  # new pair -> word index per occurrence
         for index in self.pair_to_words.pop(target, ()):
             word = words[index]
             merged = word.replace(target, new)  # the same object back when the pair is absent
@@ -137,14 +142,17 @@ class PairCounts:
                 # else: a stale index entry (an earlier merge took this occurrence away)
                 continue
             words[index] = merged
-            weight = word_counts[index]
             p = word.find(target)
-            if p:  # x a b ... -> x c ...: lose "xa", gain "xc"
-                counts[word[p - 1:p + 1]] -= weight
-                gained[merged[p - 1:p + 1]].append(index)
-            if p + 2 < len(word):  # ... a b y -> ... c y: lose "by", gain "cy"
-                counts[word[p + 1:p + 3]] -= weight
-                gained[merged[p:p + 2]].append(index)
+            if p:
+                left_neighbours[word[p - 1]].append(index)
+            if p + 2 < len(word):
+                right_neighbours[word[p + 2]].append(index)
+        for x, indices in left_neighbours.items():
+            counts[x + a] -= sum(map(weight_of, indices))
+            gained[x + new] += indices
+        for y, indices in right_neighbours.items():
+            counts[b + y] -= sum(map(weight_of, indices))  # may be the merged pair ("a a a")
+            gained[new + y] += indices
         counts.pop(target, None)
         self._add_gained(gained)
 
