@@ -7,6 +7,8 @@ run the incremental merge loop of :mod:`seqlab.tokenizer.merges`.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
 import os
 from collections import Counter
@@ -120,20 +122,38 @@ def train_bpe_from_counts(
     words = [token.encode("utf-8").decode("latin-1").translate(byte_to_char) for token, _ in items]
     counts = [count for _, count in items]
     token_bytes = [vocab[index] for index in range(len(vocab))]
-    state = PairCounts(words, counts, token_bytes)
     merges: list[tuple[bytes, bytes]] = []
     bar = _progress_bar(progress, total=vocab_size - len(vocab), desc="merging", unit="merge")
-    while len(token_bytes) < vocab_size:
-        pair = state.best_pair()
-        if pair is None:
-            break  # every pre-token is a single token already
-        left, right = token_bytes[pair[0]], token_bytes[pair[1]]
-        new_id = state.add_token(left + right)
-        state.merge(pair, new_id)
-        merges.append((left, right))
-        bar.update(1)
+    with _cyclic_gc_paused():
+        state = PairCounts(words, counts, token_bytes)
+        while len(token_bytes) < vocab_size:
+            pair = state.best_pair()
+            if pair is None:
+                break  # every pre-token is a single token already
+            left, right = token_bytes[pair[0]], token_bytes[pair[1]]
+            new_id = state.add_token(left + right)
+            state.merge(pair, new_id)
+            merges.append((left, right))
+            bar.update(1)
     bar.close()
     return dict(enumerate(token_bytes)), merges
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while the merge loop runs.
+
+    The loop allocates ~10^5 lists and tuples (index entries, heap entries) but makes no
+    reference cycles, so reference counting frees everything anyway; the collector would only
+    rescan the long-lived words and dicts (on Brown: 2 full collections, about 0.03 s of 0.7 s).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _check_vocab_size(vocab_size: int, special_tokens: Sequence[str]) -> None:

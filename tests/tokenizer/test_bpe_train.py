@@ -212,3 +212,21 @@ def test_errors(tmp_path):
         train_bpe(good, 300, [EOT, EOT])
     with pytest.raises(ValueError, match="num_merges"):
         merge_trace({"ab": 1}, -1)
+
+
+def test_merge_loop_restores_the_cycle_collector_state():
+    import gc
+
+    from seqlab.tokenizer.trainer import train_bpe_from_counts
+
+    assert gc.isenabled()
+    _, merges = train_bpe_from_counts({"low": 5, "lower": 2}, 258)
+    assert merges == [(b"l", b"o"), (b"lo", b"w")] and gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(ValueError, match="too small"):
+            train_bpe_from_counts({"low": 1}, 10)
+        train_bpe_from_counts({"low": 1}, 257)
+        assert not gc.isenabled()  # a caller's choice to keep it off is kept
+    finally:
+        gc.enable()
