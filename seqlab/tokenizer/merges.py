@@ -64,16 +64,15 @@ class PairCounts:
         self.word_counts = word_counts
         self.token_bytes = token_bytes
         self._order_keys = [descending_bytes_key(token) for token in token_bytes]
-        self.counts: dict[str, int] = {}
         self.pair_to_words: dict[str, list[int]] = defaultdict(list)
-        counts, get, pair_to_words = self.counts, self.counts.get, self.pair_to_words
         for index, word in enumerate(self.words):
-            weight = word_counts[index]
             # map(str.__add__, ...) builds the pair strings "ab", "bc", ... in C
             for pair in map(str.__add__, word, word[1:]):
-                counts[pair] = get(pair, 0) + weight
-                pair_to_words[pair].append(index)
-        self._heap = [self._heap_entry(pair, count) for pair, count in counts.items()]
+                self.pair_to_words[pair].append(index)
+        # the index holds a word once per occurrence, so a pair's count is the sum of their weights
+        weight_of = word_counts.__getitem__
+        self.counts = {pair: sum(map(weight_of, indices)) for pair, indices in self.pair_to_words.items()}
+        self._heap = [self._heap_entry(pair, count) for pair, count in self.counts.items()]
         heapq.heapify(self._heap)
 
     def _heap_entry(self, pair: str, count: int) -> tuple:
