@@ -17,14 +17,18 @@ Pair = tuple[int, int]
 _MAX_TOKENS = 0x110000  # a word is a str with one code point per token id
 
 
+# byte b -> byte 255 - b, applied in C by bytes.translate
+_REVERSED_BYTES = bytes(range(255, -1, -1))
+
+
 def descending_bytes_key(token: bytes) -> str:
     """A string whose ordering is the *reverse* of ``token``'s byte-string ordering.
 
-    Byte ``b`` becomes ``chr(256 - b)`` and the end of the token becomes ``chr(257)``, larger than
+    Byte ``b`` becomes ``chr(255 - b)`` and the end of the token becomes ``chr(256)``, larger than
     any byte, so a prefix (smaller as bytes) sorts after its extensions. Lets a min-heap of plain
     tuples (compared in C) pop the lexicographically greatest pair first.
     """
-    return "".join([chr(256 - byte) for byte in token]) + chr(257)
+    return token.translate(_REVERSED_BYTES).decode("latin-1") + "\u0100"
 
 
 def merge_order_key(count: int, left: bytes, right: bytes) -> tuple[int, str, str]:
@@ -176,11 +180,13 @@ class PairCounts:
     def _add_gained(self, gained: dict[str, list[int]]) -> None:
         """Give each new pair its count and index entry, and push it on the heap."""
         counts, pair_to_words, weight_of = self.counts, self.pair_to_words, self.word_counts.__getitem__
+        heap, order_keys = self._heap, self._order_keys
         for pair, indices in gained.items():
             count = sum(map(weight_of, indices))
             counts[pair] = count
             pair_to_words[pair] = indices
-            heapq.heappush(self._heap, self._heap_entry(pair, count))
+            # self._heap_entry(pair, count), spelled out: this runs ~10^5 times
+            heapq.heappush(heap, (-count, order_keys[ord(pair[0])], order_keys[ord(pair[1])], pair))
 
 
 def _show(token: bytes) -> str:

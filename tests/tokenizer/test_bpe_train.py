@@ -230,3 +230,12 @@ def test_merge_loop_restores_the_cycle_collector_state():
         assert not gc.isenabled()  # a caller's choice to keep it off is kept
     finally:
         gc.enable()
+
+
+def test_descending_bytes_key_reverses_byte_string_order():
+    from seqlab.tokenizer.merges import descending_bytes_key
+
+    rng = random.Random(1)
+    tokens = {bytes(rng.randrange(256) for _ in range(rng.randint(1, 4))) for _ in range(3000)}
+    tokens |= {b"a", b"ab", b"abc", b"\xff", b"\xff\xff", b"\x00", b"\x00\x00"}  # prefixes, extremes
+    assert sorted(tokens, key=descending_bytes_key) == sorted(tokens, reverse=True)
