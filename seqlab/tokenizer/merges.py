@@ -4,6 +4,8 @@ One rule picks every merge: the most frequent adjacent pair, ties broken by the
 lexicographically greater pair of byte strings. :func:`merge_order_key` encodes that rule
 once; :class:`PairCounts` keeps pair counts up to date incrementally (only the words that
 contain the merged pair are touched) and finds the best pair with a lazily invalidated heap.
+:func:`choose_merge` is the same rule as a plain ``min`` over all counts, for teaching
+(:func:`merge_trace`) and as the tests' oracle.
 """
 
 from __future__ import annotations
@@ -49,15 +51,16 @@ class PairCounts:
 
     ``words[i]`` occurs ``word_counts[i]`` times. Internally a word is a ``str`` with one
     character ``chr(id)`` per token, so finding and replacing a pair runs in C, and a pair
-    ``(a, b)`` is the two-character string ``chr(a) + chr(b)``: the merge loop gets the pairs
-    next to a merged occurrence by slicing the word (``word[p - 1:p + 1]``), with no per-token
-    ``ord`` or arithmetic in Python, and a short string caches its hash.
+    ``(a, b)`` is the two-character string ``chr(a) + chr(b)``: built from a word's characters
+    with no per-token ``ord`` or arithmetic in Python, and a short string caches its hash.
 
     ``pair_to_words`` indexes which words may contain a pair (entries can be stale or repeated;
     a word that no longer holds the pair is skipped), so a merge touches only those words.
-    ``counts`` may keep pairs whose count fell to 0. The heap holds
-    ``merge_order_key(count, left, right) + (pair,)`` entries whose count is at least the pair's
-    current count; a stale entry is re-pushed with the current count when it reaches the top.
+    ``counts`` may keep pairs whose count fell to 0. A pair's count never grows once it exists
+    (a merge only takes occurrences away; what it adds are pairs with the brand-new token), so
+    the heap can hold ``merge_order_key(count, left, right) + (pair,)`` entries whose count is at
+    least the pair's current count: a stale entry is re-pushed with the current count when it
+    reaches the top, and an entry whose count is current is the true best pair.
     """
 
     def __init__(self, words: Sequence[Sequence[int]] | Sequence[str], word_counts: list[int], token_bytes: list[bytes]):
