@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CS336_DIR = REPO_ROOT.parent / "shared" / "fixtures" / "cs336"
+CS336_DIR = REPO_ROOT / "tests" / "fixtures" / "cs336"
 
 
 @pytest.fixture(scope="session")
 def cs336_dir() -> Path:
-    """Public CS336 assignment data laid beside the checkout; skip when a clone has none."""
-    if not CS336_DIR.is_dir():
-        pytest.skip(f"fixture folder {CS336_DIR} is absent (it ships only beside the project checkout)")
+    """Public CS336 assignment data (MIT), shipped in ``tests/fixtures/cs336`` with its LICENSE."""
+    if not (CS336_DIR / "LICENSE").is_file():
+        raise FileNotFoundError(f"{CS336_DIR} is missing: the CS336 fixtures ship with the repository")
     return CS336_DIR
 
 
