@@ -1,0 +1,1 @@
+"""Using a trained model: looking inside its forward pass (inspect)."""
