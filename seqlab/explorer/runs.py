@@ -1,0 +1,134 @@
+"""The runs the explorer shows: directories written by ``seqlab train`` / ``seqlab demo`` (language
+models) and ``seqlab seq2seq train`` (seq2seq models), loaded on first use.
+
+A run directory is recognised by its files, without loading anything:
+
+    LM run       checkpoints/latest.pt, tokenizer/ (vocab.json, merges.txt), config.json, log.jsonl
+    seq2seq run  checkpoints/latest.pt, vocab.json, config.json
+
+Problems (a missing directory, a damaged checkpoint, a seq2seq run asked for an LM panel) become a
+:class:`RequestError` with a code the page translates, so a panel always shows what went wrong and
+how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seqlab.explorer.validation import RequestError
+
+MAKE_ONE = "make one with `seqlab demo --fast` (writes demo_out/run) or `seqlab train`, then run `seqlab explore --run DIR`"
+
+
+@dataclass
+class Run:
+    """One --run directory as given on the command line (``id``) and what its files say it is."""
+
+    id: str
+    path: Path
+    kind: str  # "lm", "seq2seq" or "invalid"
+    problem: RequestError | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "error": None if self.problem is None else self.problem.body()}
+
+
+def describe_run(run_id: str) -> Run:
+    """Classify a run directory by the files it holds (nothing is loaded)."""
+    path = Path(run_id).expanduser()
+    if not path.is_dir():
+        return Run(run_id, path, "invalid", RequestError(
+            f"run directory {run_id} does not exist; {MAKE_ONE}", "run_missing", run=run_id))
+    has_checkpoint = (path / "checkpoints" / "latest.pt").is_file()
+    if has_checkpoint and (path / "tokenizer").is_dir():
+        return Run(run_id, path, "lm")
+    if has_checkpoint and (path / "vocab.json").is_file() and (path / "config.json").is_file():
+        return Run(run_id, path, "seq2seq")
+    return Run(run_id, path, "invalid", RequestError(
+        f"{run_id} is not a seqlab run: expected checkpoints/latest.pt with tokenizer/ (a language model "
+        f"from `seqlab train`) or with vocab.json (a model from `seqlab seq2seq train`)", "run_not_run", run=run_id))
+
+
+@dataclass
+class LoadedLM:
+    """A language-model run, ready to use: the model (eval mode, CPU), its tokenizer and files."""
+
+    run: Run
+    model: Any
+    tokenizer: Any
+    config: dict[str, Any]
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
+def load_lm(run: Run) -> LoadedLM:
+    """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
+    from seqlab.tokenizer import Tokenizer
+    from seqlab.training.checkpoint import load_model_from_checkpoint
+    from seqlab.training.logging_utils import read_jsonl
+
+    checkpoint = run.path / "checkpoints" / "latest.pt"
+    try:
+        model, _ = load_model_from_checkpoint(checkpoint, device="cpu")
+    except (ValueError, RuntimeError, KeyError, TypeError) as exc:
+        raise RequestError(f"run {run.id}: cannot load {checkpoint}: {exc}. Retrain it or pick another run",
+                           "run_damaged", run=run.id, detail=str(exc)) from None
+    try:
+        tokenizer = Tokenizer.load(run.path / "tokenizer")
+        config_path = run.path / "config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        log_path = run.path / "log.jsonl"
+        log = read_jsonl(log_path) if log_path.is_file() else []
+    except (OSError, ValueError, KeyError) as exc:
+        raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
+    if tokenizer.vocab_size > model.config.vocab_size:
+        detail = f"the tokenizer has {tokenizer.vocab_size} ids but the model only {model.config.vocab_size}"
+        raise RequestError(f"run {run.id}: {detail}", "run_damaged", run=run.id, detail=detail)
+    return LoadedLM(run, model, tokenizer, config, log)
+
+
+class RunRegistry:
+    """The runs given to ``seqlab explore``; each model is loaded once, on first use (thread-safe)."""
+
+    def __init__(self, run_ids: list[str] | tuple[str, ...] = (), paths_dir: str | None = None):
+        self.runs = [describe_run(run_id) for run_id in dict.fromkeys(run_ids)]
+        self.paths_dir = paths_dir
+        self._loaded: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [run.summary() for run in self.runs]
+
+    def find(self, run_id: str | None, kind: str) -> Run:
+        """The run named ``run_id`` (default: the first run of ``kind``), checked to be of that kind."""
+        if run_id is None:
+            candidates = [run for run in self.runs if run.kind == kind] or self.runs
+            if not candidates:
+                if kind == "lm":
+                    raise RequestError(f"no language-model run to show; {MAKE_ONE}", "no_lm_run")
+                raise RequestError("no seq2seq run to show; train one with `seqlab seq2seq train --out DIR`, "
+                                   "then run `seqlab explore --run DIR`", "no_s2s_run")
+            run = candidates[0]
+        else:
+            matches = [run for run in self.runs if run.id == run_id]
+            if not matches:
+                known = ", ".join(run.id for run in self.runs) or "none"
+                raise RequestError(f"unknown run {run_id!r}; the explorer was started with: {known}",
+                                   "unknown_run", run=run_id, known=known)
+            run = matches[0]
+        if run.problem is not None:
+            raise run.problem
+        if run.kind != kind:
+            wanted = "a language model" if kind == "lm" else "a seq2seq model"
+            raise RequestError(f"run {run.id} is not {wanted} (it is a {run.kind} run)", "run_kind", run=run.id)
+        return run
+
+    def lm(self, run_id: str | None = None) -> LoadedLM:
+        run = self.find(run_id, "lm")
+        with self._lock:
+            if run.id not in self._loaded:
+                self._loaded[run.id] = load_lm(run)
+            return self._loaded[run.id]
