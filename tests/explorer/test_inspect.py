@@ -9,6 +9,7 @@ import torch
 
 from seqlab.inference.inspect import attention_weights, check_ids, next_token_candidates, trace_forward
 from seqlab.model import TransformerLM
+from tests.explorer.oracles import attention_oracle, sorted_filter
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -30,53 +31,26 @@ def _model(**changes) -> TransformerLM:
     return model.eval()
 
 
-def _rope_oracle(x: torch.Tensor, theta: float) -> torch.Tensor:
-    """(..., T, d) -> rotated: pair (2k, 2k+1) at position t as a complex number times e^{i t theta^(-2k/d)}."""
-    T, d = x.shape[-2:]
-    angle = torch.arange(T, dtype=torch.float64)[:, None] * theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
-    return torch.view_as_real(z * torch.polar(torch.ones_like(angle), angle)).reshape(x.shape)
-
-
-def _captured(model: TransformerLM, ids: list[int]):
-    """Each block's attention input and output, taken by hooks from the model's own forward."""
-    seen = []
-    hooks = [layer.attn.register_forward_hook(lambda m, args, out: seen.append((args[0][0].double(), out[0].double())))
-             for layer in model.layers]
-    try:
-        with torch.no_grad():
-            logits = model(torch.tensor([ids]))[0]
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return seen, logits
-
-
 @pytest.mark.parametrize("changes", VARIANTS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "default")
 def test_attention_weights_match_an_oracle_and_the_models_output(changes):
     model = _model(**changes)
     ids = [3, 41, 7, 7, 19, 0, 33, 12, 5]
     T, H = len(ids), model.config.num_heads
     trace = trace_forward(model, ids)
-    seen, logits = _captured(model, ids)
-    assert len(trace.attention) == len(seen) == 2
-    torch.testing.assert_close(trace.logits, logits, atol=1e-5, rtol=1e-5)
+    with torch.no_grad():
+        torch.testing.assert_close(trace.logits, model(torch.tensor([ids]))[0], atol=1e-5, rtol=1e-5)
+    oracle = attention_oracle(model, ids)
+    assert len(trace.attention) == len(oracle) == 2
     future = torch.ones(T, T, dtype=torch.bool).triu(1)
-    for layer, weights, (h, out) in zip(model.layers, trace.attention, seen):
-        attn = layer.attn
-        split = lambda w: (h @ w.weight.double().T).view(T, H, -1).transpose(0, 1)  # (H, T, d_head)
-        q, k, v = split(attn.q_proj), split(attn.k_proj), split(attn.v_proj)
-        if changes.get("positional") != "nope":
-            q, k = _rope_oracle(q, 100.0), _rope_oracle(k, 100.0)
-        scores = q @ k.transpose(1, 2) / (q.shape[-1] ** 0.5)
-        expected = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    for layer, weights, (h, out, expected) in zip(model.layers, trace.attention, oracle):
         assert weights.shape == (H, T, T)
         torch.testing.assert_close(weights.double(), expected, atol=1e-5, rtol=1e-4)
         assert torch.all(weights[:, future] == 0)  # causal: the upper triangle is empty
         assert expected.max() > 0.6  # the check is not on near-uniform rows
         # the model's actual attention output is these weights applied to V, then output_proj
+        v = (h @ layer.attn.v_proj.weight.double().T).view(T, H, -1).transpose(0, 1)
         concat = (weights.double() @ v).transpose(0, 1).reshape(T, -1)
-        torch.testing.assert_close(concat @ attn.output_proj.weight.double().T, out, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(concat @ layer.attn.output_proj.weight.double().T, out, atol=1e-5, rtol=1e-4)
     assert [w.shape for w in attention_weights(model, ids)] == [(H, T, T)] * 2
 
 
@@ -97,23 +71,6 @@ def test_bad_ids_are_named(ids, words):
         check_ids(_model(), ids)
 
 
-def _sorted_filter(logits: torch.Tensor, temperature: float, top_k, top_p: float) -> torch.Tensor:
-    """Sort, keep the first k, renormalise, keep while the mass before a token is < p, renormalise."""
-    probs = torch.softmax(logits.double() / temperature, dim=-1)
-    order = torch.sort(probs, descending=True).indices.tolist()
-    kept = order[: top_k or len(order)]
-    mass = sum(probs[i].item() for i in kept)
-    nucleus, before = [], 0.0
-    for i in kept:
-        if nucleus and before >= top_p:
-            break
-        nucleus.append(i)
-        before += probs[i].item() / mass
-    out = torch.zeros_like(probs)
-    out[nucleus] = probs[nucleus] / probs[nucleus].sum()
-    return out
-
-
 @pytest.mark.parametrize("temperature, top_k, top_p", [(1.0, None, 1.0), (0.7, 5, 1.0), (1.3, None, 0.6),
                                                        (0.5, 12, 0.8), (2.0, 1, 0.3), (1.0, 30, 0.95)])
 def test_next_token_candidates_against_a_sort_based_filter(temperature, top_k, top_p):
@@ -124,7 +81,7 @@ def test_next_token_candidates_against_a_sort_based_filter(temperature, top_k, t
     expected_ids = torch.sort(reference, descending=True).indices[:20]
     assert c.ids.tolist() == expected_ids.tolist()
     torch.testing.assert_close(c.probs.double(), reference[expected_ids], atol=1e-6, rtol=1e-5)
-    filtered = _sorted_filter(logits, temperature, top_k, top_p)
+    filtered = sorted_filter(logits, temperature, top_k, top_p)
     torch.testing.assert_close(c.filtered.double(), filtered[expected_ids], atol=1e-6, rtol=1e-5)
     assert c.kept_total == int((filtered > 0).sum())
     assert 1 <= c.kept_total <= (top_k or 40)
