@@ -86,8 +86,14 @@ def _index(p: Payload, name: str, count: int) -> int:
 
 # --- endpoints ----------------------------------------------------------------------------------
 def runs_list(p: Payload, runs: RunRegistry) -> dict:
+    """The runs, each with the error its panels would get (so the page need not ask to find out)."""
     p.finish()
-    return {"runs": runs.summary(), "paths": runs.paths_dir is not None}
+    try:
+        runs.find(None, "lm")
+        no_lm = None
+    except RequestError as exc:
+        no_lm = exc.body()
+    return {"runs": runs.summary(), "no_lm_run": no_lm, "paths": runs.paths_dir is not None}
 
 
 def lm_info(p: Payload, runs: RunRegistry) -> dict:

@@ -7,6 +7,8 @@ import re
 
 from seqlab.explorer.api import run_endpoint
 from seqlab.explorer.server import STATIC_DIR
+from seqlab.inference.inspect import trace_forward
+from seqlab.model import TransformerLM
 
 
 def _strings() -> dict[str, list[str]]:
@@ -42,9 +44,15 @@ def test_every_key_the_page_uses_is_defined():
     assert len(cards) == 10
     used |= {f"sc.{part}.{name}" for name in cards for part in ("q", "a")}
     used |= {f"mh.{name}" for name, _ in run_endpoint("multihead", {})["shapes"]}
+    # the model panels (model.js): t("...") calls, and the label lists it loops over
+    model = (STATIC_DIR / "model.js").read_text(encoding="utf-8")
+    model_used = set(re.findall(r'\bt\("([\w.]+\w)"', model)) | set(re.findall(r'"(model\.[a-z_]+)"', model))
+    model_used |= {f"mshape.{name}" for name, _ in trace_forward(TransformerLM(10, 4, 4, 1, 2), [1, 2]).shapes}
+    assert len(model_used) > 40
+    used |= model_used
     missing = sorted(used - set(strings))
     assert not missing, missing
-    assert len(used) > 150
+    assert len(used) > 200
 
 
 def test_glossary_has_the_issue_terms():

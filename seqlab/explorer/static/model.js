@@ -97,7 +97,7 @@ function fillSelect(select, count, keep) {
 }
 
 async function setupModel() {
-  const { runs } = await api("runs", {});
+  const { runs, no_lm_run: noRun } = await api("runs", {});
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
   const runSelect = $("model-run");
   const renderRuns = () => {
@@ -112,7 +112,13 @@ async function setupModel() {
   };
   renderRuns();
   $("model-text").value = DEFAULT_MODEL_TEXT;
-  const withRun = (extra) => ({ ...(runSelect.value ? { run: runSelect.value } : {}), ...extra });
+  // A run the server already called unusable (or no run at all) is reported without a request.
+  const withRun = (extra) => {
+    const run = lmRuns.find((r) => r.id === runSelect.value);
+    const problem = run ? run.error : noRun;
+    if (problem) throw apiError(problem, {});
+    return { ...(run ? { run: run.id } : {}), ...extra };
+  };
   const withText = (extra) => withRun({ text: $("model-text").value, ...extra });
   const textWidgets = [];
 
