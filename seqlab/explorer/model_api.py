@@ -28,12 +28,15 @@ MAX_GENERATE_TOKENS = 200
 
 
 # --- shared request parts ----------------------------------------------------------------------
-def _lm(p: Payload, runs: RunRegistry) -> LoadedLM:
-    run = p.data.get("run")
-    p._get("run", None)
+def _run_id(p: Payload) -> str | None:
+    run = p._get("run", None)
     if run is not None and not isinstance(run, str):
         raise RequestError(f"run must be a string (a --run directory), got {run!r}"[:120])
-    return runs.lm(run)
+    return run
+
+
+def _lm(p: Payload, runs: RunRegistry) -> LoadedLM:
+    return runs.lm(_run_id(p))
 
 
 def _text(p: Payload) -> str:
@@ -88,12 +91,15 @@ def _index(p: Payload, name: str, count: int) -> int:
 def runs_list(p: Payload, runs: RunRegistry) -> dict:
     """The runs, each with the error its panels would get (so the page need not ask to find out)."""
     p.finish()
-    try:
-        runs.find(None, "lm")
-        no_lm = None
-    except RequestError as exc:
-        no_lm = exc.body()
-    return {"runs": runs.summary(), "no_lm_run": no_lm, "paths": runs.paths_dir is not None}
+    problems = {}
+    for kind in ("lm", "seq2seq"):
+        try:
+            runs.find(None, kind)
+            problems[kind] = None
+        except RequestError as exc:
+            problems[kind] = exc.body()
+    return {"runs": runs.summary(), "no_lm_run": problems["lm"], "no_s2s_run": problems["seq2seq"],
+            "paths": runs.paths_dir is not None}
 
 
 def lm_info(p: Payload, runs: RunRegistry) -> dict:
@@ -226,6 +232,35 @@ def lm_generate(p: Payload, runs: RunRegistry) -> Iterator[dict]:
     return lines()
 
 
+MAX_BEAM = 8
+
+
+def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
+    """Translate with a seq2seq run (greedy for beam 1, else beam search, as `seqlab seq2seq
+    translate`), and the decoder's cross-attention over the source: one [head][target][source]
+    array per decoder layer. Target rows are the output tokens then </s>; an RNN without attention
+    has none."""
+    run_id = _run_id(p)
+    text = _text(p)
+    beam = p.integer("beam", 1, 1, MAX_BEAM)
+    p.finish()
+    run = runs.seq2seq(run_id)
+    from seqlab.seq2seq.config import BOS_ID
+    from seqlab.seq2seq.train import decode_limit, translate_ids
+
+    src = run.src_vocab.encode(text)
+    if not src:
+        raise RequestError("text is empty; type some text for the model to read", "text_empty")
+    (out,) = translate_ids(run.model, [src], beam_size=beam, max_len=decode_limit(run.model, [len(src) + 1]),
+                           device="cpu")
+    with torch.no_grad():
+        maps = run.model.attention_maps(torch.tensor([src]), torch.tensor([[BOS_ID, *out]]))
+    label = lambda vocab, ids: [vocab.decode([i]) for i in ids]
+    return {"output": run.tgt_vocab.decode(out), "source_tokens": label(run.src_vocab, src),
+            "output_tokens": label(run.tgt_vocab, out) + ["</s>"], "arch": run.model.config.arch,
+            "cross_attention": [m[0].tolist() for m in maps]}
+
+
 MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
     "runs": runs_list,
     "lm/info": lm_info,
@@ -236,6 +271,7 @@ MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
     "lm/next": lm_next,
     "lm/sample": lm_sample,
     "lm/generate": lm_generate,
+    "seq2seq/translate": seq2seq_translate,
 }
 
 

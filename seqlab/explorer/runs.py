@@ -90,6 +90,21 @@ def load_lm(run: Run) -> LoadedLM:
     return LoadedLM(run, model, tokenizer, config, log)
 
 
+def load_seq2seq(run: Run) -> Any:
+    """A seq2seq run through ``seqlab.seq2seq.train.load_run`` (model in eval mode on the CPU,
+    source and target vocabularies); errors name the run and file."""
+    try:
+        from seqlab.seq2seq.train import load_run
+    except ImportError:
+        raise RequestError("this version of seqlab has no seq2seq models (seqlab.seq2seq); update it to "
+                           "translate with a seq2seq run", "s2s_missing") from None
+    try:
+        return load_run(run.path, device="cpu")
+    except (FileNotFoundError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+        raise RequestError(f"run {run.id}: cannot load it: {exc}. Retrain it or pick another run",
+                           "run_damaged", run=run.id, detail=str(exc)) from None
+
+
 class RunRegistry:
     """The runs given to ``seqlab explore``; each model is loaded once, on first use (thread-safe)."""
 
@@ -105,7 +120,9 @@ class RunRegistry:
     def find(self, run_id: str | None, kind: str) -> Run:
         """The run named ``run_id`` (default: the first run of ``kind``), checked to be of that kind."""
         if run_id is None:
-            candidates = [run for run in self.runs if run.kind == kind] or self.runs
+            # runs of that kind; for the LM panels (the default kind) also a run that could not be
+            # classified, so its problem is what the panels show
+            candidates = [run for run in self.runs if run.kind == kind or (kind == "lm" and run.kind == "invalid")]
             if not candidates:
                 if kind == "lm":
                     raise RequestError(f"no language-model run to show; {MAKE_ONE}", "no_lm_run")
@@ -126,9 +143,15 @@ class RunRegistry:
             raise RequestError(f"run {run.id} is not {wanted} (it is a {run.kind} run)", "run_kind", run=run.id)
         return run
 
-    def lm(self, run_id: str | None = None) -> LoadedLM:
-        run = self.find(run_id, "lm")
+    def _load(self, run: Run, loader) -> Any:
         with self._lock:
             if run.id not in self._loaded:
-                self._loaded[run.id] = load_lm(run)
+                self._loaded[run.id] = loader(run)
             return self._loaded[run.id]
+
+    def lm(self, run_id: str | None = None) -> LoadedLM:
+        return self._load(self.find(run_id, "lm"), load_lm)
+
+    def seq2seq(self, run_id: str | None = None) -> Any:
+        """A ``seqlab.seq2seq.train.LoadedRun`` (model, src_vocab, tgt_vocab, train_config, step)."""
+        return self._load(self.find(run_id, "seq2seq"), load_seq2seq)

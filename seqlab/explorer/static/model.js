@@ -36,26 +36,25 @@ async function apiStream(name, body, onLine) {
   }
 }
 
-// The main attention map: one SVG cell per visible (query, key) pair, shaded by its weight; the
-// upper triangle (future keys) is left empty. data-w holds the API's number for each cell.
-function attentionMap(container, tokens, weights, onHover) {
-  const n = tokens.length;
-  const cell = Math.max(4, Math.min(26, Math.floor(480 / n)));
+// An attention map: one SVG cell per (row, column) pair shaded by its weight; data-w holds the
+// API's number for each cell. causal: the upper triangle (future keys) is left empty.
+function attentionMap(container, rowLabels, colLabels, weights, causal, onHover) {
+  const rows = rowLabels.length, cols = colLabels.length;
+  const cell = Math.max(4, Math.min(26, Math.floor(480 / Math.max(rows, cols))));
   const labels = cell >= 11;
   const pad = labels ? 72 : 8;
-  const size = pad + n * cell;
-  const svg = svgRoot(size + 4, size + 4);
+  const svg = svgRoot(pad + cols * cell + 4, pad + rows * cell + 4);
   svg.classList.add("attn");
-  svg.style.maxWidth = `${size + 4}px`;
-  svg.append(svgEl("rect", { x: pad, y: pad, width: n * cell, height: n * cell, class: "attn-bg" }));
-  for (let q = 0; q < n; q++) {
-    if (labels) {
-      svg.append(svgEl("text", { x: pad - 4, y: pad + q * cell + cell * 0.7, class: "attn-label", "text-anchor": "end" },
-        visible(tokens[q].text).slice(0, 9)));
-      svg.append(svgEl("text", { x: 0, y: 0, class: "attn-label", "text-anchor": "start",
-        transform: `translate(${pad + q * cell + cell * 0.7}, ${pad - 4}) rotate(-90)` }, visible(tokens[q].text).slice(0, 9)));
-    }
-    for (let k = 0; k <= q; k++) {
+  svg.style.maxWidth = `${pad + cols * cell + 4}px`;
+  svg.append(svgEl("rect", { x: pad, y: pad, width: cols * cell, height: rows * cell, class: "attn-bg" }));
+  if (labels) {
+    rowLabels.forEach((label, r) => svg.append(svgEl("text", { x: pad - 4, y: pad + r * cell + cell * 0.7,
+      class: "attn-label", "text-anchor": "end" }, visible(label).slice(0, 9))));
+    colLabels.forEach((label, c) => svg.append(svgEl("text", { x: 0, y: 0, class: "attn-label",
+      transform: `translate(${pad + c * cell + cell * 0.7}, ${pad - 4}) rotate(-90)` }, visible(label).slice(0, 9))));
+  }
+  for (let q = 0; q < rows; q++) {
+    for (let k = 0; k < (causal ? q + 1 : cols); k++) {
       const w = weights[q][k];
       svg.append(svgEl("rect", { x: pad + k * cell, y: pad + q * cell, width: cell - 1, height: cell - 1,
         class: "attn-cell", fill: `rgba(37, 99, 235, ${0.03 + 0.97 * Math.max(0, Math.min(1, w))})`,
@@ -97,7 +96,8 @@ function fillSelect(select, count, keep) {
 }
 
 async function setupModel() {
-  const { runs, no_lm_run: noRun } = await api("runs", {});
+  const { runs, no_lm_run: noRun, no_s2s_run: noS2S } = await api("runs", {});
+  setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
   const runSelect = $("model-run");
   const renderRuns = () => {
@@ -172,7 +172,8 @@ async function setupModel() {
   };
   const attention = widget("w-model", () => ["lm/attention", withText({
     layer: Number($("attn-layer").value || 0), head: Number($("attn-head").value || 0) })], (data) => {
-    attentionMap($("attn-map"), data.tokens, data.weights, (q, k, w) => {
+    const pieces = data.tokens.map((tok) => tok.text);
+    attentionMap($("attn-map"), pieces, pieces, data.weights, true, (q, k, w) => {
       $("attn-hover").textContent = t("model.hover", { q, k, a: visible(data.tokens[q].text), b: visible(data.tokens[k].text), w: fmt(w) });
     });
     $("attn-hover").textContent = t("model.hover_hint");
@@ -262,4 +263,33 @@ async function setupModel() {
       refreshText();
     } catch (err) { next.fail(err); } finally { busy(false); }
   });
+}
+
+// Section 13: a seq2seq run translates the source text; its cross-attention per layer and head.
+function setupTranslate(s2sRuns, noRun) {
+  const select = $("tr-run");
+  if (s2sRuns.length) select.replaceChildren(...s2sRuns.map((r) => el("option", { value: r.id, text: r.id })));
+  else {
+    select.replaceChildren(el("option", { value: "", "data-i18n": "model.no_runs", text: t("model.no_runs") }));
+    select.disabled = true;
+  }
+  $("tr-text").value = "";
+  $("tr-beam").value = 1;
+  widget("w-translate", () => {
+    if (!s2sRuns.length) throw apiError(noRun, {});
+    return ["seq2seq/translate", { run: select.value, text: $("tr-text").value, beam: Number($("tr-beam").value) }];
+  }, (data) => {
+    $("tr-output").textContent = data.output;
+    const maps = data.cross_attention;
+    $("tr-note").textContent = maps.length ? t("tr.note") : t("tr.no_attention", { arch: data.arch });
+    fillSelect($("tr-layer"), Math.max(1, maps.length), true);
+    fillSelect($("tr-head"), maps.length ? maps[0].length : 1, true);
+    if (!maps.length) { $("tr-map").replaceChildren(); return; }
+    const weights = maps[Number($("tr-layer").value)][Number($("tr-head").value)];
+    attentionMap($("tr-map"), data.output_tokens, data.source_tokens, weights, false, (q, k, w) => {
+      $("tr-hover").textContent = t("tr.hover", { q, k, a: visible(data.output_tokens[q]), b: visible(data.source_tokens[k]), w: fmt(w) });
+    });
+    $("tr-hover").textContent = t("model.hover_hint");
+  });
+  select.addEventListener("change", () => $("tr-text").dispatchEvent(new Event("input", { bubbles: true })));
 }
