@@ -72,7 +72,9 @@ function widget(sectionId, request, render, scopeId) {
   w.refresh = async () => {
     const serial = ++w.serial;
     try {
-      const [endpoint, body] = request();
+      const wanted = request();
+      if (!wanted) return;  // nothing to ask yet (the widget shows a hint instead)
+      const [endpoint, body] = wanted;
       const data = await api(endpoint, body);
       if (serial !== w.serial) return;
       w.last = { data, body };

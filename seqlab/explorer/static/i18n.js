@@ -325,6 +325,7 @@ const STRINGS = {
   "tr.title": ["Translate with your seq2seq model", "用你的 seq2seq 模型翻译"],
   "tr.lead": ["A run from seqlab seq2seq train: the source text goes in, the model's output (greedy or beam search) comes out, and each decoder layer's cross-attention shows which source tokens every output token looked at.",
               "来自 seqlab seq2seq train 的运行：输入源文本，得到模型的输出（贪心或束搜索），每个解码器层的交叉注意力显示每个输出词元关注了哪些源词元。"],
+  "tr.type": ["Type a source text like the ones the run was trained on (for example a date, or letters to reverse).", "输入与该运行训练数据相似的源文本（例如一个日期，或要反转的字母）。"],
   "tr.source": ["source text", "源文本"],
   "tr.beam": ["beam size (1 = greedy)", "束宽（1 = 贪心）"],
   "tr.output": ["output", "输出"],

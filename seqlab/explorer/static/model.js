@@ -275,8 +275,12 @@ function setupTranslate(s2sRuns, noRun) {
   }
   $("tr-text").value = "";
   $("tr-beam").value = 1;
-  widget("w-translate", () => {
+  let touched = false;  // before the first edit an empty source is a hint, not an error
+  $("tr-text").addEventListener("input", () => { touched = true; });
+  const hint = () => { if (!touched && s2sRuns.length) $("tr-note").textContent = t("tr.type"); };
+  const w = widget("w-translate", () => {
     if (!s2sRuns.length) throw apiError(noRun, {});
+    if (!touched && !$("tr-text").value) { hint(); return null; }
     return ["seq2seq/translate", { run: select.value, text: $("tr-text").value, beam: Number($("tr-beam").value) }];
   }, (data) => {
     $("tr-output").textContent = data.output;
@@ -291,5 +295,7 @@ function setupTranslate(s2sRuns, noRun) {
     });
     $("tr-hover").textContent = t("model.hover_hint");
   });
-  select.addEventListener("change", () => $("tr-text").dispatchEvent(new Event("input", { bubbles: true })));
+  select.addEventListener("change", () => w.refresh());
+  const render = w.render;
+  w.render = () => { render(); hint(); };  // re-translated on a language switch
 }
