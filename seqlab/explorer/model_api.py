@@ -261,6 +261,17 @@ def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
             "cross_attention": [m[0].tolist() for m in maps]}
 
 
+def paths(p: Payload, runs: RunRegistry) -> dict:
+    """The information-paths results given with --paths: accuracy vs length per architecture."""
+    from seqlab.explorer.runs import read_paths_results
+
+    p.finish()
+    if runs.paths_dir is None:
+        raise RequestError("no information-paths results: run `seqlab paths --out DIR`, then start "
+                           "`seqlab explore --paths DIR`", "no_paths")
+    return read_paths_results(runs.paths_dir)
+
+
 MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
     "runs": runs_list,
     "lm/info": lm_info,
@@ -272,6 +283,7 @@ MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
     "lm/sample": lm_sample,
     "lm/generate": lm_generate,
     "seq2seq/translate": seq2seq_translate,
+    "paths": paths,
 }
 
 

@@ -105,6 +105,30 @@ def load_seq2seq(run: Run) -> Any:
                            "run_damaged", run=run.id, detail=str(exc)) from None
 
 
+def read_paths_results(directory: str) -> dict[str, Any]:
+    """``DIR/results.json`` of ``seqlab paths --out DIR``: per task, the exact match of each
+    architecture at every source length, as {"tasks": [{"task", "train_lengths", "test_max_len",
+    "archs": [{"arch", "parameters", "exact_match", "points": [[length, exact_match, count], ...]}]}],
+    "fast"}. Errors name the file and how to make it."""
+    path = Path(directory) / "results.json"
+    if not path.is_file():
+        raise RequestError(f"{path} does not exist; run `seqlab paths --out {directory}` first (about 30 s with "
+                           "--fast)", "paths_missing", path=str(path), dir=directory)
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+        tasks = []
+        for task, info in results["tasks"].items():
+            archs = [{"arch": arch, "parameters": run["parameters"], "exact_match": run["exact_match"],
+                      "points": sorted([int(n), v["exact_match"], v["count"]] for n, v in run["by_length"].items())}
+                     for arch, run in info["archs"].items()]
+            tasks.append({"task": task, "train_lengths": info.get("train_lengths"),
+                          "test_max_len": info.get("test_max_len"), "archs": archs})
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise RequestError(f"{path} is not a `seqlab paths` results file ({type(exc).__name__}: {exc}); "
+                           f"run `seqlab paths --out {directory}` again", "paths_bad", path=str(path)) from None
+    return {"tasks": tasks, "fast": bool(results.get("fast"))}
+
+
 class RunRegistry:
     """The runs given to ``seqlab explore``; each model is loaded once, on first use (thread-safe)."""
 

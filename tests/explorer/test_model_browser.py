@@ -67,7 +67,7 @@ def test_model_panels_show_the_apis_numbers(page, model_client):
     assert "39,840" in page.inner_text("#model-facts")
     assert page.inner_text("#model-shape-scores .dims") == f"1 × 2 × {T} × {T}"
     assert page.inner_text("#model-shape-logits .dims") == f"1 × {T} × 300"
-    assert page.locator(".error:visible").count() == 0
+    assert page.locator("#w-model .error:visible").count() == 0
     assert page.problems == []
 
 
@@ -122,7 +122,7 @@ def test_bad_input_gives_a_message_in_every_panel(page, model_server):
         expect(page.locator(f"{panel} > .error")).to_contain_text("the text is empty")
     set_value(page, "#model-text", "Once upon a time")
     settled(page)
-    assert page.locator(".error:visible").count() == 0
+    assert page.locator("#w-model .error:visible").count() == 0
     set_value(page, "#next-temperature", 0)
     expect(page.locator("#model-next-panel > .error")).to_contain_text("temperature must be > 0")
     set_value(page, "#next-temperature", 1)
@@ -170,6 +170,8 @@ def test_without_a_run_the_panels_say_how_to_make_one(browser, tmp_path):
             for panel in PANELS:
                 expect(page.locator(f"{panel} > .error")).to_contain_text("seqlab demo --fast")
             assert page.inner_text("#model-run") == "no run given"
+            expect(page.locator("#w-translate > .error")).to_contain_text("seqlab seq2seq train --out DIR")
+            assert page.inner_text("#paths-note").startswith("Run `seqlab paths --out DIR`")
             # the lesson widgets are unaffected
             assert page.locator("#att-weights td").all_inner_texts() == ["0.669762", "0.330238"]
             assert page.problems == []  # the page knew from /api/runs: no failing requests at all
