@@ -1,13 +1,15 @@
-"""Saving and restoring model + optimizer + iteration, atomically."""
+"""Saving and restoring model + optimizer + iteration (atomically), and the RNG states a resume needs."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import random
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import torch
 
 from seqlab.atomic import atomic_path
@@ -151,3 +153,35 @@ def load_model_from_checkpoint(src: str | os.PathLike | IO[bytes], device=None):
     _load_weights(model, payload, f"checkpoint {src} weights do not match its model_config")
     model.eval()
     return model, payload
+
+
+# -- RNG state (saved in a checkpoint's extra, so a resumed run draws the same numbers) ------
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """Python, NumPy-global and torch RNG states as plain values/tensors (loadable weights_only)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": {"kind": kind, "keys": keys.tolist(), "pos": int(pos), "has_gauss": int(has_gauss),
+                  "cached_gaussian": float(cached)},
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Put back the states of :func:`capture_rng_state` (CUDA only with the same device count)."""
+    random.setstate(_to_tuple(state["python"]))
+    n = state["numpy"]
+    np.random.set_state((n["kind"], np.array(n["keys"], dtype=np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _to_tuple(value: Any) -> Any:
+    return tuple(_to_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value

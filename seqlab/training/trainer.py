@@ -7,7 +7,7 @@ and splits them into ``grad_accum_steps`` micro-batches; each micro-batch loss i
 global batch, whatever the split. The generator's state is part of every checkpoint, so a resumed
 run draws exactly the batches the uninterrupted run would have drawn.
 
-Run directory (see CONTRACTS.md)::
+Run directory::
 
     RUN/config.json              resolved TrainConfig + "model" (ModelConfig fields)
     RUN/checkpoints/latest.pt    newest checkpoint (atomic), plus step_{step:07d}.pt
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import random
 import shutil
 import signal
 import sys
@@ -37,7 +35,14 @@ import torch
 
 from seqlab.atomic import atomic_path, link_or_copy
 from seqlab.training.batching import get_batch
-from seqlab.training.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
+from seqlab.training.checkpoint import (
+    capture_rng_state,
+    load_checkpoint,
+    read_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import PreparedData
@@ -53,14 +58,6 @@ from seqlab.training.loss import cross_entropy
 from seqlab.training.optimizer import AdamW
 from seqlab.training.plots import plot_loss_curve
 from seqlab.training.schedule import lr_cosine_schedule
-
-# Dense bf16 tensor-core peaks (FLOP/s) for MFU, matched against torch.cuda.get_device_name().
-PEAK_BF16_FLOPS = (
-    ("H200", 989e12), ("H100 PCIe", 756e12), ("H100", 989e12), ("GH200", 989e12),
-    ("A100", 312e12), ("L40S", 362e12), ("L4", 121e12), ("A10G", 70e12), ("A10", 125e12),
-    ("RTX 4090", 165e12), ("RTX 3090", 71e12), ("V100", 125e12), ("T4", 65e12),
-)
-
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; the run stopped without saving the bad state."""
@@ -78,103 +75,6 @@ class TrainResult:
     tokens_seen: int = 0
     elapsed: float = 0.0             # wallclock of the run, across resumes
     history: list[dict[str, Any]] = field(default_factory=list)
-
-
-# -- devices and precision -------------------------------------------------------------------
-
-
-def resolve_device(name: str) -> torch.device:
-    """"auto" picks cuda, then mps, then cpu; an unavailable explicit device is a clear error."""
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device {name!r} was asked for but CUDA is not available")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise RuntimeError(f"device {name!r} was asked for but MPS is not available")
-    return device
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    if precision == "auto":
-        if device.type != "cuda":
-            return "fp32"
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"  # fp16 gets a gradient scaler
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError(f"precision fp16 needs a CUDA device (got {device}); use bf16 or fp32")
-    return precision
-
-
-def autocast_context(precision: str, device: torch.device):
-    """Mixed-precision autocast for bf16/fp16; parameters and optimizer state stay float32."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-def compile_unsupported_reason(device: torch.device) -> str | None:
-    """Why torch.compile cannot be used here, or None when it can."""
-    if sys.platform == "win32":
-        return "torch.compile is not supported on Windows"
-    if device.type == "mps":
-        return "torch.compile's MPS backend is experimental"
-    if device.type == "cpu" and not (os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")):
-        return "torch.compile on CPU needs a C++ compiler (g++/c++) and none was found"
-    try:
-        import torch._dynamo
-
-        if not torch._dynamo.is_dynamo_supported():
-            return f"torch.compile does not support Python {sys.version.split()[0]} with torch {torch.__version__}"
-    except Exception as error:  # noqa: BLE001 - any import problem means "unsupported"
-        return f"torch.compile is unavailable ({error})"
-    return None
-
-
-def peak_flops(device: torch.device, precision: str) -> float | None:
-    """Dense peak FLOP/s of this GPU for bf16/fp16 (None when unknown or not on CUDA)."""
-    if device.type != "cuda" or precision == "fp32":
-        return None
-    name = torch.cuda.get_device_name(device)
-    for key, value in PEAK_BF16_FLOPS:
-        if key in name:
-            return value
-    return None
-
-
-# -- RNG and sampler state ----------------------------------------------------------------------
-
-
-def capture_rng_state() -> dict[str, Any]:
-    """Python, NumPy-global and torch RNG states as plain values/tensors (loadable weights_only)."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "numpy": {"kind": kind, "keys": keys.tolist(), "pos": int(pos), "has_gauss": int(has_gauss),
-                  "cached_gaussian": float(cached)},
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def restore_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(_to_tuple(state["python"]))
-    n = state["numpy"]
-    np.random.set_state((n["kind"], np.array(n["keys"], dtype=np.uint32), n["pos"], n["has_gauss"],
-                         n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _to_tuple(value):
-    return tuple(_to_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 # -- the trainer -----------------------------------------------------------------------------
@@ -249,14 +149,10 @@ class Trainer:
         """The model the training step calls: optionally compiled, DDP-wrapped when distributed."""
         self.compiled = False
         if self.config.compile if compile is None else compile:
-            reason = compile_unsupported_reason(self.device)
+            model, reason = compile_model(model, self.device)
             if reason:
                 self._say(f"compile: switched off ({reason}); training eagerly")
             else:
-                import torch._dynamo
-
-                torch._dynamo.config.suppress_errors = True  # fall back to eager on a compile error
-                model = torch.compile(model)
                 self.compiled = True
         if self.dist.enabled:
             from torch.nn.parallel import DistributedDataParallel
