@@ -33,9 +33,12 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from seqlab.accounting.costs import training_step_flops
 from seqlab.atomic import atomic_path, link_or_copy
-from seqlab.training.batching import get_batch
+from seqlab.model import TransformerLM
+from seqlab.model.loss import cross_entropy
 from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
+from seqlab.training.batching import get_batch
 from seqlab.training.checkpoint import (
     capture_rng_state,
     load_checkpoint,
@@ -54,7 +57,6 @@ from seqlab.training.distributed import (
     setup_distributed,
 )
 from seqlab.training.logging_utils import JsonlLog, Trackers, read_jsonl
-from seqlab.training.loss import cross_entropy
 from seqlab.training.optimizer import AdamW
 from seqlab.training.plots import plot_loss_curve
 from seqlab.training.schedule import lr_cosine_schedule
@@ -119,8 +121,6 @@ class Trainer:
             if tokens <= cfg.context_length:
                 raise ValueError(f"{Path(cfg.data_dir) / (split + '.npy')} has {tokens} tokens; context_length "
                                  f"{cfg.context_length} needs at least {cfg.context_length + 1}")
-
-        from seqlab.model import TransformerLM
 
         torch.manual_seed(cfg.seed)  # same initial weights on every process
         self.raw_model = TransformerLM.from_config(self.model_config, device=device)
@@ -345,8 +345,6 @@ class Trainer:
                                 wandb_project=cfg.wandb_project, tensorboard=cfg.tensorboard)
         flops_per_step = peak = None
         if self.device.type == "cuda":
-            from seqlab.accounting import training_step_flops
-
             flops_per_step = training_step_flops(self.model_config, cfg.context_length,
                                                  cfg.batch_size * cfg.grad_accum_steps)
             peak = peak_flops(self.device, self.precision)
