@@ -1,32 +1,31 @@
-"""Transformer LM components written from scratch (no torch.nn layers or torch.nn.functional)."""
+"""Transformer LM components written from scratch (no torch.nn layers or torch.nn.functional).
 
-from seqlab.model.activations import silu, softmax
-from seqlab.model.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
-from seqlab.model.block import TransformerBlock
-from seqlab.model.config import ModelConfig, default_d_ff
-from seqlab.model.embedding import Embedding
-from seqlab.model.ffn import SiLUFeedForward, SwiGLU
-from seqlab.model.kv_cache import KVCache
-from seqlab.model.linear import Linear
-from seqlab.model.rmsnorm import RMSNorm
-from seqlab.model.rope import RotaryPositionalEmbedding
-from seqlab.model.transformer import TransformerLM
+Names load on first use (see seqlab/lazy.py), so ``seqlab.model.config`` (the choice tuples the
+training config's parser lists) is importable without torch.
+"""
 
-__all__ = [
-    "Embedding",
-    "KVCache",
-    "Linear",
-    "ModelConfig",
-    "MultiHeadSelfAttention",
-    "RMSNorm",
-    "RotaryPositionalEmbedding",
-    "SiLUFeedForward",
-    "SwiGLU",
-    "TransformerBlock",
-    "TransformerLM",
-    "causal_mask",
-    "default_d_ff",
-    "scaled_dot_product_attention",
-    "silu",
-    "softmax",
-]
+from __future__ import annotations
+
+from seqlab.lazy import lazy_exports
+
+_EXPORTS = {
+    "silu": "seqlab.model.activations",
+    "softmax": "seqlab.model.activations",
+    "MultiHeadSelfAttention": "seqlab.model.attention",
+    "causal_mask": "seqlab.model.attention",
+    "scaled_dot_product_attention": "seqlab.model.attention",
+    "TransformerBlock": "seqlab.model.block",
+    "ModelConfig": "seqlab.model.config",
+    "default_d_ff": "seqlab.model.config",
+    "Embedding": "seqlab.model.embedding",
+    "SiLUFeedForward": "seqlab.model.ffn",
+    "SwiGLU": "seqlab.model.ffn",
+    "KVCache": "seqlab.model.kv_cache",
+    "Linear": "seqlab.model.linear",
+    "RMSNorm": "seqlab.model.rmsnorm",
+    "RotaryPositionalEmbedding": "seqlab.model.rope",
+    "TransformerLM": "seqlab.model.transformer",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
