@@ -7,13 +7,7 @@ and splits them into ``grad_accum_steps`` micro-batches; each micro-batch loss i
 global batch, whatever the split. The generator's state is part of every checkpoint, so a resumed
 run draws exactly the batches the uninterrupted run would have drawn.
 
-Run directory::
-
-    RUN/config.json              resolved TrainConfig + "model" (ModelConfig fields)
-    RUN/checkpoints/latest.pt    newest checkpoint (atomic), plus step_{step:07d}.pt
-    RUN/tokenizer/               copy of the data's tokenizer
-    RUN/log.jsonl                train and eval records
-    RUN/loss_curve.png           loss vs steps and vs wallclock, redrawn at each eval
+The run directory's files are described in :mod:`seqlab.training.run_dir`.
 
 Step numbers in logs and checkpoints count completed optimizer steps (1 = after the first update).
 """
@@ -22,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,7 +26,7 @@ import numpy as np
 import torch
 
 from seqlab.accounting.costs import training_step_flops
-from seqlab.atomic import atomic_path, link_or_copy
+from seqlab.atomic import link_or_copy
 from seqlab.model import TransformerLM
 from seqlab.model.loss import cross_entropy
 from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
@@ -56,9 +48,10 @@ from seqlab.training.distributed import (
     cleanup_distributed,
     setup_distributed,
 )
-from seqlab.training.logging_utils import JsonlLog, Trackers, read_jsonl
+from seqlab.training.interrupt import sigint_requests_stop
+from seqlab.training.logging_utils import RunLog
 from seqlab.training.optimizer import AdamW
-from seqlab.training.plots import plot_loss_curve
+from seqlab.training.run_dir import write_run_files
 from seqlab.training.schedule import lr_cosine_schedule
 
 class NonFiniteLossError(RuntimeError):
@@ -312,24 +305,10 @@ class Trainer:
     def run(self) -> TrainResult:
         self._setup()
         try:
-            with self._sigint_requests_stop():
+            with sigint_requests_stop(self._ctrl_c):
                 return self._loop()
         finally:
             cleanup_distributed(self.dist)
-
-    def _write_run_files(self) -> None:
-        if self.config.overwrite and not self.config.resume:
-            shutil.rmtree(self.ckpt_dir, ignore_errors=True)  # no stale checkpoints of the old run
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.config.save_json(self.run_dir / "config.json", model_config=self.model_config,
-                              extra={"world_size": self.dist.world_size, "total_steps": self.total_steps})
-        source = Path(self.config.data_dir) / "tokenizer"
-        target = self.run_dir / "tokenizer"
-        if source.is_dir() and not (target.exists() and self.config.resume):
-            with atomic_path(target) as tmp:
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.copytree(source, tmp)
-                shutil.rmtree(target, ignore_errors=True)  # os.replace cannot replace a folder
 
     def _loop(self) -> TrainResult:
         from tqdm import tqdm
@@ -337,20 +316,17 @@ class Trainer:
         cfg, main = self.config, self.dist.is_main
         self._started = time.perf_counter()
         self.last_checkpoint = (self.step, self.ckpt_dir / "latest.pt") if cfg.resume else None
-        log = trackers = None
+        run_log = None
         if main:
-            self._write_run_files()
-            log = JsonlLog(self.run_dir / "log.jsonl", resume_step=self.step if cfg.resume else None)
-            trackers = Trackers(run_dir=self.run_dir, config=self.config.to_dict(), wandb=cfg.wandb,
-                                wandb_project=cfg.wandb_project, tensorboard=cfg.tensorboard)
-        flops_per_step = peak = None
-        if self.device.type == "cuda":
-            flops_per_step = training_step_flops(self.model_config, cfg.context_length,
-                                                 cfg.batch_size * cfg.grad_accum_steps)
-            peak = peak_flops(self.device, self.precision)
+            write_run_files(cfg, self.model_config, world_size=self.dist.world_size, total_steps=self.total_steps)
+            run_log = RunLog(self.run_dir, self.config.to_dict(), resume_step=self.step if cfg.resume else None,
+                             plot_title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
+        # MFU on a GPU: model FLOPs per step over the step time, as a share of the peak
+        peak = peak_flops(self.device, self.precision)
+        flops_per_step = training_step_flops(self.model_config, cfg.context_length,
+                                             cfg.batch_size * cfg.grad_accum_steps) if peak else None
         tokens_per_step = cfg.tokens_per_step(self.dist.world_size)
         result = TrainResult(self.run_dir, self.step, self.total_steps, "completed")
-        history = read_jsonl(self.run_dir / "log.jsonl") if main else []
         step_time, session_steps = 0.0, 0
         smooth_dt: float | None = None  # moving average of the step time, for the progress bar
         window_losses: list[float] = []
@@ -361,41 +337,41 @@ class Trainer:
                       f"({tokens_per_step:,} tokens/step) on {self.device}, {self.precision}")
         try:
             for step in range(self.step, self.total_steps):
+                # 1. one optimizer step (reading the loss waits for the GPU)
                 t0 = time.perf_counter()
-                loss, grad_norm, lr = self.train_step(step)  # reading the loss waits for the GPU
+                loss, grad_norm, lr = self.train_step(step)
                 dt = time.perf_counter() - t0
-                step_time += dt
-                session_steps += 1
-                done = step + 1
+                step_time, session_steps, done = step_time + dt, session_steps + 1, step + 1
                 if not math.isfinite(loss):
                     raise NonFiniteLossError(self._nonfinite_message(done, loss))
                 self.step, self.tokens_seen = done, self.tokens_seen + tokens_per_step
                 window_losses.append(loss)
+                last = done == self.total_steps
+                # 2. progress bar: loss, lr, tokens/s (smoothed) and MFU
                 smooth_dt = dt if smooth_dt is None else 0.9 * smooth_dt + 0.1 * dt
                 postfix = f"loss {loss:.3f} lr {lr:.2e} {tokens_per_step / smooth_dt:,.0f} tok/s"
-                if flops_per_step and peak:
+                if flops_per_step:
                     postfix += f" MFU {flops_per_step / smooth_dt / peak:.1%}"
                 bar.set_postfix_str(postfix, refresh=False)
                 bar.update(1)
-                last = done == self.total_steps
-                if main and (done % cfg.log_interval == 0 or last):
-                    record = {"step": done, "wallclock": round(self.elapsed(), 3),
-                              "train_loss": sum(window_losses) / len(window_losses), "lr": lr,
-                              "grad_norm": grad_norm, "tokens": self.tokens_seen,
-                              "tokens_per_second": round(tokens_per_step / dt, 1)}
-                    result.train_loss = record["train_loss"]
-                    log.write(record)
-                    trackers.log(record)
-                    history.append(record)
+                # 3. log the mean training loss of the interval
                 if done % cfg.log_interval == 0 or last:
+                    result.train_loss = sum(window_losses) / len(window_losses)
                     window_losses = []
+                    if run_log is not None:
+                        run_log.write({"step": done, "wallclock": round(self.elapsed(), 3),
+                                       "train_loss": result.train_loss, "lr": lr, "grad_norm": grad_norm,
+                                       "tokens": self.tokens_seen, "tokens_per_second": round(tokens_per_step / dt, 1)})
+                # 4. evaluate, 5. checkpoint
                 if done % cfg.eval_interval == 0 or last:
                     result.val_loss = self.evaluate()
-                    if main:
-                        self._record_eval(done, result.val_loss, log, trackers, history)
+                    if run_log is not None:
+                        run_log.write_eval({"step": done, "wallclock": round(self.elapsed(), 3),
+                                            "val_loss": result.val_loss, "tokens": self.tokens_seen})
                         bar.write(f"step {done}: val loss {result.val_loss:.4f}", file=sys.stderr)
                 if done % cfg.checkpoint_interval == 0 or last:
                     self.save(done)
+                # 6. callbacks, and a requested stop (Ctrl-C) saves and ends the run
                 for callback in self.step_callbacks:
                     callback(self, done)
                 if any_true(self._stop_reason is not None, self.dist, self.device) and not last:
@@ -406,26 +382,14 @@ class Trainer:
                     break
         finally:
             bar.close()
-            if log is not None:
-                log.close()
-                trackers.close()
+            if run_log is not None:
+                run_log.close()
         result.steps = self.step
         result.tokens_seen = self.tokens_seen
         result.tokens_per_second = session_steps * tokens_per_step / step_time if step_time else 0.0
         result.elapsed = self.elapsed()
-        result.history = history
+        result.history = run_log.history if run_log is not None else []
         return result
-
-    def _record_eval(self, step: int, val_loss: float, log: JsonlLog, trackers: Trackers,
-                     history: list[dict]) -> None:
-        """Log an evaluation and redraw the loss curve (main process)."""
-        record = {"step": step, "wallclock": round(self.elapsed(), 3), "val_loss": val_loss,
-                  "tokens": self.tokens_seen}
-        log.write(record)
-        trackers.log(record)
-        history.append(record)
-        plot_loss_curve(history, self.run_dir / "loss_curve.png",
-                        title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
 
     def _nonfinite_message(self, step: int, loss: float) -> str:
         if self.last_checkpoint is not None:
@@ -435,26 +399,13 @@ class Trainer:
         return (f"step {step}: the training loss is {loss}; stopping without saving this state; {kept}. "
                 f"Try a lower --lr, more --warmup-steps or --grad-clip.")
 
-    @contextlib.contextmanager
-    def _sigint_requests_stop(self):
-        """First Ctrl-C: finish the step, save, exit. A second Ctrl-C interrupts at once."""
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def handler(signum, frame):
-            if self._stop_reason is not None:
-                raise KeyboardInterrupt
-            self._stop_reason = "interrupted (Ctrl-C)"
-            self._say("Ctrl-C: saving a checkpoint after this step (press again to quit without saving)")
-
-        previous = signal.signal(signal.SIGINT, handler)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
+    def _ctrl_c(self) -> bool:
+        """First Ctrl-C: finish the step, save, exit (True). A second one: interrupt at once (False)."""
+        if self._stop_reason is not None:
+            return False
+        self._stop_reason = "interrupted (Ctrl-C)"
+        self._say("Ctrl-C: saving a checkpoint after this step (press again to quit without saving)")
+        return True
 
 
 def train(config: TrainConfig, *, step_callbacks: list[Callable] | None = None) -> TrainResult:
