@@ -3,7 +3,9 @@
 
 Worked example, in ``seqlab/inference/__init__.py``::
 
-    __getattr__, __dir__ = lazy_exports(__name__, {"generate": "seqlab.inference.generate"})
+    __all__, __getattr__, __dir__ = lazy_exports(__name__, {
+        "seqlab.inference.generate": ("generate", "generate_stream"),
+    })
 
 ``seqlab.inference.generate`` then imports ``seqlab.inference.generate`` (the module) on first
 access and returns its ``generate`` (the function); later lookups find it in the package directly.
@@ -17,9 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """(``__getattr__``, ``__dir__``) for ``package`` serving each name of ``exports`` (name ->
-    module that defines it)."""
+def lazy_exports(package: str, modules: dict[str, tuple[str, ...]]
+                 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """(``__all__``, ``__getattr__``, ``__dir__``) for ``package``, serving the names each module
+    of ``modules`` (module -> the names it defines) exports."""
+    exports = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
@@ -31,4 +35,4 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str],
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
-    return __getattr__, __dir__
+    return sorted(exports), __getattr__, __dir__

@@ -14,23 +14,21 @@ from __future__ import annotations
 
 from seqlab.lazy import lazy_exports
 
-_EXPORTS = {
-    "EvalResult": "seqlab.inference.evaluate",
-    "evaluate": "seqlab.inference.evaluate",
-    "window_starts": "seqlab.inference.evaluate",
-    "generate": "seqlab.inference.generate",
-    "generate_stream": "seqlab.inference.generate",
-    "LoadedModel": "seqlab.inference.loading",
-    "checkpoint_path": "seqlab.inference.loading",
-    "load_model": "seqlab.inference.loading",
-    "load_model_from_checkpoint": "seqlab.inference.loading",
-    "read_checkpoint": "seqlab.inference.loading",
-    "check_sampling_args": "seqlab.inference.sampling",
-    "next_token_distribution": "seqlab.inference.sampling",
-    "sample_next": "seqlab.inference.sampling",
-    "top_k_mask": "seqlab.inference.sampling",
-    "top_p_mask": "seqlab.inference.sampling",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "seqlab.inference.evaluate": ("EvalResult", "evaluate", "window_starts"),
+    "seqlab.inference.generate": ("generate", "generate_stream"),
+    "seqlab.inference.loading": (
+        "LoadedModel",
+        "checkpoint_path",
+        "load_model",
+        "load_model_from_checkpoint",
+        "read_checkpoint",
+    ),
+    "seqlab.inference.sampling": (
+        "check_sampling_args",
+        "next_token_distribution",
+        "sample_next",
+        "top_k_mask",
+        "top_p_mask",
+    ),
+})

@@ -8,24 +8,16 @@ from __future__ import annotations
 
 from seqlab.lazy import lazy_exports
 
-_EXPORTS = {
-    "silu": "seqlab.model.activations",
-    "softmax": "seqlab.model.activations",
-    "MultiHeadSelfAttention": "seqlab.model.attention",
-    "causal_mask": "seqlab.model.attention",
-    "scaled_dot_product_attention": "seqlab.model.attention",
-    "TransformerBlock": "seqlab.model.block",
-    "ModelConfig": "seqlab.model.config",
-    "default_d_ff": "seqlab.model.config",
-    "Embedding": "seqlab.model.embedding",
-    "SiLUFeedForward": "seqlab.model.ffn",
-    "SwiGLU": "seqlab.model.ffn",
-    "KVCache": "seqlab.model.kv_cache",
-    "Linear": "seqlab.model.linear",
-    "RMSNorm": "seqlab.model.rmsnorm",
-    "RotaryPositionalEmbedding": "seqlab.model.rope",
-    "TransformerLM": "seqlab.model.transformer",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "seqlab.model.activations": ("silu", "softmax"),
+    "seqlab.model.attention": ("MultiHeadSelfAttention", "causal_mask", "scaled_dot_product_attention"),
+    "seqlab.model.block": ("TransformerBlock",),
+    "seqlab.model.config": ("ModelConfig", "default_d_ff"),
+    "seqlab.model.embedding": ("Embedding",),
+    "seqlab.model.ffn": ("SiLUFeedForward", "SwiGLU"),
+    "seqlab.model.kv_cache": ("KVCache",),
+    "seqlab.model.linear": ("Linear",),
+    "seqlab.model.rmsnorm": ("RMSNorm",),
+    "seqlab.model.rope": ("RotaryPositionalEmbedding",),
+    "seqlab.model.transformer": ("TransformerLM",),
+})

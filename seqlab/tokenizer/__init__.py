@@ -21,16 +21,11 @@ from __future__ import annotations
 
 from seqlab.lazy import lazy_exports
 
-_EXPORTS = {
-    "TokenizerFileError": "seqlab.tokenizer.files",
-    "merge_trace": "seqlab.tokenizer.merges",
-    "GPT2_PATTERN": "seqlab.tokenizer.pretokenize",
-    "gpt2_pretokenize": "seqlab.tokenizer.pretokenize",
-    "whitespace_pretokenize": "seqlab.tokenizer.pretokenize",
-    "StreamDecoder": "seqlab.tokenizer.streaming",
-    "Tokenizer": "seqlab.tokenizer.tokenizer",
-    "train_bpe": "seqlab.tokenizer.trainer",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "seqlab.tokenizer.files": ("TokenizerFileError",),
+    "seqlab.tokenizer.merges": ("merge_trace",),
+    "seqlab.tokenizer.pretokenize": ("GPT2_PATTERN", "gpt2_pretokenize", "whitespace_pretokenize"),
+    "seqlab.tokenizer.streaming": ("StreamDecoder",),
+    "seqlab.tokenizer.tokenizer": ("Tokenizer",),
+    "seqlab.tokenizer.trainer": ("train_bpe",),
+})
