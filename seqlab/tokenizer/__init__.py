@@ -10,9 +10,9 @@
 Modules, one concept each: ``bytes_unicode`` (GPT-2's byte <-> character map), ``pretokenize``
 (GPT-2 regex, special-token splitting), ``chunking`` (safe file chunk boundaries), ``merges`` (the
 merge-selection rule and incremental pair counts, ``merge_trace``), ``trainer``, ``bpe_apply``
-(merging one pre-token by rank), ``tokenizer``, ``parallel`` (the worker pool, ``encode_file``), ``token_array`` (token files),
-``streaming`` (``StreamDecoder``), ``files``
-(vocab.json / merges.txt), ``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
+(merging one pre-token by rank), ``tokenizer``, ``parallel`` (the worker pool, ``encode_file``),
+``token_array`` (token id files), ``streaming`` (``StreamDecoder``), ``files`` (vocab.json /
+merges.txt), ``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
 
 Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` imports neither numpy nor torch.
 """

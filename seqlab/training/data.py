@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.tokenizer.token_array import load_tokens, open_tokens, save_tokens, token_dtype  # noqa: F401 (re-exported)
+# token files live with the tokenizer (evaluation reads them too); these names stay importable here
+from seqlab.tokenizer.token_array import load_tokens, open_tokens, save_tokens, token_dtype  # noqa: F401
 
 DEFAULT_SPECIAL_TOKENS = ("<|endoftext|>",)
 

@@ -318,7 +318,8 @@ class Trainer:
         self.last_checkpoint = (self.step, self.ckpt_dir / "latest.pt") if cfg.resume else None
         run_log = None
         if main:
-            write_run_files(cfg, self.model_config, world_size=self.dist.world_size, total_steps=self.total_steps)
+            write_run_files(cfg, self.model_config, world_size=self.dist.world_size,
+                            total_steps=self.total_steps)
             run_log = RunLog(self.run_dir, self.config.to_dict(), resume_step=self.step if cfg.resume else None,
                              plot_title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
         # MFU on a GPU: model FLOPs per step over the step time, as a share of the peak
@@ -361,7 +362,8 @@ class Trainer:
                     if run_log is not None:
                         run_log.write({"step": done, "wallclock": round(self.elapsed(), 3),
                                        "train_loss": result.train_loss, "lr": lr, "grad_norm": grad_norm,
-                                       "tokens": self.tokens_seen, "tokens_per_second": round(tokens_per_step / dt, 1)})
+                                       "tokens": self.tokens_seen,
+                                       "tokens_per_second": round(tokens_per_step / dt, 1)})
                 # 4. evaluate, 5. checkpoint
                 if done % cfg.eval_interval == 0 or last:
                     result.val_loss = self.evaluate()
