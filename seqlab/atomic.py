@@ -129,12 +129,14 @@ def atomic_directory(path: str | os.PathLike, replaceable: Collection[str] = ())
 
     ``replaceable`` names what an existing ``path`` may hold; anything else (or ``path`` being a
     file) raises before the block runs (:func:`check_replaceable`), so ``--out .`` can never
-    delete a working directory. OS errors that name no file are re-raised naming ``path``.
+    delete a working directory. Missing parent folders are created. OS errors that name no file
+    are re-raised naming ``path``.
     """
     path = Path(path)
     check_replaceable(path, replaceable)
     tmp = _temporary_name(path)
     _remove(tmp)  # left by an earlier failure of this same process id
+    tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.mkdir()
     try:
         yield tmp

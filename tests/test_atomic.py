@@ -80,9 +80,9 @@ def test_atomic_directory_swaps_the_folder_in_whole(tmp_path):
         assert _contents(target)["vocab.json"] == "old vocab"  # untouched until the block ends
     assert _contents(target) == {"merges.txt": "new merges", "vocab.json": "new vocab"}  # no stale file kept
     assert os.listdir(tmp_path) == ["tok"]
-    with atomic_directory(tmp_path / "fresh") as tmp:  # a missing target is created
+    with atomic_directory(tmp_path / "new" / "fresh") as tmp:  # a missing target (and parent) is created
         (tmp / "a").write_text("1")
-    assert _contents(tmp_path / "fresh") == {"a": "1"}
+    assert _contents(tmp_path / "new" / "fresh") == {"a": "1"} and os.listdir(tmp_path / "new") == ["fresh"]
 
 
 def test_atomic_directory_failure_leaves_the_old_folder_and_names_the_file(tmp_path):
