@@ -62,6 +62,19 @@ def _naming(error: BaseException, path: Path, tmp: Path) -> BaseException:
 
 
 @contextlib.contextmanager
+def _removed_on_error(tmp: Path, path: Path) -> Iterator[None]:
+    """Remove ``tmp`` when the block raises; the error is re-raised naming ``path`` (:func:`_naming`)."""
+    try:
+        yield
+    except BaseException as error:
+        _remove(tmp)
+        named = _naming(error, path, tmp)
+        if named is not error:
+            raise named from error
+        raise
+
+
+@contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write (a file or an empty-or-new folder); when
     the block ends normally it is renamed to ``path``, when it raises it is removed.
@@ -72,15 +85,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     tmp = _temporary_name(path)
-    try:
+    with _removed_on_error(tmp, path):
         yield tmp
         os.replace(tmp, path)
-    except BaseException as error:
-        _remove(tmp)
-        named = _naming(error, path, tmp)
-        if named is not error:
-            raise named from error
-        raise
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -138,15 +145,9 @@ def atomic_directory(path: str | os.PathLike, replaceable: Collection[str] = ())
     _remove(tmp)  # left by an earlier failure of this same process id
     tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.mkdir()
-    try:
+    with _removed_on_error(tmp, path):
         yield tmp
         _swap_in(tmp, path)
-    except BaseException as error:
-        _remove(tmp)
-        named = _naming(error, path, tmp)
-        if named is not error:
-            raise named from error
-        raise
 
 
 def _swap_in(new: Path, path: Path) -> None:
