@@ -167,8 +167,8 @@ def _swap_in(new: Path, path: Path) -> None:
 
 
 def _process_alive(pid: int) -> bool:
-    if pid == os.getpid() or pid <= 0:
-        return True
+    if pid == os.getpid() or pid <= 0 or os.name == "nt":
+        return True  # (on Windows os.kill(pid, 0) would stop the process: never clean up there)
     try:
         os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except (ProcessLookupError, OverflowError):

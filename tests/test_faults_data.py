@@ -287,3 +287,28 @@ def test_7_bpe_train_that_stops_short_says_why(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"the vocabulary has {len(vocab)} tokens, not the requested 1000: after {len(merges)} merges" in err
     assert "17-byte corpus" in err and f"--vocab-size {len(vocab)}" in err
+
+
+def test_1_the_tinystories_hint_never_prepares_into_the_folder_holding_the_texts(texts, tmp_path, capsys,
+                                                                                monkeypatch):
+    for case, (folder, expected) in enumerate((("data/tinystories", "data/tinystories_tokens"),
+                                               ("data/raw", "data/tinystories"))):
+        (tmp_path / str(case)).mkdir()
+        monkeypatch.chdir(tmp_path / str(case))
+        assert main(["data", "tinystories", "--out", folder, "--input", str(texts["stories"]),
+                     str(texts["valid"])]) == 0
+        hint = capsys.readouterr().out.splitlines()[-1]
+        assert hint.startswith("next: seqlab prepare") and hint.endswith(f"--out {expected}")
+        train, valid = hint.split("--train ")[1].split(" --vocab-size")[0].split(" --valid ")
+        # following the hint works (a smaller vocabulary than suggested keeps the test fast)
+        assert prepare_cli(train, valid, 300, expected) == 0
+        assert sorted(os.listdir(folder)) == ["TinyStoriesV2-GPT4-train.txt", "TinyStoriesV2-GPT4-valid.txt"]
+
+
+def test_7_prepare_that_stops_short_says_why(tmp_path, capsys):
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text("hello hello world")
+    vocab, merges = train_bpe(corpus, 1000, [EOT], num_workers=1)
+    assert prepare_cli(corpus, corpus, 1000, tmp_path / "data") == 0
+    err = capsys.readouterr().err
+    assert f"the vocabulary has {len(vocab)} tokens, not the requested 1000: after {len(merges)} merges" in err

@@ -11,7 +11,8 @@ Modules, one concept each: ``bytes_unicode`` (GPT-2's byte <-> character map), `
 (GPT-2 regex, special-token splitting), ``chunking`` (safe file chunk boundaries), ``merges`` (the
 merge-selection rule and incremental pair counts, ``merge_trace``), ``trainer``, ``bpe_apply``
 (merging one pre-token by rank), ``tokenizer``, ``streaming`` (``StreamDecoder``), ``files``
-(vocab.json / merges.txt), ``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
+(vocab.json / merges.txt, written as a unit, checked to agree), ``corpus`` (a text file checked
+before any work), ``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
 """
 
 from seqlab.tokenizer.files import TokenizerFileError
