@@ -3,10 +3,11 @@
 Tokenizing reads a file in chunks, so a bad byte near the end of a 2 GB corpus would otherwise
 surface only after minutes of work (and, in ``seqlab prepare``, after some outputs are written).
 :func:`check_text_file` reads the file once in blocks with an incremental decoder (constant
-memory; 0.26 GB/s measured on a busy 2-core machine, seconds next to BPE training's minutes) and names the byte offset and line of the first bad byte::
+memory; 0.26 GB/s measured on a busy 2-core machine, seconds next to BPE training's minutes)
+and names the line and byte offset of the first bad byte::
 
     check_text_file("valid.txt", "valid text")
-    # ValueError: valid text 'valid.txt', line 3 (byte offset 41): not UTF-8 (invalid start byte) ...
+    # ValueError: valid text valid.txt, line 3 (byte offset 41): not UTF-8 (invalid start byte); ...
 """
 
 from __future__ import annotations
