@@ -6,6 +6,7 @@ Only the standard library is imported here; torch/numpy load inside the handlers
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -50,8 +51,12 @@ def _run_data_tinystories(args: argparse.Namespace) -> int:
     for split, path in paths.items():
         print(f"{split}: {path}")
     if {"train", "valid"} <= set(paths):
-        print("next: seqlab prepare --train {} --valid {} --vocab-size 10000 --out data/tinystories".format(
-            paths["train"], paths["valid"]))
+        # prepare replaces its --out directory whole, so it must not be the one holding the texts
+        prepared = os.path.join(os.path.dirname(os.path.normpath(args.out)), "tinystories")
+        if os.path.abspath(prepared) == os.path.abspath(args.out):
+            prepared += "_tokens"
+        print("next: seqlab prepare --train {} --valid {} --vocab-size 10000 --out {}".format(
+            paths["train"], paths["valid"], prepared))
     return 0
 
 
@@ -81,10 +86,15 @@ def _run_prepare(args: argparse.Namespace) -> int:
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
                        workers=args.workers, progress=not args.no_progress)
-    except (FileNotFoundError, ValueError) as error:
+    except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(f"vocabulary {meta['vocab_size']} tokens ({meta['dtype']}), BPE {meta['bpe_seconds']} s")
+    if meta["vocab_size"] < args.vocab_size:
+        from seqlab.tokenizer.cli import stopped_short_message
+
+        merges = meta["vocab_size"] - 256 - len(meta["special_tokens"])
+        print(stopped_short_message(args.train, args.vocab_size, meta["vocab_size"], merges), file=sys.stderr)
     for split, info in meta["splits"].items():
         print(f"{split}: {info['tokens']:,} tokens, {info['bytes_per_token']} bytes/token")
     print(f"wrote {args.out}/ (tokenizer/, train.npy, valid.npy, meta.json)")
