@@ -1,4 +1,5 @@
-"""`seqlab explore [--run DIR ...] [--paths DIR] [--host 127.0.0.1] [--port 8000] [--no-browser]`."""
+"""`seqlab explore [--run DIR ...] [--paths DIR] [--host 127.0.0.1] [--port 8000] [--no-browser]`,
+and the arguments of `python -m seqlab.explorer.screenshot OUT.png` (see seqlab/explorer/screenshot.py)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,37 @@ def run_explore(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def screenshot_main(argv: list[str] | None = None) -> None:
+    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh]``."""
+    from pathlib import Path
+
+    from seqlab.explorer.screenshot import take_screenshot
+
+    parser = argparse.ArgumentParser(prog="python -m seqlab.explorer.screenshot",
+                                     description="Regenerate the README's screenshot of the explorer.")
+    parser.add_argument("out", type=Path, help="PNG file to write")
+    parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en")
+    args = parser.parse_args(argv)
+    size = take_screenshot(args.out, args.width, args.lang)
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB)")
+
+
+def screenshot_main(argv: list[str] | None = None) -> None:
+    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh] [--run DIR] [--section ID]``."""
+    from pathlib import Path
+
+    from seqlab.explorer.screenshot import take_screenshot
+
+    parser = argparse.ArgumentParser(prog="python -m seqlab.explorer.screenshot",
+                                     description="Regenerate the README's screenshots of the explorer.")
+    parser.add_argument("out", type=Path, help="PNG file to write")
+    parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en")
+    parser.add_argument("--run", action="append", default=[], metavar="DIR", help="a run for the model panels")
+    parser.add_argument("--section", metavar="ID", help="capture only this section (e.g. w-model)")
+    args = parser.parse_args(argv)
+    size = take_screenshot(args.out, args.width, args.lang, runs=args.run, section=args.section)
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB)")

@@ -194,7 +194,7 @@ def _generation(p: Payload, runs: RunRegistry, default_tokens: int):
 
 def lm_sample(p: Payload, runs: RunRegistry) -> dict:
     """Draw one token after the text (as `seqlab generate` would) and append it."""
-    from seqlab.generate import generate
+    from seqlab.inference.generate import generate
 
     lm, ids, options, _ = _generation(p, runs, 1)
     with torch.no_grad():
@@ -208,7 +208,7 @@ def lm_generate(p: Payload, runs: RunRegistry) -> Iterator[dict]:
     Lines: {"piece": text} as tokens complete UTF-8 characters, then {"done": true, "tokens": n,
     "stopped": "eos" | "limit"}. Stops at <|endoftext|>.
     """
-    from seqlab.generate import generate_stream
+    from seqlab.inference.generate import generate_stream
 
     lm, ids, options, max_tokens = _generation(p, runs, 40)
     eos = lm.tokenizer.eot_id

@@ -66,23 +66,20 @@ class LoadedLM:
 
 def load_lm(run: Run) -> LoadedLM:
     """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
-    from seqlab.tokenizer import Tokenizer
-    from seqlab.training.checkpoint import load_model_from_checkpoint
+    from seqlab.inference.loading import load_model
     from seqlab.training.logging_utils import read_jsonl
 
-    checkpoint = run.path / "checkpoints" / "latest.pt"
     try:
-        model, _ = load_model_from_checkpoint(checkpoint, device="cpu")
-    except (ValueError, RuntimeError, KeyError, TypeError) as exc:
-        raise RequestError(f"run {run.id}: cannot load {checkpoint}: {exc}. Retrain it or pick another run",
-                           "run_damaged", run=run.id, detail=str(exc)) from None
+        model, tokenizer, _ = load_model(run=run.path, device="cpu")
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+        raise RequestError(f"run {run.id}: cannot load {run.path / 'checkpoints' / 'latest.pt'} or its tokenizer: "
+                           f"{exc}. Retrain it or pick another run", "run_damaged", run=run.id, detail=str(exc)) from None
     try:
-        tokenizer = Tokenizer.load(run.path / "tokenizer")
         config_path = run.path / "config.json"
         config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
         log_path = run.path / "log.jsonl"
         log = read_jsonl(log_path) if log_path.is_file() else []
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError) as exc:
         raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
     if tokenizer.vocab_size > model.config.vocab_size:
         detail = f"the tokenizer has {tokenizer.vocab_size} ids but the model only {model.config.vocab_size}"

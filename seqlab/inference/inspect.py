@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
+from seqlab.inference.sampling import next_token_distribution
 from seqlab.model import TransformerLM, softmax
 
 
@@ -142,8 +143,6 @@ def next_token_candidates(logits: torch.Tensor, temperature: float = 1.0, top_k:
     Example: logits [2, 1, 0] at temperature 1 have probabilities [0.665, 0.245, 0.090]; with
     top_k=2 the kept two are renormalised to [0.731, 0.269, 0].
     """
-    from seqlab.generate import next_token_distribution
-
     if logits.dim() != 1:
         raise ValueError(f"logits must be one row (vocab,), got shape {tuple(logits.shape)}")
     if count <= 0:

@@ -17,75 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.atomic import atomic_path
+# token files live with the tokenizer (evaluation reads them too); these names stay importable here
+from seqlab.tokenizer.token_array import load_tokens, open_tokens, save_tokens, token_dtype  # noqa: F401
 
 DEFAULT_SPECIAL_TOKENS = ("<|endoftext|>",)
-# Scan ids for validation in chunks so a multi-GB memmap is never loaded whole.
-VALIDATION_CHUNK = 1 << 24
-
-
-def token_dtype(vocab_size: int) -> np.dtype:
-    return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.uint32)
-
-
-def save_tokens(ids: np.ndarray, path: str | Path, vocab_size: int) -> Path:
-    """Write ``ids`` as a .npy file of the smallest fitting dtype, atomically."""
-    path = Path(path)
-    ids = np.asarray(ids)
-    dtype = token_dtype(vocab_size)
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"{path}: token ids must lie in [0, {vocab_size}), got range "
-                         f"[{int(ids.min())}, {int(ids.max())}]")
-    with atomic_path(path) as tmp, tmp.open("wb") as fh:
-        np.save(fh, ids.astype(dtype, copy=False))
-    return path
-
-
-def open_tokens(path: str | Path) -> np.ndarray:
-    """Memory-map a 1-D token file (.npy, or raw .bin/.dat of uint16) -> (num_tokens,) integer array.
-
-    Nothing is read into memory. Raises FileNotFoundError or ValueError naming the file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"token file {path} does not exist")
-    if path.suffix == ".npy":
-        try:
-            tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"{path}: not a .npy array of token ids ({exc})") from None
-    elif path.suffix in (".bin", ".dat"):
-        tokens = np.memmap(path, dtype=np.uint16, mode="r")
-    else:
-        raise ValueError(f"{path}: expected token ids in a .npy file (or raw uint16 .bin/.dat), "
-                         f"not a {path.suffix or 'suffix-less'} file")
-    if tokens.ndim != 1:
-        raise ValueError(f"{path}: token file must be 1-D, got shape {tokens.shape}")
-    if not np.issubdtype(tokens.dtype, np.integer):
-        raise ValueError(f"{path}: token ids must be integers, got dtype {tokens.dtype}")
-    return tokens
-
-
-def check_token_ids(tokens: np.ndarray, vocab_size: int, name: str) -> None:
-    """Raise ValueError naming ``name``, the first position and the id of a token outside
-    [0, vocab_size). tokens: (num_tokens,) integers, scanned in chunks (a memmap is never read whole)."""
-    for start in range(0, len(tokens), VALIDATION_CHUNK):
-        chunk = tokens[start:start + VALIDATION_CHUNK]
-        bad = (chunk >= vocab_size) | (chunk < 0) if np.issubdtype(chunk.dtype, np.signedinteger) \
-            else chunk >= vocab_size
-        if bad.any():
-            where = start + int(np.argmax(bad))
-            raise ValueError(f"{name}: token id {int(tokens[where])} at position {where} is outside the "
-                             f"vocabulary [0, {vocab_size}); was the file made with another tokenizer?")
-
-
-def load_tokens(path: str | Path, vocab_size: int) -> np.ndarray:
-    """:func:`open_tokens` then :func:`check_token_ids`: a memory-mapped (num_tokens,) array whose
-    every id is < vocab_size; errors name the file, the first offending position and the id."""
-    tokens = open_tokens(path)
-    check_token_ids(tokens, vocab_size, str(path))
-    return tokens
-
 
 def read_meta(data_dir: str | Path) -> dict:
     path = Path(data_dir) / "meta.json"
@@ -123,35 +58,50 @@ class PreparedData:
                    load_tokens(directory / "valid.npy", limit), meta)
 
 
+PREPARED_FILES = ("tokenizer", "train.npy", "valid.npy", "meta.json")
+
+
 def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out_dir: str | Path,
             special_tokens: tuple[str, ...] | list[str] = DEFAULT_SPECIAL_TOKENS, *,
             workers: int | None = None, progress: bool = True) -> dict:
-    """Train BPE on the train text, encode both splits, write the data directory; returns meta."""
+    """Train BPE on the train text, encode both splits, write the data directory; returns meta.
+
+    Every input is checked first (both texts exist, are not empty and are UTF-8; the special
+    tokens can be saved; ``out_dir`` holds nothing but an earlier prepared directory). The new
+    directory is built beside ``out_dir`` and swapped in whole, so a failure at any point leaves
+    an existing ``out_dir`` exactly as it was: never one dataset's tokenizer beside another's ids.
+    """
+    from seqlab.atomic import atomic_directory, atomic_write_text, check_replaceable, remove_stale_temporaries
     from seqlab.tokenizer import Tokenizer, train_bpe
-    from seqlab.atomic import atomic_write_text
+    from seqlab.tokenizer.corpus import check_text_file
+    from seqlab.tokenizer.files import check_special_tokens
 
     out_dir = Path(out_dir)
-    for name, path in (("train", train_path), ("valid", valid_path)):
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"{name} text {path} does not exist")
-    out_dir.mkdir(parents=True, exist_ok=True)
     special_tokens = list(special_tokens)
-    started = time.perf_counter()
-    vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers, progress=progress)
-    tokenizer = Tokenizer(vocab, merges, special_tokens)
-    tokenizer.save(out_dir / "tokenizer")
-    bpe_seconds = time.perf_counter() - started
-    meta: dict = {"vocab_size": len(vocab), "dtype": token_dtype(len(vocab)).name,
-                  "special_tokens": special_tokens, "bpe_seconds": round(bpe_seconds, 2), "splits": {}}
-    for split, path in (("train", train_path), ("valid", valid_path)):
+    for name, path in (("train", train_path), ("valid", valid_path)):
+        check_text_file(path, f"{name} text")
+    check_special_tokens(special_tokens)
+    check_replaceable(out_dir, PREPARED_FILES)
+    remove_stale_temporaries(out_dir.parent)
+    remove_stale_temporaries(out_dir)
+    with atomic_directory(out_dir, PREPARED_FILES) as building:
         started = time.perf_counter()
-        ids = np.asarray(tokenizer.encode_file(str(path), workers=workers, progress=progress))
-        save_tokens(ids, out_dir / f"{split}.npy", len(vocab))
-        num_bytes = Path(path).stat().st_size
-        meta["splits"][split] = {
-            "source": str(path), "tokens": int(ids.size), "bytes": num_bytes,
-            "bytes_per_token": round(num_bytes / max(1, ids.size), 3),
-            "encode_seconds": round(time.perf_counter() - started, 2),
-        }
-    atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2) + "\n")
+        vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers,
+                                  progress=progress)
+        tokenizer = Tokenizer(vocab, merges, special_tokens)
+        tokenizer.save(building / "tokenizer")
+        bpe_seconds = time.perf_counter() - started
+        meta: dict = {"vocab_size": len(vocab), "dtype": token_dtype(len(vocab)).name,
+                      "special_tokens": special_tokens, "bpe_seconds": round(bpe_seconds, 2), "splits": {}}
+        for split, path in (("train", train_path), ("valid", valid_path)):
+            started = time.perf_counter()
+            ids = np.asarray(tokenizer.encode_file(str(path), workers=workers, progress=progress))
+            save_tokens(ids, building / f"{split}.npy", len(vocab))
+            num_bytes = Path(path).stat().st_size
+            meta["splits"][split] = {
+                "source": str(path), "tokens": int(ids.size), "bytes": num_bytes,
+                "bytes_per_token": round(num_bytes / max(1, ids.size), 3),
+                "encode_seconds": round(time.perf_counter() - started, 2),
+            }
+        atomic_write_text(building / "meta.json", json.dumps(meta, indent=2) + "\n")
     return meta

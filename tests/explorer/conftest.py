@@ -58,7 +58,7 @@ def client(explorer_server) -> Client:
 def lm_run(tmp_path_factory):
     """A language-model run trained here by `seqlab demo --fast` (2 layers, 2 heads, context 32;
     a few seconds)."""
-    from seqlab.training.demo import run_demo
+    from seqlab.demo.pipeline import run_demo
 
     out = tmp_path_factory.mktemp("demo")
     run_demo(out, fast=True, progress=False)
@@ -103,7 +103,7 @@ def model_client(model_server) -> Client:
 def loaded_lm(lm_run):
     """lm_run's model and tokenizer, loaded here (not through the explorer)."""
     from seqlab.tokenizer import Tokenizer
-    from seqlab.training.checkpoint import load_model_from_checkpoint
+    from seqlab.inference.loading import load_model_from_checkpoint
 
     model, _ = load_model_from_checkpoint(lm_run / "checkpoints" / "latest.pt")
     return model, Tokenizer.load(lm_run / "tokenizer")

@@ -109,7 +109,7 @@ def _stream(server, payload) -> list[dict]:
 
 
 def test_generate_streams_what_seqlab_generate_produces(model_server, loaded_lm):
-    from seqlab.generate import generate
+    from seqlab.inference.generate import generate
 
     model, tokenizer = loaded_lm
     lines = _stream(model_server, {"text": TEXT, "temperature": 0.9, "top_p": 0.9, "seed": 7, "max_tokens": 25})
