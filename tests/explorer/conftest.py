@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+from contextlib import contextmanager
 
 import pytest
 
@@ -38,19 +39,31 @@ class Client:
         return data
 
 
+@contextmanager
+def serving(runs=None):
+    """An explorer on a free loopback port (with ``runs``, a RunRegistry), stopped afterwards."""
+    server, thread = start_in_thread("127.0.0.1", 0, runs=runs)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def client_for(server) -> Client:
+    return Client(*server.server_address[:2])
+
+
 @pytest.fixture(scope="session")
 def explorer_server():
-    server, thread = start_in_thread("127.0.0.1", 0)
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
 def client(explorer_server) -> Client:
-    host, port = explorer_server.server_address[:2]
-    return Client(host, port)
+    return client_for(explorer_server)
 
 
 # --- the user's own runs ---------------------------------------------------------------------------
@@ -84,19 +97,14 @@ def model_server(lm_run, damaged_run, tmp_path_factory):
     from seqlab.explorer.runs import RunRegistry
 
     missing = tmp_path_factory.mktemp("gone") / "no_such_run"
-    runs = RunRegistry([str(lm_run), str(damaged_run), str(missing)])
-    server, thread = start_in_thread("127.0.0.1", 0, runs=runs)
-    server.run_ids = {"lm": str(lm_run), "damaged": str(damaged_run), "missing": str(missing)}
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(RunRegistry([str(lm_run), str(damaged_run), str(missing)])) as server:
+        server.run_ids = {"lm": str(lm_run), "damaged": str(damaged_run), "missing": str(missing)}
+        yield server
 
 
 @pytest.fixture(scope="session")
 def model_client(model_server) -> Client:
-    host, port = model_server.server_address[:2]
-    return Client(host, port)
+    return client_for(model_server)
 
 
 @pytest.fixture(scope="session")

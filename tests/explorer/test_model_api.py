@@ -10,9 +10,8 @@ import pytest
 import torch
 
 from seqlab.explorer.runs import RunRegistry
-from seqlab.explorer.server import start_in_thread
 from seqlab.training.logging_utils import read_jsonl
-from tests.explorer.conftest import Client
+from tests.explorer.conftest import client_for, serving
 from tests.explorer.oracles import attention_oracle, sorted_filter
 from tests.explorer.test_i18n import _strings
 
@@ -178,14 +177,9 @@ def test_unusable_runs_name_the_directory_and_the_fix(model_client, model_server
 
 
 def test_without_any_run_the_panels_say_how_to_make_one(tmp_path):
-    server, thread = start_in_thread("127.0.0.1", 0, runs=RunRegistry([]))
-    try:
-        host, port = server.server_address[:2]
-        status, data = Client(host, port).post("lm/tokens", {"text": "a"})
+    with serving(RunRegistry([])) as server:
+        status, data = client_for(server).post("lm/tokens", {"text": "a"})
         assert status == 400 and data["code"] == "no_lm_run" and "seqlab demo" in data["error"]
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_directory_that_is_not_a_run(tmp_path):

@@ -162,10 +162,9 @@ def test_language_switch_covers_the_model_panels_and_their_errors(page, model_se
 
 def test_without_a_run_the_panels_say_how_to_make_one(browser, tmp_path):
     from seqlab.explorer.runs import RunRegistry
-    from seqlab.explorer.server import start_in_thread
+    from tests.explorer.conftest import serving
 
-    server, _ = start_in_thread("127.0.0.1", 0, runs=RunRegistry([]))
-    try:
+    with serving(RunRegistry([])) as server:
         for page in open_page(browser, server.url, tmp_path):
             for panel in PANELS:
                 expect(page.locator(f"{panel} > .error")).to_contain_text("seqlab demo --fast")
@@ -175,6 +174,3 @@ def test_without_a_run_the_panels_say_how_to_make_one(browser, tmp_path):
             # the lesson widgets are unaffected
             assert page.locator("#att-weights td").all_inner_texts() == ["0.669762", "0.330238"]
             assert page.problems == []  # the page knew from /api/runs: no failing requests at all
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -6,31 +6,27 @@ Nov 2026), kept as a sample of the format; the API's numbers are checked against
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from seqlab.explorer.runs import RunRegistry
-from seqlab.explorer.server import start_in_thread
 from tests.explorer.browsing import CHROMIUM, browser, open_page  # noqa: F401 (fixture)
-from tests.explorer.conftest import Client
+from tests.explorer.conftest import client_for, serving
 
 RESULTS = Path(__file__).parent / "fixtures" / "paths"
 
 
 @pytest.fixture
 def serve():
-    servers = []
+    """serve(paths_dir) -> (server, client); every server is stopped after the test."""
+    with ExitStack() as stack:
+        def start(paths_dir):
+            server = stack.enter_context(serving(RunRegistry([], paths_dir=paths_dir)))
+            return server, client_for(server)
 
-    def start(paths_dir):
-        server, _ = start_in_thread("127.0.0.1", 0, runs=RunRegistry([], paths_dir=paths_dir))
-        servers.append(server)
-        return server, Client(*server.server_address[:2])
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield start
 
 
 def test_paths_results_are_the_files_numbers(serve):

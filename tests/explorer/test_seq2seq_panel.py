@@ -10,9 +10,8 @@ import pytest
 import torch
 
 from seqlab.explorer.runs import RunRegistry
-from seqlab.explorer.server import start_in_thread
 from tests.explorer.browsing import CHROMIUM, browser, open_page, set_value, settled  # noqa: F401 (fixture)
-from tests.explorer.conftest import Client
+from tests.explorer.conftest import Client, client_for, serving
 
 pytest.importorskip("seqlab.seq2seq.train", reason="seqlab.seq2seq is not in this checkout")
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -34,16 +33,13 @@ def s2s_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def s2s_server(s2s_run, lm_run):
-    server, thread = start_in_thread("127.0.0.1", 0, runs=RunRegistry([str(lm_run), str(s2s_run)]))
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(RunRegistry([str(lm_run), str(s2s_run)])) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def s2s_client(s2s_server) -> Client:
-    return Client(*s2s_server.server_address[:2])
+    return client_for(s2s_server)
 
 
 def _naive_greedy(model, src: list[int], limit: int) -> list[int]:
