@@ -187,3 +187,26 @@ def test_a_directory_that_is_not_a_run(tmp_path):
     runs = RunRegistry([str(tmp_path)])
     assert runs.runs[0].kind == "invalid" and runs.runs[0].problem.code == "run_not_run"
     assert "checkpoints/latest.pt" in str(runs.runs[0].problem)
+
+
+def test_translate_without_a_seq2seq_run_says_how_to_train_one(model_client):
+    status, data = model_client.post("seq2seq/translate", {"text": "ab"})
+    assert status == 400 and data["code"] == "no_s2s_run" and "seqlab seq2seq train" in data["error"]
+
+
+def test_a_seq2seq_run_that_cannot_be_loaded(tmp_path):
+    """Files of a seq2seq run whose checkpoint is empty: without seqlab.seq2seq the page says the
+    package is missing; with it, that the run cannot be loaded."""
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest.pt").write_bytes(b"")
+    (tmp_path / "vocab.json").write_text("{}")
+    (tmp_path / "config.json").write_text("{}")
+    with serving(RunRegistry([str(tmp_path)])) as server:
+        assert client_for(server).ok("runs")["runs"][0]["kind"] == "seq2seq"
+        status, data = client_for(server).post("seq2seq/translate", {"text": "ab"})
+    try:
+        import seqlab.seq2seq.train  # noqa: F401
+    except ImportError:
+        assert status == 400 and data["code"] == "s2s_missing"
+    else:
+        assert status == 400 and data["code"] == "run_damaged" and str(tmp_path) in data["error"]

@@ -101,11 +101,6 @@ def test_bad_translate_requests(s2s_client, s2s_run, name, payload, code):
         assert "beam must be between 1 and 8" in data["error"]
 
 
-def test_without_a_seq2seq_run_the_panel_says_how_to_train_one(model_client):
-    status, data = model_client.post("seq2seq/translate", {"text": "ab"})
-    assert status == 400 and data["code"] == "no_s2s_run" and "seqlab seq2seq train" in data["error"]
-
-
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (install Debian's chromium, see DEVELOPERS.md)")
 def test_translate_panel_in_the_browser(browser, s2s_server, s2s_client, tmp_path):
