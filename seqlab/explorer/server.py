@@ -19,6 +19,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from seqlab.explorer.runs import RunRegistry
 from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_object
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -146,16 +147,20 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         if not path.startswith("/api/"):
             return self._error(HTTPStatus.NOT_FOUND, f"not found: {path[:100]}")
         from seqlab.explorer.api import ENDPOINTS, run_endpoint
+        from seqlab.explorer.model_api import MODEL_ENDPOINTS, run_model_endpoint
 
         name = path[len("/api/") :]
-        if name not in ENDPOINTS:
+        if name not in ENDPOINTS and name not in MODEL_ENDPOINTS:
             return self._error(HTTPStatus.NOT_FOUND, f"unknown API endpoint {name[:60]!r}")
         try:
             data = parse_json_object(self._read_body())
-            result = run_endpoint(name, data)
+            if name in ENDPOINTS:
+                result = run_endpoint(name, data)
+            else:
+                result = run_model_endpoint(name, data, self.server.runs)
         except RequestError as exc:
             self.close_connection = True  # the body may be partly unread
-            return self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return self._send_json(HTTPStatus.BAD_REQUEST, exc.body())
         except TimeoutError:
             self.close_connection = True
             return self._error(HTTPStatus.REQUEST_TIMEOUT, "request body was not received in time")
@@ -165,7 +170,27 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         except Exception as exc:  # never send a traceback to the client; keep it in the server log
             traceback.print_exc(file=sys.stderr)
             return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error in {name}: {type(exc).__name__}")
-        self._send_json(HTTPStatus.OK, result)
+        if isinstance(result, dict):
+            return self._send_json(HTTPStatus.OK, result)
+        self._send_stream(result)
+
+    def _send_stream(self, lines) -> None:
+        """Send an iterator of dicts as JSON lines, one HTTP/1.1 chunk each, as they are produced."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "application/x-ndjson; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for line in lines:
+                data = json.dumps(line, allow_nan=False, ensure_ascii=False).encode("utf-8") + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the page stopped reading (a new request replaced this one)
 
     def do_PUT(self) -> None:  # noqa: N802
         if not self._host_allowed():
@@ -206,10 +231,11 @@ class ExplorerServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], verbose: bool = False):
+    def __init__(self, address: tuple[str, int], verbose: bool = False, runs: RunRegistry | None = None):
         super().__init__(address, ExplorerHandler)
         self.static_files = static_table()
         self.verbose = verbose
+        self.runs = runs if runs is not None else RunRegistry()
         host = address[0]
         # Bound to loopback: only loopback names may appear in Host. Bound elsewhere on
         # purpose (--host): the user chose to expose it, so any Host is accepted.
@@ -236,15 +262,18 @@ class ExplorerServerIPv6(ExplorerServer):
     address_family = socket.AF_INET6
 
 
-def make_server(host: str = "127.0.0.1", port: int = 8000, verbose: bool = False) -> ExplorerServer:
-    """Create (and bind) the server; ``port=0`` picks a free port (see ``server.url``)."""
+def make_server(host: str = "127.0.0.1", port: int = 8000, verbose: bool = False,
+                runs: RunRegistry | None = None) -> ExplorerServer:
+    """Create (and bind) the server; ``port=0`` picks a free port (see ``server.url``).
+    ``runs``: the trained runs the model panels show (none by default)."""
     server_class = ExplorerServerIPv6 if ":" in host else ExplorerServer
-    return server_class((host, port), verbose=verbose)
+    return server_class((host, port), verbose=verbose, runs=runs)
 
 
-def start_in_thread(host: str = "127.0.0.1", port: int = 0) -> tuple[ExplorerServer, threading.Thread]:
+def start_in_thread(host: str = "127.0.0.1", port: int = 0,
+                    runs: RunRegistry | None = None) -> tuple[ExplorerServer, threading.Thread]:
     """Serve in a daemon thread (used by tests); stop with ``server.shutdown(); server.server_close()``."""
-    server = make_server(host, port)
+    server = make_server(host, port, runs=runs)
     thread = threading.Thread(target=server.serve_forever, name="seqlab-explorer", daemon=True)
     thread.start()
     return server, thread
