@@ -11,6 +11,8 @@ import os
 import sys
 from typing import Any
 
+from seqlab.cli_types import finite_float
+
 
 def register(subparsers: Any) -> None:
     demo = subparsers.add_parser(
@@ -18,7 +20,7 @@ def register(subparsers: Any) -> None:
         description="Write a built-in story corpus, train BPE, prepare data, train a small model for "
                     "about two minutes, evaluate, sample a story and write OUT/report.md.")
     demo.add_argument("--out", default="demo_out", help="output directory (default: demo_out)")
-    demo.add_argument("--minutes", type=float, default=2.0, help="training time budget (default: 2)")
+    demo.add_argument("--minutes", type=finite_float, default=2.0, help="training time budget (default: 2)")
     demo.add_argument("--fast", action="store_true", help="a few-second smoke run (tiny corpus and model)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--no-progress", action="store_true")

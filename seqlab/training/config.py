@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from seqlab.cli_types import finite_float
 from seqlab.model.config import FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig
 
 SECTIONS = ("run", "data", "model", "optimizer", "schedule", "eval", "system", "logging")
@@ -97,6 +98,8 @@ class TrainConfig:
             value = getattr(self, f.name)
             if choices and value not in choices:
                 raise ValueError(f"config {f.name}={value!r}: expected one of {', '.join(choices)}")
+            if isinstance(value, float) and not math.isfinite(value):  # NaN passes every range check
+                raise ValueError(f"config {f.name}={value}: must be a finite number")
         positive = ("context_length", "d_model", "num_layers", "num_heads", "batch_size",
                     "grad_accum_steps", "eval_interval", "eval_batches", "checkpoint_interval",
                     "log_interval")
@@ -252,7 +255,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
                                default=argparse.SUPPRESS, help=help_text)
             continue
-        convert = _optional_converter(kind) if _optional(f) else kind
+        convert = _optional_converter(kind) if _optional(f) else _FLAG_TYPES.get(kind, kind)
         group.add_argument(flag, dest=f.name, type=convert, default=argparse.SUPPRESS,
                            choices=f.metadata.get("choices"), help=help_text,
                            metavar=f.name.upper())
@@ -262,13 +265,16 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
                                default=argparse.SUPPRESS, help=f"ablation: {name}={value}")
 
 
+_FLAG_TYPES = {float: finite_float}  # flags refuse nan / inf when parsed
+
+
 def _optional_converter(kind: type):
     """Parse a flag value of an optional field: "none" means None; ints may be written 2e6."""
     def convert(text: str):
         if text.lower() in ("none", "null", ""):
             return None
         if kind is not int:
-            return kind(text)
+            return _FLAG_TYPES.get(kind, kind)(text)
         try:
             return int(text)
         except ValueError:
