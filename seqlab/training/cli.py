@@ -146,8 +146,7 @@ def train_summary(result) -> str:
     if result.stopped_by == "time budget":
         summary += " (time budget spent)"
     if result.train_loss is not None:
-        steps = "the last step" if result.train_loss_steps == 1 else f"the last {result.train_loss_steps} steps"
-        summary += f", train loss (mean of {steps}) {result.train_loss:.4f}"
+        summary += f", {result.train_loss_label} {result.train_loss:.4f}"
     if result.val_loss is not None:
         summary += f", val loss {result.val_loss:.4f}"
     summary += f", {result.tokens_per_second:,.0f} tokens/s"

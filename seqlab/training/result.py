@@ -23,3 +23,10 @@ class TrainResult:
     tokens_seen: int = 0
     elapsed: float = 0.0             # wallclock of the run, across resumes
     history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def train_loss_label(self) -> str:
+        """"train loss (mean of the last 10 steps)": what ``train_loss`` averages (the progress bar
+        shows single steps, so the two differ)."""
+        steps = "the last step" if self.train_loss_steps == 1 else f"the last {self.train_loss_steps} steps"
+        return f"train loss (mean of {steps})"
