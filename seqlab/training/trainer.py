@@ -38,15 +38,33 @@ from seqlab.training.checkpoint import save_checkpoint
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import PreparedData
-from seqlab.training.distributed import DistributedContext, all_reduce_mean, any_true, cleanup_distributed, setup_distributed
+from seqlab.training.distributed import (
+    DistributedContext,
+    all_reduce_mean,
+    any_true,
+    cleanup_distributed,
+    setup_distributed,
+)
 from seqlab.training.evaluation import validation_loss
-from seqlab.training.guards import NonFiniteLossError, check_finite_weights, nonfinite_message, nonfinite_step, step_is_finite
+from seqlab.training.guards import (
+    NonFiniteLossError,
+    check_finite_weights,
+    nonfinite_message,
+    nonfinite_step,
+    step_is_finite,
+)
 from seqlab.training.interrupt import signal_name, signals_request_stop
 from seqlab.training.logging_utils import RunLog
 from seqlab.training.optimizer import AdamW, weight_decay_groups
 from seqlab.training.progress import StepReporter, start_message
 from seqlab.training.result import TrainResult
-from seqlab.training.run_dir import check_run_dir, checkpoint_files, remove_old_checkpoints, remove_run_temporaries, write_run_files
+from seqlab.training.run_dir import (
+    check_run_dir,
+    checkpoint_files,
+    remove_old_checkpoints,
+    remove_run_temporaries,
+    write_run_files,
+)
 from seqlab.training.run_state import RunState, check_work_left, restore_run, run_extra
 from seqlab.training.schedule import plan_schedule
 
@@ -95,8 +113,8 @@ class Trainer:
         self.data.check_context_length(cfg.context_length)
         torch.manual_seed(cfg.seed)  # same initial weights on every process
         self.raw_model = TransformerLM.from_config(self.model_config, device=device)
-        self.optimizer = AdamW(weight_decay_groups(self.raw_model), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-                               weight_decay=cfg.weight_decay)
+        self.optimizer = AdamW(weight_decay_groups(self.raw_model), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                               eps=cfg.eps, weight_decay=cfg.weight_decay)
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         self.sampler = np.random.default_rng(cfg.seed)
         if self.dist.is_main:

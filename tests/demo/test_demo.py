@@ -55,7 +55,8 @@ def test_11_demo_refuses_an_existing_out_and_overwrite_swaps_it_in_whole(tmp_pat
     (out / "stale.txt").unlink()
     assert main(["demo", "--fast", "--out", str(out), "--no-progress", "--overwrite"]) == 0
     report = (out / "report.md").read_text()
-    assert report.startswith("# seqlab demo report") and sorted(os.listdir(out)) == ["corpus", "data", "report.md", "run"]
+    assert report.startswith("# seqlab demo report")
+    assert sorted(os.listdir(out)) == ["corpus", "data", "report.md", "run"]
     assert sorted(os.listdir(tmp_path)) == ["demo"]  # nothing left beside it
     # the report names the final paths, explains the corpus and agrees with the learned vocabulary
     config = json.loads((out / "run" / "config.json").read_text())
