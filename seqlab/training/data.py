@@ -57,6 +57,14 @@ class PreparedData:
         return cls(directory, limit, load_tokens(directory / "train.npy", limit),
                    load_tokens(directory / "valid.npy", limit), meta)
 
+    def check_context_length(self, context_length: int) -> None:
+        """Each split must hold at least one window of ``context_length`` + 1 tokens."""
+        for split in ("train", "valid"):
+            tokens = len(getattr(self, split))
+            if tokens <= context_length:
+                raise ValueError(f"{self.directory / (split + '.npy')} has {tokens} tokens; context_length "
+                                 f"{context_length} needs at least {context_length + 1}")
+
 
 PREPARED_FILES = ("tokenizer", "train.npy", "valid.npy", "meta.json")
 
