@@ -1,0 +1,66 @@
+"""Issue 13, inference defects: each test injects the fault or bad input and checks the outcome."""
+
+import pytest
+import torch
+
+from seqlab.inference.generate import generate
+from seqlab.inference.windows import plan_slides
+from seqlab.model import TransformerLM
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+
+def small_model(vocab_size=37, context_length=8, seed=0, **ablation):
+    torch.manual_seed(seed)
+    return TransformerLM(vocab_size=vocab_size, context_length=context_length, d_model=32, num_layers=2,
+                         num_heads=4, d_ff=48, **ablation).eval()
+
+
+def greedy_alone(model, prompt, steps, keep):
+    """Oracle for one row: a full forward of the row's own window at every step. The window is the
+    last `keep` tokens whenever it would hold more than the context."""
+    ctx = model.config.context_length
+    window = list(prompt[-keep:]) if len(prompt) > ctx else list(prompt)
+    out = []
+    with torch.no_grad():
+        for _ in range(steps):
+            token = int(model(torch.tensor([window]))[0, -1].argmax())
+            out.append(token)
+            window.append(token)
+            if len(window) > ctx:
+                window = window[-keep:]
+    return out
+
+
+# 1. a batched row must not depend on the other prompts once windows slide -------------------------
+
+PROMPT_LENGTHS = [(7, 5), (1, 8, 3, 6), (11, 2), (4, 4)]
+
+
+@pytest.mark.parametrize("ablation", [{}, {"positional": "nope"}])
+@pytest.mark.parametrize("lengths", PROMPT_LENGTHS)
+@pytest.mark.parametrize("steps,slide", [(12, None), (12, 1), (12, 7), (2, None)])  # (2, None): no slide
+def test_batched_rows_generate_what_they_generate_alone(ablation, lengths, steps, slide):
+    model = small_model(**ablation)
+    g = torch.Generator().manual_seed(sum(lengths))
+    prompts = [torch.randint(0, 37, (n,), generator=g).tolist() for n in lengths]
+    keep = 8 - (slide or 2)
+    expected = [greedy_alone(model, p, steps, keep) for p in prompts]
+    for use_cache in (True, False):
+        batched = generate(model, prompts, steps, temperature=0, use_cache=use_cache, slide=slide)
+        for row, (got, want) in enumerate(zip(batched, expected)):
+            assert got == want, f"row {row} (prompt of {lengths[row]} tokens, cache {use_cache})"
+    assert [generate(model, p, steps, temperature=0, slide=slide) for p in prompts] == expected
+
+
+def test_the_reported_case_and_its_slide_schedule():
+    """Context 8, prompts of 7 and 5 tokens, 12 greedy tokens (the issue's example): row 0 first
+    slides at step 1, row 1 at step 3; before the fix both slid whenever row 0 did."""
+    model = small_model()
+    prompts = [[3, 1, 4, 1, 5, 9, 2], [2, 0, 26, 24, 35]]
+    batched = generate(model, prompts, 12, temperature=0)
+    assert batched[1] == generate(model, prompts[1], 12, temperature=0) == greedy_alone(model, prompts[1], 12, 6)
+    # the schedule the batch follows: window lengths grow by one and restart at keep = 6 past 8
+    plan = plan_slides([7, 5], 5, context_length=8, keep=6)
+    assert [s.rows.tolist() for s in plan] == [[], [0], [], [1], [0]]
+    assert [s.width for s in plan] == [8, 7, 8, 8, 7]
