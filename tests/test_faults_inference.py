@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from seqlab.inference.generate import generate
+from seqlab.inference.generate import generate, generate_stream
 from seqlab.inference.windows import plan_slides
 from seqlab.model import TransformerLM
 
@@ -64,3 +64,17 @@ def test_the_reported_case_and_its_slide_schedule():
     plan = plan_slides([7, 5], 5, context_length=8, keep=6)
     assert [s.rows.tolist() for s in plan] == [[], [0], [], [1], [0]]
     assert [s.width for s in plan] == [8, 7, 8, 8, 7]
+
+
+# 4. an empty prompt is refused by name ------------------------------------------------------------
+
+
+def test_empty_prompts_are_refused_by_name():
+    model = small_model()
+    for empty in ([], (), torch.tensor([], dtype=torch.long)):
+        with pytest.raises(ValueError, match="the prompt is empty"):
+            generate(model, empty, 5)
+    with pytest.raises(ValueError, match="prompt row 2 is empty"):
+        generate(model, [[1, 2], [3], []], 5)
+    with pytest.raises(ValueError, match="the prompt is empty"):
+        list(generate_stream(model, [], 5))

@@ -31,24 +31,27 @@ from seqlab.model import TransformerLM
 
 
 def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, slide: int | None,
-              temperature: float, top_p: float, top_k: int | None) -> int:
+              temperature: float, top_p: float, top_k: int | None, single: bool = False) -> int:
     """Check every argument before any model work; prompt ids become ints in place. Returns `keep`,
-    the tokens re-prefilled when the window slides."""
+    the tokens re-prefilled when the window slides. ``single``: errors say "the prompt", not
+    "prompt row i"."""
     ctx = model.config.context_length
     vocab = model.config.vocab_size
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     check_sampling_args(temperature, top_p, top_k)
     for i, row in enumerate(prompts):
+        name = "the prompt" if single else f"prompt row {i}"
         if not row:
-            raise ValueError(f"prompt {i} is empty; give at least one token (e.g. <|endoftext|>)")
+            raise ValueError(f"{name} is empty; give at least one token id (e.g. the tokenizer's "
+                             "<|endoftext|> id to start a new document)")
         for j, token in enumerate(row):
             try:
                 row[j] = operator.index(token)
             except TypeError:
-                raise ValueError(f"prompt {i} position {j}: {token!r} is not an integer id") from None
+                raise ValueError(f"{name}, position {j}: {token!r} is not an integer id") from None
             if not 0 <= row[j] < vocab:
-                raise ValueError(f"prompt {i} position {j}: id {token!r} outside the vocabulary [0, {vocab})")
+                raise ValueError(f"{name}, position {j}: id {token!r} outside the vocabulary [0, {vocab})")
     slide = max(1, ctx // 4) if slide is None else slide
     if not 1 <= slide <= ctx - 1 and ctx > 1:
         raise ValueError(f"slide must be in [1, context_length - 1 = {ctx - 1}], got {slide}")
@@ -57,9 +60,9 @@ def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: in
 
 def _decode(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, temperature: float,
             top_p: float, top_k: int | None, eos_id: int | None, seed: int | None,
-            use_cache: bool, slide: int | None) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+            use_cache: bool, slide: int | None, single: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Yield (next_ids (batch,), finished (batch,) bool before this token) once per step."""
-    keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k)
+    keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k, single)
     if max_new_tokens == 0:
         return
     ctx = model.config.context_length
@@ -101,14 +104,9 @@ def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence
     torch.Generator on the model's device). ``use_cache=False`` recomputes every step in full (the
     reference path); ``slide`` sets how far the window slides past the context (module docstring).
     """
-    if hasattr(prompt_ids, "tolist"):  # a tensor or array of ids
-        prompt_ids = prompt_ids.tolist()
-    single = len(prompt_ids) > 0 and not isinstance(prompt_ids[0], (list, tuple))
-    prompts = [list(prompt_ids)] if single else [list(p) for p in prompt_ids]
-    if not prompts:
-        return []
+    prompts, single = _as_prompts(prompt_ids)
     steps = list(_decode(model, prompts, max_new_tokens, temperature, top_p, top_k, eos_id, seed,
-                         use_cache, slide))
+                         use_cache, slide, single))
     outputs: list[list[int]] = [[] for _ in prompts]
     if steps:  # read the ids back once, at the end: (batch, steps)
         ids = torch.stack([next_ids for next_ids, _ in steps], dim=1).tolist()
@@ -117,11 +115,20 @@ def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence
     return outputs[0] if single else outputs
 
 
+def _as_prompts(prompt_ids: Sequence[int] | Sequence[Sequence[int]] | torch.Tensor) -> tuple[list[list[int]], bool]:
+    """(list of prompt rows, whether one prompt was given). An empty sequence counts as one empty
+    prompt, so it is refused by name instead of quietly giving []."""
+    if hasattr(prompt_ids, "tolist"):  # a tensor or array of ids
+        prompt_ids = prompt_ids.tolist()
+    single = len(prompt_ids) == 0 or not isinstance(prompt_ids[0], (list, tuple))
+    return ([list(prompt_ids)] if single else [list(p) for p in prompt_ids]), single
+
+
 def generate_stream(model: TransformerLM, prompt_ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
                     top_p: float = 1.0, top_k: int | None = None, eos_id: int | None = None,
                     seed: int | None = None, *, use_cache: bool = True,
                     slide: int | None = None) -> Iterator[int]:
     """Like ``generate`` for one prompt, yielding each new id as soon as it is sampled."""
     for next_ids, _ in _decode(model, [list(prompt_ids)], max_new_tokens, temperature, top_p,
-                               top_k, eos_id, seed, use_cache, slide):
+                               top_k, eos_id, seed, use_cache, slide, single=True):
         yield int(next_ids[0])
