@@ -3,9 +3,12 @@
 import pytest
 import torch
 
+from seqlab.cli import main
 from seqlab.inference.generate import generate, generate_stream
 from seqlab.inference.windows import plan_slides
 from seqlab.model import TransformerLM
+from seqlab.tokenizer import Tokenizer
+from seqlab.training import save_checkpoint
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -64,6 +67,35 @@ def test_the_reported_case_and_its_slide_schedule():
     plan = plan_slides([7, 5], 5, context_length=8, keep=6)
     assert [s.rows.tolist() for s in plan] == [[], [0], [], [1], [0]]
     assert [s.width for s in plan] == [8, 7, 8, 8, 7]
+
+
+# 2. a tokenizer smaller than the model's vocabulary is refused before any output ---------------
+
+
+def byte_tokenizer():
+    return Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])  # 257 ids
+
+
+def write_run(tmp_path, vocab_size, **model_config):
+    run = tmp_path / "run"
+    byte_tokenizer().save(run / "tokenizer")
+    model = small_model(vocab_size=vocab_size, context_length=16)
+    save_checkpoint(model, None, 1, str(run / "checkpoints" / "latest.pt"))
+    if model_config:  # rewrite the saved model_config (a fault injected into the file)
+        path = run / "checkpoints" / "latest.pt"
+        payload = torch.load(path, weights_only=True)
+        payload["model_config"].update(model_config)
+        torch.save(payload, path)
+    return run
+
+
+def test_generate_refuses_a_tokenizer_smaller_than_the_model(tmp_path, capsys):
+    run = write_run(tmp_path, vocab_size=300)  # the model can sample ids 257..299
+    assert main(["generate", "--run", str(run), "--prompt", "hi", "--max-tokens", "50", "--seed", "0"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "the tokenizer has 257 ids but the model samples from 300" in captured.err
+    assert "257..299" in captured.err
 
 
 # 4. an empty prompt is refused by name ------------------------------------------------------------

@@ -56,15 +56,13 @@ def _run_generate(args: argparse.Namespace) -> int:
             raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
         if tokenizer is None:
             raise FileNotFoundError(f"tokenizer directory {os.path.join(args.run, 'tokenizer')} does not exist")
+        _check_vocabularies(tokenizer.vocab_size, model.config.vocab_size)
         eos = tokenizer.eot_id
         prompt = tokenizer.encode(args.prompt) if args.prompt else []
         if not prompt:
             if eos is None:
                 raise ValueError("empty --prompt and the tokenizer has no <|endoftext|> to start from")
             prompt = [eos]
-        if tokenizer.vocab_size > model.config.vocab_size:
-            raise ValueError(f"tokenizer has {tokenizer.vocab_size} ids but the model only "
-                             f"{model.config.vocab_size}")
         stream = generate_stream(model, prompt, args.max_tokens, args.temperature, args.top_p,
                                  args.top_k, eos, args.seed)
         decoder = tokenizer.stream_decoder()
@@ -82,6 +80,18 @@ def _run_generate(args: argparse.Namespace) -> int:
         print(f"seqlab generate: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _check_vocabularies(tokenizer_ids: int, model_ids: int) -> None:
+    """The model samples ids 0..model_ids-1 and the tokenizer must decode every one of them, and
+    the model must embed every id the tokenizer can produce: the sizes must be equal."""
+    if tokenizer_ids > model_ids:
+        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model only {model_ids}: "
+                         "use the tokenizer the model was trained with (--tokenizer DIR)")
+    if tokenizer_ids < model_ids:
+        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model samples from {model_ids}: "
+                         f"ids {tokenizer_ids}..{model_ids - 1} could not be decoded. Use the tokenizer the "
+                         "model was trained with (--tokenizer DIR)")
 
 
 # -- seqlab eval --------------------------------------------------------------------------------
