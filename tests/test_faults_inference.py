@@ -109,4 +109,21 @@ def test_empty_prompts_are_refused_by_name():
     with pytest.raises(ValueError, match="prompt row 2 is empty"):
         generate(model, [[1, 2], [3], []], 5)
     with pytest.raises(ValueError, match="the prompt is empty"):
-        list(generate_stream(model, [], 5))
+        generate_stream(model, [], 5)  # at the call, not at the first next()
+
+
+# 5. tracebacks become messages ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad,named", [
+    (["--temperature", "-1"], "temperature"),
+    (["--top-p", "0"], "top_p"),
+    (["--top-k", "0"], "top_k"),
+    (["--max-tokens", "-3"], "max_new_tokens"),
+])
+def test_generate_validates_everything_before_printing(tmp_path, capsys, bad, named):
+    run = write_run(tmp_path, vocab_size=257)
+    assert main(["generate", "--run", str(run), "--prompt", "Once upon a time"] + bad) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # not even the prompt
+    assert named in captured.err

@@ -56,6 +56,7 @@ def _run_generate(args: argparse.Namespace) -> int:
             raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
         if tokenizer is None:
             raise FileNotFoundError(f"tokenizer directory {os.path.join(args.run, 'tokenizer')} does not exist")
+        # everything is checked before the first byte is printed
         _check_vocabularies(tokenizer.vocab_size, model.config.vocab_size)
         eos = tokenizer.eot_id
         prompt = tokenizer.encode(args.prompt) if args.prompt else []
@@ -64,7 +65,7 @@ def _run_generate(args: argparse.Namespace) -> int:
                 raise ValueError("empty --prompt and the tokenizer has no <|endoftext|> to start from")
             prompt = [eos]
         stream = generate_stream(model, prompt, args.max_tokens, args.temperature, args.top_p,
-                                 args.top_k, eos, args.seed)
+                                 args.top_k, eos, args.seed)  # checks the sampling arguments now
         decoder = tokenizer.stream_decoder()
         out = sys.stdout
         out.write(args.prompt)

@@ -61,8 +61,15 @@ def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: in
 def _decode(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, temperature: float,
             top_p: float, top_k: int | None, eos_id: int | None, seed: int | None,
             use_cache: bool, slide: int | None, single: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Yield (next_ids (batch,), finished (batch,) bool before this token) once per step."""
+    """Validate everything now; return an iterator yielding (next_ids (batch,), finished (batch,)
+    bool before this token) once per step."""
     keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k, single)
+    return _steps(model, prompts, max_new_tokens, temperature, top_p, top_k, eos_id, seed, use_cache, keep)
+
+
+def _steps(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, temperature: float,
+           top_p: float, top_k: int | None, eos_id: int | None, seed: int | None, use_cache: bool,
+           keep: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     if max_new_tokens == 0:
         return
     ctx = model.config.context_length
@@ -128,7 +135,10 @@ def generate_stream(model: TransformerLM, prompt_ids: Sequence[int], max_new_tok
                     top_p: float = 1.0, top_k: int | None = None, eos_id: int | None = None,
                     seed: int | None = None, *, use_cache: bool = True,
                     slide: int | None = None) -> Iterator[int]:
-    """Like ``generate`` for one prompt, yielding each new id as soon as it is sampled."""
-    for next_ids, _ in _decode(model, [list(prompt_ids)], max_new_tokens, temperature, top_p,
-                               top_k, eos_id, seed, use_cache, slide, single=True):
-        yield int(next_ids[0])
+    """Like ``generate`` for one prompt, yielding each new id as soon as it is sampled.
+
+    Every argument is checked when this is called (a bad one raises here, before the caller prints
+    anything), not at the first ``next()``."""
+    steps = _decode(model, [list(prompt_ids)], max_new_tokens, temperature, top_p, top_k, eos_id, seed,
+                    use_cache, slide, single=True)
+    return (int(next_ids[0]) for next_ids, _ in steps)
