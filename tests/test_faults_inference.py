@@ -1,9 +1,13 @@
 """Issue 13, inference defects: each test injects the fault or bad input and checks the outcome."""
 
+import json
+
+import numpy as np
 import pytest
 import torch
 
 from seqlab.cli import main
+from seqlab.inference.evaluate import evaluate
 from seqlab.inference.generate import generate, generate_stream
 from seqlab.inference.windows import plan_slides
 from seqlab.model import TransformerLM
@@ -96,6 +100,35 @@ def test_generate_refuses_a_tokenizer_smaller_than_the_model(tmp_path, capsys):
     assert captured.out == ""
     assert "the tokenizer has 257 ids but the model samples from 300" in captured.err
     assert "257..299" in captured.err
+
+
+# 3. eval --json with a NaN loss writes null and fails ------------------------------------------
+
+
+def test_eval_json_writes_null_for_a_nan_loss_and_exits_non_zero(tmp_path, capsys):
+    model = small_model(vocab_size=29)
+    with torch.no_grad():
+        model.lm_head.weight[3, 0] = float("nan")  # the injected fault
+    save_checkpoint(model, None, 1, str(tmp_path / "nan.pt"))
+    np.save(tmp_path / "valid.npy", np.arange(40, dtype=np.uint16) % 29)
+    code = main(["eval", "--checkpoint", str(tmp_path / "nan.pt"), "--data", str(tmp_path / "valid.npy"),
+                 "--json"])
+    captured = capsys.readouterr()
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    result = json.loads(captured.out, parse_constant=refuse)
+    assert code == 1
+    assert result == {"loss": None, "perplexity": None, "tokens": 39, "windows": 5}
+    assert "lm_head.weight" in captured.err and "not a finite number" in captured.err
+
+    # a finite loss too large for exp() gives an infinite perplexity, not an OverflowError
+    with torch.no_grad():
+        model.lm_head.weight[3, 0] = 0.0
+        model.lm_head.weight.mul_(1e5)
+    result = evaluate(model, np.arange(40) % 29)
+    assert 709.8 < result.loss < float("inf") and result.perplexity == float("inf")
 
 
 # 4. an empty prompt is refused by name ------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -125,9 +126,21 @@ def _run_eval(args: argparse.Namespace) -> int:
     except USER_ERRORS as exc:
         print(f"seqlab eval: error: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(asdict(result)))
+    finite = math.isfinite(result.loss)
+    if args.json:  # strict JSON: a non-finite number is written as null
+        fields = {key: value if not isinstance(value, float) or math.isfinite(value) else None
+                  for key, value in asdict(result).items()}
+        print(json.dumps(fields, allow_nan=False))
     else:
         print(f"{args.data}: loss {result.loss:.4f} nats/token, perplexity {result.perplexity:.3f} "
               f"({result.tokens:,} tokens in {result.windows:,} windows)")
+    if not finite:
+        import torch
+
+        broken = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+        cause = (f"the checkpoint's weights hold NaN or inf ({', '.join(broken[:4])}"
+                 f"{' ...' if len(broken) > 4 else ''})" if broken else "the activations overflowed")
+        print(f"seqlab eval: error: the loss on {args.data} is {result.loss}, not a finite number: {cause}; "
+              "evaluate an earlier checkpoint of the run (was training diverging?)", file=sys.stderr)
+        return 1
     return 0
