@@ -9,8 +9,9 @@ import torch
 from seqlab.cli import main
 from seqlab.inference.evaluate import evaluate
 from seqlab.inference.generate import generate, generate_stream
+from seqlab.inference.loading import load_model_from_checkpoint
 from seqlab.inference.windows import plan_slides
-from seqlab.model import TransformerLM
+from seqlab.model import ModelConfig, TransformerLM
 from seqlab.tokenizer import Tokenizer
 from seqlab.training import save_checkpoint
 
@@ -146,6 +147,24 @@ def test_empty_prompts_are_refused_by_name():
 
 
 # 5. tracebacks become messages ---------------------------------------------------------------------
+
+
+def test_unknown_model_config_key_is_named(tmp_path, capsys):
+    with pytest.raises(ValueError, match="unknown model config field 'sliding_attention'.*newer seqlab"):
+        ModelConfig.from_dict({"vocab_size": 10, "context_length": 8, "d_model": 16, "num_layers": 1,
+                               "num_heads": 2, "sliding_attention": 4})
+    with pytest.raises(ValueError, match="missing required field.*num_heads"):
+        ModelConfig.from_dict({"vocab_size": 10, "context_length": 8, "d_model": 16, "num_layers": 1})
+    config = {"vocab_size": 10, "context_length": 8, "d_model": 16, "num_layers": 1, "num_heads": 2}
+    assert ModelConfig.from_dict(config) == ModelConfig(**config)
+
+    run = write_run(tmp_path, vocab_size=257, sliding_attention=4)
+    ckpt = run / "checkpoints" / "latest.pt"
+    with pytest.raises(ValueError, match=f"checkpoint {ckpt}: unknown model config field 'sliding_attention'"):
+        load_model_from_checkpoint(ckpt)
+    assert main(["generate", "--run", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "'sliding_attention'" in err and "newer seqlab" in err
 
 
 @pytest.mark.parametrize("bad,named", [

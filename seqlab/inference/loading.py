@@ -111,7 +111,7 @@ def load_model_from_checkpoint(src: str | os.PathLike | IO[bytes],
     payload = read_checkpoint(src)
     if not payload.get("model_config"):
         raise ValueError(f"checkpoint {src} has no model_config; build the model yourself and use load_checkpoint")
-    config = ModelConfig(**payload["model_config"])
+    config = ModelConfig.from_dict(payload["model_config"], f"checkpoint {src}")
     model = TransformerLM.from_config(config, device=device)
     load_weights(model, payload, f"checkpoint {src} weights do not match its model_config")
     model.eval()
