@@ -167,6 +167,19 @@ def test_unknown_model_config_key_is_named(tmp_path, capsys):
     assert "'sliding_attention'" in err and "newer seqlab" in err
 
 
+def test_checkpoint_that_is_a_directory_is_a_message(tmp_path, capsys):
+    run = write_run(tmp_path, vocab_size=257)
+    np.save(tmp_path / "valid.npy", np.arange(20, dtype=np.uint16))
+    for command in (["generate", "--tokenizer", str(run / "tokenizer")],
+                    ["eval", "--data", str(tmp_path / "valid.npy")]):
+        assert main(command + ["--checkpoint", str(run)]) == 2
+        err = capsys.readouterr().err
+        assert f"checkpoint {run} is a directory" in err and f"--run {run}" in err
+    (tmp_path / "empty").mkdir()
+    assert main(["eval", "--data", str(tmp_path / "valid.npy"), "--checkpoint", str(tmp_path / "empty")]) == 2
+    assert "give a .pt file inside it" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad,named", [
     (["--temperature", "-1"], "temperature"),
     (["--top-p", "0"], "top_p"),

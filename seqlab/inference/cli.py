@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 # errors a handler reports as one line (exit 2) instead of a traceback
-USER_ERRORS = (ValueError, FileNotFoundError, KeyError, RuntimeError)
+USER_ERRORS = (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
 
 
 def register(subparsers: Any) -> None:
