@@ -14,24 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import time
+import sys
+from pathlib import Path
 
 import torch
 
 from seqlab.inference.generate import generate
 from seqlab.model import TransformerLM
 
-TINYSTORIES = dict(vocab_size=10000, context_length=256, d_model=512, num_layers=4, num_heads=16,
-                   d_ff=1344, rope_theta=10000.0)
-
-
-def best_time(fn, repeats: int) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generate_kv_cache import TINYSTORIES, time_call  # noqa: E402
 
 
 def main() -> None:
@@ -50,8 +42,8 @@ def main() -> None:
     prompts = [torch.randint(0, TINYSTORIES["vocab_size"], (n,)).tolist() for n in lengths]
     generate(model, prompts[0], 8, temperature=0)  # warm-up
 
-    t_batch, batched = best_time(lambda: generate(model, prompts, args.new_tokens, temperature=0), args.repeats)
-    t_alone, alone = best_time(lambda: [generate(model, p, args.new_tokens, temperature=0) for p in prompts],
+    t_batch, batched = time_call(lambda: generate(model, prompts, args.new_tokens, temperature=0), args.repeats)
+    t_alone, alone = time_call(lambda: [generate(model, p, args.new_tokens, temperature=0) for p in prompts],
                                args.repeats)
     result = {
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}",
