@@ -10,7 +10,7 @@ from seqlab.cli import main
 from seqlab.inference.evaluate import evaluate
 from seqlab.inference.generate import generate, generate_stream
 from seqlab.inference.loading import load_model_from_checkpoint
-from seqlab.inference.windows import plan_slides
+from seqlab.inference.windows import RowWindows, plan_slides
 from seqlab.model import ModelConfig, TransformerLM
 from seqlab.tokenizer import Tokenizer
 from seqlab.training import save_checkpoint
@@ -59,6 +59,30 @@ def test_batched_rows_generate_what_they_generate_alone(ablation, lengths, steps
         for row, (got, want) in enumerate(zip(batched, expected)):
             assert got == want, f"row {row} (prompt of {lengths[row]} tokens, cache {use_cache})"
     assert [generate(model, p, steps, temperature=0, slide=slide) for p in prompts] == expected
+
+
+@pytest.mark.parametrize("lengths,keep", [((11, 2, 5), 6), ((8, 1), 7), ((3, 7, 4), 1)])
+def test_each_rows_logits_equal_a_full_forward_of_its_own_window(lengths, keep):
+    """RowWindows fed fixed ids: at every step each row's logits equal a full forward of that row's
+    window alone (this covers the cache splice, including a cache that grows on the left)."""
+    model = small_model()
+    g = torch.Generator().manual_seed(len(lengths))
+    windows = [torch.randint(0, 37, (min(n, keep) if n > 8 else n,), generator=g).tolist() for n in lengths]
+    feed = torch.randint(0, 37, (14, len(lengths)), generator=g)
+    with torch.no_grad():
+        rows = RowWindows(model, windows, len(feed), keep)
+        logits = rows.prefill()
+        for step in range(len(feed) + 1):
+            for i, window in enumerate(windows):
+                expected = model(torch.tensor([window]))[0, -1]
+                torch.testing.assert_close(logits[i], expected, atol=1e-5, rtol=1e-5)
+            if step == len(feed):
+                break
+            logits = rows.advance(feed[step])
+            for i, window in enumerate(windows):
+                window.append(int(feed[step, i]))
+                if len(window) > 8:
+                    del window[:-keep]
 
 
 def test_the_reported_case_and_its_slide_schedule():

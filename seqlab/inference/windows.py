@@ -140,7 +140,8 @@ class RowWindows:
 
     def _decode(self, next_ids: torch.Tensor, before: torch.Tensor, kept: int) -> torch.Tensor:
         """Feed one token per row through the cache, first dropping the columns only sliding rows
-        used. A sliding row's result here is replaced by ``_slide``."""
+        used and masking, per row, every column left of its ``before`` window keys. A sliding row's
+        result here is replaced by ``_slide``."""
         cache = self.cache
         for layer in range(cache.num_layers):
             cache.keys[layer] = cache.keys[layer][..., -kept:, :]
@@ -164,9 +165,5 @@ class RowWindows:
                     old = torch.cat((old.new_zeros(*old.shape[:-2], grow, old.shape[-1]), old), dim=-2)
                 old[rows, :, -keep:] = new
                 store[layer] = old
-        mask = cache.key_padding_mask
-        if grow:
-            mask = torch.cat((mask.new_zeros(mask.shape[0], grow), mask), dim=1)
-        mask[rows] = right_aligned_mask(torch.full_like(rows, keep), mask.shape[1])
-        cache.key_padding_mask = mask
+        # the padding mask needs no splice: _decode rebuilds it from the window lengths every step
         return logits
