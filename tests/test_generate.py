@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from seqlab.inference.generate import _left_pad, generate, generate_stream
+from seqlab.inference.generate import generate, generate_stream
 from seqlab.inference.sampling import next_token_distribution, sample_next, top_k_mask, top_p_mask
+from seqlab.inference.windows import left_pad
 from seqlab.model import TransformerLM
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -52,7 +53,7 @@ def test_cached_logits_equal_full_recompute(name):
     model = tiny_model(**ABLATIONS[name])
     g = torch.Generator().manual_seed(1)
     rows = [torch.randint(0, 37, (n,), generator=g).tolist() for n in (3, 7)]
-    ids, mask, positions = _left_pad([r[:-4] if len(r) > 4 else r[:1] for r in rows], "cpu")
+    ids, mask, positions = left_pad([r[:-4] if len(r) > 4 else r[:1] for r in rows], "cpu")
     # decode the rest of each row one token at a time (rows stay aligned: same number of steps)
     prefix = [r[:-4] if len(r) > 4 else r[:1] for r in rows]
     suffix = [r[len(p):] for r, p in zip(rows, prefix)]

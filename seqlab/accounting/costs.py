@@ -23,7 +23,7 @@ L = num_layers, h = num_heads, B = batch size.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, fields, is_dataclass
+from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
 from seqlab.accounting.presets import (  # noqa: F401 (the defaults are part of this API)
@@ -48,15 +48,7 @@ def as_model_config(config: ModelConfig | dict[str, Any] | Any) -> ModelConfig |
     ``d_ff=None``.
     """
     if isinstance(config, dict):
-        names = [f.name for f in fields(ModelConfig)]
-        unknown = sorted(set(config) - set(names))
-        if unknown:
-            raise ValueError(f"unknown model config field(s) {unknown}; expected some of {names}")
-        required = [f.name for f in fields(ModelConfig) if f.default is MISSING and f.default_factory is MISSING]
-        missing = [n for n in required if n not in config]
-        if missing:
-            raise ValueError(f"model config is missing required field(s) {missing}")
-        return ModelConfig(**config)
+        return ModelConfig.from_dict(config)
     if getattr(config, "d_ff", None) is None:
         raise ValueError("config.d_ff must be resolved (use ModelConfig, which fills it in)")
     return config

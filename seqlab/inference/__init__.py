@@ -3,9 +3,10 @@ loading models from runs and checkpoints (``load_model``) and looking inside the
 (``trace_forward``: per-head attention weights and shapes).
 
 Modules, one concept each: ``sampling`` (temperature, top-k, top-p), ``generate`` (decoding with a
-KV cache and a sliding window), ``evaluate`` (perplexity over a token split), ``loading`` (reading
-checkpoints, rebuilding the model), ``inspect`` (attention weights, shapes, next-token candidates)
-and ``cli`` (``seqlab generate``, ``seqlab eval``).
+KV cache and a sliding window), ``windows`` (per-row sliding windows of a batch), ``evaluate``
+(perplexity over a token split), ``loading`` (reading checkpoints, rebuilding the model),
+``inspect`` (attention weights, shapes, next-token candidates) and ``cli`` (``seqlab generate``,
+``seqlab eval``).
 
 Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` does not import torch. Note that
 ``seqlab.inference.generate`` and ``seqlab.inference.evaluate`` are the *functions*; import from the

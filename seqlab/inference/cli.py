@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
 from seqlab.cli_types import finite_float
 
 # errors a handler reports as one line (exit 2) instead of a traceback
-USER_ERRORS = (ValueError, FileNotFoundError, KeyError, RuntimeError)
+USER_ERRORS = (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
 
 
 def register(subparsers: Any) -> None:
@@ -58,17 +59,16 @@ def _run_generate(args: argparse.Namespace) -> int:
             raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
         if tokenizer is None:
             raise FileNotFoundError(f"tokenizer directory {os.path.join(args.run, 'tokenizer')} does not exist")
+        # everything is checked before the first byte is printed
+        _check_vocabularies(tokenizer.vocab_size, model.config.vocab_size)
         eos = tokenizer.eot_id
         prompt = tokenizer.encode(args.prompt) if args.prompt else []
         if not prompt:
             if eos is None:
                 raise ValueError("empty --prompt and the tokenizer has no <|endoftext|> to start from")
             prompt = [eos]
-        if tokenizer.vocab_size > model.config.vocab_size:
-            raise ValueError(f"tokenizer has {tokenizer.vocab_size} ids but the model only "
-                             f"{model.config.vocab_size}")
         stream = generate_stream(model, prompt, args.max_tokens, args.temperature, args.top_p,
-                                 args.top_k, eos, args.seed)
+                                 args.top_k, eos, args.seed)  # checks the sampling arguments now
         decoder = tokenizer.stream_decoder()
         out = sys.stdout
         out.write(args.prompt)
@@ -84,6 +84,18 @@ def _run_generate(args: argparse.Namespace) -> int:
         print(f"seqlab generate: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _check_vocabularies(tokenizer_ids: int, model_ids: int) -> None:
+    """The model samples ids 0..model_ids-1 and the tokenizer must decode every one of them, and
+    the model must embed every id the tokenizer can produce: the sizes must be equal."""
+    if tokenizer_ids > model_ids:
+        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model only {model_ids}: "
+                         "use the tokenizer the model was trained with (--tokenizer DIR)")
+    if tokenizer_ids < model_ids:
+        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model samples from {model_ids}: "
+                         f"ids {tokenizer_ids}..{model_ids - 1} could not be decoded. Use the tokenizer the "
+                         "model was trained with (--tokenizer DIR)")
 
 
 # -- seqlab eval --------------------------------------------------------------------------------
@@ -116,9 +128,21 @@ def _run_eval(args: argparse.Namespace) -> int:
     except USER_ERRORS as exc:
         print(f"seqlab eval: error: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(asdict(result)))
+    finite = math.isfinite(result.loss)
+    if args.json:  # strict JSON: a non-finite number is written as null
+        fields = {key: value if not isinstance(value, float) or math.isfinite(value) else None
+                  for key, value in asdict(result).items()}
+        print(json.dumps(fields, allow_nan=False))
     else:
         print(f"{args.data}: loss {result.loss:.4f} nats/token, perplexity {result.perplexity:.3f} "
               f"({result.tokens:,} tokens in {result.windows:,} windows)")
+    if not finite:
+        import torch
+
+        broken = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+        cause = (f"the checkpoint's weights hold NaN or inf ({', '.join(broken[:4])}"
+                 f"{' ...' if len(broken) > 4 else ''})" if broken else "the activations overflowed")
+        print(f"seqlab eval: error: the loss on {args.data} is {result.loss}, not a finite number: {cause}; "
+              "evaluate an earlier checkpoint of the run (was training diverging?)", file=sys.stderr)
+        return 1
     return 0

@@ -21,6 +21,8 @@ from seqlab.model import TransformerLM
 from seqlab.model.loss import cross_entropy
 from seqlab.tokenizer.token_array import check_token_array
 
+MAX_EXP = math.log(1.7e308)  # math.exp raises OverflowError above this (a float64 is at most 1.8e308)
+
 
 @dataclass
 class EvalResult:
@@ -83,4 +85,5 @@ def evaluate(model: TransformerLM, data: np.ndarray, batch_size: int = 32, conte
     finally:
         model.train(was_training)
     mean = total_loss / total_tokens
-    return EvalResult(loss=mean, perplexity=math.exp(mean), tokens=total_tokens, windows=len(windows))
+    perplexity = math.inf if mean >= MAX_EXP else math.exp(mean)  # nan stays nan
+    return EvalResult(loss=mean, perplexity=perplexity, tokens=total_tokens, windows=len(windows))

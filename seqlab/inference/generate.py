@@ -7,14 +7,15 @@ How a step works: the prompt is run once ("prefill"), filling the model's KV cac
 layer's keys and values; each later step feeds only the newest token, whose query attends to the
 cached keys. That turns each step from O(window) token computations into O(1).
 
-Sliding window: the model only knows positions 0..context_length-1. When the next token would
-not fit (cache length == context_length), the window slides: the cache is dropped and the last
+Sliding window: the model only knows positions 0..context_length-1. When a row's next token would
+not fit (its window already holds context_length tokens), that row's window slides: its last
 ``keep = context_length - slide`` tokens are re-prefilled at positions 0..keep-1, then decoding
 continues one token at a time until the window is full again. ``slide`` defaults to a quarter of
 the context, so a re-prefill (one full forward) happens once every ``slide`` tokens rather than on
-every token, and every token still sees at least ``keep`` tokens of context. Without the cache
-(``use_cache=False``) the same windows are recomputed in full at every step, so both paths give
-the same logits.
+every token, and every token still sees at least ``keep`` tokens of context. In a batch each row
+slides on its own schedule (seqlab/inference/windows.py), so a row's output never depends on the
+other prompts. Without the cache (``use_cache=False``) the same windows are recomputed in full at
+every step, so both paths give the same logits.
 """
 
 from __future__ import annotations
@@ -25,44 +26,32 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from seqlab.inference.sampling import check_sampling_args, sample_next
+from seqlab.inference.windows import RowWindows
 from seqlab.model import TransformerLM
 
 
-def _left_pad(rows: list[list[int]], device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Left-pad rows to one length -> ids (batch, n), padding_mask (batch, n), positions (batch, n).
-
-    Positions count real tokens only (0 at each row's first real token), so a padded row sees the
-    same RoPE positions as it would alone."""
-    width = max(len(r) for r in rows)
-    ids = torch.zeros(len(rows), width, dtype=torch.long)
-    mask = torch.zeros(len(rows), width, dtype=torch.bool)
-    for i, row in enumerate(rows):
-        if row:
-            ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
-            mask[i, width - len(row):] = True
-    positions = (mask.long().cumsum(dim=1) - 1).clamp(min=0)
-    return ids.to(device), mask.to(device), positions.to(device)
-
-
 def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, slide: int | None,
-              temperature: float, top_p: float, top_k: int | None) -> int:
+              temperature: float, top_p: float, top_k: int | None, single: bool = False) -> int:
     """Check every argument before any model work; prompt ids become ints in place. Returns `keep`,
-    the tokens re-prefilled when the window slides."""
+    the tokens re-prefilled when the window slides. ``single``: errors say "the prompt", not
+    "prompt row i"."""
     ctx = model.config.context_length
     vocab = model.config.vocab_size
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     check_sampling_args(temperature, top_p, top_k)
     for i, row in enumerate(prompts):
+        name = "the prompt" if single else f"prompt row {i}"
         if not row:
-            raise ValueError(f"prompt {i} is empty; give at least one token (e.g. <|endoftext|>)")
+            raise ValueError(f"{name} is empty; give at least one token id (e.g. the tokenizer's "
+                             "<|endoftext|> id to start a new document)")
         for j, token in enumerate(row):
             try:
                 row[j] = operator.index(token)
             except TypeError:
-                raise ValueError(f"prompt {i} position {j}: {token!r} is not an integer id") from None
+                raise ValueError(f"{name}, position {j}: {token!r} is not an integer id") from None
             if not 0 <= row[j] < vocab:
-                raise ValueError(f"prompt {i} position {j}: id {token!r} outside the vocabulary [0, {vocab})")
+                raise ValueError(f"{name}, position {j}: id {token!r} outside the vocabulary [0, {vocab})")
     slide = max(1, ctx // 4) if slide is None else slide
     if not 1 <= slide <= ctx - 1 and ctx > 1:
         raise ValueError(f"slide must be in [1, context_length - 1 = {ctx - 1}], got {slide}")
@@ -71,9 +60,16 @@ def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: in
 
 def _decode(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, temperature: float,
             top_p: float, top_k: int | None, eos_id: int | None, seed: int | None,
-            use_cache: bool, slide: int | None) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Yield (next_ids (batch,), finished (batch,) bool before this token) once per step."""
-    keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k)
+            use_cache: bool, slide: int | None, single: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Validate everything now; return an iterator yielding (next_ids (batch,), finished (batch,)
+    bool before this token) once per step."""
+    keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k, single)
+    return _steps(model, prompts, max_new_tokens, temperature, top_p, top_k, eos_id, seed, use_cache, keep)
+
+
+def _steps(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, temperature: float,
+           top_p: float, top_k: int | None, eos_id: int | None, seed: int | None, use_cache: bool,
+           keep: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     if max_new_tokens == 0:
         return
     ctx = model.config.context_length
@@ -82,38 +78,21 @@ def _decode(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int,
     if seed is not None:
         generator = torch.Generator(device=device)
         generator.manual_seed(seed)
-
-    # each row's tokens inside the current window (what the model conditions on)
-    windows = [list(row[-keep:]) if len(row) > ctx else list(row) for row in prompts]
+    # each row's tokens inside its first window (a prompt longer than the context keeps its end)
+    windows = [row[-keep:] if len(row) > ctx else row for row in prompts]
     finished = torch.zeros(len(prompts), dtype=torch.bool, device=device)
-    cache = None
-
-    def full_forward() -> torch.Tensor:
-        nonlocal cache
-        ids, mask, positions = _left_pad(windows, device)
-        cache = model.new_kv_cache() if use_cache else None
-        return model(ids, token_positions=positions, kv_cache=cache, padding_mask=mask)[:, -1]
-
     with torch.no_grad():
-        logits = full_forward()
+        rows = RowWindows(model, windows, max_new_tokens - 1, keep, use_cache)
+        logits = rows.prefill()
         for step in range(max_new_tokens):
             next_ids = sample_next(logits, temperature, top_p, top_k, generator)
             yield next_ids, finished.clone()
             if eos_id is not None:
                 finished |= next_ids == eos_id
-            if step == max_new_tokens - 1 or bool(finished.all()):
-                return
-            new = next_ids.tolist()
-            for row, token in zip(windows, new):
-                row.append(token)
-            if max(len(row) for row in windows) > ctx:  # slide: re-prefill the last `keep` tokens
-                windows = [row[-keep:] for row in windows]
-                logits = full_forward()
-            elif use_cache:
-                positions = torch.tensor([[len(row) - 1] for row in windows], device=device)
-                logits = model(next_ids[:, None], token_positions=positions, kv_cache=cache)[:, -1]
-            else:
-                logits = full_forward()
+                if bool(finished.all()):  # the one read-back, only when an eos id can stop rows
+                    return
+            if step < max_new_tokens - 1:
+                logits = rows.advance(next_ids)
 
 
 def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence[int]] | torch.Tensor,
@@ -123,8 +102,8 @@ def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence
     """Sample up to ``max_new_tokens`` new ids after each prompt.
 
     prompt_ids: list[int] (one prompt) -> list[int] of new ids; or list[list[int]] (a batch of
-    prompts of any lengths, left-padded internally with a padding mask and per-row positions)
-    -> list[list[int]].
+    prompts of any lengths) -> list[list[int]]. Each row of a batch gets exactly what it would get
+    alone: rows are left-padded and each slides its own window (module docstring).
     temperature: 0 = greedy; otherwise logits / temperature. top_k: keep the k most likely tokens.
     top_p: nucleus, the smallest set of most likely tokens with cumulative probability >= top_p.
     Filters apply in that order, each renormalizing. A row stops after emitting ``eos_id`` (which is
@@ -132,26 +111,34 @@ def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence
     torch.Generator on the model's device). ``use_cache=False`` recomputes every step in full (the
     reference path); ``slide`` sets how far the window slides past the context (module docstring).
     """
+    prompts, single = _as_prompts(prompt_ids)
+    steps = list(_decode(model, prompts, max_new_tokens, temperature, top_p, top_k, eos_id, seed,
+                         use_cache, slide, single))
+    outputs: list[list[int]] = [[] for _ in prompts]
+    if steps:  # read the ids back once, at the end: (batch, steps)
+        ids = torch.stack([next_ids for next_ids, _ in steps], dim=1).tolist()
+        done = torch.stack([finished for _, finished in steps], dim=1).tolist()
+        outputs = [[t for t, d in zip(row, row_done) if not d] for row, row_done in zip(ids, done)]
+    return outputs[0] if single else outputs
+
+
+def _as_prompts(prompt_ids: Sequence[int] | Sequence[Sequence[int]] | torch.Tensor) -> tuple[list[list[int]], bool]:
+    """(list of prompt rows, whether one prompt was given). An empty sequence counts as one empty
+    prompt, so it is refused by name instead of quietly giving []."""
     if hasattr(prompt_ids, "tolist"):  # a tensor or array of ids
         prompt_ids = prompt_ids.tolist()
-    single = len(prompt_ids) > 0 and not isinstance(prompt_ids[0], (list, tuple))
-    prompts = [list(prompt_ids)] if single else [list(p) for p in prompt_ids]
-    if not prompts:
-        return []
-    outputs: list[list[int]] = [[] for _ in prompts]
-    for next_ids, finished in _decode(model, prompts, max_new_tokens, temperature, top_p, top_k,
-                                      eos_id, seed, use_cache, slide):
-        for i, (token, done) in enumerate(zip(next_ids.tolist(), finished.tolist())):
-            if not done:
-                outputs[i].append(token)
-    return outputs[0] if single else outputs
+    single = len(prompt_ids) == 0 or not isinstance(prompt_ids[0], (list, tuple))
+    return ([list(prompt_ids)] if single else [list(p) for p in prompt_ids]), single
 
 
 def generate_stream(model: TransformerLM, prompt_ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
                     top_p: float = 1.0, top_k: int | None = None, eos_id: int | None = None,
                     seed: int | None = None, *, use_cache: bool = True,
                     slide: int | None = None) -> Iterator[int]:
-    """Like ``generate`` for one prompt, yielding each new id as soon as it is sampled."""
-    for next_ids, _ in _decode(model, [list(prompt_ids)], max_new_tokens, temperature, top_p,
-                               top_k, eos_id, seed, use_cache, slide):
-        yield int(next_ids[0])
+    """Like ``generate`` for one prompt, yielding each new id as soon as it is sampled.
+
+    Every argument is checked when this is called (a bad one raises here, before the caller prints
+    anything), not at the first ``next()``."""
+    steps = _decode(model, [list(prompt_ids)], max_new_tokens, temperature, top_p, top_k, eos_id, seed,
+                    use_cache, slide, single=True)
+    return (int(next_ids[0]) for next_ids, _ in steps)

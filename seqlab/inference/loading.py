@@ -50,8 +50,8 @@ def strip_wrapper_prefixes(state_dict: dict[str, Any]) -> dict[str, Any]:
 
 def read_checkpoint(src: str | os.PathLike | IO[bytes]) -> dict:
     """The raw payload (tensors on CPU) with keys model, optimizer, iteration, model_config, extra."""
-    if isinstance(src, (str, os.PathLike)) and not Path(src).is_file():
-        raise FileNotFoundError(f"checkpoint {src} does not exist")
+    if isinstance(src, (str, os.PathLike)):
+        _check_checkpoint_file(Path(src))
     try:
         payload = torch.load(src, map_location="cpu", weights_only=True)
     except PermissionError:
@@ -65,6 +65,16 @@ def read_checkpoint(src: str | os.PathLike | IO[bytes]) -> dict:
     payload.setdefault("model_config", None)
     payload.setdefault("extra", {})
     return payload
+
+
+def _check_checkpoint_file(path: Path) -> None:
+    """Raise FileNotFoundError or IsADirectoryError (with how to fix it) unless ``path`` is a file."""
+    if path.is_dir():
+        hint = (f"; it looks like a run, use --run {path} (or {path / 'checkpoints' / 'latest.pt'})"
+                if (path / "checkpoints").is_dir() else "; give a .pt file inside it")
+        raise IsADirectoryError(f"checkpoint {path} is a directory, not a checkpoint file{hint}")
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
 
 
 def _unreadable_reason(error: Exception) -> str:
@@ -111,7 +121,7 @@ def load_model_from_checkpoint(src: str | os.PathLike | IO[bytes],
     payload = read_checkpoint(src)
     if not payload.get("model_config"):
         raise ValueError(f"checkpoint {src} has no model_config; build the model yourself and use load_checkpoint")
-    config = ModelConfig(**payload["model_config"])
+    config = ModelConfig.from_dict(payload["model_config"], f"checkpoint {src}")
     model = TransformerLM.from_config(config, device=device)
     load_weights(model, payload, f"checkpoint {src} weights do not match its model_config")
     model.eval()
@@ -135,8 +145,7 @@ def checkpoint_path(run: str | Path | None = None, checkpoint: str | Path | None
             raise FileNotFoundError(f"{run}: no checkpoints/latest.pt (is it a `seqlab train` run?)")
         return path
     path = Path(checkpoint)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    _check_checkpoint_file(path)
     return path
 
 

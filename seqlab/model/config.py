@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
 
 NORMS = ("rmsnorm", "none")
 NORM_POSITIONS = ("pre", "post")
@@ -59,6 +60,32 @@ class ModelConfig:
         if not (isinstance(self.rope_theta, (int, float)) and self.rope_theta > 0):
             raise ValueError(f"ModelConfig.rope_theta must be a positive number, got {self.rope_theta!r}")
         self.rope_theta = float(self.rope_theta)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], source: str = "model config") -> "ModelConfig":
+        """A ModelConfig from a dict of its fields (e.g. a checkpoint's ``model_config``), refusing
+        unknown and missing fields by name. ``source`` names where the dict came from.
+
+        Example: ``ModelConfig.from_dict({"vocab_size": 50, ..., "flash": True}, "ckpt.pt")`` raises
+        ``ValueError: ckpt.pt: unknown model config field 'flash' ...``: the file was probably
+        written by a newer seqlab whose models have that setting."""
+        if not isinstance(values, dict):
+            raise ValueError(f"{source}: expected a dict of ModelConfig fields, got {type(values).__name__}")
+        known = [f.name for f in fields(cls)]
+        unknown = [key for key in values if key not in known]
+        if unknown:
+            names = ", ".join(repr(key) for key in unknown)
+            raise ValueError(f"{source}: unknown model config field{'s' if len(unknown) > 1 else ''} {names}; "
+                             f"this seqlab knows {', '.join(known)}. Check the spelling; a checkpoint or config "
+                             "with such a field may come from a newer seqlab (upgrade seqlab to read it)")
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if name not in values]
+        if missing:
+            raise ValueError(f"{source}: model config is missing required field(s) {', '.join(missing)}")
+        try:
+            return cls(**values)
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}") from None
 
     @property
     def d_head(self) -> int:

@@ -1,0 +1,169 @@
+"""Per-row sliding windows: decoding a batch of prompts, each row as if it were alone.
+
+The model only knows positions 0..context_length-1, so every row of a batch conditions on a
+*window*: its last ``n`` tokens, at positions 0..n-1. A row's window grows by one token per step.
+When it would outgrow the context (n > context_length) THAT row slides: its window restarts at its
+own last ``keep`` tokens, which are run again ("re-prefilled") at positions 0..keep-1. The other
+rows are untouched, so every row gets exactly the logits it would get if generated alone.
+
+Layout: rows are right-aligned. ``history`` holds each row's window tokens with the newest token
+of every row in the same column; the KV cache holds each row's keys in its LAST n columns, and the
+columns to their left are masked as padding. Worked example, context 8, keep 6, windows of 7 and 5
+tokens (``.`` = padding, ``k`` = a cached key, ``n`` = the key decoded this step, ``r`` = a
+re-prefilled key)::
+
+    step  window lengths  cache after the step   what happened
+    -     7, 5            k k k k k k k          prefill; row 1 is left-padded by 2
+                          . . k k k k k
+    0     8, 6            k k k k k k k n        both rows decode one token through the cache
+                          . . k k k k k n
+    1     6, 7            . r r r r r r          row 0 overflowed (9 > 8): its last 6 tokens are
+                          k k k k k k n          re-prefilled alone (r) and spliced into the cache;
+                                                 row 1 decoded; the all-padding column was dropped
+
+Window lengths do not depend on which tokens are sampled, so :func:`plan_slides` knows every
+step's sliding rows before the first step: the decoding loop never reads a value back from the
+device to decide what to do, and nothing loops over rows in Python per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from seqlab.model import KVCache, TransformerLM
+
+
+@dataclass(frozen=True)
+class SlideStep:
+    """What one decoding step does. ``rows``: the rows that slide (indices into the batch);
+    ``kept_columns``: cache columns the other rows still need (their longest window);
+    ``width``: the longest window after the step."""
+
+    rows: np.ndarray
+    kept_columns: int
+    width: int
+
+
+def plan_slides(lengths: list[int], steps: int, context_length: int, keep: int) -> list[SlideStep]:
+    """The slide schedule of windows that start ``lengths`` long, for ``steps`` decoding steps.
+
+    Example: lengths [7, 5], context 8, keep 6 -> step 0 slides no row, step 1 slides row 0 (its
+    window reached 9 > 8), step 3 slides row 1 (5 + 4 = 9)."""
+    current = np.array(lengths, dtype=np.int64)
+    plan = []
+    for _ in range(steps):
+        grown = current + 1
+        rows = np.flatnonzero(grown > context_length)
+        staying = np.delete(current, rows)
+        grown[rows] = keep
+        plan.append(SlideStep(rows, int(staying.max()) if len(staying) else 0, int(grown.max())))
+        current = grown
+    return plan
+
+
+def left_pad(rows: list[list[int]], device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Left-pad rows to one length -> ids (batch, n), padding_mask (batch, n), positions (batch, n).
+
+    Positions count real tokens only (0 at each row's first real token), so a padded row sees the
+    same RoPE positions as it would alone."""
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.bool)
+    for i, row in enumerate(rows):
+        if row:
+            ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
+            mask[i, width - len(row):] = True
+    positions = (mask.long().cumsum(dim=1) - 1).clamp(min=0)
+    return ids.to(device), mask.to(device), positions.to(device)
+
+
+def right_aligned_mask(lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """(batch,) window lengths -> (batch, width) bool, True on each row's last ``length`` columns."""
+    columns = torch.arange(width, device=lengths.device)
+    return columns >= (width - lengths)[:, None]
+
+
+class RowWindows:
+    """The windows of a batch of rows and the KV cache over them (``use_cache=False``: none; every
+    step then recomputes every window in full, the reference path).
+
+    ``prefill()`` gives the first next-token logits (batch, vocab); ``advance(next_ids)`` appends
+    one sampled id per row and gives the logits after it. Call ``advance`` at most ``steps`` times.
+    """
+
+    def __init__(self, model: TransformerLM, windows: list[list[int]], steps: int, keep: int,
+                 use_cache: bool = True):
+        self.model, self.keep, self.use_cache = model, keep, use_cache
+        self.context_length = model.config.context_length
+        device = next(model.parameters()).device
+        start = [len(w) for w in windows]
+        self.width = max(start)
+        self.end = self.width  # history column after every row's newest token
+        self.history = torch.zeros(len(windows), self.width + steps, dtype=torch.long, device=device)
+        self.history[:, :self.width] = left_pad(windows, device)[0]
+        self.lengths = torch.tensor(start, device=device)  # window lengths, kept on the device
+        self.plan = plan_slides(start, steps, self.context_length, keep)
+        # every step's sliding rows in one device tensor, copied once; step s reads a slice of it
+        self.offsets = np.concatenate(([0], np.cumsum([len(s.rows) for s in self.plan], dtype=np.int64)))
+        rows = np.concatenate([s.rows for s in self.plan]) if self.plan else np.zeros(0, dtype=np.int64)
+        self.slide_rows = torch.from_numpy(rows.astype(np.int64)).to(device)
+        self.step = 0
+        self.cache: KVCache | None = None
+
+    def prefill(self) -> torch.Tensor:
+        """Run every row's whole window (left-padded), refilling the cache -> (batch, vocab)."""
+        mask = right_aligned_mask(self.lengths, self.width)
+        positions = (mask.long().cumsum(dim=1) - 1).clamp(min=0)  # 0 at each row's first real token
+        ids = self.history[:, self.end - self.width:self.end]
+        self.cache = self.model.new_kv_cache() if self.use_cache else None
+        return self.model(ids, token_positions=positions, kv_cache=self.cache, padding_mask=mask)[:, -1]
+
+    def advance(self, next_ids: torch.Tensor) -> torch.Tensor:
+        """Append ``next_ids`` (batch,) to the windows; slide the rows that overflow -> (batch, vocab)."""
+        plan = self.plan[self.step]
+        rows = self.slide_rows[self.offsets[self.step]:self.offsets[self.step + 1]]
+        self.step += 1
+        self.history[:, self.end] = next_ids
+        self.end += 1
+        before = self.lengths
+        self.lengths = (before + 1).index_fill(0, rows, self.keep)
+        self.width = plan.width
+        if self.cache is None or len(plan.rows) == len(before):  # no cache, or every row slides
+            return self.prefill()
+        logits = self._decode(next_ids, before, plan.kept_columns)
+        if len(plan.rows):
+            logits = logits.index_copy(0, rows, self._slide(rows, plan.kept_columns + 1))
+        return logits
+
+    def _decode(self, next_ids: torch.Tensor, before: torch.Tensor, kept: int) -> torch.Tensor:
+        """Feed one token per row through the cache, first dropping the columns only sliding rows
+        used and masking, per row, every column left of its ``before`` window keys. A sliding row's
+        result here is replaced by ``_slide``."""
+        cache = self.cache
+        for layer in range(cache.num_layers):
+            cache.keys[layer] = cache.keys[layer][..., -kept:, :]
+            cache.values[layer] = cache.values[layer][..., -kept:, :]
+        cache.key_padding_mask = right_aligned_mask(before, kept)
+        positions = before.clamp(max=self.context_length - 1)[:, None]
+        return self.model(next_ids[:, None], token_positions=positions, kv_cache=cache)[:, -1]
+
+    def _slide(self, rows: torch.Tensor, columns: int) -> torch.Tensor:
+        """Re-prefill the last ``keep`` tokens of ``rows`` alone and put their keys in the last
+        ``keep`` columns of those rows (the cache is ``columns`` long; it grows on the left if
+        ``keep`` is longer). Returns those rows' logits (len(rows), vocab)."""
+        keep, cache = self.keep, self.cache
+        fresh = self.model.new_kv_cache()
+        logits = self.model(self.history[rows, self.end - keep:self.end], kv_cache=fresh)[:, -1]
+        grow = max(0, keep - columns)
+        for layer in range(cache.num_layers):
+            for store, new in ((cache.keys, fresh.keys[layer]), (cache.values, fresh.values[layer])):
+                old = store[layer]
+                if grow:
+                    old = torch.cat((old.new_zeros(*old.shape[:-2], grow, old.shape[-1]), old), dim=-2)
+                old[rows, :, -keep:] = new
+                store[layer] = old
+        # the padding mask needs no splice: _decode rebuilds it from the window lengths every step
+        return logits
