@@ -7,20 +7,30 @@ from seqlab.model.config import ModelConfig, default_d_ff
 from seqlab.model.embedding import Embedding
 from seqlab.model.ffn import SiLUFeedForward, SwiGLU
 from seqlab.model.kv_cache import KVCache
+from seqlab.model.layernorm import LayerNorm
 from seqlab.model.linear import Linear
+from seqlab.model.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from seqlab.model.recurrent import GRUCell, LSTMCell, RecurrentLayer, RNNCell
 from seqlab.model.rmsnorm import RMSNorm
 from seqlab.model.rope import RotaryPositionalEmbedding
 from seqlab.model.transformer import TransformerLM
 
 __all__ = [
     "Embedding",
+    "GRUCell",
     "KVCache",
+    "LSTMCell",
+    "LayerNorm",
+    "LearnedPositionalEmbedding",
     "Linear",
     "ModelConfig",
     "MultiHeadSelfAttention",
     "RMSNorm",
+    "RNNCell",
+    "RecurrentLayer",
     "RotaryPositionalEmbedding",
     "SiLUFeedForward",
+    "SinusoidalPositionalEncoding",
     "SwiGLU",
     "TransformerBlock",
     "TransformerLM",
