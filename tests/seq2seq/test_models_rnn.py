@@ -180,7 +180,7 @@ def test_bad_inputs_name_the_shape():
 @pytest.mark.parametrize("target", [20_000, 60_000])
 def test_size_for_parameters_matches_architectures_within_ten_percent(target):
     base = Seq2SeqConfig("rnn", 20, 20, num_heads=2)
-    for arch in ("rnn", "rnn-attention"):
+    for arch in ("rnn", "rnn-attention", "transformer"):
         config = size_for_parameters(arch, target, base)
         assert config.arch == arch
         count = count_parameters(build_model(config))
