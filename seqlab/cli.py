@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.evaluate",  # eval
     "seqlab.training.cli",  # data, prepare, train, demo
     "seqlab.tokenizer.cli",  # bpe train, tokenize
+    "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
 )
 
 

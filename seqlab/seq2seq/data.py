@@ -115,10 +115,7 @@ class Seq2SeqBatch:
     tgt_in: torch.Tensor    # (B, T) long: BOS + target
     tgt_out: torch.Tensor   # (B, T) long: target + EOS
     tgt_mask: torch.Tensor  # (B, T) bool
-
-    @property
-    def num_target_tokens(self) -> int:
-        return int(self.tgt_mask.sum())
+    target_tokens: int      # real target tokens (EOS included), counted on the host
 
 
 def collate(examples: Sequence[Example], *, device=None) -> Seq2SeqBatch:
@@ -126,7 +123,7 @@ def collate(examples: Sequence[Example], *, device=None) -> Seq2SeqBatch:
     src, src_mask = pad_sequences([e[0] for e in examples], device=device)
     tgt_in, tgt_mask = pad_sequences([[BOS_ID, *e[1]] for e in examples], device=device)
     tgt_out, _ = pad_sequences([[*e[1], EOS_ID] for e in examples], device=device)
-    return Seq2SeqBatch(src, src_mask, tgt_in, tgt_out, tgt_mask)
+    return Seq2SeqBatch(src, src_mask, tgt_in, tgt_out, tgt_mask, sum(len(e[1]) + 1 for e in examples))
 
 
 class BatchSampler:

@@ -119,7 +119,7 @@ def test_collate_matches_a_naive_loop():
         assert batch.tgt_out[row].tolist() == tgt + [EOS_ID] + [PAD_ID] * (T - len(tgt) - 1)
         assert batch.tgt_mask[row].tolist() == [True] * (len(tgt) + 1) + [False] * (T - len(tgt) - 1)
     assert batch.src.dtype == torch.long and batch.src_mask.dtype == torch.bool
-    assert batch.num_target_tokens == 2 + 4 + 1
+    assert batch.target_tokens == int(batch.tgt_mask.sum()) == 2 + 4 + 1
     with pytest.raises(ValueError, match="no sequences"):
         pad_sequences([])
 
