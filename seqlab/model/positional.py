@@ -44,8 +44,30 @@ def _positions(seq_len: int, offset: int, max_seq_len: int, device) -> torch.Ten
     return torch.arange(offset, offset + seq_len, device=device)
 
 
-class SinusoidalPositionalEncoding(nn.Module):
-    """Returns the fixed vectors PE(offset .. offset+seq-1) of shape (seq, d_model).
+class _PositionTable(nn.Module):
+    """Looks up rows of `self.rows()` (max_seq_len, d_model) for a range or given positions."""
+
+    d_model: int
+    max_seq_len: int
+
+    def rows(self) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, seq_len: int, offset: int = 0, token_positions: torch.Tensor | None = None) -> torch.Tensor:
+        """(seq_len, d_model) for positions offset..offset+seq_len-1, or (..., d_model) for explicit
+        token_positions (...)."""
+        table = self.rows()
+        if token_positions is not None:
+            check_positions(token_positions, self.max_seq_len)
+            return table[token_positions]
+        return table[_positions(seq_len, offset, self.max_seq_len, table.device)]
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, max_seq_len={self.max_seq_len}"
+
+
+class SinusoidalPositionalEncoding(_PositionTable):
+    """The fixed vectors PE(pos) of the formula above.
 
     The table is a non-persistent buffer: recomputable, so it is not in the state dict.
     """
@@ -56,18 +78,11 @@ class SinusoidalPositionalEncoding(nn.Module):
         table = sinusoidal_table(max_seq_len, d_model, dtype or torch.get_default_dtype(), device)
         self.register_buffer("table", table, persistent=False)
 
-    def forward(self, seq_len: int, offset: int = 0, token_positions: torch.Tensor | None = None) -> torch.Tensor:
-        """(seq_len, d_model), or (..., d_model) for explicit token_positions (...)."""
-        if token_positions is not None:
-            check_positions(token_positions, self.max_seq_len)
-            return self.table[token_positions]
-        return self.table[_positions(seq_len, offset, self.max_seq_len, self.table.device)]
-
-    def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, max_seq_len={self.max_seq_len}"
+    def rows(self) -> torch.Tensor:
+        return self.table
 
 
-class LearnedPositionalEmbedding(nn.Module):
+class LearnedPositionalEmbedding(_PositionTable):
     """A trained vector per position, `weight` (max_seq_len, d_model), truncated-normal std 0.02."""
 
     def __init__(self, d_model: int, max_seq_len: int, device=None, dtype=None):
@@ -76,12 +91,5 @@ class LearnedPositionalEmbedding(nn.Module):
         self.weight = nn.Parameter(torch.empty(max_seq_len, d_model, device=device, dtype=dtype))
         trunc_normal_(self.weight, std=0.02)
 
-    def forward(self, seq_len: int, offset: int = 0, token_positions: torch.Tensor | None = None) -> torch.Tensor:
-        """(seq_len, d_model), or (..., d_model) for explicit token_positions (...)."""
-        if token_positions is not None:
-            check_positions(token_positions, self.max_seq_len)
-            return self.weight[token_positions]
-        return self.weight[_positions(seq_len, offset, self.max_seq_len, self.weight.device)]
-
-    def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, max_seq_len={self.max_seq_len}"
+    def rows(self) -> torch.Tensor:
+        return self.weight
