@@ -521,8 +521,8 @@ class Seq2SeqTrainer:
                     result.val_loss, result.val_exact_match = metrics["val_loss"], metrics["val_exact_match"]
                     plot_loss_curve(history, self.run_dir / "loss_curve.png",
                                     title=f"{cfg.arch} on {cfg.task or Path(cfg.pairs).name}: {params:,} parameters")
-                    bar.write(f"step {done}: val loss {metrics['val_loss']:.4f}, exact match "
-                              f"{metrics['val_exact_match']:.1%}", file=sys.stderr)
+                    self.say(f"step {done}: val loss {metrics['val_loss']:.4f}, exact match "
+                             f"{metrics['val_exact_match']:.1%}")
                     if cfg.target_exact_match is not None and metrics["val_exact_match"] >= cfg.target_exact_match:
                         self.request_stop("target reached")
                 if cfg.max_minutes is not None and self.elapsed() >= 60 * cfg.max_minutes and not last:
