@@ -6,6 +6,48 @@ import torch
 from torch import nn
 
 
+class _LayerNormFunction(torch.autograd.Function):
+    """y = x_hat * weight + bias with x_hat = (x - mean) / sqrt(var + eps); hand-written backward.
+
+    Autograd through the elementary ops would keep the centred x, its square, the variance, the
+    rsqrt and x_hat for the backward pass; this keeps x_hat and the per-row 1/std only. With
+    g = dL/dy * weight (the gradient w.r.t. x_hat) and d the row size:
+        dL/dx = (g - mean(g) - x_hat * mean(g * x_hat)) / std
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        compute = torch.promote_types(x.dtype, torch.float32)
+        x_hat = x.to(compute, copy=True)
+        x_hat.sub_(x_hat.mean(-1, keepdim=True))
+        inv_std = torch.rsqrt((x_hat * x_hat).mean(-1, keepdim=True).add_(eps))
+        x_hat.mul_(inv_std)
+        ctx.save_for_backward(x_hat, weight, inv_std)
+        ctx.has_bias = bias is not None
+        ctx.bias_dtype = None if bias is None else bias.dtype
+        y = x_hat * weight if weight is not None else x_hat.clone()
+        if bias is not None:
+            y.add_(bias)
+        return y.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x_hat, weight, inv_std = ctx.saved_tensors
+        g = grad_out.to(x_hat.dtype)
+        d = x_hat.shape[-1]
+        grad_weight = grad_bias = None
+        if weight is not None and ctx.needs_input_grad[1]:
+            grad_weight = (g * x_hat).reshape(-1, d).sum(0).to(weight.dtype)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_bias = g.reshape(-1, d).sum(0).to(ctx.bias_dtype)
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            g_hat = g * weight if weight is not None else g.clone()
+            dot = (g_hat * x_hat).mean(-1, keepdim=True)
+            grad_x = g_hat.sub_(g_hat.mean(-1, keepdim=True)).sub_(x_hat * dot).mul_(inv_std).to(grad_out.dtype)
+        return grad_x, grad_weight, grad_bias, None
+
+
 def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
                eps: float = 1e-5) -> torch.Tensor:
     """(..., d) -> (..., d): (x - mean) / sqrt(var + eps) * weight + bias over the last dimension.
@@ -14,17 +56,7 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor 
     Worked example (d = 2, eps = 0, weight 1, bias 0): x = [1, 3] has mean 2, var 1 -> [-1, 1].
     Statistics are taken in at least float32; the result has x's dtype.
     """
-    compute = torch.promote_types(x.dtype, torch.float32)
-    x_c = x.to(compute)
-    mean = x_c.mean(-1, keepdim=True)
-    centred = x_c - mean
-    var = (centred * centred).mean(-1, keepdim=True)
-    y = centred * torch.rsqrt(var + eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y.to(x.dtype)
+    return _LayerNormFunction.apply(x, weight, bias, eps)
 
 
 class LayerNorm(nn.Module):

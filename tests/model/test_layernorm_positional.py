@@ -78,3 +78,18 @@ def test_learned_positions_are_a_trained_table():
     torch.testing.assert_close(learned(3, offset=2), learned.weight[2:5])
     learned(3).sum().backward()
     assert learned.weight.grad[:3].abs().sum() > 0 and learned.weight.grad[3:].abs().sum() == 0
+
+
+def test_layer_norm_function_without_weight_matches_and_passes_gradcheck():
+    from seqlab.model.layernorm import layer_norm
+
+    torch.manual_seed(3)
+    x = torch.randn(2, 4, 7, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    torch.testing.assert_close(layer_norm(x, None, None), F.layer_norm(x, (7,)))
+    assert torch.autograd.gradcheck(lambda x, w, b: layer_norm(x, w, b), (x, w, b))
+    assert torch.autograd.gradcheck(lambda x: layer_norm(x, None, None), (x,))
+    bf = torch.randn(3, 8).bfloat16()
+    torch.testing.assert_close(layer_norm(bf, None, None).float(), F.layer_norm(bf.float(), (8,)),
+                               atol=2e-2, rtol=2e-2)
