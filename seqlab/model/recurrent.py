@@ -188,10 +188,18 @@ class RecurrentLayer(nn.Module):
         return torch.stack(states)
 
     def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None,
-                initial_state: State | None = None) -> tuple[torch.Tensor, State]:
+                initial_state: State | None = None, *,
+                lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, State]:
+        """lengths (B,) ints: the same as padding_mask = [t < lengths[b]] (give one or the other)."""
         if x.dim() != 3:
             raise ValueError(f"RecurrentLayer expects inputs of shape (batch, time, features), got {tuple(x.shape)}")
         batch, steps, _ = x.shape
+        if lengths is not None:
+            if padding_mask is not None:
+                raise ValueError("give padding_mask or lengths, not both")
+            if tuple(lengths.shape) != (batch,):
+                raise ValueError(f"lengths must have shape (batch,) = ({batch},), got {tuple(lengths.shape)}")
+            padding_mask = torch.arange(steps, device=x.device)[None, :] < lengths.to(x.device)[:, None]
         if padding_mask is not None and tuple(padding_mask.shape) != (batch, steps):
             raise ValueError(f"padding_mask must have shape (batch, time) = {(batch, steps)}, got "
                              f"{tuple(padding_mask.shape)}")

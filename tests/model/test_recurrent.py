@@ -113,6 +113,8 @@ def test_stacked_layer_matches_torch_gru_lstm_with_packed_sequences(kind):
     want, _ = nn.utils.rnn.pad_packed_sequence(want_packed, batch_first=True, total_length=6)
     got, got_final = layer(x, mask)
     torch.testing.assert_close(got, want)
+    by_lengths, _ = layer(x, lengths=lengths)
+    torch.testing.assert_close(by_lengths, want)
     if kind == "lstm":
         torch.testing.assert_close(got_final[0], want_final[0])
         torch.testing.assert_close(got_final[1], want_final[1])
@@ -126,5 +128,7 @@ def test_layer_rejects_bad_shapes_with_the_shape_in_the_message():
         layer(torch.randn(3, 5))
     with pytest.raises(ValueError, match=r"padding_mask must have shape .*\(2, 4\), got \(2, 3\)"):
         layer(torch.randn(2, 4, 5), torch.ones(2, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"lengths must have shape \(batch,\) = \(2,\), got \(3,\)"):
+        layer(torch.randn(2, 4, 5), lengths=torch.tensor([1, 2, 3]))
     with pytest.raises(ValueError, match="expects inputs of size 5"):
         layer(torch.randn(2, 4, 3))
