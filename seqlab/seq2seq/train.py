@@ -59,6 +59,10 @@ from seqlab.training.schedule import lr_cosine_schedule
 from seqlab.training.trainer import capture_rng_state, resolve_device, restore_rng_state
 
 VALID_SEED_OFFSET = 1_000_003  # validation pairs come from another stream of the same generator
+MODEL_DEFAULTS = {f.name: f.default for f in fields(Seq2SeqConfig)}
+# Seq2SeqTrainConfig fields passed to Seq2SeqConfig under the same name
+MODEL_FIELDS = ("arch", "d_model", "num_heads", "d_ff", "norm", "norm_position", "positional", "ffn", "cell",
+                "attention_score", "tie_output")
 
 
 @dataclass
@@ -78,20 +82,20 @@ class Seq2SeqTrainConfig:
     valid_fraction: float = 0.05           # --pairs: share held out for validation
     min_len: int | None = None             # symbol tasks: source lengths (default 1..12)
     max_len: int | None = None
-    # model (see Seq2SeqConfig)
+    # model: the Seq2SeqConfig fields of the same names, with its defaults
     arch: str = "transformer"
-    d_model: int = 64
-    num_heads: int = 4
-    layers: int = 2                        # encoder and decoder layers (RNN: stacked layers)
-    d_ff: int | None = None
+    d_model: int = MODEL_DEFAULTS["d_model"]
+    num_heads: int = MODEL_DEFAULTS["num_heads"]
+    layers: int = MODEL_DEFAULTS["num_encoder_layers"]  # encoder and decoder layers (RNN: stacked layers)
+    d_ff: int | None = MODEL_DEFAULTS["d_ff"]
     max_seq_len: int | None = None         # default: the longest example + 8
-    norm: str = "layernorm"
-    norm_position: str = "post"
-    positional: str = "sinusoidal"
-    ffn: str = "relu"
-    cell: str = "gru"
-    attention_score: str = "dot"
-    tie_output: bool = False
+    norm: str = MODEL_DEFAULTS["norm"]
+    norm_position: str = MODEL_DEFAULTS["norm_position"]
+    positional: str = MODEL_DEFAULTS["positional"]
+    ffn: str = MODEL_DEFAULTS["ffn"]
+    cell: str = MODEL_DEFAULTS["cell"]
+    attention_score: str = MODEL_DEFAULTS["attention_score"]
+    tie_output: bool = MODEL_DEFAULTS["tie_output"]
     # optimisation
     steps: int = 2000
     batch_size: int = 64
@@ -220,11 +224,9 @@ def prepare_data(cfg: Seq2SeqTrainConfig, vocabs=None) -> Seq2SeqData:
 
 def model_config_for(cfg: Seq2SeqTrainConfig, src_vocab_size: int, tgt_vocab_size: int,
                      max_seq_len: int) -> Seq2SeqConfig:
-    return Seq2SeqConfig(
-        arch=cfg.arch, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, d_model=cfg.d_model,
-        num_heads=cfg.num_heads, num_encoder_layers=cfg.layers, num_decoder_layers=cfg.layers, d_ff=cfg.d_ff,
-        max_seq_len=max_seq_len, norm=cfg.norm, norm_position=cfg.norm_position, positional=cfg.positional,
-        ffn=cfg.ffn, cell=cfg.cell, attention_score=cfg.attention_score, tie_output=cfg.tie_output)
+    return Seq2SeqConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, max_seq_len=max_seq_len,
+                         num_encoder_layers=cfg.layers, num_decoder_layers=cfg.layers,
+                         **{name: getattr(cfg, name) for name in MODEL_FIELDS})
 
 
 # -- loss and evaluation ------------------------------------------------------------------------

@@ -127,3 +127,22 @@ def test_tsv_pairs_with_bpe(tmp_path):
     assert info["data"]["train_pairs"] + info["data"]["valid_pairs"] == 300
     assert info["data"]["valid_pairs"] == 15  # valid_fraction 0.05
     assert result.steps == 4
+
+
+@pytest.mark.slow
+def test_transformer_learns_dates_to_99_percent(tmp_path):
+    """The settings of benchmarks/seq2seq_dates.py; scored on 1000 dates never seen in training or
+    in the validation set that decided when to stop."""
+    from seqlab.seq2seq.tasks import make_pairs
+    from seqlab.seq2seq.train import load_pairs
+
+    cfg = Seq2SeqTrainConfig(out_dir=str(tmp_path / "dates"), task="dates", arch="transformer", d_model=64,
+                             layers=2, num_heads=4, steps=3000, batch_size=64, lr=3e-3, warmup_steps=100,
+                             eval_interval=100, eval_size=500, target_exact_match=0.99, progress=False)
+    result = train(cfg, log=lambda m: None)
+    assert result.status == "target reached", result.val_exact_match
+    run = load_run(tmp_path / "dates", device="cpu")
+    seen = {s for part in load_pairs(cfg)[:2] for s, _ in part}
+    test = make_pairs("dates", 1000, seed=7_000_001, exclude=seen)
+    scored = evaluate_translations(run.model, test, run.src_vocab, run.tgt_vocab)
+    assert scored.exact_match >= 0.99
