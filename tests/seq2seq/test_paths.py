@@ -72,6 +72,10 @@ def test_findings_follow_the_numbers():
     everyone = " ".join(_findings("reverse", _info(rnn=(1.0, 0.3), attn=(1.0, 0.35), beyond=0.5)))
     assert "does not single out the bottleneck" in everyone and "fixed-size state." not in everyone
     assert "holds up best" in everyone
+    info = _info(rnn=(1.0, 0.3), attn=(1.0, 0.95), beyond=0.0)
+    info["archs"]["rnn-attention"] = _info(rnn=(1.0, 0.3), attn=(1.0, 0.3), beyond=0.0)["archs"]["rnn"]
+    mixed = " ".join(_findings("copy", info))
+    assert "transformer holds up on the longest sources" in mixed and "rnn-attention falls about as much" in mixed
     flat = " ".join(_findings("copy", _info(rnn=(0.9, 0.85), attn=(0.9, 0.9), beyond=0.2)))
     assert "did not visibly limit it" in flat and "no clear gain" in flat
 
