@@ -1,4 +1,4 @@
-"""Tokens/s of seqlab.generate with and without the KV cache (TinyStories-shaped model, CPU).
+"""Tokens/s of seqlab.inference.generate with and without the KV cache (TinyStories-shaped model, CPU).
 
 Usage: python benchmarks/generate_kv_cache.py [--new-tokens 256] [--prompt-tokens 16] [--repeats 2]
        [--threads 1] [--peer]  (also time Hugging Face LlamaForCausalLM.generate of identical shapes, cache on/off)
@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from seqlab.generate import generate
+from seqlab.inference.generate import generate
 from seqlab.model import TransformerLM
 
 TINYSTORIES = dict(vocab_size=10000, context_length=256, d_model=512, num_layers=4, num_heads=16,

@@ -62,7 +62,8 @@ def main() -> int:
 
     from seqlab.accounting import training_step_flops
     from seqlab.training.config import TrainConfig
-    from seqlab.training.trainer import Trainer, peak_flops
+    from seqlab.runtime import peak_flops
+    from seqlab.training.trainer import Trainer
 
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True

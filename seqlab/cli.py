@@ -19,10 +19,10 @@ import seqlab
 COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.labs.cli",  # labs
     "seqlab.explorer.cli",  # explore
-    "seqlab.accounting",  # accounting
-    "seqlab.generate",  # generate
-    "seqlab.evaluate",  # eval
-    "seqlab.training.cli",  # data, prepare, train, demo
+    "seqlab.accounting.cli",  # accounting
+    "seqlab.inference.cli",  # generate, eval
+    "seqlab.training.cli",  # data, prepare, train
+    "seqlab.demo.cli",  # demo
     "seqlab.tokenizer.cli",  # bpe train, tokenize
     "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
 )

@@ -3,10 +3,8 @@
 import pytest
 import torch
 
-from seqlab.generate import (
-    _left_pad, generate, generate_stream, next_token_distribution, sample_next, top_k_mask,
-    top_p_mask,
-)
+from seqlab.inference.generate import _left_pad, generate, generate_stream
+from seqlab.inference.sampling import next_token_distribution, sample_next, top_k_mask, top_p_mask
 from seqlab.model import TransformerLM
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -247,15 +245,19 @@ def test_cli_generate_streams_the_decoded_continuation(tmp_path, capsys):
 
 def test_cli_never_prints_half_a_character(tmp_path, capsys, monkeypatch):
     """Feed the CLI a stream that splits 'é' and '😀' across byte tokens."""
-    import seqlab.generate as gen
+    import importlib
+
+    import seqlab.inference.cli as inference_cli
     from seqlab.cli import main
+
+    gen = importlib.import_module("seqlab.inference.generate")  # the module, not the function
 
     run, _, tokenizer = make_run_dir(tmp_path)
     text = "é😀!"
     byte_ids = list(text.encode("utf-8"))  # single-byte tokens have ids 0..255 here
     writes = []
     monkeypatch.setattr(gen, "generate_stream", lambda *a, **k: iter(byte_ids + [tokenizer.eot_id, 65]))
-    monkeypatch.setattr(gen.sys, "stdout", type("W", (), {"write": lambda self, s: writes.append(s),
+    monkeypatch.setattr(inference_cli.sys, "stdout", type("W", (), {"write": lambda self, s: writes.append(s),
                                                           "flush": lambda self: None})())
     assert main(["generate", "--run", str(run), "--max-tokens", "9"]) == 0
     assert "".join(writes) == text + "\n"  # stops at <|endoftext|>, nothing after it

@@ -1,4 +1,5 @@
-"""`seqlab explore [--host 127.0.0.1] [--port 8000] [--no-browser]`."""
+"""`seqlab explore [--host 127.0.0.1] [--port 8000] [--no-browser]`, and the arguments of
+`python -m seqlab.explorer.screenshot OUT.png` (see seqlab/explorer/screenshot.py)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,19 @@ def run_explore(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def screenshot_main(argv: list[str] | None = None) -> None:
+    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh]``."""
+    from pathlib import Path
+
+    from seqlab.explorer.screenshot import take_screenshot
+
+    parser = argparse.ArgumentParser(prog="python -m seqlab.explorer.screenshot",
+                                     description="Regenerate the README's screenshot of the explorer.")
+    parser.add_argument("out", type=Path, help="PNG file to write")
+    parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en")
+    args = parser.parse_args(argv)
+    size = take_screenshot(args.out, args.width, args.lang)
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB)")

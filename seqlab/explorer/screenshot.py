@@ -7,7 +7,6 @@ Serves the explorer on a free port, opens it in headless Chromium (Python playwr
 
 from __future__ import annotations
 
-import argparse
 import io
 from pathlib import Path
 
@@ -52,15 +51,7 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
     return out.stat().st_size
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="PNG file to write")
-    parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
-    parser.add_argument("--lang", choices=("en", "zh"), default="en")
-    args = parser.parse_args()
-    size = take_screenshot(args.out, args.width, args.lang)
-    print(f"wrote {args.out} ({size / 1024:.0f} KiB)")
+if __name__ == "__main__":  # the parser lives with the other explorer commands
+    from seqlab.explorer.cli import screenshot_main
 
-
-if __name__ == "__main__":
-    main()
+    screenshot_main()

@@ -1,42 +1,26 @@
-"""Transformer LM components written from scratch (no torch.nn layers or torch.nn.functional)."""
+"""Transformer LM components written from scratch (no torch.nn layers or torch.nn.functional).
 
-from seqlab.model.activations import silu, softmax
-from seqlab.model.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
-from seqlab.model.block import TransformerBlock
-from seqlab.model.config import ModelConfig, default_d_ff
-from seqlab.model.embedding import Embedding
-from seqlab.model.ffn import SiLUFeedForward, SwiGLU
-from seqlab.model.kv_cache import KVCache
-from seqlab.model.layernorm import LayerNorm
-from seqlab.model.linear import Linear
-from seqlab.model.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from seqlab.model.recurrent import GRUCell, LSTMCell, RecurrentLayer, RNNCell
-from seqlab.model.rmsnorm import RMSNorm
-from seqlab.model.rope import RotaryPositionalEmbedding
-from seqlab.model.transformer import TransformerLM
+Names load on first use (see seqlab/lazy.py), so ``seqlab.model.config`` (the choice tuples the
+training config's parser lists) is importable without torch.
+"""
 
-__all__ = [
-    "Embedding",
-    "GRUCell",
-    "KVCache",
-    "LSTMCell",
-    "LayerNorm",
-    "LearnedPositionalEmbedding",
-    "Linear",
-    "ModelConfig",
-    "MultiHeadSelfAttention",
-    "RMSNorm",
-    "RNNCell",
-    "RecurrentLayer",
-    "RotaryPositionalEmbedding",
-    "SiLUFeedForward",
-    "SinusoidalPositionalEncoding",
-    "SwiGLU",
-    "TransformerBlock",
-    "TransformerLM",
-    "causal_mask",
-    "default_d_ff",
-    "scaled_dot_product_attention",
-    "silu",
-    "softmax",
-]
+from __future__ import annotations
+
+from seqlab.lazy import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "seqlab.model.activations": ("silu", "softmax"),
+    "seqlab.model.attention": ("MultiHeadSelfAttention", "causal_mask", "scaled_dot_product_attention"),
+    "seqlab.model.block": ("TransformerBlock",),
+    "seqlab.model.config": ("ModelConfig", "default_d_ff"),
+    "seqlab.model.embedding": ("Embedding",),
+    "seqlab.model.ffn": ("SiLUFeedForward", "SwiGLU"),
+    "seqlab.model.kv_cache": ("KVCache",),
+    "seqlab.model.layernorm": ("LayerNorm",),
+    "seqlab.model.linear": ("Linear",),
+    "seqlab.model.positional": ("LearnedPositionalEmbedding", "SinusoidalPositionalEncoding"),
+    "seqlab.model.recurrent": ("GRUCell", "LSTMCell", "RecurrentLayer", "RNNCell"),
+    "seqlab.model.rmsnorm": ("RMSNorm",),
+    "seqlab.model.rope": ("RotaryPositionalEmbedding",),
+    "seqlab.model.transformer": ("TransformerLM",),
+})

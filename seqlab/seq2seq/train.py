@@ -26,6 +26,7 @@ import math
 import shutil
 import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -50,13 +51,19 @@ from seqlab.seq2seq import decoding
 from seqlab.seq2seq.metrics import bleu, exact_match, teacher_forced_accuracy, token_accuracy
 from seqlab.seq2seq.tasks import SYMBOL_TASKS, TEXT_TASKS, check_task, make_pairs
 from seqlab.seq2seq.vocab import CharVocab, load_bpe_vocab, train_bpe_vocab, vocab_from_dict
-from seqlab.training.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from seqlab.runtime import resolve_device
+from seqlab.training.checkpoint import (
+    capture_rng_state,
+    load_checkpoint,
+    read_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
 from seqlab.training.clipping import clip_grad_norm
-from seqlab.training.logging_utils import JsonlLog, read_jsonl
+from seqlab.training.interrupt import sigint_requests_stop
+from seqlab.training.logging_utils import RunLog
 from seqlab.training.optimizer import AdamW
-from seqlab.training.plots import plot_loss_curve
 from seqlab.training.schedule import lr_cosine_schedule
-from seqlab.training.trainer import capture_rng_state, resolve_device, restore_rng_state
 
 VALID_SEED_OFFSET = 1_000_003  # validation pairs come from another stream of the same generator
 MODEL_DEFAULTS = {f.name: f.default for f in fields(Seq2SeqConfig)}
@@ -475,9 +482,9 @@ class Seq2SeqTrainer:
         cfg = self.cfg
         self._started = time.perf_counter()
         self._write_run_files()
-        log = JsonlLog(self.run_dir / "log.jsonl", resume_step=self.step if cfg.resume else None)
-        history = read_jsonl(self.run_dir / "log.jsonl")
         params = count_parameters(self.model)
+        log = RunLog(self.run_dir, asdict(cfg), resume_step=self.step if cfg.resume else None,
+                     plot_title=f"{cfg.arch} on {cfg.task or Path(cfg.pairs).name}: {params:,} parameters")
         result = Seq2SeqTrainResult(self.run_dir, self.step, "completed", parameters=params)
         if self.step == 0:
             self.say(f"training {cfg.arch} ({params:,} parameters) on {cfg.task or cfg.pairs}: "
@@ -508,7 +515,6 @@ class Seq2SeqTrainer:
                     step_time += dt
                     session_tokens += tokens
                     log.write(record)
-                    history.append(record)
                     result.train_loss = mean_loss
                     bar.set_postfix_str(f"loss {mean_loss:.3f}", refresh=False)
                 else:
@@ -518,11 +524,8 @@ class Seq2SeqTrainer:
                 if evaluate:
                     metrics = self.evaluate()
                     record = {"step": done, "wallclock": round(self.elapsed(), 3), **metrics}
-                    log.write(record)
-                    history.append(record)
+                    log.write_eval(record)
                     result.val_loss, result.val_exact_match = metrics["val_loss"], metrics["val_exact_match"]
-                    plot_loss_curve(history, self.run_dir / "loss_curve.png",
-                                    title=f"{cfg.arch} on {cfg.task or Path(cfg.pairs).name}: {params:,} parameters")
                     self.say(f"step {done}: val loss {metrics['val_loss']:.4f}, exact match "
                              f"{metrics['val_exact_match']:.1%}")
                     if cfg.target_exact_match is not None and metrics["val_exact_match"] >= cfg.target_exact_match:
@@ -545,30 +548,30 @@ class Seq2SeqTrainer:
         result.steps = self.step
         result.elapsed = self.elapsed()
         result.tokens_per_second = session_tokens / step_time if step_time else 0.0
-        result.history = history
+        result.history = log.history
         return result
+
+    def _interrupt(self, signal_name: str = "SIGINT") -> bool:
+        """A signal asks for a stop after this step; False when one was already asked for."""
+        if self._stop_reason is not None:
+            return False
+        self._stop_reason = f"interrupted ({signal_name})"
+        self.say(f"{signal_name}: saving a checkpoint after this step"
+                 + (" (press Ctrl-C again to quit without saving)" if signal_name == "SIGINT" else ""))
+        return True
 
     @contextlib.contextmanager
     def _signals_request_stop(self):
-        """Ctrl-C or SIGTERM: finish the step, save, return. A second Ctrl-C quits at once."""
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def handler(signum, frame):
-            if self._stop_reason is not None and signum == signal.SIGINT:
-                raise KeyboardInterrupt
-            self._stop_reason = f"interrupted ({signal.Signals(signum).name})"
-            self.say(f"{signal.Signals(signum).name}: saving a checkpoint after this step")
-
-        previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for s, h in previous.items():
-                signal.signal(s, h)
+        """Ctrl-C (seqlab.training.interrupt) or SIGTERM: finish the step, save, return."""
+        with sigint_requests_stop(self._interrupt):
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = signal.signal(signal.SIGTERM, lambda signum, frame: self._interrupt("SIGTERM"))
+            try:
+                yield
+            finally:
+                signal.signal(signal.SIGTERM, previous)
 
 
 def train(cfg: Seq2SeqTrainConfig, *, step_callbacks: list[Callable] | None = None,

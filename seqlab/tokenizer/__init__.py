@@ -10,24 +10,22 @@
 Modules, one concept each: ``bytes_unicode`` (GPT-2's byte <-> character map), ``pretokenize``
 (GPT-2 regex, special-token splitting), ``chunking`` (safe file chunk boundaries), ``merges`` (the
 merge-selection rule and incremental pair counts, ``merge_trace``), ``trainer``, ``bpe_apply``
-(merging one pre-token by rank), ``tokenizer``, ``streaming`` (``StreamDecoder``), ``files``
-(vocab.json / merges.txt), ``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
+(merging one pre-token by rank), ``tokenizer``, ``parallel`` (the worker pool, ``encode_file``),
+``token_array`` (token id files), ``streaming`` (``StreamDecoder``), ``files`` (vocab.json /
+merges.txt), ``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
+
+Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` imports neither numpy nor torch.
 """
 
-from seqlab.tokenizer.files import TokenizerFileError
-from seqlab.tokenizer.merges import merge_trace
-from seqlab.tokenizer.pretokenize import GPT2_PATTERN, gpt2_pretokenize, whitespace_pretokenize
-from seqlab.tokenizer.streaming import StreamDecoder
-from seqlab.tokenizer.tokenizer import Tokenizer
-from seqlab.tokenizer.trainer import train_bpe
+from __future__ import annotations
 
-__all__ = [
-    "GPT2_PATTERN",
-    "StreamDecoder",
-    "Tokenizer",
-    "TokenizerFileError",
-    "gpt2_pretokenize",
-    "merge_trace",
-    "train_bpe",
-    "whitespace_pretokenize",
-]
+from seqlab.lazy import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "seqlab.tokenizer.files": ("TokenizerFileError",),
+    "seqlab.tokenizer.merges": ("merge_trace",),
+    "seqlab.tokenizer.pretokenize": ("GPT2_PATTERN", "gpt2_pretokenize", "whitespace_pretokenize"),
+    "seqlab.tokenizer.streaming": ("StreamDecoder",),
+    "seqlab.tokenizer.tokenizer": ("Tokenizer",),
+    "seqlab.tokenizer.trainer": ("train_bpe",),
+})

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import gc
-import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 
+from seqlab.tokenizer import parallel
 from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges, build_merge_table
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 from seqlab.tokenizer.files import (
@@ -26,11 +25,6 @@ EOT = "<|endoftext|>"
 _CACHE_MAX_ENTRIES = 1 << 20  # distinct pre-tokens kept; bounds memory on huge corpora
 _CACHE_MAX_CHARS = 64  # longer pre-tokens are rare; caching them would only cost memory
 _STREAM_BUFFER_CHARS = 1 << 16
-_FILE_CHUNK_BYTES = 1 << 20
-# Default encode_file parallelism only from this size: below it, forking workers (each redoing BPE
-# for most of the text's distinct pre-tokens) saves nothing; from 4 MB up two workers were 1.5x
-# faster than one process on 2 idle cores (see BENCHMARKS.md).
-_PARALLEL_MIN_BYTES = 1 << 22
 
 
 class _PretokenCache(dict):
@@ -252,15 +246,8 @@ class Tokenizer:
         yield from self.encode("".join(pieces))
 
     def encode_file(self, path: str | os.PathLike, workers: int | None = None, *, progress: bool = False):
-        """Encode a UTF-8 file in parallel chunks; same ids as ``encode(text)``.
-
-        ``workers=None``: all cores for files of 4 MB and more, else one process. Returns a 1-D
-        numpy array: ``uint16`` when every id fits, else ``uint32``.
-        """
-        import numpy as np
-
-        arrays = list(self.iter_encode_file(path, workers, progress=progress))
-        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=self.id_dtype())
+        """Encode a UTF-8 file in parallel chunks; see :func:`seqlab.tokenizer.parallel.encode_file`."""
+        return parallel.encode_file(self, path, workers, progress=progress)
 
     def id_dtype(self):
         """Smallest unsigned numpy dtype holding every id."""
@@ -268,50 +255,10 @@ class Tokenizer:
 
         return np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
 
-    def iter_encode_file(
-        self,
-        path: str | os.PathLike,
-        workers: int | None = None,
-        *,
-        progress: bool = False,
-        chunk_bytes: int = _FILE_CHUNK_BYTES,
-    ) -> Iterator:
-        """Yield the ids of ``path`` as numpy arrays, chunk by chunk in file order (bounded memory)."""
-        from tqdm import tqdm
-
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"input file {os.fspath(path)!r} does not exist or is not a file")
-        size = os.path.getsize(path)
-        if workers is None:
-            workers = (os.cpu_count() or 1) if size >= _PARALLEL_MIN_BYTES else 1
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        boundaries = find_chunk_boundaries(path, chunk_bytes, self.special_tokens)
-        tasks = [(os.fspath(path), a, b) for a, b in zip(boundaries, boundaries[1:])]
-        with tqdm(total=size, unit="B", unit_scale=True, desc="tokenizing", disable=not progress) as bar:
-            if workers == 1 or len(tasks) == 1:
-                for task in tasks:
-                    yield self._encode_file_chunk(task)
-                    bar.update(task[2] - task[1])
-                return
-            # Workers start at once. Encoding the first chunk here first, so that forked workers
-            # inherit its pre-tokens' BPE results, was measured slower on 2 idle cores (4-25 MB of
-            # Brown): one core idles meanwhile, and each worker still meets most new words itself.
-            context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-            gc.freeze()  # keep the collector from touching (and so copying) the parent's pages in workers
-            try:
-                with context.Pool(min(workers, len(tasks)), initializer=_set_worker_tokenizer, initargs=(self,)) as pool:
-                    for task, ids in zip(tasks, pool.imap(_encode_chunk_in_worker, tasks)):
-                        yield ids
-                        bar.update(task[2] - task[1])
-            finally:
-                gc.unfreeze()
-
-    def _encode_file_chunk(self, task: tuple[str, int, int]):
-        import numpy as np
-
-        path, start, end = task
-        return np.array(self.encode(read_chunk(path, start, end)), dtype=self.id_dtype())
+    def iter_encode_file(self, path: str | os.PathLike, workers: int | None = None, *, progress: bool = False,
+                         chunk_bytes: int = parallel.FILE_CHUNK_BYTES) -> Iterator:
+        """Ids of ``path`` chunk by chunk; see :func:`seqlab.tokenizer.parallel.iter_encode_file`."""
+        return parallel.iter_encode_file(self, path, workers, progress=progress, chunk_bytes=chunk_bytes)
 
     # ----------------------------------------------------------------- decoding
     def _token(self, index) -> bytes:
@@ -335,15 +282,3 @@ class Tokenizer:
     def stream_decoder(self) -> StreamDecoder:
         """A :class:`StreamDecoder` for printing ids as text while they are generated."""
         return StreamDecoder(self.vocab)
-
-
-_WORKER_TOKENIZER: Tokenizer | None = None
-
-
-def _set_worker_tokenizer(tokenizer: Tokenizer) -> None:
-    global _WORKER_TOKENIZER
-    _WORKER_TOKENIZER = tokenizer
-
-
-def _encode_chunk_in_worker(task: tuple[str, int, int]):
-    return _WORKER_TOKENIZER._encode_file_chunk(task)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,10 +16,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from seqlab.tokenizer.bytes_unicode import gpt2_byte_order
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 from seqlab.tokenizer.merges import PairCounts
+from seqlab.tokenizer.parallel import map_in_workers, resolve_workers
 from seqlab.tokenizer.pretokenize import PreTokenizer, count_pretokens, gpt2_pretokenize, special_tokens_regex
 
-# Below this size one process is faster than starting workers.
-_PARALLEL_MIN_BYTES = 1 << 21
 _MAX_CHUNK_BYTES = 1 << 24
 
 
@@ -36,22 +34,10 @@ def initial_vocab(special_tokens: Sequence[str]) -> dict[int, bytes]:
     return vocab
 
 
-def _count_chunk(task: tuple[str, int, int, tuple[str, ...]], pretokenize: PreTokenizer) -> tuple[Counter[str], int]:
+def _count_chunk(pretokenize: PreTokenizer, task: tuple[str, int, int, tuple[str, ...]]) -> tuple[Counter[str], int]:
     path, start, end, special_tokens = task
     text = read_chunk(path, start, end)
     return count_pretokens(text, special_tokens_regex(special_tokens), pretokenize), end - start
-
-
-_WORKER_PRETOKENIZER: PreTokenizer = gpt2_pretokenize
-
-
-def _set_worker_pretokenizer(pretokenize: PreTokenizer) -> None:
-    global _WORKER_PRETOKENIZER
-    _WORKER_PRETOKENIZER = pretokenize
-
-
-def _count_chunk_in_worker(task: tuple[str, int, int, tuple[str, ...]]) -> tuple[Counter[str], int]:
-    return _count_chunk(task, _WORKER_PRETOKENIZER)
 
 
 def count_file_pretokens(
@@ -65,11 +51,7 @@ def count_file_pretokens(
 ) -> Counter[str]:
     """Pre-token counts of a file, chunk by chunk (in worker processes for large files)."""
     size = os.path.getsize(path)
-    workers = num_workers if num_workers is not None else (os.cpu_count() or 1)
-    if workers < 1:
-        raise ValueError(f"num_workers must be >= 1, got {workers}")
-    if num_workers is None and size < _PARALLEL_MIN_BYTES:
-        workers = 1
+    workers = resolve_workers(size, num_workers, "num_workers")
     if chunk_bytes is None:
         # One chunk per worker: every chunk's counts are pickled back and merged here (in Python),
         # so a few large chunks beat finer load balancing (Brown, 2 workers: 8 chunks 0.19 s, 2
@@ -79,22 +61,12 @@ def count_file_pretokens(
     tasks = [(os.fspath(path), a, b, tuple(special_tokens)) for a, b in zip(boundaries, boundaries[1:])]
     bar = _progress_bar(progress, total=size, unit="B", unit_scale=True, desc="pre-tokenizing")
     counts: Counter[str] = Counter()
-    for chunk_counts, nbytes in _map_chunks(tasks, workers, pretokenizer):
+    # fork (where available) hands the pre-tokenizer to the workers without pickling it
+    for chunk_counts, nbytes in map_in_workers(_count_chunk, pretokenizer, tasks, workers):
         counts.update(chunk_counts)
         bar.update(nbytes)
     bar.close()
     return counts
-
-
-def _map_chunks(tasks: list, workers: int, pretokenizer: PreTokenizer) -> Iterator:
-    """Count each chunk, in worker processes when there are several chunks; results in task order."""
-    if workers == 1 or len(tasks) <= 1:
-        yield from (_count_chunk(task, pretokenizer) for task in tasks)
-        return
-    # fork (where available) hands the pre-tokenizer to the workers without pickling it
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with context.Pool(min(workers, len(tasks)), initializer=_set_worker_pretokenizer, initargs=(pretokenizer,)) as pool:
-        yield from pool.imap(_count_chunk_in_worker, tasks)
 
 
 def _progress_bar(enabled: bool, **kwargs):

@@ -1,4 +1,5 @@
-"""Training pieces: loss, optimizer, schedule, clipping, batches, checkpoints (and the trainer).
+"""Training pieces: optimizer, schedule, clipping, batches, checkpoints and the trainer (``cross_entropy``
+is re-exported from seqlab.model.loss, where inference can reach it too).
 
 Names load on first use (PEP 562), so importing a submodule such as ``seqlab.training.cli`` (which
 ``seqlab --help`` does) does not import torch.
@@ -6,39 +7,21 @@ Names load on first use (PEP 562), so importing a submodule such as ``seqlab.tra
 
 from __future__ import annotations
 
-import importlib
+from seqlab.lazy import lazy_exports
 
-_EXPORTS = {
-    "get_batch": "seqlab.training.batching",
-    "load_checkpoint": "seqlab.training.checkpoint",
-    "load_model_from_checkpoint": "seqlab.training.checkpoint",
-    "read_checkpoint": "seqlab.training.checkpoint",
-    "save_checkpoint": "seqlab.training.checkpoint",
-    "clip_grad_norm": "seqlab.training.clipping",
-    "cross_entropy": "seqlab.training.loss",
-    "AdamW": "seqlab.training.optimizer",
-    "lr_cosine_schedule": "seqlab.training.schedule",
-    # training pipeline (config, trainer, data preparation)
-    "TrainConfig": "seqlab.training.config",
-    "PreparedData": "seqlab.training.data",
-    "load_tokens": "seqlab.training.data",
-    "prepare": "seqlab.training.data",
-    "NonFiniteLossError": "seqlab.training.trainer",
-    "Trainer": "seqlab.training.trainer",
-    "TrainResult": "seqlab.training.trainer",
-    "train": "seqlab.training.trainer",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'seqlab.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "seqlab.training.batching": ("get_batch",),
+    "seqlab.training.checkpoint": (
+        "load_checkpoint",
+        "load_model_from_checkpoint",
+        "read_checkpoint",
+        "save_checkpoint",
+    ),
+    "seqlab.training.clipping": ("clip_grad_norm",),
+    "seqlab.model.loss": ("cross_entropy",),
+    "seqlab.training.optimizer": ("AdamW",),
+    "seqlab.training.schedule": ("lr_cosine_schedule",),
+    "seqlab.training.config": ("TrainConfig",),
+    "seqlab.training.data": ("PreparedData", "load_tokens", "prepare"),
+    "seqlab.training.trainer": ("NonFiniteLossError", "Trainer", "TrainResult", "train"),
+})

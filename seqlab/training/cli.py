@@ -1,4 +1,4 @@
-"""CLI: ``seqlab data tinystories``, ``seqlab prepare``, ``seqlab train``, ``seqlab demo``.
+"""CLI: ``seqlab data tinystories``, ``seqlab prepare``, ``seqlab train``.
 
 Only the standard library is imported here; torch/numpy load inside the handlers.
 """
@@ -6,7 +6,6 @@ Only the standard library is imported here; torch/numpy load inside the handlers
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 
@@ -14,7 +13,6 @@ def register(subparsers) -> None:
     _register_data(subparsers)
     _register_prepare(subparsers)
     _register_train(subparsers)
-    _register_demo(subparsers)
 
 
 # -- seqlab data tinystories ------------------------------------------------------------------
@@ -134,38 +132,3 @@ def _run_train(args: argparse.Namespace) -> int:
     summary += f", {result.tokens_per_second:,.0f} tokens/s; run: {result.run_dir}"
     print(summary)
     return 0 if result.status == "completed" else 130
-
-
-# -- seqlab demo ------------------------------------------------------------------------------
-
-
-def _register_demo(subparsers) -> None:
-    demo = subparsers.add_parser(
-        "demo", help="train a small story model end to end on built-in data (no internet)",
-        description="Write a built-in story corpus, train BPE, prepare data, train a small model for "
-                    "about two minutes, evaluate, sample a story and write OUT/report.md.")
-    demo.add_argument("--out", default="demo_out", help="output directory (default: demo_out)")
-    demo.add_argument("--minutes", type=float, default=2.0, help="training time budget (default: 2)")
-    demo.add_argument("--fast", action="store_true", help="a few-second smoke run (tiny corpus and model)")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--no-progress", action="store_true")
-    demo.set_defaults(func=_run_demo)
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    if not args.minutes > 0:
-        print(f"error: --minutes must be > 0, got {args.minutes:g}", file=sys.stderr)
-        return 2
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        print(f"error: --out {args.out} exists and is not a directory", file=sys.stderr)
-        return 2
-    from seqlab.training.demo import run_demo
-
-    try:
-        report = run_demo(args.out, minutes=args.minutes, fast=args.fast, seed=args.seed,
-                          progress=not args.no_progress)
-    except (ValueError, OSError, RuntimeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"report: {report}")
-    return 0

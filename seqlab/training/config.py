@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from seqlab.model.config import FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig
+
 SECTIONS = ("run", "data", "model", "optimizer", "schedule", "eval", "system", "logging")
 
 # Shorthand flags for the ablations of the model, as (flag, field, value).
@@ -49,10 +51,10 @@ class TrainConfig:
     num_heads: int = _f(4, "model", "attention heads")
     d_ff: int | None = _f(None, "model", "feed-forward width (default: 8/3 d_model for SwiGLU, 4 d_model for SiLU)")
     rope_theta: float = _f(10000.0, "model", "RoPE base")
-    norm: str = _f("rmsnorm", "model", "rmsnorm | none", choices=("rmsnorm", "none"))
-    norm_position: str = _f("pre", "model", "pre | post", choices=("pre", "post"))
-    positional: str = _f("rope", "model", "rope | nope", choices=("rope", "nope"))
-    ffn: str = _f("swiglu", "model", "swiglu | silu", choices=("swiglu", "silu"))
+    norm: str = _f("rmsnorm", "model", " | ".join(NORMS), choices=NORMS)
+    norm_position: str = _f("pre", "model", " | ".join(NORM_POSITIONS), choices=NORM_POSITIONS)
+    positional: str = _f("rope", "model", " | ".join(POSITIONALS), choices=POSITIONALS)
+    ffn: str = _f("swiglu", "model", " | ".join(FFNS), choices=FFNS)
     # optimizer (AdamW)
     lr: float = _f(3e-3, "optimizer", "peak learning rate")
     min_lr: float | None = _f(None, "optimizer", "final learning rate of the cosine (default: lr / 10)")
@@ -132,19 +134,13 @@ class TrainConfig:
         assert self.max_steps is not None
         return self.max_steps
 
-    def model_config(self, vocab_size: int | None = None):
-        """The :class:`seqlab.model.ModelConfig` this run trains."""
-        from seqlab.model import ModelConfig
-
+    def model_config(self, vocab_size: int | None = None) -> ModelConfig:
+        """The :class:`seqlab.model.ModelConfig` this run trains (its fields copied from this config)."""
         vocab = self.vocab_size if self.vocab_size is not None else vocab_size
         if vocab is None:
             raise ValueError("config: vocab_size is unknown (set it or give a data_dir with meta.json)")
-        return ModelConfig(
-            vocab_size=vocab, context_length=self.context_length, d_model=self.d_model,
-            num_layers=self.num_layers, num_heads=self.num_heads, d_ff=self.d_ff,
-            rope_theta=self.rope_theta, norm=self.norm, norm_position=self.norm_position,
-            positional=self.positional, ffn=self.ffn,
-        )
+        shape = {f.name: getattr(self, f.name) for f in fields(ModelConfig) if f.name != "vocab_size"}
+        return ModelConfig(vocab_size=vocab, **shape)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -17,75 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.atomic import atomic_path
+# token files live with the tokenizer (evaluation reads them too); these names stay importable here
+from seqlab.tokenizer.token_array import load_tokens, open_tokens, save_tokens, token_dtype  # noqa: F401
 
 DEFAULT_SPECIAL_TOKENS = ("<|endoftext|>",)
-# Scan ids for validation in chunks so a multi-GB memmap is never loaded whole.
-VALIDATION_CHUNK = 1 << 24
-
-
-def token_dtype(vocab_size: int) -> np.dtype:
-    return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.uint32)
-
-
-def save_tokens(ids: np.ndarray, path: str | Path, vocab_size: int) -> Path:
-    """Write ``ids`` as a .npy file of the smallest fitting dtype, atomically."""
-    path = Path(path)
-    ids = np.asarray(ids)
-    dtype = token_dtype(vocab_size)
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"{path}: token ids must lie in [0, {vocab_size}), got range "
-                         f"[{int(ids.min())}, {int(ids.max())}]")
-    with atomic_path(path) as tmp, tmp.open("wb") as fh:
-        np.save(fh, ids.astype(dtype, copy=False))
-    return path
-
-
-def open_tokens(path: str | Path) -> np.ndarray:
-    """Memory-map a 1-D token file (.npy, or raw .bin/.dat of uint16) -> (num_tokens,) integer array.
-
-    Nothing is read into memory. Raises FileNotFoundError or ValueError naming the file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"token file {path} does not exist")
-    if path.suffix == ".npy":
-        try:
-            tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"{path}: not a .npy array of token ids ({exc})") from None
-    elif path.suffix in (".bin", ".dat"):
-        tokens = np.memmap(path, dtype=np.uint16, mode="r")
-    else:
-        raise ValueError(f"{path}: expected token ids in a .npy file (or raw uint16 .bin/.dat), "
-                         f"not a {path.suffix or 'suffix-less'} file")
-    if tokens.ndim != 1:
-        raise ValueError(f"{path}: token file must be 1-D, got shape {tokens.shape}")
-    if not np.issubdtype(tokens.dtype, np.integer):
-        raise ValueError(f"{path}: token ids must be integers, got dtype {tokens.dtype}")
-    return tokens
-
-
-def check_token_ids(tokens: np.ndarray, vocab_size: int, name: str) -> None:
-    """Raise ValueError naming ``name``, the first position and the id of a token outside
-    [0, vocab_size). tokens: (num_tokens,) integers, scanned in chunks (a memmap is never read whole)."""
-    for start in range(0, len(tokens), VALIDATION_CHUNK):
-        chunk = tokens[start:start + VALIDATION_CHUNK]
-        bad = (chunk >= vocab_size) | (chunk < 0) if np.issubdtype(chunk.dtype, np.signedinteger) \
-            else chunk >= vocab_size
-        if bad.any():
-            where = start + int(np.argmax(bad))
-            raise ValueError(f"{name}: token id {int(tokens[where])} at position {where} is outside the "
-                             f"vocabulary [0, {vocab_size}); was the file made with another tokenizer?")
-
-
-def load_tokens(path: str | Path, vocab_size: int) -> np.ndarray:
-    """:func:`open_tokens` then :func:`check_token_ids`: a memory-mapped (num_tokens,) array whose
-    every id is < vocab_size; errors name the file, the first offending position and the id."""
-    tokens = open_tokens(path)
-    check_token_ids(tokens, vocab_size, str(path))
-    return tokens
-
 
 def read_meta(data_dir: str | Path) -> dict:
     path = Path(data_dir) / "meta.json"

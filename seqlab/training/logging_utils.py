@@ -86,3 +86,38 @@ class Trackers:
             self._wandb.finish()
         if self._tb is not None:
             self._tb.close()
+
+
+class RunLog:
+    """Everything a run records (main process): RUN/log.jsonl, the optional trackers, the history
+    of records, and RUN/loss_curve.png redrawn after each evaluation.
+
+    A resumed run (``resume_step``) keeps the records up to that step and drops later ones.
+    """
+
+    def __init__(self, run_dir: Path, config: dict[str, Any], *, resume_step: int | None,
+                 plot_title: str) -> None:
+        from seqlab.training.plots import plot_loss_curve
+
+        self._plot = plot_loss_curve
+        self.run_dir, self.plot_title = run_dir, plot_title
+        self.jsonl = JsonlLog(run_dir / "log.jsonl", resume_step=resume_step)
+        self.trackers = Trackers(run_dir=run_dir, config=config, wandb=config.get("wandb", False),
+                                 wandb_project=config.get("wandb_project", "seqlab"),
+                                 tensorboard=config.get("tensorboard", False))
+        self.history = read_jsonl(run_dir / "log.jsonl")
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append a train record (step, wallclock, train_loss, lr, ...) everywhere."""
+        self.jsonl.write(record)
+        self.trackers.log(record)
+        self.history.append(record)
+
+    def write_eval(self, record: dict[str, Any]) -> None:
+        """Append an eval record (step, wallclock, val_loss, tokens) and redraw the loss curve."""
+        self.write(record)
+        self._plot(self.history, self.run_dir / "loss_curve.png", title=self.plot_title)
+
+    def close(self) -> None:
+        self.jsonl.close()
+        self.trackers.close()

@@ -7,13 +7,7 @@ and splits them into ``grad_accum_steps`` micro-batches; each micro-batch loss i
 global batch, whatever the split. The generator's state is part of every checkpoint, so a resumed
 run draws exactly the batches the uninterrupted run would have drawn.
 
-Run directory (see CONTRACTS.md)::
-
-    RUN/config.json              resolved TrainConfig + "model" (ModelConfig fields)
-    RUN/checkpoints/latest.pt    newest checkpoint (atomic), plus step_{step:07d}.pt
-    RUN/tokenizer/               copy of the data's tokenizer
-    RUN/log.jsonl                train and eval records
-    RUN/loss_curve.png           loss vs steps and vs wallclock, redrawn at each eval
+The run directory's files are described in :mod:`seqlab.training.run_dir`.
 
 Step numbers in logs and checkpoints count completed optimizer steps (1 = after the first update).
 """
@@ -22,10 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import random
-import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,9 +25,19 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from seqlab.atomic import atomic_path, link_or_copy
+from seqlab.accounting.costs import training_step_flops
+from seqlab.atomic import link_or_copy
+from seqlab.model import TransformerLM
+from seqlab.model.loss import cross_entropy
+from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
 from seqlab.training.batching import get_batch
-from seqlab.training.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from seqlab.training.checkpoint import (
+    capture_rng_state,
+    load_checkpoint,
+    read_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import PreparedData
@@ -48,19 +48,11 @@ from seqlab.training.distributed import (
     cleanup_distributed,
     setup_distributed,
 )
-from seqlab.training.logging_utils import JsonlLog, Trackers, read_jsonl
-from seqlab.training.loss import cross_entropy
+from seqlab.training.interrupt import sigint_requests_stop
+from seqlab.training.logging_utils import RunLog
 from seqlab.training.optimizer import AdamW
-from seqlab.training.plots import plot_loss_curve
+from seqlab.training.run_dir import write_run_files
 from seqlab.training.schedule import lr_cosine_schedule
-
-# Dense bf16 tensor-core peaks (FLOP/s) for MFU, matched against torch.cuda.get_device_name().
-PEAK_BF16_FLOPS = (
-    ("H200", 989e12), ("H100 PCIe", 756e12), ("H100", 989e12), ("GH200", 989e12),
-    ("A100", 312e12), ("L40S", 362e12), ("L4", 121e12), ("A10G", 70e12), ("A10", 125e12),
-    ("RTX 4090", 165e12), ("RTX 3090", 71e12), ("V100", 125e12), ("T4", 65e12),
-)
-
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; the run stopped without saving the bad state."""
@@ -78,103 +70,6 @@ class TrainResult:
     tokens_seen: int = 0
     elapsed: float = 0.0             # wallclock of the run, across resumes
     history: list[dict[str, Any]] = field(default_factory=list)
-
-
-# -- devices and precision -------------------------------------------------------------------
-
-
-def resolve_device(name: str) -> torch.device:
-    """"auto" picks cuda, then mps, then cpu; an unavailable explicit device is a clear error."""
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device {name!r} was asked for but CUDA is not available")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise RuntimeError(f"device {name!r} was asked for but MPS is not available")
-    return device
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    if precision == "auto":
-        if device.type != "cuda":
-            return "fp32"
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"  # fp16 gets a gradient scaler
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError(f"precision fp16 needs a CUDA device (got {device}); use bf16 or fp32")
-    return precision
-
-
-def autocast_context(precision: str, device: torch.device):
-    """Mixed-precision autocast for bf16/fp16; parameters and optimizer state stay float32."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-def compile_unsupported_reason(device: torch.device) -> str | None:
-    """Why torch.compile cannot be used here, or None when it can."""
-    if sys.platform == "win32":
-        return "torch.compile is not supported on Windows"
-    if device.type == "mps":
-        return "torch.compile's MPS backend is experimental"
-    if device.type == "cpu" and not (os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")):
-        return "torch.compile on CPU needs a C++ compiler (g++/c++) and none was found"
-    try:
-        import torch._dynamo
-
-        if not torch._dynamo.is_dynamo_supported():
-            return f"torch.compile does not support Python {sys.version.split()[0]} with torch {torch.__version__}"
-    except Exception as error:  # noqa: BLE001 - any import problem means "unsupported"
-        return f"torch.compile is unavailable ({error})"
-    return None
-
-
-def peak_flops(device: torch.device, precision: str) -> float | None:
-    """Dense peak FLOP/s of this GPU for bf16/fp16 (None when unknown or not on CUDA)."""
-    if device.type != "cuda" or precision == "fp32":
-        return None
-    name = torch.cuda.get_device_name(device)
-    for key, value in PEAK_BF16_FLOPS:
-        if key in name:
-            return value
-    return None
-
-
-# -- RNG and sampler state ----------------------------------------------------------------------
-
-
-def capture_rng_state() -> dict[str, Any]:
-    """Python, NumPy-global and torch RNG states as plain values/tensors (loadable weights_only)."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "numpy": {"kind": kind, "keys": keys.tolist(), "pos": int(pos), "has_gauss": int(has_gauss),
-                  "cached_gaussian": float(cached)},
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def restore_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(_to_tuple(state["python"]))
-    n = state["numpy"]
-    np.random.set_state((n["kind"], np.array(n["keys"], dtype=np.uint32), n["pos"], n["has_gauss"],
-                         n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _to_tuple(value):
-    return tuple(_to_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 # -- the trainer -----------------------------------------------------------------------------
@@ -220,8 +115,6 @@ class Trainer:
                 raise ValueError(f"{Path(cfg.data_dir) / (split + '.npy')} has {tokens} tokens; context_length "
                                  f"{cfg.context_length} needs at least {cfg.context_length + 1}")
 
-        from seqlab.model import TransformerLM
-
         torch.manual_seed(cfg.seed)  # same initial weights on every process
         self.raw_model = TransformerLM.from_config(self.model_config, device=device)
         self.optimizer = AdamW(self._param_groups(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
@@ -249,14 +142,10 @@ class Trainer:
         """The model the training step calls: optionally compiled, DDP-wrapped when distributed."""
         self.compiled = False
         if self.config.compile if compile is None else compile:
-            reason = compile_unsupported_reason(self.device)
+            model, reason = compile_model(model, self.device)
             if reason:
                 self._say(f"compile: switched off ({reason}); training eagerly")
             else:
-                import torch._dynamo
-
-                torch._dynamo.config.suppress_errors = True  # fall back to eager on a compile error
-                model = torch.compile(model)
                 self.compiled = True
         if self.dist.enabled:
             from torch.nn.parallel import DistributedDataParallel
@@ -416,24 +305,10 @@ class Trainer:
     def run(self) -> TrainResult:
         self._setup()
         try:
-            with self._sigint_requests_stop():
+            with sigint_requests_stop(self._ctrl_c):
                 return self._loop()
         finally:
             cleanup_distributed(self.dist)
-
-    def _write_run_files(self) -> None:
-        if self.config.overwrite and not self.config.resume:
-            shutil.rmtree(self.ckpt_dir, ignore_errors=True)  # no stale checkpoints of the old run
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.config.save_json(self.run_dir / "config.json", model_config=self.model_config,
-                              extra={"world_size": self.dist.world_size, "total_steps": self.total_steps})
-        source = Path(self.config.data_dir) / "tokenizer"
-        target = self.run_dir / "tokenizer"
-        if source.is_dir() and not (target.exists() and self.config.resume):
-            with atomic_path(target) as tmp:
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.copytree(source, tmp)
-                shutil.rmtree(target, ignore_errors=True)  # os.replace cannot replace a folder
 
     def _loop(self) -> TrainResult:
         from tqdm import tqdm
@@ -441,22 +316,18 @@ class Trainer:
         cfg, main = self.config, self.dist.is_main
         self._started = time.perf_counter()
         self.last_checkpoint = (self.step, self.ckpt_dir / "latest.pt") if cfg.resume else None
-        log = trackers = None
+        run_log = None
         if main:
-            self._write_run_files()
-            log = JsonlLog(self.run_dir / "log.jsonl", resume_step=self.step if cfg.resume else None)
-            trackers = Trackers(run_dir=self.run_dir, config=self.config.to_dict(), wandb=cfg.wandb,
-                                wandb_project=cfg.wandb_project, tensorboard=cfg.tensorboard)
-        flops_per_step = peak = None
-        if self.device.type == "cuda":
-            from seqlab.accounting import training_step_flops
-
-            flops_per_step = training_step_flops(self.model_config, cfg.context_length,
-                                                 cfg.batch_size * cfg.grad_accum_steps)
-            peak = peak_flops(self.device, self.precision)
+            write_run_files(cfg, self.model_config, world_size=self.dist.world_size,
+                            total_steps=self.total_steps)
+            run_log = RunLog(self.run_dir, self.config.to_dict(), resume_step=self.step if cfg.resume else None,
+                             plot_title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
+        # MFU on a GPU: model FLOPs per step over the step time, as a share of the peak
+        peak = peak_flops(self.device, self.precision)
+        flops_per_step = training_step_flops(self.model_config, cfg.context_length,
+                                             cfg.batch_size * cfg.grad_accum_steps) if peak else None
         tokens_per_step = cfg.tokens_per_step(self.dist.world_size)
         result = TrainResult(self.run_dir, self.step, self.total_steps, "completed")
-        history = read_jsonl(self.run_dir / "log.jsonl") if main else []
         step_time, session_steps = 0.0, 0
         smooth_dt: float | None = None  # moving average of the step time, for the progress bar
         window_losses: list[float] = []
@@ -467,41 +338,42 @@ class Trainer:
                       f"({tokens_per_step:,} tokens/step) on {self.device}, {self.precision}")
         try:
             for step in range(self.step, self.total_steps):
+                # 1. one optimizer step (reading the loss waits for the GPU)
                 t0 = time.perf_counter()
-                loss, grad_norm, lr = self.train_step(step)  # reading the loss waits for the GPU
+                loss, grad_norm, lr = self.train_step(step)
                 dt = time.perf_counter() - t0
-                step_time += dt
-                session_steps += 1
-                done = step + 1
+                step_time, session_steps, done = step_time + dt, session_steps + 1, step + 1
                 if not math.isfinite(loss):
                     raise NonFiniteLossError(self._nonfinite_message(done, loss))
                 self.step, self.tokens_seen = done, self.tokens_seen + tokens_per_step
                 window_losses.append(loss)
+                last = done == self.total_steps
+                # 2. progress bar: loss, lr, tokens/s (smoothed) and MFU
                 smooth_dt = dt if smooth_dt is None else 0.9 * smooth_dt + 0.1 * dt
                 postfix = f"loss {loss:.3f} lr {lr:.2e} {tokens_per_step / smooth_dt:,.0f} tok/s"
-                if flops_per_step and peak:
+                if flops_per_step:
                     postfix += f" MFU {flops_per_step / smooth_dt / peak:.1%}"
                 bar.set_postfix_str(postfix, refresh=False)
                 bar.update(1)
-                last = done == self.total_steps
-                if main and (done % cfg.log_interval == 0 or last):
-                    record = {"step": done, "wallclock": round(self.elapsed(), 3),
-                              "train_loss": sum(window_losses) / len(window_losses), "lr": lr,
-                              "grad_norm": grad_norm, "tokens": self.tokens_seen,
-                              "tokens_per_second": round(tokens_per_step / dt, 1)}
-                    result.train_loss = record["train_loss"]
-                    log.write(record)
-                    trackers.log(record)
-                    history.append(record)
+                # 3. log the mean training loss of the interval
                 if done % cfg.log_interval == 0 or last:
+                    result.train_loss = sum(window_losses) / len(window_losses)
                     window_losses = []
+                    if run_log is not None:
+                        run_log.write({"step": done, "wallclock": round(self.elapsed(), 3),
+                                       "train_loss": result.train_loss, "lr": lr, "grad_norm": grad_norm,
+                                       "tokens": self.tokens_seen,
+                                       "tokens_per_second": round(tokens_per_step / dt, 1)})
+                # 4. evaluate, 5. checkpoint
                 if done % cfg.eval_interval == 0 or last:
                     result.val_loss = self.evaluate()
-                    if main:
-                        self._record_eval(done, result.val_loss, log, trackers, history)
+                    if run_log is not None:
+                        run_log.write_eval({"step": done, "wallclock": round(self.elapsed(), 3),
+                                            "val_loss": result.val_loss, "tokens": self.tokens_seen})
                         bar.write(f"step {done}: val loss {result.val_loss:.4f}", file=sys.stderr)
                 if done % cfg.checkpoint_interval == 0 or last:
                     self.save(done)
+                # 6. callbacks, and a requested stop (Ctrl-C) saves and ends the run
                 for callback in self.step_callbacks:
                     callback(self, done)
                 if any_true(self._stop_reason is not None, self.dist, self.device) and not last:
@@ -512,26 +384,14 @@ class Trainer:
                     break
         finally:
             bar.close()
-            if log is not None:
-                log.close()
-                trackers.close()
+            if run_log is not None:
+                run_log.close()
         result.steps = self.step
         result.tokens_seen = self.tokens_seen
         result.tokens_per_second = session_steps * tokens_per_step / step_time if step_time else 0.0
         result.elapsed = self.elapsed()
-        result.history = history
+        result.history = run_log.history if run_log is not None else []
         return result
-
-    def _record_eval(self, step: int, val_loss: float, log: JsonlLog, trackers: Trackers,
-                     history: list[dict]) -> None:
-        """Log an evaluation and redraw the loss curve (main process)."""
-        record = {"step": step, "wallclock": round(self.elapsed(), 3), "val_loss": val_loss,
-                  "tokens": self.tokens_seen}
-        log.write(record)
-        trackers.log(record)
-        history.append(record)
-        plot_loss_curve(history, self.run_dir / "loss_curve.png",
-                        title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
 
     def _nonfinite_message(self, step: int, loss: float) -> str:
         if self.last_checkpoint is not None:
@@ -541,26 +401,13 @@ class Trainer:
         return (f"step {step}: the training loss is {loss}; stopping without saving this state; {kept}. "
                 f"Try a lower --lr, more --warmup-steps or --grad-clip.")
 
-    @contextlib.contextmanager
-    def _sigint_requests_stop(self):
-        """First Ctrl-C: finish the step, save, exit. A second Ctrl-C interrupts at once."""
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def handler(signum, frame):
-            if self._stop_reason is not None:
-                raise KeyboardInterrupt
-            self._stop_reason = "interrupted (Ctrl-C)"
-            self._say("Ctrl-C: saving a checkpoint after this step (press again to quit without saving)")
-
-        previous = signal.signal(signal.SIGINT, handler)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
+    def _ctrl_c(self) -> bool:
+        """First Ctrl-C: finish the step, save, exit (True). A second one: interrupt at once (False)."""
+        if self._stop_reason is not None:
+            return False
+        self._stop_reason = "interrupted (Ctrl-C)"
+        self._say("Ctrl-C: saving a checkpoint after this step (press again to quit without saving)")
+        return True
 
 
 def train(config: TrainConfig, *, step_callbacks: list[Callable] | None = None) -> TrainResult:

@@ -247,10 +247,10 @@ def test_encode_file_parallel_equals_encode(cs336_dir, gpt2_tokenizer, tmp_path)
 
 def test_encode_file_default_workers_fork_above_threshold(cs336_dir, gpt2_tokenizer, gpt2_tiktoken, tmp_path,
                                                           monkeypatch):
-    """``workers=None`` forks a pool from _PARALLEL_MIN_BYTES on (one process below); ids equal tiktoken."""
+    """``workers=None`` forks a pool from PARALLEL_MIN_BYTES on (one process below); ids equal tiktoken."""
     import multiprocessing
 
-    import seqlab.tokenizer.tokenizer as tokenizer_module
+    import seqlab.tokenizer.parallel as parallel_module
 
     text = EOT.join((cs336_dir / "corpus.en").read_text(encoding="utf-8").split("\n\n"))
     path = tmp_path / "docs.txt"
@@ -258,12 +258,12 @@ def test_encode_file_default_workers_fork_above_threshold(cs336_dir, gpt2_tokeni
     contexts = []
     real_get_context = multiprocessing.get_context
     monkeypatch.setattr(multiprocessing, "get_context", lambda *a: contexts.append(a) or real_get_context(*a))
-    monkeypatch.setattr(tokenizer_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(parallel_module.os, "cpu_count", lambda: 2)
     expected = gpt2_tiktoken.encode(text, allowed_special="all")
     size = path.stat().st_size
-    monkeypatch.setattr(tokenizer_module, "_PARALLEL_MIN_BYTES", size + 1)
+    monkeypatch.setattr(parallel_module, "PARALLEL_MIN_BYTES", size + 1)
     assert gpt2_tokenizer.encode_file(path).tolist() == expected and contexts == []
-    monkeypatch.setattr(tokenizer_module, "_PARALLEL_MIN_BYTES", size)
+    monkeypatch.setattr(parallel_module, "PARALLEL_MIN_BYTES", size)
     chunks = list(gpt2_tokenizer.iter_encode_file(path, chunk_bytes=20_000))
     assert len(chunks) > 3 and len(contexts) == 1
     assert [int(i) for a in chunks for i in a] == expected

@@ -264,8 +264,10 @@ def test_asking_for_a_missing_tracker_is_a_clear_error(byte_data, tmp_path, monk
 
 def test_compile_is_switched_off_with_a_message_where_unsupported(byte_data, tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("CXX", raising=False)
-    monkeypatch.setattr(trainer_module.shutil, "which", lambda name: None)  # no C++ compiler on this "machine"
-    reason = trainer_module.compile_unsupported_reason(torch.device("cpu"))
+    from seqlab import runtime
+
+    monkeypatch.setattr(runtime.shutil, "which", lambda name: None)  # no C++ compiler on this "machine"
+    reason = runtime.compile_unsupported_reason(torch.device("cpu"))
     assert "C++ compiler" in reason
     result = train(_config(byte_data, tmp_path / "run", compile=True, max_steps=2))
     assert result.status == "completed"

@@ -42,7 +42,7 @@ def test_errors_name_the_problem():
 
 
 def test_blocked_computation_matches_functional(monkeypatch):
-    import seqlab.training.loss as loss_module
+    import seqlab.model.loss as loss_module
 
     monkeypatch.setattr(loss_module, "CHUNK_VALUES", 20)  # 2 rows of 9 logits per block, 7 blocks
     torch.manual_seed(2)

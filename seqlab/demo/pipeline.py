@@ -1,4 +1,4 @@
-"""``seqlab demo``: the whole pipeline on built-in data, offline, in a few minutes on 2 CPU cores.
+"""The demo (``seqlab demo``): the whole pipeline on built-in data, offline, in a few minutes on 2 CPU cores.
 
 corpus (seeded story grammar) -> BPE tokenizer -> token files -> a small Transformer trained for a
 time budget -> validation loss -> a sampled story -> OUT/report.md with the loss curve.
@@ -17,7 +17,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+from seqlab.atomic import atomic_write_text
+from seqlab.inference.generate import generate
+from seqlab.inference.loading import load_model_from_checkpoint
+from seqlab.tokenizer import Tokenizer
 from seqlab.training.config import TrainConfig
+from seqlab.training.data import prepare
+from seqlab.training.stories import write_demo_corpus
+from seqlab.training.trainer import Trainer, TrainResult, train
 
 
 @dataclass(frozen=True)
@@ -52,8 +61,6 @@ def _say(message: str) -> None:
 
 def time_steps(config: TrainConfig, threads: int, num_steps: int = 4) -> float:
     """Median seconds per training step of ``config`` using ``threads`` CPU threads."""
-    from seqlab.training.trainer import Trainer
-
     probe = Trainer(TrainConfig(**{**config.to_dict(), "max_steps": 10, "progress": False, "threads": threads}))
     probe._setup()
     times = []
@@ -70,8 +77,6 @@ def calibrate_steps(config: TrainConfig, seconds: float, plan: DemoPlan) -> tupl
     Both one thread and torch's default are timed: on a busy machine a single thread can be
     several times faster than threads that wait for each other.
     """
-    import torch
-
     candidates = sorted({1, torch.get_num_threads()})
     timings = {threads: time_steps(config, threads) for threads in candidates}
     threads = min(timings, key=timings.get)
@@ -84,13 +89,6 @@ def calibrate_steps(config: TrainConfig, seconds: float, plan: DemoPlan) -> tupl
 def run_demo(out: str | Path = "demo_out", *, minutes: float = 2.0, fast: bool = False, seed: int = 0,
              progress: bool = True) -> Path:
     """Run the demo into ``out`` and return the path of report.md."""
-    from seqlab.generate import generate
-    from seqlab.tokenizer import Tokenizer
-    from seqlab.training.checkpoint import load_model_from_checkpoint
-    from seqlab.training.data import prepare
-    from seqlab.training.stories import write_demo_corpus
-    from seqlab.training.trainer import train
-
     plan = FAST if fast else FULL
     out = Path(out)
     started = time.perf_counter()
@@ -139,8 +137,9 @@ def run_demo(out: str | Path = "demo_out", *, minutes: float = 2.0, fast: bool =
     return report
 
 
-def write_report(out: Path, *, config: TrainConfig, result, meta: dict, sample: str, parameters: int,
+def write_report(out: Path, *, config: TrainConfig, result: TrainResult, meta: dict, sample: str, parameters: int,
                  total_seconds: float) -> Path:
+    """Write OUT/report.md (loss curve, losses, throughput, the sample) and return its path."""
     run_dir = Path(config.out_dir)
     val_loss = result.val_loss if result.val_loss is not None else float("nan")
     train_loss = result.train_loss if result.train_loss is not None else float("nan")
@@ -180,8 +179,6 @@ def write_report(out: Path, *, config: TrainConfig, result, meta: dict, sample: 
         f"- more samples: `seqlab generate --run {run_dir.as_posix()} --prompt \"{PROMPT}\"`",
         "",
     ]
-    from seqlab.atomic import atomic_write_text
-
     report = out / "report.md"
     atomic_write_text(report, "\n".join(lines))
     return report

@@ -5,16 +5,21 @@ cut into deterministic, non-overlapping windows: window i holds inputs
 ``data[i·n : i·n + n]`` and targets ``data[i·n + 1 : i·n + n + 1]`` with n = context_length.
 The final, shorter window takes whatever remains, so every token after the first is predicted
 exactly once. The result is the mean per-token cross-entropy (nats) and its exponential, the
-perplexity.
+perplexity. ``seqlab eval`` (seqlab/inference/cli.py) runs it on a run or checkpoint.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from seqlab.model import TransformerLM
+from seqlab.model.loss import cross_entropy
+from seqlab.tokenizer.token_array import check_token_array
 
 
 @dataclass
@@ -33,20 +38,13 @@ def window_starts(num_tokens: int, context_length: int) -> list[tuple[int, int]]
             for start in range(0, predicted, context_length)]
 
 
-def evaluate(model, data, batch_size: int = 32, context_length: int | None = None,
+def evaluate(model: TransformerLM, data: np.ndarray, batch_size: int = 32, context_length: int | None = None,
              progress: bool = False, name: str = "data") -> EvalResult:
     """Mean per-token loss and perplexity of ``model`` over all of ``data`` (1-D integer array).
 
     Windows of ``context_length`` (default the model's) are batched ``batch_size`` at a time, with
     no gradient; the shorter last window runs in its own batch. ``progress`` shows a tqdm bar.
     """
-    import numpy as np
-    import torch
-    from tqdm import tqdm
-
-    from seqlab.training import cross_entropy
-    from seqlab.training.data import check_token_ids
-
     data = np.asarray(data)  # a memmap stays on disk (a view, no copy)
     if data.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D array of token ids, got shape {data.shape}")
@@ -59,7 +57,7 @@ def evaluate(model, data, batch_size: int = 32, context_length: int | None = Non
         raise ValueError(f"context_length must be in [1, {model.config.context_length}], got {n}")
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    check_token_ids(data, model.config.vocab_size, name)
+    check_token_array(data, model.config.vocab_size, name)
     device = next(model.parameters()).device
 
     windows = window_starts(len(data), n)
@@ -86,39 +84,3 @@ def evaluate(model, data, batch_size: int = 32, context_length: int | None = Non
         model.train(was_training)
     mean = total_loss / total_tokens
     return EvalResult(loss=mean, perplexity=math.exp(mean), tokens=total_tokens, windows=len(windows))
-
-
-def register(subparsers: Any) -> None:
-    from seqlab.generate import add_model_source
-
-    p = subparsers.add_parser("eval", help="held-out loss and perplexity",
-                              description="Mean per-token loss and perplexity over a whole token split "
-                                          "in non-overlapping context-length windows.")
-    add_model_source(p)
-    p.add_argument("--data", required=True, metavar="FILE.npy", help="token ids, e.g. valid.npy")
-    p.add_argument("--batch-size", type=int, default=32, help="windows per batch (32)")
-    p.add_argument("--context-length", type=int, default=None, help="window length (the model's)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    import json
-
-    from seqlab.generate import load_model
-    from seqlab.training.data import open_tokens
-
-    try:
-        model, _, _ = load_model(args)
-        data = open_tokens(args.data)
-        result = evaluate(model, data, args.batch_size, args.context_length, progress=True,
-                          name=args.data)
-    except (ValueError, FileNotFoundError, KeyError, RuntimeError) as exc:
-        print(f"seqlab eval: error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(asdict(result)))
-    else:
-        print(f"{args.data}: loss {result.loss:.4f} nats/token, perplexity {result.perplexity:.3f} "
-              f"({result.tokens:,} tokens in {result.windows:,} windows)")
-    return 0

@@ -1,0 +1,71 @@
+"""CLI: ``seqlab accounting``.
+
+Only the standard library is imported at the top; the accounting modules load inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    # plain data, no torch (the costs and report modules load in the handler)
+    from seqlab.accounting.presets import (
+        DEFAULT_MEMORY_GB,
+        DEFAULT_MFU,
+        DEFAULT_PEAK_FLOPS,
+        DEFAULT_TRAIN_BATCH,
+        DEFAULT_TRAIN_STEPS,
+        PRESETS,
+    )
+
+    p = subparsers.add_parser(
+        "accounting", help="parameters, FLOPs, memory and training time of a Transformer LM",
+        description="Parameter count, forward FLOPs by component (2mnp rule, full n x n attention), "
+                    "training/AdamW FLOPs, float32 memory and training time, from the model config.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--preset", choices=sorted(PRESETS))
+    src.add_argument("--config", metavar="FILE", help="TOML or JSON file with ModelConfig fields")
+    p.add_argument("--context-length", type=int, help="sequence length (default: the model's)")
+    p.add_argument("--batch-size", type=int, default=1, help="batch for FLOPs and memory (default 1)")
+    p.add_argument("--memory-gb", type=float, default=DEFAULT_MEMORY_GB,
+                   help="accelerator memory for the largest batch (default 80 GB = 80e9 bytes)")
+    p.add_argument("--steps", type=int, default=DEFAULT_TRAIN_STEPS, help="training steps (400000)")
+    p.add_argument("--train-batch-size", type=int, default=DEFAULT_TRAIN_BATCH,
+                   help="batch for the training-time estimate (1024)")
+    p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="model FLOPs utilization (0.5)")
+    p.add_argument("--peak-flops", type=float, default=DEFAULT_PEAK_FLOPS,
+                   help="peak FLOP/s (19.5e12, A100 float32)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from seqlab.accounting.presets import PRESETS
+    from seqlab.accounting.report import ReportOptions, account, as_model_config, format_report, load_config_file
+
+    try:
+        fields_ = dict(PRESETS[args.preset]) if args.preset else load_config_file(args.config)
+        shape = as_model_config(fields_)
+        positive = {"--batch-size": args.batch_size, "--context-length": args.context_length,
+                    "--steps": args.steps, "--train-batch-size": args.train_batch_size,
+                    "--memory-gb": args.memory_gb}
+        wrong = [f"{flag} {value:g}" for flag, value in positive.items() if value is not None and not value > 0]
+        if wrong:
+            raise ValueError(f"these must be positive: {', '.join(wrong)}")
+        report = account(shape, ReportOptions(
+            context_length=args.context_length, batch_size=args.batch_size,
+            memory_gb=args.memory_gb, train_steps=args.steps,
+            train_batch_size=args.train_batch_size, mfu=args.mfu, peak_flops=args.peak_flops))
+    except (ValueError, TypeError) as exc:
+        where = f"{args.config}: " if args.config and not str(exc).startswith(str(args.config)) else ""
+        print(f"seqlab accounting: error: {where}{exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(format_report(report))
+    return 0

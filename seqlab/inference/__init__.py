@@ -1,0 +1,34 @@
+"""Using a trained model: sampling text (``generate``), held-out perplexity (``evaluate``) and
+loading models from runs and checkpoints (``load_model``).
+
+Modules, one concept each: ``sampling`` (temperature, top-k, top-p), ``generate`` (decoding with a
+KV cache and a sliding window), ``evaluate`` (perplexity over a token split), ``loading`` (reading
+checkpoints, rebuilding the model) and ``cli`` (``seqlab generate``, ``seqlab eval``).
+
+Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` does not import torch. Note that
+``seqlab.inference.generate`` and ``seqlab.inference.evaluate`` are the *functions*; import from the
+modules of the same names with ``from seqlab.inference.generate import ...``.
+"""
+
+from __future__ import annotations
+
+from seqlab.lazy import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "seqlab.inference.evaluate": ("EvalResult", "evaluate", "window_starts"),
+    "seqlab.inference.generate": ("generate", "generate_stream"),
+    "seqlab.inference.loading": (
+        "LoadedModel",
+        "checkpoint_path",
+        "load_model",
+        "load_model_from_checkpoint",
+        "read_checkpoint",
+    ),
+    "seqlab.inference.sampling": (
+        "check_sampling_args",
+        "next_token_distribution",
+        "sample_next",
+        "top_k_mask",
+        "top_p_mask",
+    ),
+})

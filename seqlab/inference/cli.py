@@ -1,0 +1,122 @@
+"""CLI: ``seqlab generate`` and ``seqlab eval``.
+
+Only the standard library is imported here; torch loads inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+# errors a handler reports as one line (exit 2) instead of a traceback
+USER_ERRORS = (ValueError, FileNotFoundError, KeyError, RuntimeError)
+
+
+def register(subparsers: Any) -> None:
+    _register_generate(subparsers)
+    _register_eval(subparsers)
+
+
+def _add_model_source(parser: argparse.ArgumentParser) -> None:
+    """--run DIR | --checkpoint PATH and --device, shared by `seqlab generate` and `seqlab eval`."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", metavar="DIR", help="run directory (uses checkpoints/latest.pt)")
+    source.add_argument("--checkpoint", metavar="PATH", help="a checkpoint file")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps or auto (default cpu)")
+
+
+# -- seqlab generate ----------------------------------------------------------------------------
+
+
+def _register_generate(subparsers: Any) -> None:
+    p = subparsers.add_parser("generate", help="sample text from a trained model",
+                              description="Sample a continuation of --prompt, streamed as it is produced.")
+    _add_model_source(p)
+    p.add_argument("--tokenizer", metavar="DIR", help="tokenizer directory (default: RUN/tokenizer)")
+    p.add_argument("--prompt", default="", help="text to continue (default: start of a document)")
+    p.add_argument("--max-tokens", type=int, default=256, help="new tokens at most (256)")
+    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1.0)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0 = off)")
+    p.add_argument("--top-k", type=int, default=None, help="keep the k most likely tokens")
+    p.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
+    p.set_defaults(func=_run_generate)
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    import os
+
+    try:
+        from seqlab.inference.generate import generate_stream
+        from seqlab.inference.loading import load_model
+
+        model, tokenizer, _ = load_model(args.run, args.checkpoint, args.device, args.tokenizer)
+        if tokenizer is None and args.checkpoint:
+            raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
+        if tokenizer is None:
+            raise FileNotFoundError(f"tokenizer directory {os.path.join(args.run, 'tokenizer')} does not exist")
+        eos = tokenizer.eot_id
+        prompt = tokenizer.encode(args.prompt) if args.prompt else []
+        if not prompt:
+            if eos is None:
+                raise ValueError("empty --prompt and the tokenizer has no <|endoftext|> to start from")
+            prompt = [eos]
+        if tokenizer.vocab_size > model.config.vocab_size:
+            raise ValueError(f"tokenizer has {tokenizer.vocab_size} ids but the model only "
+                             f"{model.config.vocab_size}")
+        stream = generate_stream(model, prompt, args.max_tokens, args.temperature, args.top_p,
+                                 args.top_k, eos, args.seed)
+        decoder = tokenizer.stream_decoder()
+        out = sys.stdout
+        out.write(args.prompt)
+        out.flush()
+        for token in stream:
+            if token == eos:
+                break
+            out.write(decoder.feed(token))
+            out.flush()
+        out.write(decoder.finish() + "\n")
+        out.flush()
+    except USER_ERRORS as exc:
+        print(f"seqlab generate: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+# -- seqlab eval --------------------------------------------------------------------------------
+
+
+def _register_eval(subparsers: Any) -> None:
+    p = subparsers.add_parser("eval", help="held-out loss and perplexity",
+                              description="Mean per-token loss and perplexity over a whole token split "
+                                          "in non-overlapping context-length windows.")
+    _add_model_source(p)
+    p.add_argument("--data", required=True, metavar="FILE.npy", help="token ids, e.g. valid.npy")
+    p.add_argument("--batch-size", type=int, default=32, help="windows per batch (32)")
+    p.add_argument("--context-length", type=int, default=None, help="window length (the model's)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run_eval)
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    try:
+        from seqlab.inference.evaluate import evaluate
+        from seqlab.inference.loading import load_model
+        from seqlab.tokenizer.token_array import open_tokens
+
+        model = load_model(args.run, args.checkpoint, args.device).model
+        data = open_tokens(args.data)
+        result = evaluate(model, data, args.batch_size, args.context_length, progress=True,
+                          name=args.data)
+    except USER_ERRORS as exc:
+        print(f"seqlab eval: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(asdict(result)))
+    else:
+        print(f"{args.data}: loss {result.loss:.4f} nats/token, perplexity {result.perplexity:.3f} "
+              f"({result.tokens:,} tokens in {result.windows:,} windows)")
+    return 0

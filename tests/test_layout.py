@@ -1,0 +1,91 @@
+"""The package layout rules of DEVELOPERS.md, checked on the source (ast) and in a subprocess."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "seqlab"
+# these areas know nothing of training (inference loads checkpoints without it)
+TRAINING_FREE = ("model", "tokenizer", "inference")
+ARGPARSE_CALLS = {"ArgumentParser", "add_argument", "add_parser", "add_subparsers", "add_argument_group",
+                  "add_mutually_exclusive_group"}
+# the train config builds its parser from its dataclass metadata (issue 14 keeps it there)
+ARGPARSE_ALLOWED = {PACKAGE / "training" / "config.py"}
+# seqlab modules that themselves import only the standard library (a cli.py may import them at the top)
+LIGHT_SEQLAB = {"seqlab", "seqlab.__version__", "seqlab.atomic", "seqlab.atomic.atomic_path"}
+
+
+def modules(root: Path = PACKAGE) -> list[Path]:
+    return sorted(root.rglob("*.py"))
+
+
+def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, dotted name) of every import in ``tree``; ``from a import b`` gives both a and a.b."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def test_the_checker_sees_every_form_of_import():
+    tree = ast.parse("import seqlab.training.data\nfrom seqlab import training\n"
+                     "def f():\n    from seqlab.training.trainer import train\n")
+    names = [name for _, name in imported_modules(tree)]
+    assert names.count("seqlab.training") == 1 and "seqlab.training.data" in names
+    assert "seqlab.training.trainer" in names
+
+
+@pytest.mark.parametrize("area", TRAINING_FREE)
+def test_model_tokenizer_and_inference_never_import_training(area):
+    offenders = []
+    for path in modules(PACKAGE / area):
+        for line, name in imported_modules(ast.parse(path.read_text(encoding="utf-8"))):
+            if name == "seqlab.training" or name.startswith("seqlab.training."):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}")
+    assert not offenders, "move the shared code out of seqlab/training:\n" + "\n".join(offenders)
+
+
+def test_only_cli_modules_build_argument_parsers():
+    offenders = []
+    for path in modules():
+        if path.name == "cli.py" or path in ARGPARSE_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if name in ARGPARSE_CALLS:
+                    offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} calls {name}")
+    assert not offenders, "argparse code belongs in the area's cli.py:\n" + "\n".join(offenders)
+
+
+def test_cli_modules_import_only_the_standard_library_at_the_top():
+    offenders = []
+    for path in modules():
+        if path.name != "cli.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:  # top level only; handlers import what they need
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for _, name in imported_modules(node):
+                    top = name.split(".")[0]
+                    if top not in sys.stdlib_module_names | {"__future__"} and name not in LIGHT_SEQLAB:
+                        offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {name}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_seqlab_help_imports_neither_torch_nor_numpy():
+    code = ("import runpy, sys\nsys.argv = ['seqlab', '--help']\n"
+            "try:\n    runpy.run_module('seqlab', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in ('torch', 'numpy', 'tqdm') if m in sys.modules)\n"
+            "print('HEAVY', heavy)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "train" in result.stdout and "generate" in result.stdout  # the help was printed
+    assert "HEAVY []" in result.stdout, result.stdout[-300:]
