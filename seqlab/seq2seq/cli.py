@@ -170,7 +170,8 @@ def heatmap_text(weights: list[list[float]], row_labels: list[str], column_label
 
 
 def _token_labels(vocab, ids: list[int]) -> list[str]:
-    return [repr(vocab.decode([i]))[1:-1] or "?" for i in ids]
+    """How each token is shown in a heatmap: escapes for control characters, a visible space."""
+    return [repr(vocab.decode([i]))[1:-1].replace(" ", "\u2423") or "?" for i in ids]
 
 
 def _run_translate(args: argparse.Namespace) -> int:

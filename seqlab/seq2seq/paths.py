@@ -159,7 +159,7 @@ def _save_figure(fig, path: Path) -> None:
 
 
 def _labels(vocab, ids: list[int]) -> list[str]:
-    return [vocab.decode([i]) or "?" for i in ids]
+    return [vocab.decode([i]).replace(" ", "\u2423") or "?" for i in ids]
 
 
 def draw_attention(path: Path, maps: list[torch.Tensor], src_labels: list[str], tgt_labels: list[str],
@@ -167,7 +167,7 @@ def draw_attention(path: Path, maps: list[torch.Tensor], src_labels: list[str], 
     """One panel per decoder layer: the layer's attention over the source, mean over heads."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(3.2 * len(maps) + 1, 3.5), layout="constrained")
+    fig = Figure(figsize=(max(6.0, 3.6 * len(maps) + 1), 4.0), layout="constrained")
     axes = fig.subplots(1, len(maps), squeeze=False)[0]
     for layer, (axis, weights) in enumerate(zip(axes, maps)):
         axis.imshow(weights[0].float().mean(0).numpy(), cmap="viridis", vmin=0, aspect="auto")
@@ -421,7 +421,7 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
                     maps = run.model.attention_maps(torch.tensor([src_ids]), torch.tensor([tgt_ids]))
                 if maps:
                     draw_attention(out / f"attention_{task}_{arch}.png", maps, *labels,
-                                   title=f"{arch} on {task}: {example[0]!r} -> {example[1]!r}")
+                                   title=f"{arch} on {task}\n{example[0]!r} -> {example[1]!r}")
                 dep = dependency_map(run.model, torch.tensor(src_ids), torch.tensor(tgt_ids)).detach().float()
                 deps[arch] = dep
                 record["alignment_share"] = alignment_share(dep, task)
@@ -429,7 +429,7 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
                 say(f"paths: {task} / {arch}: {result.steps} steps in {train_seconds:.0f} s, exact match "
                     f"{scored.exact_match:.1%}")
             draw_dependency(out / f"dependency_{task}.png", deps, *labels,
-                            title=f"{task}: which source positions move each output ({example[0]!r})")
+                            title=f"{task}: which source positions move each output\n{example[0]!r} -> {example[1]!r}")
             results["tasks"][task] = info
     finally:
         torch.set_num_threads(saved_threads)

@@ -131,14 +131,15 @@ def test_tsv_pairs_with_bpe(tmp_path):
 
 @pytest.mark.slow
 def test_transformer_learns_dates_to_99_percent(tmp_path):
-    """The settings of benchmarks/seq2seq_dates.py; scored on 1000 dates never seen in training or
-    in the validation set that decided when to stop."""
+    """The settings of benchmarks/seq2seq_dates.py, stopping at 99.5% on 1000 validation dates (a
+    margin over 99%); scored on 1000 dates never seen in training or in that validation set."""
     from seqlab.seq2seq.tasks import make_pairs
     from seqlab.seq2seq.train import load_pairs
 
     cfg = Seq2SeqTrainConfig(out_dir=str(tmp_path / "dates"), task="dates", arch="transformer", d_model=64,
                              layers=2, num_heads=4, steps=3000, batch_size=64, lr=3e-3, warmup_steps=100,
-                             eval_interval=100, eval_size=500, target_exact_match=0.99, progress=False)
+                             eval_interval=100, valid_size=1000, eval_size=1000, target_exact_match=0.995,
+                             progress=False)
     result = train(cfg, log=lambda m: None)
     assert result.status == "target reached", result.val_exact_match
     run = load_run(tmp_path / "dates", device="cpu")
