@@ -147,3 +147,19 @@ def test_transformer_learns_dates_to_99_percent(tmp_path):
     test = make_pairs("dates", 1000, seed=7_000_001, exclude=seen)
     scored = evaluate_translations(run.model, test, run.src_vocab, run.tgt_vocab)
     assert scored.exact_match >= 0.99
+
+
+def test_tsv_pairs_with_a_saved_tokenizer(tmp_path):
+    from seqlab.seq2seq.train import build_vocabs
+    from seqlab.tokenizer import Tokenizer, train_bpe
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the black cat sleeps\nle chat noir dort\n" * 10, encoding="utf-8")
+    tokenizer = Tokenizer(*train_bpe(corpus, 280, ["<|endoftext|>"]), ["<|endoftext|>"])
+    tokenizer.save(tmp_path / "tok")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("le chat noir dort\tthe black cat sleeps\n", encoding="utf-8")
+    cfg = Seq2SeqTrainConfig(task=None, pairs=str(pairs), tokenize="bpe", tokenizer=str(tmp_path / "tok"))
+    src, tgt = build_vocabs(cfg, [("le chat noir dort", "the black cat sleeps")])
+    assert src is tgt and src.size == tokenizer.vocab_size + 4  # shifted past PAD, BOS, EOS, UNK
+    assert src.encode("le chat") == [i + 4 for i in tokenizer.encode("le chat")]
