@@ -2,8 +2,8 @@
 
 Only the standard library is imported at the top; torch loads inside the handlers. Training flags
 leave out their defaults (argparse.SUPPRESS), so the defaults live in one place,
-:class:`seqlab.seq2seq.train.Seq2SeqTrainConfig`, and ``--resume`` keeps the run's saved settings
-except the flags given again.
+:class:`seqlab.seq2seq.train_config.Seq2SeqTrainConfig` (``--help`` shows them), and ``--resume``
+keeps the run's saved settings except the flags given again.
 """
 
 from __future__ import annotations
@@ -37,29 +37,29 @@ def _error(message: str, code: int = 1) -> int:
 
 def _register_train(commands) -> None:
     from seqlab.seq2seq.config import ARCHS, ATTENTION_SCORES, CELLS, FFNS, NORM_POSITIONS, NORMS, POSITIONALS
-    from seqlab.seq2seq.tasks import TASKS
+    from seqlab.seq2seq.tasks import DEFAULT_LENGTHS, TASKS
 
     train = commands.add_parser(
         "train", help="train an encoder-decoder on a built-in task or a TSV file",
         description="Train (or --resume) a seq2seq model. Writes OUT/config.json, vocab.json, "
-                    "checkpoints/latest.pt, log.jsonl, loss_curve.png. Unset flags take the defaults of "
-                    "seqlab.seq2seq.train.Seq2SeqTrainConfig (with --resume: the run's saved settings).",
+                    "checkpoints/latest.pt, log.jsonl, loss_curve.png. With --resume, unset flags keep the "
+                    "run's saved settings.",
         argument_default=argparse.SUPPRESS)
     add = train.add_argument
     data = train.add_argument_group("data")
-    data.add_argument("--task", choices=TASKS, help="built-in generated task (default: dates)")
+    data.add_argument("--task", choices=TASKS, help="built-in generated task")
     data.add_argument("--pairs", metavar="FILE.tsv", help="source<TAB>target lines (Tatoeba/Anki export format)")
     data.add_argument("--skip-bad-lines", action="store_true", help="leave out (and list) unusable lines of --pairs")
-    data.add_argument("--tokenize", choices=("char", "bpe"), help="characters (default) or byte-level BPE")
+    data.add_argument("--tokenize", choices=("char", "bpe"), help="characters or byte-level BPE")
     data.add_argument("--tokenizer", metavar="DIR", help="BPE tokenizer directory (default: train one on the pairs)")
     data.add_argument("--bpe-vocab-size", type=int, metavar="N", help="size of a BPE trained on the pairs")
     data.add_argument("--train-size", type=int, metavar="N", help="built-in task: training pairs")
     data.add_argument("--valid-size", type=int, metavar="N", help="built-in task: validation pairs")
     data.add_argument("--valid-fraction", type=float, metavar="F", help="--pairs: share held out for validation")
-    data.add_argument("--min-len", type=int, metavar="N", help="copy/reverse/sort: shortest source")
-    data.add_argument("--max-len", type=int, metavar="N", help="copy/reverse/sort: longest source")
+    data.add_argument("--min-len", type=int, metavar="N", help=f"copy/reverse/sort: shortest source (default: {DEFAULT_LENGTHS[0]})")
+    data.add_argument("--max-len", type=int, metavar="N", help=f"copy/reverse/sort: longest source (default: {DEFAULT_LENGTHS[1]})")
     model = train.add_argument_group("model")
-    model.add_argument("--arch", choices=ARCHS, help="default: transformer")
+    model.add_argument("--arch", choices=ARCHS)
     model.add_argument("--d-model", type=int, metavar="N", help="embedding (and RNN hidden) size")
     model.add_argument("--num-heads", type=int, metavar="N")
     model.add_argument("--layers", type=int, metavar="N", help="encoder and decoder layers")
@@ -85,14 +85,29 @@ def _register_train(commands) -> None:
     opt.add_argument("--checkpoint-interval", type=int, metavar="N")
     opt.add_argument("--target-exact-match", type=float, metavar="F", help="stop once validation exact match >= F")
     opt.add_argument("--max-minutes", type=float, metavar="M", help="stop (and save) after M minutes")
-    add("--out", dest="out_dir", metavar="DIR", help="run directory (default: runs/seq2seq)")
+    add("--out", dest="out_dir", metavar="DIR", help="run directory")
     add("--seed", type=int)
     add("--device", help="auto | cpu | cuda | mps")
     add("--threads", type=int, metavar="N", help="torch CPU threads")
     add("--no-progress", dest="progress", action="store_false")
     add("--resume", action="store_true", help="continue OUT/checkpoints/latest.pt")
     add("--overwrite", action="store_true", help="start over in an OUT that holds a run")
+    _show_defaults(train)
     train.set_defaults(func=_run_train)
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append "(default: X)" to each flag's help, X read from Seq2SeqTrainConfig (one source)."""
+    import dataclasses
+
+    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(Seq2SeqTrainConfig)}
+    for action in parser._actions:
+        value = defaults.get(action.dest)
+        if value is None or isinstance(value, bool) or action.help == argparse.SUPPRESS:
+            continue
+        action.help = f"{action.help} (default: {value})" if action.help else f"default: {value}"
 
 
 def _train_settings(args: argparse.Namespace) -> dict:
@@ -106,7 +121,7 @@ def _run_train(args: argparse.Namespace) -> int:
     if "pairs" in given and "task" not in given:
         given["task"] = None
     try:
-        from seqlab.seq2seq.train import Seq2SeqTrainConfig
+        from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 
         if given.get("resume"):
             out = given.get("out_dir", "runs/seq2seq")
