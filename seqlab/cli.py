@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 import seqlab
@@ -41,6 +42,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit code.
+
+    A reader that hangs up early (``seqlab labs | head -1``) is not an error worth a traceback:
+    as the Python docs on SIGPIPE recommend, stdout is pointed at ``os.devnull`` (so the final
+    flush at exit cannot fail again) and the exit code is 141 (128 + SIGPIPE), what a shell
+    reports for any program stopped that way.
+    """
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not as "Exception ignored" at exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return 141
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "func", None)
@@ -52,6 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _discard_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (an in-memory stdout)
+        pass
 
 
 if __name__ == "__main__":

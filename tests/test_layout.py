@@ -15,7 +15,8 @@ ARGPARSE_CALLS = {"ArgumentParser", "add_argument", "add_parser", "add_subparser
 # the train config builds its parser from its dataclass metadata (issue 14 keeps it there)
 ARGPARSE_ALLOWED = {PACKAGE / "training" / "config.py"}
 # seqlab modules that themselves import only the standard library (a cli.py may import them at the top)
-LIGHT_SEQLAB = {"seqlab", "seqlab.__version__", "seqlab.atomic", "seqlab.atomic.atomic_path"}
+LIGHT_SEQLAB = {"seqlab", "seqlab.__version__", "seqlab.atomic", "seqlab.atomic.atomic_path", "seqlab.cli_types",
+                "seqlab.cli_types.finite_float"}
 
 
 def modules(root: Path = PACKAGE) -> list[Path]:

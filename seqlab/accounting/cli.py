@@ -10,6 +10,8 @@ import json
 import sys
 from typing import Any
 
+from seqlab.cli_types import finite_float
+
 
 def register(subparsers: Any) -> None:
     # plain data, no torch (the costs and report modules load in the handler)
@@ -31,13 +33,13 @@ def register(subparsers: Any) -> None:
     src.add_argument("--config", metavar="FILE", help="TOML or JSON file with ModelConfig fields")
     p.add_argument("--context-length", type=int, help="sequence length (default: the model's)")
     p.add_argument("--batch-size", type=int, default=1, help="batch for FLOPs and memory (default 1)")
-    p.add_argument("--memory-gb", type=float, default=DEFAULT_MEMORY_GB,
+    p.add_argument("--memory-gb", type=finite_float, default=DEFAULT_MEMORY_GB,
                    help="accelerator memory for the largest batch (default 80 GB = 80e9 bytes)")
     p.add_argument("--steps", type=int, default=DEFAULT_TRAIN_STEPS, help="training steps (400000)")
     p.add_argument("--train-batch-size", type=int, default=DEFAULT_TRAIN_BATCH,
                    help="batch for the training-time estimate (1024)")
-    p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="model FLOPs utilization (0.5)")
-    p.add_argument("--peak-flops", type=float, default=DEFAULT_PEAK_FLOPS,
+    p.add_argument("--mfu", type=finite_float, default=DEFAULT_MFU, help="model FLOPs utilization (0.5)")
+    p.add_argument("--peak-flops", type=finite_float, default=DEFAULT_PEAK_FLOPS,
                    help="peak FLOP/s (19.5e12, A100 float32)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)

@@ -1,16 +1,19 @@
-"""The demo (``seqlab demo``): the whole pipeline on built-in data, offline, in a few minutes on 2 CPU cores.
+"""The demo (``seqlab demo``): the whole pipeline on built-in data, offline, in two minutes (``--minutes``).
 
-corpus (seeded story grammar) -> BPE tokenizer -> token files -> a small Transformer trained for a
-time budget -> validation loss -> a sampled story -> OUT/report.md with the loss curve.
+corpus (seeded story grammar) -> BPE tokenizer -> token files -> a small Transformer trained until
+the time budget is spent -> validation loss -> a sampled story -> OUT/report.md with the loss curve.
 
-The number of steps is chosen by timing a few training steps first, so the run takes about the
-requested minutes on whatever machine it runs on (the cosine schedule still ends at the last step).
+``minutes`` is the length of the whole demo, on any machine: training gets what the other stages
+leave of it (``time_budget_s`` of the training config, with the cosine following elapsed time), so
+a busy machine trains fewer steps instead of running longer. OUT is built beside its final place
+and swapped in whole; an existing OUT is replaced only with ``overwrite``.
 """
 
 from __future__ import annotations
 
+import json
 import math
-import shutil
+import os
 import statistics
 import sys
 import time
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from seqlab.atomic import atomic_write_text
+from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.inference.generate import generate
 from seqlab.inference.loading import load_model_from_checkpoint
 from seqlab.tokenizer import Tokenizer
@@ -27,6 +30,11 @@ from seqlab.training.config import TrainConfig
 from seqlab.training.data import prepare
 from seqlab.training.stories import write_demo_corpus
 from seqlab.training.trainer import Trainer, TrainResult, train
+
+# what OUT holds; with overwrite, an OUT holding anything else is refused (it might be a working folder)
+DEMO_FILES = frozenset({"corpus", "data", "run", "report.md"})
+DEFAULT_MINUTES = 2.0
+MIN_TRAINING_SHARE = 0.25  # training never gets less than this share of the budget
 
 
 @dataclass(frozen=True)
@@ -41,17 +49,18 @@ class DemoPlan:
     batch_size: int
     lr: float
     eval_batches: int
-    min_steps: int
-    max_steps: int
+    warmup_steps: int
+    max_steps: int       # a cap; the full demo stops when its time is spent
     sample_tokens: int
+    reserve_s: float     # seconds kept for the last evaluation, the sample and the report
 
 
 FULL = DemoPlan(train_stories=6000, valid_stories=400, vocab_size=1024, context_length=128, d_model=128,
-                num_layers=4, num_heads=4, batch_size=16, lr=3e-3, eval_batches=10, min_steps=60,
-                max_steps=4000, sample_tokens=200)
+                num_layers=4, num_heads=4, batch_size=16, lr=3e-3, eval_batches=10, warmup_steps=50,
+                max_steps=100_000, sample_tokens=200, reserve_s=10.0)
 FAST = DemoPlan(train_stories=300, valid_stories=40, vocab_size=300, context_length=32, d_model=32,
-                num_layers=2, num_heads=2, batch_size=8, lr=1e-2, eval_batches=2, min_steps=40,
-                max_steps=40, sample_tokens=30)
+                num_layers=2, num_heads=2, batch_size=8, lr=1e-2, eval_batches=2, warmup_steps=2,
+                max_steps=40, sample_tokens=30, reserve_s=0.0)
 PROMPT = "Once upon a time"
 
 
@@ -59,66 +68,83 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def time_steps(config: TrainConfig, threads: int, num_steps: int = 4) -> float:
-    """Median seconds per training step of ``config`` using ``threads`` CPU threads."""
-    probe = Trainer(TrainConfig(**{**config.to_dict(), "max_steps": 10, "progress": False, "threads": threads}))
+def time_steps(config: TrainConfig, num_steps: int = 3) -> float:
+    """Median seconds per training step of ``config`` (the first step, which allocates, is left out)."""
+    probe = Trainer(TrainConfig(**{**config.to_dict(), "max_steps": 10, "progress": False, "time_budget_s": None}))
     probe._setup()
     times = []
     for step in range(num_steps):
         started = time.perf_counter()
         probe.train_step(step)
         times.append(time.perf_counter() - started)
-    return statistics.median(times[1:])  # the first step pays one-off allocation costs
+    return statistics.median(times[1:])
 
 
-def calibrate_steps(config: TrainConfig, seconds: float, plan: DemoPlan) -> tuple[int, float, int]:
-    """(steps that fit in ``seconds``, seconds per step, CPU threads to use).
-
-    Both one thread and torch's default are timed: on a busy machine a single thread can be
-    several times faster than threads that wait for each other.
-    """
-    candidates = sorted({1, torch.get_num_threads()})
-    timings = {threads: time_steps(config, threads) for threads in candidates}
-    threads = min(timings, key=timings.get)
-    step_time = timings[threads]
-    # leave room for evaluations, checkpoints and plots (about a tenth of the budget)
-    steps = int(0.9 * seconds / step_time)
-    return max(plan.min_steps, min(plan.max_steps, steps)), step_time, threads
+def choose_threads() -> int:
+    """CPU threads to train with: one on a machine already busier than its cores (threads that wait
+    for each other there can be several times slower than one), else torch's default."""
+    try:
+        busy = os.getloadavg()[0] >= (os.cpu_count() or 1)
+    except OSError:  # no load average on this system
+        busy = False
+    return 1 if busy else torch.get_num_threads()
 
 
-def run_demo(out: str | Path = "demo_out", *, minutes: float = 2.0, fast: bool = False, seed: int = 0,
-             progress: bool = True) -> Path:
-    """Run the demo into ``out`` and return the path of report.md."""
-    plan = FAST if fast else FULL
+def run_demo(out: str | Path = "demo_out", *, minutes: float = DEFAULT_MINUTES, fast: bool = False, seed: int = 0,
+             progress: bool = True, overwrite: bool = False) -> Path:
+    """Run the demo into ``out`` (replacing it whole when ``overwrite``) and return the path of report.md."""
     out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
+        raise FileExistsError(f"--out {out} already exists; pass --overwrite to replace it (the new demo is built "
+                              "beside it and swapped in whole), or choose another --out")
+    with atomic_directory(out, replaceable=DEMO_FILES) as building:
+        _build(building, out, minutes=minutes, fast=fast, seed=seed, progress=progress)
+    report = out / "report.md"
+    _say(f"wrote {report}")
+    return report
+
+
+def _build(work: Path, out: Path, *, minutes: float, fast: bool, seed: int, progress: bool) -> None:
+    """Every stage of the demo, written into ``work`` (which becomes ``out`` when this returns)."""
+    plan = FAST if fast else FULL
     started = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    _say(f"[1/5] writing the built-in story corpus ({plan.train_stories} + {plan.valid_stories} stories)")
-    train_txt, valid_txt = write_demo_corpus(out / "corpus", plan.train_stories, plan.valid_stories, seed)
+    _say(f"[1/5] writing the built-in story corpus ({plan.train_stories} + {plan.valid_stories} stories "
+         "from a small story grammar)")
+    train_txt, valid_txt = write_demo_corpus(work / "corpus", plan.train_stories, plan.valid_stories, seed)
 
-    _say(f"[2/5] training a BPE tokenizer (vocab {plan.vocab_size}) and encoding both splits")
-    data_dir = out / "data"
-    meta = prepare(train_txt, valid_txt, plan.vocab_size, data_dir, workers=1, progress=False)
+    _say(f"[2/5] training a BPE tokenizer (up to {plan.vocab_size} tokens) and encoding both splits")
+    meta = prepare(train_txt, valid_txt, plan.vocab_size, work / "data", workers=1, progress=False)
+    _say(f"      learned {meta['vocab_size']} tokens" + ("" if meta["vocab_size"] == plan.vocab_size else
+         f", not {plan.vocab_size}: {_short_vocabulary(meta)}"))
 
-    run_dir = out / "run"
-    shutil.rmtree(run_dir, ignore_errors=True)  # a demo always starts fresh
+    run_dir = work / "run"
     config = TrainConfig(
-        data_dir=str(data_dir), out_dir=str(run_dir), seed=seed, context_length=plan.context_length,
+        data_dir=str(work / "data"), out_dir=str(run_dir), seed=seed, context_length=plan.context_length,
         d_model=plan.d_model, num_layers=plan.num_layers, num_heads=plan.num_heads,
-        batch_size=plan.batch_size, lr=plan.lr, max_steps=plan.max_steps, eval_batches=plan.eval_batches,
-        device="cpu", progress=progress,
+        batch_size=plan.batch_size, lr=plan.lr, max_steps=plan.max_steps, warmup_steps=plan.warmup_steps,
+        eval_batches=plan.eval_batches, device="cpu", progress=progress, threads=1,
     )
     if fast:
-        steps, step_time, threads = plan.max_steps, float("nan"), 1
+        config = TrainConfig(**{**config.to_dict(), "eval_interval": 10, "checkpoint_interval": 20,
+                                "log_interval": 1})
+        _say(f"[3/5] training {plan.max_steps} steps")
     else:
-        steps, step_time, threads = calibrate_steps(config, minutes * 60, plan)
-    config = TrainConfig(**{**config.to_dict(), "max_steps": steps, "warmup_steps": max(1, steps // 20),
-                            "threads": threads,
-                            "eval_interval": max(1, steps // 10), "checkpoint_interval": max(1, steps // 2),
-                            "log_interval": max(1, steps // 100)})
-    timing = "" if fast else f" (~{step_time * 1000:.0f} ms/step measured, {threads} CPU thread(s))"
-    _say(f"[3/5] training {steps} steps{timing}")
+        threads = choose_threads()
+        config = TrainConfig(**{**config.to_dict(), "threads": threads})
+        step_time = time_steps(config)  # only to space the evaluations; the clock ends the training
+        left = minutes * 60 - (time.perf_counter() - started) - plan.reserve_s
+        budget = max(left, MIN_TRAINING_SHARE * minutes * 60)
+        expected = max(1, int(budget / step_time))
+        config = TrainConfig(**{**config.to_dict(), "time_budget_s": round(budget, 1),
+                                "eval_interval": max(1, expected // 10), "checkpoint_interval": plan.max_steps,
+                                "log_interval": max(1, expected // 100)})
+        if budget > left:
+            _say(f"      note: the first stages took {time.perf_counter() - started:.0f} s on this busy machine; "
+                 f"training still gets {budget:.0f} s, so the demo runs over its {minutes:g} minutes")
+        _say(f"[3/5] training for {budget:.0f} s (~{expected} steps at {step_time * 1000:.0f} ms/step measured, "
+             f"{threads} CPU thread(s))")
     result = train(config)
+    _point_run_at(out, run_dir)
 
     _say("[4/5] evaluating and sampling a story")
     model, _payload = load_model_from_checkpoint(run_dir / "checkpoints" / "latest.pt")
@@ -131,39 +157,66 @@ def run_demo(out: str | Path = "demo_out", *, minutes: float = 2.0, fast: bool =
     sample = PROMPT + tokenizer.decode(new_ids)
 
     _say("[5/5] writing the report")
-    report = write_report(out, config=config, result=result, meta=meta, sample=sample,
-                          parameters=model.num_parameters(), total_seconds=time.perf_counter() - started)
+    write_report(work, out, config=config, plan=plan, result=result, meta=meta, sample=sample,
+                 parameters=model.num_parameters(), total_seconds=time.perf_counter() - started,
+                 minutes=None if fast else minutes)
     _say(sample)
-    return report
 
 
-def write_report(out: Path, *, config: TrainConfig, result: TrainResult, meta: dict, sample: str, parameters: int,
-                 total_seconds: float) -> Path:
-    """Write OUT/report.md (loss curve, losses, throughput, the sample) and return its path."""
+def _point_run_at(out: Path, run_dir: Path) -> None:
+    """RUN/config.json names where the data and run will be once the demo is swapped into ``out``."""
+    path = run_dir / "config.json"
+    saved = json.loads(path.read_text())
+    saved.update(data_dir=str(out / "data"), out_dir=str(out / "run"))
+    atomic_write_text(path, json.dumps(saved, indent=2) + "\n")
+
+
+def _short_vocabulary(meta: dict) -> str:
+    merges = meta["vocab_size"] - 256 - len(meta["special_tokens"])
+    return (f"after {merges} merges every word of the grammar's small word list is a single token, "
+            "so no pair is left to merge")
+
+
+def write_report(work: Path, out: Path, *, config: TrainConfig, plan: DemoPlan, result: TrainResult, meta: dict,
+                 sample: str, parameters: int, total_seconds: float, minutes: float | None) -> Path:
+    """Write WORK/report.md (loss curve, losses, throughput, the sample) and return its path.
+
+    ``work`` is where the demo is being built and ``out`` where it will be; ``minutes`` is the
+    demo's time budget (None for the fixed-length ``--fast`` run).
+    """
     run_dir = Path(config.out_dir)
     val_loss = result.val_loss if result.val_loss is not None else float("nan")
     train_loss = result.train_loss if result.train_loss is not None else float("nan")
     quoted = "\n".join(f"> {line}" if line else ">" for line in sample.splitlines())
     splits = meta["splits"]
+    vocab = f"{meta['vocab_size']}-token BPE vocabulary"
+    if meta["vocab_size"] != plan.vocab_size:
+        vocab += f" ({plan.vocab_size} were asked for; {_short_vocabulary(meta)})"
+    budget = "" if minutes is None else f" (budget {minutes * 60:.0f} s)"
+    training = "" if minutes is None else f" (what the budget left: {config.time_budget_s:.0f} s)"
     lines = [
         "# seqlab demo report",
         "",
         f"A {parameters:,}-parameter Transformer LM ({config.num_layers} layers, d_model {config.d_model}, "
         f"{config.num_heads} heads, context {config.context_length}) trained from scratch on the built-in "
-        f"story corpus with a {meta['vocab_size']}-token BPE vocabulary.",
+        f"story corpus with a {vocab}.",
         "",
-        f"![loss curve]({(run_dir / 'loss_curve.png').relative_to(out).as_posix()})",
+        "The corpus is generated from a small story grammar (`seqlab.training.stories`: a dozen names, "
+        "places and objects in a fixed plot), so it is far more predictable than real text: its low "
+        "perplexity is not comparable to TinyStories or any natural corpus.",
+        "",
+        f"![loss curve]({(run_dir / 'loss_curve.png').relative_to(work).as_posix()})",
         "",
         "| measure | value |",
         "| --- | --- |",
         f"| training steps | {result.steps} ({result.tokens_seen:,} tokens, batch {config.batch_size} x "
         f"{config.context_length}) |",
-        f"| final train loss | {train_loss:.4f} |",
+        f"| final {result.train_loss_label} | {train_loss:.4f} |",
         f"| final validation loss | {val_loss:.4f} (perplexity {math.exp(val_loss):.2f}) |",
         f"| uniform-guess loss | {math.log(meta['vocab_size']):.4f} (ln of the vocabulary size) |",
         f"| training throughput | {result.tokens_per_second:,.0f} tokens/s |",
-        f"| training time | {result.elapsed:.1f} s |",
-        f"| whole demo | {total_seconds:.1f} s |",
+        f"| training time | {result.elapsed:.1f} s{training} |",
+        f"| whole demo | {total_seconds:.1f} s{budget} |",
         f"| corpus | {splits['train']['tokens']:,} train / {splits['valid']['tokens']:,} validation tokens, "
         f"{splits['train']['bytes_per_token']} bytes/token |",
         "",
@@ -173,12 +226,12 @@ def write_report(out: Path, *, config: TrainConfig, result: TrainResult, meta: d
         "",
         "## Files",
         "",
-        f"- run directory: `{run_dir.relative_to(out).as_posix()}/` (config.json, checkpoints/, log.jsonl, "
+        f"- run directory: `{run_dir.relative_to(work).as_posix()}/` (config.json, checkpoints/, log.jsonl, "
         "loss_curve.png, tokenizer/)",
-        f"- prepared data: `data/`; corpus: `corpus/`",
-        f"- more samples: `seqlab generate --run {run_dir.as_posix()} --prompt \"{PROMPT}\"`",
+        "- prepared data: `data/`; corpus: `corpus/`",
+        f"- more samples: `seqlab generate --run {(out / 'run').as_posix()} --prompt \"{PROMPT}\"`",
         "",
     ]
-    report = out / "report.md"
+    report = work / "report.md"
     atomic_write_text(report, "\n".join(lines))
     return report

@@ -1,19 +1,28 @@
-"""`seqlab explore [--host 127.0.0.1] [--port 8000] [--no-browser]`, and the arguments of
-`python -m seqlab.explorer.screenshot OUT.png` (see seqlab/explorer/screenshot.py)."""
+"""`seqlab explore [--run DIR ...] [--paths DIR] [--host 127.0.0.1] [--port 8000] [--no-browser]`,
+and the arguments of `python -m seqlab.explorer.screenshot OUT.png` (see seqlab/explorer/screenshot.py)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+DEMO_RUN = os.path.join("demo_out", "run")
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "explore",
         help="open the interactive explorer (a local web page)",
-        description="Serve the explorer: one live widget per lesson computation, driven by seqlab.labs. "
-        "Works offline; binds to 127.0.0.1 unless --host says otherwise.",
+        description="Serve the explorer: one live widget per lesson computation, driven by seqlab.labs, "
+        "plus panels over your own trained models (--run). Works offline; binds to 127.0.0.1 unless "
+        "--host says otherwise.",
     )
+    parser.add_argument("--run", action="append", default=[], metavar="DIR",
+                        help="a run directory to explore (repeatable): a language model from `seqlab train` / "
+                        f"`seqlab demo`, or a seq2seq model from `seqlab seq2seq train`; default {DEMO_RUN} "
+                        "when it exists")
+    parser.add_argument("--paths", metavar="DIR", help="results of `seqlab paths --out DIR` to draw")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
@@ -24,17 +33,28 @@ def register(subparsers) -> None:
 def run_explore(args: argparse.Namespace) -> int:
     import webbrowser
 
+    from seqlab.explorer.runs import RunRegistry
     from seqlab.explorer.server import make_server
 
     if not 0 <= args.port <= 65535:
         print(f"seqlab explore: --port must be 0..65535, got {args.port}", file=sys.stderr)
         return 2
+    run_ids = args.run or ([DEMO_RUN] if os.path.isdir(DEMO_RUN) else [])
+    runs = RunRegistry(run_ids, paths_dir=args.paths)
+    for run in runs.runs:  # the page shows these too; the terminal hears first
+        if run.problem is not None:
+            print(f"warning: {run.problem}", file=sys.stderr)
+    if args.paths and not os.path.isdir(args.paths):
+        print(f"warning: --paths {args.paths} is not a directory; run `seqlab paths --out {args.paths}` first",
+              file=sys.stderr)
     try:
-        server = make_server(args.host, args.port, verbose=args.verbose)
+        server = make_server(args.host, args.port, verbose=args.verbose, runs=runs)
     except OSError as exc:
         print(f"seqlab explore: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     print(f"seqlab explorer at {server.url}  (Ctrl+C to stop)", flush=True)
+    if not run_ids:
+        print(f"no model runs: the model panels explain how to make one (`seqlab demo --fast`)", file=sys.stderr)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}, reachable from other machines", file=sys.stderr)
     if not args.no_browser:
@@ -49,16 +69,18 @@ def run_explore(args: argparse.Namespace) -> int:
 
 
 def screenshot_main(argv: list[str] | None = None) -> None:
-    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh]``."""
+    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh] [--run DIR] [--section ID]``."""
     from pathlib import Path
 
     from seqlab.explorer.screenshot import take_screenshot
 
     parser = argparse.ArgumentParser(prog="python -m seqlab.explorer.screenshot",
-                                     description="Regenerate the README's screenshot of the explorer.")
+                                     description="Regenerate the README's screenshots of the explorer.")
     parser.add_argument("out", type=Path, help="PNG file to write")
     parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
     parser.add_argument("--lang", choices=("en", "zh"), default="en")
+    parser.add_argument("--run", action="append", default=[], metavar="DIR", help="a run for the model panels")
+    parser.add_argument("--section", metavar="ID", help="capture only this section (e.g. w-model)")
     args = parser.parse_args(argv)
-    size = take_screenshot(args.out, args.width, args.lang)
+    size = take_screenshot(args.out, args.width, args.lang, runs=args.run, section=args.section)
     print(f"wrote {args.out} ({size / 1024:.0f} KiB)")

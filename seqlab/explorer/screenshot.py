@@ -1,8 +1,12 @@
-"""Regenerate the README's screenshot: ``python -m seqlab.explorer.screenshot docs/explorer.png``.
+"""Regenerate the README's screenshots::
 
-Serves the explorer on a free port, opens it in headless Chromium (Python playwright and Debian's
-``/usr/bin/chromium``), waits for every widget to render, and saves a full-page PNG reduced to a
-256-colour palette so it stays small.
+    python -m seqlab.explorer.screenshot docs/explorer.png --run demo_out/run
+    python -m seqlab.explorer.screenshot docs/explorer-model.png --run demo_out/run --section w-model
+
+Serves the explorer on a free port (with the given runs), opens it in headless Chromium (Python
+playwright and Debian's ``/usr/bin/chromium``), waits for every widget to render, and saves a
+full-page PNG, or just one section, reduced to a 256-colour palette so it stays small. Chinese
+labels (``--lang zh``) need a CJK font: Debian's fonts-noto-cjk (``.ci/run`` installs it).
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ from seqlab.explorer.server import start_in_thread
 CHROMIUM = "/usr/bin/chromium"
 
 
-def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None) -> int:
+def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None, *,
+                    runs: list[str] | None = None, section: str | None = None) -> int:
     """Write the full-page screenshot to ``out``; returns its size in bytes.
 
     ``browser``: an already launched playwright Browser to use (else Chromium is launched here).
+    ``runs``: run directories for the model panels; ``section``: the id of the one section to
+    capture (e.g. ``w-model``) instead of the whole page.
     """
     if browser is None:
         from playwright.sync_api import sync_playwright
@@ -28,18 +35,25 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
             browser = p.chromium.launch(executable_path=CHROMIUM,
                                         args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
             try:
-                return take_screenshot(out, width, lang, browser)
+                return take_screenshot(out, width, lang, browser, runs=runs, section=section)
             finally:
                 browser.close()
 
     from PIL import Image
 
-    server, _ = start_in_thread()
+    from seqlab.explorer.runs import RunRegistry
+
+    server, _ = start_in_thread(runs=RunRegistry(runs or []))
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         page.goto(f"{server.url}?lang={lang}")
-        page.wait_for_selector("body[data-ready='1']", timeout=30_000)
-        png = page.screenshot(full_page=True)
+        page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+        if section:
+            # the sticky header would cover the top of a section scrolled into view
+            page.evaluate("() => { document.querySelector('header.top').style.position = 'static'; }")
+            png = page.locator(f"#{section}").screenshot()
+        else:
+            png = page.screenshot(full_page=True)
     finally:
         page.close()
         server.shutdown()

@@ -19,6 +19,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from seqlab.explorer.runs import RunRegistry
 from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_object
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -58,8 +59,11 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         if getattr(self.server, "verbose", False):
             super().log_message(format, *args)
 
-    def _send(self, status: int, body: bytes, content_type: str, *, head_only: bool = False) -> None:
+    def _send(self, status: int, body: bytes, content_type: str, *, head_only: bool = False,
+              headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("X-Content-Type-Options", "nosniff")
@@ -73,12 +77,30 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         if not head_only:
             self.wfile.write(body)
 
-    def _send_json(self, status: int, payload: dict, *, head_only: bool = False) -> None:
+    def _send_json(self, status: int, payload: dict, *, head_only: bool = False,
+                   headers: dict[str, str] | None = None) -> None:
         body = json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8")
-        self._send(status, body, "application/json; charset=utf-8", head_only=head_only)
+        self._send(status, body, "application/json; charset=utf-8", head_only=head_only, headers=headers)
 
     def _error(self, status: int, message: str) -> None:
         self._send_json(status, {"error": message})
+
+    def _allowed_methods(self, path: str) -> str | None:
+        """The methods ``path`` answers (the Allow header of a 405), or None if nothing is there."""
+        from seqlab.explorer.api import ENDPOINTS
+
+        if path.startswith("/api/") and path[len("/api/"):] in ENDPOINTS:
+            return "POST"
+        if path == "/api/defaults" or path in self.server.static_files:
+            return "GET, HEAD"
+        return None
+
+    def _not_allowed(self, path: str, allowed: str, *, head_only: bool = False) -> None:
+        """405 with the Allow header (RFC 9110): the resource exists, the method is wrong."""
+        self.close_connection = True  # a body sent with the request is left unread
+        self._send_json(HTTPStatus.METHOD_NOT_ALLOWED,
+                        {"error": f"{self.command} is not allowed on {path[:100]}; use {allowed}"},
+                        head_only=head_only, headers={"Allow": allowed})
 
     def _host_allowed(self) -> bool:
         """Refuse foreign Host headers (DNS rebinding) when bound to a loopback address."""
@@ -108,6 +130,8 @@ class ExplorerHandler(BaseHTTPRequestHandler):
 
             return self._send_json(HTTPStatus.OK, widget_defaults(), head_only=head_only)
         entry = self.server.static_files.get(path)
+        if entry is None and self._allowed_methods(path) == "POST":
+            return self._not_allowed(path, "POST", head_only=head_only)
         if entry is None:
             return self._send_json(HTTPStatus.NOT_FOUND, {"error": f"not found: {path[:100]}"}, head_only=head_only)
         body, kind = entry
@@ -117,29 +141,66 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         if not self._host_allowed():
             return self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
         path = self.path.split("?", 1)[0]
+        allowed = self._allowed_methods(path)
+        if allowed is not None and "POST" not in allowed:
+            return self._not_allowed(path, allowed)
         if not path.startswith("/api/"):
             return self._error(HTTPStatus.NOT_FOUND, f"not found: {path[:100]}")
         from seqlab.explorer.api import ENDPOINTS, run_endpoint
+        from seqlab.explorer.model_api import MODEL_ENDPOINTS, run_model_endpoint
 
         name = path[len("/api/") :]
-        if name not in ENDPOINTS:
+        if name not in ENDPOINTS and name not in MODEL_ENDPOINTS:
             return self._error(HTTPStatus.NOT_FOUND, f"unknown API endpoint {name[:60]!r}")
         try:
             data = parse_json_object(self._read_body())
-            result = run_endpoint(name, data)
+            if name in ENDPOINTS:
+                result = run_endpoint(name, data)
+            else:
+                result = run_model_endpoint(name, data, self.server.runs)
         except RequestError as exc:
             self.close_connection = True  # the body may be partly unread
-            return self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return self._send_json(HTTPStatus.BAD_REQUEST, exc.body())
         except TimeoutError:
             self.close_connection = True
             return self._error(HTTPStatus.REQUEST_TIMEOUT, "request body was not received in time")
+        except ConnectionError:  # the client hung up mid-body: nobody to answer
+            self.close_connection = True
+            return
         except Exception as exc:  # never send a traceback to the client; keep it in the server log
             traceback.print_exc(file=sys.stderr)
             return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error in {name}: {type(exc).__name__}")
-        self._send_json(HTTPStatus.OK, result)
+        if isinstance(result, dict):
+            return self._send_json(HTTPStatus.OK, result)
+        self._send_stream(result)
+
+    def _send_stream(self, lines) -> None:
+        """Send an iterator of dicts as JSON lines, one HTTP/1.1 chunk each, as they are produced."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "application/x-ndjson; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for line in lines:
+                data = json.dumps(line, allow_nan=False, ensure_ascii=False).encode("utf-8") + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the page stopped reading (a new request replaced this one)
 
     def do_PUT(self) -> None:  # noqa: N802
-        self._error(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and POST are supported")
+        if not self._host_allowed():
+            return self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
+        path = self.path.split("?", 1)[0].split("#", 1)[0]
+        allowed = self._allowed_methods(path)
+        if allowed is None:
+            self.close_connection = True
+            return self._error(HTTPStatus.NOT_FOUND, f"not found: {path[:100]}")
+        self._not_allowed(path, allowed)
 
     do_DELETE = do_PATCH = do_OPTIONS = do_PUT
 
@@ -170,14 +231,25 @@ class ExplorerServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], verbose: bool = False):
+    def __init__(self, address: tuple[str, int], verbose: bool = False, runs: RunRegistry | None = None):
         super().__init__(address, ExplorerHandler)
         self.static_files = static_table()
         self.verbose = verbose
+        self.runs = runs if runs is not None else RunRegistry()
         host = address[0]
         # Bound to loopback: only loopback names may appear in Host. Bound elsewhere on
         # purpose (--host): the user chose to expose it, so any Host is accepted.
         self.allowed_hosts = set(LOOPBACK_HOSTS) | {host.lower()} if host in LOOPBACK_HOSTS else None
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that hangs up (closed tab, reload, curl | head) is normal: at most one line
+        (with --verbose), never a traceback. Other errors keep the standard traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            if self.verbose:
+                print(f"{client_address[0]}: client went away ({type(error).__name__})", file=sys.stderr)
+            return
+        super().handle_error(request, client_address)
 
     @property
     def url(self) -> str:
@@ -190,15 +262,18 @@ class ExplorerServerIPv6(ExplorerServer):
     address_family = socket.AF_INET6
 
 
-def make_server(host: str = "127.0.0.1", port: int = 8000, verbose: bool = False) -> ExplorerServer:
-    """Create (and bind) the server; ``port=0`` picks a free port (see ``server.url``)."""
+def make_server(host: str = "127.0.0.1", port: int = 8000, verbose: bool = False,
+                runs: RunRegistry | None = None) -> ExplorerServer:
+    """Create (and bind) the server; ``port=0`` picks a free port (see ``server.url``).
+    ``runs``: the trained runs the model panels show (none by default)."""
     server_class = ExplorerServerIPv6 if ":" in host else ExplorerServer
-    return server_class((host, port), verbose=verbose)
+    return server_class((host, port), verbose=verbose, runs=runs)
 
 
-def start_in_thread(host: str = "127.0.0.1", port: int = 0) -> tuple[ExplorerServer, threading.Thread]:
+def start_in_thread(host: str = "127.0.0.1", port: int = 0,
+                    runs: RunRegistry | None = None) -> tuple[ExplorerServer, threading.Thread]:
     """Serve in a daemon thread (used by tests); stop with ``server.shutdown(); server.server_close()``."""
-    server = make_server(host, port)
+    server = make_server(host, port, runs=runs)
     thread = threading.Thread(target=server.serve_forever, name="seqlab-explorer", daemon=True)
     thread.start()
     return server, thread

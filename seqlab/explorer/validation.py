@@ -16,7 +16,22 @@ MAX_BODY_BYTES = 16_384  # every widget's request fits in a few hundred bytes
 
 
 class RequestError(ValueError):
-    """A client mistake; the message is sent back as the body of an HTTP 400."""
+    """A client mistake; the message is sent back as the body of an HTTP 400.
+
+    ``code`` and ``params`` (optional) name the mistake for the page, which shows its own
+    translation of it (i18n key ``err.<code>`` filled with ``params``) instead of the English text.
+    """
+
+    def __init__(self, message: str, code: str | None = None, **params: Any):
+        super().__init__(message)
+        self.code, self.params = code, params
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body of the 400 response."""
+        body: dict[str, Any] = {"error": str(self)}
+        if self.code:
+            body.update(code=self.code, params=self.params)
+        return body
 
 
 def _reject_constant(name: str) -> float:
@@ -82,6 +97,19 @@ class Payload:
             raise RequestError(f"{name} must be an integer, got {_describe(value)}")
         if not lo <= value <= hi:
             raise RequestError(f"{name} must be between {lo} and {hi}, got {value}")
+        return value
+
+    def optional_integer(self, name: str, lo: int, hi: int) -> int | None:
+        """An integer in [lo, hi], or None when the field is absent or null."""
+        return None if self._get(name, None) is None else self.integer(name, 0, lo, hi)
+
+    def string(self, name: str, default: str, max_chars: int) -> str:
+        value = self._get(name, default)
+        if not isinstance(value, str):
+            raise RequestError(f"{name} must be a string, got {_describe(value)}")
+        if len(value) > max_chars:
+            raise RequestError(f"{name} is {len(value)} characters; the limit is {max_chars}",
+                               "text_too_long", field=name, n=len(value), limit=max_chars)
         return value
 
     def boolean(self, name: str, default: bool) -> bool:

@@ -1,9 +1,11 @@
-"""Using a trained model: sampling text (``generate``), held-out perplexity (``evaluate``) and
-loading models from runs and checkpoints (``load_model``).
+"""Using a trained model: sampling text (``generate``), held-out perplexity (``evaluate``),
+loading models from runs and checkpoints (``load_model``) and looking inside the forward pass
+(``trace_forward``: per-head attention weights and shapes).
 
 Modules, one concept each: ``sampling`` (temperature, top-k, top-p), ``generate`` (decoding with a
 KV cache and a sliding window), ``evaluate`` (perplexity over a token split), ``loading`` (reading
-checkpoints, rebuilding the model) and ``cli`` (``seqlab generate``, ``seqlab eval``).
+checkpoints, rebuilding the model), ``inspect`` (attention weights, shapes, next-token candidates)
+and ``cli`` (``seqlab generate``, ``seqlab eval``).
 
 Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` does not import torch. Note that
 ``seqlab.inference.generate`` and ``seqlab.inference.evaluate`` are the *functions*; import from the
@@ -17,6 +19,7 @@ from seqlab.lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.inference.evaluate": ("EvalResult", "evaluate", "window_starts"),
     "seqlab.inference.generate": ("generate", "generate_stream"),
+    "seqlab.inference.inspect": ("ForwardTrace", "attention_weights", "next_token_candidates", "trace_forward"),
     "seqlab.inference.loading": (
         "LoadedModel",
         "checkpoint_path",

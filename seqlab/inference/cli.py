@@ -10,6 +10,8 @@ import json
 import sys
 from typing import Any
 
+from seqlab.cli_types import finite_float
+
 # errors a handler reports as one line (exit 2) instead of a traceback
 USER_ERRORS = (ValueError, FileNotFoundError, KeyError, RuntimeError)
 
@@ -37,8 +39,8 @@ def _register_generate(subparsers: Any) -> None:
     p.add_argument("--tokenizer", metavar="DIR", help="tokenizer directory (default: RUN/tokenizer)")
     p.add_argument("--prompt", default="", help="text to continue (default: start of a document)")
     p.add_argument("--max-tokens", type=int, default=256, help="new tokens at most (256)")
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1.0)")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0 = off)")
+    p.add_argument("--temperature", type=finite_float, default=1.0, help="0 = greedy (default 1.0)")
+    p.add_argument("--top-p", type=finite_float, default=1.0, help="nucleus mass (default 1.0 = off)")
     p.add_argument("--top-k", type=int, default=None, help="keep the k most likely tokens")
     p.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
     p.set_defaults(func=_run_generate)

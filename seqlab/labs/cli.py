@@ -102,24 +102,39 @@ def plot_loss_curves(curves: dict[str, list[float]], path: Path) -> None:
     plt.close(fig)
 
 
+def _output_error(out_dir: Path, error: OSError) -> str:
+    reason = error.strerror or str(error)
+    where = f" ({error.filename})" if error.filename and str(error.filename) != str(out_dir) else ""
+    return f"error: cannot write to --output {out_dir}: {reason}{where}; give a directory you can write to"
+
+
 def run_labs(args: argparse.Namespace) -> int:
     from seqlab.labs.gradcheck import TOLERANCE
     from seqlab.labs.results import collect
 
     start = time.perf_counter()
-    run = collect(args.only)
-    written = []
-    if args.output is not None:   # files first: the report may go to a closed pipe (| head)
-        out_dir = Path(args.output)
+    out_dir = None if args.output is None else Path(args.output)
+    if out_dir is not None:  # refused before the labs run, not after
         if out_dir.exists() and not out_dir.is_dir():
             print(f"error: --output {out_dir} exists and is not a directory", file=sys.stderr)
             return 2
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_json(run.results, out_dir / "results.json")
-        written.append(out_dir / "results.json")
-        if run.curves:
-            plot_loss_curves(run.curves, out_dir / "loss_curves.png")
-            written.append(out_dir / "loss_curves.png")
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            print(_output_error(out_dir, error), file=sys.stderr)
+            return 2
+    run = collect(args.only)
+    written = []
+    if out_dir is not None:   # files first: the report may go to a closed pipe (| head)
+        try:
+            write_json(run.results, out_dir / "results.json")
+            written.append(out_dir / "results.json")
+            if run.curves:
+                plot_loss_curves(run.curves, out_dir / "loss_curves.png")
+                written.append(out_dir / "loss_curves.png")
+        except OSError as error:
+            print(_output_error(out_dir, error), file=sys.stderr)
+            return 1
     print(format_report(run, TOLERANCE))
     for path in written:
         print(f"wrote {path}")

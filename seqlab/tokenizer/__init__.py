@@ -12,7 +12,8 @@ Modules, one concept each: ``bytes_unicode`` (GPT-2's byte <-> character map), `
 merge-selection rule and incremental pair counts, ``merge_trace``), ``trainer``, ``bpe_apply``
 (merging one pre-token by rank), ``tokenizer``, ``parallel`` (the worker pool, ``encode_file``),
 ``token_array`` (token id files), ``streaming`` (``StreamDecoder``), ``files`` (vocab.json /
-merges.txt), ``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
+merges.txt, written as a unit, checked to agree), ``corpus`` (a text file checked before any work),
+``npy_stream`` and ``cli`` (``seqlab bpe train``, ``seqlab tokenize``).
 
 Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` imports neither numpy nor torch.
 """

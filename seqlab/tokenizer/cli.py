@@ -54,12 +54,17 @@ def _peak_rss_mib() -> tuple[float, float] | None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
+    from seqlab.atomic import check_replaceable, remove_stale_temporaries
     from seqlab.tokenizer import Tokenizer, train_bpe
+    from seqlab.tokenizer.files import TOKENIZER_FILES, check_special_tokens
 
     started = time.perf_counter()
     try:
-        if os.path.exists(args.out) and not os.path.isdir(args.out):  # found now, not after training
-            raise NotADirectoryError(f"--out {args.out!r} is a file; it must be a directory (created if missing)")
+        # everything that can be refused is refused now, not after minutes of training
+        check_replaceable(args.out, TOKENIZER_FILES)
+        check_special_tokens(args.special_token)
+        remove_stale_temporaries(os.path.dirname(os.path.abspath(args.out)))
+        remove_stale_temporaries(args.out)
         vocab, merges = train_bpe(args.input, args.vocab_size, args.special_token,
                                   num_workers=args.workers, progress=not args.no_progress)
         tokenizer = Tokenizer(vocab, merges, args.special_token)
@@ -72,13 +77,24 @@ def _run_train(args: argparse.Namespace) -> int:
     special_ids = set(tokenizer.special_token_ids.values())
     longest = max((token for index, token in vocab.items() if index not in special_ids), key=len)
     print(f"trained {len(vocab)} tokens ({len(merges)} merges) in {seconds:.2f} s -> {args.out}")
+    if len(vocab) < args.vocab_size:
+        print(stopped_short_message(args.input, args.vocab_size, len(vocab), len(merges)), file=sys.stderr)
     if peak is not None:
         print(f"peak memory: {peak[0]:.0f} MiB (main process), {peak[1]:.0f} MiB (largest worker)")
     print(f"longest token: {len(longest)} bytes {longest.decode('utf-8', errors='replace')!r}")
     return 0
 
 
+def stopped_short_message(corpus: str, requested: int, trained: int, merges: int) -> str:
+    """Why BPE training gave fewer tokens than asked for: no pair of adjacent tokens was left."""
+    return (f"note: the vocabulary has {trained} tokens, not the requested {requested}: after {merges} merges "
+            f"no pair of adjacent tokens is left to merge (every pre-token of the {os.path.getsize(corpus):,}-byte "
+            f"corpus {corpus!r} is already one token); the corpus is too small for {requested} tokens: "
+            f"use more text or --vocab-size {trained}")
+
+
 def _run_tokenize(args: argparse.Namespace) -> int:
+    from seqlab.atomic import remove_stale_temporaries
     from seqlab.tokenizer import Tokenizer
     from seqlab.tokenizer.npy_stream import NpyStreamWriter
 
@@ -89,6 +105,14 @@ def _run_tokenize(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"output folder {out_dir!r} does not exist")
         if os.path.isdir(args.out):
             raise IsADirectoryError(f"--out {args.out!r} is a directory; give the .npy file to write")
+        if not args.out.endswith(".npy"):
+            raise ValueError(f"--out {args.out!r} does not end in .npy; token ids are written as a .npy "
+                             f"file (e.g. --out {os.path.splitext(args.out)[0] or 'ids'}.npy)")
+        if os.path.abspath(args.out) == os.path.abspath(args.input) or (
+                os.path.exists(args.out) and os.path.exists(args.input) and os.path.samefile(args.out, args.input)):
+            raise ValueError(f"--out {args.out!r} is the --input file; it would replace the text with its "
+                             f"token ids: give another .npy path")
+        remove_stale_temporaries(out_dir)
         tokenizer = Tokenizer.load(args.tokenizer)
         with NpyStreamWriter(args.out, tokenizer.id_dtype()) as writer:
             for ids in tokenizer.iter_encode_file(args.input, args.workers, progress=not args.no_progress):

@@ -1,25 +1,39 @@
 """GPT-2 tokenizer files: ``vocab.json`` (token text -> id) and ``merges.txt`` (one ``left right`` a line).
 
 Tokens are written with GPT-2's byte-to-unicode map (a space byte is ``Ġ``). Special tokens may
-appear verbatim (Hugging Face style) when they contain characters outside that map. Writes go
-through :func:`seqlab.atomic.atomic_write_text` (a temporary file renamed into place).
+appear verbatim (Hugging Face style) when they contain characters outside that map. A tokenizer
+directory is written as a unit (:func:`write_tokenizer_dir`: built beside the target, swapped in
+whole), so a failure never leaves a new ``vocab.json`` beside an old ``merges.txt``.
+
+The files must agree (:func:`check_files_agree`): every token that is not a single byte or a
+special token is the result of a merge; a ``vocab.json`` with an empty or foreign ``merges.txt``
+would otherwise load and silently give other ids.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from seqlab.atomic import atomic_write_text
+from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
 
 MERGES_HEADER = "#version: 0.2"
+TOKENIZER_FILES = ("vocab.json", "merges.txt", "special_tokens.json")
+# "<|endoftext|>", "<pad>", "</s>", "[CLS]": names that tokenizers use for special tokens
+_SPECIAL_LOOKING = re.compile(r"<\|?[^\s<>]+\|?>|\[[A-Z][A-Z_]*\]")
 
 
 class TokenizerFileError(ValueError):
     """A malformed vocab.json / merges.txt; the message names the file and line."""
+
+
+class UndeclaredSpecialTokenWarning(UserWarning):
+    """vocab.json holds a token that looks special but is not declared special (it would be split)."""
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -92,7 +106,15 @@ def read_merges_txt(path: str | os.PathLike) -> list[tuple[bytes, bytes]]:
 
 
 def write_vocab_json(path: str | os.PathLike, vocab: dict[int, bytes]) -> None:
-    table = {token_to_text(vocab[index]): index for index in sorted(vocab)}
+    """Write ``{token text: id}``; two ids with the same bytes (one key) raise :class:`TokenizerFileError`."""
+    table: dict[str, int] = {}
+    for index in sorted(vocab):
+        text = token_to_text(vocab[index])
+        if text in table:
+            raise TokenizerFileError(
+                f"{path}: ids {table[text]} and {index} are both the token {text!r}; vocab.json can hold it "
+                f"once (is a special token equal to an ordinary token? see check_special_tokens)")
+        table[text] = index
     atomic_write_text(path, json.dumps(table, ensure_ascii=False, indent=2) + "\n")
 
 
@@ -111,3 +133,63 @@ def read_special_tokens_json(path: str | os.PathLike) -> list[str]:
 
 def write_special_tokens_json(path: str | os.PathLike, special_tokens: Iterable[str]) -> None:
     atomic_write_text(path, json.dumps(list(special_tokens), ensure_ascii=False) + "\n")
+
+
+def write_tokenizer_dir(directory: str | os.PathLike, vocab: Mapping[int, bytes],
+                        merges: Iterable[tuple[bytes, bytes]], special_tokens: Iterable[str]) -> None:
+    """Write ``vocab.json``, ``merges.txt`` and ``special_tokens.json`` to ``directory`` as a unit.
+
+    The files are written to a new folder beside ``directory`` that then replaces it whole; on any
+    error (a full disk names the file) the old directory is left exactly as it was. An existing
+    ``directory`` may hold only those three files (else ``FileExistsError``, before writing).
+    """
+    with atomic_directory(directory, TOKENIZER_FILES) as tmp:
+        write_vocab_json(tmp / "vocab.json", dict(vocab))
+        write_merges_txt(tmp / "merges.txt", merges)
+        write_special_tokens_json(tmp / "special_tokens.json", special_tokens)
+
+
+def check_special_tokens(special_tokens: Sequence[str]) -> None:
+    """Refuse special tokens that would share a vocab.json key with a byte token, before training.
+
+    A one-byte special token such as ``"("`` is written as the key ``"("``, which is also the key
+    of the byte ``(``: the saved directory would lose one of them and no longer load.
+    """
+    for token in special_tokens:
+        encoded = token.encode("utf-8") if isinstance(token, str) else b""
+        if len(encoded) == 1:
+            raise ValueError(
+                f"special token {token!r} is the single byte {encoded!r}, which is already the byte token "
+                f"{token_to_text(encoded)!r} in vocab.json; use a longer special token such as '<|{token}|>'")
+
+
+def check_files_agree(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
+                      special_tokens: Sequence[str], vocab_path: str | os.PathLike,
+                      merges_path: str | os.PathLike) -> None:
+    """Raise :class:`TokenizerFileError` unless every vocabulary token is a single byte, a declared
+    special token or the result of a merge; warn about special-looking tokens not declared special.
+
+    Example: a full ``vocab.json`` beside an empty ``merges.txt`` would encode "the" as three byte
+    ids instead of one; ``<|endoftext|>`` without ``special_tokens.json`` would become 13 byte ids.
+    """
+    specials = {token.encode("utf-8") for token in special_tokens}
+    merged = {left + right for left, right in merges}
+    unexplained = [(index, token) for index, token in sorted(vocab.items())
+                   if len(token) > 1 and token not in specials and token not in merged]
+    undeclared = [(index, token) for index, token in unexplained
+                  if _SPECIAL_LOOKING.fullmatch(token.decode("utf-8", errors="replace"))]
+    for index, token in undeclared:
+        text = token.decode("utf-8")
+        warnings.warn(
+            f"{vocab_path}: token {text!r} (id {index}) looks like a special token but is not declared "
+            f"special, so it is encoded as {len(token)} byte-level ids; declare it (special_tokens.json "
+            f"beside vocab.json, or special_tokens=[{text!r}])", UndeclaredSpecialTokenWarning, stacklevel=3)
+    undeclared_ids = {index for index, _ in undeclared}
+    unexplained = [(index, token) for index, token in unexplained if index not in undeclared_ids]
+    if unexplained:
+        index, token = unexplained[0]
+        raise TokenizerFileError(
+            f"{vocab_path} and {merges_path} do not belong together: {len(unexplained)} of {len(vocab)} tokens "
+            f"are neither single bytes, special tokens nor made by any of the {len(merges)} merges "
+            f"(first: {token_to_text(token)!r}, id {index}); write both files with the same tokenizer "
+            f"(is merges.txt empty or truncated?)")

@@ -14,6 +14,7 @@ import numpy as np
 
 from seqlab.atomic import atomic_path
 
+NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 # Scan ids for validation in chunks so a multi-GB memmap is never loaded whole.
 VALIDATION_CHUNK = 1 << 24
 
@@ -45,10 +46,17 @@ def open_tokens(path: str | Path) -> np.ndarray:
     if not path.is_file():
         raise FileNotFoundError(f"token file {path} does not exist")
     if path.suffix == ".npy":
+        with path.open("rb") as handle:
+            start = handle.read(len(NPY_MAGIC))
+        if start != NPY_MAGIC:  # numpy would guess "pickled data" for any such file
+            found = f"with {start!r}" if start else "is empty"
+            raise ValueError(f"{path}: not a token file: a .npy file starts with {NPY_MAGIC!r}, this one {found}; "
+                             f"write token files with `seqlab tokenize` or `seqlab prepare`")
         try:
             tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"{path}: not a .npy array of token ids ({exc})") from None
+        except (ValueError, EOFError, OSError) as exc:
+            raise ValueError(f"{path}: not a .npy array of token ids (damaged, truncated or not ids: {exc}); "
+                             f"write it again with `seqlab tokenize` or `seqlab prepare`") from None
     elif path.suffix in (".bin", ".dat"):
         tokens = np.memmap(path, dtype=np.uint16, mode="r")
     else:

@@ -11,12 +11,11 @@ from seqlab.tokenizer import parallel
 from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges, build_merge_table
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 from seqlab.tokenizer.files import (
+    check_files_agree,
     read_merges_txt,
     read_special_tokens_json,
     read_vocab_json,
-    write_merges_txt,
-    write_special_tokens_json,
-    write_vocab_json,
+    write_tokenizer_dir,
 )
 from seqlab.tokenizer.pretokenize import gpt2_pretokenize, special_token_spans, special_tokens_regex
 from seqlab.tokenizer.streaming import StreamDecoder
@@ -110,15 +109,13 @@ class Tokenizer:
         """Load GPT-2 format files (``vocab.json`` + ``merges.txt``)."""
         vocab = read_vocab_json(vocab_path, special_tokens or ())
         merges = read_merges_txt(merges_path)
+        check_files_agree(vocab, merges, special_tokens or (), vocab_path, merges_path)
         return cls(vocab, merges, special_tokens)
 
     def save(self, directory: str | os.PathLike) -> None:
-        """Write ``vocab.json``, ``merges.txt`` (GPT-2 format) and ``special_tokens.json`` to ``directory``."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        write_vocab_json(directory / "vocab.json", self.vocab)
-        write_merges_txt(directory / "merges.txt", self.merges)
-        write_special_tokens_json(directory / "special_tokens.json", self.special_tokens)
+        """Write ``vocab.json``, ``merges.txt`` (GPT-2 format) and ``special_tokens.json`` to ``directory``,
+        as a unit: a failure leaves an existing directory as it was (see ``files.write_tokenizer_dir``)."""
+        write_tokenizer_dir(directory, self.vocab, self.merges, self.special_tokens)
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> Tokenizer:

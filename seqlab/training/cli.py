@@ -6,6 +6,7 @@ Only the standard library is imported here; torch/numpy load inside the handlers
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -50,8 +51,12 @@ def _run_data_tinystories(args: argparse.Namespace) -> int:
     for split, path in paths.items():
         print(f"{split}: {path}")
     if {"train", "valid"} <= set(paths):
-        print("next: seqlab prepare --train {} --valid {} --vocab-size 10000 --out data/tinystories".format(
-            paths["train"], paths["valid"]))
+        # prepare replaces its --out directory whole, so it must not be the one holding the texts
+        prepared = os.path.join(os.path.dirname(os.path.normpath(args.out)), "tinystories")
+        if os.path.abspath(prepared) == os.path.abspath(args.out):
+            prepared += "_tokens"
+        print("next: seqlab prepare --train {} --valid {} --vocab-size 10000 --out {}".format(
+            paths["train"], paths["valid"], prepared))
     return 0
 
 
@@ -81,10 +86,15 @@ def _run_prepare(args: argparse.Namespace) -> int:
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
                        workers=args.workers, progress=not args.no_progress)
-    except (FileNotFoundError, ValueError) as error:
+    except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(f"vocabulary {meta['vocab_size']} tokens ({meta['dtype']}), BPE {meta['bpe_seconds']} s")
+    if meta["vocab_size"] < args.vocab_size:
+        from seqlab.tokenizer.cli import stopped_short_message
+
+        merges = meta["vocab_size"] - 256 - len(meta["special_tokens"])
+        print(stopped_short_message(args.train, args.vocab_size, meta["vocab_size"], merges), file=sys.stderr)
     for split, info in meta["splits"].items():
         print(f"{split}: {info['tokens']:,} tokens, {info['bytes_per_token']} bytes/token")
     print(f"wrote {args.out}/ (tokenizer/, train.npy, valid.npy, meta.json)")
@@ -124,11 +134,23 @@ def _run_train(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    print(train_summary(result))
+    if result.status == "completed":
+        return 0
+    return 128 + result.stop_signal if result.stop_signal else 130  # as a shell reports a signal
+
+
+def train_summary(result) -> str:
+    """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps) 2.31, ..."."""
     summary = f"{result.status} at step {result.steps}/{result.total_steps}"
+    if result.stopped_by == "time budget":
+        summary += " (time budget spent)"
     if result.train_loss is not None:
-        summary += f", train loss {result.train_loss:.4f}"
+        summary += f", {result.train_loss_label} {result.train_loss:.4f}"
     if result.val_loss is not None:
         summary += f", val loss {result.val_loss:.4f}"
-    summary += f", {result.tokens_per_second:,.0f} tokens/s; run: {result.run_dir}"
-    print(summary)
-    return 0 if result.status == "completed" else 130
+    summary += f", {result.tokens_per_second:,.0f} tokens/s"
+    if result.excluded_steps:
+        shown = ", ".join(str(step) for step in result.excluded_steps)
+        summary += f" (step {shown} left out: compiling)"
+    return summary + f"; run: {result.run_dir}"

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from seqlab.cli_types import finite_float
 from seqlab.model.config import FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig
 
 SECTIONS = ("run", "data", "model", "optimizer", "schedule", "eval", "system", "logging")
@@ -66,9 +67,13 @@ class TrainConfig:
     # schedule and length
     batch_size: int = _f(32, "schedule", "sequences per micro-batch per process")
     grad_accum_steps: int = _f(1, "schedule", "micro-batches per optimizer step")
-    max_steps: int | None = _f(1000, "schedule", "optimizer steps (ignored when token_budget is set)")
+    max_steps: int | None = _f(1000, "schedule", "optimizer steps (a --max-steps flag replaces a TOML token_budget)")
     token_budget: int | None = _f(None, "schedule", "train on this many tokens instead of max_steps")
     warmup_steps: int = _f(100, "schedule", "linear warm-up steps, then cosine to min_lr at the last step")
+    reschedule: bool = _f(False, "schedule", "with --resume: stretch the cosine to the new length "
+                                             "(default: keep the run's original schedule)")
+    time_budget_s: float | None = _f(None, "schedule", "stop after this many seconds of training; the cosine "
+                                                       "follows elapsed time (max_steps is then a cap)")
     # evaluation and checkpoints
     eval_interval: int = _f(200, "eval", "evaluate every N steps (and at the end)")
     eval_batches: int = _f(10, "eval", "validation batches per evaluation")
@@ -97,6 +102,8 @@ class TrainConfig:
             value = getattr(self, f.name)
             if choices and value not in choices:
                 raise ValueError(f"config {f.name}={value!r}: expected one of {', '.join(choices)}")
+            if isinstance(value, float) and not math.isfinite(value):  # NaN passes every range check
+                raise ValueError(f"config {f.name}={value}: must be a finite number")
         positive = ("context_length", "d_model", "num_layers", "num_heads", "batch_size",
                     "grad_accum_steps", "eval_interval", "eval_batches", "checkpoint_interval",
                     "log_interval")
@@ -117,6 +124,11 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"config {name}={value}: must be >= 0")
+        if self.min_lr is not None and self.min_lr > self.lr:
+            raise ValueError(f"config min_lr={self.min_lr} is above lr={self.lr}, so the cosine would rise; "
+                             f"give a min_lr <= lr (default lr / 10)")
+        if self.time_budget_s is not None and self.time_budget_s <= 0:
+            raise ValueError(f"config time_budget_s={self.time_budget_s}: must be > 0")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"config threads={self.threads}: must be >= 1")
 
@@ -174,8 +186,8 @@ class TrainConfig:
             raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a JSON object of config fields")
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        known = {f.name: f for f in fields(cls)}
+        return cls(**{k: _coerce(known[k], v, f"{path}: key {k!r}") for k, v in data.items() if k in known})
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
@@ -218,7 +230,8 @@ def _coerce(f: dataclasses.Field, value: Any, where: str) -> Any:
     if kind is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ValueError(f"{where}: expected {kind.__name__}, got {value!r}")
+        expected = f"{kind.__name__} or null" if _optional(f) else kind.__name__
+        raise ValueError(f"{where} is {value!r}; expected {expected}")
     return value
 
 
@@ -252,7 +265,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
                                default=argparse.SUPPRESS, help=help_text)
             continue
-        convert = _optional_converter(kind) if _optional(f) else kind
+        convert = _optional_converter(kind) if _optional(f) else _FLAG_TYPES.get(kind, kind)
         group.add_argument(flag, dest=f.name, type=convert, default=argparse.SUPPRESS,
                            choices=f.metadata.get("choices"), help=help_text,
                            metavar=f.name.upper())
@@ -262,13 +275,16 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
                                default=argparse.SUPPRESS, help=f"ablation: {name}={value}")
 
 
+_FLAG_TYPES = {float: finite_float}  # flags refuse nan / inf when parsed
+
+
 def _optional_converter(kind: type):
     """Parse a flag value of an optional field: "none" means None; ints may be written 2e6."""
     def convert(text: str):
         if text.lower() in ("none", "null", ""):
             return None
         if kind is not int:
-            return kind(text)
+            return _FLAG_TYPES.get(kind, kind)(text)
         try:
             return int(text)
         except ValueError:
@@ -295,9 +311,10 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     if config_path:
         values.update(read_toml(config_path))
     names = {f.name for f in fields(TrainConfig)}
-    for name in names:
-        if name in vars(args):
-            values[name] = getattr(args, name)
+    flags = {name: getattr(args, name) for name in names if name in vars(args)}
+    values.update(flags)
+    if "max_steps" in flags and "token_budget" not in flags:
+        values["token_budget"] = None  # a --max-steps flag wins over a token_budget from the file
     for _flag, name, _value in ABLATION_FLAGS:
         key = f"ablation_{name}"
         if key in vars(args):
@@ -306,5 +323,6 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         saved = Path(values.get("out_dir", TrainConfig.out_dir)) / "config.json"
         if saved.is_file():
             base = TrainConfig.from_json(saved).to_dict()
+            base.pop("reschedule")  # asked for by each resume, never inherited
             values = {**base, **values}
     return TrainConfig.from_dict(values, source=str(config_path or "flags"))

@@ -57,36 +57,59 @@ class PreparedData:
         return cls(directory, limit, load_tokens(directory / "train.npy", limit),
                    load_tokens(directory / "valid.npy", limit), meta)
 
+    def check_context_length(self, context_length: int) -> None:
+        """Each split must hold at least one window of ``context_length`` + 1 tokens."""
+        for split in ("train", "valid"):
+            tokens = len(getattr(self, split))
+            if tokens <= context_length:
+                raise ValueError(f"{self.directory / (split + '.npy')} has {tokens} tokens; context_length "
+                                 f"{context_length} needs at least {context_length + 1}")
+
+
+PREPARED_FILES = ("tokenizer", "train.npy", "valid.npy", "meta.json")
+
 
 def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out_dir: str | Path,
             special_tokens: tuple[str, ...] | list[str] = DEFAULT_SPECIAL_TOKENS, *,
             workers: int | None = None, progress: bool = True) -> dict:
-    """Train BPE on the train text, encode both splits, write the data directory; returns meta."""
+    """Train BPE on the train text, encode both splits, write the data directory; returns meta.
+
+    Every input is checked first (both texts exist, are not empty and are UTF-8; the special
+    tokens can be saved; ``out_dir`` holds nothing but an earlier prepared directory). The new
+    directory is built beside ``out_dir`` and swapped in whole, so a failure at any point leaves
+    an existing ``out_dir`` exactly as it was: never one dataset's tokenizer beside another's ids.
+    """
+    from seqlab.atomic import atomic_directory, atomic_write_text, check_replaceable, remove_stale_temporaries
     from seqlab.tokenizer import Tokenizer, train_bpe
-    from seqlab.atomic import atomic_write_text
+    from seqlab.tokenizer.corpus import check_text_file
+    from seqlab.tokenizer.files import check_special_tokens
 
     out_dir = Path(out_dir)
-    for name, path in (("train", train_path), ("valid", valid_path)):
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"{name} text {path} does not exist")
-    out_dir.mkdir(parents=True, exist_ok=True)
     special_tokens = list(special_tokens)
-    started = time.perf_counter()
-    vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers, progress=progress)
-    tokenizer = Tokenizer(vocab, merges, special_tokens)
-    tokenizer.save(out_dir / "tokenizer")
-    bpe_seconds = time.perf_counter() - started
-    meta: dict = {"vocab_size": len(vocab), "dtype": token_dtype(len(vocab)).name,
-                  "special_tokens": special_tokens, "bpe_seconds": round(bpe_seconds, 2), "splits": {}}
-    for split, path in (("train", train_path), ("valid", valid_path)):
+    for name, path in (("train", train_path), ("valid", valid_path)):
+        check_text_file(path, f"{name} text")
+    check_special_tokens(special_tokens)
+    check_replaceable(out_dir, PREPARED_FILES)
+    remove_stale_temporaries(out_dir.parent)
+    remove_stale_temporaries(out_dir)
+    with atomic_directory(out_dir, PREPARED_FILES) as building:
         started = time.perf_counter()
-        ids = np.asarray(tokenizer.encode_file(str(path), workers=workers, progress=progress))
-        save_tokens(ids, out_dir / f"{split}.npy", len(vocab))
-        num_bytes = Path(path).stat().st_size
-        meta["splits"][split] = {
-            "source": str(path), "tokens": int(ids.size), "bytes": num_bytes,
-            "bytes_per_token": round(num_bytes / max(1, ids.size), 3),
-            "encode_seconds": round(time.perf_counter() - started, 2),
-        }
-    atomic_write_text(out_dir / "meta.json", json.dumps(meta, indent=2) + "\n")
+        vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers,
+                                  progress=progress)
+        tokenizer = Tokenizer(vocab, merges, special_tokens)
+        tokenizer.save(building / "tokenizer")
+        bpe_seconds = time.perf_counter() - started
+        meta: dict = {"vocab_size": len(vocab), "dtype": token_dtype(len(vocab)).name,
+                      "special_tokens": special_tokens, "bpe_seconds": round(bpe_seconds, 2), "splits": {}}
+        for split, path in (("train", train_path), ("valid", valid_path)):
+            started = time.perf_counter()
+            ids = np.asarray(tokenizer.encode_file(str(path), workers=workers, progress=progress))
+            save_tokens(ids, building / f"{split}.npy", len(vocab))
+            num_bytes = Path(path).stat().st_size
+            meta["splits"][split] = {
+                "source": str(path), "tokens": int(ids.size), "bytes": num_bytes,
+                "bytes_per_token": round(num_bytes / max(1, ids.size), 3),
+                "encode_seconds": round(time.perf_counter() - started, 2),
+            }
+        atomic_write_text(building / "meta.json", json.dumps(meta, indent=2) + "\n")
     return meta

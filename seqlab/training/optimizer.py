@@ -63,3 +63,10 @@ class AdamW(torch.optim.Optimizer):
                 denom = exp_avg_sq.sqrt().add_(eps * bias_root2)
                 p.addcdiv_(exp_avg, denom, value=-lr * bias_root2 / bias_correction1)
         return loss
+
+
+def weight_decay_groups(model: torch.nn.Module) -> list[dict]:
+    """Parameter groups with weight decay on matrices only (1-D norm gains are not decayed)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return [{"params": [p for p in params if p.dim() >= 2]},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from seqlab.atomic import atomic_path
+from seqlab.atomic import atomic_path, remove_stale_temporaries
 from seqlab.model.config import ModelConfig
 from seqlab.training.config import TrainConfig
 
@@ -24,12 +24,11 @@ from seqlab.training.config import TrainConfig
 def write_run_files(config: TrainConfig, model_config: ModelConfig, *, world_size: int, total_steps: int) -> Path:
     """Create RUN (config.out_dir), write config.json and copy the data's tokenizer; return RUN.
 
-    ``--overwrite`` (without ``--resume``) first removes the old run's checkpoints; a resumed run
-    keeps the tokenizer it already has. Both writes are atomic.
+    A resumed run keeps the tokenizer it already has. Both writes are atomic. (``--overwrite``
+    keeps the old run's checkpoints until the new run saves its first one: see
+    :func:`remove_old_checkpoints`.)
     """
     run_dir = Path(config.out_dir)
-    if config.overwrite and not config.resume:
-        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)  # no stale checkpoints of the old run
     run_dir.mkdir(parents=True, exist_ok=True)
     config.save_json(run_dir / "config.json", model_config=model_config,
                      extra={"world_size": world_size, "total_steps": total_steps})
@@ -41,3 +40,34 @@ def write_run_files(config: TrainConfig, model_config: ModelConfig, *, world_siz
             shutil.copytree(source, tmp)
             shutil.rmtree(target, ignore_errors=True)  # os.replace cannot replace a folder
     return run_dir
+
+
+def check_run_dir(config: TrainConfig) -> None:
+    """Clear errors for an ``out_dir`` that is a file, or a ``--resume`` where no run is."""
+    run_dir = Path(config.out_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise NotADirectoryError(f"--out-dir {run_dir} is a file; give a directory for the run "
+                                 "(it is created if missing)")
+    if config.resume and not run_dir.is_dir():
+        raise FileNotFoundError(f"--resume: no run at {run_dir} (give the --out-dir of an earlier "
+                                "`seqlab train`, or drop --resume to start a new run)")
+
+
+def remove_run_temporaries(run_dir: Path) -> list[Path]:
+    """Remove what killed runs left half-written in RUN and RUN/checkpoints (their process is gone)."""
+    return [*remove_stale_temporaries(run_dir), *remove_stale_temporaries(run_dir / "checkpoints")]
+
+
+def checkpoint_files(ckpt_dir: Path) -> list[Path]:
+    """The checkpoints in ``ckpt_dir`` (latest.pt and step_*.pt), oldest name first."""
+    if not ckpt_dir.is_dir():
+        return []
+    return sorted(p for p in ckpt_dir.iterdir() if p.name == "latest.pt" or
+                  (p.name.startswith("step_") and p.suffix == ".pt"))
+
+
+def remove_old_checkpoints(old: list[Path], keep: set[Path]) -> None:
+    """Delete an overwritten run's checkpoints once the new run has saved its own (``keep``)."""
+    for path in old:
+        if path not in keep:
+            path.unlink(missing_ok=True)

@@ -10,6 +10,10 @@ run draws exactly the batches the uninterrupted run would have drawn.
 The run directory's files are described in :mod:`seqlab.training.run_dir`.
 
 Step numbers in logs and checkpoints count completed optimizer steps (1 = after the first update).
+
+Stopping early: Ctrl-C or SIGTERM (see :mod:`seqlab.training.interrupt`) finishes the step, saves
+and returns "interrupted"; ``time_budget_s`` ends the run when its seconds are spent; a non-finite
+loss or gradient norm stops it without saving (:mod:`seqlab.training.guards`).
 """
 
 from __future__ import annotations
@@ -18,9 +22,8 @@ import contextlib
 import math
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import torch
@@ -31,13 +34,7 @@ from seqlab.model import TransformerLM
 from seqlab.model.loss import cross_entropy
 from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
 from seqlab.training.batching import get_batch
-from seqlab.training.checkpoint import (
-    capture_rng_state,
-    load_checkpoint,
-    read_checkpoint,
-    restore_rng_state,
-    save_checkpoint,
-)
+from seqlab.training.checkpoint import save_checkpoint
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import PreparedData
@@ -48,45 +45,48 @@ from seqlab.training.distributed import (
     cleanup_distributed,
     setup_distributed,
 )
-from seqlab.training.interrupt import sigint_requests_stop
+from seqlab.training.evaluation import validation_loss
+from seqlab.training.guards import (
+    NonFiniteLossError,
+    check_finite_weights,
+    nonfinite_message,
+    nonfinite_step,
+    step_is_finite,
+)
+from seqlab.training.interrupt import signal_name, signals_request_stop
 from seqlab.training.logging_utils import RunLog
-from seqlab.training.optimizer import AdamW
-from seqlab.training.run_dir import write_run_files
-from seqlab.training.schedule import lr_cosine_schedule
+from seqlab.training.optimizer import AdamW, weight_decay_groups
+from seqlab.training.progress import StepReporter, start_message
+from seqlab.training.result import TrainResult
+from seqlab.training.run_dir import (
+    check_run_dir,
+    checkpoint_files,
+    remove_old_checkpoints,
+    remove_run_temporaries,
+    write_run_files,
+)
+from seqlab.training.run_state import RunState, check_work_left, restore_run, run_extra
+from seqlab.training.schedule import plan_schedule
 
-class NonFiniteLossError(RuntimeError):
-    """The loss became NaN or infinite; the run stopped without saving the bad state."""
-
-
-@dataclass
-class TrainResult:
-    run_dir: Path
-    steps: int                      # completed optimizer steps
-    total_steps: int
-    status: str                     # "completed" | "interrupted"
-    train_loss: float | None = None  # mean over the last log interval
-    val_loss: float | None = None    # last evaluation
-    tokens_per_second: float = 0.0   # training steps only (eval and checkpoints excluded)
-    tokens_seen: int = 0
-    elapsed: float = 0.0             # wallclock of the run, across resumes
-    history: list[dict[str, Any]] = field(default_factory=list)
-
-
-# -- the trainer -----------------------------------------------------------------------------
+__all__ = ["NonFiniteLossError", "Trainer", "TrainResult", "train"]
 
 
 class Trainer:
     """Builds the model, optimizer and data from a TrainConfig and runs (or resumes) the loop.
 
     ``step_callbacks`` are called as ``callback(trainer, step)`` after each completed step; they may
-    call :meth:`request_stop` (Ctrl-C does the same), after which the trainer saves a checkpoint
-    and returns with status "interrupted".
+    call :meth:`request_stop` (Ctrl-C and SIGTERM do the same), after which the trainer saves a
+    checkpoint and returns with status "interrupted". ``clock`` gives the seconds that elapsed
+    time and ``time_budget_s`` are measured in (a test passes a fake one).
     """
 
-    def __init__(self, config: TrainConfig, *, step_callbacks: list[Callable] | None = None):
+    def __init__(self, config: TrainConfig, *, step_callbacks: list[Callable] | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self.config = config
         self.step_callbacks = list(step_callbacks or [])
+        self._clock = clock
         self._stop_reason: str | None = None
+        self._stop_signal: int | None = None
 
     def request_stop(self, reason: str = "stop requested") -> None:
         self._stop_reason = reason
@@ -94,6 +94,7 @@ class Trainer:
     # -- setup ------------------------------------------------------------------------------
     def _setup(self) -> None:
         cfg = self.config
+        check_run_dir(cfg)
         if not cfg.data_dir:
             raise ValueError("config: data_dir is required (a directory made by `seqlab prepare`)")
         if cfg.threads:
@@ -109,34 +110,33 @@ class Trainer:
         self.data = PreparedData.open(cfg.data_dir, cfg.vocab_size)
         self.model_config = cfg.model_config(self.data.vocab_size)
         self.total_steps = cfg.total_steps(self.dist.world_size)
-        for split in ("train", "valid"):
-            tokens = len(getattr(self.data, split))
-            if tokens <= cfg.context_length:
-                raise ValueError(f"{Path(cfg.data_dir) / (split + '.npy')} has {tokens} tokens; context_length "
-                                 f"{cfg.context_length} needs at least {cfg.context_length + 1}")
-
+        self.data.check_context_length(cfg.context_length)
         torch.manual_seed(cfg.seed)  # same initial weights on every process
         self.raw_model = TransformerLM.from_config(self.model_config, device=device)
-        self.optimizer = AdamW(self._param_groups(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-                               weight_decay=cfg.weight_decay)
+        self.optimizer = AdamW(weight_decay_groups(self.raw_model), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                               eps=cfg.eps, weight_decay=cfg.weight_decay)
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         self.sampler = np.random.default_rng(cfg.seed)
-        self.step = 0
-        self.tokens_seen = 0
-        self.elapsed_before = 0.0
+        if self.dist.is_main:
+            remove_run_temporaries(self.run_dir)
+        state = RunState()
         if cfg.resume:
-            self._load_latest()
-        elif (self.ckpt_dir / "latest.pt").exists() and not cfg.overwrite:
+            state = restore_run(self.ckpt_dir / "latest.pt", self.raw_model, self.optimizer, self.sampler,
+                                self.scaler, global_batch=self.global_batch, say=self._say)
+        self.step, self.tokens_seen, self.elapsed_before = state.step, state.tokens_seen, state.elapsed_before
+        if not cfg.resume and (self.ckpt_dir / "latest.pt").exists() and not cfg.overwrite:
             raise FileExistsError(f"{self.run_dir} already holds a run ({self.ckpt_dir / 'latest.pt'}); continue it "
                                   "with --resume, start over with --overwrite, or choose another --out-dir")
+        # --overwrite: the old run's checkpoints stay until this run has saved its first one
+        self.old_checkpoints = checkpoint_files(self.ckpt_dir) if cfg.overwrite and not cfg.resume else []
+        check_work_left(cfg, state, self.total_steps)
+        self.schedule, self.schedule_notes = plan_schedule(
+            lr=cfg.lr, min_lr=cfg.final_lr, warmup_steps=cfg.warmup_steps, total_steps=self.total_steps,
+            saved_horizon=state.schedule_steps, reschedule=cfg.reschedule, time_budget_s=cfg.time_budget_s)
+        self.shared_elapsed = self.elapsed_before  # the same on every process (it sets the rate)
+        self.last_checkpoint = (self.step, self.ckpt_dir / "latest.pt") if cfg.resume else None
         self._compile_tried = False
         self.model = self._wrap(self.raw_model)
-
-    def _param_groups(self) -> list[dict]:
-        """Weight decay on matrices only (norm gains are 1-D and are not decayed)."""
-        params = [p for p in self.raw_model.parameters() if p.requires_grad]
-        return [{"params": [p for p in params if p.dim() >= 2]},
-                {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
 
     def _wrap(self, model: torch.nn.Module, *, compile: bool | None = None) -> torch.nn.Module:
         """The model the training step calls: optionally compiled, DDP-wrapped when distributed."""
@@ -154,27 +154,6 @@ class Trainer:
             model = DistributedDataParallel(model, device_ids=ids)
         return model
 
-    def _load_latest(self) -> None:
-        latest = self.ckpt_dir / "latest.pt"
-        if not latest.is_file():
-            raise FileNotFoundError(f"--resume: {latest} does not exist (nothing to resume in {self.run_dir})")
-        payload = read_checkpoint(latest)  # for the extra state; load_checkpoint checks the architecture
-        load_checkpoint(latest, self.raw_model, self.optimizer)
-        extra = payload["extra"]
-        self.step = int(payload["iteration"])
-        self.sampler.bit_generator.state = extra["sampler"]
-        self.tokens_seen = int(extra.get("tokens", 0))
-        self.elapsed_before = float(extra.get("wallclock", 0.0))
-        if "rng" in extra:
-            restore_rng_state(extra["rng"])
-        if self.scaler is not None and extra.get("grad_scaler"):
-            self.scaler.load_state_dict(extra["grad_scaler"])
-        saved_batch = extra.get("global_batch")
-        if saved_batch is not None and saved_batch != self.global_batch:
-            self._say(f"resume: global batch changed from {saved_batch} to {self.global_batch} sequences; "
-                      "batches will differ from the original run")
-        self._say(f"resume: continuing from {latest} at step {self.step}")
-
     @property
     def global_batch(self) -> int:
         return self.config.batch_size * self.config.grad_accum_steps * self.dist.world_size
@@ -187,10 +166,9 @@ class Trainer:
 
     # -- the pieces of one step ---------------------------------------------------------------
     def learning_rate(self, step: int) -> float:
-        """Warm-up then cosine reaching min_lr exactly at the last step (step is 0-based)."""
-        last = self.total_steps  # schedule iterations 1..total_steps; 0 would mean lr = 0
-        warmup = min(self.config.warmup_steps, last)
-        return lr_cosine_schedule(step + 1, self.config.lr, self.config.final_lr, warmup, last)
+        """Warm-up then cosine reaching min_lr at the schedule's last step, or when the time budget
+        is spent (step is 0-based; see :class:`seqlab.training.schedule.RunSchedule`)."""
+        return self.schedule.rate(step, self.shared_elapsed)
 
     def _my_rows(self, micro: int) -> slice:
         """Rows of the global batch for this process's micro-batch ``micro``."""
@@ -251,71 +229,54 @@ class Trainer:
         else:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        # the mean over all processes, so every process sees the same value (and stops on NaN together)
-        loss_value = all_reduce_mean(loss_sum.item() / cfg.grad_accum_steps, self.dist, self.device)
-        return loss_value, float(grad_norm), lr
+        # one host read for both; the loss is averaged over processes so every process stops on NaN
+        # together (the gradient norm is the same everywhere already: DDP averaged the gradients)
+        loss_value, norm_value = torch.stack([loss_sum / cfg.grad_accum_steps,
+                                              grad_norm.to(self.device, torch.float32)]).tolist()
+        return all_reduce_mean(loss_value, self.dist, self.device), norm_value, lr
 
-    @torch.no_grad()
     def evaluate(self) -> float:
-        """Mean loss over eval_batches global batches of fixed validation windows.
-
-        The windows are the same at every evaluation and do not depend on how the global batch
-        is split into processes and micro-batches.
-        """
+        """Mean validation loss over eval_batches global batches (:mod:`seqlab.training.evaluation`)."""
         cfg = self.config
-        sampler = np.random.default_rng(cfg.seed + 1)
         self.model.eval()
-        losses = []
-        for _ in range(cfg.eval_batches):
-            inputs, targets = get_batch(self.data.valid, self.global_batch, cfg.context_length, "cpu",
-                                        generator=sampler)
-            for micro in range(cfg.grad_accum_steps):
-                rows = self._my_rows(micro)
-                with autocast_context(self.precision, self.device):
-                    logits = self.raw_model(inputs[rows].to(self.device))
-                losses.append(cross_entropy(logits.float(), targets[rows].to(self.device)))
+        loss = validation_loss(self.raw_model, self.data.valid, batches=cfg.eval_batches,
+                               global_batch=self.global_batch, context_length=cfg.context_length, seed=cfg.seed,
+                               rows=[self._my_rows(m) for m in range(cfg.grad_accum_steps)],
+                               precision=self.precision, device=self.device)
         self.model.train()
-        return all_reduce_mean(torch.stack(losses).mean().item(), self.dist, self.device)
+        return all_reduce_mean(loss, self.dist, self.device)
 
     def save(self, step: int) -> Path | None:
         """Write step_{step:07d}.pt and point latest.pt at it (both atomic); main process only."""
         if not self.dist.is_main:
             return None
-        extra = {
-            "config": self.config.to_dict(),
-            "rng": capture_rng_state(),
-            "sampler": self.sampler.bit_generator.state,
-            "tokens": self.tokens_seen,
-            "wallclock": self.elapsed(),
-            "global_batch": self.global_batch,
-            "world_size": self.dist.world_size,
-        }
-        if self.scaler is not None:
-            extra["grad_scaler"] = self.scaler.state_dict()
+        check_finite_weights(self.raw_model.parameters(), step, self.last_checkpoint)
+        extra = run_extra(config=self.config, sampler=self.sampler, tokens=self.tokens_seen,
+                          wallclock=self.elapsed(), global_batch=self.global_batch,
+                          world_size=self.dist.world_size, schedule_steps=self.schedule.horizon, scaler=self.scaler)
         path = self.ckpt_dir / f"step_{step:07d}.pt"
         save_checkpoint(self.raw_model, self.optimizer, step, path, extra=extra)
         latest = link_or_copy(path, self.ckpt_dir / "latest.pt")  # same bytes, no second write
         self.last_checkpoint = (step, latest)
+        remove_old_checkpoints(self.old_checkpoints, keep={path, latest})
+        self.old_checkpoints = []
         return latest
 
     def elapsed(self) -> float:
-        return self.elapsed_before + (time.perf_counter() - self._started)
+        return self.elapsed_before + (self._clock() - self._started)
 
     # -- run --------------------------------------------------------------------------------
     def run(self) -> TrainResult:
         self._setup()
         try:
-            with sigint_requests_stop(self._ctrl_c):
+            with signals_request_stop(self._on_signal):
                 return self._loop()
         finally:
             cleanup_distributed(self.dist)
 
     def _loop(self) -> TrainResult:
-        from tqdm import tqdm
-
         cfg, main = self.config, self.dist.is_main
-        self._started = time.perf_counter()
-        self.last_checkpoint = (self.step, self.ckpt_dir / "latest.pt") if cfg.resume else None
+        self._started = self._clock()
         run_log = None
         if main:
             write_run_files(cfg, self.model_config, world_size=self.dist.world_size,
@@ -328,85 +289,84 @@ class Trainer:
                                              cfg.batch_size * cfg.grad_accum_steps) if peak else None
         tokens_per_step = cfg.tokens_per_step(self.dist.world_size)
         result = TrainResult(self.run_dir, self.step, self.total_steps, "completed")
-        step_time, session_steps = 0.0, 0
-        smooth_dt: float | None = None  # moving average of the step time, for the progress bar
-        window_losses: list[float] = []
-        bar = tqdm(total=self.total_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True,
-                   disable=not (main and cfg.progress), file=sys.stderr)
-        if self.step == 0 and self.total_steps > 0:
-            self._say(f"training {self.raw_model.num_parameters():,} parameters for {self.total_steps} steps "
-                      f"({tokens_per_step:,} tokens/step) on {self.device}, {self.precision}")
+        report = StepReporter(run_log, total=self.total_steps, initial=self.step, show_bar=main and cfg.progress,
+                              tokens_per_step=tokens_per_step, flops_per_step=flops_per_step, peak_flops=peak)
+        self._say_start(tokens_per_step)
         try:
             for step in range(self.step, self.total_steps):
-                # 1. one optimizer step (reading the loss waits for the GPU)
+                # 1. one optimizer step (reading the loss and gradient norm waits for the GPU)
+                compiling = self.compiled and not self._compile_tried
                 t0 = time.perf_counter()
                 loss, grad_norm, lr = self.train_step(step)
                 dt = time.perf_counter() - t0
-                step_time, session_steps, done = step_time + dt, session_steps + 1, step + 1
-                if not math.isfinite(loss):
-                    raise NonFiniteLossError(self._nonfinite_message(done, loss))
+                done = step + 1
+                if not step_is_finite(loss, grad_norm, grad_scaler=self.scaler is not None):
+                    raise NonFiniteLossError(nonfinite_message(done, nonfinite_step(loss, grad_norm),
+                                                               self.last_checkpoint))
+                if compiling:
+                    self._say(f"compile: step {done} took {dt:.1f} s (compiling); it is left out of tokens/s")
                 self.step, self.tokens_seen = done, self.tokens_seen + tokens_per_step
-                window_losses.append(loss)
-                last = done == self.total_steps
-                # 2. progress bar: loss, lr, tokens/s (smoothed) and MFU
-                smooth_dt = dt if smooth_dt is None else 0.9 * smooth_dt + 0.1 * dt
-                postfix = f"loss {loss:.3f} lr {lr:.2e} {tokens_per_step / smooth_dt:,.0f} tok/s"
-                if flops_per_step:
-                    postfix += f" MFU {flops_per_step / smooth_dt / peak:.1%}"
-                bar.set_postfix_str(postfix, refresh=False)
-                bar.update(1)
-                # 3. log the mean training loss of the interval
-                if done % cfg.log_interval == 0 or last:
-                    result.train_loss = sum(window_losses) / len(window_losses)
-                    window_losses = []
-                    if run_log is not None:
-                        run_log.write({"step": done, "wallclock": round(self.elapsed(), 3),
-                                       "train_loss": result.train_loss, "lr": lr, "grad_norm": grad_norm,
-                                       "tokens": self.tokens_seen,
-                                       "tokens_per_second": round(tokens_per_step / dt, 1)})
-                # 4. evaluate, 5. checkpoint
+                out_of_time = self._time_is_up()
+                last = done == self.total_steps or out_of_time
+                # 2. progress bar, and the mean training loss of each log interval
+                report.step(done, loss=loss, lr=lr, grad_norm=grad_norm, seconds=dt, compiling=compiling,
+                            write_log=done % cfg.log_interval == 0 or last, wallclock=self.elapsed(),
+                            tokens=self.tokens_seen)
+                # 3. evaluate, 4. checkpoint
                 if done % cfg.eval_interval == 0 or last:
                     result.val_loss = self.evaluate()
-                    if run_log is not None:
-                        run_log.write_eval({"step": done, "wallclock": round(self.elapsed(), 3),
-                                            "val_loss": result.val_loss, "tokens": self.tokens_seen})
-                        bar.write(f"step {done}: val loss {result.val_loss:.4f}", file=sys.stderr)
+                    report.evaluation(done, result.val_loss, wallclock=self.elapsed(), tokens=self.tokens_seen)
                 if done % cfg.checkpoint_interval == 0 or last:
                     self.save(done)
-                # 6. callbacks, and a requested stop (Ctrl-C) saves and ends the run
+                if out_of_time:
+                    result.stopped_by = "time budget"
+                    self._say(f"time budget of {cfg.time_budget_s:g} s spent at step {done}; saved "
+                              f"{self.ckpt_dir / 'latest.pt'}")
+                    break
+                # 5. callbacks, and a requested stop (Ctrl-C, SIGTERM) saves and ends the run
                 for callback in self.step_callbacks:
                     callback(self, done)
                 if any_true(self._stop_reason is not None, self.dist, self.device) and not last:
                     self.save(done)
-                    result.status = "interrupted"
-                    self._say(f"{self._stop_reason or 'stopped'}: saved {self.ckpt_dir / 'latest.pt'} at step "
+                    result.status, result.stopped_by = "interrupted", self._stop_reason or "stopped"
+                    result.stop_signal = self._stop_signal
+                    self._say(f"{result.stopped_by}: saved {self.ckpt_dir / 'latest.pt'} at step "
                               f"{done}; continue with --resume")
                     break
         finally:
-            bar.close()
-            if run_log is not None:
-                run_log.close()
-        result.steps = self.step
-        result.tokens_seen = self.tokens_seen
-        result.tokens_per_second = session_steps * tokens_per_step / step_time if step_time else 0.0
-        result.elapsed = self.elapsed()
+            report.close()
+        result.steps, result.tokens_seen, result.elapsed = self.step, self.tokens_seen, self.elapsed()
+        result.train_loss, result.train_loss_steps = report.train_loss, report.train_loss_steps
+        result.tokens_per_second, result.excluded_steps = report.speed.tokens_per_second, report.speed.excluded
         result.history = run_log.history if run_log is not None else []
         return result
 
-    def _nonfinite_message(self, step: int, loss: float) -> str:
-        if self.last_checkpoint is not None:
-            kept = f"the last good checkpoint is {self.last_checkpoint[1]} (step {self.last_checkpoint[0]})"
-        else:
-            kept = "no checkpoint was saved yet"
-        return (f"step {step}: the training loss is {loss}; stopping without saving this state; {kept}. "
-                f"Try a lower --lr, more --warmup-steps or --grad-clip.")
+    def _say_start(self, tokens_per_step: int) -> None:
+        """The start line, the schedule's notes, and a word before a first step that compiles."""
+        if self.step == 0:
+            self._say(start_message(self.raw_model.num_parameters(), self.total_steps, self.config.time_budget_s,
+                                    tokens_per_step, f"{self.device}, {self.precision}"))
+        for note in self.schedule_notes:
+            self._say(note)
+        if self.compiled:
+            self._say(f"compile: compiling the model for {self.device} during the first step (this can take "
+                      "a minute); that step is left out of tokens/s")
 
-    def _ctrl_c(self) -> bool:
-        """First Ctrl-C: finish the step, save, exit (True). A second one: interrupt at once (False)."""
+    def _time_is_up(self) -> bool:
+        """Whether the time budget is spent; also updates the elapsed time the rate follows, which
+        every process takes from the same all-reduce (so all use the same rate and stop together)."""
+        if self.config.time_budget_s is None:
+            return False
+        self.shared_elapsed = all_reduce_mean(self.elapsed(), self.dist, self.device)
+        return self.shared_elapsed >= self.config.time_budget_s
+
+    def _on_signal(self, signum: int) -> bool:
+        """First Ctrl-C / SIGTERM: finish the step, save, exit (True). A second one: stop at once (False)."""
         if self._stop_reason is not None:
             return False
-        self._stop_reason = "interrupted (Ctrl-C)"
-        self._say("Ctrl-C: saving a checkpoint after this step (press again to quit without saving)")
+        name = signal_name(signum)
+        self._stop_reason, self._stop_signal = f"interrupted ({name})", signum
+        self._say(f"{name}: saving a checkpoint after this step (send it again to quit without saving)")
         return True
 
 

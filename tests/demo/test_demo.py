@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+from pathlib import Path
+
+import pytest
 
 from seqlab.cli import main
 from seqlab.training.logging_utils import read_jsonl
@@ -35,3 +40,44 @@ def test_demo_bad_arguments_are_clear_errors(tmp_path, capsys):
     assert main(["demo", "--fast", "--out", str(not_a_dir), "--no-progress"]) == 2
     assert f"--out {not_a_dir} exists and is not a directory" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
+
+
+def test_11_demo_refuses_an_existing_out_and_overwrite_swaps_it_in_whole(tmp_path, capsys):
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "report.md").write_text("an earlier demo\n")
+    assert main(["demo", "--fast", "--out", str(out), "--no-progress"]) == 1
+    assert f"--out {out} already exists; pass --overwrite" in capsys.readouterr().err
+    assert (out / "report.md").read_text() == "an earlier demo\n"
+    (out / "stale.txt").write_text("not the demo's")  # a folder holding anything else is never replaced
+    assert main(["demo", "--fast", "--out", str(out), "--no-progress", "--overwrite"]) == 1
+    assert "holds other files (stale.txt)" in capsys.readouterr().err
+    (out / "stale.txt").unlink()
+    assert main(["demo", "--fast", "--out", str(out), "--no-progress", "--overwrite"]) == 0
+    report = (out / "report.md").read_text()
+    assert report.startswith("# seqlab demo report")
+    assert sorted(os.listdir(out)) == ["corpus", "data", "report.md", "run"]
+    assert sorted(os.listdir(tmp_path)) == ["demo"]  # nothing left beside it
+    # the report names the final paths, explains the corpus and agrees with the learned vocabulary
+    config = json.loads((out / "run" / "config.json").read_text())
+    assert (config["data_dir"], config["out_dir"]) == (str(out / "data"), str(out / "run"))
+    assert f"seqlab generate --run {out.as_posix()}/run" in report
+    assert "generated from a small story grammar" in report and "not comparable to TinyStories" in report
+    meta = json.loads((out / "data" / "meta.json").read_text())
+    assert f"with a {meta['vocab_size']}-token BPE vocabulary" in report
+    assert ("were asked for" in report) == (meta["vocab_size"] != 300)
+    log = read_jsonl(out / "run" / "log.jsonl")
+    window = [r for r in log if "train_loss" in r][-1]
+    assert f"final train loss (mean of the last step) | {window['train_loss']:.4f}" in report
+
+
+def test_11_the_demo_states_one_duration_everywhere(capsys):
+    from seqlab.demo.pipeline import DEFAULT_MINUTES, FULL
+
+    assert DEFAULT_MINUTES == 2.0 and FULL.max_steps >= 10_000  # the time budget, not the cap, ends it
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "about two minutes (--minutes)" in help_text and "(default: 2)" in help_text
+    assert "two minutes on any machine" in readme and "5 minutes" not in readme

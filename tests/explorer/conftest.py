@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+from contextlib import contextmanager
 
 import pytest
 
@@ -38,16 +39,79 @@ class Client:
         return data
 
 
+@contextmanager
+def serving(runs=None):
+    """An explorer on a free loopback port (with ``runs``, a RunRegistry), stopped afterwards."""
+    server, thread = start_in_thread("127.0.0.1", 0, runs=runs)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def client_for(server) -> Client:
+    return Client(*server.server_address[:2])
+
+
 @pytest.fixture(scope="session")
 def explorer_server():
-    server, thread = start_in_thread("127.0.0.1", 0)
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
 def client(explorer_server) -> Client:
-    host, port = explorer_server.server_address[:2]
-    return Client(host, port)
+    return client_for(explorer_server)
+
+
+# --- the user's own runs ---------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def lm_run(tmp_path_factory):
+    """A language-model run trained here by `seqlab demo --fast` (2 layers, 2 heads, context 32;
+    a few seconds)."""
+    from seqlab.demo.pipeline import run_demo
+
+    out = tmp_path_factory.mktemp("demo")
+    run_demo(out, fast=True, progress=False)
+    return out / "run"
+
+
+@pytest.fixture(scope="session")
+def damaged_run(lm_run, tmp_path_factory):
+    """A copy of lm_run whose checkpoint was cut in half (as by a full disk)."""
+    import shutil
+
+    run = tmp_path_factory.mktemp("damaged") / "run"
+    shutil.copytree(lm_run, run)
+    checkpoint = run / "checkpoints" / "latest.pt"
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes(data[: len(data) // 2])
+    return run
+
+
+@pytest.fixture(scope="session")
+def model_server(lm_run, damaged_run, tmp_path_factory):
+    """An explorer serving lm_run (the default), the damaged run and a directory that does not exist."""
+    from seqlab.explorer.runs import RunRegistry
+
+    missing = tmp_path_factory.mktemp("gone") / "no_such_run"
+    with serving(RunRegistry([str(lm_run), str(damaged_run), str(missing)])) as server:
+        server.run_ids = {"lm": str(lm_run), "damaged": str(damaged_run), "missing": str(missing)}
+        yield server
+
+
+@pytest.fixture(scope="session")
+def model_client(model_server) -> Client:
+    return client_for(model_server)
+
+
+@pytest.fixture(scope="session")
+def loaded_lm(lm_run):
+    """lm_run's model and tokenizer, loaded here (not through the explorer)."""
+    from seqlab.tokenizer import Tokenizer
+    from seqlab.inference.loading import load_model_from_checkpoint
+
+    model, _ = load_model_from_checkpoint(lm_run / "checkpoints" / "latest.pt")
+    return model, Tokenizer.load(lm_run / "tokenizer")

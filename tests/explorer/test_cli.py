@@ -57,3 +57,28 @@ def test_explore_process_serves_the_page_offline():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_run_and_paths_options():
+    args = build_parser().parse_args(["explore", "--run", "a", "--run", "b", "--paths", "p"])
+    assert (args.run, args.paths) == (["a", "b"], "p")
+    assert build_parser().parse_args(["explore"]).run == []
+
+
+def _served_runs(monkeypatch, argv) -> list[str]:
+    served = []
+    monkeypatch.setattr(server_module.ExplorerServer, "serve_forever", lambda self: served.append(self.runs))
+    args = build_parser().parse_args(["explore", "--port", "0", "--no-browser", *argv])
+    assert args.func(args) == 0
+    return [run.id for run in served[0].runs]
+
+
+def test_default_run_is_demo_out_when_it_exists(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert _served_runs(monkeypatch, []) == []
+    assert "seqlab demo --fast" in capsys.readouterr().err
+    (tmp_path / "demo_out" / "run").mkdir(parents=True)
+    assert _served_runs(monkeypatch, []) == ["demo_out/run"]
+    assert _served_runs(monkeypatch, ["--run", "elsewhere", "--run", "demo_out/run"]) == ["elsewhere", "demo_out/run"]
+    err = capsys.readouterr().err
+    assert "warning: run directory elsewhere does not exist" in err  # told in the terminal as well as the page

@@ -7,6 +7,8 @@ import re
 
 from seqlab.explorer.api import run_endpoint
 from seqlab.explorer.server import STATIC_DIR
+from seqlab.inference.inspect import trace_forward
+from seqlab.model import TransformerLM
 
 
 def _strings() -> dict[str, list[str]]:
@@ -42,9 +44,15 @@ def test_every_key_the_page_uses_is_defined():
     assert len(cards) == 10
     used |= {f"sc.{part}.{name}" for name in cards for part in ("q", "a")}
     used |= {f"mh.{name}" for name, _ in run_endpoint("multihead", {})["shapes"]}
+    # the model panels (model.js): t("...") calls, and the label lists it loops over
+    model = (STATIC_DIR / "model.js").read_text(encoding="utf-8")
+    model_used = set(re.findall(r'\bt\("([\w.]+\w)"', model)) | set(re.findall(r'"(model\.[a-z_]+)"', model))
+    model_used |= {f"mshape.{name}" for name, _ in trace_forward(TransformerLM(10, 4, 4, 1, 2), [1, 2]).shapes}
+    assert len(model_used) > 40
+    used |= model_used
     missing = sorted(used - set(strings))
     assert not missing, missing
-    assert len(used) > 150
+    assert len(used) > 200
 
 
 def test_glossary_has_the_issue_terms():
@@ -55,3 +63,27 @@ def test_glossary_has_the_issue_terms():
                 "causal mask": "因果掩码", "positional encoding": "位置编码"}
     for english, chinese in required.items():
         assert glossary[english] == chinese
+
+
+def _request_error_codes() -> set[str]:
+    """Every code a RequestError is raised with in the explorer's Python (read with ast)."""
+    import ast
+
+    codes = set()
+    for path in (STATIC_DIR.parent).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "RequestError" and len(node.args) > 1:
+                code = node.args[1]
+                if isinstance(code, ast.Constant):
+                    codes.add(code.value)
+                else:  # f"{name}_range" in model_api._index, used for layer and head
+                    assert isinstance(code, ast.JoinedStr) and code.values[-1].value == "_range", ast.dump(code)
+                    codes |= {"layer_range", "head_range"}
+    return codes
+
+
+def test_every_error_code_has_a_translation():
+    codes = _request_error_codes()
+    assert {"text_empty", "run_missing", "run_damaged", "temperature", "no_paths", "s2s_missing"} <= codes
+    missing = sorted(f"err.{code}" for code in codes if f"err.{code}" not in _strings())
+    assert not missing, missing

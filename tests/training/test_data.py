@@ -74,7 +74,7 @@ def test_token_files_that_are_not_token_ids_are_named(tmp_path):
         open_tokens(text)
     fake = tmp_path / "fake.npy"
     fake.write_text("once upon a time")
-    with pytest.raises(ValueError, match=r"fake\.npy: not a \.npy array of token ids"):
+    with pytest.raises(ValueError, match=r"fake\.npy: not a token file: a \.npy file starts with"):
         open_tokens(fake)
     np.save(tmp_path / "floats.npy", np.zeros(4))
     with pytest.raises(ValueError, match="must be integers"):

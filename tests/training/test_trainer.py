@@ -196,8 +196,11 @@ def test_ids_outside_the_vocabulary_are_rejected_at_load(byte_data, tmp_path):
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(byte_data, tmp_path):
+    (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
         train(_config(byte_data, tmp_path / "empty", resume=True, max_steps=2))
+    with pytest.raises(FileNotFoundError, match="--resume: no run at .*missing"):
+        train(_config(byte_data, tmp_path / "missing", resume=True, max_steps=2))
 
 
 def test_train_cli_and_resume_cli(byte_data, tmp_path, capsys):

@@ -16,12 +16,27 @@ async function api(name, body) {
       body: JSON.stringify(body),
     });
     const data = await response.json();
-    if (!response.ok) throw new Error(data.error || response.statusText);
+    if (!response.ok) throw apiError(data, response);
     return data;
   } finally {
     pending -= 1;
     if (pending === 0) document.body.dataset.busy = "0";
   }
+}
+
+// A failed request as an Error carrying the server's code and params (see errorText).
+function apiError(data, response) {
+  const error = new Error(data.error || response.statusText);
+  error.code = data.code;
+  error.params = data.params || {};
+  return error;
+}
+
+// The message to show for a failed request: the page's own translation when the server named the
+// mistake with a code it has a label for (err.<code>), else the server's English message.
+function errorText(err) {
+  const key = "err." + err.code;
+  return err.code && STRINGS[key] ? t(key, err.params) : err.message;
 }
 
 // --- input parsing (text -> numbers; the API validates ranges and shapes) -------------------
@@ -43,24 +58,34 @@ function widget(sectionId, request, render, scopeId) {
   const section = $(sectionId);
   const scope = $(scopeId || sectionId);
   const errorBox = scope.querySelector(":scope > .error");
-  const w = { last: null, serial: 0, onRendered: null };
-  w.render = () => { if (w.last) render(w.last.data, w.last.body); };
+  const w = { last: null, error: null, serial: 0, onRendered: null };
+  const showError = () => {
+    errorBox.textContent = t("common.error", { msg: errorText(w.error) });
+    errorBox.hidden = false;
+    scope.classList.add("failed");
+  };
+  w.render = () => {
+    if (w.last) render(w.last.data, w.last.body);
+    if (w.error) showError();  // re-translated on a language switch
+  };
+  w.fail = (err) => { w.error = err; showError(); };
   w.refresh = async () => {
     const serial = ++w.serial;
     try {
-      const [endpoint, body] = request();
+      const wanted = request();
+      if (!wanted) return;  // nothing to ask yet (the widget shows a hint instead)
+      const [endpoint, body] = wanted;
       const data = await api(endpoint, body);
       if (serial !== w.serial) return;
       w.last = { data, body };
+      w.error = null;
       errorBox.hidden = true;
       scope.classList.remove("failed");
       render(data, body);
       if (w.onRendered) w.onRendered();
     } catch (err) {
       if (serial !== w.serial) return;
-      errorBox.textContent = t("common.error", { msg: err.message });
-      errorBox.hidden = false;
-      scope.classList.add("failed");
+      w.fail(err);
     }
   };
   let timer = null;
@@ -545,6 +570,7 @@ async function main() {
   setupBPE(d.bpe);
   setupSelfCheck();
   setupDependency(d.dependency);
+  await setupModel();
   $("lang-en").addEventListener("click", () => setLanguage("en"));
   $("lang-zh").addEventListener("click", () => setLanguage("zh"));
   setLanguage(I18N.lang);

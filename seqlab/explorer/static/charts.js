@@ -42,14 +42,19 @@ function extent(values) {
   return [lo, hi];
 }
 
-// series: [{values: [...], label, cls}]; x is the index. opts.yTransform maps a value to plot space.
+// series: [{values: [...], xs, label, cls}]; x is xs[i] when given (e.g. training steps), else the
+// index. opts.yTransform maps a value to plot space.
 function lineChart(container, series, opts = {}) {
   const W = opts.width || 420, H = opts.height || 200, L = 56, R = 12, T = 12, B = 28;
   const tf = opts.yTransform || ((y) => y);
   const all = series.flatMap((s) => s.values.map(tf)).filter(isFinite);
   const [ylo, yhi] = extent(all.length ? all : [0, 1]);
-  const n = Math.max(...series.map((s) => s.values.length), 2);
-  const sx = (i) => L + (i / (n - 1)) * (W - L - R);
+  const xOf = (s, i) => (s.xs ? s.xs[i] : i);
+  const xsAll = series.flatMap((s) => s.values.map((_, i) => xOf(s, i)));
+  const x0 = series.some((s) => s.xs) ? Math.min(...xsAll) : 0;
+  const x1 = Math.max(...xsAll, x0 + 1);
+  const n = x1 + 1;  // the right-hand tick label
+  const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
   const sy = (y) => T + (1 - (y - ylo) / (yhi - ylo)) * (H - T - B);
   const svg = svgRoot(W, H);
   svg.append(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }));
@@ -60,11 +65,11 @@ function lineChart(container, series, opts = {}) {
     svg.append(svgEl("text", { x: L - 6, y: sy(y) + 4, class: "tick", "text-anchor": "end" },
                      opts.yTickFormat ? opts.yTickFormat(y) : y.toFixed(2)));
   }
-  svg.append(svgEl("text", { x: L, y: H - 8, class: "tick" }, "0"));
+  svg.append(svgEl("text", { x: L, y: H - 8, class: "tick" }, String(x0)));
   svg.append(svgEl("text", { x: W - R, y: H - 8, class: "tick", "text-anchor": "end" }, String(n - 1)));
   if (opts.xLabel) svg.append(svgEl("text", { x: (L + W) / 2, y: H - 8, class: "tick", "text-anchor": "middle" }, opts.xLabel));
   series.forEach((s, idx) => {
-    const points = s.values.map((v, i) => [sx(i), sy(tf(v))]).filter((p) => isFinite(p[1]));
+    const points = s.values.map((v, i) => [sx(xOf(s, i)), sy(tf(v))]).filter((p) => isFinite(p[1]));
     svg.append(svgEl("polyline", { points: points.map((p) => p.join(",")).join(" "), class: "line " + (s.cls || "s" + idx) }));
     if (s.label && points.length) {
       const [px, py] = points[points.length - 1];

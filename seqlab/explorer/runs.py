@@ -1,0 +1,178 @@
+"""The runs the explorer shows: directories written by ``seqlab train`` / ``seqlab demo`` (language
+models) and ``seqlab seq2seq train`` (seq2seq models), loaded on first use.
+
+A run directory is recognised by its files, without loading anything:
+
+    LM run       checkpoints/latest.pt, tokenizer/ (vocab.json, merges.txt), config.json, log.jsonl
+    seq2seq run  checkpoints/latest.pt, vocab.json, config.json
+
+Problems (a missing directory, a damaged checkpoint, a seq2seq run asked for an LM panel) become a
+:class:`RequestError` with a code the page translates, so a panel always shows what went wrong and
+how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seqlab.explorer.validation import RequestError
+
+MAKE_ONE = "make one with `seqlab demo --fast` (writes demo_out/run) or `seqlab train`, then run `seqlab explore --run DIR`"
+
+
+@dataclass
+class Run:
+    """One --run directory as given on the command line (``id``) and what its files say it is."""
+
+    id: str
+    path: Path
+    kind: str  # "lm", "seq2seq" or "invalid"
+    problem: RequestError | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "error": None if self.problem is None else self.problem.body()}
+
+
+def describe_run(run_id: str) -> Run:
+    """Classify a run directory by the files it holds (nothing is loaded)."""
+    path = Path(run_id).expanduser()
+    if not path.is_dir():
+        return Run(run_id, path, "invalid", RequestError(
+            f"run directory {run_id} does not exist; {MAKE_ONE}", "run_missing", run=run_id))
+    has_checkpoint = (path / "checkpoints" / "latest.pt").is_file()
+    if has_checkpoint and (path / "tokenizer").is_dir():
+        return Run(run_id, path, "lm")
+    if has_checkpoint and (path / "vocab.json").is_file() and (path / "config.json").is_file():
+        return Run(run_id, path, "seq2seq")
+    return Run(run_id, path, "invalid", RequestError(
+        f"{run_id} is not a seqlab run: expected checkpoints/latest.pt with tokenizer/ (a language model "
+        f"from `seqlab train`) or with vocab.json (a model from `seqlab seq2seq train`)", "run_not_run", run=run_id))
+
+
+@dataclass
+class LoadedLM:
+    """A language-model run, ready to use: the model (eval mode, CPU), its tokenizer and files."""
+
+    run: Run
+    model: Any
+    tokenizer: Any
+    config: dict[str, Any]
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
+def load_lm(run: Run) -> LoadedLM:
+    """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
+    from seqlab.inference.loading import load_model
+    from seqlab.training.logging_utils import read_jsonl
+
+    try:
+        model, tokenizer, _ = load_model(run=run.path, device="cpu")
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+        raise RequestError(f"run {run.id}: cannot load {run.path / 'checkpoints' / 'latest.pt'} or its tokenizer: "
+                           f"{exc}. Retrain it or pick another run", "run_damaged", run=run.id, detail=str(exc)) from None
+    try:
+        config_path = run.path / "config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        log_path = run.path / "log.jsonl"
+        log = read_jsonl(log_path) if log_path.is_file() else []
+    except (OSError, ValueError) as exc:
+        raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
+    if tokenizer.vocab_size > model.config.vocab_size:
+        detail = f"the tokenizer has {tokenizer.vocab_size} ids but the model only {model.config.vocab_size}"
+        raise RequestError(f"run {run.id}: {detail}", "run_damaged", run=run.id, detail=detail)
+    return LoadedLM(run, model, tokenizer, config, log)
+
+
+def load_seq2seq(run: Run) -> Any:
+    """A seq2seq run through ``seqlab.seq2seq.train.load_run`` (model in eval mode on the CPU,
+    source and target vocabularies); errors name the run and file."""
+    try:
+        from seqlab.seq2seq.train import load_run
+    except ImportError:
+        raise RequestError("this version of seqlab has no seq2seq models (seqlab.seq2seq); update it to "
+                           "translate with a seq2seq run", "s2s_missing") from None
+    try:
+        return load_run(run.path, device="cpu")
+    except (FileNotFoundError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+        raise RequestError(f"run {run.id}: cannot load it: {exc}. Retrain it or pick another run",
+                           "run_damaged", run=run.id, detail=str(exc)) from None
+
+
+def read_paths_results(directory: str) -> dict[str, Any]:
+    """``DIR/results.json`` of ``seqlab paths --out DIR``: per task, the exact match of each
+    architecture at every source length, as {"tasks": [{"task", "train_lengths", "test_max_len",
+    "archs": [{"arch", "parameters", "exact_match", "points": [[length, exact_match, count], ...]}]}],
+    "fast"}. Errors name the file and how to make it."""
+    path = Path(directory) / "results.json"
+    if not path.is_file():
+        raise RequestError(f"{path} does not exist; run `seqlab paths --out {directory}` first (about 30 s with "
+                           "--fast)", "paths_missing", path=str(path), dir=directory)
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+        tasks = []
+        for task, info in results["tasks"].items():
+            archs = [{"arch": arch, "parameters": run["parameters"], "exact_match": run["exact_match"],
+                      "points": sorted([int(n), v["exact_match"], v["count"]] for n, v in run["by_length"].items())}
+                     for arch, run in info["archs"].items()]
+            tasks.append({"task": task, "train_lengths": info.get("train_lengths"),
+                          "test_max_len": info.get("test_max_len"), "archs": archs})
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise RequestError(f"{path} is not a `seqlab paths` results file ({type(exc).__name__}: {exc}); "
+                           f"run `seqlab paths --out {directory}` again", "paths_bad", path=str(path)) from None
+    return {"tasks": tasks, "fast": bool(results.get("fast"))}
+
+
+class RunRegistry:
+    """The runs given to ``seqlab explore``; each model is loaded once, on first use (thread-safe)."""
+
+    def __init__(self, run_ids: list[str] | tuple[str, ...] = (), paths_dir: str | None = None):
+        self.runs = [describe_run(run_id) for run_id in dict.fromkeys(run_ids)]
+        self.paths_dir = paths_dir
+        self._loaded: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [run.summary() for run in self.runs]
+
+    def find(self, run_id: str | None, kind: str) -> Run:
+        """The run named ``run_id`` (default: the first run of ``kind``), checked to be of that kind."""
+        if run_id is None:
+            # runs of that kind; for the LM panels (the default kind) also a run that could not be
+            # classified, so its problem is what the panels show
+            candidates = [run for run in self.runs if run.kind == kind or (kind == "lm" and run.kind == "invalid")]
+            if not candidates:
+                if kind == "lm":
+                    raise RequestError(f"no language-model run to show; {MAKE_ONE}", "no_lm_run")
+                raise RequestError("no seq2seq run to show; train one with `seqlab seq2seq train --out DIR`, "
+                                   "then run `seqlab explore --run DIR`", "no_s2s_run")
+            run = candidates[0]
+        else:
+            matches = [run for run in self.runs if run.id == run_id]
+            if not matches:
+                known = ", ".join(run.id for run in self.runs) or "none"
+                raise RequestError(f"unknown run {run_id!r}; the explorer was started with: {known}",
+                                   "unknown_run", run=run_id, known=known)
+            run = matches[0]
+        if run.problem is not None:
+            raise run.problem
+        if run.kind != kind:
+            wanted = "a language model" if kind == "lm" else "a seq2seq model"
+            raise RequestError(f"run {run.id} is not {wanted} (it is a {run.kind} run)", "run_kind", run=run.id)
+        return run
+
+    def _load(self, run: Run, loader) -> Any:
+        with self._lock:
+            if run.id not in self._loaded:
+                self._loaded[run.id] = loader(run)
+            return self._loaded[run.id]
+
+    def lm(self, run_id: str | None = None) -> LoadedLM:
+        return self._load(self.find(run_id, "lm"), load_lm)
+
+    def seq2seq(self, run_id: str | None = None) -> Any:
+        """A ``seqlab.seq2seq.train.LoadedRun`` (model, src_vocab, tgt_vocab, train_config, step)."""
+        return self._load(self.find(run_id, "seq2seq"), load_seq2seq)

@@ -1,0 +1,330 @@
+// Section 12: panels over the user's own trained run (seqlab explore --run DIR). Each panel POSTs
+// the run and the text to /api/lm/<panel> and draws the JSON it gets back; the page computes
+// nothing (no softmax, no filtering, no tokenizing): every number comes from the package.
+"use strict";
+
+const DEFAULT_MODEL_TEXT = "Once upon a time there was a little cat. The cat";
+
+// Whitespace drawn visibly inside token pieces: "␣" space, "↵" newline, "⇥" tab.
+const visible = (s) => s.replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\r/g, "␍").replace(/\t/g, "⇥");
+const hexBytes = (bytes) => bytes.map((b) => b.toString(16).padStart(2, "0")).join(" ");
+
+// POST and read a stream of JSON lines (one per piece of generated text), calling onLine for each.
+async function apiStream(name, body, onLine) {
+  pending += 1;
+  document.body.dataset.busy = "1";
+  try {
+    const response = await fetch("/api/" + name, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    if (!response.ok) throw apiError(await response.json(), response);
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let newline;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        onLine(JSON.parse(buffer.slice(0, newline)));
+        buffer = buffer.slice(newline + 1);
+      }
+    }
+  } finally {
+    pending -= 1;
+    if (pending === 0) document.body.dataset.busy = "0";
+  }
+}
+
+// An attention map: one SVG cell per (row, column) pair shaded by its weight; data-w holds the
+// API's number for each cell. causal: the upper triangle (future keys) is left empty.
+function attentionMap(container, rowLabels, colLabels, weights, causal, onHover) {
+  const rows = rowLabels.length, cols = colLabels.length;
+  const cell = Math.max(4, Math.min(26, Math.floor(480 / Math.max(rows, cols))));
+  const labels = cell >= 11;
+  const pad = labels ? 72 : 8;
+  const svg = svgRoot(pad + cols * cell + 4, pad + rows * cell + 4);
+  svg.classList.add("attn");
+  svg.style.maxWidth = `${pad + cols * cell + 4}px`;
+  svg.append(svgEl("rect", { x: pad, y: pad, width: cols * cell, height: rows * cell, class: "attn-bg" }));
+  if (labels) {
+    rowLabels.forEach((label, r) => svg.append(svgEl("text", { x: pad - 4, y: pad + r * cell + cell * 0.7,
+      class: "attn-label", "text-anchor": "end" }, visible(label).slice(0, 9))));
+    colLabels.forEach((label, c) => svg.append(svgEl("text", { x: 0, y: 0, class: "attn-label",
+      transform: `translate(${pad + c * cell + cell * 0.7}, ${pad - 4}) rotate(-90)` }, visible(label).slice(0, 9))));
+  }
+  for (let q = 0; q < rows; q++) {
+    for (let k = 0; k < (causal ? q + 1 : cols); k++) {
+      const w = weights[q][k];
+      svg.append(svgEl("rect", { x: pad + k * cell, y: pad + q * cell, width: cell - 1, height: cell - 1,
+        class: "attn-cell", fill: `rgba(37, 99, 235, ${0.03 + 0.97 * Math.max(0, Math.min(1, w))})`,
+        "data-q": q, "data-k": k, "data-w": w }));
+    }
+  }
+  svg.addEventListener("mousemove", (event) => {
+    const target = event.target;
+    if (target.classList && target.classList.contains("attn-cell")) {
+      target.classList.add("hover");
+      onHover(Number(target.dataset.q), Number(target.dataset.k), Number(target.dataset.w));
+    }
+  });
+  svg.addEventListener("mouseout", (event) => { if (event.target.classList) event.target.classList.remove("hover"); });
+  container.replaceChildren(svg);
+}
+
+// A small canvas thumbnail of one head's weights (no labels), for comparing heads at a glance.
+function attentionThumb(weights, selected) {
+  const n = weights.length;
+  const px = Math.max(1, Math.floor(96 / n));
+  const canvas = el("canvas", { width: n * px, height: n * px, class: "thumb" + (selected ? " selected" : "") });
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#f1f3f6";
+  ctx.fillRect(0, 0, n * px, n * px);
+  for (let q = 0; q < n; q++) {
+    for (let k = 0; k <= q; k++) {
+      ctx.fillStyle = `rgba(37, 99, 235, ${0.03 + 0.97 * Math.max(0, Math.min(1, weights[q][k]))})`;
+      ctx.fillRect(k * px, q * px, px, px);
+    }
+  }
+  return canvas;
+}
+
+function fillSelect(select, count, keep) {
+  const previous = Number(select.value);
+  select.replaceChildren(...[...Array(count).keys()].map((i) => el("option", { value: String(i), text: String(i) })));
+  select.value = String(keep && previous < count ? previous : 0);
+}
+
+async function setupModel() {
+  const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths } = await api("runs", {});
+  setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
+  setupPaths(paths);
+  const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
+  const runSelect = $("model-run");
+  const renderRuns = () => {
+    if (!lmRuns.length) {
+      runSelect.replaceChildren(el("option", { value: "", "data-i18n": "model.no_runs", text: t("model.no_runs") }));
+      runSelect.disabled = true;
+      return;
+    }
+    const current = runSelect.value;
+    runSelect.replaceChildren(...lmRuns.map((r) => el("option", { value: r.id, text: r.id + (r.error ? " ⚠" : "") })));
+    if (current) runSelect.value = current;
+  };
+  renderRuns();
+  $("model-text").value = DEFAULT_MODEL_TEXT;
+  // A run the server already called unusable (or no run at all) is reported without a request.
+  const withRun = (extra) => {
+    const run = lmRuns.find((r) => r.id === runSelect.value);
+    const problem = run ? run.error : noRun;
+    if (problem) throw apiError(problem, {});
+    return { ...(run ? { run: run.id } : {}), ...extra };
+  };
+  const withText = (extra) => withRun({ text: $("model-text").value, ...extra });
+  const textWidgets = [];
+
+  // --- run: loss curve and config
+  const info = widget("w-model", () => ["lm/info", withRun({})], (data) => {
+    const { train, val } = data.loss;
+    const series = [];
+    if (train.length) series.push({ values: train.map((p) => p[1]), xs: train.map((p) => p[0]), cls: "s0" });
+    if (val.length) series.push({ values: val.map((p) => p[1]), xs: val.map((p) => p[0]), cls: "s1" });
+    if (series.length) lineChart($("model-loss"), series, { xLabel: t("model.step") });
+    else $("model-loss").replaceChildren(el("p", { class: "note", text: t("model.no_log") }));
+    const m = data.model;
+    const facts = [["model.parameters", data.parameters.toLocaleString("en")], ["model.layers", m.num_layers],
+      ["model.heads", m.num_heads], ["model.d_model", m.d_model], ["model.context", m.context_length],
+      ["model.vocab", m.vocab_size]];
+    if (val.length) facts.push(["model.last_val", fmt(val[val.length - 1][1])]);
+    $("model-facts").replaceChildren(...facts.flatMap(([key, value]) => [el("dt", { text: t(key) }), el("dd", { text: String(value) })]));
+    $("model-config").replaceChildren(...Object.entries(data.config).map(([key, value]) =>
+      el("tr", {}, el("th", { text: key }), el("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) }))));
+  }, "model-info-panel");
+
+  // --- tokens
+  textWidgets.push(widget("w-model", () => ["lm/tokens", withText({})], (data) => {
+    $("model-tokens").replaceChildren(...data.tokens.map((tok, i) => el("span", { class: "piece", title: t("model.piece_title", { i, bytes: hexBytes(tok.bytes) }) },
+      el("span", { class: "piece-text", text: visible(tok.text) }),
+      el("span", { class: "piece-id", text: String(tok.id) }),
+      el("span", { class: "piece-bytes", text: hexBytes(tok.bytes) }))));
+    $("model-context").textContent = t("model.context_used", { n: data.tokens.length, ctx: data.context_length });
+    const cut = $("model-cut");
+    cut.hidden = !data.truncated;
+    cut.textContent = data.truncated ? t("model.cut", { n: data.total - data.tokens.length, ctx: data.context_length, text: data.cut_text.slice(0, 200) }) : "";
+  }, "model-tokens-panel"));
+
+  // --- attention: one head large, every head small
+  let heads = null;  // the last lm/heads response, for the grid
+  const drawGrid = () => {
+    if (!heads) return;
+    const layer = Number($("attn-layer").value), head = Number($("attn-head").value);
+    $("attn-grid").replaceChildren(...heads.weights.map((layerWeights, l) => el("div", { class: "grid-row" },
+      el("span", { class: "grid-label", text: t("model.layer_n", { l }) }),
+      ...layerWeights.map((w, h) => {
+        const thumb = el("button", { type: "button", class: "thumb-button", id: `attn-thumb-${l}-${h}`, title: t("model.layer_head", { l, h }) },
+          attentionThumb(w, l === layer && h === head), el("span", { text: t("model.head_n", { h }) }));
+        thumb.addEventListener("click", () => {
+          $("attn-layer").value = String(l);
+          $("attn-head").value = String(h);
+          attention.refresh();
+        });
+        return thumb;
+      }))));
+  };
+  const attention = widget("w-model", () => ["lm/attention", withText({
+    layer: Number($("attn-layer").value || 0), head: Number($("attn-head").value || 0) })], (data) => {
+    const pieces = data.tokens.map((tok) => tok.text);
+    attentionMap($("attn-map"), pieces, pieces, data.weights, true, (q, k, w) => {
+      $("attn-hover").textContent = t("model.hover", { q, k, a: visible(data.tokens[q].text), b: visible(data.tokens[k].text), w: fmt(w) });
+    });
+    $("attn-hover").textContent = t("model.hover_hint");
+    drawGrid();
+  }, "model-attn-panel");
+  textWidgets.push(attention);
+  const grid = widget("w-model", () => ["lm/heads", withText({})], (data) => {
+    heads = data;
+    fillSelect($("attn-layer"), data.weights.length, true);
+    fillSelect($("attn-head"), data.weights[0].length, true);
+    drawGrid();
+  }, "attn-grid-box");
+  textWidgets.push(grid);
+
+  // --- next token
+  const sliders = [["temperature", "model.temperature", 0, 2, 0.05, 1], ["top_k", "model.top_k", 0, 50, 1, 0],
+    ["top_p", "model.top_p", 0.05, 1, 0.01, 1]];
+  for (const [key, label, min, max, step, value] of sliders) {
+    const input = el("input", { type: "range", id: "next-" + key, min, max, step });
+    input.value = value;
+    const readout = el("output", { id: `next-${key}-out`, class: "mono" });
+    const sync = () => { readout.textContent = key === "top_k" && Number(input.value) === 0 ? t("model.off") : input.value; };
+    input.addEventListener("input", sync);
+    input.sync = sync;
+    sync();
+    $("next-sliders").append(el("label", { class: "slider" }, el("span", { "data-i18n": label, text: t(label) }), input, readout));
+  }
+  const filters = () => ({ temperature: Number($("next-temperature").value),
+    top_k: Number($("next-top_k").value) || null, top_p: Number($("next-top_p").value) });
+  const next = widget("w-model", () => ["lm/next", withText(filters())], (data) => {
+    $("next-top_k").sync();
+    $("next-kept").textContent = t("model.kept_total", { n: data.kept_total, v: data.vocab_size });
+    const top = Math.max(...data.candidates.map((c) => c.prob), 1e-12);
+    const bar = (p, cls) => {  // CSSOM, not a style attribute: the page's CSP forbids inline styles
+      const node = el("span", { class: "pbar " + cls });
+      node.style.width = `${Math.round(120 * Math.min(1, p))}px`;
+      return node;
+    };
+    $("next-table").replaceChildren(
+      el("tr", {}, ...["model.rank", "model.token", "model.id", "model.prob", "model.kept", "model.filtered"].map((k) => el("th", { text: t(k) }))),
+      ...data.candidates.map((c, i) => el("tr", { class: c.kept ? "kept" : "dropped" },
+        el("td", { text: String(i + 1) }), el("td", { class: "tok", text: visible(c.text) }), el("td", { text: String(c.id) }),
+        el("td", {}, bar(c.prob / top, "p"), el("span", { text: fmt(c.prob) })),
+        el("td", { class: "kept-mark", text: c.kept ? "✓" : "✗" }),
+        el("td", {}, c.kept ? bar(c.filtered_prob, "f") : null, el("span", { text: fmt(c.filtered_prob) })))));
+  }, "model-next-panel");
+  textWidgets.push(next);
+
+  // --- shapes
+  textWidgets.push(widget("w-model", () => ["lm/shapes", withText({})], (data) => {
+    const perHead = ["q", "k", "v", "scores", "weights", "head_output"];
+    $("model-flow").replaceChildren(...data.shapes.flatMap(([name, shape], idx) => [
+      idx > 0 ? el("div", { class: "arrow", text: "→" }) : null,
+      el("div", { class: "shape" + (perHead.includes(name) ? " per-head" : ""), id: "model-shape-" + name },
+        el("div", { class: "name", text: t("mshape." + name, { h: data.num_heads, l: data.num_layers }) }),
+        el("div", { class: "dims mono", text: shape.join(" × ") }))]).filter(Boolean));
+  }, "model-shapes-panel"));
+
+  // --- sample and generate: both change the text, then every panel follows it
+  const refreshText = () => textWidgets.forEach((w) => w.refresh());
+  let timer = null;
+  $("model-text").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refreshText, 150); });
+  runSelect.addEventListener("change", () => { info.refresh(); refreshText(); });
+  const busy = (on) => { $("next-sample").disabled = $("next-generate").disabled = on; };
+  $("next-sample").addEventListener("click", async () => {
+    busy(true);
+    try {
+      const data = await api("lm/sample", withText(filters()));
+      $("model-text").value = data.text;
+      $("next-generated").textContent = t("model.sampled", { piece: visible(data.token.text), id: data.token.id });
+      refreshText();
+    } catch (err) { next.fail(err); } finally { busy(false); }
+  });
+  $("next-generate").addEventListener("click", async () => {
+    busy(true);
+    let added = "";
+    try {
+      await apiStream("lm/generate", withText({ ...filters(), max_tokens: 40 }), (line) => {
+        if (line.piece !== undefined) {
+          added += line.piece;
+          $("model-text").value += line.piece;
+          $("next-generated").textContent = t("model.generating", { text: visible(added) });
+        } else if (line.done) {
+          $("next-generated").textContent = t(line.stopped === "eos" ? "model.generated_eos" : "model.generated", { n: line.tokens });
+        }
+      });
+      refreshText();
+    } catch (err) { next.fail(err); } finally { busy(false); }
+  });
+}
+
+// Section 13: a seq2seq run translates the source text; its cross-attention per layer and head.
+function setupTranslate(s2sRuns, noRun) {
+  const select = $("tr-run");
+  if (s2sRuns.length) select.replaceChildren(...s2sRuns.map((r) => el("option", { value: r.id, text: r.id })));
+  else {
+    select.replaceChildren(el("option", { value: "", "data-i18n": "model.no_runs", text: t("model.no_runs") }));
+    select.disabled = true;
+  }
+  $("tr-text").value = "";
+  $("tr-beam").value = 1;
+  let touched = false;  // before the first edit an empty source is a hint, not an error
+  $("tr-text").addEventListener("input", () => { touched = true; });
+  const hint = () => { if (!touched && s2sRuns.length) $("tr-note").textContent = t("tr.type"); };
+  const w = widget("w-translate", () => {
+    if (!s2sRuns.length) throw apiError(noRun, {});
+    if (!touched && !$("tr-text").value) { hint(); return null; }
+    return ["seq2seq/translate", { run: select.value, text: $("tr-text").value, beam: Number($("tr-beam").value) }];
+  }, (data) => {
+    $("tr-output").textContent = data.output;
+    const maps = data.cross_attention;
+    $("tr-note").textContent = maps.length ? t("tr.note") : t("tr.no_attention", { arch: data.arch });
+    fillSelect($("tr-layer"), Math.max(1, maps.length), true);
+    fillSelect($("tr-head"), maps.length ? maps[0].length : 1, true);
+    if (!maps.length) { $("tr-map").replaceChildren(); return; }
+    const weights = maps[Number($("tr-layer").value)][Number($("tr-head").value)];
+    attentionMap($("tr-map"), data.output_tokens, data.source_tokens, weights, false, (q, k, w) => {
+      $("tr-hover").textContent = t("tr.hover", { q, k, a: visible(data.output_tokens[q]), b: visible(data.source_tokens[k]), w: fmt(w) });
+    });
+    $("tr-hover").textContent = t("model.hover_hint");
+  });
+  select.addEventListener("change", () => w.refresh());
+  const render = w.render;
+  w.render = () => { render(); hint(); };  // re-translated on a language switch
+}
+
+// Section 14: the results of `seqlab paths`, one chart per task, one line per architecture.
+function setupPaths(given) {
+  const w = widget("w-paths", () => {
+    if (!given) {  // not started with --paths: say how, without a failing request
+      $("paths-note").textContent = t("paths.none");
+      return null;
+    }
+    return ["paths", {}];
+  }, (data) => {
+    $("paths-charts").replaceChildren(...data.tasks.map((task) => {
+      const chart = el("div", { class: "chart", id: "paths-" + task.task });
+      const series = task.archs.map((a, i) => ({ values: a.points.map((p) => p[1]), xs: a.points.map((p) => p[0]),
+        cls: "s" + i, label: a.arch }));
+      lineChart(chart, series, { xLabel: t("paths.length"), yTickFormat: (y) => (100 * y).toFixed(0) + "%" });
+      const trained = task.train_lengths ? t("paths.trained", { lo: task.train_lengths[0], hi: task.train_lengths[1] }) : "";
+      return el("div", { class: "panel" }, el("h4", { text: task.task }), chart,
+        el("div", { class: "legend" }, ...task.archs.map((a, i) => el("span", { class: "key s" + i,
+          text: t("paths.arch", { arch: a.arch, p: a.parameters.toLocaleString("en"), em: (100 * a.exact_match).toFixed(1) }) }))),
+        el("p", { class: "note", text: trained }));
+    }));
+    $("paths-note").textContent = t(data.fast ? "paths.fast" : "paths.note");
+  });
+  if (!given) {
+    const render = w.render;
+    w.render = () => { render(); $("paths-note").textContent = t("paths.none"); };  // on a language switch
+  }
+}

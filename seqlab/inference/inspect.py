@@ -1,0 +1,157 @@
+"""Look inside a TransformerLM's forward pass: per-head attention weights, tensor shapes, and the
+top candidates for the next token.
+
+The model's own forward fuses the Q/K/V projections and never keeps the (T, T) attention weights
+(its attention kernel recomputes them in blocks). ``trace_forward`` runs the same computation one
+block at a time with each block's own submodules and keeps what a student wants to see:
+
+    x = token_embeddings(ids)                                  (1, T, d_model)
+    for each block:
+        h = ln1(x)            (pre-norm; a post-norm block attends over x itself)
+        Q, K, V = q_proj(h), k_proj(h), v_proj(h), split into heads    (1, heads, T, d_head)
+        Q, K = rope(Q), rope(K)                   (when the model uses RoPE)
+        weights = softmax(Q K^T / sqrt(d_head) with the future masked)   (1, heads, T, T)
+        x = block(x)          (the block's own forward moves the residual stream on)
+    logits = lm_head(ln_final(x))                              (1, T, vocab)
+
+Row i of a layer's weights is query i's distribution over keys 0..i; the upper triangle is 0.
+
+Worked example (a 2-layer, 2-head model, 3 tokens)::
+
+    trace = trace_forward(model, [5, 17, 2])
+    trace.attention[0].shape   # (2, 3, 3): layer 0, heads x queries x keys
+    trace.attention[0][1, 0]   # tensor([1., 0., 0.]): the first token can only see itself
+    dict(trace.shapes)["scores"]   # (1, 2, 3, 3)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from seqlab.inference.sampling import next_token_distribution
+from seqlab.model import TransformerLM, softmax
+
+
+@dataclass
+class ForwardTrace:
+    """What one forward pass over ``ids`` computed.
+
+    attention: one (heads, T, T) tensor per layer, rows = queries, columns = keys.
+    shapes: (name, shape) of the tensors of the first block and the ends of the model, in the
+        order they are computed (batch dimension 1 included).
+    logits: (T, vocab) next-token logits at every position.
+    """
+
+    attention: list[torch.Tensor]
+    shapes: list[tuple[str, tuple[int, ...]]]
+    logits: torch.Tensor
+
+
+def check_ids(model: TransformerLM, ids) -> torch.Tensor:
+    """ids (a list or 1-D tensor of token ids) -> (1, T) long tensor on the model's device.
+
+    Raises ValueError for an empty sequence, more than context_length ids, or an id outside the
+    vocabulary, naming the offending position.
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long).reshape(-1)
+    context, vocab = model.config.context_length, model.config.vocab_size
+    if ids.numel() == 0:
+        raise ValueError("no token ids: give at least one token")
+    if ids.numel() > context:
+        raise ValueError(f"{ids.numel()} ids exceed the model's context_length {context}; cut the text")
+    bad = ((ids < 0) | (ids >= vocab)).nonzero()
+    if bad.numel():
+        position = int(bad[0, 0])
+        raise ValueError(f"position {position}: id {int(ids[position])} is outside the vocabulary [0, {vocab})")
+    return ids[None].to(next(model.parameters()).device)
+
+
+def _split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(1, T, d_model) -> (1, heads, T, d_head): head h owns columns h*d_head .. (h+1)*d_head - 1."""
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, num_heads, d_model // num_heads).transpose(1, 2)
+
+
+@torch.no_grad()
+def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
+    """Run ``model`` on one sequence of ids, keeping every layer's attention weights (module docstring)."""
+    ids = check_ids(model, ids)
+    seq = ids.shape[1]
+    positions = torch.arange(seq, device=ids.device)
+    visible = torch.ones(seq, seq, dtype=torch.bool, device=ids.device).tril()  # key j <= query i
+    shapes: list[tuple[str, tuple[int, ...]]] = [("ids", tuple(ids.shape))]
+    x = model.token_embeddings(ids)
+    shapes.append(("embedding", tuple(x.shape)))
+    attention = []
+    for index, block in enumerate(model.layers):
+        attn = block.attn
+        h = block.ln1(x) if block.norm_position == "pre" else x
+        q = _split_heads(attn.q_proj(h), attn.num_heads)
+        k = _split_heads(attn.k_proj(h), attn.num_heads)
+        v = _split_heads(attn.v_proj(h), attn.num_heads)
+        if attn.rope is not None:  # the same rotation for every head, by position
+            q, k = attn.rope(q, positions), attn.rope(k, positions)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        weights = softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+        attention.append(weights[0])
+        if index == 0:
+            heads_out = weights @ v
+            concat = heads_out.transpose(1, 2).reshape(x.shape)
+            shapes += [("q", tuple(q.shape)), ("k", tuple(k.shape)), ("v", tuple(v.shape)),
+                       ("scores", tuple(scores.shape)), ("weights", tuple(weights.shape)),
+                       ("head_output", tuple(heads_out.shape)), ("concat", tuple(concat.shape)),
+                       ("attention_output", tuple(attn.output_proj(concat).shape))]
+        x = block(x)
+        if index == 0:
+            shapes.append(("block_output", tuple(x.shape)))
+    logits = model.lm_head(model.ln_final(x))
+    shapes.append(("logits", tuple(logits.shape)))
+    return ForwardTrace(attention=attention, shapes=shapes, logits=logits[0])
+
+
+def attention_weights(model: TransformerLM, ids) -> list[torch.Tensor]:
+    """One (heads, T, T) tensor of attention weights per layer for the sequence ``ids``."""
+    return trace_forward(model, ids).attention
+
+
+@dataclass
+class Candidates:
+    """The most probable next tokens (sorted by ``probs``, descending) and what the sampling
+    filters do to them.
+
+    ids: (n,) token ids.  probs: their probabilities at the temperature, before top-k/top-p.
+    filtered: their probabilities after top-k and top-p (0 = filtered out; the kept ones are
+        renormalised over the whole vocabulary, so the kept set sums to 1).
+    kept_total: how many tokens of the whole vocabulary survive the filters.
+    """
+
+    ids: torch.Tensor
+    probs: torch.Tensor
+    filtered: torch.Tensor
+    kept_total: int
+
+
+@torch.no_grad()
+def next_token_candidates(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                          top_p: float = 1.0, count: int = 20) -> Candidates:
+    """(vocab,) logits -> the ``count`` most probable tokens, through the same filter function
+    (``next_token_distribution``) that ``seqlab generate`` samples from.
+
+    Example: logits [2, 1, 0] at temperature 1 have probabilities [0.665, 0.245, 0.090]; with
+    top_k=2 the kept two are renormalised to [0.731, 0.269, 0].
+    """
+    if logits.dim() != 1:
+        raise ValueError(f"logits must be one row (vocab,), got shape {tuple(logits.shape)}")
+    if count <= 0:
+        raise ValueError(f"count must be positive, got {count}")
+    if not 0.0 < top_p <= 1.0:  # the distribution function skips top-p at >= 1 without checking
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    row = logits[None]
+    probs = next_token_distribution(row, temperature)[0]
+    filtered = next_token_distribution(row, temperature, top_p, top_k)[0]
+    top = torch.topk(probs, min(count, probs.numel()))
+    return Candidates(ids=top.indices, probs=top.values, filtered=filtered[top.indices],
+                      kept_total=int((filtered > 0).sum()))

@@ -1,0 +1,72 @@
+"""What the training loop shows and records per step: the progress bar (loss, lr, tokens/s, MFU),
+the mean training loss of each log interval and each evaluation in the run log.
+
+Only the main process has a run log and a visible bar; the others call the same methods silently.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from seqlab.training.logging_utils import RunLog
+from seqlab.training.throughput import Throughput
+
+
+def start_message(parameters: int, total_steps: int, time_budget_s: float | None, tokens_per_step: int,
+                  where: str) -> str:
+    """E.g. "training 1,234 parameters for 300 s (at most 4000 steps) (2,048 tokens/step) on cpu, fp32"."""
+    length = f"{total_steps} steps"
+    if time_budget_s is not None:
+        length = f"{time_budget_s:g} s (at most {total_steps} steps)"
+    return f"training {parameters:,} parameters for {length} ({tokens_per_step:,} tokens/step) on {where}"
+
+
+class StepReporter:
+    """``step(...)`` after each optimizer step, ``evaluation(...)`` after each evaluation, then ``close()``."""
+
+    def __init__(self, run_log: RunLog | None, *, total: int, initial: int, show_bar: bool,
+                 tokens_per_step: int, flops_per_step: float | None, peak_flops: float | None) -> None:
+        from tqdm import tqdm
+
+        self.run_log = run_log
+        self.bar = tqdm(total=total, initial=initial, desc="train", unit="step", dynamic_ncols=True,
+                        disable=not show_bar, file=sys.stderr)
+        self.speed = Throughput(tokens_per_step)
+        self.flops_per_step, self.peak_flops = flops_per_step, peak_flops
+        self.window: list[float] = []
+        self.train_loss: float | None = None  # mean over the last log interval ...
+        self.train_loss_steps = 0              # ... of this many steps
+
+    def step(self, done: int, *, loss: float, lr: float, grad_norm: float, seconds: float, compiling: bool,
+             write_log: bool, wallclock: float, tokens: int) -> None:
+        """Account step ``done`` (tokens/s leave it out when it compiled) and log the interval's mean."""
+        self.speed.add(done, seconds, exclude=compiling)
+        self.window.append(loss)
+        postfix = f"loss {loss:.3f} lr {lr:.2e}"
+        current = self.speed.current
+        if current:
+            postfix += f" {current:,.0f} tok/s"
+            if self.flops_per_step and self.peak_flops:
+                mfu = self.flops_per_step * current / self.speed.tokens_per_step / self.peak_flops
+                postfix += f" MFU {mfu:.1%}"
+        self.bar.set_postfix_str(postfix, refresh=False)
+        self.bar.update(1)
+        if not write_log:
+            return
+        self.train_loss, self.train_loss_steps = sum(self.window) / len(self.window), len(self.window)
+        self.window = []
+        if self.run_log is not None:
+            self.run_log.write({"step": done, "wallclock": round(wallclock, 3), "train_loss": self.train_loss,
+                                "lr": lr, "grad_norm": grad_norm, "tokens": tokens,
+                                "tokens_per_second": round(self.speed.tokens_per_step / seconds, 1)})
+
+    def evaluation(self, done: int, val_loss: float, *, wallclock: float, tokens: int) -> None:
+        if self.run_log is not None:
+            self.run_log.write_eval({"step": done, "wallclock": round(wallclock, 3), "val_loss": val_loss,
+                                     "tokens": tokens})
+            self.bar.write(f"step {done}: val loss {val_loss:.4f}", file=sys.stderr)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.run_log is not None:
+            self.run_log.close()
