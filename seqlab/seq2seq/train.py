@@ -24,9 +24,7 @@ import contextlib
 import json
 import math
 import shutil
-import signal
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -61,7 +59,7 @@ from seqlab.training.checkpoint import (
     save_checkpoint,
 )
 from seqlab.training.clipping import clip_grad_norm
-from seqlab.training.interrupt import sigint_requests_stop
+from seqlab.training.interrupt import signal_name, signals_request_stop
 from seqlab.training.logging_utils import RunLog
 from seqlab.training.optimizer import AdamW
 from seqlab.training.schedule import lr_cosine_schedule
@@ -378,7 +376,7 @@ class Seq2SeqTrainer:
 
     def run(self) -> Seq2SeqTrainResult:
         self._setup()
-        with self._signals_request_stop():
+        with signals_request_stop(self._interrupt):
             return self._loop()
 
     def _loop(self) -> Seq2SeqTrainResult:
@@ -456,27 +454,15 @@ class Seq2SeqTrainer:
         result.history = log.history
         return result
 
-    def _interrupt(self, signal_name: str = "SIGINT") -> bool:
-        """A signal asks for a stop after this step; False when one was already asked for."""
+    def _interrupt(self, signum: int) -> bool:
+        """A signal asks for a stop after this step; False when one was already asked for (then
+        seqlab.training.interrupt quits at once)."""
         if self._stop_reason is not None:
             return False
-        self._stop_reason = f"interrupted ({signal_name})"
-        self.say(f"{signal_name}: saving a checkpoint after this step"
-                 + (" (press Ctrl-C again to quit without saving)" if signal_name == "SIGINT" else ""))
+        name = signal_name(signum)
+        self._stop_reason = f"interrupted ({name})"
+        self.say(f"{name}: saving a checkpoint after this step (send it again to quit without saving)")
         return True
-
-    @contextlib.contextmanager
-    def _signals_request_stop(self):
-        """Ctrl-C (seqlab.training.interrupt) or SIGTERM: finish the step, save, return."""
-        with sigint_requests_stop(self._interrupt):
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            previous = signal.signal(signal.SIGTERM, lambda signum, frame: self._interrupt("SIGTERM"))
-            try:
-                yield
-            finally:
-                signal.signal(signal.SIGTERM, previous)
 
 
 def train(cfg: Seq2SeqTrainConfig, *, step_callbacks: list[Callable] | None = None,
