@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.training.cli",  # data, prepare, train
     "seqlab.demo.cli",  # demo
     "seqlab.tokenizer.cli",  # bpe train, tokenize
+    "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
 )
 
 

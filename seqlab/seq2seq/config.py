@@ -1,0 +1,125 @@
+"""Sequence-to-sequence hyperparameters as one dataclass, validated up front, plus the special ids.
+
+Every seq2seq vocabulary (characters or BPE) reserves the first four ids:
+
+    PAD_ID = 0   padding, never attended to, never predicted
+    BOS_ID = 1   the decoder's first input ("begin of sequence")
+    EOS_ID = 2   the decoder's last target: generation stops when it is produced
+    UNK_ID = 3   a symbol the vocabulary does not know
+
+Example: the target "2026" with digits at ids 4..13 is trained as
+decoder input  [BOS, '2', '0', '2', '6']  ->  decoder target  ['2', '0', '2', '6', EOS].
+
+`asdict(config)` is stored in checkpoints as ``model_config`` and `Seq2SeqConfig(**d)` rebuilds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+NUM_SPECIAL_IDS = 4
+
+ARCHS = ("rnn", "rnn-attention", "transformer")
+NORMS = ("layernorm", "rmsnorm")
+NORM_POSITIONS = ("post", "pre")
+POSITIONALS = ("sinusoidal", "learned", "rope")
+FFNS = ("relu", "swiglu")
+CELLS = ("gru", "lstm", "rnn")
+ATTENTION_SCORES = ("dot", "additive")
+
+
+@dataclass
+class Seq2SeqConfig:
+    """Hyperparameters of the three encoder-decoder architectures.
+
+    arch                 "rnn" (context bottleneck), "rnn-attention", or "transformer"
+    d_model              embedding size; also the RNN hidden size
+    num_heads            attention heads (Transformer only)
+    num_encoder_layers   Transformer encoder layers / stacked RNN layers of the encoder
+    num_decoder_layers   Transformer decoder layers / stacked RNN layers of the decoder
+    d_ff                 feed-forward width; None = 4 * d_model (relu) or ~8/3 * d_model (swiglu)
+    max_seq_len          longest source or target the position tables cover (Transformer)
+    norm, norm_position, positional, ffn   Transformer options (see TransformerSeq2Seq)
+    cell                 recurrent cell of the RNN models: "gru", "lstm" or "rnn" (tanh)
+    attention_score      RNN attention: "dot" (scaled dot product) or "additive" (Bahdanau)
+    shared_embeddings    one embedding table for source and target (needs equal vocab sizes)
+    tie_output           the output layer reuses the target embedding matrix
+    """
+
+    arch: str
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 64
+    num_heads: int = 4
+    num_encoder_layers: int = 2
+    num_decoder_layers: int = 2
+    d_ff: int | None = None
+    max_seq_len: int = 64
+    norm: str = "layernorm"
+    norm_position: str = "post"
+    positional: str = "sinusoidal"
+    ffn: str = "relu"
+    cell: str = "gru"
+    attention_score: str = "dot"
+    shared_embeddings: bool = False
+    tie_output: bool = False
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (
+            ("arch", self.arch, ARCHS),
+            ("norm", self.norm, NORMS),
+            ("norm_position", self.norm_position, NORM_POSITIONS),
+            ("positional", self.positional, POSITIONALS),
+            ("ffn", self.ffn, FFNS),
+            ("cell", self.cell, CELLS),
+            ("attention_score", self.attention_score, ATTENTION_SCORES),
+        ):
+            if value not in allowed:
+                raise ValueError(f"Seq2SeqConfig.{name} must be one of {allowed}, got {value!r}")
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "num_encoder_layers",
+                     "num_decoder_layers", "max_seq_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"Seq2SeqConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("src_vocab_size", "tgt_vocab_size"):
+            if getattr(self, name) <= NUM_SPECIAL_IDS:
+                raise ValueError(
+                    f"Seq2SeqConfig.{name} = {getattr(self, name)} leaves no room for symbols: ids "
+                    f"0..{NUM_SPECIAL_IDS - 1} are PAD, BOS, EOS, UNK"
+                )
+        if self.d_ff is not None and (isinstance(self.d_ff, bool) or not isinstance(self.d_ff, int)
+                                      or self.d_ff <= 0):
+            raise ValueError(f"Seq2SeqConfig.d_ff must be a positive integer or None, got {self.d_ff!r}")
+        for name in ("shared_embeddings", "tie_output"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"Seq2SeqConfig.{name} must be True or False, got {getattr(self, name)!r}")
+        if self.shared_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(
+                f"Seq2SeqConfig.shared_embeddings needs src_vocab_size == tgt_vocab_size, got "
+                f"{self.src_vocab_size} and {self.tgt_vocab_size}; build one joint vocabulary or "
+                "set shared_embeddings=False"
+            )
+        if self.arch == "transformer":
+            if self.d_model % self.num_heads != 0:
+                raise ValueError(
+                    f"Seq2SeqConfig.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
+                )
+            if self.positional == "rope" and (self.d_model // self.num_heads) % 2 != 0:
+                raise ValueError(
+                    f"Seq2SeqConfig.positional='rope' needs an even head size, got d_model/num_heads = "
+                    f"{self.d_model // self.num_heads}"
+                )
+            if self.positional == "sinusoidal" and self.d_model % 2 != 0:
+                raise ValueError(f"Seq2SeqConfig.d_model must be even for sinusoidal positions, got {self.d_model}")
+
+    @property
+    def resolved_d_ff(self) -> int:
+        """d_ff, or its default for the chosen feed-forward: 4 * d_model (relu), ~8/3 * d_model (swiglu)."""
+        if self.d_ff is not None:
+            return self.d_ff
+        if self.ffn == "swiglu":
+            from seqlab.model.config import default_d_ff
+
+            return default_d_ff(self.d_model, "swiglu")
+        return 4 * self.d_model

@@ -1,0 +1,160 @@
+"""Seq2seq data: reading sentence pairs from TSV, turning them into ids, and padded batches.
+
+A batch of pairs becomes five tensors (teacher forcing)::
+
+    pairs      ("ab", "xyz"), ("c", "w")
+    src        [[a, b], [c, PAD]]                 src_mask [[T, T], [T, F]]
+    tgt_in     [[BOS, x, y, z], [BOS, w, PAD, PAD]]   what the decoder reads
+    tgt_out    [[x, y, z, EOS], [w, EOS, PAD, PAD]]   what it must predict (PAD positions ignored)
+    tgt_mask   [[T, T, T, T], [T, T, F, F]]
+
+Masks are bool with True = real token, the convention of every seq2seq model here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seqlab.seq2seq.config import BOS_ID, EOS_ID, PAD_ID
+
+Example = tuple[list[int], list[int]]  # (source ids, target ids without BOS/EOS)
+MAX_REPORTED_LINES = 10
+
+
+class PairsFileError(ValueError):
+    """A TSV pairs file has lines that cannot be used; ``problems`` lists ``"FILE:LINE: why"``."""
+
+    def __init__(self, message: str, problems: list[str]):
+        super().__init__(message)
+        self.problems = problems
+
+
+def read_pairs_tsv(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> tuple[list[tuple[str, str]], list[str]]:
+    """(source, target) pairs from a file of ``source<TAB>target`` lines, and the problems found.
+
+    This is the format of the Tatoeba / Anki exports (``Go.<TAB>Va !<TAB>CC-BY ...``): columns after
+    the second are ignored, blank lines are skipped. A line that is not UTF-8, has no tab, or has an
+    empty side is a problem, reported as ``FILE:LINE: why``; unless ``skip_bad_lines`` the first
+    problems are raised as a :class:`PairsFileError`, otherwise those lines are dropped and the
+    problems returned for the caller to show.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"pairs file {path} does not exist or is not a file")
+    pairs: list[tuple[str, str]] = []
+    problems: list[str] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                problems.append(f"{path}:{number}: not UTF-8 (byte {raw[error.start]:#04x} at column "
+                                f"{error.start + 1}); re-save the file as UTF-8")
+                continue
+            line = line.rstrip("\r\n")
+            if number == 1:
+                line = line.removeprefix("\ufeff")  # a UTF-8 byte-order mark
+            if not line.strip():
+                continue
+            if "\t" not in line:
+                problems.append(f"{path}:{number}: no tab between source and target: {line[:60]!r}")
+                continue
+            source, target = (part.strip() for part in line.split("\t")[:2])
+            if not source or not target:
+                side = "source" if not source else "target"
+                problems.append(f"{path}:{number}: empty {side}: {line[:60]!r}")
+                continue
+            pairs.append((source, target))
+    if problems and not skip_bad_lines:
+        shown = "\n  ".join(problems[:MAX_REPORTED_LINES])
+        more = f"\n  ... and {len(problems) - MAX_REPORTED_LINES} more" if len(problems) > MAX_REPORTED_LINES else ""
+        raise PairsFileError(f"{path}: {len(problems)} bad line(s) (expected source<TAB>target per line):\n  "
+                             f"{shown}{more}\nfix them, or pass --skip-bad-lines to leave them out", problems)
+    if not pairs:
+        raise ValueError(f"{path} holds no source<TAB>target pairs")
+    return pairs, problems
+
+
+def encode_pairs(pairs: Sequence[tuple[str, str]], src_vocab, tgt_vocab) -> list[Example]:
+    """Each pair as (source ids, target ids); BOS and EOS are added when batching."""
+    return [(src_vocab.encode(s), tgt_vocab.encode(t)) for s, t in pairs]
+
+
+def split_by_length(examples: Sequence[Example], max_seq_len: int) -> tuple[list[int], list[int]]:
+    """Indices of examples that fit a model of ``max_seq_len`` positions (source, and target plus
+    its BOS/EOS), and of those that do not (empty sources or targets never fit)."""
+    fit, too_long = [], []
+    for i, (src, tgt) in enumerate(examples):
+        ok = 1 <= len(src) <= max_seq_len and 1 <= len(tgt) + 1 <= max_seq_len
+        (fit if ok else too_long).append(i)
+    return fit, too_long
+
+
+def pad_sequences(sequences: Sequence[Sequence[int]], *, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad with PAD to the longest: ``(ids (B, L) long, mask (B, L) bool, True = real)``."""
+    if not sequences:
+        raise ValueError("pad_sequences: no sequences")
+    width = max(1, max(len(s) for s in sequences))
+    ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
+    mask = torch.arange(width).unsqueeze(0) < torch.tensor([len(s) for s in sequences]).unsqueeze(1)
+    return ids.to(device), mask.to(device)
+
+
+@dataclass
+class Seq2SeqBatch:
+    src: torch.Tensor       # (B, S) long
+    src_mask: torch.Tensor  # (B, S) bool
+    tgt_in: torch.Tensor    # (B, T) long: BOS + target
+    tgt_out: torch.Tensor   # (B, T) long: target + EOS
+    tgt_mask: torch.Tensor  # (B, T) bool
+    target_tokens: int      # real target tokens (EOS included), counted on the host
+
+
+def collate(examples: Sequence[Example], *, device=None) -> Seq2SeqBatch:
+    """Pad a list of examples into one :class:`Seq2SeqBatch` (see the module docstring)."""
+    src, src_mask = pad_sequences([e[0] for e in examples], device=device)
+    tgt_in, tgt_mask = pad_sequences([[BOS_ID, *e[1]] for e in examples], device=device)
+    tgt_out, _ = pad_sequences([[*e[1], EOS_ID] for e in examples], device=device)
+    return Seq2SeqBatch(src, src_mask, tgt_in, tgt_out, tgt_mask, sum(len(e[1]) + 1 for e in examples))
+
+
+class BatchSampler:
+    """Random training batches drawn with replacement by a seeded NumPy generator.
+
+    ``state`` / ``load_state`` capture the generator, so a resumed run draws the batches the
+    uninterrupted run would have drawn.
+    """
+
+    def __init__(self, examples: Sequence[Example], batch_size: int, *, seed: int):
+        if not examples:
+            raise ValueError("BatchSampler: no training examples")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.examples = list(examples)
+        self.batch_size = batch_size
+        self.generator = np.random.default_rng(seed)
+
+    def next(self, *, device=None) -> Seq2SeqBatch:
+        rows = self.generator.integers(0, len(self.examples), self.batch_size)
+        return collate([self.examples[i] for i in rows], device=device)
+
+    @property
+    def state(self) -> dict:
+        return self.generator.bit_generator.state
+
+    def load_state(self, state: dict) -> None:
+        self.generator.bit_generator.state = state
+
+
+def batches_in_order(examples: Sequence[Example], batch_size: int):
+    """Consecutive slices ``(start, examples[start:start + batch_size])`` for evaluation."""
+    for start in range(0, len(examples), batch_size):
+        yield start, examples[start:start + batch_size]

@@ -1,0 +1,64 @@
+"""What a trained encoder-decoder looks at: attention maps and the Jacobian dependency map.
+
+Attention maps (`model.attention_maps`) show where each decoder layer's cross-attention puts its
+weight. They are the model's own bookkeeping and can mislead (information may already have moved
+between source positions inside the encoder). The dependency map asks the question directly:
+
+    D[t, s] = || d logits[t] / d e_s ||_F
+
+how strongly output position t's logits move when source position s's embedding vector e_s moves
+(Frobenius norm over the vocabulary and the embedding dimensions). It works for every
+architecture, the plain RNN included: there it shows how the bottleneck spreads each output's
+dependence over the whole source.
+
+Example: for "reverse" on "abc" -> "cba", a model that learned the task has D large on the
+anti-diagonal: output 0 depends on source 2, output 2 on source 0.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seqlab.seq2seq.base import Seq2SeqModel
+
+# rows (output position, vocabulary entry) differentiated together in one backward pass
+DEPENDENCY_ROWS_PER_PASS = 512
+
+
+def _one_pair(ids: torch.Tensor, name: str) -> torch.Tensor:
+    if ids.dim() == 2 and ids.shape[0] == 1:
+        ids = ids[0]
+    if ids.dim() != 1:
+        raise ValueError(f"{name} must be one sequence of shape (length,) or (1, length), got {tuple(ids.shape)}")
+    return ids
+
+
+def dependency_map(model: Seq2SeqModel, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
+    """(T, S) Jacobian norms for one pair: src_ids (S,), tgt_ids (T,) = the decoder input (BOS + ...).
+
+    Each (t, v) logit needs its own gradient. Instead of T * V backward passes, the pair is
+    repeated as a batch of T * V identical rows; row r = (t, v) keeps only logit[t, v], so one
+    backward pass through the sum gives every row's gradient w.r.t. its own copy of the source
+    embeddings (rows do not interact). Done in chunks of DEPENDENCY_ROWS_PER_PASS rows.
+    """
+    src_ids, tgt_ids = _one_pair(src_ids, "src_ids"), _one_pair(tgt_ids, "tgt_ids")
+    T, S = tgt_ids.shape[0], src_ids.shape[0]
+    with torch.no_grad():
+        embedded = model.embed_source(src_ids[None])  # (1, S, d)
+    vocab = model.config.tgt_vocab_size
+    rows = T * vocab
+    squared = torch.zeros(T, S, dtype=torch.float64, device=embedded.device)
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, rows, DEPENDENCY_ROWS_PER_PASS):
+            r = torch.arange(start, min(rows, start + DEPENDENCY_ROWS_PER_PASS), device=embedded.device)
+            t, v = r // vocab, r % vocab
+            copies = embedded.expand(len(r), -1, -1).clone().requires_grad_(True)
+            logits = model.forward_embedded(copies, tgt_ids[None].expand(len(r), -1))  # (n, T, V)
+            picked = logits[torch.arange(len(r), device=r.device), t, v]
+            (grad,) = torch.autograd.grad(picked.sum(), copies)  # (n, S, d)
+            squared.index_add_(0, t, grad.double().pow(2).sum(-1))
+    finally:
+        model.train(was_training)
+    return squared.sqrt().to(embedded.dtype)

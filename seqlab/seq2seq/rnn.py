@@ -1,0 +1,189 @@
+"""RNN encoder-decoder, with or without attention (Sutskever et al. 2014; Bahdanau et al. 2015;
+Luong et al. 2015).
+
+Encoder: source embeddings -> stacked GRU/LSTM/RNN over the padded batch -> the states h_1..h_S
+and each layer's final state.
+
+"rnn" (the context bottleneck): the decoder starts from the encoder's final state and sees the
+source through nothing else. Whatever it needs about a 30-character input must fit in that one
+d_model-sized vector.
+
+"rnn-attention": the same decoder, then at every target step t its top-layer output s_t looks at
+all encoder states (Luong's "global attention", scoring after the decoder step):
+
+    score(s_t, h_j) = s_t . h_j / sqrt(H)                 ("dot", scaled)
+                    = v . tanh(W_q s_t + W_k h_j)           ("additive", Bahdanau)
+    a_t = softmax_j(score)  (padded source positions get weight 0)
+    c_t = sum_j a_tj h_j
+    o_t = tanh(W_c [c_t; s_t])  ->  logits = lm_head(o_t)
+
+Because the weights a_t do not feed back into the recurrence, the decoder RNN runs over the whole
+target in one pass and attention for all T steps is one batched matmul (no per-step loop); the
+test checks this against a naive step-by-step loop.
+
+Layers: decoder layer i starts from the final state of encoder layer i (or of the encoder's top
+layer when the decoder has more layers than the encoder).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seqlab.model.activations import softmax
+from seqlab.model.attention import scaled_dot_product_attention
+from seqlab.model.embedding import Embedding
+from seqlab.model.init import trunc_normal_
+from seqlab.model.linear import Linear
+from seqlab.model.recurrent import RecurrentLayer, State
+from seqlab.seq2seq.base import Seq2SeqModel, check_ids, check_mask
+from seqlab.seq2seq.config import Seq2SeqConfig
+
+
+class RNNAttention(nn.Module):
+    """Attention of decoder outputs over encoder states, then the combined output o_t (see module doc).
+
+    Submodules: combine (2H -> H); for "additive" also query_proj, key_proj (H -> H) and the
+    vector `score_vector` (H,).
+    """
+
+    def __init__(self, hidden_size: int, score: str = "dot", device=None, dtype=None):
+        super().__init__()
+        if score not in ("dot", "additive"):
+            raise ValueError(f"unknown attention score {score!r}; expected 'dot' or 'additive'")
+        self.hidden_size, self.score = hidden_size, score
+        if score == "additive":
+            self.query_proj = Linear(hidden_size, hidden_size, device=device, dtype=dtype)
+            self.key_proj = Linear(hidden_size, hidden_size, device=device, dtype=dtype)
+            self.score_vector = nn.Parameter(torch.empty(hidden_size, device=device, dtype=dtype))
+            trunc_normal_(self.score_vector, std=1.0 / math.sqrt(hidden_size))
+        self.combine = Linear(2 * hidden_size, hidden_size, device=device, dtype=dtype)
+
+    def prepare_keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """What the scores need from the encoder states, computed once per source: (B, S, H)."""
+        return self.key_proj(memory) if self.score == "additive" else memory
+
+    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """query (B, T, H), prepared keys (B, S, H) -> (B, T, S)."""
+        if self.score == "dot":
+            return query @ keys.transpose(-1, -2) / math.sqrt(self.hidden_size)
+        # additive: (B, T, 1, H) + (B, 1, S, H) -> tanh -> dot with v
+        return torch.tanh(self.query_proj(query)[:, :, None, :] + keys[:, None, :, :]) @ self.score_vector
+
+    def weights(self, query: torch.Tensor, keys: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
+        """Attention weights (B, T, S); each row sums to 1 over the real source positions."""
+        scores = self.scores(query, keys)
+        if src_padding_mask is not None:
+            scores = scores.masked_fill(~src_padding_mask[:, None, :], float("-inf"))
+        return softmax(scores, dim=-1)
+
+    def forward(self, query: torch.Tensor, memory: torch.Tensor, keys: torch.Tensor,
+                src_padding_mask: torch.Tensor | None = None,
+                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """query (B, T, H), memory (B, S, H), keys = prepare_keys(memory) -> (o (B, T, H), weights or None)."""
+        if self.score == "dot" and not need_weights:
+            mask = None if src_padding_mask is None else src_padding_mask[:, None, :]
+            context, weights = scaled_dot_product_attention(query, memory, memory, mask), None
+        else:
+            weights = self.weights(query, keys, src_padding_mask)
+            context = weights @ memory
+        return torch.tanh(self.combine(torch.cat((context, query), dim=-1))), weights
+
+
+@dataclass
+class RNNDecoderState:
+    """What the RNN decoder carries between steps; batch is dim 0 except in `hidden` (dim 1)."""
+
+    memory: torch.Tensor                 # encoder states (B, S, H)
+    keys: torch.Tensor                   # attention's prepared keys (B, S, H)
+    src_padding_mask: torch.Tensor | None
+    hidden: State                        # decoder state (layers, B, H), or (h, c) for the LSTM
+
+    def select(self, rows: torch.Tensor) -> "RNNDecoderState":
+        """Keep/repeat/reorder batch rows (beam search)."""
+        hidden = (tuple(h[:, rows] for h in self.hidden) if isinstance(self.hidden, tuple)
+                  else self.hidden[:, rows])
+        mask = None if self.src_padding_mask is None else self.src_padding_mask[rows]
+        return RNNDecoderState(self.memory[rows], self.keys[rows], mask, hidden)
+
+
+class RNNSeq2Seq(Seq2SeqModel):
+    """arch "rnn" or "rnn-attention" of a Seq2SeqConfig (cell, d_model, layer counts, attention_score).
+
+    Submodules: src_embeddings, tgt_embeddings (the same module when shared_embeddings), encoder,
+    decoder (RecurrentLayer), attention (RNNAttention, "rnn-attention" only), lm_head (its weight
+    is tgt_embeddings.weight when tie_output).
+    gru_reset: "after" (PyTorch) or "before" (paper/d2l) for the GRU cells.
+    """
+
+    def __init__(self, config: Seq2SeqConfig, *, gru_reset: str = "after", device=None, dtype=None):
+        super().__init__()
+        if config.arch not in ("rnn", "rnn-attention"):
+            raise ValueError(f"RNNSeq2Seq builds arch 'rnn' or 'rnn-attention', got {config.arch!r}")
+        self.config = config
+        d = config.d_model
+        kw = dict(device=device, dtype=dtype)
+        self.src_embeddings = Embedding(config.src_vocab_size, d, **kw)
+        self.tgt_embeddings = (self.src_embeddings if config.shared_embeddings
+                               else Embedding(config.tgt_vocab_size, d, **kw))
+        self.encoder = RecurrentLayer(config.cell, d, d, config.num_encoder_layers, reset=gru_reset, **kw)
+        self.decoder = RecurrentLayer(config.cell, d, d, config.num_decoder_layers, reset=gru_reset, **kw)
+        self.attention = (RNNAttention(d, config.attention_score, **kw)
+                          if config.arch == "rnn-attention" else None)
+        self.lm_head = Linear(d, config.tgt_vocab_size, **kw)
+        if config.tie_output:
+            self.lm_head.weight = self.tgt_embeddings.weight
+
+    def _initial_decoder_state(self, encoder_final: State) -> State:
+        n_enc, n_dec = self.config.num_encoder_layers, self.config.num_decoder_layers
+        rows = [min(i, n_enc - 1) for i in range(n_dec)]
+        if rows == list(range(n_enc)):
+            return encoder_final
+        if isinstance(encoder_final, tuple):
+            return tuple(s[rows] for s in encoder_final)
+        return encoder_final[rows]
+
+    def encode_embedded(self, src_embeddings: torch.Tensor,
+                        src_padding_mask: torch.Tensor | None = None) -> RNNDecoderState:
+        memory, final = self.encoder(src_embeddings, src_padding_mask)
+        keys = self.attention.prepare_keys(memory) if self.attention is not None else memory
+        return RNNDecoderState(memory, keys, src_padding_mask, self._initial_decoder_state(final))
+
+    def encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None) -> RNNDecoderState:
+        """Read the source once: (B, S) ids -> the decoder's starting state."""
+        check_ids(src_ids, "src_ids")
+        src_padding_mask = check_mask(src_padding_mask, src_ids, "src_padding_mask")
+        return self.encode_embedded(self.embed_source(src_ids), src_padding_mask)
+
+    def _decode(self, state: RNNDecoderState, tgt_ids: torch.Tensor, tgt_padding_mask: torch.Tensor | None,
+                need_weights: bool = False):
+        """Decoder over tgt_ids (B, T) from `state` -> (logits (B, T, V), new hidden, weights or None)."""
+        outputs, hidden = self.decoder(self.tgt_embeddings(tgt_ids), tgt_padding_mask, state.hidden)
+        weights = None
+        if self.attention is not None:
+            outputs, weights = self.attention(outputs, state.memory, state.keys, state.src_padding_mask,
+                                              need_weights=need_weights)
+        return self.lm_head(outputs), hidden, weights
+
+    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None):
+        logits, _, _ = self._decode(self.encode_embedded(src_embeddings, src_padding_mask), tgt_ids,
+                                    tgt_padding_mask)
+        return logits
+
+    def decode_step(self, state: RNNDecoderState, tokens: torch.Tensor) -> tuple[torch.Tensor, RNNDecoderState]:
+        """tokens (B,) -> (logits (B, tgt_vocab), the state after them)."""
+        logits, hidden, _ = self._decode(state, tokens[:, None], None)
+        return logits[:, 0], RNNDecoderState(state.memory, state.keys, state.src_padding_mask, hidden)
+
+    def attention_maps(self, src_ids, tgt_ids, src_padding_mask=None, tgt_padding_mask=None) -> list[torch.Tensor]:
+        """[(B, 1, T, S)] for "rnn-attention"; [] for the plain RNN (it has no attention)."""
+        check_ids(tgt_ids, "tgt_ids")
+        tgt_padding_mask = check_mask(tgt_padding_mask, tgt_ids, "tgt_padding_mask")
+        if self.attention is None:
+            return []
+        state = self.encode(src_ids, src_padding_mask)
+        _, _, weights = self._decode(state, tgt_ids, tgt_padding_mask, need_weights=True)
+        return [weights[:, None]]

@@ -1,0 +1,375 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), from scratch.
+
+    source ids -> embeddings * sqrt(d) + positions -> N encoder layers -> memory (B, S, d)
+    target ids -> embeddings * sqrt(d) + positions -> M decoder layers (each also reads memory)
+               -> lm_head -> logits (B, T, tgt_vocab)
+
+Encoder layer: self-attention over the source (padding hidden), then the feed-forward.
+Decoder layer: causal self-attention over the target so far, then cross-attention (queries from
+the target, keys/values from the encoder memory, source padding hidden), then the feed-forward.
+Each sublayer is wrapped in a residual connection and a norm:
+
+    post-norm (the paper):  x = norm(x + sublayer(x))
+    pre-norm:               x = x + sublayer(norm(x)), and one final norm after the last layer
+
+Example: with d_model=64, num_heads=4, the 8-character source "29/11/26" becomes memory of shape
+(1, 8, 64); decoding "2026-11-29" reads it through 4 heads of cross-attention in every decoder layer,
+and `attention_maps` returns those weights, (1, 4, T, 8) per layer, to draw the alignment.
+
+Incremental decoding (`encode` + `decode_step`) computes each layer's cross-attention keys/values
+from the memory once and keeps the self-attention keys/values of past target positions in a
+KVCache, so a step costs one position per layer instead of re-running the whole prefix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seqlab.model.activations import softmax
+from seqlab.model.attention import scaled_dot_product_attention
+from seqlab.model.embedding import Embedding
+from seqlab.model.ffn import SwiGLU
+from seqlab.model.init import trunc_normal_
+from seqlab.model.kv_cache import KVCache
+from seqlab.model.layernorm import LayerNorm
+from seqlab.model.linear import Linear
+from seqlab.model.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from seqlab.model.rmsnorm import RMSNorm
+from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
+from seqlab.seq2seq.base import Seq2SeqModel, check_batch, check_ids, check_mask
+from seqlab.seq2seq.config import Seq2SeqConfig
+
+ROPE_THETA = 10000.0
+
+
+class ReLUFeedForward(nn.Module):
+    """The paper's position-wise feed-forward: w2(max(0, w1 x)), w1: d_model -> d_ff, w2: d_ff -> d_model."""
+
+    def __init__(self, d_model: int, d_ff: int, device=None, dtype=None):
+        super().__init__()
+        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
+        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., d_model) -> (..., d_model)"""
+        return self.w2(self.w1(x).clamp_min(0.0))
+
+
+def make_norm(kind: str, d_model: int, device=None, dtype=None) -> nn.Module:
+    """"layernorm" -> LayerNorm(d_model, eps=1e-5); "rmsnorm" -> RMSNorm(d_model)."""
+    if kind == "layernorm":
+        return LayerNorm(d_model, eps=1e-5, device=device, dtype=dtype)
+    if kind == "rmsnorm":
+        return RMSNorm(d_model, device=device, dtype=dtype)
+    raise ValueError(f"unknown norm {kind!r}; expected 'layernorm' or 'rmsnorm'")
+
+
+def make_ffn(kind: str, d_model: int, d_ff: int, device=None, dtype=None) -> nn.Module:
+    """"relu" -> ReLUFeedForward; "swiglu" -> seqlab.model.SwiGLU."""
+    if kind == "relu":
+        return ReLUFeedForward(d_model, d_ff, device=device, dtype=dtype)
+    if kind == "swiglu":
+        return SwiGLU(d_model, d_ff, device=device, dtype=dtype)
+    raise ValueError(f"unknown ffn {kind!r}; expected 'relu' or 'swiglu'")
+
+
+def _key_mask(key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """(B, S) True = real -> (B, 1, 1, S), broadcast over heads and queries."""
+    return None if key_padding_mask is None else key_padding_mask[:, None, None, :]
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with separate query and key/value inputs (self- or cross-attention).
+
+    Submodules q_proj, k_proj, v_proj, output_proj (d_model x d_model, no bias). Heads are a batch
+    dimension: (B, heads, L, d_head). `rope` (self-attention only) rotates queries and keys.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, rope: RotaryPositionalEmbedding | None = None,
+                 device=None, dtype=None):
+        super().__init__()
+        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.k_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.v_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.output_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.rope = rope
+
+    def _split(self, x: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
+        """(B, L, parts * d_model) -> parts tensors (B, heads, L, d_head)."""
+        batch, length, _ = x.shape
+        x = x.view(batch, length, parts, self.num_heads, self.d_head).permute(2, 0, 3, 1, 4)
+        return x.unbind(0)
+
+    def keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention keys and values of the encoder memory (B, S, d) -> two (B, heads, S, d_head)."""
+        weight = torch.cat((self.k_proj.weight, self.v_proj.weight), dim=0)
+        return self._split(memory @ weight.t(), 2)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+               causal: bool = False, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Heads (B, h, n, d_head) -> (output (B, n, d_model), weights (B, h, n, m) or None)."""
+        if need_weights:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
+            hidden = None if mask is None else ~mask
+            if causal:
+                n, m = scores.shape[-2:]
+                future = torch.ones(n, m, dtype=torch.bool, device=q.device).triu(m - n + 1)
+                hidden = future if hidden is None else hidden | future
+            if hidden is not None:
+                scores = scores.masked_fill(hidden, float("-inf"))
+            weights = softmax(scores, dim=-1)
+            out = weights @ v
+        else:
+            weights = None
+            out = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+        batch, _, n, _ = out.shape
+        return self.output_proj(out.transpose(1, 2).reshape(batch, n, self.d_model)), weights
+
+    def self_attention(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, *, causal: bool,
+                       kv_cache: KVCache | None = None, layer_index: int = 0,
+                       need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, L, d) attends to itself (and to the cached past with kv_cache)."""
+        weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight), dim=0)
+        q, k, v = self._split(x @ weight.t(), 3)
+        past = 0 if kv_cache is None else kv_cache.layer_length(layer_index)
+        if self.rope is not None:
+            cos, sin = self.rope.cos_sin(torch.arange(past, past + x.shape[1], device=x.device), x.dtype)
+            q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)
+        if kv_cache is not None:
+            k, v = kv_cache.append(layer_index, k, v)
+        return self.attend(q, k, v, _key_mask(key_padding_mask), causal, need_weights)
+
+    def cross_attention(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                        key_padding_mask: torch.Tensor | None,
+                        need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, T, d) attends to precomputed memory keys/values (B, h, S, d_head)."""
+        (q,) = self._split(self.q_proj(x), 1)
+        return self.attend(q, keys, values, _key_mask(key_padding_mask), False, need_weights)
+
+
+class _Sublayers(nn.Module):
+    """Residual + norm around each sublayer, post- or pre-norm."""
+
+    norm_position = "post"
+
+    def residual(self, x: torch.Tensor, norm: nn.Module, sublayer) -> torch.Tensor:
+        if self.norm_position == "pre":
+            return x + sublayer(norm(x))
+        return norm(x + sublayer(x))
+
+
+class EncoderLayer(_Sublayers):
+    """attn (self-attention, source padding hidden) with ln1, then ffn with ln2."""
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, norm: str, norm_position: str, ffn: str,
+                 rope: RotaryPositionalEmbedding | None = None, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.norm_position = norm_position
+        self.attn = MultiHeadAttention(d_model, num_heads, rope, **kw)
+        self.ffn = make_ffn(ffn, d_model, d_ff, **kw)
+        self.ln1 = make_norm(norm, d_model, **kw)
+        self.ln2 = make_norm(norm, d_model, **kw)
+
+    def forward(self, x: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
+        x = self.residual(x, self.ln1, lambda h: self.attn.self_attention(h, src_padding_mask, causal=False)[0])
+        return self.residual(x, self.ln2, self.ffn)
+
+
+class DecoderLayer(_Sublayers):
+    """self_attn (causal) with ln1, cross_attn over the memory with ln2, ffn with ln3."""
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, norm: str, norm_position: str, ffn: str,
+                 rope: RotaryPositionalEmbedding | None = None, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.norm_position = norm_position
+        self.self_attn = MultiHeadAttention(d_model, num_heads, rope, **kw)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, None, **kw)
+        self.ffn = make_ffn(ffn, d_model, d_ff, **kw)
+        self.ln1 = make_norm(norm, d_model, **kw)
+        self.ln2 = make_norm(norm, d_model, **kw)
+        self.ln3 = make_norm(norm, d_model, **kw)
+
+    def forward(self, x: torch.Tensor, cross_kv: tuple[torch.Tensor, torch.Tensor],
+                src_padding_mask: torch.Tensor | None, tgt_padding_mask: torch.Tensor | None, *,
+                kv_cache: KVCache | None = None, layer_index: int = 0,
+                weights_out: list | None = None) -> torch.Tensor:
+        """x (B, T, d) -> (B, T, d); appends the cross-attention weights to weights_out if given."""
+        x = self.residual(x, self.ln1, lambda h: self.self_attn.self_attention(
+            h, tgt_padding_mask, causal=True, kv_cache=kv_cache, layer_index=layer_index)[0])
+
+        def cross(h):
+            out, weights = self.cross_attn.cross_attention(h, *cross_kv, src_padding_mask,
+                                                           need_weights=weights_out is not None)
+            if weights_out is not None:
+                weights_out.append(weights)
+            return out
+
+        x = self.residual(x, self.ln2, cross)
+        return self.residual(x, self.ln3, self.ffn)
+
+
+class _Stack(nn.Module):
+    """`layers` plus, for pre-norm, the final norm `ln_final` (post-norm stacks have none)."""
+
+    def __init__(self, layers: list[nn.Module], norm: str, norm_position: str, d_model: int, device=None, dtype=None):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        if norm_position == "pre":
+            self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype)
+        else:
+            self.ln_final = None
+
+    def final_norm(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.ln_final is None else self.ln_final(x)
+
+
+@dataclass
+class TransformerDecoderState:
+    """Per decoder layer: the memory's cross-attention keys/values (computed once) and the
+    self-attention KVCache of the target positions decoded so far. Batch is dim 0 everywhere."""
+
+    cross_kv: list[tuple[torch.Tensor, torch.Tensor]]
+    src_padding_mask: torch.Tensor | None
+    cache: KVCache
+
+    @property
+    def length(self) -> int:
+        return self.cache.length
+
+    def select(self, rows: torch.Tensor) -> "TransformerDecoderState":
+        """Keep/repeat/reorder batch rows (beam search)."""
+        cache = KVCache(self.cache.num_layers)
+        cache.keys = [None if k is None else k[rows] for k in self.cache.keys]
+        cache.values = [None if v is None else v[rows] for v in self.cache.values]
+        mask = None if self.src_padding_mask is None else self.src_padding_mask[rows]
+        return TransformerDecoderState([(k[rows], v[rows]) for k, v in self.cross_kv], mask, cache)
+
+
+class TransformerSeq2Seq(Seq2SeqModel):
+    """Encoder-decoder Transformer; see the module docstring.
+
+    Options: norm "layernorm" | "rmsnorm"; norm_position "post" | "pre"; positional "sinusoidal" |
+    "learned" | "rope" (rotary in the self-attentions, nothing added to embeddings); ffn "relu" |
+    "swiglu"; shared_embeddings (one table for source and target); tie_output (lm_head uses the
+    target embedding matrix). Linear layers have no bias. d_ff=None: 4 * d_model (relu).
+    Embeddings are initialised with std d_model^-0.5, so after the sqrt(d_model) scale they have
+    unit size, comparable to the sinusoids.
+    """
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int, num_heads: int,
+                 num_encoder_layers: int, num_decoder_layers: int, d_ff: int | None, max_seq_len: int, *,
+                 norm: str = "layernorm", norm_position: str = "post", positional: str = "sinusoidal",
+                 ffn: str = "relu", shared_embeddings: bool = False, tie_output: bool = False,
+                 device=None, dtype=None):
+        super().__init__()
+        self.config = config = Seq2SeqConfig(
+            "transformer", src_vocab_size, tgt_vocab_size, d_model=d_model, num_heads=num_heads,
+            num_encoder_layers=num_encoder_layers, num_decoder_layers=num_decoder_layers, d_ff=d_ff,
+            max_seq_len=max_seq_len, norm=norm, norm_position=norm_position, positional=positional,
+            ffn=ffn, shared_embeddings=shared_embeddings, tie_output=tie_output,
+        )
+        kw = dict(device=device, dtype=dtype)
+        self.embedding_scale = math.sqrt(d_model)
+        self.src_embeddings = Embedding(src_vocab_size, d_model, **kw)
+        self.tgt_embeddings = (self.src_embeddings if shared_embeddings
+                               else Embedding(tgt_vocab_size, d_model, **kw))
+        for table in {id(m): m for m in (self.src_embeddings, self.tgt_embeddings)}.values():
+            trunc_normal_(table.weight, std=d_model ** -0.5)
+        rope = None
+        if positional == "sinusoidal":
+            self.positions = SinusoidalPositionalEncoding(d_model, max_seq_len, **kw)
+        elif positional == "learned":
+            self.src_positions = LearnedPositionalEmbedding(d_model, max_seq_len, **kw)
+            self.tgt_positions = LearnedPositionalEmbedding(d_model, max_seq_len, **kw)
+        else:  # rope: one table of rotations shared by every self-attention (a buffer, no parameters)
+            rope = RotaryPositionalEmbedding(ROPE_THETA, d_model // num_heads, max_seq_len, device=device)
+        layer_kw = dict(norm=norm, norm_position=norm_position, ffn=ffn, rope=rope, **kw)
+        d_ff = config.resolved_d_ff
+        self.encoder = _Stack([EncoderLayer(d_model, num_heads, d_ff, **layer_kw) for _ in range(num_encoder_layers)],
+                              norm, norm_position, d_model, **kw)
+        self.decoder = _Stack([DecoderLayer(d_model, num_heads, d_ff, **layer_kw) for _ in range(num_decoder_layers)],
+                              norm, norm_position, d_model, **kw)
+        self.lm_head = Linear(d_model, tgt_vocab_size, **kw)
+        if tie_output:
+            self.lm_head.weight = self.tgt_embeddings.weight
+
+    @classmethod
+    def from_config(cls, config: Seq2SeqConfig, device=None, dtype=None) -> "TransformerSeq2Seq":
+        if config.arch != "transformer":
+            raise ValueError(f"TransformerSeq2Seq builds arch 'transformer', got {config.arch!r}")
+        return cls(config.src_vocab_size, config.tgt_vocab_size, config.d_model, config.num_heads,
+                   config.num_encoder_layers, config.num_decoder_layers, config.d_ff, config.max_seq_len,
+                   norm=config.norm, norm_position=config.norm_position, positional=config.positional,
+                   ffn=config.ffn, shared_embeddings=config.shared_embeddings, tie_output=config.tie_output,
+                   device=device, dtype=dtype)
+
+    @property
+    def max_target_length(self) -> int:
+        return self.config.max_seq_len
+
+    def _add_positions(self, x: torch.Tensor, which: str, offset: int = 0) -> torch.Tensor:
+        """x (B, L, d) already scaled -> plus the position vectors of offset..offset+L-1."""
+        length = x.shape[1]
+        if self.config.positional == "sinusoidal":
+            return x + self.positions(length, offset).to(x.dtype)
+        if self.config.positional == "learned":
+            table = self.src_positions if which == "src" else self.tgt_positions
+            return x + table(length, offset)
+        if offset + length > self.config.max_seq_len:  # rope: checked here for a clear message
+            raise ValueError(f"{which} positions {offset}..{offset + length - 1} exceed max_seq_len="
+                             f"{self.config.max_seq_len}; raise max_seq_len or shorten the sequence")
+        return x
+
+    def encode_memory(self, src_embeddings: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
+        """Source embedding rows (B, S, d) -> encoder memory (B, S, d)."""
+        x = self._add_positions(src_embeddings * self.embedding_scale, "src")
+        for layer in self.encoder.layers:
+            x = layer(x, src_padding_mask)
+        return self.encoder.final_norm(x)
+
+    def _decode(self, tgt_ids: torch.Tensor, cross_kv, src_padding_mask, tgt_padding_mask, *,
+                kv_cache: KVCache | None = None, weights_out: list | None = None) -> torch.Tensor:
+        offset = 0 if kv_cache is None else kv_cache.length
+        x = self._add_positions(self.tgt_embeddings(tgt_ids) * self.embedding_scale, "tgt", offset)
+        for index, layer in enumerate(self.decoder.layers):
+            x = layer(x, cross_kv[index], src_padding_mask, tgt_padding_mask, kv_cache=kv_cache,
+                      layer_index=index, weights_out=weights_out)
+        return self.lm_head(self.decoder.final_norm(x))
+
+    def _cross_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [layer.cross_attn.keys_values(memory) for layer in self.decoder.layers]
+
+    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None):
+        memory = self.encode_memory(src_embeddings, src_padding_mask)
+        return self._decode(tgt_ids, self._cross_kv(memory), src_padding_mask, tgt_padding_mask)
+
+    def encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None) -> TransformerDecoderState:
+        """Read the source once; each decoder layer's cross-attention keys/values are computed here."""
+        check_ids(src_ids, "src_ids")
+        src_padding_mask = check_mask(src_padding_mask, src_ids, "src_padding_mask")
+        memory = self.encode_memory(self.embed_source(src_ids), src_padding_mask)
+        return TransformerDecoderState(self._cross_kv(memory), src_padding_mask,
+                                       KVCache(self.config.num_decoder_layers))
+
+    def decode_step(self, state: TransformerDecoderState,
+                    tokens: torch.Tensor) -> tuple[torch.Tensor, TransformerDecoderState]:
+        """tokens (B,) at position state.length -> (logits (B, tgt_vocab), state with them cached).
+
+        The state's KVCache is extended in place (and returned)."""
+        logits = self._decode(tokens[:, None], state.cross_kv, state.src_padding_mask, None, kv_cache=state.cache)
+        return logits[:, 0], state
+
+    def attention_maps(self, src_ids, tgt_ids, src_padding_mask=None, tgt_padding_mask=None) -> list[torch.Tensor]:
+        """Cross-attention weights, one (B, heads, T, S) tensor per decoder layer."""
+        src_padding_mask, tgt_padding_mask = check_batch(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask)
+        memory = self.encode_memory(self.embed_source(src_ids), src_padding_mask)
+        weights: list[torch.Tensor] = []
+        self._decode(tgt_ids, self._cross_kv(memory), src_padding_mask, tgt_padding_mask, weights_out=weights)
+        return weights
