@@ -1,32 +1,45 @@
-"""Transformer LM components written from scratch (no torch.nn layers or torch.nn.functional)."""
+"""Transformer LM components written from scratch (no torch.nn layers or torch.nn.functional).
 
-from seqlab.model.activations import silu, softmax
-from seqlab.model.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
-from seqlab.model.block import TransformerBlock
-from seqlab.model.config import ModelConfig, default_d_ff
-from seqlab.model.embedding import Embedding
-from seqlab.model.ffn import SiLUFeedForward, SwiGLU
-from seqlab.model.kv_cache import KVCache
-from seqlab.model.linear import Linear
-from seqlab.model.rmsnorm import RMSNorm
-from seqlab.model.rope import RotaryPositionalEmbedding
-from seqlab.model.transformer import TransformerLM
+Names load on first use (PEP 562), so importing a light submodule such as ``seqlab.model.config``
+(which ``seqlab train --help`` does, for the choices of ``--attention``) does not import torch.
+"""
 
-__all__ = [
-    "Embedding",
-    "KVCache",
-    "Linear",
-    "ModelConfig",
-    "MultiHeadSelfAttention",
-    "RMSNorm",
-    "RotaryPositionalEmbedding",
-    "SiLUFeedForward",
-    "SwiGLU",
-    "TransformerBlock",
-    "TransformerLM",
-    "causal_mask",
-    "default_d_ff",
-    "scaled_dot_product_attention",
-    "silu",
-    "softmax",
-]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "silu": "seqlab.model.activations",
+    "softmax": "seqlab.model.activations",
+    "MultiHeadSelfAttention": "seqlab.model.attention",
+    "attention_backend": "seqlab.model.attention",
+    "causal_mask": "seqlab.model.attention",
+    "scaled_dot_product_attention": "seqlab.model.attention",
+    "TransformerBlock": "seqlab.model.block",
+    "gpu_path_forced": "seqlab.model.checks",
+    "ATTENTIONS": "seqlab.model.config",
+    "ModelConfig": "seqlab.model.config",
+    "default_d_ff": "seqlab.model.config",
+    "Embedding": "seqlab.model.embedding",
+    "SiLUFeedForward": "seqlab.model.ffn",
+    "SwiGLU": "seqlab.model.ffn",
+    "KVCache": "seqlab.model.kv_cache",
+    "Linear": "seqlab.model.linear",
+    "RMSNorm": "seqlab.model.rmsnorm",
+    "RotaryPositionalEmbedding": "seqlab.model.rope",
+    "TransformerLM": "seqlab.model.transformer",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'seqlab.model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

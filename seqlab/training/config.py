@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from seqlab.model.config import ATTENTIONS  # standard library only: no torch import here
+
 SECTIONS = ("run", "data", "model", "optimizer", "schedule", "eval", "system", "logging")
 
 # Shorthand flags for the ablations of the model, as (flag, field, value).
@@ -53,6 +55,8 @@ class TrainConfig:
     norm_position: str = _f("pre", "model", "pre | post", choices=("pre", "post"))
     positional: str = _f("rope", "model", "rope | nope", choices=("rope", "nope"))
     ffn: str = _f("swiglu", "model", "swiglu | silu", choices=("swiglu", "silu"))
+    attention: str = _f("auto", "model", "attention backend: auto (chunked on CPU, reference on CUDA/MPS and "
+                        "under --compile) | reference | chunked; not part of the weights", choices=ATTENTIONS)
     # optimizer (AdamW)
     lr: float = _f(3e-3, "optimizer", "peak learning rate")
     min_lr: float | None = _f(None, "optimizer", "final learning rate of the cosine (default: lr / 10)")
@@ -143,7 +147,7 @@ class TrainConfig:
             vocab_size=vocab, context_length=self.context_length, d_model=self.d_model,
             num_layers=self.num_layers, num_heads=self.num_heads, d_ff=self.d_ff,
             rope_theta=self.rope_theta, norm=self.norm, norm_position=self.norm_position,
-            positional=self.positional, ffn=self.ffn,
+            positional=self.positional, ffn=self.ffn, attention=self.attention,
         )
 
     def to_dict(self) -> dict[str, Any]:
