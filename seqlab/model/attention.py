@@ -114,9 +114,10 @@ class MultiHeadSelfAttention(nn.Module):
         qkv = (x @ weight.t()).view(*batch, seq, 3, self.num_heads, self.d_head)
         past = kv_cache.layer_length(layer_index) if kv_cache is not None else 0
         if self.rope is not None:
-            if token_positions is None:
-                token_positions = torch.arange(past, past + seq, device=x.device)
-            cos, sin = self.rope.cos_sin(token_positions, x.dtype)  # (seq, d/2) or (batch, seq, d/2)
+            if token_positions is None:  # past, ..., past + seq - 1
+                cos, sin = self.rope.cos_sin_span(past, seq, x.dtype)  # (seq, d/2)
+            else:
+                cos, sin = self.rope.cos_sin(token_positions, x.dtype)  # (seq, d/2) or (batch, seq, d/2)
             # rotate queries and keys in one call; the same rotation for every head
             qk = rotate_pairs(qkv[..., :2, :, :], cos[..., None, None, :], sin[..., None, None, :])
             (q, k), v = qk.unbind(-3), qkv[..., 2, :, :]

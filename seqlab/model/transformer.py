@@ -103,8 +103,6 @@ class TransformerLM(nn.Module):
             raise ValueError(
                 f"padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(padding_mask.shape)}"
             )
-        if token_positions is None and past:
-            token_positions = torch.arange(past, past + seq, device=ids.device)
         key_padding_mask = padding_mask
         if kv_cache is not None:
             key_padding_mask = kv_cache.extend_padding_mask(batch, seq, padding_mask, device=ids.device)
