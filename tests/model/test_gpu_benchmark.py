@@ -1,0 +1,44 @@
+"""benchmarks/gpu_train.py stays ready for a GPU: exact peak-FLOP/s matching and a clear exit without CUDA."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from seqlab.training.trainer import PEAK_BF16_FLOPS
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_train.py"
+
+
+@pytest.fixture(scope="module")
+def gpu_train():
+    spec = importlib.util.spec_from_file_location("gpu_train", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name, key", [
+    ("NVIDIA H100 80GB HBM3", "H100"),
+    ("NVIDIA H100 PCIe", "H100 PCIe"),
+    ("NVIDIA H200", "H200"),
+    ("NVIDIA GH200 480GB", "GH200"),
+    ("NVIDIA A100-SXM4-80GB", "A100"),
+    ("NVIDIA A10G", "A10G"),
+    ("NVIDIA A10", "A10"),
+    ("NVIDIA L4", "L4"),
+    ("NVIDIA L40S", "L40S"),
+    ("NVIDIA L40", None),  # not in the table, and not an L4
+    ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+    ("Tesla T4", "T4"),
+])
+def test_peak_is_matched_by_whole_words_of_the_gpu_name(gpu_train, name, key):
+    expected = dict(PEAK_BF16_FLOPS)[key] if key else None
+    assert gpu_train.peak_for_gpu(name, PEAK_BF16_FLOPS) == expected
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
+def test_without_cuda_it_exits_2_and_says_why(gpu_train, capsys):
+    assert gpu_train.main(["--steps", "3", "--warmup", "1"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
