@@ -6,7 +6,7 @@ Names load on first use (PEP 562), so importing a light submodule such as ``seql
 
 from __future__ import annotations
 
-import importlib
+from seqlab.lazy import lazy_exports
 
 _EXPORTS = {
     "silu": "seqlab.model.activations",
@@ -31,15 +31,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'seqlab.model' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

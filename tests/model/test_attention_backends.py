@@ -2,14 +2,13 @@
 same training with either backend, a flat operation count, no host-device syncs, no graph breaks,
 checkpoints independent of the backend."""
 
-import importlib.util
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 import torch
 
 import seqlab.model.attention as attention_module
+from benchmark_scripts import load_benchmark
 from seqlab.model import ModelConfig, TransformerLM, attention_backend, gpu_path_forced
 from seqlab.model.op_count import OpCounter
 from seqlab.training import AdamW, clip_grad_norm, cross_entropy, load_model_from_checkpoint, save_checkpoint
@@ -17,16 +16,11 @@ from seqlab.training.config import config_from_argv
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = dict(vocab_size=37, context_length=16, d_model=32, num_layers=2, num_heads=4, d_ff=64)
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "launch_count.py"
 
 
 @pytest.fixture(scope="module")
 def launch_count():
-    """benchmarks/launch_count.py as a module: the test keeps the numbers that script prints."""
-    spec = importlib.util.spec_from_file_location("launch_count", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("launch_count")
 
 
 def test_auto_is_chunked_only_for_cpu_tensors_in_eager_mode(monkeypatch):

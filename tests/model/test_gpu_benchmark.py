@@ -1,22 +1,15 @@
 """benchmarks/gpu_train.py stays ready for a GPU: exact peak-FLOP/s matching and a clear exit without CUDA."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
+from benchmark_scripts import load_benchmark
 from seqlab.training.trainer import PEAK_BF16_FLOPS
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_train.py"
 
 
 @pytest.fixture(scope="module")
 def gpu_train():
-    spec = importlib.util.spec_from_file_location("gpu_train", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_train")
 
 
 @pytest.mark.parametrize("name, key", [
