@@ -188,3 +188,14 @@ def test_train_config_attention_flag_reaches_the_model_config():
     with pytest.raises(SystemExit):
         config_from_argv(["--attention", "flash"])
     assert set(asdict(ModelConfig(**SMALL))) >= {"attention"}
+
+
+def test_kv_cache_decoding_with_the_reference_equals_the_chunked_full_forward():
+    from test_transformer import decode_with_cache
+
+    model = TransformerLM(**SMALL, attention="chunked")
+    ids = torch.randint(0, 37, (2, 16))
+    with torch.no_grad():
+        full = model(ids)
+        model.set_attention("reference")
+        torch.testing.assert_close(decode_with_cache(model, ids, 5), full, atol=1e-5, rtol=1e-5)
