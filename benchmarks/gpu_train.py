@@ -1,17 +1,21 @@
 """A short prepared GPU training run of the assignment's TinyStories model: tokens/s and MFU.
 
     python benchmarks/gpu_train.py [--data-dir data/tinystories] [--batch-size 128] [--steps 120]
-                                   [--no-compile] [--peak-flops 989e12]
+                                   [--no-compile] [--attention auto] [--peak-flops 989e12]
 
 Model: vocab 10,000, context 256, d_model 512, 4 layers, 16 heads, d_ff 1344 (SwiGLU, RoPE), bf16
 autocast, AdamW, through ``seqlab train``'s own Trainer (the same code path as a real run). Without
 ``--data-dir`` it trains on uniformly random token ids (throughput does not depend on the text).
-The first ``--warmup`` steps (compilation, allocator warm-up) are excluded from the timing.
+The first ``--warmup`` steps (compilation, allocator warm-up) are excluded from the timing: tokens/s
+and MFU count timed steps only, and the warm-up's seconds are printed on their own.
+``--attention auto`` (the default) runs the reference attention on CUDA (few large kernels, no
+per-chunk launches; the form torch.compile fuses).
 
 MFU = (training FLOPs per step from seqlab.accounting: 3 x the forward matmul FLOPs, full n x n
-attention) / step time / the GPU's dense bf16 peak (table in seqlab.training.trainer, or
+attention) / step time / the GPU's dense bf16 peak (seqlab.runtime.PEAK_BF16_FLOPS,
+matched by whole words of the GPU's name, longest entry first, so an "L40" is not an "L4"; or
 --peak-flops). Goal: >= 40% MFU, i.e. the assignment's 327,680,000-token run in under 10 minutes
-on one H100-class GPU. Refuses to run without CUDA.
+on one H100-class GPU. Refuses to run without CUDA (exit status 2).
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ def synthetic_data(directory: Path, vocab_size: int = 10_000, tokens: int = 20_0
     return directory
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    from seqlab.model.config import ATTENTIONS  # no torch import
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", help="prepared data (seqlab prepare); default: random ids, vocab 10,000")
     parser.add_argument("--batch-size", type=int, default=128)
@@ -47,9 +53,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20, help="untimed first steps")
     parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--precision", default="bf16", choices=("bf16", "fp16", "fp32"))
+    parser.add_argument("--attention", default="auto", choices=ATTENTIONS,
+                        help="attention backend (auto = reference on CUDA)")
     parser.add_argument("--peak-flops", type=float, default=None, help="override the GPU's peak FLOP/s")
     parser.add_argument("--out", default=None, help="run directory (default: a temporary one)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import torch
 
@@ -57,12 +65,13 @@ def main() -> int:
         print("benchmarks/gpu_train.py needs a CUDA GPU and none is available here (torch "
               f"{torch.__version__}, cuda build: {torch.version.cuda}). Run it on a GPU machine.", file=sys.stderr)
         return 2
-    if args.steps <= args.warmup:
-        parser.error("--steps must be larger than --warmup")
+    if not 1 <= args.warmup < args.steps:
+        parser.error("--warmup must be at least 1 and smaller than --steps")
 
     from seqlab.accounting import training_step_flops
+    from seqlab.model import attention_backend
     from seqlab.training.config import TrainConfig
-    from seqlab.runtime import peak_flops
+    from seqlab.runtime import gpu_peak_bf16_flops
     from seqlab.training.trainer import Trainer
 
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -72,7 +81,8 @@ def main() -> int:
     out_dir = Path(args.out) if args.out else Path(scratch.name) / "run"
     config = TrainConfig(data_dir=str(data_dir), out_dir=str(out_dir), **MODEL, batch_size=args.batch_size,
                          max_steps=args.steps, warmup_steps=min(10, args.steps), lr=1e-3, device="cuda",
-                         precision=args.precision, compile=args.compile, eval_interval=10**9,
+                         precision=args.precision, compile=args.compile, attention=args.attention,
+                         eval_interval=10**9,
                          eval_batches=2, checkpoint_interval=10**9, log_interval=10,
                          overwrite=True)
     stamps: list[float] = []
@@ -82,13 +92,17 @@ def main() -> int:
         stamps.append(time.perf_counter())
 
     trainer = Trainer(config, step_callbacks=[stamp])
+    run_start = time.perf_counter()
     result = trainer.run()
     # intervals between completed steps after the warm-up; the last step also evaluates and saves
     step_times = [b - a for a, b in zip(stamps[args.warmup:-2], stamps[args.warmup + 1:-1])]
     step_time = statistics.median(step_times)
     tokens_per_step = config.tokens_per_step()
     flops = training_step_flops(trainer.model_config, config.context_length, config.batch_size)
-    peak = args.peak_flops or peak_flops(trainer.device, trainer.precision)
+    peak = args.peak_flops
+    if peak is None and trainer.precision != "fp32":
+        peak = gpu_peak_bf16_flops(torch.cuda.get_device_name())
+    backend = attention_backend(args.attention, torch.empty(0, device="cuda"))  # auto -> reference on CUDA
     report = {
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -96,6 +110,8 @@ def main() -> int:
         "batch_size": config.batch_size,
         "precision": trainer.precision,
         "compiled": trainer.compiled,
+        "attention": backend,
+        "warmup_seconds": round(stamps[args.warmup - 1] - run_start, 1),  # first steps, compilation included
         "timed_steps": len(step_times),
         "step_ms": round(step_time * 1000, 2),
         "tokens_per_second": round(tokens_per_step / step_time),

@@ -10,9 +10,12 @@ from seqlab.lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.model.activations": ("silu", "softmax"),
-    "seqlab.model.attention": ("MultiHeadSelfAttention", "causal_mask", "scaled_dot_product_attention"),
+    "seqlab.model.attention": (
+        "MultiHeadSelfAttention", "attention_backend", "causal_mask", "scaled_dot_product_attention",
+    ),
     "seqlab.model.block": ("TransformerBlock",),
-    "seqlab.model.config": ("ModelConfig", "default_d_ff"),
+    "seqlab.model.checks": ("gpu_path_forced",),
+    "seqlab.model.config": ("ATTENTIONS", "ModelConfig", "default_d_ff"),
     "seqlab.model.embedding": ("Embedding",),
     "seqlab.model.ffn": ("SiLUFeedForward", "SwiGLU"),
     "seqlab.model.kv_cache": ("KVCache",),

@@ -1,17 +1,57 @@
-"""Range checks of index tensors (token ids, positions, targets) whose errors say what and where."""
+"""Range checks of index tensors (token ids, positions, targets), and the "GPU path" they follow.
+
+On a CPU a check can look at the values at once and raise a ValueError saying which id is wrong and
+where. On a GPU that would stop the host until the device has caught up (a host-device
+synchronisation, e.g. `bool(tensor)` or `.item()`), every training step. So on the GPU path a check
+is queued as a device-side assertion instead (`torch._assert_async`): no waiting, and a bad id
+still fails the run, with a RuntimeError carrying the same message, a moment later.
+
+The GPU path is taken for every tensor not on the CPU, under torch.compile, and for CPU tensors
+inside `with gpu_path_forced():` (how the tests count synchronisations on a machine without GPU).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
+
+_gpu_path_forced = False
+
+
+@contextmanager
+def gpu_path_forced() -> Iterator[None]:
+    """Inside this block CPU tensors take the GPU path too (sync-free checks, unchunked kernels).
+
+    Example: with gpu_path_forced(): loss = cross_entropy(model(ids), targets)
+    """
+    global _gpu_path_forced
+    previous, _gpu_path_forced = _gpu_path_forced, True
+    try:
+        yield
+    finally:
+        _gpu_path_forced = previous
+
+
+def on_gpu_path(tensor: torch.Tensor) -> bool:
+    """True when work on `tensor` must avoid host-device synchronisations and per-chunk launches."""
+    return _gpu_path_forced or tensor.device.type != "cpu"
 
 
 def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str) -> None:
-    """Raise ValueError("{what} V at index (i, j) is outside {allowed}") for the first entry of
-    `values` (any shape) outside [0, upper).
+    """Fail for the first entry of `values` (any shape) outside [0, upper).
 
-    Skipped under torch.compile: a data-dependent check would split the compiled graph.
+    CPU (eager): ValueError("{what} V at index (i, j) is outside {allowed}").
+    GPU path and torch.compile: a device-side assertion (RuntimeError) with the message "{what}
+    outside {allowed} ..."; it does not wait for the device and does not split a compiled graph.
     """
-    if values.numel() == 0 or torch.compiler.is_compiling():
+    if values.numel() == 0:
+        return
+    if torch.compiler.is_compiling() or on_gpu_path(values):
+        inside = ((values >= 0) & (values < upper)).all()
+        torch._assert_async(inside, f"{what} outside {allowed} (checked on the device without waiting; "
+                                    f"run the same input on the CPU to see which entry)")
         return
     bad = (values < 0) | (values >= upper)
     if bool(bad.any()):

@@ -9,6 +9,15 @@ NORMS = ("rmsnorm", "none")
 NORM_POSITIONS = ("pre", "post")
 POSITIONALS = ("rope", "nope")
 FFNS = ("swiglu", "silu")
+# how attention is computed; not part of the weights (see seqlab.model.attention.attention_backend)
+ATTENTIONS = ("auto", "reference", "chunked")
+
+
+def check_attention(attention: str) -> str:
+    """Return `attention` if it names a backend, else raise a ValueError listing them."""
+    if attention not in ATTENTIONS:
+        raise ValueError(f"unknown attention backend {attention!r}; choose one of {ATTENTIONS}")
+    return attention
 
 
 def default_d_ff(d_model: int, ffn: str) -> int:
@@ -32,6 +41,7 @@ class ModelConfig:
     norm_position: str = "pre"     # "pre" | "post"
     positional: str = "rope"       # "rope" | "nope"
     ffn: str = "swiglu"            # "swiglu" | "silu"
+    attention: str = "auto"        # "auto" | "reference" | "chunked" (how, not what: no weights)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads"):
@@ -43,6 +53,7 @@ class ModelConfig:
             ("norm_position", self.norm_position, NORM_POSITIONS),
             ("positional", self.positional, POSITIONALS),
             ("ffn", self.ffn, FFNS),
+            ("attention", self.attention, ATTENTIONS),
         ):
             if value not in allowed:
                 raise ValueError(f"ModelConfig.{name} must be one of {allowed}, got {value!r}")

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from seqlab.model.checks import check_in_range
+from seqlab.model.checks import check_in_range, on_gpu_path
 
-# rows of logits handled at a time hold about this many values (~4 MB of float32), so the
-# temporaries of each block stay in the CPU cache instead of streaming a (N, vocab) copy to memory
+# on a CPU, rows of logits handled at a time hold about this many values (~4 MB of float32), so the
+# temporaries of each block stay in the CPU cache instead of streaming a (N, vocab) copy to memory;
+# on the GPU path all rows form one block (a fixed number of kernel launches, whatever the batch)
 CHUNK_VALUES = 1 << 20
 
 
-def _row_blocks(num_rows: int, vocab: int):
+def _row_blocks(num_rows: int, vocab: int, one_block: bool):
+    if one_block:
+        yield slice(0, num_rows)
+        return
     step = max(1, CHUNK_VALUES // max(1, vocab))
     for start in range(0, num_rows, step):
         yield slice(start, start + step)
@@ -30,7 +34,8 @@ class _CrossEntropyFunction(torch.autograd.Function):
         compute = torch.promote_types(logits.dtype, torch.float32)
         num_rows, vocab = logits.shape
         log_sum_exp = torch.empty(num_rows, 1, dtype=compute, device=logits.device)
-        for rows in _row_blocks(num_rows, vocab):
+        ctx.one_block = on_gpu_path(logits)
+        for rows in _row_blocks(num_rows, vocab, ctx.one_block):
             block = logits[rows].to(compute)
             row_max = block.amax(-1, keepdim=True)
             # subtracting the max keeps exp() <= 1: no overflow for huge logits
@@ -48,7 +53,7 @@ class _CrossEntropyFunction(torch.autograd.Function):
         scale = grad_out / num_rows
         grad = torch.empty_like(logits)
         # d loss / d logits = (softmax - onehot(target)) / N
-        for rows in _row_blocks(num_rows, vocab):
+        for rows in _row_blocks(num_rows, vocab, ctx.one_block):
             block = (logits[rows].to(log_sum_exp.dtype) - log_sum_exp[rows]).exp_().mul_(scale)
             grad[rows] = block
         grad.scatter_add_(-1, targets[:, None], (-scale).expand(num_rows, 1).to(grad.dtype))

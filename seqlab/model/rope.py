@@ -79,8 +79,9 @@ class RotaryPositionalEmbedding(nn.Module):
         if x.shape[-1] != self.d_k:
             raise ValueError(f"RoPE expected last dimension d_k={self.d_k}, got shape {tuple(x.shape)}")
         if token_positions is None:
-            token_positions = torch.arange(x.shape[-2], device=x.device)
-        cos, sin = self.cos_sin(token_positions, x.dtype)
+            cos, sin = self.cos_sin_span(0, x.shape[-2], x.dtype)
+        else:
+            cos, sin = self.cos_sin(token_positions, x.dtype)
         return rotate_pairs(x, cos, sin)
 
     def cos_sin(self, token_positions: torch.Tensor, dtype: torch.dtype = torch.float32):
@@ -88,6 +89,17 @@ class RotaryPositionalEmbedding(nn.Module):
         token_positions = torch.as_tensor(token_positions, device=self.cos.device).long()
         check_positions(token_positions, self.max_seq_len)
         return self.cos[token_positions].to(dtype), self.sin[token_positions].to(dtype)
+
+    def cos_sin_span(self, start: int, length: int, dtype: torch.dtype = torch.float32):
+        """Tables for the consecutive positions start, ..., start + length - 1 -> (length, d_k/2) each.
+
+        A slice of the tables: no gather, and the range is checked on the host from two ints, so
+        nothing waits for the device (the default positions of a training step take this path).
+        """
+        if start < 0 or start + length > self.max_seq_len:
+            raise ValueError(f"token positions {start}..{start + length - 1} are outside "
+                             f"[0, max_seq_len={self.max_seq_len}) of the rotary embedding")
+        return self.cos[start:start + length].to(dtype), self.sin[start:start + length].to(dtype)
 
     def extra_repr(self) -> str:
         return f"theta={self.theta}, d_k={self.d_k}, max_seq_len={self.max_seq_len}"

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from seqlab.model.block import TransformerBlock
-from seqlab.model.config import ModelConfig
+from seqlab.model.config import ModelConfig, check_attention
 from seqlab.model.embedding import Embedding
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
@@ -23,24 +23,30 @@ class TransformerLM(nn.Module):
       norm_position="post"  post-norm blocks; no final norm, as in the original post-norm Transformer
       positional="nope"     no positional information at all (causal mask only)
       ffn="silu"            w2(silu(w1 x)) with d_ff = 4 * d_model instead of SwiGLU
+
+    attention="auto" | "reference" | "chunked" chooses how attention is computed (same weights and,
+    up to rounding, same results): "auto" runs the cache-blocked kernel on a CPU in eager mode and
+    the reference formula on CUDA, MPS and under torch.compile. set_attention() switches it later,
+    e.g. after loading a checkpoint saved with another backend.
     """
 
     def __init__(self, vocab_size: int, context_length: int, d_model: int, num_layers: int,
                  num_heads: int, d_ff: int | None = None, rope_theta: float = 10000.0, *,
                  norm: str = "rmsnorm", norm_position: str = "pre", positional: str = "rope",
-                 ffn: str = "swiglu", device=None, dtype=None):
+                 ffn: str = "swiglu", attention: str = "auto", device=None, dtype=None):
         super().__init__()
         self.config = ModelConfig(
             vocab_size=vocab_size, context_length=context_length, d_model=d_model,
             num_layers=num_layers, num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta,
-            norm=norm, norm_position=norm_position, positional=positional, ffn=ffn,
+            norm=norm, norm_position=norm_position, positional=positional, ffn=ffn, attention=attention,
         )
         cfg = self.config
         theta = cfg.rope_theta if cfg.positional == "rope" else None
         self.token_embeddings = Embedding(vocab_size, d_model, device=device, dtype=dtype)
         self.layers = nn.ModuleList(
             TransformerBlock(d_model, num_heads, cfg.d_ff, context_length, theta, norm=norm,
-                             norm_position=norm_position, ffn=ffn, device=device, dtype=dtype)
+                             norm_position=norm_position, ffn=ffn, attention=attention, device=device,
+                             dtype=dtype)
             for _ in range(num_layers)
         )
         if norm_position == "post":
@@ -56,6 +62,12 @@ class TransformerLM(nn.Module):
     @property
     def context_length(self) -> int:
         return self.config.context_length
+
+    def set_attention(self, attention: str) -> None:
+        """Switch every layer to the attention backend `attention` (no weight changes)."""
+        self.config.attention = check_attention(attention)
+        for layer in self.layers:
+            layer.attn.attention = attention
 
     def new_kv_cache(self) -> KVCache:
         return KVCache(self.config.num_layers)
@@ -91,8 +103,6 @@ class TransformerLM(nn.Module):
             raise ValueError(
                 f"padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(padding_mask.shape)}"
             )
-        if token_positions is None and past:
-            token_positions = torch.arange(past, past + seq, device=ids.device)
         key_padding_mask = padding_mask
         if kv_cache is not None:
             key_padding_mask = kv_cache.extend_padding_mask(batch, seq, padding_mask, device=ids.device)

@@ -16,6 +16,11 @@ def clip_grad_norm(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float)
     The norm is taken over every parameter's gradient together (parameters without .grad are
     skipped). When it exceeds the limit each gradient is multiplied by max / (norm + 1e-6).
     Returns the norm before clipping (0-dim float32 tensor; 0 when there are no gradients).
+
+    No host-device synchronisation: "does the norm exceed the limit?" is not asked on the host
+    (`if total_norm > max` would wait for the GPU); the factor is computed on the device as
+    where(norm > max, max / (norm + eps), 1) and every gradient is multiplied by it (by exactly 1
+    when there is nothing to clip).
     """
     if max_l2_norm < 0:
         raise ValueError(f"max_l2_norm must be >= 0, got {max_l2_norm}")
@@ -24,8 +29,7 @@ def clip_grad_norm(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float)
         return torch.tensor(0.0)
     squares = torch.stack([g.detach().float().pow(2).sum().to(grads[0].device) for g in grads])
     total_norm = squares.sum().sqrt()
-    if total_norm > max_l2_norm:
-        scale = max_l2_norm / (total_norm + CLIP_EPS)
-        for g in grads:
-            g.mul_(scale.to(g.dtype))
+    scale = torch.where(total_norm > max_l2_norm, max_l2_norm / (total_norm + CLIP_EPS), 1.0)
+    for g in grads:
+        g.mul_(scale.to(g.dtype))
     return total_norm

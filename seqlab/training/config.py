@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.cli_types import finite_float
-from seqlab.model.config import FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig
+from seqlab.model.config import ATTENTIONS, FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig
 
 SECTIONS = ("run", "data", "model", "optimizer", "schedule", "eval", "system", "logging")
 
@@ -56,6 +56,8 @@ class TrainConfig:
     norm_position: str = _f("pre", "model", " | ".join(NORM_POSITIONS), choices=NORM_POSITIONS)
     positional: str = _f("rope", "model", " | ".join(POSITIONALS), choices=POSITIONALS)
     ffn: str = _f("swiglu", "model", " | ".join(FFNS), choices=FFNS)
+    attention: str = _f("auto", "model", "attention backend: auto (chunked on CPU, reference on CUDA/MPS and "
+                        "under --compile) | reference | chunked; not part of the weights", choices=ATTENTIONS)
     # optimizer (AdamW)
     lr: float = _f(3e-3, "optimizer", "peak learning rate")
     min_lr: float | None = _f(None, "optimizer", "final learning rate of the cosine (default: lr / 10)")
@@ -153,6 +155,8 @@ class TrainConfig:
             raise ValueError("config: vocab_size is unknown (set it or give a data_dir with meta.json)")
         shape = {f.name: getattr(self, f.name) for f in fields(ModelConfig) if f.name != "vocab_size"}
         return ModelConfig(vocab_size=vocab, **shape)
+    attention: str = _f("auto", "model", "attention backend: auto (chunked on CPU, reference on CUDA/MPS and "
+                        "under --compile) | reference | chunked; not part of the weights", choices=ATTENTIONS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,4 +1,5 @@
-"""Scaled dot-product attention and multi-head self-attention against independent oracles."""
+"""Attention (the reference formula and the cache-blocked CPU kernel) and multi-head self-attention,
+against independent oracles: torch.nn.functional.scaled_dot_product_attention, gradcheck, naive loops."""
 
 import math
 
@@ -6,8 +7,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import seqlab.model.chunked_attention as chunked_module
 from seqlab.model import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
+from seqlab.model.chunked_attention import chunked_attention
 from test_rope import rotation_matrix
+
+BACKENDS = {"reference": scaled_dot_product_attention, "chunked": chunked_attention}
 
 
 @pytest.fixture(autouse=True)
@@ -15,23 +20,36 @@ def _seed():
     torch.manual_seed(0)
 
 
-def test_sdpa_matches_functional_with_and_without_mask():
+@pytest.fixture(params=sorted(BACKENDS))
+def attend(request):
+    return BACKENDS[request.param]
+
+
+def test_sdpa_matches_functional_with_and_without_mask(attend):
     Q, K, V = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 4)
-    torch.testing.assert_close(scaled_dot_product_attention(Q, K, V), F.scaled_dot_product_attention(Q, K, V))
+    torch.testing.assert_close(attend(Q, K, V), F.scaled_dot_product_attention(Q, K, V))
     mask = torch.rand(5, 7) > 0.4
     mask[:, 0] = True  # every row sees something (the oracle returns NaN otherwise)
-    torch.testing.assert_close(
-        scaled_dot_product_attention(Q, K, V, mask), F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
-    )
+    torch.testing.assert_close(attend(Q, K, V, mask), F.scaled_dot_product_attention(Q, K, V, attn_mask=mask))
 
 
-def test_three_token_causal_mask_has_six_visible_entries():
+def test_docstring_example_of_the_reference():
+    Q = K = torch.eye(2)
+    V = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    weights = torch.softmax(torch.tensor([0.0, 1.0 / math.sqrt(2.0)]), -1)
+    expected = torch.stack([V[0], weights @ V])
+    torch.testing.assert_close(scaled_dot_product_attention(Q, K, V, causal=True), expected)
+    torch.testing.assert_close(expected[1], torch.tensor([2.34, 3.34]), atol=6e-3, rtol=0)
+
+
+def test_three_token_causal_mask_has_six_visible_entries(attend):
     mask = causal_mask(3, 3)
     assert mask.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert causal_mask(2, 4).tolist() == [[True, True, True, False], [True, True, True, True]]
     assert int(mask.sum()) == 6
     Q, K = torch.randn(3, 4), torch.randn(3, 4)
     V = torch.eye(3)  # output row = attention weights row
-    weights = scaled_dot_product_attention(Q, K, V, mask)
+    weights = attend(Q, K, V, mask)
     assert int((weights > 0).sum()) == 6
     torch.testing.assert_close(weights[0], torch.tensor([1.0, 0.0, 0.0]))
     torch.testing.assert_close(weights.sum(-1), torch.ones(3))
@@ -39,21 +57,42 @@ def test_three_token_causal_mask_has_six_visible_entries():
     torch.testing.assert_close(weights[1, :2], expected_row1)
 
 
-def test_row_without_visible_keys_gives_zero_output_not_nan():
-    Q, K, V = torch.randn(2, 4, requires_grad=True), torch.randn(3, 4), torch.randn(3, 5)
-    mask = torch.tensor([[False, False, False], [True, False, True]])
-    out = scaled_dot_product_attention(Q, K, V, mask)
-    torch.testing.assert_close(out[0].detach(), torch.zeros(5))
-    out.sum().backward()
-    assert torch.isfinite(Q.grad).all()
+def test_row_without_visible_keys_gives_zero_output_and_gradients_match_functional(attend):
+    Q = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    K = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    V = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[False, False, False], [True, False, True], [True, True, False]])
+    out = attend(Q, K, V, mask)
+    torch.testing.assert_close(out[:, 0].detach(), torch.zeros(2, 5, dtype=torch.float64))
+    grad = torch.randn_like(out)
+    got = torch.autograd.grad(out, (Q, K, V), grad)
+    # oracle on the rows that see something (F gives NaN for an empty row); the empty row adds nothing
+    visible = slice(1, 3)
+    ref = F.scaled_dot_product_attention(Q[:, visible], K, V, attn_mask=mask[visible])
+    expected = torch.autograd.grad(ref, (Q, K, V), grad[:, visible])
+    torch.testing.assert_close(out[:, visible], ref)
+    torch.testing.assert_close(got[0][:, 0], torch.zeros(2, 4, dtype=torch.float64))
+    torch.testing.assert_close(got[0][:, visible], expected[0][:, visible])
+    for ours, theirs in zip(got[1:], expected[1:]):
+        torch.testing.assert_close(ours, theirs)
 
 
-def test_sdpa_gradcheck_float64():
+def test_sdpa_gradcheck_float64(attend):
     Q = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
     K = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
     V = torch.randn(2, 5, 2, dtype=torch.float64, requires_grad=True)
     mask = causal_mask(4, 5)
-    assert torch.autograd.gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask), (Q, K, V))
+    assert torch.autograd.gradcheck(lambda q, k, v: attend(q, k, v, mask), (Q, K, V))
+
+
+def test_both_backends_reject_mismatched_inputs(attend):
+    Q, K, V = torch.randn(2, 4), torch.randn(3, 4), torch.randn(3, 5)
+    with pytest.raises(ValueError, match="d_k=4 but K has 3"):
+        attend(Q, K[:, :3], V)
+    with pytest.raises(ValueError, match="3 keys but V has 2"):
+        attend(Q, K, V[:2])
+    with pytest.raises(TypeError, match=r"must be bool.*mask\.bool\(\)"):
+        attend(Q, K, V, torch.ones(2, 3))
 
 
 def naive_multihead(x, mha, positions=None, theta=None):
@@ -114,13 +153,13 @@ def test_multihead_rejects_bad_head_count():
         MultiHeadSelfAttention(10, 3)
 
 
-def test_sdpa_gradients_match_functional_with_broadcast_keys_and_batched_mask():
+def test_sdpa_gradients_match_functional_with_broadcast_keys_and_batched_mask(attend):
     Q = torch.randn(2, 3, 4, 8, requires_grad=True)
     K = torch.randn(3, 6, 8, requires_grad=True)  # broadcast over the leading batch dim
     V = torch.randn(3, 6, 5, requires_grad=True)
     mask = torch.rand(2, 1, 4, 6) > 0.3
     mask[..., 0] = True
-    out = scaled_dot_product_attention(Q, K, V, mask)
+    out = attend(Q, K, V, mask)
     grad = torch.randn_like(out)
     out.backward(grad)
     Q2, K2, V2 = (t.detach().clone().requires_grad_() for t in (Q, K, V))
@@ -131,20 +170,14 @@ def test_sdpa_gradients_match_functional_with_broadcast_keys_and_batched_mask():
         torch.testing.assert_close(ours.grad, theirs.grad, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("chunk_scores", [1 << 18, 40])
-def test_blocked_causal_path_matches_functional_with_cache_offset_and_padding(monkeypatch, chunk_scores):
-    import seqlab.model.attention as attention
-
-    # force the causal query-block split and many small (batch, head) chunks on a small problem
-    monkeypatch.setattr(attention, "CAUSAL_MIN_QUERIES", 4)
-    monkeypatch.setattr(attention, "CHUNK_SCORES", chunk_scores)
+def test_causal_attention_with_cached_keys_and_padding_matches_functional(attend):
     Q = torch.randn(2, 3, 10, 8, dtype=torch.float64, requires_grad=True)
     K = torch.randn(2, 3, 13, 8, dtype=torch.float64, requires_grad=True)  # 3 cached + 10 new keys
     V = torch.randn(2, 3, 13, 4, dtype=torch.float64, requires_grad=True)
     padding = torch.rand(2, 1, 1, 13) > 0.3
     padding[..., 0] = True
     for pad in (None, padding):
-        out = scaled_dot_product_attention(Q, K, V, pad, causal=True)
+        out = attend(Q, K, V, pad, causal=True)
         grad = torch.randn_like(out)
         got = torch.autograd.grad(out, (Q, K, V), grad)
         mask = causal_mask(10, 13) if pad is None else causal_mask(10, 13) & pad
@@ -152,4 +185,30 @@ def test_blocked_causal_path_matches_functional_with_cache_offset_and_padding(mo
         expected = torch.autograd.grad(ref, (Q, K, V), grad)
         torch.testing.assert_close(out, ref)
         for a, b in zip(got, expected):
+            torch.testing.assert_close(a, b)
+
+
+def test_chunked_query_blocks_of_a_causal_range():
+    assert chunked_module.query_blocks(256, 256, causal=True) == [
+        (0, 64, 64), (64, 128, 128), (128, 192, 192), (192, 256, 256)]
+    assert chunked_module.query_blocks(200, 203, causal=True)[0] == (0, 50, 53)  # 3 cached keys
+    assert chunked_module.query_blocks(256, 256, causal=False) == [(0, 256, 256)]
+
+
+@pytest.mark.parametrize("scores_per_chunk", [1 << 18, 40])
+def test_chunked_blocks_and_small_chunks_equal_the_reference(monkeypatch, scores_per_chunk):
+    # force the causal query-block split and many small (batch, head) chunks on a small problem
+    monkeypatch.setattr(chunked_module, "CAUSAL_MIN_QUERIES", 4)
+    monkeypatch.setattr(chunked_module, "SCORES_PER_CHUNK", scores_per_chunk)
+    Q = torch.randn(2, 3, 10, 8, dtype=torch.float64, requires_grad=True)
+    K = torch.randn(2, 3, 13, 8, dtype=torch.float64, requires_grad=True)
+    V = torch.randn(2, 3, 13, 4, dtype=torch.float64, requires_grad=True)
+    padding = torch.rand(2, 1, 1, 13) > 0.3
+    padding[0, 0, 0, :] = False  # a sequence with no real key: zero output rows
+    for pad in (None, padding):
+        outs = [attend(Q, K, V, pad, causal=True) for attend in (chunked_attention, scaled_dot_product_attention)]
+        grad = torch.randn_like(outs[0])
+        grads = [torch.autograd.grad(out, (Q, K, V), grad) for out in outs]
+        torch.testing.assert_close(outs[0], outs[1])
+        for a, b in zip(*grads):
             torch.testing.assert_close(a, b)

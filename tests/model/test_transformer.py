@@ -218,8 +218,9 @@ def test_padding_mask_left_padded_batch_matches_unpadded_rows_with_cache():
         torch.testing.assert_close(step[:, 0], padded[:, 7], atol=1e-5, rtol=1e-5)
 
 
-def test_bfloat16_autocast_training_step_stays_close_to_float32():
-    model = TransformerLM(**SMALL)
+@pytest.mark.parametrize("attention", ["chunked", "reference"])
+def test_bfloat16_autocast_training_step_stays_close_to_float32(attention):
+    model = TransformerLM(**SMALL, attention=attention)
     ids = torch.randint(0, 37, (2, 16))
     loss32 = cross_entropy(model(ids[:, :-1]), ids[:, 1:])
     grads32 = torch.autograd.grad(loss32, list(model.parameters()))

@@ -1,0 +1,169 @@
+"""Cache-blocked attention for CPUs: the reference formula, computed a few (batch, head) slices at a time.
+
+`chunked_attention(Q, K, V, mask, causal=...)` returns exactly what
+`seqlab.model.attention.scaled_dot_product_attention` returns (same contract, tested equal in values
+and gradients); only the order of work differs. It is the fast path of the CPU in eager mode:
+
+* Scores for ~SCORES_PER_CHUNK (query, key) pairs are formed at a time (~1 MB of float32), so each
+  (n, m) block stays in the CPU cache while it is masked, exponentiated, normalised and multiplied
+  by V, instead of streaming a (batch, heads, n, m) tensor through memory several times.
+* The (n, m) probabilities are never stored: the forward keeps only each query row's
+  log-sum-exp (lse), and the backward recomputes P = exp(Q K^T s - lse) chunk by chunk
+  (the FlashAttention idea, here blocked over heads and query blocks).
+* With `causal`, long query ranges are cut into CAUSAL_BLOCKS blocks and each block is multiplied
+  only with the keys it can see (skipping ~3/8 of the score matrix).
+
+Its Python loop runs over chunks, so the number of launched kernels grows with batch * heads: good on
+a CPU, wrong on a GPU, where `attention="auto"` picks the reference instead.
+
+Backward (s = 1/sqrt(d_k), using rowsum(P * dP) = dO . O):
+    dV = P^T dO,   dS = P * (dO V^T - rowsum(dO * O)),   dQ = dS K s,   dK = dS^T Q s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import torch
+
+from seqlab.model.activations import stable_softmax
+from seqlab.model.attention_inputs import causal_mask, check_attention_inputs
+from seqlab.model.broadcast import sum_to_shape
+
+SCORES_PER_CHUNK = 1 << 18
+CAUSAL_MIN_QUERIES, CAUSAL_BLOCKS = 128, 4
+
+
+class QueryBlock(NamedTuple):
+    """Queries query_start:query_end, which see (at most) keys 0:key_end."""
+    query_start: int
+    query_end: int
+    key_end: int
+
+
+class Chunk(NamedTuple):
+    """One unit of work: a query block for the (batch * head) slices in `slices`."""
+    block: QueryBlock
+    slices: slice
+
+
+def query_blocks(num_queries: int, num_keys: int, causal: bool) -> list[QueryBlock]:
+    """Blocks covering all queries; causal ones stop at the last key their last query can see.
+
+    Example: query_blocks(256, 256, causal=True) -> (0, 64, 64), (64, 128, 128), (128, 192, 192),
+    (192, 256, 256): the first block multiplies with a quarter of the keys only.
+    """
+    if not causal or num_queries < CAUSAL_MIN_QUERIES:
+        return [QueryBlock(0, num_queries, num_keys)]
+    size = -(-num_queries // CAUSAL_BLOCKS)
+    offset = num_keys - num_queries  # query i sits at absolute position i + offset
+    blocks = []
+    for start in range(0, num_queries, size):
+        end = min(num_queries, start + size)
+        blocks.append(QueryBlock(start, end, max(1, min(num_keys, end + offset))))
+    return blocks
+
+
+def chunks(blocks: list[QueryBlock], num_slices: int) -> Iterator[Chunk]:
+    """Cut every query block into runs of slices with about SCORES_PER_CHUNK scores each."""
+    for block in blocks:
+        scores_per_slice = max(1, (block.query_end - block.query_start) * block.key_end)
+        step = max(1, SCORES_PER_CHUNK // scores_per_slice)
+        for first in range(0, num_slices, step):
+            yield Chunk(block, slice(first, first + step))
+
+
+def _chunk_scores(q: torch.Tensor, k: torch.Tensor, hidden: torch.Tensor | None, chunk: Chunk,
+                  dtype: torch.dtype) -> torch.Tensor:
+    """Scores of one chunk, (slices, queries, keys) in `dtype`, hidden keys at -inf (q is pre-scaled).
+
+    The forward and the backward form them the same way.
+    """
+    block = chunk.block
+    rows, keys = slice(block.query_start, block.query_end), slice(0, block.key_end)
+    scores = torch.bmm(q[chunk.slices, rows], k[chunk.slices, keys].transpose(1, 2)).to(dtype)
+    if hidden is not None:
+        hidden_block = hidden[rows, keys] if hidden.dim() == 2 else hidden[chunk.slices, rows, keys]
+        scores.masked_fill_(hidden_block, float("-inf"))
+    return scores
+
+
+class ChunkedAttentionFunction(torch.autograd.Function):
+    """softmax(Q K^T s + mask) V with the chunked forward and recomputing backward described above."""
+
+    @staticmethod
+    def forward(ctx, Q, K, V, mask, causal):
+        n, m, d_k, d_v = Q.shape[-2], K.shape[-2], Q.shape[-1], V.shape[-1]
+        batch_shape = torch.broadcast_shapes(
+            Q.shape[:-2], K.shape[:-2], V.shape[:-2], *(() if mask is None else (mask.shape[:-2],))
+        )
+        scale = 1.0 / math.sqrt(d_k)
+        # every (batch..., head) pair becomes one slice of a 3-d tensor: (slices, positions, features)
+        q = (Q * scale).expand(*batch_shape, n, d_k).reshape(-1, n, d_k)
+        k = K.expand(*batch_shape, m, d_k).reshape(-1, m, d_k)
+        v = V.expand(*batch_shape, m, d_v).reshape(-1, m, d_v)
+        hidden = None  # True where a key is NOT visible: (n, m) shared by all slices, or (slices, n, m)
+        if causal:
+            hidden = ~causal_mask(n, m, device=Q.device)
+        if mask is not None:
+            user_hidden = ~mask.expand(*mask.shape[:-2], n, m)
+            if user_hidden.dim() > 2:
+                user_hidden = user_hidden.expand(*batch_shape, n, m).reshape(-1, n, m)
+            hidden = user_hidden if hidden is None else hidden | user_hidden
+        num_slices = q.shape[0]
+        out = q.new_empty(num_slices, n, d_v)
+        stats_dtype = torch.promote_types(q.dtype, torch.float32)  # float32 statistics for bf16/fp16
+        log_sum_exp = q.new_empty(num_slices, n, 1, dtype=stats_dtype)
+        blocks = query_blocks(n, m, causal)
+        for chunk in chunks(blocks, num_slices):
+            rows, keys = slice(chunk.block.query_start, chunk.block.query_end), slice(0, chunk.block.key_end)
+            scores = _chunk_scores(q, k, hidden, chunk, stats_dtype)
+            probs, row_max, row_sum = stable_softmax(scores, -1, inplace=True)
+            # a row with nothing visible gets lse = +inf, so the recomputed P is exp(-inf) = 0, not NaN
+            log_sum_exp[chunk.slices, rows] = torch.where(row_sum > 0, row_max + row_sum.log(), float("inf"))
+            out[chunk.slices, rows] = torch.bmm(probs.to(v.dtype), v[chunk.slices, keys])
+        ctx.save_for_backward(q, k, v, out, log_sum_exp, hidden)
+        ctx.scale, ctx.blocks = scale, blocks
+        ctx.shapes = (Q.shape, K.shape, V.shape, batch_shape)
+        return out.view(*batch_shape, n, d_v)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, out, log_sum_exp, hidden = ctx.saved_tensors
+        Q_shape, K_shape, V_shape, batch_shape = ctx.shapes
+        num_slices, n, d_v = out.shape
+        m = k.shape[1]
+        grad_o = grad_out.reshape(num_slices, n, d_v).to(v.dtype)
+        # rowsum(P * dP) = dO . O, one number per query row
+        row_dot = (grad_o.to(log_sum_exp.dtype) * out).sum(-1, keepdim=True)
+        grad_q = torch.empty_like(q)
+        grad_k, grad_v = torch.zeros_like(k), torch.zeros_like(v)
+        for chunk in chunks(ctx.blocks, num_slices):
+            rows, keys = slice(chunk.block.query_start, chunk.block.query_end), slice(0, chunk.block.key_end)
+            s = chunk.slices
+            k_chunk, v_chunk, q_chunk, grad_o_chunk = k[s, keys], v[s, keys], q[s, rows], grad_o[s, rows]
+            probs = _chunk_scores(q, k, hidden, chunk, log_sum_exp.dtype).sub_(log_sum_exp[s, rows]).exp_()
+            grad_v[s, keys].baddbmm_(probs.to(grad_o_chunk.dtype).transpose(1, 2), grad_o_chunk)
+            grad_scores = torch.bmm(grad_o_chunk, v_chunk.transpose(1, 2)).to(log_sum_exp.dtype)
+            grad_scores = grad_scores.sub_(row_dot[s, rows]).mul_(probs).to(k.dtype)
+            grad_q[s, rows] = torch.bmm(grad_scores, k_chunk)
+            grad_k[s, keys].baddbmm_(grad_scores.transpose(1, 2), q_chunk)  # q is pre-scaled
+        grad_q.mul_(ctx.scale)
+        return (
+            sum_to_shape(grad_q.view(*batch_shape, n, q.shape[-1]), Q_shape),
+            sum_to_shape(grad_k.view(*batch_shape, m, k.shape[-1]), K_shape),
+            sum_to_shape(grad_v.view(*batch_shape, m, d_v), V_shape),
+            None,
+            None,
+        )
+
+
+def chunked_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None = None, *,
+                      causal: bool = False) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V, cache-blocked; same arguments and result as the reference
+    `seqlab.model.attention.scaled_dot_product_attention` (True = may attend; a query with no
+    visible key gets a zero output)."""
+    check_attention_inputs(Q, K, V, mask)
+    return ChunkedAttentionFunction.apply(Q, K, V, mask, causal)
