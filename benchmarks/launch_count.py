@@ -43,7 +43,7 @@ def count_forward_backward(attention: str, batch: int, *, device: str = "meta", 
     import torch
 
     from seqlab.model.op_count import OpCounter
-    from seqlab.training.loss import cross_entropy
+    from seqlab.model.loss import cross_entropy
 
     model = build(attention, device, d_model, vocab_size)
     ids = torch.zeros(batch, SHAPE["context_length"] + 1, dtype=torch.long, device=device)
@@ -60,7 +60,7 @@ def count_training_step(attention: str, batch: int, *, gpu_path: bool, d_model: 
     from seqlab.model import gpu_path_forced
     from seqlab.model.op_count import OpCounter
     from seqlab.training.clipping import clip_grad_norm
-    from seqlab.training.loss import cross_entropy
+    from seqlab.model.loss import cross_entropy
     from seqlab.training.optimizer import AdamW
 
     model = build(attention, "cpu", d_model, vocab_size)
