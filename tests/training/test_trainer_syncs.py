@@ -18,7 +18,6 @@ import torch
 
 from seqlab.model import gpu_path_forced
 from seqlab.model.op_count import OpCounter
-from seqlab.training import trainer as trainer_module
 from seqlab.training.checkpoint import read_checkpoint
 from seqlab.training.config import TrainConfig
 from seqlab.training.logging_utils import read_jsonl
@@ -108,18 +107,8 @@ def test_the_gpu_path_logs_the_same_numbers_as_the_cpu_path(byte_data, tmp_path,
 
 
 def test_a_nan_gradient_on_the_gpu_path_stops_at_the_next_read_without_saving_it(byte_data, tmp_path,
-                                                                                monkeypatch):
-    real_clip = trainer_module.clip_grad_norm
-    calls = {"n": 0}
-
-    def poison_then_clip(parameters, max_norm):
-        parameters = list(parameters)
-        calls["n"] += 1
-        if calls["n"] == 4:  # step 4: one gradient entry overflows; the loss stays finite
-            parameters[0].grad.view(-1)[0] = float("nan")
-        return real_clip(parameters, max_norm)
-
-    monkeypatch.setattr(trainer_module, "clip_grad_norm", poison_then_clip)
+                                                                                poison_gradient):
+    calls = poison_gradient(4)  # step 4: one gradient entry overflows; the loss stays finite
     run = tmp_path / "run"
     config = _config(byte_data, run, max_steps=20, log_interval=3, eval_interval=100, checkpoint_interval=3)
     with gpu_path_forced(), pytest.raises(NonFiniteLossError) as caught:
@@ -136,22 +125,13 @@ def test_a_nan_gradient_on_the_gpu_path_stops_at_the_next_read_without_saving_it
     assert [r["step"] for r in read_jsonl(run / "log.jsonl") if "train_loss" in r] == [3]
 
 
-def test_a_stop_request_on_the_gpu_path_reads_and_checks_before_saving(byte_data, tmp_path, monkeypatch):
-    real_clip = trainer_module.clip_grad_norm
-    calls = {"n": 0}
-
-    def poison_then_clip(parameters, max_norm):
-        parameters = list(parameters)
-        calls["n"] += 1
-        if calls["n"] == 4:
-            parameters[0].grad.view(-1)[0] = float("nan")
-        return real_clip(parameters, max_norm)
+def test_a_stop_request_on_the_gpu_path_reads_and_checks_before_saving(byte_data, tmp_path, poison_gradient):
+    poison_gradient(4)
 
     def stop_at_5(trainer, step):
         if step == 5:
             trainer.request_stop("test")
 
-    monkeypatch.setattr(trainer_module, "clip_grad_norm", poison_then_clip)
     run = tmp_path / "run"
     config = _config(byte_data, run, max_steps=20, log_interval=10, eval_interval=100, checkpoint_interval=100)
     with gpu_path_forced(), pytest.raises(NonFiniteLossError, match=r"step 4: .*steps 1 to 5 were read together "
