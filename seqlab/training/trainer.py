@@ -15,12 +15,9 @@ Stopping early: Ctrl-C or SIGTERM (see :mod:`seqlab.training.interrupt`) finishe
 and returns "interrupted"; ``time_budget_s`` ends the run when its seconds are spent; a non-finite
 loss or gradient norm stops it without saving (:mod:`seqlab.training.guards`).
 
-No waiting for the GPU per step: on the GPU path (a non-CPU device, or ``gpu_path_forced()``) each
-step's loss and gradient norm stay on the device and are read, all at once, only on log, eval and
-checkpoint steps, the last step and before a save (:class:`~seqlab.training.guards.StepReader`); the
-CPU path reads them every step. Under DDP on the GPU path a stop request (Ctrl-C, SIGTERM,
-:meth:`Trainer.request_stop`) is agreed on by the processes only at those read steps, so it is
-honoured at the next one (a single process stops at the step it was asked).
+On the GPU path losses are read from the device only at log, eval, checkpoint and last steps and
+before a save (:class:`~seqlab.training.guards.StepReader`); under DDP there a stop request is agreed
+on only at those steps, so it is honoured at the next one (one process stops at once).
 """
 
 from __future__ import annotations
@@ -46,7 +43,13 @@ from seqlab.training.checkpoint import save_checkpoint
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import PreparedData
-from seqlab.training.distributed import DistributedContext, all_reduce_mean, any_true, cleanup_distributed, setup_distributed
+from seqlab.training.distributed import (
+    DistributedContext,
+    all_reduce_mean,
+    any_true,
+    cleanup_distributed,
+    setup_distributed,
+)
 from seqlab.training.evaluation import validation_loss
 from seqlab.training.guards import NonFiniteLossError, StepReader, check_finite_weights
 from seqlab.training.interrupt import signal_name, signals_request_stop
