@@ -1,6 +1,7 @@
 """The training loop on the GPU path reads the loss and gradient norm from the device only on the
 steps that need host values (log, eval, checkpoint, last step), never in between; a NaN found at
-such a read stops the run without saving, naming the step and the steps read together.
+such a read stops the run without saving, naming the step and the steps read together; under DDP
+the losses are averaged at the reads and a stop request is agreed on at the next read.
 
 Counted on CPU tensors inside ``gpu_path_forced()``: an OpCounter sees ``.item()``, ``float(t)``,
 ``bool(t)`` (``aten._local_scalar_dense`` / ``aten.is_nonzero`` ...); ``Tensor.tolist`` and
@@ -10,8 +11,11 @@ Counted on CPU tensors inside ``gpu_path_forced()``: an OpCounter sees ``.item()
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -22,6 +26,7 @@ from seqlab.training.checkpoint import read_checkpoint
 from seqlab.training.config import TrainConfig
 from seqlab.training.logging_utils import read_jsonl
 from seqlab.training.trainer import NonFiniteLossError, Trainer
+from test_ddp import _free_port
 
 TINY = dict(context_length=16, d_model=16, num_layers=1, num_heads=2, batch_size=4, threads=1,
             progress=False, eval_batches=1, warmup_steps=2, lr=1e-2)
@@ -138,3 +143,46 @@ def test_a_stop_request_on_the_gpu_path_reads_and_checks_before_saving(byte_data
                                                                     r"at step 5.*no checkpoint was saved yet"):
         Trainer(config, step_callbacks=[stop_at_5]).run()
     assert not (run / "checkpoints" / "latest.pt").exists()
+
+
+DDP_WORKER = """
+import json, sys
+from seqlab.model import gpu_path_forced
+from seqlab.training.config import config_from_argv
+from seqlab.training.trainer import Trainer
+
+def stop_on_rank_1_at_step_3(trainer, step):
+    if step == 3 and trainer.dist.rank == 1:
+        trainer.request_stop("asked on rank 1")
+
+with gpu_path_forced():
+    result = Trainer(config_from_argv(sys.argv[1:]), step_callbacks=[stop_on_rank_1_at_step_3]).run()
+print(json.dumps({"status": result.status, "steps": result.steps}))
+"""
+
+
+def test_ddp_on_the_gpu_path_averages_losses_at_reads_and_agrees_on_a_stop_at_the_next_one(byte_data, tmp_path):
+    """Two gloo processes on the forced GPU path: the logged losses equal one process with the combined
+    batch; a stop asked on one process at step 3 (not a read step) stops both at step 4 (log step)."""
+    flags = ["--context-length", "16", "--d-model", "16", "--num-layers", "1", "--num-heads", "2",
+             "--max-steps", "10", "--warmup-steps", "1", "--lr", "0.01", "--eval-interval", "100",
+             "--eval-batches", "1", "--checkpoint-interval", "100", "--log-interval", "2", "--threads", "1",
+             "--no-progress", "--data-dir", str(byte_data)]
+    port = str(_free_port())
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+    workers = [subprocess.Popen([sys.executable, "-c", DDP_WORKER, *flags, "--out-dir", str(tmp_path / "ddp"),
+                                 "--batch-size", "2", "--device", "cpu"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}) for rank in range(2)]
+    outputs = [worker.communicate(timeout=300) for worker in workers]
+    for worker, (out, err) in zip(workers, outputs):
+        assert worker.returncode == 0, out[-2000:] + err[-3000:]
+        assert json.loads(out.strip().splitlines()[-1]) == {"status": "interrupted", "steps": 4}
+    assert read_checkpoint(tmp_path / "ddp" / "checkpoints" / "latest.pt")["iteration"] == 4
+    # one process, the combined batch of 4, the same 10-step schedule, stopped after step 4
+    single = _config(byte_data, tmp_path / "single", max_steps=10, log_interval=2, eval_interval=100,
+                     checkpoint_interval=100, warmup_steps=1, batch_size=4)
+    Trainer(single, step_callbacks=[lambda trainer, step: step == 4 and trainer.request_stop()]).run()
+    losses = [[r["train_loss"] for r in read_jsonl(tmp_path / name / "log.jsonl") if "train_loss" in r]
+              for name in ("ddp", "single")]
+    assert len(losses[0]) == 2 and losses[0] == pytest.approx(losses[1], rel=1e-5)
