@@ -1,6 +1,6 @@
 """aten operations (≈ GPU kernel launches) and host-device syncs of one training step, per backend.
 
-    python benchmarks/launch_count.py [--batches 8,128] [--d-model 64] [--vocab-size 512]
+    python benchmarks/launch_count.py [--batches 8,128] [--d-model 64] [--vocab-size 512] [--trainer]
 
 Model: TransformerLM with context 256, 4 layers, 16 heads (the operation count does not depend on
 the width or the vocabulary, so the defaults are small). For each attention backend it prints
@@ -10,6 +10,11 @@ the width or the vocabulary, so the defaults are small). For each attention back
 * ops and syncs of a whole training step (forward, loss, backward, clip_grad_norm, AdamW) at the
   first batch size on real CPU tensors, with the GPU path forced (seqlab.model.gpu_path_forced),
   and on the plain CPU path for comparison.
+
+With ``--trainer`` it also runs the real ``seqlab.training.Trainer`` (tiny model, built-in stories as
+bytes) for 7 steps with log_interval 3 and prints the host reads of each step of the loop, on the
+forced GPU path and on the CPU path: aten syncs plus ``Tensor.tolist``/``Tensor.numpy`` calls (these
+read a CPU tensor without an aten operation, so a dispatch mode alone does not see them).
 
 Goal (issue 11): with attention="reference" the forward + backward count is flat in the batch
 (within 10%) and at most ~2,000; the training step makes 0 syncs on the GPU path.
@@ -81,11 +86,77 @@ def count_training_step(attention: str, batch: int, *, gpu_path: bool, d_model: 
     return counter
 
 
+@contextlib.contextmanager
+def counting_host_reads():
+    """An OpCounter that also counts Tensor.tolist / Tensor.numpy calls (in ``counter.ops`` under those names)."""
+    import torch
+
+    from seqlab.model.op_count import OpCounter
+
+    counter = OpCounter()
+    originals = {name: getattr(torch.Tensor, name) for name in ("tolist", "numpy")}
+
+    def wrap(name):
+        def read(tensor, *args, **kwargs):
+            counter.ops[f"Tensor.{name}"] += 1
+            return originals[name](tensor, *args, **kwargs)
+        return read
+
+    for name in originals:
+        setattr(torch.Tensor, name, wrap(name))
+    try:
+        with counter:
+            yield counter
+    finally:
+        for name, original in originals.items():
+            setattr(torch.Tensor, name, original)
+
+
+def trainer_reads_per_step(gpu_path: bool, *, steps: int = 7, log_interval: int = 3) -> list[int]:
+    """Host reads in each step of the real Trainer loop (step, log, eval and save of the last step, callbacks)."""
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    from seqlab.model import gpu_path_forced
+    from seqlab.training.config import TrainConfig
+    from seqlab.training.stories import END_OF_TEXT, generate_stories
+    from seqlab.training.trainer import Trainer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir()
+        for split, count in (("train", 200), ("valid", 20)):
+            text = END_OF_TEXT.join(generate_stories(count, 0 if split == "train" else 1)).encode()
+            np.save(data / f"{split}.npy", np.frombuffer(text, dtype=np.uint8).astype(np.uint16))
+        (data / "meta.json").write_text(json.dumps({"vocab_size": 256, "dtype": "uint16"}))
+        config = TrainConfig(data_dir=str(data), out_dir=str(Path(tmp) / "run"), context_length=16, d_model=16,
+                             num_layers=1, num_heads=2, batch_size=4, threads=1, progress=False, eval_batches=1,
+                             max_steps=steps, log_interval=log_interval, eval_interval=1000,
+                             checkpoint_interval=1000)
+        totals: list[int] = []  # reads so far when the loop starts (after the setup) and after each step
+
+        class MarkedTrainer(Trainer):
+            def _loop(self):
+                totals.append(reads(counter))
+                return super()._loop()
+
+        with gpu_path_forced() if gpu_path else contextlib.nullcontext(), counting_host_reads() as counter:
+            MarkedTrainer(config, step_callbacks=[lambda trainer, step: totals.append(reads(counter))]).run()
+    return [b - a for a, b in zip(totals, totals[1:])]
+
+
+def reads(counter) -> int:
+    return counter.syncs + counter.ops["Tensor.tolist"] + counter.ops["Tensor.numpy"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", default="8,128", help="comma list of batch sizes")
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--vocab-size", type=int, default=512)
+    parser.add_argument("--trainer", action="store_true", help="also count the host reads per step of the Trainer loop")
     parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",") if b.strip()]
@@ -109,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
             results[attention][f"step_{path}_path"] = {"ops": counter.total, "syncs": counter.syncs,
                                                        "sync_ops": dict(counter.sync_ops)}
             print(f"{attention:10s} {path:9s} {counter.total:7,d} {counter.syncs:6d}  {dict(counter.sync_ops) or ''}")
+    if args.trainer:
+        print("\nTrainer loop, 7 steps, log_interval 3 (eval and checkpoint at the last step): host reads per step")
+        for gpu_path in (True, False):
+            per_step = trainer_reads_per_step(gpu_path)
+            path = "gpu" if gpu_path else "cpu"
+            results[f"trainer_{path}_path_reads_per_step"] = per_step
+            print(f"{path} path: {per_step}")
     if args.json:
         from seqlab.atomic import atomic_write_text
 

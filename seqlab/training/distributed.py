@@ -58,6 +58,15 @@ def all_reduce_mean(value: float, ctx: DistributedContext, device) -> float:
     return tensor.item() / ctx.world_size
 
 
+def all_reduce_sum_(tensor, ctx: DistributedContext):
+    """Sum ``tensor`` over all processes in place, on its device, without reading it (no host wait)."""
+    if ctx.enabled:
+        import torch.distributed as dist
+
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
 def any_true(flag: bool, ctx: DistributedContext, device) -> bool:
     """Whether ``flag`` holds on any process (so that all processes stop at the same step)."""
     if not ctx.enabled:

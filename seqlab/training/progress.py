@@ -22,7 +22,13 @@ def start_message(parameters: int, total_steps: int, time_budget_s: float | None
 
 
 class StepReporter:
-    """``step(...)`` after each optimizer step, ``evaluation(...)`` after each evaluation, then ``close()``."""
+    """``step(...)`` after each optimizer step, ``evaluation(...)`` after each evaluation, then ``close()``.
+
+    A step may come without host values (on the GPU path the trainer reads the device only every few
+    steps, see :class:`seqlab.training.guards.StepReader`): it still moves the bar and the rate, and
+    the bar keeps showing the latest loss read. ``losses`` are the per-step losses read at this step
+    (every step since the previous read); a log step always comes with them.
+    """
 
     def __init__(self, run_log: RunLog | None, *, total: int, initial: int, show_bar: bool,
                  tokens_per_step: int, flops_per_step: float | None, peak_flops: float | None) -> None:
@@ -34,15 +40,23 @@ class StepReporter:
         self.speed = Throughput(tokens_per_step)
         self.flops_per_step, self.peak_flops = flops_per_step, peak_flops
         self.window: list[float] = []
+        self.latest_loss: float | None = None
+        self.unread = [0, 0.0]                 # steps and seconds since the last read ...
+        self.read_rate = 0.0                   # ... and the tokens/s over those at the last read
         self.train_loss: float | None = None  # mean over the last log interval ...
         self.train_loss_steps = 0              # ... of this many steps
 
-    def step(self, done: int, *, loss: float, lr: float, grad_norm: float, seconds: float, compiling: bool,
-             write_log: bool, wallclock: float, tokens: int) -> None:
+    def step(self, done: int, *, losses: list[float], lr: float, grad_norm: float | None, seconds: float,
+             compiling: bool, write_log: bool, wallclock: float, tokens: int) -> None:
         """Account step ``done`` (tokens/s leave it out when it compiled) and log the interval's mean."""
         self.speed.add(done, seconds, exclude=compiling)
-        self.window.append(loss)
-        postfix = f"loss {loss:.3f} lr {lr:.2e}"
+        self.unread = [self.unread[0] + 1, self.unread[1] + seconds]
+        if losses:
+            self.window.extend(losses)
+            self.latest_loss = losses[-1]
+            self.read_rate = self.speed.tokens_per_step * self.unread[0] / self.unread[1]
+            self.unread = [0, 0.0]
+        postfix = f"loss {self.latest_loss:.3f} lr {lr:.2e}" if self.latest_loss is not None else f"lr {lr:.2e}"
         current = self.speed.current
         if current:
             postfix += f" {current:,.0f} tok/s"
@@ -58,7 +72,7 @@ class StepReporter:
         if self.run_log is not None:
             self.run_log.write({"step": done, "wallclock": round(wallclock, 3), "train_loss": self.train_loss,
                                 "lr": lr, "grad_norm": grad_norm, "tokens": tokens,
-                                "tokens_per_second": round(self.speed.tokens_per_step / seconds, 1)})
+                                "tokens_per_second": round(self.read_rate, 1)})
 
     def evaluation(self, done: int, val_loss: float, *, wallclock: float, tokens: int) -> None:
         if self.run_log is not None:

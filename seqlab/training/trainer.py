@@ -14,6 +14,10 @@ Step numbers in logs and checkpoints count completed optimizer steps (1 = after 
 Stopping early: Ctrl-C or SIGTERM (see :mod:`seqlab.training.interrupt`) finishes the step, saves
 and returns "interrupted"; ``time_budget_s`` ends the run when its seconds are spent; a non-finite
 loss or gradient norm stops it without saving (:mod:`seqlab.training.guards`).
+
+On the GPU path losses are read from the device only at log, eval, checkpoint and last steps and
+before a save (:class:`~seqlab.training.guards.StepReader`); under DDP there a stop request is agreed
+on only at those steps, so it is honoured at the next one (one process stops at once).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import torch
 from seqlab.accounting.costs import training_step_flops
 from seqlab.atomic import link_or_copy
 from seqlab.model import TransformerLM
+from seqlab.model.checks import on_gpu_path
 from seqlab.model.loss import cross_entropy
 from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
 from seqlab.training.batching import get_batch
@@ -46,13 +51,7 @@ from seqlab.training.distributed import (
     setup_distributed,
 )
 from seqlab.training.evaluation import validation_loss
-from seqlab.training.guards import (
-    NonFiniteLossError,
-    check_finite_weights,
-    nonfinite_message,
-    nonfinite_step,
-    step_is_finite,
-)
+from seqlab.training.guards import NonFiniteLossError, StepReader, check_finite_weights
 from seqlab.training.interrupt import signal_name, signals_request_stop
 from seqlab.training.logging_utils import RunLog
 from seqlab.training.optimizer import AdamW, weight_decay_groups
@@ -176,8 +175,9 @@ class Trainer:
         start = (self.dist.rank * self.config.grad_accum_steps + micro) * b
         return slice(start, start + b)
 
-    def train_step(self, step: int) -> tuple[float, float, float]:
-        """One optimizer step; returns (mean loss over the global batch, grad norm, lr).
+    def train_step(self, step: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """One optimizer step; returns (this process's mean loss, grad norm, lr), the first two as
+        scalar tensors on the device, not yet read (:class:`~seqlab.training.guards.StepReader` reads them).
 
         The first step of a compiled model is a trial: if compilation fails there, the step is
         redone eagerly with the same batch, after a message.
@@ -198,7 +198,7 @@ class Trainer:
         finally:
             self._compile_tried = True
 
-    def _train_step(self, step: int) -> tuple[float, float, float]:
+    def _train_step(self, step: int) -> tuple[torch.Tensor, torch.Tensor, float]:
         cfg = self.config
         lr = self.learning_rate(step)
         for group in self.optimizer.param_groups:
@@ -229,11 +229,9 @@ class Trainer:
         else:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        # one host read for both; the loss is averaged over processes so every process stops on NaN
-        # together (the gradient norm is the same everywhere already: DDP averaged the gradients)
-        loss_value, norm_value = torch.stack([loss_sum / cfg.grad_accum_steps,
-                                              grad_norm.to(self.device, torch.float32)]).tolist()
-        return all_reduce_mean(loss_value, self.dist, self.device), norm_value, lr
+        # the gradient norm is the same on every process (DDP averaged the gradients); the loss is
+        # averaged over processes when it is read
+        return loss_sum / cfg.grad_accum_steps, grad_norm.to(self.device, torch.float32), lr
 
     def evaluate(self) -> float:
         """Mean validation loss over eval_batches global batches (:mod:`seqlab.training.evaluation`)."""
@@ -292,31 +290,34 @@ class Trainer:
         report = StepReporter(run_log, total=self.total_steps, initial=self.step, show_bar=main and cfg.progress,
                               tokens_per_step=tokens_per_step, flops_per_step=flops_per_step, peak_flops=peak)
         self._say_start(tokens_per_step)
+        reader = StepReader(self.dist, grad_scaler=self.scaler is not None)
+        read_every_step = not on_gpu_path(next(self.raw_model.parameters()))
         try:
             for step in range(self.step, self.total_steps):
-                # 1. one optimizer step (reading the loss and gradient norm waits for the GPU)
+                # 1. one optimizer step; its loss and gradient norm stay on the device for now
                 compiling = self.compiled and not self._compile_tried
                 t0 = time.perf_counter()
                 loss, grad_norm, lr = self.train_step(step)
                 dt = time.perf_counter() - t0
                 done = step + 1
-                if not step_is_finite(loss, grad_norm, grad_scaler=self.scaler is not None):
-                    raise NonFiniteLossError(nonfinite_message(done, nonfinite_step(loss, grad_norm),
-                                                               self.last_checkpoint))
+                reader.add(done, loss, grad_norm)
                 if compiling:
                     self._say(f"compile: step {done} took {dt:.1f} s (compiling); it is left out of tokens/s")
                 self.step, self.tokens_seen = done, self.tokens_seen + tokens_per_step
                 out_of_time = self._time_is_up()
                 last = done == self.total_steps or out_of_time
-                # 2. progress bar, and the mean training loss of each log interval
-                report.step(done, loss=loss, lr=lr, grad_norm=grad_norm, seconds=dt, compiling=compiling,
-                            write_log=done % cfg.log_interval == 0 or last, wallclock=self.elapsed(),
-                            tokens=self.tokens_seen)
+                log, evaluate, save = (done % n == 0 or last for n in (cfg.log_interval, cfg.eval_interval,
+                                                                        cfg.checkpoint_interval))
+                # 2. read (one wait for the GPU; NaN stops the run here), progress bar, log interval's mean
+                read = read_every_step or log or evaluate or save
+                losses, norm = reader.read(self.last_checkpoint) if read else ([], None)
+                report.step(done, losses=losses, lr=lr, grad_norm=norm, seconds=dt, compiling=compiling,
+                            write_log=log, wallclock=self.elapsed(), tokens=self.tokens_seen)
                 # 3. evaluate, 4. checkpoint
-                if done % cfg.eval_interval == 0 or last:
+                if evaluate:
                     result.val_loss = self.evaluate()
                     report.evaluation(done, result.val_loss, wallclock=self.elapsed(), tokens=self.tokens_seen)
-                if done % cfg.checkpoint_interval == 0 or last:
+                if save:
                     self.save(done)
                 if out_of_time:
                     result.stopped_by = "time budget"
@@ -326,7 +327,9 @@ class Trainer:
                 # 5. callbacks, and a requested stop (Ctrl-C, SIGTERM) saves and ends the run
                 for callback in self.step_callbacks:
                     callback(self, done)
-                if any_true(self._stop_reason is not None, self.dist, self.device) and not last:
+                asked = self._stop_reason is not None
+                if (read or not self.dist.enabled) and any_true(asked, self.dist, self.device) and not last:
+                    reader.read(self.last_checkpoint)  # a NaN since the last read stops the run unsaved
                     self.save(done)
                     result.status, result.stopped_by = "interrupted", self._stop_reason or "stopped"
                     result.stop_signal = self._stop_signal

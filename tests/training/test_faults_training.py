@@ -117,18 +117,8 @@ def test_2_overwrite_keeps_the_old_checkpoints_until_the_new_run_saves(byte_data
 # -- 3. NaN gradient with a finite loss ---------------------------------------------------------
 
 
-def test_3_a_nan_gradient_with_a_finite_loss_stops_and_is_never_saved(byte_data, tmp_path, monkeypatch):
-    real_clip = trainer_module.clip_grad_norm
-    calls = {"n": 0}
-
-    def poison_then_clip(parameters, max_norm):
-        parameters = list(parameters)
-        calls["n"] += 1
-        if calls["n"] == 6:  # step 6: one gradient entry overflows; the loss stays finite
-            parameters[0].grad.view(-1)[0] = float("nan")
-        return real_clip(parameters, max_norm)
-
-    monkeypatch.setattr(trainer_module, "clip_grad_norm", poison_then_clip)
+def test_3_a_nan_gradient_with_a_finite_loss_stops_and_is_never_saved(byte_data, tmp_path, poison_gradient):
+    poison_gradient(6)  # step 6: one gradient entry overflows; the loss stays finite
     run = tmp_path / "run"
     with pytest.raises(NonFiniteLossError, match=r"step 6: the gradient norm is nan \(the loss [0-9.]+ is still "
                                                  r"finite\).*latest\.pt \(step 4\)"):
