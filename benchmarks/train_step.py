@@ -44,6 +44,8 @@ def parse_args(argv=None):
     parser.add_argument("--modes", default="eager,hf,compile", help=f"comma list from {MODES}")
     parser.add_argument("--peer", default=None, help="mode the ratios compare against (default: hf, or hf-bf16 "
                         "when only bf16 modes run)")
+    parser.add_argument("--attention", default="auto", choices=("auto", "reference", "chunked"),
+                        help="seqlab's attention backend (auto: chunked in eager mode on CPU, reference under compile)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -122,7 +124,7 @@ def _build_fp32(mode: str, args):
     from seqlab.training import AdamW, cross_entropy
 
     model = TransformerLM(args.vocab_size, args.context_length, args.d_model, args.num_layers,
-                          args.num_heads, args.d_ff, 10000.0)
+                          args.num_heads, args.d_ff, 10000.0, attention=args.attention)
     optimizer = AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
     def loss_fn(x, y):

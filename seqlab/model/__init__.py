@@ -9,7 +9,7 @@ from __future__ import annotations
 from seqlab.lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "seqlab.model.activations": ("silu", "softmax"),
+    "seqlab.model.activations": ("relu", "silu", "softmax"),
     "seqlab.model.attention": (
         "MultiHeadSelfAttention", "attention_backend", "causal_mask", "scaled_dot_product_attention",
     ),

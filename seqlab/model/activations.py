@@ -1,8 +1,34 @@
-"""Elementwise and row-wise nonlinearities: SiLU and a numerically stable softmax."""
+"""Elementwise and row-wise nonlinearities: ReLU, SiLU and a numerically stable softmax."""
 
 from __future__ import annotations
 
 import torch
+
+
+class _ReLUFunction(torch.autograd.Function):
+    """relu(x) = max(x, 0); the backward passes the gradient where the output is positive.
+
+    Only the output is saved (out > 0 exactly where x > 0). Since out >= 0, sign(out) is that mask
+    as 1.0/0.0 in the gradient's own dtype, so the backward is one float multiply: on a CPU about
+    15x faster than the select (``where``) autograd uses for ``clamp_min`` (0.14 vs 2.1 ms on
+    64 x 32 x 256; a bool mask would first be converted, 0.6 ms). See BENCHMARKS.md, seq2seq step.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        out = x.clamp_min(0.0)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor) -> torch.Tensor:
+        (out,) = ctx.saved_tensors
+        return grad_out * out.sign()
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    """ReLU: max(x, 0), elementwise, any shape. relu([-1., 0., 2.]) = [0., 0., 2.]."""
+    return _ReLUFunction.apply(x)
 
 
 class _SiLUFunction(torch.autograd.Function):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqlab.model.activations import softmax
+from seqlab.model.activations import relu, softmax
 from seqlab.model.attention import scaled_dot_product_attention
 from seqlab.model.embedding import Embedding
 from seqlab.model.ffn import SwiGLU
@@ -56,7 +56,7 @@ class ReLUFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., d_model) -> (..., d_model)"""
-        return self.w2(self.w1(x).clamp_min(0.0))
+        return self.w2(relu(self.w1(x)))
 
 
 def make_norm(kind: str, d_model: int, device=None, dtype=None) -> nn.Module:

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqlab.model import Embedding, Linear, RMSNorm, SiLUFeedForward, SwiGLU, default_d_ff, silu, softmax
+from seqlab.model import Embedding, Linear, RMSNorm, SiLUFeedForward, SwiGLU, default_d_ff, relu, silu, softmax
 from seqlab.model.rmsnorm import rms_norm
 
 
@@ -82,6 +82,23 @@ def test_rmsnorm_gradients_match_autograd_oracle_and_gradcheck():
     F.rms_norm(x2, (6,), w2, 1e-5).backward(g)
     torch.testing.assert_close(x.grad, x2.grad)
     torch.testing.assert_close(norm.weight.grad, w2.grad)
+
+
+def test_relu_matches_functional_values_and_gradients_and_gradcheck():
+    x = torch.tensor([-2.0, -0.5, 0.0, 0.25, 3.0])
+    torch.testing.assert_close(relu(x), torch.tensor([0.0, 0.0, 0.0, 0.25, 3.0]))
+    torch.manual_seed(0)
+    x = torch.randn(4, 7, 33, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    upstream = torch.randn(4, 7, 33)
+    relu(x).backward(upstream)
+    F.relu(x_ref).backward(upstream)
+    torch.testing.assert_close(relu(x.detach()), F.relu(x_ref.detach()))
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    # gradcheck away from the kink at 0, where the derivative is undefined
+    x64 = torch.randn(3, 5, dtype=torch.float64)
+    x64 = (x64 + 0.1 * x64.sign()).requires_grad_()
+    assert torch.autograd.gradcheck(relu, (x64,))
 
 
 def test_silu_matches_functional_and_gradcheck():
