@@ -28,14 +28,19 @@ class StepReporter:
     steps, see :class:`seqlab.training.guards.StepReader`): it still moves the bar and the rate, and
     the bar keeps showing the latest loss read. ``losses`` are the per-step losses read at this step
     (every step since the previous read); a log step always comes with them.
+
+    With a time budget the run ends when its seconds are spent, long before ``total`` (a cap), so
+    the bar counts steps without a total or an ETA and shows the seconds left instead.
     """
 
     def __init__(self, run_log: RunLog | None, *, total: int, initial: int, show_bar: bool,
-                 tokens_per_step: int, flops_per_step: float | None, peak_flops: float | None) -> None:
+                 tokens_per_step: int, flops_per_step: float | None, peak_flops: float | None,
+                 time_budget_s: float | None = None) -> None:
         from tqdm import tqdm
 
         self.run_log = run_log
-        self.bar = tqdm(total=total, initial=initial, desc="train", unit="step", dynamic_ncols=True,
+        self.time_budget_s = time_budget_s
+        self.bar = tqdm(total=None if time_budget_s else total, initial=initial, desc="train", unit="step", dynamic_ncols=True,
                         disable=not show_bar, file=sys.stderr)
         self.speed = Throughput(tokens_per_step)
         self.flops_per_step, self.peak_flops = flops_per_step, peak_flops
@@ -63,6 +68,8 @@ class StepReporter:
             if self.flops_per_step and self.peak_flops:
                 mfu = self.flops_per_step * current / self.speed.tokens_per_step / self.peak_flops
                 postfix += f" MFU {mfu:.1%}"
+        if self.time_budget_s:
+            postfix += f" {max(0.0, self.time_budget_s - wallclock):.0f} s left"
         self.bar.set_postfix_str(postfix, refresh=False)
         self.bar.update(1)
         if not write_log:

@@ -288,7 +288,8 @@ class Trainer:
         tokens_per_step = cfg.tokens_per_step(self.dist.world_size)
         result = TrainResult(self.run_dir, self.step, self.total_steps, "completed")
         report = StepReporter(run_log, total=self.total_steps, initial=self.step, show_bar=main and cfg.progress,
-                              tokens_per_step=tokens_per_step, flops_per_step=flops_per_step, peak_flops=peak)
+                              tokens_per_step=tokens_per_step, flops_per_step=flops_per_step, peak_flops=peak,
+                              time_budget_s=cfg.time_budget_s)
         self._say_start(tokens_per_step)
         reader = StepReader(self.dist, grad_scaler=self.scaler is not None)
         read_every_step = not on_gpu_path(next(self.raw_model.parameters()))

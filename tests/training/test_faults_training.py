@@ -308,3 +308,23 @@ def test_11_time_budget_follows_elapsed_time_and_stops_when_spent(byte_data, tmp
     # a resume continues the elapsed time: nothing is left of a spent budget
     with pytest.raises(ValueError, match="nothing to do: the run has trained 50.0 s and --time-budget-s is 50"):
         Trainer(TrainConfig(**{**config.to_dict(), "resume": True}), clock=clock).run()
+
+
+def test_11_time_budget_bar_shows_seconds_left_not_the_step_cap_eta():
+    """With a time budget the step count is only a cap: the bar has no total (no 4-hour ETA for a
+    2-minute run) and its postfix says how many seconds are left."""
+    from seqlab.training.progress import StepReporter
+
+    capped = StepReporter(None, total=100_000, initial=0, show_bar=True, tokens_per_step=10,
+                          flops_per_step=None, peak_flops=None)
+    budget = StepReporter(None, total=100_000, initial=0, show_bar=True, tokens_per_step=10,
+                          flops_per_step=None, peak_flops=None, time_budget_s=120.0)
+    try:
+        budget.step(1, losses=[2.5], lr=1e-3, grad_norm=1.0, seconds=0.5, compiling=False, write_log=False,
+                    wallclock=20.25, tokens=10)
+        assert capped.bar.total == 100_000
+        assert budget.bar.total is None
+        assert "100 s left" in budget.bar.postfix
+    finally:
+        capped.close()
+        budget.close()
