@@ -26,13 +26,13 @@ Worked example (a 2-layer, 2-head model, 3 tokens)::
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
 from seqlab.inference.sampling import next_token_distribution
-from seqlab.model import TransformerLM, softmax
+from seqlab.model import TransformerLM
+from seqlab.model.attention import attention_weights as model_attention_weights
 
 
 @dataclass
@@ -81,7 +81,6 @@ def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
     ids = check_ids(model, ids)
     seq = ids.shape[1]
     positions = torch.arange(seq, device=ids.device)
-    visible = torch.ones(seq, seq, dtype=torch.bool, device=ids.device).tril()  # key j <= query i
     shapes: list[tuple[str, tuple[int, ...]]] = [("ids", tuple(ids.shape))]
     x = model.token_embeddings(ids)
     shapes.append(("embedding", tuple(x.shape)))
@@ -94,14 +93,13 @@ def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
         v = _split_heads(attn.v_proj(h), attn.num_heads)
         if attn.rope is not None:  # the same rotation for every head, by position
             q, k = attn.rope(q, positions), attn.rope(k, positions)
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-        weights = softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+        weights = model_attention_weights(q, k, causal=True)  # (1, heads, T, T), the model's own formula
         attention.append(weights[0])
         if index == 0:
-            heads_out = weights @ v
+            heads_out = weights.to(v.dtype) @ v
             concat = heads_out.transpose(1, 2).reshape(x.shape)
             shapes += [("q", tuple(q.shape)), ("k", tuple(k.shape)), ("v", tuple(v.shape)),
-                       ("scores", tuple(scores.shape)), ("weights", tuple(weights.shape)),
+                       ("scores", tuple(weights.shape)), ("weights", tuple(weights.shape)),
                        ("head_output", tuple(heads_out.shape)), ("concat", tuple(concat.shape)),
                        ("attention_output", tuple(attn.output_proj(concat).shape))]
         x = block(x)

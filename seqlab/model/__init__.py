@@ -11,7 +11,8 @@ from seqlab.lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.model.activations": ("relu", "silu", "softmax"),
     "seqlab.model.attention": (
-        "MultiHeadSelfAttention", "attention_backend", "causal_mask", "scaled_dot_product_attention",
+        "MultiHeadSelfAttention", "attention_backend", "attention_weights", "causal_mask",
+        "scaled_dot_product_attention",
     ),
     "seqlab.model.block": ("TransformerBlock",),
     "seqlab.model.checks": ("gpu_path_forced",),

@@ -27,7 +27,29 @@ from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
 
-__all__ = ["MultiHeadSelfAttention", "attention_backend", "causal_mask", "scaled_dot_product_attention"]
+__all__ = [
+    "MultiHeadSelfAttention", "attention_backend", "attention_weights", "causal_mask",
+    "scaled_dot_product_attention",
+]
+
+
+def attention_weights(Q: torch.Tensor, K: torch.Tensor, mask: torch.Tensor | None = None, *,
+                      causal: bool = False) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d_k)): how much each query attends to each key, (..., n, m).
+
+    Q (..., n, d_k), K (..., m, d_k); mask and causal as in scaled_dot_product_attention below.
+    The weights are at least float32 (also for bfloat16 scores under autocast); a query row with no
+    visible key is all zeros (not NaN). Every row with a visible key sums to 1.
+    """
+    check_attention_inputs(Q, K, K, mask)
+    if causal:
+        visible = causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)
+        mask = visible if mask is None else mask & visible
+    scores = (Q / math.sqrt(Q.shape[-1])) @ K.transpose(-2, -1)  # = Q K^T / sqrt(d_k), (..., n, m)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # a hidden key gets weight exp(-inf) = 0
+    # softmax() returns zeros, not NaN, for a row that is -inf everywhere
+    return softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
 
 
 def scaled_dot_product_attention(
@@ -47,16 +69,7 @@ def scaled_dot_product_attention(
     softmax([0, 0.71]) = [0.33, 0.67], output 0.33 [1, 2] + 0.67 [3, 4] = [2.34, 3.34].
     """
     check_attention_inputs(Q, K, V, mask)
-    if causal:
-        visible = causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)
-        mask = visible if mask is None else mask & visible
-    scores = (Q / math.sqrt(Q.shape[-1])) @ K.transpose(-2, -1)  # = Q K^T / sqrt(d_k), (..., n, m)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # a hidden key gets weight exp(-inf) = 0
-    # the softmax runs in (at least) float32, also for bfloat16 scores under autocast;
-    # softmax() returns zeros, not NaN, for a row that is -inf everywhere
-    weights = softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
-    return weights.to(V.dtype) @ V
+    return attention_weights(Q, K, mask, causal=causal).to(V.dtype) @ V
 
 
 def attention_backend(attention: str, x: torch.Tensor) -> str:

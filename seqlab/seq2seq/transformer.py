@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqlab.model.activations import relu, softmax
-from seqlab.model.attention import scaled_dot_product_attention
+from seqlab.model.activations import relu
+from seqlab.model.attention import attention_weights, scaled_dot_product_attention
 from seqlab.model.embedding import Embedding
 from seqlab.model.ffn import SwiGLU
 from seqlab.model.init import trunc_normal_
@@ -114,16 +114,8 @@ class MultiHeadAttention(nn.Module):
                causal: bool = False, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Heads (B, h, n, d_head) -> (output (B, n, d_model), weights (B, h, n, m) or None)."""
         if need_weights:
-            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
-            hidden = None if mask is None else ~mask
-            if causal:
-                n, m = scores.shape[-2:]
-                future = torch.ones(n, m, dtype=torch.bool, device=q.device).triu(m - n + 1)
-                hidden = future if hidden is None else hidden | future
-            if hidden is not None:
-                scores = scores.masked_fill(hidden, float("-inf"))
-            weights = softmax(scores, dim=-1)
-            out = weights @ v
+            weights = attention_weights(q, k, mask, causal=causal)
+            out = weights.to(v.dtype) @ v
         else:
             weights = None
             out = scaled_dot_product_attention(q, k, v, mask, causal=causal)
@@ -138,7 +130,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self._split(x @ weight.t(), 3)
         past = 0 if kv_cache is None else kv_cache.layer_length(layer_index)
         if self.rope is not None:
-            cos, sin = self.rope.cos_sin(torch.arange(past, past + x.shape[1], device=x.device), x.dtype)
+            cos, sin = self.rope.cos_sin_span(past, x.shape[1], x.dtype)  # positions past .. past + L - 1
             q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)
         if kv_cache is not None:
             k, v = kv_cache.append(layer_index, k, v)

@@ -212,3 +212,20 @@ def test_chunked_blocks_and_small_chunks_equal_the_reference(monkeypatch, scores
         torch.testing.assert_close(outs[0], outs[1])
         for a, b in zip(*grads):
             torch.testing.assert_close(a, b)
+
+
+def test_attention_weights_match_a_masked_torch_softmax_and_fully_masked_rows_are_zero():
+    """attention_weights is the part of scaled_dot_product_attention before V; the oracle is
+    torch.softmax of the masked scores, written here."""
+    from seqlab.model.attention import attention_weights
+
+    torch.manual_seed(0)
+    Q, K = torch.randn(2, 3, 4, 8, dtype=torch.float64), torch.randn(2, 3, 6, 8, dtype=torch.float64)
+    mask = torch.rand(2, 1, 4, 6) > 0.3
+    mask[1, 0, 0] = False  # the first query of the second batch row sees nothing
+    visible = mask & (torch.arange(6)[None, :] <= torch.arange(4)[:, None] + 2)  # causal, 2 cached keys
+    scores = (Q @ K.transpose(-1, -2) / 8 ** 0.5).masked_fill(~visible, float("-inf"))
+    expected = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
+    got = attention_weights(Q, K, mask, causal=True)
+    torch.testing.assert_close(got, expected)
+    assert torch.all(got[1, :, 0] == 0)
