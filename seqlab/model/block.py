@@ -8,7 +8,7 @@ from torch import nn
 from seqlab.model.attention import MultiHeadSelfAttention
 from seqlab.model.ffn import make_ffn
 from seqlab.model.kv_cache import KVCache
-from seqlab.model.rmsnorm import make_norm
+from seqlab.model.norm import make_norm
 
 
 class TransformerBlock(nn.Module):

@@ -70,11 +70,3 @@ class Identity(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
-
-def make_norm(kind: str, d_model: int, device=None, dtype=None) -> nn.Module:
-    """"rmsnorm" -> RMSNorm(d_model); "none" -> Identity()."""
-    if kind == "rmsnorm":
-        return RMSNorm(d_model, device=device, dtype=dtype)
-    if kind == "none":
-        return Identity()
-    raise ValueError(f"unknown norm {kind!r}; expected 'rmsnorm' or 'none'")

@@ -12,7 +12,8 @@ from seqlab.model.config import ModelConfig, check_attention
 from seqlab.model.embedding import Embedding
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
-from seqlab.model.rmsnorm import Identity, make_norm
+from seqlab.model.norm import make_norm
+from seqlab.model.rmsnorm import Identity
 
 
 class TransformerLM(nn.Module):

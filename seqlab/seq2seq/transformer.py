@@ -35,10 +35,9 @@ from seqlab.model.embedding import Embedding
 from seqlab.model.ffn import SwiGLU
 from seqlab.model.init import trunc_normal_
 from seqlab.model.kv_cache import KVCache
-from seqlab.model.layernorm import LayerNorm
 from seqlab.model.linear import Linear
+from seqlab.model.norm import make_norm
 from seqlab.model.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from seqlab.model.rmsnorm import RMSNorm
 from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
 from seqlab.seq2seq.base import Seq2SeqModel, check_batch, check_ids, check_mask
 from seqlab.seq2seq.config import Seq2SeqConfig
@@ -57,15 +56,6 @@ class ReLUFeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., d_model) -> (..., d_model)"""
         return self.w2(relu(self.w1(x)))
-
-
-def make_norm(kind: str, d_model: int, device=None, dtype=None) -> nn.Module:
-    """"layernorm" -> LayerNorm(d_model, eps=1e-5); "rmsnorm" -> RMSNorm(d_model)."""
-    if kind == "layernorm":
-        return LayerNorm(d_model, eps=1e-5, device=device, dtype=dtype)
-    if kind == "rmsnorm":
-        return RMSNorm(d_model, device=device, dtype=dtype)
-    raise ValueError(f"unknown norm {kind!r}; expected 'layernorm' or 'rmsnorm'")
 
 
 def make_ffn(kind: str, d_model: int, d_ff: int, device=None, dtype=None) -> nn.Module:

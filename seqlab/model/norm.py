@@ -1,0 +1,26 @@
+"""One factory for the normalisation layers the models choose by name.
+
+``make_norm("layernorm", d)`` -> LayerNorm(d, eps=1e-5) (the original Transformer's),
+``make_norm("rmsnorm", d)`` -> RMSNorm(d) (the LM's default), ``make_norm("none", d)`` -> Identity()
+(the no-normalisation ablation). Each model's config says which of these it allows.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from seqlab.model.layernorm import LayerNorm
+from seqlab.model.rmsnorm import Identity, RMSNorm
+
+NORM_KINDS = ("layernorm", "rmsnorm", "none")
+
+
+def make_norm(kind: str, d_model: int, device=None, dtype=None) -> nn.Module:
+    """The norm layer called ``kind`` (one of NORM_KINDS) over the last dimension, d_model wide."""
+    if kind == "layernorm":
+        return LayerNorm(d_model, eps=1e-5, device=device, dtype=dtype)
+    if kind == "rmsnorm":
+        return RMSNorm(d_model, device=device, dtype=dtype)
+    if kind == "none":
+        return Identity()
+    raise ValueError(f"unknown norm {kind!r}; expected one of {NORM_KINDS}")
