@@ -175,7 +175,7 @@ def lm_next(p: Payload, runs: RunRegistry) -> dict:
     window, truncated = _window(lm, _encode(lm, text))
     with torch.no_grad():
         logits = lm.model(torch.tensor([window]))[0, -1]
-    c = next_token_candidates(logits, temperature, top_k, top_p, TOP_CANDIDATES)
+    c = next_token_candidates(logits, temperature, top_p=top_p, top_k=top_k, count=TOP_CANDIDATES)
     candidates = [{**_token_json(lm, token), "prob": prob, "kept": kept > 0, "filtered_prob": kept}
                   for token, prob, kept in zip(c.ids.tolist(), c.probs.tolist(), c.filtered.tolist())]
     return {"candidates": candidates, "kept_total": c.kept_total, "vocab_size": lm.model.config.vocab_size,

@@ -66,7 +66,7 @@ class LoadedLM:
 
 def load_lm(run: Run) -> LoadedLM:
     """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
-    from seqlab.inference.loading import load_model
+    from seqlab.inference.loading import check_vocabularies, load_model
     from seqlab.training.logging_utils import read_jsonl
 
     try:
@@ -81,9 +81,11 @@ def load_lm(run: Run) -> LoadedLM:
         log = read_jsonl(log_path) if log_path.is_file() else []
     except (OSError, ValueError) as exc:
         raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
-    if tokenizer.vocab_size > model.config.vocab_size:
-        detail = f"the tokenizer has {tokenizer.vocab_size} ids but the model only {model.config.vocab_size}"
-        raise RequestError(f"run {run.id}: {detail}", "run_damaged", run=run.id, detail=detail)
+    try:  # a smaller tokenizer could not decode some sampled ids; a larger one gives ids the model lacks
+        check_vocabularies(tokenizer.vocab_size, model.config.vocab_size,
+                           f"use the tokenizer the model was trained with ({run.path / 'tokenizer'})")
+    except ValueError as exc:
+        raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
     return LoadedLM(run, model, tokenizer, config, log)
 
 

@@ -18,6 +18,7 @@ import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, Callable
 
 from seqlab.explorer.runs import RunRegistry
 from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_object
@@ -85,11 +86,28 @@ class ExplorerHandler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str) -> None:
         self._send_json(status, {"error": message})
 
+    def _api_endpoint(self, path: str) -> Callable[[dict[str, Any]], Any] | None:
+        """What ``POST path`` runs on the request's JSON object, or None when ``path`` is no endpoint.
+
+        The one lookup over both tables: the labs' widgets (``api.ENDPOINTS``, e.g. /api/lstm) and
+        the endpoints over the user's runs (``model_api.MODEL_ENDPOINTS``, e.g. /api/lm/next). Both
+        the POST dispatch and the 405 for another method use it, so they cannot disagree.
+        """
+        if not path.startswith("/api/"):
+            return None  # a static file or a typo: no need to import the API modules (and torch)
+        from seqlab.explorer.api import ENDPOINTS, run_endpoint
+        from seqlab.explorer.model_api import MODEL_ENDPOINTS, run_model_endpoint
+
+        name = path[len("/api/"):]
+        if name in ENDPOINTS:
+            return lambda data: run_endpoint(name, data)
+        if name in MODEL_ENDPOINTS:
+            return lambda data: run_model_endpoint(name, data, self.server.runs)
+        return None
+
     def _allowed_methods(self, path: str) -> str | None:
         """The methods ``path`` answers (the Allow header of a 405), or None if nothing is there."""
-        from seqlab.explorer.api import ENDPOINTS
-
-        if path.startswith("/api/") and path[len("/api/"):] in ENDPOINTS:
+        if self._api_endpoint(path) is not None:
             return "POST"
         if path == "/api/defaults" or path in self.server.static_files:
             return "GET, HEAD"
@@ -146,18 +164,12 @@ class ExplorerHandler(BaseHTTPRequestHandler):
             return self._not_allowed(path, allowed)
         if not path.startswith("/api/"):
             return self._error(HTTPStatus.NOT_FOUND, f"not found: {path[:100]}")
-        from seqlab.explorer.api import ENDPOINTS, run_endpoint
-        from seqlab.explorer.model_api import MODEL_ENDPOINTS, run_model_endpoint
-
         name = path[len("/api/") :]
-        if name not in ENDPOINTS and name not in MODEL_ENDPOINTS:
+        endpoint = self._api_endpoint(path)
+        if endpoint is None:
             return self._error(HTTPStatus.NOT_FOUND, f"unknown API endpoint {name[:60]!r}")
         try:
-            data = parse_json_object(self._read_body())
-            if name in ENDPOINTS:
-                result = run_endpoint(name, data)
-            else:
-                result = run_model_endpoint(name, data, self.server.runs)
+            result = endpoint(parse_json_object(self._read_body()))
         except RequestError as exc:
             self.close_connection = True  # the body may be partly unread
             return self._send_json(HTTPStatus.BAD_REQUEST, exc.body())

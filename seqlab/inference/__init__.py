@@ -23,6 +23,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.inference.inspect": ("ForwardTrace", "attention_weights", "next_token_candidates", "trace_forward"),
     "seqlab.inference.loading": (
         "LoadedModel",
+        "check_vocabularies",
         "checkpoint_path",
         "load_model",
         "load_model_from_checkpoint",

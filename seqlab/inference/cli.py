@@ -52,7 +52,7 @@ def _run_generate(args: argparse.Namespace) -> int:
 
     try:
         from seqlab.inference.generate import generate_stream
-        from seqlab.inference.loading import load_model
+        from seqlab.inference.loading import check_vocabularies, load_model
 
         model, tokenizer, _ = load_model(args.run, args.checkpoint, args.device, args.tokenizer)
         if tokenizer is None and args.checkpoint:
@@ -60,7 +60,8 @@ def _run_generate(args: argparse.Namespace) -> int:
         if tokenizer is None:
             raise FileNotFoundError(f"tokenizer directory {os.path.join(args.run, 'tokenizer')} does not exist")
         # everything is checked before the first byte is printed
-        _check_vocabularies(tokenizer.vocab_size, model.config.vocab_size)
+        check_vocabularies(tokenizer.vocab_size, model.config.vocab_size,
+                           "use the tokenizer the model was trained with (--tokenizer DIR)")
         eos = tokenizer.eot_id
         prompt = tokenizer.encode(args.prompt) if args.prompt else []
         if not prompt:
@@ -84,18 +85,6 @@ def _run_generate(args: argparse.Namespace) -> int:
         print(f"seqlab generate: error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def _check_vocabularies(tokenizer_ids: int, model_ids: int) -> None:
-    """The model samples ids 0..model_ids-1 and the tokenizer must decode every one of them, and
-    the model must embed every id the tokenizer can produce: the sizes must be equal."""
-    if tokenizer_ids > model_ids:
-        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model only {model_ids}: "
-                         "use the tokenizer the model was trained with (--tokenizer DIR)")
-    if tokenizer_ids < model_ids:
-        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model samples from {model_ids}: "
-                         f"ids {tokenizer_ids}..{model_ids - 1} could not be decoded. Use the tokenizer the "
-                         "model was trained with (--tokenizer DIR)")
 
 
 # -- seqlab eval --------------------------------------------------------------------------------

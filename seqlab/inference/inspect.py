@@ -133,10 +133,11 @@ class Candidates:
 
 
 @torch.no_grad()
-def next_token_candidates(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-                          top_p: float = 1.0, count: int = 20) -> Candidates:
+def next_token_candidates(logits: torch.Tensor, temperature: float = 1.0, *, top_p: float = 1.0,
+                          top_k: int | None = None, count: int = 20) -> Candidates:
     """(vocab,) logits -> the ``count`` most probable tokens, through the same filter function
-    (``next_token_distribution``) that ``seqlab generate`` samples from.
+    (``next_token_distribution``) that ``seqlab generate`` samples from. The filters are
+    keyword-only (``top_p=``, ``top_k=``), so they cannot be swapped by position.
 
     Example: logits [2, 1, 0] at temperature 1 have probabilities [0.665, 0.245, 0.090]; with
     top_k=2 the kept two are renormalised to [0.731, 0.269, 0].
@@ -145,8 +146,6 @@ def next_token_candidates(logits: torch.Tensor, temperature: float = 1.0, top_k:
         raise ValueError(f"logits must be one row (vocab,), got shape {tuple(logits.shape)}")
     if count <= 0:
         raise ValueError(f"count must be positive, got {count}")
-    if not 0.0 < top_p <= 1.0:  # the distribution function skips top-p at >= 1 without checking
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
     row = logits[None]
     probs = next_token_distribution(row, temperature)[0]
     filtered = next_token_distribution(row, temperature, top_p, top_k)[0]

@@ -128,6 +128,24 @@ def load_model_from_checkpoint(src: str | os.PathLike | IO[bytes],
     return model, payload
 
 
+def check_vocabularies(tokenizer_ids: int, model_ids: int,
+                       fix: str = "use the tokenizer the model was trained with") -> None:
+    """Raise ValueError unless the tokenizer and the model have the same number of ids.
+
+    The model samples ids 0..model_ids-1 and the tokenizer must decode every one of them, and the
+    model must embed every id the tokenizer can produce. ``fix`` ends the message: what the caller's
+    user should do (the CLI names its --tokenizer option). Example: a 257-id byte tokenizer with a
+    300-id model would let the model sample id 280, which the tokenizer cannot turn into text::
+
+        check_vocabularies(257, 300)   # ValueError: ... ids 257..299 could not be decoded ...
+    """
+    if tokenizer_ids > model_ids:
+        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model only {model_ids}: {fix}")
+    if tokenizer_ids < model_ids:
+        raise ValueError(f"the tokenizer has {tokenizer_ids} ids but the model samples from {model_ids}: "
+                         f"ids {tokenizer_ids}..{model_ids - 1} could not be decoded. {fix[:1].upper()}{fix[1:]}")
+
+
 class LoadedModel(NamedTuple):
     model: TransformerLM        # in eval mode, on the requested device
     tokenizer: Tokenizer | None  # from tokenizer_dir, else RUN/tokenizer when present, else None

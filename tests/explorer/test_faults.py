@@ -14,6 +14,7 @@ from seqlab.explorer.server import ExplorerHandler
 @pytest.mark.parametrize(
     "method, path, allow",
     [("GET", "/api/lstm", "POST"), ("HEAD", "/api/attention", "POST"), ("PUT", "/api/lstm", "POST"),
+     ("GET", "/api/lm/next", "POST"), ("HEAD", "/api/runs", "POST"), ("PUT", "/api/seq2seq/translate", "POST"),
      ("POST", "/api/defaults", "GET, HEAD"), ("POST", "/", "GET, HEAD"), ("DELETE", "/static/app.js", "GET, HEAD")],
 )
 def test_a_wrong_method_is_405_with_allow(client, method, path, allow):
@@ -26,6 +27,7 @@ def test_a_wrong_method_is_405_with_allow(client, method, path, allow):
 
 def test_unknown_paths_stay_404(client):
     assert client.request("GET", "/api/nothing")[0] == 404
+    assert client.request("GET", "/api/lm/nothing")[0] == 404
     assert client.request("PUT", "/nothing", b"{}")[0] == 404
     assert client.post("nothing")[0] == 404
 

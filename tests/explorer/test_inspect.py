@@ -76,7 +76,7 @@ def test_bad_ids_are_named(ids, words):
 def test_next_token_candidates_against_a_sort_based_filter(temperature, top_k, top_p):
     torch.manual_seed(1)
     logits = torch.randn(40) * 2
-    c = next_token_candidates(logits, temperature, top_k, top_p, count=20)
+    c = next_token_candidates(logits, temperature, top_p=top_p, top_k=top_k, count=20)
     reference = torch.softmax(logits.double() / temperature, dim=-1)
     expected_ids = torch.sort(reference, descending=True).indices[:20]
     assert c.ids.tolist() == expected_ids.tolist()
@@ -94,3 +94,15 @@ def test_next_token_candidates_reject_bad_filters():
         next_token_candidates(torch.zeros(5), top_p=1.5)
     with pytest.raises(ValueError, match="top_k must be a positive"):
         next_token_candidates(torch.zeros(5), top_k=0)
+
+
+def test_next_token_candidates_take_the_filters_by_keyword_only():
+    """The other sampling functions take (temperature, top_p, top_k); this one once took
+    (temperature, top_k, top_p), so a positional call could swap them silently."""
+    with pytest.raises(TypeError, match="positional"):
+        next_token_candidates(torch.zeros(5), 1.0, 2, 0.5)
+    logits = torch.tensor([2.0, 1.0, 0.0])
+    c = next_token_candidates(logits, top_k=2, count=3)
+    expected = torch.softmax(logits[:2].double(), dim=-1)  # the two kept, renormalised
+    torch.testing.assert_close(c.filtered.double(), torch.cat([expected, torch.zeros(1, dtype=torch.double)]),
+                               atol=1e-6, rtol=1e-5)

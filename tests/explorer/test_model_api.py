@@ -176,6 +176,34 @@ def test_unusable_runs_name_the_directory_and_the_fix(model_client, model_server
     assert status == 400 and data["code"] == "run_damaged"  # no stream is started
 
 
+@pytest.mark.parametrize("model_ids, words", [
+    (300, ["the tokenizer has 257 ids but the model samples from 300", "257..299 could not be decoded"]),
+    (200, ["the tokenizer has 257 ids but the model only 200"]),
+])
+def test_a_tokenizer_that_does_not_fit_the_model_is_a_coded_400(tmp_path, model_ids, words):
+    """A 257-id byte tokenizer beside a model of another vocabulary size: with 300 ids, lm/next
+    would list ids the tokenizer cannot decode (it was a KeyError, HTTP 500); with 200, the
+    tokenizer makes ids the model cannot embed. Every LM endpoint refuses the run the same way."""
+    from seqlab.model import TransformerLM
+    from seqlab.tokenizer import Tokenizer
+    from seqlab.training import save_checkpoint
+
+    run = tmp_path / "run"
+    tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+    tokenizer.save(run / "tokenizer")
+    model = TransformerLM(vocab_size=model_ids, context_length=8, d_model=16, num_layers=1, num_heads=2, d_ff=24)
+    save_checkpoint(model, None, 1, str(run / "checkpoints" / "latest.pt"))
+    assert tokenizer.vocab_size == 257
+    with serving(RunRegistry([str(run)])) as server:
+        for name in ("lm/next", "lm/tokens", "lm/generate"):
+            status, data = client_for(server).post(name, {"text": "a"})
+            assert status == 400 and data["code"] == "run_damaged", (name, data)
+            assert data["params"]["run"] == str(run)
+            for word in words:
+                assert word in data["error"] and word in data["params"]["detail"]
+            assert str(run / "tokenizer") in data["error"]
+
+
 def test_without_any_run_the_panels_say_how_to_make_one(tmp_path):
     with serving(RunRegistry([])) as server:
         status, data = client_for(server).post("lm/tokens", {"text": "a"})
