@@ -168,15 +168,19 @@ def checkpoint_path(run: str | Path | None = None, checkpoint: str | Path | None
 
 
 def load_model(run: str | Path | None = None, checkpoint: str | Path | None = None, device: str = "cpu",
-               tokenizer_dir: str | Path | None = None) -> LoadedModel:
+               tokenizer_dir: str | Path | None = None, attention: str = "auto") -> LoadedModel:
     """Model (eval mode on ``device``: cpu, cuda, cuda:N, mps or auto), tokenizer and payload
     from a run directory or a checkpoint file (exactly one of them).
+
+    ``attention`` is the backend the loaded model runs with (see seqlab.model.attention): "auto"
+    picks the one for ``device``, whatever backend the run trained with (the weights are the same).
 
     The tokenizer comes from ``tokenizer_dir`` (which must exist) or else RUN/tokenizer when the run
     has one; otherwise it is None (evaluation needs no tokenizer).
     """
     path = checkpoint_path(run, checkpoint)
     model, payload = load_model_from_checkpoint(path, device=resolve_device(device))
+    model.set_attention(attention)
     if tokenizer_dir is not None:
         if not Path(tokenizer_dir).is_dir():
             raise FileNotFoundError(f"tokenizer directory {tokenizer_dir} does not exist")

@@ -28,7 +28,8 @@ class TransformerLM(nn.Module):
     attention="auto" | "reference" | "chunked" chooses how attention is computed (same weights and,
     up to rounding, same results): "auto" runs the cache-blocked kernel on a CPU in eager mode and
     the reference formula on CUDA, MPS and under torch.compile. set_attention() switches it later,
-    e.g. after loading a checkpoint saved with another backend.
+    e.g. after loading a checkpoint saved with another backend (seqlab.inference.load_model does,
+    to "auto" by default).
     """
 
     def __init__(self, vocab_size: int, context_length: int, d_model: int, num_layers: int,

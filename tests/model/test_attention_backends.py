@@ -199,3 +199,19 @@ def test_kv_cache_decoding_with_the_reference_equals_the_chunked_full_forward():
         full = model(ids)
         model.set_attention("reference")
         torch.testing.assert_close(decode_with_cache(model, ids, 5), full, atol=1e-5, rtol=1e-5)
+
+
+def test_inference_loading_runs_with_the_backend_for_its_device_not_the_training_one(tmp_path):
+    """A run trained with --attention chunked (a CPU choice) loads for inference with "auto", which
+    resolves per device (the reference on CUDA), unless the caller names a backend."""
+    from seqlab.inference.loading import load_model
+
+    model = TransformerLM(**SMALL, attention="chunked")
+    ids = torch.randint(0, 37, (2, 10))
+    expected = model(ids)
+    save_checkpoint(model, None, 3, tmp_path / "chunked.pt")
+    loaded = load_model(checkpoint=tmp_path / "chunked.pt").model
+    assert loaded.config.attention == "auto"
+    assert all(layer.attn.attention == "auto" for layer in loaded.layers)
+    torch.testing.assert_close(loaded(ids), expected, atol=1e-5, rtol=1e-5)
+    assert load_model(checkpoint=tmp_path / "chunked.pt", attention="reference").model.config.attention == "reference"
