@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 
+from seqlab.model.config import ATTENTIONS
+
 MODES = ("eager", "compile", "hf", "eager-bf16", "compile-bf16", "hf-bf16")
 
 
@@ -44,7 +46,7 @@ def parse_args(argv=None):
     parser.add_argument("--modes", default="eager,hf,compile", help=f"comma list from {MODES}")
     parser.add_argument("--peer", default=None, help="mode the ratios compare against (default: hf, or hf-bf16 "
                         "when only bf16 modes run)")
-    parser.add_argument("--attention", default="auto", choices=("auto", "reference", "chunked"),
+    parser.add_argument("--attention", default="auto", choices=ATTENTIONS,
                         help="seqlab's attention backend (auto: chunked in eager mode on CPU, reference under compile)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")

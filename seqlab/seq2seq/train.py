@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -61,7 +60,8 @@ from seqlab.training.checkpoint import (
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.interrupt import signal_name, signals_request_stop
 from seqlab.training.logging_utils import RunLog
-from seqlab.training.optimizer import AdamW
+from seqlab.training.optimizer import AdamW, weight_decay_groups
+from seqlab.training.run_dir import checkpoint_files, remove_old_checkpoints, remove_run_temporaries
 from seqlab.training.schedule import lr_cosine_schedule
 
 VALID_SEED_OFFSET = 1_000_003  # validation pairs come from another stream of the same generator
@@ -296,6 +296,10 @@ class Seq2SeqTrainer:
         if not cfg.resume and self.ckpt.exists() and not cfg.overwrite:
             raise FileExistsError(f"{self.run_dir} already holds a run ({self.ckpt}); continue it with --resume, "
                                   "start over with --overwrite, or choose another --out")
+        remove_run_temporaries(self.run_dir)  # what killed runs left half-written (their process is gone)
+        # --overwrite: the old run's checkpoints, and the vocab.json they need, stay until this run
+        # has saved its first checkpoint (a new run that fails early leaves the old one usable)
+        self.old_checkpoints = checkpoint_files(self.ckpt.parent) if cfg.overwrite and not cfg.resume else []
         vocabs = read_vocabs(self.run_dir / "vocab.json") if cfg.resume else None
         self.data = prepare_data(cfg, vocabs)
         for problem in self.data.problems[:10]:
@@ -306,10 +310,8 @@ class Seq2SeqTrainer:
                                              self.data.max_seq_len)
         torch.manual_seed(cfg.seed)
         self.model = build_model(self.model_config, device=self.device)
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = AdamW([{"params": [p for p in params if p.dim() >= 2]},
-                                {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-                               lr=cfg.lr, betas=(0.9, 0.98), weight_decay=cfg.weight_decay)
+        self.optimizer = AdamW(weight_decay_groups(self.model), lr=cfg.lr, betas=(0.9, 0.98),
+                               weight_decay=cfg.weight_decay)
         self.sampler = BatchSampler(self.data.train_examples, cfg.batch_size, seed=cfg.seed)
         self.step, self.tokens_seen, self.elapsed_before = 0, 0, 0.0
         if cfg.resume:
@@ -354,15 +356,17 @@ class Seq2SeqTrainer:
     def save(self) -> None:
         extra = {"config": asdict(self.cfg), "rng": capture_rng_state(), "sampler": self.sampler.state,
                  "tokens": self.tokens_seen, "wallclock": self.elapsed()}
+        if self.old_checkpoints:  # --overwrite: the old vocab.json was kept for the old checkpoints until now
+            _write_vocabs(self.run_dir / "vocab.json", self.data.src_vocab, self.data.tgt_vocab)
         save_checkpoint(self.model, self.optimizer, self.step, self.ckpt, extra=extra)
+        remove_old_checkpoints(self.old_checkpoints, keep={self.ckpt})
+        self.old_checkpoints = []
 
     def elapsed(self) -> float:
         return self.elapsed_before + (time.perf_counter() - self._started)
 
     def _write_run_files(self) -> None:
         cfg = self.cfg
-        if cfg.overwrite and not cfg.resume:
-            shutil.rmtree(self.run_dir / "checkpoints", ignore_errors=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         info = {"train": asdict(cfg), "model_config": asdict(self.model_config),
                 "vocab": {"kind": self.data.src_vocab.kind, "source_size": self.data.src_vocab.size,
@@ -371,7 +375,7 @@ class Seq2SeqTrainer:
                          "dropped_too_long": self.data.dropped},
                 "parameters": count_parameters(self.model)}
         atomic_write_text(self.run_dir / "config.json", json.dumps(info, indent=2) + "\n")
-        if not cfg.resume:
+        if not cfg.resume and not self.old_checkpoints:  # else written with the first checkpoint (save)
             _write_vocabs(self.run_dir / "vocab.json", self.data.src_vocab, self.data.tgt_vocab)
 
     def run(self) -> Seq2SeqTrainResult:

@@ -7,9 +7,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 
+import numpy as np
+
 from seqlab.tokenizer import parallel
 from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges, build_merge_table
-from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 from seqlab.tokenizer.files import (
     check_files_agree,
     read_merges_txt,
@@ -19,6 +20,7 @@ from seqlab.tokenizer.files import (
 )
 from seqlab.tokenizer.pretokenize import gpt2_pretokenize, special_token_spans, special_tokens_regex
 from seqlab.tokenizer.streaming import StreamDecoder
+from seqlab.tokenizer.token_array import token_dtype
 
 EOT = "<|endoftext|>"
 _CACHE_MAX_ENTRIES = 1 << 20  # distinct pre-tokens kept; bounds memory on huge corpora
@@ -246,11 +248,9 @@ class Tokenizer:
         """Encode a UTF-8 file in parallel chunks; see :func:`seqlab.tokenizer.parallel.encode_file`."""
         return parallel.encode_file(self, path, workers, progress=progress)
 
-    def id_dtype(self):
-        """Smallest unsigned numpy dtype holding every id."""
-        import numpy as np
-
-        return np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
+    def id_dtype(self) -> np.dtype:
+        """Smallest unsigned numpy dtype holding every id (:func:`seqlab.tokenizer.token_array.token_dtype`)."""
+        return token_dtype(self.vocab_size)
 
     def iter_encode_file(self, path: str | os.PathLike, workers: int | None = None, *, progress: bool = False,
                          chunk_bytes: int = parallel.FILE_CHUNK_BYTES) -> Iterator:

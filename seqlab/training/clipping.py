@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import torch
@@ -21,6 +22,10 @@ def clip_grad_norm(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float)
     (`if total_norm > max` would wait for the GPU); the factor is computed on the device as
     where(norm > max, max / (norm + eps), 1) and every gradient is multiplied by it (by exactly 1
     when there is nothing to clip).
+
+    Clipping off: pass `max_l2_norm=math.inf`. The norm is still computed and returned (the trainer
+    logs it), but no gradient is touched; the test is `math.isinf` on the Python float, so it costs
+    no device sync and saves one multiply per parameter tensor every step.
     """
     if max_l2_norm < 0:
         raise ValueError(f"max_l2_norm must be >= 0, got {max_l2_norm}")
@@ -29,6 +34,8 @@ def clip_grad_norm(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float)
         return torch.tensor(0.0)
     squares = torch.stack([g.detach().float().pow(2).sum().to(grads[0].device) for g in grads])
     total_norm = squares.sum().sqrt()
+    if math.isinf(max_l2_norm):
+        return total_norm
     scale = torch.where(total_norm > max_l2_norm, max_l2_norm / (total_norm + CLIP_EPS), 1.0)
     for g in grads:
         g.mul_(scale.to(g.dtype))

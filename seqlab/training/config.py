@@ -155,8 +155,6 @@ class TrainConfig:
             raise ValueError("config: vocab_size is unknown (set it or give a data_dir with meta.json)")
         shape = {f.name: getattr(self, f.name) for f in fields(ModelConfig) if f.name != "vocab_size"}
         return ModelConfig(vocab_size=vocab, **shape)
-    attention: str = _f("auto", "model", "attention backend: auto (chunked on CPU, reference on CUDA/MPS and "
-                        "under --compile) | reference | chunked; not part of the weights", choices=ATTENTIONS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -7,6 +7,7 @@ records add ``train_loss``, ``lr``, ``grad_norm`` and ``tokens``; eval records a
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,14 @@ class JsonlLog:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def _truncate_after(self, step: int) -> None:
-        """Drop records written after the checkpoint we resume from (they will be redone)."""
+        """Drop records written after the checkpoint we resume from (they will be redone).
+
+        A run killed (or out of disk) in the middle of an append leaves a torn last line such as
+        ``{"step": 40, "wallc``; it is dropped with a warning. A bad line elsewhere still raises."""
         from seqlab.atomic import atomic_write_text
 
-        kept = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step] if self.path.exists() else []
+        records = read_jsonl(self.path, drop_torn_last_line=True) if self.path.exists() else []
+        kept = [r for r in records if r.get("step", 0) <= step]
         atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def write(self, record: dict[str, Any]) -> None:
@@ -38,15 +43,24 @@ class JsonlLog:
         self._fh.close()
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    records = []
+def read_jsonl(path: str | Path, *, drop_torn_last_line: bool = False) -> list[dict[str, Any]]:
+    """The records of a JSONL file; a line that is not JSON raises ValueError naming it.
+
+    With ``drop_torn_last_line`` an unparseable *last* line (an append cut short) is left out with
+    a warning instead; an unparseable line followed by others still raises.
+    """
     with Path(path).open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}, line {number}: invalid JSON ({exc})") from None
+        lines = [(number, line) for number, line in enumerate(fh, 1) if line.strip()]
+    records = []
+    for index, (number, line) in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if drop_torn_last_line and index == len(lines) - 1:
+                warnings.warn(f"{path}, line {number}: the last line is incomplete JSON (a write cut short by "
+                              "a kill or a full disk); dropped it", RuntimeWarning, stacklevel=2)
+                break
+            raise ValueError(f"{path}, line {number}: invalid JSON ({exc})") from None
     return records
 
 

@@ -16,15 +16,18 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from seqlab.atomic import atomic_path, remove_stale_temporaries
+from seqlab.atomic import atomic_directory, remove_stale_temporaries
 from seqlab.model.config import ModelConfig
+from seqlab.tokenizer.files import TOKENIZER_FILES
 from seqlab.training.config import TrainConfig
 
 
 def write_run_files(config: TrainConfig, model_config: ModelConfig, *, world_size: int, total_steps: int) -> Path:
     """Create RUN (config.out_dir), write config.json and copy the data's tokenizer; return RUN.
 
-    A resumed run keeps the tokenizer it already has. Both writes are atomic. (``--overwrite``
+    A resumed run keeps the tokenizer it already has. Both writes are atomic: the tokenizer files
+    (:data:`~seqlab.tokenizer.files.TOKENIZER_FILES`) are copied into a new folder that replaces
+    RUN/tokenizer whole, so there is never a moment without a tokenizer or with a mix of two. (``--overwrite``
     keeps the old run's checkpoints until the new run saves its first one: see
     :func:`remove_old_checkpoints`.)
     """
@@ -35,10 +38,10 @@ def write_run_files(config: TrainConfig, model_config: ModelConfig, *, world_siz
     source = Path(config.data_dir) / "tokenizer"
     target = run_dir / "tokenizer"
     if source.is_dir() and not (target.exists() and config.resume):
-        with atomic_path(target) as tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(source, tmp)
-            shutil.rmtree(target, ignore_errors=True)  # os.replace cannot replace a folder
+        with atomic_directory(target, TOKENIZER_FILES) as tmp:
+            for name in TOKENIZER_FILES:
+                if (source / name).is_file():
+                    shutil.copyfile(source / name, tmp / name)
     return run_dir
 
 

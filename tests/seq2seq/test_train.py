@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -101,6 +102,44 @@ def test_run_directory_guards(tmp_path):
                                                               "target": {"kind": "char", "chars": ["a"]}}))
     with pytest.raises(ValueError, match="vocab.json has 5/5 source/target ids"):
         load_run(tmp_path / "run", device="cpu")
+
+
+def test_overwrite_keeps_the_old_run_until_the_new_one_saves(tmp_path):
+    run = tmp_path / "run"
+    train(tiny(tmp_path, steps=2, eval_interval=2), log=lambda m: None)
+    old_vocab = (run / "vocab.json").read_bytes()
+    (run / "checkpoints" / "step_0000001.pt").write_bytes(b"an older checkpoint file")
+
+    def fail_at_step_1(trainer, step):
+        raise RuntimeError("new run failed (simulated)")
+
+    dates = dict(task="dates", min_len=None, max_len=None, train_size=200, valid_size=20, eval_size=20,
+                 overwrite=True)
+    with pytest.raises(RuntimeError, match="simulated"):
+        train(tiny(tmp_path, **dates), step_callbacks=[fail_at_step_1], log=lambda m: None)
+    # the old run survives whole: its checkpoints and the vocabulary they were trained with
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest.pt", "step_0000001.pt"]
+    assert (run / "vocab.json").read_bytes() == old_vocab
+    old = load_run(run, device="cpu")
+    assert (old.step, old.train_config.task) == (2, "reverse")
+
+    train(tiny(tmp_path, **dates, steps=3, eval_interval=3), log=lambda m: None)
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest.pt"]
+    new = load_run(run, device="cpu")
+    assert (new.step, new.train_config.task) == (3, "dates")
+    assert (run / "vocab.json").read_bytes() != old_vocab
+
+
+def test_temporaries_of_dead_runs_are_removed_at_start(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    dead, alive = 2**31 - 1, os.getppid()  # no process has an id above Linux's pid_max (at most 2**22)
+    (run / f".loss_curve.tmp{dead}.png").write_bytes(b"")
+    (run / "checkpoints" / f".latest.tmp{dead}.pt").write_bytes(b"half a checkpoint")
+    (run / f".log.tmp{alive}.jsonl").write_bytes(b"")  # a live process's file: kept
+    train(tiny(tmp_path, steps=2, eval_interval=2), log=lambda m: None)
+    left = sorted(p.name for p in run.rglob(".*"))
+    assert left == [f".log.tmp{alive}.jsonl"]
 
 
 def test_config_errors_name_the_setting():

@@ -1,5 +1,7 @@
 """Global-norm gradient clipping against torch.nn.utils.clip_grad_norm_."""
 
+import math
+
 import pytest
 import torch
 
@@ -39,3 +41,16 @@ def test_clipped_norm_is_max_and_returns_pre_clip_norm():
 
 def test_no_gradients_gives_zero_norm():
     assert clip_grad_norm([torch.nn.Parameter(torch.ones(2))], 1.0).item() == 0.0
+
+
+def test_infinite_limit_returns_norm_and_leaves_gradients_untouched():
+    params = make(2, 10.0)
+    grads = [p.grad for p in params if p.grad is not None]
+    before = [(g.data_ptr(), g._version, g.clone()) for g in grads]
+    expected = torch.sqrt(sum((g**2).sum() for g in grads))
+    norm = clip_grad_norm(params, math.inf)
+    torch.testing.assert_close(norm, expected)
+    for p, (ptr, version, values) in zip(params, before):
+        assert p.grad.data_ptr() == ptr  # same storage ...
+        assert p.grad._version == version  # ... never written in place (mul_ by 1 would bump this)
+        assert torch.equal(p.grad, values)

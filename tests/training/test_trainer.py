@@ -295,6 +295,27 @@ def test_log_records_are_ordered_and_malformed_logs_name_the_line(byte_data, tmp
         read_jsonl(tmp_path / "log.jsonl")
 
 
+def test_resume_drops_a_torn_last_log_line_and_refuses_a_bad_line_elsewhere(tmp_path):
+    from seqlab.training.logging_utils import JsonlLog
+
+    path = tmp_path / "log.jsonl"
+    good = [{"step": 1, "wallclock": 0.5}, {"step": 2, "wallclock": 1.0}]
+    lines = "".join(json.dumps(r) + "\n" for r in good)
+    path.write_text(lines + json.dumps({"step": 3, "wallclock": 1.5})[:9])  # '{"step": ': a kill mid-append
+    with pytest.warns(RuntimeWarning, match=r"log\.jsonl, line 3: the last line is incomplete JSON") as caught:
+        resumed = JsonlLog(path, resume_step=2)
+    assert len(caught) == 1
+    resumed.write({"step": 3, "wallclock": 9.0})
+    resumed.close()
+    assert read_jsonl(path) == [*good, {"step": 3, "wallclock": 9.0}]
+    # an unparseable line with records after it is damage, not a torn append: resume refuses it
+    damaged = json.dumps(good[0]) + "\n{not json\n" + json.dumps(good[1]) + "\n"
+    path.write_text(damaged)
+    with pytest.raises(ValueError, match=r"log\.jsonl, line 2: invalid JSON"):
+        JsonlLog(path, resume_step=2)
+    assert path.read_text() == damaged
+
+
 @pytest.mark.parametrize("ablation", [{"norm": "none"}, {"norm_position": "post"}, {"positional": "nope"},
                                       {"ffn": "silu"}])
 def test_each_ablation_trains_and_is_recorded(byte_data, tmp_path, ablation):
