@@ -28,8 +28,8 @@ def write_run_files(config: TrainConfig, model_config: ModelConfig, *, world_siz
     A resumed run keeps the tokenizer it already has. Both writes are atomic: the tokenizer files
     (:data:`~seqlab.tokenizer.files.TOKENIZER_FILES`) are copied into a new folder that replaces
     RUN/tokenizer whole, so there is never a moment without a tokenizer or with a mix of two. (``--overwrite``
-    keeps the old run's checkpoints until the new run saves its first one: see
-    :func:`remove_old_checkpoints`.)
+    keeps the old run's checkpoints, and calls this only at the new run's first save, so the files
+    always describe the checkpoints beside them: see :func:`remove_old_checkpoints`.)
     """
     run_dir = Path(config.out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

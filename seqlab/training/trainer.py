@@ -256,9 +256,15 @@ class Trainer:
         save_checkpoint(self.raw_model, self.optimizer, step, path, extra=extra)
         latest = link_or_copy(path, self.ckpt_dir / "latest.pt")  # same bytes, no second write
         self.last_checkpoint = (step, latest)
-        remove_old_checkpoints(self.old_checkpoints, keep={path, latest})
-        self.old_checkpoints = []
+        if self.old_checkpoints:  # --overwrite: the new run's files replace the old run's only now
+            self._write_run_files()
+            remove_old_checkpoints(self.old_checkpoints, keep={path, latest})
+            self.old_checkpoints = []
         return latest
+
+    def _write_run_files(self) -> None:
+        write_run_files(self.config, self.model_config, world_size=self.dist.world_size,
+                        total_steps=self.total_steps)
 
     def elapsed(self) -> float:
         return self.elapsed_before + (self._clock() - self._started)
@@ -277,8 +283,8 @@ class Trainer:
         self._started = self._clock()
         run_log = None
         if main:
-            write_run_files(cfg, self.model_config, world_size=self.dist.world_size,
-                            total_steps=self.total_steps)
+            if not self.old_checkpoints:  # with an old run to overwrite, at the first save (see save)
+                self._write_run_files()
             run_log = RunLog(self.run_dir, self.config.to_dict(), resume_step=self.step if cfg.resume else None,
                              plot_title=f"{self.run_dir.name}: {self.raw_model.num_parameters():,} parameters")
         # MFU on a GPU: model FLOPs per step over the step time, as a share of the peak

@@ -114,6 +114,27 @@ def test_2_overwrite_keeps_the_old_checkpoints_until_the_new_run_saves(byte_data
     assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000003.pt"]
 
 
+def test_2_overwrite_keeps_the_old_runs_config_and_tokenizer_with_its_checkpoints(byte_data, tmp_path):
+    """config.json and tokenizer/ describe the checkpoints beside them: a new --overwrite run that
+    fails before its first save leaves the old run's files, and they are replaced at that save."""
+    import json
+
+    run = tmp_path / "run"
+    train(_config(byte_data, run, max_steps=4, checkpoint_interval=2, eval_interval=100))
+    old_config = (run / "config.json").read_bytes()
+
+    def fail_at_step_2(trainer, step):
+        if step == 2:
+            raise RuntimeError("new run failed (simulated)")
+
+    with pytest.raises(RuntimeError, match="simulated"):
+        train(_config(byte_data, run, max_steps=10, overwrite=True, checkpoint_interval=5, eval_interval=100),
+              step_callbacks=[fail_at_step_2])
+    assert (run / "config.json").read_bytes() == old_config
+    train(_config(byte_data, run, max_steps=3, overwrite=True, checkpoint_interval=5, eval_interval=100))
+    assert json.loads((run / "config.json").read_text())["max_steps"] == 3
+
+
 # -- 3. NaN gradient with a finite loss ---------------------------------------------------------
 
 
