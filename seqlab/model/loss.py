@@ -30,7 +30,7 @@ class _CrossEntropyFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, ignore_index: int | None) -> torch.Tensor:
         compute = torch.promote_types(logits.dtype, torch.float32)
         num_rows, vocab = logits.shape
         log_sum_exp = torch.empty(num_rows, 1, dtype=compute, device=logits.device)
@@ -42,30 +42,39 @@ class _CrossEntropyFunction(torch.autograd.Function):
             sum_exp = (block - row_max).exp_().sum(-1, keepdim=True)
             log_sum_exp[rows] = row_max + sum_exp.log()
         target_logits = logits.gather(-1, targets[:, None]).to(compute)
-        ctx.save_for_backward(logits, targets, log_sum_exp)
+        # each row's share of the mean: 1/N, or with ignore_index 1/(rows kept) for kept rows and 0
+        # for ignored ones (a tensor, so counting the kept rows needs no host read)
+        row_weights = None
+        if ignore_index is not None:
+            kept = (targets != ignore_index)[:, None].to(compute)
+            row_weights = kept / kept.sum().clamp_min(1.0)
+        ctx.save_for_backward(logits, targets, log_sum_exp, row_weights)
         # the loss stays in (at least) float32 even for bfloat16 logits
-        return (log_sum_exp - target_logits).mean()
+        nll = log_sum_exp - target_logits
+        return nll.mean() if row_weights is None else (nll * row_weights).sum()
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
-        logits, targets, log_sum_exp = ctx.saved_tensors
+        logits, targets, log_sum_exp, row_weights = ctx.saved_tensors
         num_rows, vocab = logits.shape
-        scale = grad_out / num_rows
+        # d loss / d logits_i = (softmax_i - onehot(target_i)) * (row i's share of the mean)
+        scale = grad_out / num_rows if row_weights is None else grad_out * row_weights  # scalar or (N, 1)
         grad = torch.empty_like(logits)
-        # d loss / d logits = (softmax - onehot(target)) / N
         for rows in _row_blocks(num_rows, vocab, ctx.one_block):
-            block = (logits[rows].to(log_sum_exp.dtype) - log_sum_exp[rows]).exp_().mul_(scale)
-            grad[rows] = block
+            block_scale = scale if row_weights is None else scale[rows]
+            grad[rows] = (logits[rows].to(log_sum_exp.dtype) - log_sum_exp[rows]).exp_().mul_(block_scale)
         grad.scatter_add_(-1, targets[:, None], (-scale).expand(num_rows, 1).to(grad.dtype))
-        return grad, None
+        return grad, None, None
 
 
-def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, *, ignore_index: int | None = None) -> torch.Tensor:
     """Mean negative log-likelihood of `targets` under softmax(`logits`).
 
     logits (..., vocab) float, targets (...) int in [0, vocab) -> scalar, averaged over all
     leading dimensions; computed and returned in at least float32 (bfloat16 logits under autocast
-    still give a float32 loss).
+    still give a float32 loss). With ``ignore_index`` (e.g. the padding id of a seq2seq batch) the
+    mean is over the other targets only and ignored positions get no gradient; if every target is
+    ignored the loss is 0.
     """
     if logits.shape[:-1] != targets.shape:
         raise ValueError(
@@ -75,4 +84,4 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     vocab = logits.shape[-1]
     targets = targets.long()
     check_in_range(targets, vocab, "target id", f"[0, {vocab})")
-    return _CrossEntropyFunction.apply(logits.reshape(-1, vocab), targets.reshape(-1))
+    return _CrossEntropyFunction.apply(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index)

@@ -20,7 +20,6 @@ continues with exactly the batches the uninterrupted run would have drawn.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import sys
@@ -32,6 +31,7 @@ from typing import Any, Callable
 import torch
 
 from seqlab.atomic import atomic_write_text
+from seqlab.model.loss import cross_entropy
 from seqlab.seq2seq.build import build_model, count_parameters
 from seqlab.seq2seq.config import PAD_ID, Seq2SeqConfig
 from seqlab.seq2seq.data import (
@@ -146,11 +146,7 @@ def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.T
     """Mean over non-PAD targets of ``logsumexp(logits) - logits[target]`` (float32 or wider).
 
     logits (B, T, V), targets (B, T) with PAD_ID where nothing is to be predicted."""
-    logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
-    real = (targets != PAD_ID).to(logits.dtype)
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    nll = torch.logsumexp(logits, dim=-1) - picked
-    return (nll * real).sum() / real.sum().clamp_min(1.0)
+    return cross_entropy(logits, targets, ignore_index=PAD_ID)
 
 
 def decode_limit(model, examples_or_lengths) -> int:

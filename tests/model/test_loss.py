@@ -55,3 +55,27 @@ def test_blocked_computation_matches_functional(monkeypatch):
     (ref_grad,) = torch.autograd.grad(ref * 3.0, oracle)
     torch.testing.assert_close(loss, ref)
     torch.testing.assert_close(grad, ref_grad)
+
+
+@pytest.mark.parametrize("shape", [(6, 11), (3, 5, 11)])
+def test_ignore_index_matches_functional_values_and_gradients(shape):
+    """ignored targets (a seq2seq batch's padding) count neither in the mean nor in the gradient."""
+    torch.manual_seed(0)
+    logits = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, shape[-1], shape[:-1])
+    targets.view(-1)[::3] = 0  # every third position is padding (id 0)
+    ours = cross_entropy(logits, targets, ignore_index=0)
+    (grad,) = torch.autograd.grad(ours, logits)
+    reference_logits = logits.detach().clone().requires_grad_()
+    reference = F.cross_entropy(reference_logits.reshape(-1, shape[-1]), targets.reshape(-1), ignore_index=0)
+    reference.backward()
+    torch.testing.assert_close(ours, reference)
+    torch.testing.assert_close(grad, reference_logits.grad)
+    assert torch.all(grad.reshape(-1, shape[-1])[targets.reshape(-1) == 0] == 0)
+
+
+def test_ignore_index_with_every_target_ignored_is_zero_not_nan():
+    logits = torch.randn(4, 7, requires_grad=True)
+    loss = cross_entropy(logits, torch.zeros(4, dtype=torch.long), ignore_index=0)
+    loss.backward()
+    assert loss.item() == 0.0 and torch.all(logits.grad == 0)
