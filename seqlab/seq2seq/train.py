@@ -52,7 +52,7 @@ from seqlab.seq2seq.vocab import CharVocab, load_bpe_vocab, train_bpe_vocab, voc
 from seqlab.runtime import resolve_device
 from seqlab.training.checkpoint import (
     capture_rng_state,
-    load_checkpoint,
+    load_payload,
     read_checkpoint,
     restore_rng_state,
     save_checkpoint,
@@ -312,7 +312,7 @@ class Seq2SeqTrainer:
         self.step, self.tokens_seen, self.elapsed_before = 0, 0, 0.0
         if cfg.resume:
             payload = read_checkpoint(self.ckpt)
-            self.step = load_checkpoint(self.ckpt, self.model, self.optimizer)
+            self.step = load_payload(payload, self.model, self.optimizer, source=self.ckpt)
             extra = payload["extra"]
             self.sampler.load_state(extra["sampler"])
             self.tokens_seen = int(extra.get("tokens", 0))
@@ -502,7 +502,7 @@ def load_run(run_dir: str | Path, *, device=None) -> LoadedRun:
         raise ValueError(f"{run_dir / 'vocab.json'} has {src_vocab.size}/{tgt_vocab.size} source/target ids but the "
                          f"checkpoint's model has {model_config.src_vocab_size}/{model_config.tgt_vocab_size}")
     model = build_model(model_config, device=resolve_device(device or "auto"))
-    step = load_checkpoint(ckpt, model)
+    step = load_payload(payload, model, source=ckpt)
     model.eval()
     train_config = Seq2SeqTrainConfig.from_dict(payload["extra"]["config"], source=str(ckpt))
     return LoadedRun(model, src_vocab, tgt_vocab, train_config, step, run_dir)

@@ -61,11 +61,17 @@ def load_checkpoint(src: str | os.PathLike | IO[bytes], model: torch.nn.Module,
     Keys with or without `_orig_mod.` / `module.` prefixes load into plain or wrapped models.
     A checkpoint of a different architecture raises ValueError naming the mismatched keys/shapes.
     """
-    payload = read_checkpoint(src)
-    load_weights(unwrap_model(model), payload, f"checkpoint {src} does not match the model architecture")
+    return load_payload(read_checkpoint(src), model, optimizer, source=src)
+
+
+def load_payload(payload: dict, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None, *,
+                 source: str | os.PathLike | IO[bytes] = "checkpoint") -> int:
+    """:func:`load_checkpoint` for a payload already read with :func:`read_checkpoint` (so a caller
+    that also needs the payload's extra state reads the file once); ``source`` names it in errors."""
+    load_weights(unwrap_model(model), payload, f"checkpoint {source} does not match the model architecture")
     if optimizer is not None:
         if payload["optimizer"] is None:
-            raise ValueError(f"checkpoint {src} holds no optimizer state")
+            raise ValueError(f"checkpoint {source} holds no optimizer state")
         optimizer.load_state_dict(payload["optimizer"])
     return int(payload["iteration"])
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from seqlab.training.checkpoint import capture_rng_state, load_checkpoint, read_checkpoint, restore_rng_state
+from seqlab.training.checkpoint import capture_rng_state, load_payload, read_checkpoint, restore_rng_state
 from seqlab.training.config import TrainConfig
 
 
@@ -52,8 +52,8 @@ def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Opt
     ``say`` tells the user where the run continues (and when its global batch changed)."""
     if not latest.is_file():
         raise FileNotFoundError(f"--resume: {latest} does not exist (nothing to resume in {latest.parent.parent})")
-    payload = read_checkpoint(latest)  # for the extra state; load_checkpoint checks the architecture
-    load_checkpoint(latest, model, optimizer)
+    payload = read_checkpoint(latest)  # read once: weights, optimizer and the extra state
+    load_payload(payload, model, optimizer, source=latest)
     extra = payload["extra"]
     sampler.bit_generator.state = extra["sampler"]
     if "rng" in extra:
