@@ -27,6 +27,7 @@ POSITIONALS = ("sinusoidal", "learned", "rope")
 FFNS = ("relu", "swiglu")
 CELLS = ("gru", "lstm", "rnn")
 ATTENTION_SCORES = ("dot", "additive")
+GRU_RESETS = ("after", "before")
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Seq2SeqConfig:
     norm, norm_position, positional, ffn   Transformer options (see TransformerSeq2Seq)
     cell                 recurrent cell of the RNN models: "gru", "lstm" or "rnn" (tanh)
     attention_score      RNN attention: "dot" (scaled dot product) or "additive" (Bahdanau)
+    gru_reset            GRU cells: reset gate applied "after" the hidden matmul (PyTorch) or
+                         "before" it (paper/d2l); saved with the model so a checkpoint rebuilds it
     shared_embeddings    one embedding table for source and target (needs equal vocab sizes)
     tie_output           the output layer reuses the target embedding matrix
     """
@@ -62,6 +65,7 @@ class Seq2SeqConfig:
     ffn: str = "relu"
     cell: str = "gru"
     attention_score: str = "dot"
+    gru_reset: str = "after"
     shared_embeddings: bool = False
     tie_output: bool = False
 
@@ -74,6 +78,7 @@ class Seq2SeqConfig:
             ("ffn", self.ffn, FFNS),
             ("cell", self.cell, CELLS),
             ("attention_score", self.attention_score, ATTENTION_SCORES),
+            ("gru_reset", self.gru_reset, GRU_RESETS),
         ):
             if value not in allowed:
                 raise ValueError(f"Seq2SeqConfig.{name} must be one of {allowed}, got {value!r}")

@@ -111,15 +111,15 @@ class RNNDecoderState:
 
 
 class RNNSeq2Seq(Seq2SeqModel):
-    """arch "rnn" or "rnn-attention" of a Seq2SeqConfig (cell, d_model, layer counts, attention_score).
+    """arch "rnn" or "rnn-attention" of a Seq2SeqConfig (cell, gru_reset, d_model, layer counts,
+    attention_score).
 
     Submodules: src_embeddings, tgt_embeddings (the same module when shared_embeddings), encoder,
     decoder (RecurrentLayer), attention (RNNAttention, "rnn-attention" only), lm_head (its weight
     is tgt_embeddings.weight when tie_output).
-    gru_reset: "after" (PyTorch) or "before" (paper/d2l) for the GRU cells.
     """
 
-    def __init__(self, config: Seq2SeqConfig, *, gru_reset: str = "after", device=None, dtype=None):
+    def __init__(self, config: Seq2SeqConfig, *, device=None, dtype=None):
         super().__init__()
         if config.arch not in ("rnn", "rnn-attention"):
             raise ValueError(f"RNNSeq2Seq builds arch 'rnn' or 'rnn-attention', got {config.arch!r}")
@@ -129,8 +129,8 @@ class RNNSeq2Seq(Seq2SeqModel):
         self.src_embeddings = Embedding(config.src_vocab_size, d, **kw)
         self.tgt_embeddings = (self.src_embeddings if config.shared_embeddings
                                else Embedding(config.tgt_vocab_size, d, **kw))
-        self.encoder = RecurrentLayer(config.cell, d, d, config.num_encoder_layers, reset=gru_reset, **kw)
-        self.decoder = RecurrentLayer(config.cell, d, d, config.num_decoder_layers, reset=gru_reset, **kw)
+        self.encoder = RecurrentLayer(config.cell, d, d, config.num_encoder_layers, reset=config.gru_reset, **kw)
+        self.decoder = RecurrentLayer(config.cell, d, d, config.num_decoder_layers, reset=config.gru_reset, **kw)
         self.attention = (RNNAttention(d, config.attention_score, **kw)
                           if config.arch == "rnn-attention" else None)
         self.lm_head = Linear(d, config.tgt_vocab_size, **kw)

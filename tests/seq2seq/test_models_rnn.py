@@ -143,9 +143,12 @@ def test_shared_embeddings_and_tied_output_share_one_tensor():
 
 
 def test_gru_reset_before_is_selectable():
-    config = Seq2SeqConfig("rnn", 12, 12, d_model=8)
-    model = RNNSeq2Seq(config, gru_reset="before")
+    config = Seq2SeqConfig("rnn", 12, 12, d_model=8, gru_reset="before")
+    model = RNNSeq2Seq(config)
     assert all(cell.reset == "before" for cell in model.encoder.cells)
+    # a config field, so a checkpoint's model_config rebuilds the same cells
+    rebuilt = build_model(Seq2SeqConfig(**asdict(config)))
+    assert all(cell.reset == "before" for cell in [*rebuilt.encoder.cells, *rebuilt.decoder.cells])
 
 
 def test_config_validation_names_the_field_and_round_trips():
