@@ -98,27 +98,8 @@ def test_1_stop_signal_handlers_are_restored_after_the_run(byte_data, tmp_path):
 
 
 def test_2_overwrite_keeps_the_old_checkpoints_until_the_new_run_saves(byte_data, tmp_path):
-    run = tmp_path / "run"
-    train(_config(byte_data, run, max_steps=4, checkpoint_interval=2, eval_interval=100))
-
-    def fail_at_step_2(trainer, step):
-        if step == 2:
-            raise RuntimeError("new run failed (simulated)")
-
-    with pytest.raises(RuntimeError, match="simulated"):
-        train(_config(byte_data, run, max_steps=10, overwrite=True, checkpoint_interval=5, eval_interval=100),
-              step_callbacks=[fail_at_step_2])
-    assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000002.pt", "step_0000004.pt"]
-    assert read_checkpoint(run / "checkpoints" / "latest.pt")["iteration"] == 4  # the old run survives
-    train(_config(byte_data, run, max_steps=3, overwrite=True, checkpoint_interval=5, eval_interval=100))
-    assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000003.pt"]
-
-
-def test_2_overwrite_keeps_the_old_runs_config_and_tokenizer_with_its_checkpoints(byte_data, tmp_path):
-    """config.json and tokenizer/ describe the checkpoints beside them: a new --overwrite run that
-    fails before its first save leaves the old run's files, and they are replaced at that save."""
-    import json
-
+    """... and with them the old run's config.json (and tokenizer/), which describe those checkpoints:
+    the new run's files replace them at its first save."""
     run = tmp_path / "run"
     train(_config(byte_data, run, max_steps=4, checkpoint_interval=2, eval_interval=100))
     old_config = (run / "config.json").read_bytes()
@@ -130,8 +111,11 @@ def test_2_overwrite_keeps_the_old_runs_config_and_tokenizer_with_its_checkpoint
     with pytest.raises(RuntimeError, match="simulated"):
         train(_config(byte_data, run, max_steps=10, overwrite=True, checkpoint_interval=5, eval_interval=100),
               step_callbacks=[fail_at_step_2])
+    assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000002.pt", "step_0000004.pt"]
+    assert read_checkpoint(run / "checkpoints" / "latest.pt")["iteration"] == 4  # the old run survives
     assert (run / "config.json").read_bytes() == old_config
     train(_config(byte_data, run, max_steps=3, overwrite=True, checkpoint_interval=5, eval_interval=100))
+    assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000003.pt"]
     assert json.loads((run / "config.json").read_text())["max_steps"] == 3
 
 
