@@ -258,3 +258,27 @@ def test_train_flags_reach_the_model():
     assert config_from_argv([]).model_config(vocab_size=50).num_kv_heads == 4
     with pytest.raises(ValueError, match=r"config num_kv_heads=3: num_heads \(4\) must be divisible"):
         config_from_argv(["--num-heads", "4", "--num-kv-heads", "3"])
+
+
+def test_gpu_path_of_a_grouped_tied_model_is_flat_in_the_batch_sync_free_and_traces_whole():
+    import torch._dynamo
+
+    from seqlab.model import gpu_path_forced
+    from seqlab.model.loss import cross_entropy
+    from seqlab.model.op_count import OpCounter
+
+    def count(batch: int, device: str) -> OpCounter:
+        model = TransformerLM(**SMALL, num_kv_heads=2, tie_embeddings=True, device=device)
+        ids = torch.zeros(batch, 17, dtype=torch.long, device=device)
+        with OpCounter() as counter:
+            cross_entropy(model(ids[:, :-1]), ids[:, 1:]).backward()
+        return counter
+
+    assert count(2, "meta").total == count(64, "meta").total  # meta takes the GPU path (reference)
+    with gpu_path_forced():
+        assert count(2, "cpu").syncs == 0
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(TransformerLM(**SMALL, num_kv_heads=2, tie_embeddings=True))(
+        torch.randint(0, SMALL["vocab_size"], (2, 8)))
+    torch._dynamo.reset()
+    assert explanation.graph_break_count == 0, explanation.break_reasons
