@@ -43,6 +43,44 @@ def _visible(rows, cols, n, m, CAUSAL: tl.constexpr):
 
 
 @triton.jit
+def _load_tile(base, positions, dims, stride_pos, stride_dim, count, head_dim):
+    """(len(positions), BLOCK_D) tile of a (count, head_dim) matrix; 0 outside it."""
+    return tl.load(base + positions[:, None] * stride_pos + dims[None, :] * stride_dim,
+                   mask=(positions[:, None] < count) & (dims[None, :] < head_dim), other=0.0)
+
+
+@triton.jit
+def _store_tile(base, positions, dims, stride_pos, stride_dim, count, head_dim, values):
+    tl.store(base + positions[:, None] * stride_pos + dims[None, :] * stride_dim, values.to(base.dtype.element_ty),
+             mask=(positions[:, None] < count) & (dims[None, :] < head_dim))
+
+
+@triton.jit
+def _query_program(num_heads, group, BLOCK_M: tl.constexpr):
+    """(first query, batch, head, kv head) of a program of the grid (query tiles, batch * heads)."""
+    head = tl.program_id(1) % num_heads
+    return tl.program_id(0) * BLOCK_M, tl.program_id(1) // num_heads, head, head // group
+
+
+@triton.jit
+def _key_end(start_m, n, m, BLOCK_M: tl.constexpr, CAUSAL: tl.constexpr):
+    """Keys 0..end-1 are all a query tile starting at start_m can see (the causal tile skip)."""
+    end = m
+    if CAUSAL:  # the tile's last row sits at position start_m + BLOCK_M - 1 + m - n
+        end = tl.minimum(m, start_m + BLOCK_M + (m - n))
+    return end
+
+
+@triton.jit
+def _probabilities(q, k, lse2, rows, cols, n, m, qk_scale, CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+    """P = exp(Q K^T s - lse) of one (query tile, key tile), recomputed from the saved log-sum-exp
+    (lse2 = lse * log2(e)); 0 where hidden."""
+    scores = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
+    p = tl.exp2(scores - lse2[:, None])
+    return tl.where(_visible(rows, cols, n, m, CAUSAL), p, 0.0)
+
+
+@triton.jit
 def flash_forward_kernel(
     Q, K, V, O, LSE,
     sqb, sqh, sqn, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, son, sod, slb, slh, sln,
@@ -52,31 +90,20 @@ def flash_forward_kernel(
 ):
     """One (query tile, batch * head) per program: O = softmax(Q K^T s) V by online softmax, and the
     per-row log-sum-exp (base e). qk_scale = s * log2(e)."""
-    start_m = tl.program_id(0) * BLOCK_M
-    batch = tl.program_id(1) // num_heads
-    head = tl.program_id(1) % num_heads
-    kv_head = head // group
+    start_m, batch, head, kv_head = _query_program(num_heads, group, BLOCK_M)
     rows = start_m + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, BLOCK_D)
-    cols0 = tl.arange(0, BLOCK_N)
-    row_ok = rows[:, None] < n
-    dim_ok = dims[None, :] < head_dim
-    q = tl.load(Q + batch * sqb + head * sqh + rows[:, None] * sqn + dims[None, :] * sqd,
-                mask=row_ok & dim_ok, other=0.0)
+    q = _load_tile(Q + batch * sqb + head * sqh, rows, dims, sqn, sqd, n, head_dim)
     k_base = K + batch * skb + kv_head * skh
     v_base = V + batch * svb + kv_head * svh
 
     row_max = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running max of the scores (base 2)
     row_sum = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(score - row_max)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)  # running sum of exp2(score - row_max) * v
-    end = m
-    if CAUSAL:  # the last row of this tile sees keys < start_m + BLOCK_M + m - n
-        end = tl.minimum(m, start_m + BLOCK_M + (m - n))
-    for start_n in range(0, end, BLOCK_N):
-        cols = start_n + cols0
-        col_ok = cols[:, None] < m
-        k = tl.load(k_base + cols[:, None] * skn + dims[None, :] * skd, mask=col_ok & dim_ok, other=0.0)
-        v = tl.load(v_base + cols[:, None] * svn + dims[None, :] * svd, mask=col_ok & dim_ok, other=0.0)
+    for start_n in range(0, _key_end(start_m, n, m, BLOCK_M, CAUSAL), BLOCK_N):
+        cols = start_n + tl.arange(0, BLOCK_N)
+        k = _load_tile(k_base, cols, dims, skn, skd, m, head_dim)
+        v = _load_tile(v_base, cols, dims, svn, svd, m, head_dim)
         scores = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
         scores = tl.where(_visible(rows, cols, n, m, CAUSAL), scores, float("-inf"))
         new_max = tl.maximum(row_max, tl.max(scores, 1))
@@ -90,8 +117,7 @@ def flash_forward_kernel(
     seen = row_sum > 0
     out = acc / tl.where(seen, row_sum, 1.0)[:, None]
     lse = tl.where(seen, (row_max + tl.log2(tl.where(seen, row_sum, 1.0))) * 0.6931471805599453, float("inf"))
-    tl.store(O + batch * sob + head * soh + rows[:, None] * son + dims[None, :] * sod,
-             out.to(O.dtype.element_ty), mask=row_ok & dim_ok)
+    _store_tile(O + batch * sob + head * soh, rows, dims, son, sod, n, head_dim, out)
     tl.store(LSE + batch * slb + head * slh + rows * sln, lse, mask=rows < n)
 
 
@@ -114,13 +140,8 @@ def flash_backward_dkdv_kernel(
     kv_head = tl.program_id(1) % num_kv_heads
     cols = start_n + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, BLOCK_D)
-    rows0 = tl.arange(0, BLOCK_M)
-    col_ok = cols[:, None] < m
-    dim_ok = dims[None, :] < head_dim
-    k = tl.load(K + batch * skb + kv_head * skh + cols[:, None] * skn + dims[None, :] * skd,
-                mask=col_ok & dim_ok, other=0.0)
-    v = tl.load(V + batch * svb + kv_head * svh + cols[:, None] * svn + dims[None, :] * svd,
-                mask=col_ok & dim_ok, other=0.0)
+    k = _load_tile(K + batch * skb + kv_head * skh, cols, dims, skn, skd, m, head_dim)
+    v = _load_tile(V + batch * svb + kv_head * svh, cols, dims, svn, svd, m, head_dim)
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     qk_scale = sm_scale * 1.4426950408889634
@@ -134,25 +155,19 @@ def flash_backward_dkdv_kernel(
         l_base = LSE + batch * slb + head * slh
         d_base = DELTA + batch * slb + head * slh
         for start_m in range(begin, n, BLOCK_M):
-            rows = start_m + rows0
-            row_ok = rows[:, None] < n
-            q = tl.load(q_base + rows[:, None] * sqn + dims[None, :] * sqd, mask=row_ok & dim_ok, other=0.0)
-            do = tl.load(do_base + rows[:, None] * sdon + dims[None, :] * sdod, mask=row_ok & dim_ok, other=0.0)
+            rows = start_m + tl.arange(0, BLOCK_M)
+            q = _load_tile(q_base, rows, dims, sqn, sqd, n, head_dim)
+            do = _load_tile(do_base, rows, dims, sdon, sdod, n, head_dim)
             # rows past the end read lse = +inf: their probabilities are exp2(-inf) = 0
-            lse = tl.load(l_base + rows * sln, mask=rows < n, other=float("inf")) * 1.4426950408889634
+            lse2 = tl.load(l_base + rows * sln, mask=rows < n, other=float("inf")) * 1.4426950408889634
             delta = tl.load(d_base + rows * sln, mask=rows < n, other=0.0)
-            scores = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
-            p = tl.exp2(scores - lse[:, None])
-            p = tl.where(_visible(rows, cols, n, m, CAUSAL), p, 0.0)
+            p = _probabilities(q, k, lse2, rows, cols, n, m, qk_scale, CAUSAL, PRECISION)
             dv += tl.dot(tl.trans(p.to(do.dtype)), do, input_precision=PRECISION)
             dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
             ds = p * (dp - delta[:, None])
             dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision=PRECISION)
-    dk = dk * sm_scale
-    tl.store(DK + batch * sdkb + kv_head * sdkh + cols[:, None] * sdkn + dims[None, :] * sdkd,
-             dk.to(DK.dtype.element_ty), mask=col_ok & dim_ok)
-    tl.store(DV + batch * sdvb + kv_head * sdvh + cols[:, None] * sdvn + dims[None, :] * sdvd,
-             dv.to(DV.dtype.element_ty), mask=col_ok & dim_ok)
+    _store_tile(DK + batch * sdkb + kv_head * sdkh, cols, dims, sdkn, sdkd, m, head_dim, dk * sm_scale)
+    _store_tile(DV + batch * sdvb + kv_head * sdvh, cols, dims, sdvn, sdvd, m, head_dim, dv)
 
 
 @triton.jit
@@ -165,39 +180,23 @@ def flash_backward_dq_kernel(
     PRECISION: tl.constexpr,
 ):
     """One (query tile, batch * head) per program: dQ = sum dS K s over the key tiles it sees."""
-    start_m = tl.program_id(0) * BLOCK_M
-    batch = tl.program_id(1) // num_heads
-    head = tl.program_id(1) % num_heads
-    kv_head = head // group
+    start_m, batch, head, kv_head = _query_program(num_heads, group, BLOCK_M)
     rows = start_m + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, BLOCK_D)
-    cols0 = tl.arange(0, BLOCK_N)
-    row_ok = rows[:, None] < n
-    dim_ok = dims[None, :] < head_dim
-    q = tl.load(Q + batch * sqb + head * sqh + rows[:, None] * sqn + dims[None, :] * sqd,
-                mask=row_ok & dim_ok, other=0.0)
-    do = tl.load(DO + batch * sdob + head * sdoh + rows[:, None] * sdon + dims[None, :] * sdod,
-                 mask=row_ok & dim_ok, other=0.0)
-    lse = tl.load(LSE + batch * slb + head * slh + rows * sln, mask=rows < n, other=float("inf")) * 1.4426950408889634
+    q = _load_tile(Q + batch * sqb + head * sqh, rows, dims, sqn, sqd, n, head_dim)
+    do = _load_tile(DO + batch * sdob + head * sdoh, rows, dims, sdon, sdod, n, head_dim)
+    lse2 = tl.load(LSE + batch * slb + head * slh + rows * sln, mask=rows < n, other=float("inf")) * 1.4426950408889634
     delta = tl.load(DELTA + batch * slb + head * slh + rows * sln, mask=rows < n, other=0.0)
     k_base = K + batch * skb + kv_head * skh
     v_base = V + batch * svb + kv_head * svh
     qk_scale = sm_scale * 1.4426950408889634
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-    end = m
-    if CAUSAL:
-        end = tl.minimum(m, start_m + BLOCK_M + (m - n))
-    for start_n in range(0, end, BLOCK_N):
-        cols = start_n + cols0
-        col_ok = cols[:, None] < m
-        k = tl.load(k_base + cols[:, None] * skn + dims[None, :] * skd, mask=col_ok & dim_ok, other=0.0)
-        v = tl.load(v_base + cols[:, None] * svn + dims[None, :] * svd, mask=col_ok & dim_ok, other=0.0)
-        scores = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
-        p = tl.exp2(scores - lse[:, None])
-        p = tl.where(_visible(rows, cols, n, m, CAUSAL), p, 0.0)
+    for start_n in range(0, _key_end(start_m, n, m, BLOCK_M, CAUSAL), BLOCK_N):
+        cols = start_n + tl.arange(0, BLOCK_N)
+        k = _load_tile(k_base, cols, dims, skn, skd, m, head_dim)
+        v = _load_tile(v_base, cols, dims, svn, svd, m, head_dim)
+        p = _probabilities(q, k, lse2, rows, cols, n, m, qk_scale, CAUSAL, PRECISION)
         dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
         ds = p * (dp - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)
-    dq = dq * sm_scale
-    tl.store(DQ + batch * sdqb + head * sdqh + rows[:, None] * sdqn + dims[None, :] * sdqd,
-             dq.to(DQ.dtype.element_ty), mask=row_ok & dim_ok)
+    _store_tile(DQ + batch * sdqb + head * sdqh, rows, dims, sdqn, sdqd, n, head_dim, dq * sm_scale)
