@@ -18,9 +18,11 @@ diagonal skipped; a query with no visible key gets a zero output. It takes NO ma
 makes `flash_attention` raise, and the dispatcher falls back to another backend
 (seqlab.model.backend_support.attention_backend_supports("flash", ..., has_mask=True) is False).
 
-Devices: CUDA, or a CPU with TRITON_INTERPRET=1 set before the kernels are first used (Triton's
+Devices: CUDA, or a CPU with TRITON_INTERPRET=1 set before triton is first imported (Triton's
 interpreter, float32 only, slow: for tests). triton is imported only when a kernel first runs, so
-``import seqlab.model`` works without it.
+``import seqlab.model`` works without it. The launches sit inside two torch custom operators
+(seqlab::flash_forward, seqlab::flash_backward), so torch.compile keeps a model using this backend
+in one graph.
 
 CS336's interface is `FlashAttentionTriton.apply(Q, K, V, is_causal)` with Q, K, V of shape
 (batch, n, d) (or (batch, heads, n, d)); it saves the log-sum-exp of shape (batch, n).
@@ -35,6 +37,7 @@ Example (values as the reference; run on a GPU, or on a CPU under TRITON_INTERPR
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
@@ -118,8 +121,8 @@ def _precision(dtype: torch.dtype) -> str:
     return "tf32" if dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 else "ieee"
 
 
-def _check_kernel_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """q (batch, heads, n, d), k and v (batch, kv_heads, m, d): what the kernels can take."""
+def check_flash_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """q (batch, heads, n, d), k and v (batch, kv_heads, m, d): the shapes and dtypes the kernels take."""
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise ValueError(f"flash kernels take (batch, heads, positions, head_dim) tensors, got Q "
                          f"{tuple(q.shape)}, K {tuple(k.shape)}, V {tuple(v.shape)}")
@@ -137,32 +140,47 @@ def _check_kernel_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> N
         raise ValueError(f"flash attention supports head_dim <= {MAX_HEAD_DIM}, got {q.shape[-1]}")
     if not (q.device == k.device == v.device):
         raise ValueError(f"Q, K, V are on different devices: {q.device}, {k.device}, {v.device}")
+
+
+def _kernels_for(q: torch.Tensor):
+    """The kernels module, once the device of q is one they run on (CUDA, or a CPU when interpreted)."""
+    kernels = _kernels()
     if q.device.type != "cuda":
-        interpreted = _kernels().INTERPRETED
-        if q.device.type != "cpu" or not interpreted:
+        if q.device.type != "cpu" or not kernels.INTERPRETED:
             raise RuntimeError(
                 f"the Triton flash kernels run on CUDA tensors (got {q.device}); on a CPU only in Triton's "
-                f"interpreter, with TRITON_INTERPRET=1 set before seqlab.model.flash_kernels is first "
-                f"imported (now {'set' if os.environ.get('TRITON_INTERPRET') == '1' else 'unset'}"
-                f"{', but the kernels were defined without it' if not interpreted else ''})")
+                f"interpreter, with TRITON_INTERPRET=1 set before triton is first imported (now "
+                f"{'set' if os.environ.get('TRITON_INTERPRET') == '1' else 'unset'}"
+                f"{', but the kernels were defined without it' if not kernels.INTERPRETED else ''})")
         if q.dtype != torch.float32:
             raise TypeError(f"Triton's CPU interpreter runs float32 only, got {q.dtype}")
+    return kernels
 
 
+def _on_device(q: torch.Tensor):
+    """Launch context: kernels go to q's GPU (not the current one)."""
+    return torch.cuda.device(q.device) if q.device.type == "cuda" else contextlib.nullcontext()
+
+
+# The kernels are launched from two torch custom operators, so torch.compile sees two opaque operations
+# (shapes from the register_fake functions) instead of tracing into Triton launches.
+
+@torch.library.custom_op("seqlab::flash_forward", mutates_args=())
 def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """(O (batch, heads, n, d) in q's dtype, log-sum-exp (batch, heads, n) float32) of 4-d inputs."""
-    _check_kernel_inputs(q, k, v)
+    check_flash_inputs(q, k, v)
     batch, heads, n, d = q.shape
     kv_heads, m = k.shape[1], k.shape[2]
-    out = torch.zeros((batch, heads, n, d), dtype=q.dtype, device=q.device)
-    lse = torch.full((batch, heads, n), math.inf, dtype=torch.float32, device=q.device)
+    out = torch.empty((batch, heads, n, d), dtype=q.dtype, device=q.device)
+    lse = torch.empty((batch, heads, n), dtype=torch.float32, device=q.device)
     if out.numel() == 0:
         return out, lse
+    kernels = _kernels_for(q)
     settings = _launch_settings(d, q.device, backward=False)
     grid = (triton_cdiv(n, settings["BLOCK_M"]), batch * heads)
-    with torch.cuda.device(q.device) if q.device.type == "cuda" else _nothing():
-        _kernels().flash_forward_kernel[grid](
+    with _on_device(q):
+        kernels.flash_forward_kernel[grid](
             q, k, v, out, lse, *q.stride(), *k.stride(), *v.stride(), *out.stride(), *lse.stride(),
             heads, heads // kv_heads, n, m, d, (1.0 / math.sqrt(d)) * 1.4426950408889634,
             CAUSAL=causal, PRECISION=_precision(q.dtype), **settings,
@@ -170,22 +188,29 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     return out, lse
 
 
+@flash_forward.register_fake
+def _(q, k, v, causal):
+    check_flash_inputs(q, k, v)
+    return q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)
+
+
+@torch.library.custom_op("seqlab::flash_backward", mutates_args=())
 def flash_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                    grad_out: torch.Tensor, causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dQ, dK, dV) of 4-d inputs from the forward's output and log-sum-exp (recomputing P by tiles)."""
     batch, heads, n, d = q.shape
     kv_heads, m = k.shape[1], k.shape[2]
-    grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     if q.numel() == 0 or k.numel() == 0:
-        return grad_q, grad_k, grad_v
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    grad_q, grad_k, grad_v = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    kernels = _kernels_for(q)
     grad_out = grad_out.to(q.dtype)
     lse = lse.contiguous()
     delta = (grad_out.float() * out.float()).sum(-1).contiguous()  # rowsum(dO * O) = rowsum(P * dP)
     settings = _launch_settings(d, q.device, backward=True)
-    kernels = _kernels()
     common = dict(CAUSAL=causal, PRECISION=_precision(q.dtype), **settings)
     strides = (*q.stride(), *k.stride(), *v.stride(), *grad_out.stride(), *lse.stride())
-    with torch.cuda.device(q.device) if q.device.type == "cuda" else _nothing():
+    with _on_device(q):
         kernels.flash_backward_dkdv_kernel[(triton_cdiv(m, settings["BLOCK_N"]), batch * kv_heads)](
             q, k, v, grad_out, lse, delta, grad_k, grad_v, *strides, *grad_k.stride(), *grad_v.stride(),
             kv_heads, heads // kv_heads, n, m, d, 1.0 / math.sqrt(d), **common,
@@ -197,16 +222,13 @@ def flash_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
     return grad_q, grad_k, grad_v
 
 
+@flash_backward.register_fake
+def _(q, k, v, out, lse, grad_out, causal):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 class FlashAttentionTriton(torch.autograd.Function):

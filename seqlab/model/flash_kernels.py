@@ -2,9 +2,10 @@
 
 Importing this module imports triton and defines the kernels; seqlab.model.flash_attention imports
 it only when a flash kernel first runs, so ``import seqlab.model`` never needs triton. Triton reads
-TRITON_INTERPRET when a kernel is defined, i.e. when this module is first imported: with
-TRITON_INTERPRET=1 set before that, the kernels run on CPU tensors in Triton's interpreter (float32
-only; how the tests check them on a machine without a GPU). INTERPRETED records which it was.
+TRITON_INTERPRET when a jitted function is defined (its own triton.language helpers when triton is
+first imported, these kernels when this module is): with TRITON_INTERPRET=1 set before triton is
+imported, the kernels run on CPU tensors in Triton's interpreter (float32 only; how the tests check
+them on a machine without a GPU, see tests/conftest.py). INTERPRETED records which it was.
 
 Every kernel works on (batch, heads, positions, head_dim) tensors given by their strides (the last
 one need not be 1, but 1 is fastest), the head dimension padded to a power of two BLOCK_D >= 16 by

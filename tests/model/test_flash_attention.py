@@ -190,3 +190,25 @@ def test_import_seqlab_model_needs_no_triton():
             "try:\n    fa.flash_attention(q, q, q)\nexcept RuntimeError as e:\n    print('ERR', e)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "ERR attention='flash' needs triton" in result.stdout
+
+
+def test_compiles_without_graph_breaks():
+    """The kernels sit behind two torch custom operators, so torch.compile traces around them."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    from seqlab.model.flash_attention import flash_attention
+
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("aot_eager")  # AOTAutograd also traces the backward (fake kernels)
+    q, k, v = tensors(1, 4, 2, 40, 40, 16)
+    compiled = torch.compile(lambda q, k, v: flash_attention(q, k, v, causal=True), backend=counter,
+                             fullgraph=True)  # a graph break would raise
+    out = compiled(q, k, v)
+    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
+    eager = flash_attention(q, k, v, causal=True)
+    eager_grads = torch.autograd.grad(eager.square().sum(), (q, k, v))
+    assert counter.frame_count == 1
+    torch.testing.assert_close(out, eager)
+    for a, b in zip(grads, eager_grads):
+        torch.testing.assert_close(a, b)
+    torch._dynamo.reset()
