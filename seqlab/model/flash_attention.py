@@ -49,8 +49,9 @@ from seqlab.model.attention_inputs import check_attention_inputs
 
 FLASH_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 MAX_HEAD_DIM = 256
-# tile sizes (BLOCK_M queries x BLOCK_N keys) and launch settings on a GPU, after the Triton tutorial's
-# FlashAttention defaults for head dims <= 64 and <= 256 (re-tune with benchmarks/attention_backends.py)
+# tile sizes (BLOCK_M queries x BLOCK_N keys) and launch settings on a GPU for head dims <= 64 and
+# <= 256: common FlashAttention choices, NOT yet tuned on a GPU (none was available); tune them with
+# benchmarks/attention_backends.py
 GPU_FORWARD = {64: dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3),
                256: dict(BLOCK_M=64, BLOCK_N=64, num_warps=8, num_stages=2)}
 GPU_BACKWARD = {64: dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2),
