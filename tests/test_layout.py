@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "seqlab"
-# these areas know nothing of training (inference loads checkpoints without it)
-TRAINING_FREE = ("model", "tokenizer", "inference")
+# these areas know nothing of training (inference loads checkpoints through the run format)
+TRAINING_FREE = ("model", "tokenizer", "inference", "runs", "explorer")
+# the run format sits below training and inference, the explorer and the seq2seq tasks
+RUN_FORMAT_FORBIDDEN = ("seqlab.training", "seqlab.inference", "seqlab.seq2seq", "seqlab.explorer",
+                        "seqlab.demo")
 ARGPARSE_CALLS = {"ArgumentParser", "add_argument", "add_parser", "add_subparsers", "add_argument_group",
                   "add_mutually_exclusive_group"}
 # the train config builds its parser from its dataclass metadata (issue 14 keeps it there)
@@ -51,6 +54,25 @@ def test_model_tokenizer_and_inference_never_import_training(area):
             if name == "seqlab.training" or name.startswith("seqlab.training."):
                 offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}")
     assert not offenders, "move the shared code out of seqlab/training:\n" + "\n".join(offenders)
+
+
+def _imports_of(area: str, forbidden: tuple[str, ...]) -> list[str]:
+    offenders = []
+    for path in modules(PACKAGE / area):
+        for line, name in imported_modules(ast.parse(path.read_text(encoding="utf-8"))):
+            if any(name == f or name.startswith(f + ".") for f in forbidden):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}")
+    return offenders
+
+
+def test_the_run_format_imports_no_area_above_it():
+    offenders = _imports_of("runs", RUN_FORMAT_FORBIDDEN)
+    assert not offenders, "seqlab.runs must stay below training, inference and the apps:\n" + "\n".join(offenders)
+
+
+def test_training_never_imports_inference():
+    offenders = _imports_of("training", ("seqlab.inference",))
+    assert not offenders, "read and write runs through seqlab.runs instead:\n" + "\n".join(offenders)
 
 
 def test_only_cli_modules_build_argument_parsers():

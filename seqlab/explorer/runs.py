@@ -1,7 +1,8 @@
 """The runs the explorer shows: directories written by ``seqlab train`` / ``seqlab demo`` (language
 models) and ``seqlab seq2seq train`` (seq2seq models), loaded on first use.
 
-A run directory is recognised by its files, without loading anything:
+A run directory is recognised by the kind its config.json names (older runs: by their files),
+without loading anything:
 
     LM run       checkpoints/latest.pt, tokenizer/ (vocab.json, merges.txt), config.json, log.jsonl
     seq2seq run  checkpoints/latest.pt, vocab.json, config.json
@@ -38,15 +39,18 @@ class Run:
 
 
 def describe_run(run_id: str) -> Run:
-    """Classify a run directory by the files it holds (nothing is loaded)."""
+    """Classify a run directory by its config.json's kind, or failing that its files (nothing is
+    loaded; see :func:`seqlab.runs.directory.run_kind`)."""
+    from seqlab.runs.directory import run_kind
+
     path = Path(run_id).expanduser()
     if not path.is_dir():
         return Run(run_id, path, "invalid", RequestError(
             f"run directory {run_id} does not exist; {MAKE_ONE}", "run_missing", run=run_id))
-    has_checkpoint = (path / "checkpoints" / "latest.pt").is_file()
-    if has_checkpoint and (path / "tokenizer").is_dir():
+    kind = run_kind(path) if (path / "checkpoints" / "latest.pt").is_file() else None
+    if kind == "lm" and (path / "tokenizer").is_dir():
         return Run(run_id, path, "lm")
-    if has_checkpoint and (path / "vocab.json").is_file() and (path / "config.json").is_file():
+    if kind == "seq2seq" and (path / "vocab.json").is_file() and (path / "config.json").is_file():
         return Run(run_id, path, "seq2seq")
     return Run(run_id, path, "invalid", RequestError(
         f"{run_id} is not a seqlab run: expected checkpoints/latest.pt with tokenizer/ (a language model "
@@ -67,16 +71,17 @@ class LoadedLM:
 def load_lm(run: Run) -> LoadedLM:
     """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
     from seqlab.inference.loading import check_vocabularies, load_model
-    from seqlab.training.logging_utils import read_jsonl
+    from seqlab.runs.log import read_jsonl
 
     try:
         model, tokenizer, _ = load_model(run=run.path, device="cpu")
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise RequestError(f"run {run.id}: cannot load {run.path / 'checkpoints' / 'latest.pt'} or its tokenizer: "
                            f"{exc}. Retrain it or pick another run", "run_damaged", run=run.id, detail=str(exc)) from None
+    from seqlab.runs.directory import read_config
+
     try:
-        config_path = run.path / "config.json"
-        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        config = read_config(run.path) if (run.path / "config.json").is_file() else {}
         log_path = run.path / "log.jsonl"
         log = read_jsonl(log_path) if log_path.is_file() else []
     except (OSError, ValueError) as exc:

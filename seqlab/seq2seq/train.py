@@ -61,7 +61,8 @@ from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.interrupt import signal_name, signals_request_stop
 from seqlab.training.logging_utils import RunLog
 from seqlab.training.optimizer import AdamW, weight_decay_groups
-from seqlab.training.run_dir import checkpoint_files, remove_old_checkpoints, remove_run_temporaries
+from seqlab.runs.checkpoint import checkpoint_files, remove_old_checkpoints
+from seqlab.runs.directory import remove_run_temporaries
 from seqlab.training.schedule import lr_cosine_schedule
 
 VALID_SEED_OFFSET = 1_000_003  # validation pairs come from another stream of the same generator

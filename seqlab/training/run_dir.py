@@ -1,23 +1,17 @@
-"""The run directory of ``seqlab train`` and the files written into it before the first step.
-
-Layout::
-
-    RUN/config.json              resolved TrainConfig + "model" (ModelConfig fields)
-    RUN/checkpoints/latest.pt    newest checkpoint (atomic), plus step_{step:07d}.pt
-    RUN/tokenizer/               copy of the data's tokenizer
-    RUN/log.jsonl                train and eval records (seqlab.training.logging_utils.RunLog)
-    RUN/loss_curve.png           loss vs steps and vs wallclock, redrawn at each eval
+"""The files ``seqlab train`` writes into its run directory before the first step (the layout and
+the shared helpers are the run format's: :mod:`seqlab.runs`).
 
 ``seqlab generate --run RUN`` and ``seqlab eval --run RUN`` read checkpoints/latest.pt and tokenizer/.
 """
 
 from __future__ import annotations
 
-import shutil
+from dataclasses import asdict
 from pathlib import Path
 
-from seqlab.atomic import atomic_directory, remove_stale_temporaries
 from seqlab.model.config import ModelConfig
+from seqlab.runs.checkpoint import checkpoint_files, remove_old_checkpoints  # noqa: F401 (kept importable)
+from seqlab.runs.directory import LM, check_out_dir, copy_tokenizer, remove_run_temporaries, write_config  # noqa: F401
 from seqlab.tokenizer.files import TOKENIZER_FILES
 from seqlab.training.config import TrainConfig
 
@@ -29,48 +23,17 @@ def write_run_files(config: TrainConfig, model_config: ModelConfig, *, world_siz
     (:data:`~seqlab.tokenizer.files.TOKENIZER_FILES`) are copied into a new folder that replaces
     RUN/tokenizer whole, so there is never a moment without a tokenizer or with a mix of two. (``--overwrite``
     keeps the old run's checkpoints, and calls this only at the new run's first save, so the files
-    always describe the checkpoints beside them: see :func:`remove_old_checkpoints`.)
+    always describe the checkpoints beside them.)
     """
     run_dir = Path(config.out_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    config.save_json(run_dir / "config.json", model_config=model_config,
-                     extra={"world_size": world_size, "total_steps": total_steps})
+    write_config(run_dir, {**config.to_dict(), "model": asdict(model_config), "world_size": world_size,
+                           "total_steps": total_steps}, kind=LM)
     source = Path(config.data_dir) / "tokenizer"
-    target = run_dir / "tokenizer"
-    if source.is_dir() and not (target.exists() and config.resume):
-        with atomic_directory(target, TOKENIZER_FILES) as tmp:
-            for name in TOKENIZER_FILES:
-                if (source / name).is_file():
-                    shutil.copyfile(source / name, tmp / name)
+    if source.is_dir() and not ((run_dir / "tokenizer").exists() and config.resume):
+        copy_tokenizer(source, run_dir, TOKENIZER_FILES)
     return run_dir
 
 
 def check_run_dir(config: TrainConfig) -> None:
     """Clear errors for an ``out_dir`` that is a file, or a ``--resume`` where no run is."""
-    run_dir = Path(config.out_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise NotADirectoryError(f"--out-dir {run_dir} is a file; give a directory for the run "
-                                 "(it is created if missing)")
-    if config.resume and not run_dir.is_dir():
-        raise FileNotFoundError(f"--resume: no run at {run_dir} (give the --out-dir of an earlier "
-                                "`seqlab train`, or drop --resume to start a new run)")
-
-
-def remove_run_temporaries(run_dir: Path) -> list[Path]:
-    """Remove what killed runs left half-written in RUN and RUN/checkpoints (their process is gone)."""
-    return [*remove_stale_temporaries(run_dir), *remove_stale_temporaries(run_dir / "checkpoints")]
-
-
-def checkpoint_files(ckpt_dir: Path) -> list[Path]:
-    """The checkpoints in ``ckpt_dir`` (latest.pt and step_*.pt), oldest name first."""
-    if not ckpt_dir.is_dir():
-        return []
-    return sorted(p for p in ckpt_dir.iterdir() if p.name == "latest.pt" or
-                  (p.name.startswith("step_") and p.suffix == ".pt"))
-
-
-def remove_old_checkpoints(old: list[Path], keep: set[Path]) -> None:
-    """Delete an overwritten run's checkpoints once the new run has saved its own (``keep``)."""
-    for path in old:
-        if path not in keep:
-            path.unlink(missing_ok=True)
+    check_out_dir(config.out_dir, resume=config.resume, flag="--out-dir")
