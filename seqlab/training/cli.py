@@ -142,15 +142,4 @@ def _run_train(args: argparse.Namespace) -> int:
 
 def train_summary(result) -> str:
     """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps) 2.31, ..."."""
-    summary = f"{result.status} at step {result.steps}/{result.total_steps}"
-    if result.stopped_by == "time budget":
-        summary += " (time budget spent)"
-    if result.train_loss is not None:
-        summary += f", {result.train_loss_label} {result.train_loss:.4f}"
-    if result.val_loss is not None:
-        summary += f", val loss {result.val_loss:.4f}"
-    summary += f", {result.tokens_per_second:,.0f} tokens/s"
-    if result.excluded_steps:
-        shown = ", ".join(str(step) for step in result.excluded_steps)
-        summary += f" (step {shown} left out: compiling)"
-    return summary + f"; run: {result.run_dir}"
+    return result.summary()

@@ -33,10 +33,10 @@ def poison_gradient(monkeypatch) -> Callable[[int], dict]:
     """``poison_gradient(step)``: at that (1-based) optimizer step one gradient entry becomes NaN just
     before clipping, while the loss stays finite (an overflow in the backward pass). Returns a dict
     whose "n" counts the clipping calls, i.e. the steps run."""
-    from seqlab.training import trainer as trainer_module
+    from seqlab.training import engine as engine_module
 
     def install(step: int) -> dict:
-        real_clip, calls = trainer_module.clip_grad_norm, {"n": 0}
+        real_clip, calls = engine_module.clip_grad_norm, {"n": 0}
 
         def poison_then_clip(parameters, max_norm):
             parameters = list(parameters)
@@ -45,7 +45,7 @@ def poison_gradient(monkeypatch) -> Callable[[int], dict]:
                 parameters[0].grad.view(-1)[0] = float("nan")
             return real_clip(parameters, max_norm)
 
-        monkeypatch.setattr(trainer_module, "clip_grad_norm", poison_then_clip)
+        monkeypatch.setattr(engine_module, "clip_grad_norm", poison_then_clip)
         return calls
 
     return install
