@@ -91,7 +91,7 @@ class Settings:
         for f in fields(self):
             choices = f.metadata.get("choices")
             value = getattr(self, f.name)
-            if choices and value not in choices:
+            if choices and value is not None and value not in choices:
                 raise ValueError(f"config {f.name}={value!r}: expected one of {', '.join(map(str, choices))}")
             if isinstance(value, float) and not math.isfinite(value):  # NaN passes every range check
                 raise ValueError(f"config {f.name}={value}: must be a finite number")
@@ -160,7 +160,11 @@ class Settings:
         known = cls.field_map()
         kept = {k: v for k, v in values.items() if k in known}
         kept = cls.finish_renamed(kept, source=source)
-        return cls(**{k: _coerce(known[k], v, f"{source}: key {key_prefix + k!r}") for k, v in kept.items()})
+        values = {k: _coerce(known[k], v, f"{source}: key {key_prefix + k!r}") for k, v in kept.items()}
+        try:
+            return cls(**values)
+        except ValueError as error:  # a value out of range: say which file holds it
+            raise ValueError(f"{source}: {error}") from None
 
     # -- hooks for resolve_settings -----------------------------------------------------------------
 

@@ -58,7 +58,7 @@ def describe_run(run_id: str) -> Run:
 
 
 @dataclass
-class LoadedLM:
+class ExplorerLM:
     """A language-model run, ready to use: the model (eval mode, CPU), its tokenizer and files."""
 
     run: Run
@@ -68,7 +68,7 @@ class LoadedLM:
     log: list[dict[str, Any]] = field(default_factory=list)
 
 
-def load_lm(run: Run) -> LoadedLM:
+def load_lm(run: Run) -> ExplorerLM:
     """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
     from seqlab.inference.loading import check_vocabularies, load_model
     from seqlab.runs.log import read_jsonl
@@ -91,14 +91,14 @@ def load_lm(run: Run) -> LoadedLM:
                            f"use the tokenizer the model was trained with ({run.path / 'tokenizer'})")
     except ValueError as exc:
         raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
-    return LoadedLM(run, model, tokenizer, config, log)
+    return ExplorerLM(run, model, tokenizer, config, log)
 
 
 def load_seq2seq(run: Run) -> Any:
-    """A seq2seq run through ``seqlab.seq2seq.train.load_run`` (model in eval mode on the CPU,
+    """A seq2seq run through ``seqlab.seq2seq.loading.load_run`` (model in eval mode on the CPU,
     source and target vocabularies); errors name the run and file."""
     try:
-        from seqlab.seq2seq.train import load_run
+        from seqlab.seq2seq.loading import load_run
     except ImportError:
         raise RequestError("this version of seqlab has no seq2seq models (seqlab.seq2seq); update it to "
                            "translate with a seq2seq run", "s2s_missing") from None
@@ -177,9 +177,9 @@ class RunRegistry:
                 self._loaded[run.id] = loader(run)
             return self._loaded[run.id]
 
-    def lm(self, run_id: str | None = None) -> LoadedLM:
+    def lm(self, run_id: str | None = None) -> ExplorerLM:
         return self._load(self.find(run_id, "lm"), load_lm)
 
     def seq2seq(self, run_id: str | None = None) -> Any:
-        """A ``seqlab.seq2seq.train.LoadedRun`` (model, src_vocab, tgt_vocab, train_config, step)."""
+        """A ``seqlab.seq2seq.loading.Seq2SeqRun`` (model, src_vocab, tgt_vocab, train_config, step)."""
         return self._load(self.find(run_id, "seq2seq"), load_seq2seq)

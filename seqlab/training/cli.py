@@ -131,13 +131,11 @@ def _run_train(args: argparse.Namespace) -> int:
     except NonFiniteLossError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except (ValueError, OSError, RuntimeError) as error:
+    except (ValueError, OSError, RuntimeError, MemoryError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(train_summary(result))
-    if result.status == "completed":
-        return 0
-    return 128 + result.stop_signal if result.stop_signal else 130  # as a shell reports a signal
+    return result.exit_status
 
 
 def train_summary(result) -> str:

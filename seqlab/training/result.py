@@ -34,6 +34,14 @@ class TrainResult:
         steps = "the last step" if self.train_loss_steps == 1 else f"the last {self.train_loss_steps} steps"
         return f"train loss (mean of {steps})"
 
+    @property
+    def exit_status(self) -> int:
+        """0 when completed; 128 + the signal that stopped it, as a shell reports one (130 for Ctrl-C,
+        143 for SIGTERM; 130 for a stop asked another way)."""
+        if self.status == "completed":
+            return 0
+        return 128 + self.stop_signal if self.stop_signal else 130
+
     def summary(self, tokens: str = "tokens") -> str:
         """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps)
         2.3100, val loss 2.4000, 1,234 tokens/s; run: runs/a"."""
