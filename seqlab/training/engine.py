@@ -56,6 +56,7 @@ from seqlab.training.distributed import (
     DistributedContext,
     all_reduce_mean,
     any_true,
+    barrier,
     cleanup_distributed,
     setup_distributed,
 )
@@ -328,7 +329,9 @@ class Engine:
         try:
             self._setup()
             with signals_request_stop(self._on_signal):
-                return self._loop()
+                result = self._loop()
+            barrier(self.dist)  # every process done (saved, logged) before the group goes
+            return result
         finally:
             if self.lock is not None:
                 self.lock.release()
