@@ -112,3 +112,35 @@ def test_seqlab_help_imports_neither_torch_nor_numpy():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "train" in result.stdout and "generate" in result.stdout  # the help was printed
     assert "HEAVY []" in result.stdout, result.stdout[-300:]
+
+
+TRANSLATE_ONLY = """
+import sys
+from seqlab.seq2seq import load_run, translate
+from seqlab.seq2seq.evaluation import evaluate_translations
+from seqlab.explorer.runs import RunRegistry
+
+run = load_run(sys.argv[1], device="cpu")
+print("OUT", translate(run, ["abc"], beam_size=2))
+RunRegistry([sys.argv[1]]).seq2seq()
+training = sorted(m for m in sys.modules if m.startswith("seqlab.training") or m in
+                  ("seqlab.seq2seq.task", "seqlab.seq2seq.train"))
+print("TRAINING", training)
+"""
+
+
+def test_code_that_only_translates_imports_no_training_module(tmp_path):
+    """Loading a seq2seq run and translating (the CLI's translate, the explorer) stays clear of the
+    training engine and the seq2seq task: the process that does only that never imports them."""
+    from seqlab.seq2seq.task import train
+    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+
+    train(Seq2SeqTrainConfig(out_dir=str(tmp_path / "run"), task="copy", min_len=1, max_len=3, train_size=50,
+                             valid_size=5, arch="rnn", d_model=8, num_layers=1, max_steps=1, batch_size=4,
+                             progress=False, threads=1), say=lambda message: None)
+    env = {"PYTHONPATH": str(PACKAGE.parent), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-c", TRANSLATE_ONLY, str(tmp_path / "run")], capture_output=True,
+                            text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "OUT [" in result.stdout  # it did translate
+    assert "TRAINING []" in result.stdout, result.stdout

@@ -47,7 +47,15 @@ from seqlab.atomic import link_or_copy
 from seqlab.model.checks import on_gpu_path
 from seqlab.model.loss import cross_entropy
 from seqlab.runs.checkpoint import DiskFullError, checkpoint_files, is_disk_full, remove_old_checkpoints
-from seqlab.runs.directory import DESCRIPTIONS, check_kind, check_out_dir, remove_run_temporaries, run_kind
+from seqlab.runs.directory import (
+    DESCRIPTIONS,
+    check_kind,
+    check_out_dir,
+    kind_hint,
+    remove_foreign_files,
+    remove_run_temporaries,
+    run_kind,
+)
 from seqlab.runs.lock import RunLock, RunLockedError
 from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
 from seqlab.training.checkpoint import save_checkpoint
@@ -125,9 +133,10 @@ class Engine:
         self.sampler = np.random.default_rng(cfg.seed)
         if not cfg.resume and (self.ckpt_dir / "latest.pt").exists() and not cfg.overwrite:
             found = run_kind(self.run_dir)
-            what = f"{DESCRIPTIONS[found]}, " if found else "a run "
-            raise FileExistsError(f"{self.run_dir} already holds {what}({self.ckpt_dir / 'latest.pt'}); continue it "
-                                  f"with --resume, start over with --overwrite, or choose another {task.out_flag}")
+            what = DESCRIPTIONS[found] if found else "a run"
+            go_on = "continue it with --resume" if found in (None, task.kind) else kind_hint(found, "resume", self.run_dir)
+            raise FileExistsError(f"{self.run_dir} already holds {what} ({self.ckpt_dir / 'latest.pt'}); {go_on}, start "
+                                  f"over with --overwrite, or choose another {task.out_flag}")
         self._lock_run_dir()
         if self.dist.is_main:
             remove_run_temporaries(self.run_dir)
@@ -310,8 +319,6 @@ class Engine:
         return latest
 
     def _write_run_files(self) -> None:
-        from seqlab.runs.directory import remove_foreign_files
-
         if not self.config.resume:
             remove_foreign_files(self.run_dir, self.task.kind)
         self.task.write_run_files(self.run_dir, world_size=self.dist.world_size, total_steps=self.total_steps,
