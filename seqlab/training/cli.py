@@ -111,7 +111,8 @@ def _register_train(subparsers) -> None:
         "train", help="train a Transformer LM on prepared data",
         description="Train (or --resume) a Transformer LM. Settings: defaults < --config TOML < flags "
                     "(with --resume, the run's config.json replaces the defaults). Several processes: "
-                    "torchrun --nproc_per_node N -m seqlab train ...")
+                    "torchrun --nproc_per_node N -m seqlab train ... A run directory is locked while it trains; "
+                    "--overwrite replaces the old run only at the new run's first checkpoint.")
     add_config_arguments(train)
     train.set_defaults(func=_run_train)
 
