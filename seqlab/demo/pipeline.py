@@ -24,7 +24,7 @@ import torch
 
 from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.inference.generate import generate
-from seqlab.inference.loading import load_model_from_checkpoint
+from seqlab.runs.checkpoint import load_model_from_checkpoint
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import prepare

@@ -23,6 +23,7 @@ from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 from seqlab.training import engine as engine_module
 from seqlab.training.engine import Engine
 from seqlab.training.guards import NonFiniteLossError
+from tests.training.test_faults_training import _expected_cosine  # the schedule oracle, written out
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]
@@ -44,15 +45,6 @@ def _quiet(message: str) -> None:
 
 def _train_records(run: Path, fields=("step", "train_loss", "lr", "grad_norm", "tokens")) -> list[dict]:
     return [{k: r[k] for k in fields} for r in read_jsonl(run / "log.jsonl") if "train_loss" in r]
-
-
-def _expected_cosine(it: int, lr: float, min_lr: float, warmup: int, horizon: int) -> float:
-    """Warm-up + cosine written out independently of seqlab.training.schedule."""
-    if it < warmup:
-        return lr * it / warmup
-    if it > horizon:
-        return min_lr
-    return min_lr + (lr - min_lr) * (1 + math.cos(math.pi * (it - warmup) / (horizon - warmup))) / 2
 
 
 def test_a_nan_gradient_stops_the_run_and_is_never_saved(tmp_path, poison_gradient):
