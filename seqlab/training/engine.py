@@ -340,9 +340,15 @@ class Engine:
             barrier(self.dist)  # every process done (saved, logged) before the group goes
             return result
         finally:
-            if self.lock is not None:
-                self.lock.release()
-            cleanup_distributed(getattr(self, "dist", DistributedContext()))
+            self.close()
+
+    def close(self) -> None:
+        """Release the run directory and leave the process group (``run`` does; call it after using
+        ``_setup`` and ``train_step`` directly, as a probe of the step time does)."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+        cleanup_distributed(getattr(self, "dist", DistributedContext()))
 
     def _loop(self) -> TrainResult:
         cfg, task, main = self.config, self.task, self.dist.is_main

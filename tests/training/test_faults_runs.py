@@ -412,3 +412,20 @@ def test_a_huge_d_model_is_a_sentence_not_an_allocator_error(byte_data, tmp_path
     assert "error: the model is too large:" in err and "parameters need about" in err
     assert "TB to train (weights, gradients, AdamW state)" in err and "choose a smaller --d-model" in err
     assert "DefaultCPUAllocator" not in err
+
+
+def test_an_engine_set_up_by_hand_holds_the_lock_until_closed(byte_data, tmp_path):
+    """A probe of the step time (the demo's) sets an engine up and runs steps without `run`: it
+    holds the run directory until `close`, then the real run can have it."""
+    from seqlab.runs.lock import RunLockedError
+    from seqlab.training.trainer import Trainer
+
+    run = tmp_path / "run"
+    probe = Trainer(_lm(byte_data, run, max_steps=10))
+    probe._setup()
+    probe.train_step(0)
+    with pytest.raises(RunLockedError, match=f"process {os.getpid()}"):
+        train_lm(_lm(byte_data, run, max_steps=2))
+    probe.close()
+    assert train_lm(_lm(byte_data, run, max_steps=2)).status == "completed"
+    assert not (run / ".lock").exists()
