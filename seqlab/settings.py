@@ -263,13 +263,11 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type[Settings]) -
     nothing given means "keep the file's / saved / default value". Old names of renamed settings
     are accepted (listed as deprecated), and ``cls.SHORTHANDS`` add flags such as ``--nope``."""
     parser.add_argument("--config", metavar="FILE.toml", help="TOML config file (flags override it)")
-    groups: dict[str, argparse._ArgumentGroup] = {}
     known = cls.field_map()
+    used = {f.metadata["section"] for f in fields(cls)}
+    groups = {name: parser.add_argument_group(f"{name} options") for name in SECTIONS if name in used}
     for f in fields(cls):
-        section = f.metadata["section"]
-        if section not in groups:
-            groups[section] = parser.add_argument_group(f"{section} options")
-        group = groups[section]
+        group = groups[f.metadata["section"]]
         kind = _base_type(f)
         help_text = f.metadata["help"]
         if "default:" not in help_text and f.default not in (None, "") and kind is not bool:
