@@ -319,7 +319,7 @@ class Engine:
         return latest
 
     def _write_run_files(self) -> None:
-        if not self.config.resume:
+        if self.config.overwrite and not self.config.resume:  # a run of the other kind leaves nothing behind
             remove_foreign_files(self.run_dir, self.task.kind)
         self.task.write_run_files(self.run_dir, world_size=self.dist.world_size, total_steps=self.total_steps,
                                   parameters=self.raw_model_parameters)
