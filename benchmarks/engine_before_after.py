@@ -125,7 +125,7 @@ def main(argv=None) -> int:
               f"{args.rounds} rounds x {args.steps} steps; load average {os.getloadavg()[0]:.2f}\n")
         print("| step | before (ms, median) | after (ms, median) | after / before | rounds (after/before) |")
         print("| --- | ---: | ---: | ---: | --- |")
-        for kind in args.kinds.split(","):
+        for kind in filter(None, args.kinds.split(",")):
             times = {"before": [], "after": []}
             ratios = []
             for round_index in range(args.rounds):

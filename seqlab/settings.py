@@ -119,6 +119,8 @@ class Settings:
                 out[key] = value
                 continue
             old, new = (f"--{key.replace('_', '-')}", f"--{rule.new.replace('_', '-')}") if flag_names else (key, rule.new)
+            if rule.new in values:
+                raise ValueError(f"{where}: {new} is given twice (once under its old name {old})")
             note = (f"{where}: {old} is now {new}" + (f" ({rule.how})" if rule.how else "")
                     + "; the old name is read for one more release")
             if notes is None:
@@ -327,10 +329,7 @@ def given_flags(cls: type[Settings], args: argparse.Namespace, notes: list[str])
         if f"shorthand_{name}" in given:
             values[name] = given[f"shorthand_{name}"]
     old = {name: given[f"renamed_{name}"] for name in cls.RENAMED if f"renamed_{name}" in given}
-    for name, value in cls.renamed_keys(old, where="flags", notes=notes, flag_names=True).items():
-        if name in values:
-            raise ValueError(f"flags: --{name.replace('_', '-')} is given twice (once under its old name)")
-        values[name] = value
+    values.update(cls.renamed_keys({**values, **old}, where="flags", notes=notes, flag_names=True))
     return values
 
 

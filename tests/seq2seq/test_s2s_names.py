@@ -43,7 +43,9 @@ def test_old_flags_still_work_with_a_note(tmp_path, capsys):
 
 def test_an_old_and_a_new_name_together_is_an_error(tmp_path, capsys):
     assert main(["seq2seq", "train", *DATA, "--steps", "3", "--max-steps", "4", "--out", str(tmp_path / "r")]) == 2
-    assert "--max-steps is given twice (once under its old name)" in capsys.readouterr().err
+    assert "flags: --max-steps is given twice (once under its old name --steps)" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="config: max_steps is given twice \\(once under its old name steps\\)"):
+        Seq2SeqTrainConfig.from_dict({"steps": 3, "max_steps": 4})
 
 
 def test_old_toml_keys_still_work_with_a_note(tmp_path, capsys):
