@@ -57,7 +57,8 @@ class Seq2SeqTask(Task):
         saved_data: dict[str, Any] = {}
         if cfg.resume and (run / "config.json").is_file():
             info = read_config(run)
-            self.check_resume(info.get("train") or {}, run / "config.json")
+            if isinstance(info.get("train"), dict):
+                self.check_resume(info["train"], run / "config.json")
             saved_data = info.get("data") if isinstance(info.get("data"), dict) else {}
         self.data = prepare_data(cfg, read_vocabs(run) if cfg.resume else None)
         for problem in self.data.problems[:10]:
