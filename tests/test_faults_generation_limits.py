@@ -1,0 +1,93 @@
+"""Issue 21, generation limits: a huge --max-tokens must not be planned or allocated up front, and
+tiny temperatures / bad prompts get the behaviour and messages the issue asks for."""
+
+from itertools import islice
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from seqlab.inference.generate import generate, generate_stream
+from seqlab.inference.windows import RowWindows
+from seqlab.model import TransformerLM
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+
+def small_model(context_length=8, vocab_size=37, seed=0):
+    torch.manual_seed(seed)
+    return TransformerLM(vocab_size=vocab_size, context_length=context_length, d_model=32, num_layers=2,
+                         num_heads=4, d_ff=48).eval()
+
+
+class AllocationWatch(TorchDispatchMode):
+    """Records the largest tensor any aten operation makes or is asked to make (a size list given to
+    a factory such as aten.zeros), and refuses anything above ``limit`` elements before it is
+    allocated, so a test of the unfixed code fails at once instead of filling the machine's memory."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit, self.largest = limit, 0
+
+    def _see(self, numel: int, what) -> None:
+        self.largest = max(self.largest, numel)
+        if numel > self.limit:
+            raise MemoryError(f"{what} asks for {numel:,} elements (limit {self.limit:,})")
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        for arg in args:
+            if isinstance(arg, (list, tuple)) and arg and all(isinstance(v, int) for v in arg):
+                numel = 1
+                for v in arg:
+                    numel *= max(v, 1)
+                self._see(numel, func)
+        out = func(*args, **(kwargs or {}))
+        for tensor in out if isinstance(out, (list, tuple)) else (out,):
+            if isinstance(tensor, torch.Tensor):
+                self._see(tensor.numel(), func)
+        return out
+
+
+def first_tokens(model, prompt, max_new_tokens, count, **kwargs):
+    """(the first ``count`` streamed ids, largest tensor made meanwhile)."""
+    with AllocationWatch(limit=200_000) as watch:
+        tokens = list(islice(generate_stream(model, prompt, max_new_tokens, **kwargs), count))
+    return tokens, watch.largest
+
+
+@pytest.mark.parametrize("prompt_length", [3, 8, 20])
+def test_a_huge_request_streams_its_first_tokens_like_a_small_one(prompt_length):
+    model = small_model()
+    prompt = torch.randint(0, 37, (prompt_length,), generator=torch.Generator().manual_seed(1)).tolist()
+    small, small_largest = first_tokens(model, prompt, 40, 30, temperature=0)
+    huge, huge_largest = first_tokens(model, prompt, 10**9, 30, temperature=0)
+    # 30 tokens slide the context-8 window several times: the oracle is a request for 30 tokens
+    assert huge == small == generate(model, prompt, 30, temperature=0)
+    # what was allocated does not depend on the request (the old history buffer held 10**9 columns)
+    assert huge_largest == small_largest <= 200_000
+
+
+def test_the_window_plan_is_made_a_context_at_a_time():
+    """The slide schedule was planned for every requested step before the first token (10**9
+    Python iterations); now at most one context of steps is planned ahead."""
+    model = small_model()
+    with torch.no_grad():
+        rows = RowWindows(model, [[1, 2, 3], [4, 5]], 10**9, keep=6)
+        logits = rows.prefill()
+        planned = []
+        for _ in range(40):
+            logits = rows.advance(logits.argmax(-1))
+            planned.append(len(rows.plan))
+            assert rows.history.shape[1] <= 2 * model.config.context_length
+    assert max(planned) == model.config.context_length
+
+
+def test_a_window_planned_for_a_few_steps_refuses_one_more():
+    model = small_model()
+    with torch.no_grad():
+        rows = RowWindows(model, [[1, 2, 3]], 2, keep=6)
+        logits = rows.prefill()
+        for _ in range(2):
+            logits = rows.advance(logits.argmax(-1))
+        with pytest.raises(RuntimeError, match="more times than the steps"):
+            rows.advance(logits.argmax(-1))
