@@ -91,3 +91,77 @@ def test_a_window_planned_for_a_few_steps_refuses_one_more():
             logits = rows.advance(logits.argmax(-1))
         with pytest.raises(RuntimeError, match="more times than the steps"):
             rows.advance(logits.argmax(-1))
+
+
+# tiny temperatures: the greedy limit, not inf / NaN ---------------------------------------------
+
+def test_a_tiny_temperature_gives_the_top_token_probability_one():
+    from seqlab.inference.sampling import next_token_distribution, sample_next
+
+    logits = torch.tensor([[2.0, 1.0, 2.0, -3.0], [0.5, 4.0, -1.0, 3.999]])
+    for temperature in (1e-300, 5e-324, 1e-40, 1e-12):
+        probs = next_token_distribution(logits, temperature)
+        # oracle: all mass on the maximal logits, shared equally by ties
+        top = logits == logits.amax(dim=-1, keepdim=True)
+        expected = top.float() / top.sum(dim=-1, keepdim=True)
+        torch.testing.assert_close(probs, expected, atol=0, rtol=0)
+        for _ in range(5):
+            drawn = sample_next(logits, temperature)
+            assert bool(top[torch.arange(2), drawn].all())
+
+
+def test_generation_at_a_tiny_temperature_is_greedy():
+    model = small_model()
+    prompt = [3, 1, 4, 1, 5]
+    greedy = generate(model, prompt, 12, temperature=0)
+    assert generate(model, prompt, 12, temperature=1e-300, seed=3) == greedy
+    assert list(generate_stream(model, prompt, 12, temperature=1e-300, seed=3)) == greedy
+
+
+def test_top_k_zero_means_off_everywhere():
+    from seqlab.inference.sampling import next_token_distribution, top_k_mask
+
+    logits = torch.randn(3, 11, generator=torch.Generator().manual_seed(0))
+    assert bool(top_k_mask(logits, 0).all())
+    torch.testing.assert_close(next_token_distribution(logits, 0.7, 0.9, 0),
+                               next_token_distribution(logits, 0.7, 0.9, None), atol=0, rtol=0)
+    model = small_model()
+    assert generate(model, [1, 2], 10, top_k=0, seed=5) == generate(model, [1, 2], 10, top_k=None, seed=5)
+    with pytest.raises(ValueError, match="top_k must be a positive integer, or 0 for no top-k filter"):
+        generate(model, [1, 2], 10, top_k=-2)
+
+
+# the command line: the same meanings, and clear messages -----------------------------------------
+
+def _generate(run, *flags):
+    from seqlab.cli import main
+
+    return main(["generate", "--run", str(run), "--prompt", "Once upon", "--max-tokens", "12", "--seed", "2",
+                 *flags])
+
+
+def test_cli_tiny_temperature_and_top_k_zero(tmp_path, capsys):
+    from tests.test_faults_inference import write_run
+
+    run = write_run(tmp_path, vocab_size=257)
+    assert _generate(run, "--temperature", "0") == 0
+    greedy = capsys.readouterr().out
+    assert _generate(run, "--temperature", "1e-300") == 0
+    assert capsys.readouterr().out == greedy
+    assert _generate(run, "--top-k", "0", "--temperature", "0.9") == 0
+    off = capsys.readouterr().out
+    assert _generate(run, "--temperature", "0.9") == 0
+    assert capsys.readouterr().out == off
+
+
+def test_cli_prompt_that_is_not_utf8_is_named(tmp_path, capsys):
+    from seqlab.cli import main
+    from tests.test_faults_inference import write_run
+
+    run = write_run(tmp_path, vocab_size=257)
+    # the command line's bytes b"caf\xe9" (Latin-1) arrive as "caf\udce9" (surrogateescape)
+    assert main(["generate", "--run", str(run), "--prompt", "caf\udce9", "--max-tokens", "3"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--prompt is not valid UTF-8: byte 0xe9 at character 4" in captured.err
+    assert "surrogates not allowed" not in captured.err

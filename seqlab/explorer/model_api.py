@@ -62,7 +62,8 @@ def _token_json(lm: LoadedLM, token_id: int) -> dict[str, Any]:
 
 
 def _filters(p: Payload, *, allow_greedy: bool) -> tuple[float, int | None, float]:
-    """temperature, top_k (None = off), top_p, with messages the page translates."""
+    """temperature, top_k (0 or null = off, as for `seqlab generate --top-k`), top_p, with messages the
+    page translates. A tiny positive temperature is the greedy limit (seqlab.inference.sampling)."""
     temperature = p.number("temperature", 1.0, -1e9, 1e9)
     if temperature > 10:
         raise RequestError(f"temperature must be at most 10, got {temperature:g}")
@@ -71,8 +72,8 @@ def _filters(p: Payload, *, allow_greedy: bool) -> tuple[float, int | None, floa
             f"temperature must be > 0 to show a distribution, got {temperature:g} (at 0 `seqlab generate` is "
             "greedy: it always takes the top token)", "temperature", value=temperature)
     top_k = p.optional_integer("top_k", -10**9, 10**9)
-    if top_k is not None and top_k < 1:
-        raise RequestError(f"top_k must be a positive integer or null (off), got {top_k}", "top_k", value=top_k)
+    if top_k is not None and top_k < 0:
+        raise RequestError(f"top_k must be a positive integer, or 0 or null for off; got {top_k}", "top_k", value=top_k)
     top_p = p.number("top_p", 1.0, -1e9, 1e9)
     if not 0 < top_p <= 1:
         raise RequestError(f"top_p must be in (0, 1], got {top_p:g}", "top_p", value=top_p)

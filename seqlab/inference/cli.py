@@ -11,7 +11,7 @@ import math
 import sys
 from typing import Any
 
-from seqlab.cli_types import finite_float
+from seqlab.cli_types import check_text, finite_float
 
 # errors a handler reports as one line (exit 2) instead of a traceback
 USER_ERRORS = (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
@@ -42,7 +42,7 @@ def _register_generate(subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=int, default=256, help="new tokens at most (256)")
     p.add_argument("--temperature", type=finite_float, default=1.0, help="0 = greedy (default 1.0)")
     p.add_argument("--top-p", type=finite_float, default=1.0, help="nucleus mass (default 1.0 = off)")
-    p.add_argument("--top-k", type=int, default=None, help="keep the k most likely tokens")
+    p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (default 0 = off)")
     p.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
     p.set_defaults(func=_run_generate)
 
@@ -63,7 +63,7 @@ def _run_generate(args: argparse.Namespace) -> int:
         check_vocabularies(tokenizer.vocab_size, model.config.vocab_size,
                            "use the tokenizer the model was trained with (--tokenizer DIR)")
         eos = tokenizer.eot_id
-        prompt = tokenizer.encode(args.prompt) if args.prompt else []
+        prompt = tokenizer.encode(check_text(args.prompt, "--prompt")) if args.prompt else []
         if not prompt:
             if eos is None:
                 raise ValueError("empty --prompt and the tokenizer has no <|endoftext|> to start from")

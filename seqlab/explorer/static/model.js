@@ -26,7 +26,9 @@ async function apiStream(name, body, onLine) {
       buffer += decoder.decode(value, { stream: true });
       let newline;
       while ((newline = buffer.indexOf("\n")) >= 0) {
-        onLine(JSON.parse(buffer.slice(0, newline)));
+        const line = JSON.parse(buffer.slice(0, newline));
+        if (line.error !== undefined) throw apiError(line, {});  // the server's last line: what went wrong
+        onLine(line);
         buffer = buffer.slice(newline + 1);
       }
     }
@@ -203,7 +205,7 @@ async function setupModel() {
     $("next-sliders").append(el("label", { class: "slider" }, el("span", { "data-i18n": label, text: t(label) }), input, readout));
   }
   const filters = () => ({ temperature: Number($("next-temperature").value),
-    top_k: Number($("next-top_k").value) || null, top_p: Number($("next-top_p").value) });
+    top_k: Number($("next-top_k").value), top_p: Number($("next-top_p").value) });
   const next = widget("w-model", () => ["lm/next", withText(filters())], (data) => {
     $("next-top_k").sync();
     $("next-kept").textContent = t("model.kept_total", { n: data.kept_total, v: data.vocab_size });

