@@ -26,6 +26,7 @@ from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 REQUEST_TIMEOUT_S = 10  # a client that stops sending mid-body is dropped, never waited on forever
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+LISTEN_BACKLOG = 128
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                  ".png": "image/png", ".json": "application/json"}
 
@@ -260,6 +261,9 @@ class ExplorerHandler(BaseHTTPRequestHandler):
 class ExplorerServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # connections the kernel holds while the accept loop is busy: the default 5 dropped some of 20
+    # clients arriving together (a page loads its sections in parallel, a class opens it at once)
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, address: tuple[str, int], verbose: bool = False, runs: RunRegistry | None = None):
         super().__init__(address, ExplorerHandler)

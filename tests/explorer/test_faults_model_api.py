@@ -73,3 +73,47 @@ def test_text_that_is_not_unicode_is_a_coded_400(model_client):
     assert status == 400 and data["code"] == "text_not_unicode", data
     assert "U+DCE9" in data["error"] or "byte 0xe9" in data["error"]
     assert "surrogates not allowed" not in data["error"]
+
+
+def test_twenty_clients_at_once_are_all_served():
+    """The listen backlog was 5: while the server was busy, the kernel dropped the connections of
+    all but 6 of 20 clients arriving together. Here 20 connect while the server accepts nothing
+    yet (each must be queued by the kernel), then every one gets its answer."""
+    import socket
+    import threading
+
+    from seqlab.explorer.server import make_server
+
+    server = make_server("127.0.0.1", 0)
+    host, port = server.server_address[:2]
+    clients, thread = [], None
+    try:
+        for _ in range(20):
+            client = socket.create_connection((host, port), timeout=2)  # times out if the SYN is dropped
+            clients.append(client)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        answers = []
+        for client in clients:
+            client.sendall(b"GET /api/defaults HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        for client in clients:
+            data = b""
+            while chunk := client.recv(65536):
+                data += chunk
+            answers.append(data.split(b"\r\n", 1)[0])
+        assert answers == [b"HTTP/1.1 200 OK"] * 20
+    finally:
+        for client in clients:
+            client.close()
+        if thread is not None:  # shutdown() waits for a serve_forever that never started
+            server.shutdown()
+        server.server_close()
+
+
+def test_twenty_concurrent_api_requests_get_the_same_answer(model_server, model_client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = model_client.ok("lm/next", {"text": TEXT})
+    with ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(lambda _: model_client.post("lm/next", {"text": TEXT}), range(20)))
+    assert answers == [(200, expected)] * 20
