@@ -109,7 +109,7 @@ def lm_info(p: Payload, runs: RunRegistry) -> dict:
     p.finish()
     train = [[r["step"], r["train_loss"]] for r in lm.log if "train_loss" in r]
     val = [[r["step"], r["val_loss"]] for r in lm.log if "val_loss" in r]
-    return {"run": lm.run.id, "config": lm.config, "model": vars(lm.model.config).copy(),
+    return {"run": lm.run.id, "step": lm.step, "config": lm.config, "model": vars(lm.model.config).copy(),
             "parameters": lm.model.num_parameters(), "loss": {"train": train, "val": val}}
 
 

@@ -117,3 +117,45 @@ def test_twenty_concurrent_api_requests_get_the_same_answer(model_server, model_
     with ThreadPoolExecutor(20) as pool:
         answers = list(pool.map(lambda _: model_client.post("lm/next", {"text": TEXT}), range(20)))
     assert answers == [(200, expected)] * 20
+
+
+def test_a_run_trained_further_is_reloaded(lm_run, tmp_path):
+    """The explorer kept the model it loaded first: after the run on disk was trained further it
+    went on answering with the old weights, with no sign. Now each request checks the checkpoint
+    (one stat) and reloads it when it changed; lm/info shows the step."""
+    import shutil
+
+    from seqlab.inference.loading import load_model_from_checkpoint
+    from seqlab.tokenizer import Tokenizer
+    from seqlab.training import save_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(lm_run, run)
+    checkpoint = run / "checkpoints" / "latest.pt"
+    tokenizer = Tokenizer.load(run / "tokenizer")
+    ids = torch.tensor([tokenizer.encode(TEXT)])
+
+    def top_ids(model):
+        with torch.no_grad():
+            return torch.sort(torch.softmax(model(ids)[0, -1].double(), -1), descending=True).indices[:20].tolist()
+
+    old, payload = load_model_from_checkpoint(checkpoint)
+    with serving(RunRegistry([str(run)])) as server:
+        client = client_for(server)
+        before = client.ok("lm/next", {"text": TEXT})
+        assert [c["id"] for c in before["candidates"]] == top_ids(old)
+        assert client.ok("lm/info")["step"] == payload["iteration"]
+        # "train further": other weights, a later step, written the way training writes (atomic rename)
+        torch.manual_seed(5)
+        with torch.no_grad():
+            for parameter in old.parameters():
+                parameter.add_(torch.randn_like(parameter))
+        save_checkpoint(old, None, payload["iteration"] + 100, str(checkpoint))
+        new, _ = load_model_from_checkpoint(checkpoint)
+        after = client.ok("lm/next", {"text": TEXT})
+        assert [c["id"] for c in after["candidates"]] == top_ids(new) != top_ids(load_model_from_checkpoint(
+            lm_run / "checkpoints" / "latest.pt")[0])
+        assert client.ok("lm/info")["step"] == payload["iteration"] + 100
+        # unchanged on disk: the loaded model is reused, not read again
+        registry = server.runs
+        assert registry.lm() is registry.lm()

@@ -289,6 +289,7 @@ const STRINGS = {
   "model.hover_hint": ["Point at a cell to see the pair and its weight.", "将鼠标指向一个格子，查看这对词元及其权重。"],
   "model.grid": ["All heads (click one to show it)", "所有注意力头（点击一个放大查看）"],
   "model.next": ["Next token: the top 20 after your text", "下一个词元：在你的文本之后概率最高的 20 个"],
+  "model.checkpoint_step": ["checkpoint step", "检查点步数"],
   "model.temperature": ["temperature", "温度"],
   "model.top_k": ["top-k (0 = off)", "top-k（0 = 关闭）"],
   "model.top_p": ["top-p (nucleus)", "top-p（核采样）"],

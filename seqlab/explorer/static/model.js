@@ -134,7 +134,7 @@ async function setupModel() {
     if (series.length) lineChart($("model-loss"), series, { xLabel: t("model.step") });
     else $("model-loss").replaceChildren(el("p", { class: "note", text: t("model.no_log") }));
     const m = data.model;
-    const facts = [["model.parameters", data.parameters.toLocaleString("en")], ["model.layers", m.num_layers],
+    const facts = [["model.checkpoint_step", data.step], ["model.parameters", data.parameters.toLocaleString("en")], ["model.layers", m.num_layers],
       ["model.heads", m.num_heads], ["model.d_model", m.d_model], ["model.context", m.context_length],
       ["model.vocab", m.vocab_size]];
     if (val.length) facts.push(["model.last_val", fmt(val[val.length - 1][1])]);
@@ -236,10 +236,11 @@ async function setupModel() {
   }, "model-shapes-panel"));
 
   // --- sample and generate: both change the text, then every panel follows it
-  const refreshText = () => textWidgets.forEach((w) => w.refresh());
+  // the server reloads a run whose checkpoint changed; the info panel follows (step, loss curve)
+  const refreshText = () => { info.refresh(); textWidgets.forEach((w) => w.refresh()); };
   let timer = null;
   $("model-text").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refreshText, 150); });
-  runSelect.addEventListener("change", () => { info.refresh(); refreshText(); });
+  runSelect.addEventListener("change", refreshText);
   const busy = (on) => { $("next-sample").disabled = $("next-generate").disabled = on; };
   $("next-sample").addEventListener("click", async () => {
     busy(true);
