@@ -55,3 +55,30 @@ def check_text(text: str, name: str) -> str:
             raise ValueError(f"{name} holds a lone surrogate U+{code:04X} at character {index + 1}, which is "
                              "not a Unicode character; give plain text")
     return text
+
+
+def positive_int(text: str) -> int:
+    """``int(text)`` >= 1, for counts where 0 or a negative number would mean nothing (or, used as a
+    slice bound, something else: ``pairs[:-1]``)."""
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer (give 1 or more)")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """``int(text)`` >= 0."""
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative (give 0 or more)")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+positive_int.__name__ = non_negative_int.__name__ = "int"

@@ -45,11 +45,30 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
+def _check_config_kind(path: str) -> None:
+    """A run directory, or a seq2seq run's config.json, gets a message saying what to give instead."""
+    import os
+
+    from seqlab.runkind import commands_for, run_kind
+
+    kind = run_kind(path)
+    if kind == "seq2seq":
+        raise ValueError(f"{path} belongs to a seq2seq run (from `seqlab seq2seq train`): `seqlab accounting` "
+                         "counts Transformer language models; for the seq2seq run use "
+                         f"{commands_for('seq2seq', os.path.dirname(path) if path.endswith('config.json') else path)}; "
+                         "its config.json records the parameter count (\"parameters\")")
+    if os.path.isdir(path):
+        hint = f"; for this run give --config {os.path.join(path, 'config.json')}" if kind == "lm" else ""
+        raise ValueError(f"{path} is a directory; --config takes a TOML or JSON file of ModelConfig fields{hint}")
+
+
 def _run(args: argparse.Namespace) -> int:
     from seqlab.accounting.presets import PRESETS
     from seqlab.accounting.report import ReportOptions, account, as_model_config, format_report, load_config_file
 
     try:
+        if args.config:
+            _check_config_kind(args.config)
         fields_ = dict(PRESETS[args.preset]) if args.preset else load_config_file(args.config)
         shape = as_model_config(fields_)
         positive = {"--batch-size": args.batch_size, "--context-length": args.context_length,

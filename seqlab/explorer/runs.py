@@ -41,8 +41,11 @@ def describe_run(run_id: str) -> Run:
     """Classify a run directory by the files it holds (nothing is loaded)."""
     path = Path(run_id).expanduser()
     if not path.is_dir():
+        from seqlab.runkind import how_to_make
+
         return Run(run_id, path, "invalid", RequestError(
-            f"run directory {run_id} does not exist; {MAKE_ONE}", "run_missing", run=run_id))
+            f"run directory {run_id} does not exist; {how_to_make(run_id)}, then run `seqlab explore --run "
+            f"{run_id}`", "run_missing", run=run_id))
     has_checkpoint = (path / "checkpoints" / "latest.pt").is_file()
     if has_checkpoint and (path / "tokenizer").is_dir():
         return Run(run_id, path, "lm")

@@ -11,7 +11,7 @@ import math
 import sys
 from typing import Any
 
-from seqlab.cli_types import check_text, finite_float
+from seqlab.cli_types import check_text, finite_float, positive_int
 
 # errors a handler reports as one line (exit 2) instead of a traceback
 USER_ERRORS = (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
@@ -51,6 +51,9 @@ def _run_generate(args: argparse.Namespace) -> int:
     import os
 
     try:
+        from seqlab.runkind import check_run_kind
+
+        check_run_kind(args.run or args.checkpoint, "lm", "seqlab generate")
         from seqlab.inference.generate import generate_stream
         from seqlab.inference.loading import check_vocabularies, load_model
 
@@ -96,8 +99,9 @@ def _register_eval(subparsers: Any) -> None:
                                           "in non-overlapping context-length windows.")
     _add_model_source(p)
     p.add_argument("--data", required=True, metavar="FILE.npy", help="token ids, e.g. valid.npy")
-    p.add_argument("--batch-size", type=int, default=32, help="windows per batch (32)")
-    p.add_argument("--context-length", type=int, default=None, help="window length (the model's)")
+    p.add_argument("--batch-size", type=positive_int, default=32, help="windows per batch (32)")
+    p.add_argument("--context-length", type=positive_int, default=None,
+                   help="window length, at most the model's (default: the model's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run_eval)
 
@@ -106,6 +110,9 @@ def _run_eval(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     try:
+        from seqlab.runkind import check_run_kind
+
+        check_run_kind(args.run or args.checkpoint, "lm", "seqlab eval")
         from seqlab.inference.evaluate import evaluate
         from seqlab.inference.loading import load_model
         from seqlab.tokenizer.token_array import open_tokens

@@ -158,8 +158,12 @@ def _run_train(args: argparse.Namespace) -> int:
 
 
 def _register_translate(commands) -> None:
-    translate = commands.add_parser("translate", help="translate text with a trained run",
-                                    description="Translate each TEXT with the run's model (greedy, or --beam N).")
+    translate = commands.add_parser(
+        "translate", help="translate text with a trained run",
+        description="Translate each TEXT with the run's model (greedy, or --beam N). Prints one line per TEXT: "
+                    "the text, a tab, its translation. A backslash, tab, newline or carriage return inside "
+                    r"either is written as \\, \t, \n or \r, so every line holds exactly one tab. Empty text is "
+                    "refused (as in the explorer).")
     translate.add_argument("--run", required=True, metavar="DIR", help="run directory of seqlab seq2seq train")
     translate.add_argument("text", nargs="+", help="source text(s)")
     translate.add_argument("--beam", type=int, default=1, metavar="N", help="beam size (default 1: greedy)")
@@ -167,6 +171,15 @@ def _register_translate(commands) -> None:
                            help="print the cross-attention of each output token over the source as a text heatmap")
     translate.add_argument("--device", default="cpu")
     translate.set_defaults(func=_run_translate)
+
+
+TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def tsv_field(text: str) -> str:
+    r"""``text`` escaped for one tab-separated field: ``"a\tb"`` -> ``"a\\tb"`` (backslash first, so
+    the escaping can be undone unambiguously: \\ -> \, \t -> tab, \n -> newline, \r -> return)."""
+    return text.translate(TSV_ESCAPES)
 
 
 def heatmap_text(weights: list[list[float]], row_labels: list[str], column_labels: list[str]) -> str:
@@ -179,9 +192,26 @@ def heatmap_text(weights: list[list[float]], row_labels: list[str], column_label
     label_width = min(8, max((len(r) for r in row_labels), default=1))
     lines = [" " * (label_width + 1) + " ".join(c[:width].rjust(width) for c in column_labels)]
     for label, row in zip(row_labels, weights):
-        cells = [SHADES[min(len(SHADES) - 1, int(w / peak * (len(SHADES) - 1) + 0.5))] * width for w in row]
+        cells = [SHADES[_shade(w, peak)] * width for w in row]
         lines.append(label[:label_width].rjust(label_width) + " " + " ".join(cells))
     return "\n".join(lines)
+
+
+def _shade(weight: float, peak: float) -> int:
+    """Index into SHADES of ``weight`` on a map whose largest weight is ``peak``."""
+    return min(len(SHADES) - 1, int(weight / peak * (len(SHADES) - 1) + 0.5))
+
+
+def heatmap_legend(peak: float) -> str:
+    """What each shading character of :func:`heatmap_text` stands for, on a map whose largest weight
+    is ``peak``: the weights that round to it, e.g. ``'#' 0.73-0.84``."""
+    steps = len(SHADES) - 1
+    parts = []
+    for index, char in enumerate(SHADES):
+        low = max(0.0, (index - 0.5) / steps) * peak
+        high = min(1.0, (index + 0.5) / steps) * peak
+        parts.append(f"{char!r} {low:.2f}-{high:.2f}")
+    return f"shading (weight, scaled to this map's largest, {peak:.2f}): " + ", ".join(parts)
 
 
 def _token_labels(vocab, ids: list[int]) -> list[str]:
@@ -189,9 +219,27 @@ def _token_labels(vocab, ids: list[int]) -> list[str]:
     return [repr(vocab.decode([i]))[1:-1].replace(" ", "\u2423") or "?" for i in ids]
 
 
+def _check_run(run: str, command: str) -> None:
+    """The run must be a seq2seq run: an LM run's error names `seqlab generate` / `seqlab eval`."""
+    from seqlab.runkind import check_run_kind
+
+    check_run_kind(run, "seq2seq", command)
+
+
 def _run_translate(args: argparse.Namespace) -> int:
     if args.beam < 1:
         return _error(f"--beam must be >= 1, got {args.beam}", 2)
+    from seqlab.cli_types import check_text
+
+    try:
+        for number, text in enumerate(args.text, 1):
+            check_text(text, f"TEXT {number}")
+            if not text:
+                raise ValueError(f"TEXT {number} is empty: give some text to translate (the explorer refuses empty "
+                                 "text too)")
+        _check_run(args.run, "seqlab seq2seq translate")
+    except ValueError as error:
+        return _error(str(error), 2)
     from seqlab.seq2seq.train import decode_limit, load_run, translate_ids
 
     try:
@@ -207,10 +255,10 @@ def _run_translate(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _error(str(error))
     for text, src, out in zip(args.text, sources, outputs):
-        print(f"{text}\t{run.tgt_vocab.decode(out)}")
+        print(f"{tsv_field(text)}\t{tsv_field(run.tgt_vocab.decode(out))}")
         if not args.show_attention:
             continue
-        from seqlab.seq2seq.config import BOS_ID, EOS_ID
+        from seqlab.seq2seq.config import BOS_ID
 
         with torch.no_grad():
             src_t = torch.tensor([src], device=args.device)
@@ -226,6 +274,7 @@ def _run_translate(args: argparse.Namespace) -> int:
             title = "attention" if len(maps) == 1 else f"decoder layer {layer}: cross-attention, mean over heads"
             print(f"  {title}")
             print("\n".join("  " + line for line in heatmap_text(mean.tolist(), rows, columns).splitlines()))
+            print(f"  {heatmap_legend(float(mean.max()))}")
     return 0
 
 
@@ -233,30 +282,37 @@ def _run_translate(args: argparse.Namespace) -> int:
 
 
 def _register_eval(commands) -> None:
+    from seqlab.cli_types import non_negative_int, positive_int
+
     ev = commands.add_parser("eval", help="exact match, token accuracy and BLEU of a trained run",
                              description="Decode the run's validation pairs (or --pairs FILE.tsv) and report "
                                          "exact match, token accuracy, and BLEU (sacrebleu) for text tasks.")
     ev.add_argument("--run", required=True, metavar="DIR")
     ev.add_argument("--pairs", metavar="FILE.tsv", help="evaluate on these pairs instead")
-    ev.add_argument("--beam", type=int, default=1, metavar="N")
-    ev.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N pairs only")
-    ev.add_argument("--show-errors", type=int, default=5, metavar="N", help="print N wrong outputs (default 5)")
+    ev.add_argument("--beam", type=positive_int, default=1, metavar="N")
+    ev.add_argument("--limit", type=positive_int, default=None, metavar="N",
+                    help="evaluate the first N pairs only (N >= 1; default: all)")
+    ev.add_argument("--show-errors", type=non_negative_int, default=5, metavar="N",
+                    help="print N wrong outputs (default 5, 0 = none)")
     ev.add_argument("--json", action="store_true", help="print the numbers as JSON")
     ev.add_argument("--device", default="cpu")
     ev.set_defaults(func=_run_eval)
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    if args.beam < 1:
-        return _error(f"--beam must be >= 1, got {args.beam}", 2)
     from seqlab.seq2seq.data import read_pairs_tsv
     from seqlab.seq2seq.metrics import sacrebleu_missing_message
+
+    try:
+        _check_run(args.run, "seqlab seq2seq eval")
+    except ValueError as error:
+        return _error(str(error), 2)
     from seqlab.seq2seq.train import evaluate_translations, is_text_task, load_pairs, load_run
 
     try:
         run = load_run(args.run, device=args.device)
-        if args.pairs:
-            pairs, _ = read_pairs_tsv(args.pairs)
+        if args.pairs:  # this command has no --skip-bad-lines: bad lines are to be fixed
+            pairs, _ = read_pairs_tsv(args.pairs, skip_flag=None)
             source = args.pairs
         else:
             pairs = load_pairs(run.train_config)[1]

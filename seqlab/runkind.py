@@ -1,0 +1,105 @@
+"""What kind of run a directory holds, decided from its files before anything is loaded, and the
+command that fits each kind.
+
+Standard library only (the ``cli.py`` modules call it before importing torch). Two kinds::
+
+    "lm"       seqlab train / seqlab demo   config.json with a "model" table, tokenizer/
+    "seq2seq"  seqlab seq2seq train         config.json with "train" and "model_config", vocab.json
+
+``config.json`` decides when it is readable (it is rewritten by every run, so it names the newest
+kind even in a directory that still holds files of another); otherwise ``tokenizer/`` means a
+language model and ``vocab.json`` a seq2seq model. Worked example::
+
+    >>> import json, tempfile, pathlib
+    >>> run = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (run / "config.json").write_text(json.dumps({"train": {}, "model_config": {}}))
+    >>> run_kind(run), run_kind(run / "config.json"), run_kind(run / "checkpoints" / "latest.pt")
+    ('seq2seq', 'seq2seq', 'seq2seq')
+    >>> check_run_kind(run, "lm", "seqlab generate")
+    Traceback (most recent call last):
+    ...
+    ValueError: ... is a seq2seq run (from `seqlab seq2seq train`), not a language model: `seqlab generate` needs a run of `seqlab train` or `seqlab demo`; for this run use `seqlab seq2seq translate --run ... TEXT` (or `seqlab seq2seq eval --run ...`)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+RunKind = Literal["lm", "seq2seq"]
+
+KIND_NAMES = {"lm": "a language model", "seq2seq": "a seq2seq model"}
+KIND_SOURCES = {"lm": "`seqlab train` or `seqlab demo`", "seq2seq": "`seqlab seq2seq train`"}
+
+
+def config_kind(data: Any) -> RunKind | None:
+    """The kind a run's parsed ``config.json`` describes, or None when it describes neither."""
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("model_config"), dict) and isinstance(data.get("train"), dict):
+        return "seq2seq"
+    if isinstance(data.get("model"), dict):
+        return "lm"
+    return None
+
+
+def run_kind(path: str | os.PathLike) -> RunKind | None:
+    """"lm", "seq2seq" or None (not a run, or nothing says which) for a run directory, its
+    ``config.json``, or a checkpoint inside its ``checkpoints/``. Reads at most config.json."""
+    path = Path(path)
+    if path.suffix == ".pt" and path.parent.name == "checkpoints":
+        return run_kind(path.parent.parent)
+    if path.name == "config.json" and path.is_file():
+        return _read_config_kind(path)
+    if not path.is_dir():
+        return None
+    kind = _read_config_kind(path / "config.json")
+    if kind is not None:
+        return kind
+    if (path / "tokenizer").is_dir():
+        return "lm"
+    if (path / "vocab.json").is_file():
+        return "seq2seq"
+    return None
+
+
+def _read_config_kind(path: Path) -> RunKind | None:
+    try:
+        return config_kind(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def commands_for(kind: RunKind, run: str) -> str:
+    """The commands that use a run of ``kind``, for messages."""
+    if kind == "lm":
+        return (f"`seqlab generate --run {run} --prompt TEXT` (or `seqlab eval --run {run} --data FILE.npy`, "
+                f"`seqlab explore --run {run}`)")
+    return f"`seqlab seq2seq translate --run {run} TEXT` (or `seqlab seq2seq eval --run {run}`)"
+
+
+def check_run_kind(path: str | os.PathLike, expected: RunKind, command: str) -> None:
+    """Raise ValueError when ``path`` is a run of the other kind, naming the command for it.
+    A path whose kind cannot be told is left to the loader (its own errors name the file)."""
+    kind = run_kind(path)
+    if kind is None or kind == expected:
+        return
+    raise ValueError(f"{path} is a {kind} run (from {KIND_SOURCES[kind]}), not {KIND_NAMES[expected]}: "
+                     f"`{command}` needs a run of {KIND_SOURCES[expected]}; for this run use "
+                     f"{commands_for(kind, str(path))}")
+
+
+def how_to_make(path: str | os.PathLike) -> str:
+    """How to make the run a missing ``path`` was meant to be: a directory named after a built-in
+    seq2seq task (runs/dates, runs/fr-en) suggests ``seqlab seq2seq train``, others both kinds."""
+    from seqlab.seq2seq.tasks import TASKS  # plain Python, no torch
+
+    name = Path(path).name.lower()
+    task = next((t for t in TASKS if t in name), None)
+    if task is not None:
+        return (f"train it with `seqlab seq2seq train --task {task} --out {path}` (a seq2seq model), or "
+                f"make a language model with `seqlab demo --fast` or `seqlab train`")
+    return (f"make a language model with `seqlab demo --fast` (writes demo_out/run) or `seqlab train`, or a "
+            f"seq2seq model with `seqlab seq2seq train --out {path}`")
