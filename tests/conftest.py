@@ -37,7 +37,7 @@ def _train_s2s(out: Path, *flags: str) -> Path:
     common = ["--d-model", "32", "--num-heads", "2", "--layers", "1", "--batch-size", "32", "--lr", "0.01",
               "--warmup-steps", "5", "--no-progress", "--threads", "1", "--steps", "40", "--eval-interval", "40",
               "--eval-size", "20"]
-    assert main(["seq2seq", "train", *flags, *common, "--out", str(out)]) == 0
+    assert main(["seq2seq", "train", *common, *flags, "--out", str(out)]) == 0  # flags override common
     return out
 
 
@@ -51,6 +51,6 @@ def tiny_s2s_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_fr_en_run(tmp_path_factory) -> Path:
-    """A seq2seq run on the built-in fr-en grammar (characters, a Transformer), 40 steps."""
+    """A seq2seq run on the built-in fr-en grammar (characters, a 2-layer Transformer), 40 steps."""
     return _train_s2s(tmp_path_factory.mktemp("s2s") / "fr-en", "--task", "fr-en", "--train-size", "300",
-                      "--valid-size", "20", "--arch", "transformer")
+                      "--valid-size", "20", "--arch", "transformer", "--layers", "2")

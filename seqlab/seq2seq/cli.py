@@ -1,4 +1,4 @@
-"""CLI: ``seqlab seq2seq train|translate|eval`` and ``seqlab paths`` (the information-paths experiment).
+"""CLI: ``seqlab seq2seq train|translate|eval|vocab`` and ``seqlab paths`` (the information-paths experiment).
 
 Only the standard library is imported at the top; torch loads inside the handlers. Training flags
 leave out their defaults (argparse.SUPPRESS), so the defaults live in one place,
@@ -24,6 +24,7 @@ def register(subparsers) -> None:
     _register_train(commands)
     _register_translate(commands)
     _register_eval(commands)
+    _register_vocab(commands)
     _register_paths(subparsers)
 
 
@@ -163,7 +164,10 @@ def _register_translate(commands) -> None:
         description="Translate each TEXT with the run's model (greedy, or --beam N). Prints one line per TEXT: "
                     "the text, a tab, its translation. A backslash, tab, newline or carriage return inside "
                     r"either is written as \\, \t, \n or \r, so every line holds exactly one tab. Empty text is "
-                    "refused (as in the explorer).")
+                    "refused (as in the explorer). A TEXT outside what the run was trained on (characters not in "
+                    "its vocabulary, words or sentences outside the fr-en grammar, a date in none of the dates "
+                    "formats, a symbol string of an untrained length) gets a warning on stderr: its translation "
+                    "is a guess. `seqlab seq2seq vocab --run DIR` lists what the run knows.")
     translate.add_argument("--run", required=True, metavar="DIR", help="run directory of seqlab seq2seq train")
     translate.add_argument("text", nargs="+", help="source text(s)")
     translate.add_argument("--beam", type=int, default=1, metavar="N", help="beam size (default 1: greedy)")
@@ -254,7 +258,11 @@ def _run_translate(args: argparse.Namespace) -> int:
         outputs = translate_ids(run.model, sources, beam_size=args.beam, max_len=limit, device=args.device)
     except ValueError as error:
         return _error(str(error))
-    for text, src, out in zip(args.text, sources, outputs):
+    from seqlab.seq2seq.coverage import check_input
+
+    for number, (text, src, out) in enumerate(zip(args.text, sources, outputs), 1):
+        for note in check_input(text, run.src_vocab, run.train_config):
+            print(f"warning: TEXT {number}: {note.message}; its translation is a guess", file=sys.stderr)
         print(f"{tsv_field(text)}\t{tsv_field(run.tgt_vocab.decode(out))}")
         if not args.show_attention:
             continue
@@ -350,6 +358,80 @@ def _run_eval(args: argparse.Namespace) -> int:
     for s, h, r in wrong[: args.show_errors]:
         print(f"  {s!r} -> {h!r} (expected {r!r})")
     return 0
+
+
+# -- seqlab seq2seq vocab ----------------------------------------------------------------------------
+
+
+def _register_vocab(commands) -> None:
+    vocab = commands.add_parser(
+        "vocab", help="what a run can translate: its vocabulary, and its task's words or formats",
+        description="List what the run was trained on: the source and target characters (character runs) or "
+                    "vocabulary sizes (BPE), and for the built-in tasks the fr-en grammar's words with their "
+                    "English, the date formats of dates, or the symbols and lengths of copy/reverse/sort. "
+                    "Reads only RUN/config.json and RUN/vocab.json.")
+    vocab.add_argument("--run", required=True, metavar="DIR")
+    vocab.add_argument("--json", action="store_true", help="print one JSON object")
+    vocab.set_defaults(func=_run_vocab)
+
+
+def _run_vocab(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    try:
+        _check_run(args.run, "seqlab seq2seq vocab")
+        from seqlab.seq2seq.coverage import known_inputs
+        from seqlab.seq2seq.train import read_vocabs
+        from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+
+        run = Path(args.run)
+        config_path = run / "config.json"
+        if not config_path.is_file():
+            raise FileNotFoundError(f"{config_path} does not exist: is {run} a run of `seqlab seq2seq train`?")
+        try:
+            saved = json.loads(config_path.read_text(encoding="utf-8"))["train"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{config_path} is not the config.json of a seq2seq run ({error})") from None
+        cfg = Seq2SeqTrainConfig.from_dict(saved, source=str(config_path))
+        src_vocab, tgt_vocab = read_vocabs(run / "vocab.json")
+    except (FileNotFoundError, ValueError) as error:
+        return _error(str(error), 2)
+    info = known_inputs(cfg, src_vocab, tgt_vocab)
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False))
+        return 0
+    print(format_known_inputs(info))
+    return 0
+
+
+def format_known_inputs(info: dict) -> str:
+    """The text `seqlab seq2seq vocab` prints for :func:`seqlab.seq2seq.coverage.known_inputs`."""
+    shown = lambda chars: " ".join(repr(c)[1:-1].replace(" ", "\u2423") for c in chars)  # noqa: E731
+    trained_on = f"task {info['task']}" if info["task"] else f"pairs file {info['pairs']}"
+    lines = [f"trained on {trained_on}; {info['kind']} vocabulary: {info['source_size']} source ids, "
+             f"{info['target_size']} target ids (4 of each are <pad> <bos> <eos> <unk>)"]
+    if "source_chars" in info:
+        lines.append(f"source characters ({len(info['source_chars'])}): {shown(info['source_chars'])}")
+        lines.append(f"target characters ({len(info['target_chars'])}): {shown(info['target_chars'])}")
+        lines.append("any other character becomes <unk>; `seqlab seq2seq translate` warns about it")
+    else:
+        lines.append("byte-level BPE: every text can be encoded, but words unlike the training pairs are still "
+                     "outside what the model learnt")
+    if "words" in info:
+        lines.append(f"the fr-en grammar: {len(info['words'])} French words (sentence: determiner + noun + "
+                     "optional adjective after it, a verb in the present, passé composé or future, and for "
+                     "voit/aime/suit an object)")
+        width = max(len(word) for word in info["words"])
+        lines += [f"  {word.ljust(width)}  {english}" for word, english in sorted(info["words"].items())]
+    if "formats" in info:
+        lines.append(f"dates from {info['years'][0]} to {info['years'][1]}, written as one of these "
+                     f"{len(info['formats'])} formats (shown for 29 November 2026; the last three, with a two-digit "
+                     "year, only for 2000-2099); the target is always YYYY-MM-DD:")
+        lines += [f"  {example}" for example in info["formats"]]
+    if "symbols" in info:
+        lines.append(f"strings of the symbols {info['symbols']}, {info['lengths'][0]} to {info['lengths'][1]} "
+                     "long (the trained lengths)")
+    return "\n".join(lines)
 
 
 # -- seqlab paths ----------------------------------------------------------------------------------
