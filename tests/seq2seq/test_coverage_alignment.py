@@ -196,3 +196,20 @@ def test_word_alignment_refuses_token_maps_that_are_not_characters():
     with pytest.raises(ValueError, match="must be"):
         word_alignment(torch.ones(3, 2), "abc", "xy")
     assert word_alignment(torch.ones(1, 2) / 2, "  ", "") is None
+
+
+def test_the_readme_lists_the_grammar_and_the_date_formats():
+    """The README's table of what fr-en and dates cover must not drift from the task code."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| fr-en | words (English) |"):readme.index("## Where things are")]
+    listed = set(re.findall(r"[\w'éçèà]+", table.split("A sentence is")[0]))
+    missing = sorted(word for word in fr_en_words() if word not in listed)
+    assert not missing, missing
+    example = re.search(r'object: "([^"]+)"', table).group(1)
+    assert fr_en_translation(example) is not None
+    flat = " ".join(table.split())
+    assert all(spelling in flat for spelling in date_formats())
+    assert f"in {len(date_formats())} formats" in flat
