@@ -80,9 +80,15 @@ def commands_for(kind: RunKind, run: str) -> str:
     return f"`seqlab seq2seq translate --run {run} TEXT` (or `seqlab seq2seq eval --run {run}`)"
 
 
-def check_run_kind(path: str | os.PathLike, expected: RunKind, command: str) -> None:
-    """Raise ValueError when ``path`` is a run of the other kind, naming the command for it.
-    A path whose kind cannot be told is left to the loader (its own errors name the file)."""
+def check_run_kind(path: str | os.PathLike, expected: RunKind, command: str, *, run_dir: bool = True) -> None:
+    """Raise ValueError when ``path`` is a run of the other kind, naming the command for it, and
+    (``run_dir``: ``path`` was given as a run directory) FileNotFoundError when it does not exist,
+    saying how to make it (:func:`how_to_make`). A path whose kind cannot be told is left to the
+    loader (its own errors name the file)."""
+    if run_dir and not os.path.exists(path):
+        checkpoint = os.path.join(path, "checkpoints", "latest.pt")
+        raise FileNotFoundError(f"run directory {path} does not exist (so there is no {checkpoint}); "
+                                f"{how_to_make(path)}")
     kind = run_kind(path)
     if kind is None or kind == expected:
         return

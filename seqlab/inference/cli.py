@@ -53,7 +53,7 @@ def _run_generate(args: argparse.Namespace) -> int:
     try:
         from seqlab.runkind import check_run_kind
 
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab generate")
+        check_run_kind(args.run or args.checkpoint, "lm", "seqlab generate", run_dir=args.run is not None)
         from seqlab.inference.generate import generate_stream
         from seqlab.inference.loading import check_vocabularies, load_model
 
@@ -112,7 +112,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     try:
         from seqlab.runkind import check_run_kind
 
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab eval")
+        check_run_kind(args.run or args.checkpoint, "lm", "seqlab eval", run_dir=args.run is not None)
         from seqlab.inference.evaluate import evaluate
         from seqlab.inference.loading import load_model
         from seqlab.tokenizer.token_array import open_tokens

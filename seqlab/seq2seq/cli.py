@@ -242,6 +242,8 @@ def _run_translate(args: argparse.Namespace) -> int:
                 raise ValueError(f"TEXT {number} is empty: give some text to translate (the explorer refuses empty "
                                  "text too)")
         _check_run(args.run, "seqlab seq2seq translate")
+    except FileNotFoundError as error:
+        return _error(str(error))
     except ValueError as error:
         return _error(str(error), 2)
     from seqlab.seq2seq.train import decode_limit, load_run, translate_ids
@@ -313,6 +315,8 @@ def _run_eval(args: argparse.Namespace) -> int:
 
     try:
         _check_run(args.run, "seqlab seq2seq eval")
+    except FileNotFoundError as error:
+        return _error(str(error))
     except ValueError as error:
         return _error(str(error), 2)
     from seqlab.seq2seq.train import evaluate_translations, is_text_task, load_pairs, load_run

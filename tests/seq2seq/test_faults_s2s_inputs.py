@@ -271,3 +271,16 @@ def test_duplicate_pairs_never_land_in_both_training_and_validation(tmp_path):
     train, valid, reported = load_pairs(config)
     assert not set(train) & set(valid)
     assert sorted(train + valid) == sorted(distinct) and reported == problems
+
+
+@pytest.mark.parametrize("command, code", [(["generate", "--prompt", "x"], 2), (["eval", "--data", "v.npy"], 2),
+                                           (["seq2seq", "translate", "x"], 1), (["seq2seq", "eval"], 1),
+                                           (["seq2seq", "vocab"], 2)])
+def test_a_missing_run_directory_says_which_command_makes_it(tmp_path, capsys, command, code):
+    """A missing --run runs/dates should suggest `seqlab seq2seq train` (it named only `seqlab train`)."""
+    missing = tmp_path / "runs" / "dates"
+    head, rest = (command[:2], command[2:]) if command[0] == "seq2seq" else (command[:1], command[1:])
+    assert main([*head, "--run", str(missing), *rest]) == code
+    err = capsys.readouterr().err
+    assert f"run directory {missing} does not exist" in err
+    assert f"seqlab seq2seq train --task dates --out {missing}" in err
