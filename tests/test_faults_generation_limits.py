@@ -165,3 +165,20 @@ def test_cli_prompt_that_is_not_utf8_is_named(tmp_path, capsys):
     assert captured.out == ""
     assert "--prompt is not valid UTF-8: byte 0xe9 at character 4" in captured.err
     assert "surrogates not allowed" not in captured.err
+
+
+def test_decoding_past_several_chunks_reads_nothing_back():
+    """Planning a chunk of the schedule and compacting the history happen on the host and the device
+    without a host-device sync (no .item(), no data-dependent shapes), as before the fix."""
+    from seqlab.model.checks import gpu_path_forced
+    from seqlab.model.op_count import OpCounter
+
+    model = small_model()
+    with torch.no_grad(), gpu_path_forced():  # the model's own input checks, as on a GPU: no sync
+        rows = RowWindows(model, [[1, 2, 3], [4, 5, 6, 7, 8]], 10**6, keep=6)
+        logits = rows.prefill()
+        next_ids = logits.argmax(-1)
+        with OpCounter() as counter:
+            for _ in range(3 * model.config.context_length):  # three chunks, several compactions
+                next_ids = rows.advance(next_ids).argmax(-1)
+    assert counter.syncs == 0, counter.sync_ops

@@ -137,7 +137,11 @@ class RowWindows:
         self.plan = list(islice(self._schedule, count))
         self.offsets = np.concatenate(([0], np.cumsum([len(s.rows) for s in self.plan], dtype=np.int64)))
         rows = np.concatenate([s.rows for s in self.plan]) if self.plan else np.zeros(0, dtype=np.int64)
-        self.slide_rows = torch.from_numpy(rows.astype(np.int64)).to(self._device)
+        host = torch.from_numpy(rows.astype(np.int64))
+        if self._device.type == "cuda":  # pinned + non_blocking: the copy does not wait for the GPU's queue
+            host = host.pin_memory()
+        self._host_rows = host  # alive until the next chunk, so an asynchronous copy can still read it
+        self.slide_rows = host.to(self._device, non_blocking=True)
         self.step = 0
 
     def _append(self, next_ids: torch.Tensor) -> None:
