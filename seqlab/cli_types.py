@@ -10,6 +10,16 @@ command line is parsed::
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: 'nan' is not a finite number; give a value such as 0.5 or 3e-4
+
+Text arguments are decoded from the command line's bytes with ``surrogateescape``: a byte that is
+not UTF-8 becomes a lone surrogate (0xff -> U+DCFF) that fails later, deep in an encoder, with an
+internal message. :func:`check_text` names it first (it also serves the explorer, whose JSON
+strings can hold lone surrogates written as ``\\ud800``)::
+
+    >>> check_text("caf\\udce9", "--prompt")
+    Traceback (most recent call last):
+    ...
+    ValueError: --prompt is not valid UTF-8: byte 0xe9 at character 4 (text in another encoding, e.g. Latin-1?); give UTF-8 text
 """
 
 from __future__ import annotations
@@ -30,3 +40,45 @@ def finite_float(text: str) -> float:
 
 
 finite_float.__name__ = "float"  # argparse names the type in its messages
+
+
+def check_text(text: str, name: str) -> str:
+    """``text`` unchanged, or ValueError naming ``name`` and the first character that is not Unicode
+    text: a byte that was not UTF-8 on the command line (U+DC80..U+DCFF from surrogateescape) or
+    any other lone surrogate."""
+    for index, char in enumerate(text):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            raise ValueError(f"{name} is not valid UTF-8: byte {code - 0xDC00:#04x} at character {index + 1} "
+                             "(text in another encoding, e.g. Latin-1?); give UTF-8 text")
+        if 0xD800 <= code <= 0xDFFF:
+            raise ValueError(f"{name} holds a lone surrogate U+{code:04X} at character {index + 1}, which is "
+                             "not a Unicode character; give plain text")
+    return text
+
+
+def positive_int(text: str) -> int:
+    """``int(text)`` >= 1, for counts where 0 or a negative number would mean nothing (or, used as a
+    slice bound, something else: ``pairs[:-1]``)."""
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer (give 1 or more)")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """``int(text)`` >= 0."""
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative (give 0 or more)")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+positive_int.__name__ = non_negative_int.__name__ = "int"

@@ -67,3 +67,28 @@ def poison_gradient(monkeypatch) -> Callable[[int], dict]:
         return calls
 
     return install
+
+
+def _train_s2s(out: Path, *flags: str) -> Path:
+    from seqlab.cli import main
+
+    common = ["--d-model", "32", "--num-heads", "2", "--num-layers", "1", "--batch-size", "32", "--lr", "0.01",
+              "--warmup-steps", "5", "--no-progress", "--threads", "1", "--max-steps", "40", "--eval-interval", "40",
+              "--eval-batches", "1"]
+    assert main(["seq2seq", "train", *common, *flags, "--out", str(out)]) == 0  # flags override common
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_s2s_run(tmp_path_factory) -> Path:
+    """A seq2seq run (reverse, characters, a Transformer) of 40 steps: seconds. Its outputs are poor;
+    tests compare with oracles computed from its loaded model."""
+    return _train_s2s(tmp_path_factory.mktemp("s2s") / "reverse", "--task", "reverse", "--min-len", "2",
+                      "--max-len", "6", "--train-size", "300", "--valid-size", "20", "--arch", "transformer")
+
+
+@pytest.fixture(scope="session")
+def tiny_fr_en_run(tmp_path_factory) -> Path:
+    """A seq2seq run on the built-in fr-en grammar (characters, a 2-layer Transformer), 40 steps."""
+    return _train_s2s(tmp_path_factory.mktemp("s2s") / "fr-en", "--task", "fr-en", "--train-size", "300",
+                      "--valid-size", "20", "--arch", "transformer", "--num-layers", "2")

@@ -217,3 +217,40 @@ def test_cli_json_and_table(capsys, tmp_path):
 def test_module_import_does_not_need_torch():
     code = "import sys, seqlab.accounting; sys.exit(1 if 'torch' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize("name, shape", [("gpt2-small", (12, 768, 12)), ("gpt2-medium", (24, 1024, 16)),
+                                         ("gpt2-large", (36, 1280, 20)), ("gpt2-xl", (48, 1600, 25))])
+def test_gpt2_presets_say_they_are_not_gpt2(name, shape, capsys):
+    """Issue 22: the gpt2-* presets are GPT-2's sizes in this toolkit's Llama-style model (190M and
+    2.13B parameters for small and xl), not GPT-2 (124M, 1.56B); --help and the output say so. The
+    GPT-2 counts are measured on Hugging Face's GPT2LMHeadModel (built on the meta device)."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from seqlab.accounting.presets import GPT2_PARAMETERS
+
+    layers, d_model, heads = shape
+    with torch.device("meta"):
+        gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=layers, n_embd=d_model, n_head=heads))
+    assert GPT2_PARAMETERS[name] == sum(p.numel() for p in gpt2.parameters())
+    ours = count_parameters(PRESETS[name])["total"]
+    assert ours > GPT2_PARAMETERS[name]
+    assert main(["accounting", "--preset", name]) == 0
+    note = capsys.readouterr().out.splitlines()[-1]
+    assert note.startswith(f"note: preset {name}: GPT-2 ") and "Llama-style" in note
+    millions = lambda n: f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"  # noqa: E731
+    assert f"{millions(ours)} parameters, not GPT-2" in note and note.endswith(f"'s {millions(GPT2_PARAMETERS[name])}")
+    assert main(["accounting", "--preset", name, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["note"] == note.removeprefix("note: ")
+
+
+def test_the_help_names_the_gpt2_difference(capsys):
+    with pytest.raises(SystemExit):
+        main(["accounting", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    small, xl = count_parameters(PRESETS["gpt2-small"])["total"], count_parameters(PRESETS["gpt2-xl"])["total"]
+    assert f"gpt2-small {small / 1e6:.0f}M (GPT-2 small: 124M)" in help_text
+    assert f"gpt2-xl {xl / 1e9:.2f}B (GPT-2 XL: 1.56B)" in help_text
+    assert main(["accounting", "--preset", "tinystories"]) == 0
+    assert "note:" not in capsys.readouterr().out

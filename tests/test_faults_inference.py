@@ -207,7 +207,7 @@ def test_checkpoint_that_is_a_directory_is_a_message(tmp_path, capsys):
 @pytest.mark.parametrize("bad,named", [
     (["--temperature", "-1"], "temperature"),
     (["--top-p", "0"], "top_p"),
-    (["--top-k", "0"], "top_k"),
+    (["--top-k", "-1"], "top_k"),
     (["--max-tokens", "-3"], "max_new_tokens"),
 ])
 def test_generate_validates_everything_before_printing(tmp_path, capsys, bad, named):

@@ -191,7 +191,7 @@ def test_bad_arguments_are_named():
         generate(model, [1], 3, temperature=-1)
     forwards = []
     model.register_forward_hook(lambda *args: forwards.append(1))
-    for bad in ({"temperature": -1}, {"top_k": 0}, {"top_p": 1.5}):
+    for bad in ({"temperature": -1}, {"top_k": -1}, {"top_p": 1.5}):
         with pytest.raises(ValueError):
             generate(model, [1], 3, **bad)
     assert forwards == []  # every argument is checked before the prefill

@@ -21,6 +21,7 @@ def register(subparsers: Any) -> None:
         DEFAULT_PEAK_FLOPS,
         DEFAULT_TRAIN_BATCH,
         DEFAULT_TRAIN_STEPS,
+        PRESET_HELP,
         PRESETS,
     )
 
@@ -29,7 +30,7 @@ def register(subparsers: Any) -> None:
         description="Parameter count, forward FLOPs by component (2mnp rule, full n x n attention), "
                     "training/AdamW FLOPs, float32 memory and training time, from the model config.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--preset", choices=sorted(PRESETS))
+    src.add_argument("--preset", choices=sorted(PRESETS), help=PRESET_HELP)
     src.add_argument("--config", metavar="FILE", help="TOML or JSON file with ModelConfig fields")
     p.add_argument("--context-length", type=int, help="sequence length (default: the model's)")
     p.add_argument("--batch-size", type=int, default=1, help="batch for FLOPs and memory (default 1)")
@@ -45,11 +46,30 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
+def _check_config_kind(path: str) -> None:
+    """A run directory, or a seq2seq run's config.json, gets a message saying what to give instead."""
+    import os
+
+    from seqlab.runkind import commands_for, run_kind
+
+    kind = run_kind(path)
+    if kind == "seq2seq":
+        raise ValueError(f"{path} belongs to a seq2seq run (from `seqlab seq2seq train`): `seqlab accounting` "
+                         "counts Transformer language models; for the seq2seq run use "
+                         f"{commands_for('seq2seq', os.path.dirname(path) if path.endswith('config.json') else path)}; "
+                         "its config.json records the parameter count (\"parameters\")")
+    if os.path.isdir(path):
+        hint = f"; for this run give --config {os.path.join(path, 'config.json')}" if kind == "lm" else ""
+        raise ValueError(f"{path} is a directory; --config takes a TOML or JSON file of ModelConfig fields{hint}")
+
+
 def _run(args: argparse.Namespace) -> int:
-    from seqlab.accounting.presets import PRESETS
+    from seqlab.accounting.presets import PRESETS, preset_note
     from seqlab.accounting.report import ReportOptions, account, as_model_config, format_report, load_config_file
 
     try:
+        if args.config:
+            _check_config_kind(args.config)
         fields_ = dict(PRESETS[args.preset]) if args.preset else load_config_file(args.config)
         shape = as_model_config(fields_)
         positive = {"--batch-size": args.batch_size, "--context-length": args.context_length,
@@ -66,8 +86,9 @@ def _run(args: argparse.Namespace) -> int:
         where = f"{args.config}: " if args.config and not str(exc).startswith(str(args.config)) else ""
         print(f"seqlab accounting: error: {where}{exc}", file=sys.stderr)
         return 2
+    note = preset_note(args.preset, report["parameters"]) if args.preset else None
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps({**report, "note": note} if note else report))
     else:
-        print(format_report(report))
+        print(format_report(report) + (f"\nnote: {note}" if note else ""))
     return 0

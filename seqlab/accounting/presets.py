@@ -16,7 +16,8 @@ DEFAULT_TRAIN_STEPS = 400_000
 DEFAULT_TRAIN_BATCH = 1024
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # GPT-2 shapes as in the assignment: d_ff = 4·d_model, SwiGLU, untied head.
+    # GPT-2 shapes as in the assignment: d_ff = 4·d_model, SwiGLU, untied head (so NOT GPT-2 itself:
+    # see GPT2_PARAMETERS and preset_note).
     "gpt2-small": dict(vocab_size=50257, context_length=1024, num_layers=12, d_model=768,
                        num_heads=12, d_ff=3072),
     "gpt2-medium": dict(vocab_size=50257, context_length=1024, num_layers=24, d_model=1024,
@@ -34,3 +35,28 @@ PRESETS: dict[str, dict[str, Any]] = {
     "llama3.2-1b": dict(vocab_size=128256, context_length=131072, num_layers=16, d_model=2048,
                         num_heads=32, num_kv_heads=8, d_ff=8192, rope_theta=500000.0, tie_embeddings=True),
 }
+
+# The parameters of OpenAI's GPT-2 models themselves (learned positions, GELU MLP, LayerNorm, output
+# tied to the token embeddings), for the note that the gpt2-* presets are not those models.
+GPT2_PARAMETERS = {"gpt2-small": 124_439_808, "gpt2-medium": 354_823_168, "gpt2-large": 774_030_080,
+                   "gpt2-xl": 1_557_611_200}
+PRESET_HELP = ("named model shapes; the gpt2-* presets take GPT-2's sizes (layers, d_model, heads, context, "
+               "vocabulary) but build this toolkit's Llama-style model (RMSNorm, SwiGLU with d_ff = 4 d_model, "
+               "RoPE, untied output layer), so they count more parameters than GPT-2: gpt2-small 190M (GPT-2 "
+               "small: 124M), gpt2-xl 2.13B (GPT-2 XL: 1.56B)")
+
+
+def preset_note(name: str, parameters: int) -> str | None:
+    """What a preset is, when its name could mislead: the gpt2-* presets are GPT-2's sizes in this
+    toolkit's architecture, not GPT-2 (``parameters``: the preset's own count, for the comparison)."""
+    if name not in GPT2_PARAMETERS:
+        return None
+    size = name.removeprefix("gpt2-").upper() if name == "gpt2-xl" else name.removeprefix("gpt2-")
+    return (f"preset {name}: GPT-2 {size}'s sizes with this toolkit's Llama-style blocks (RMSNorm, SwiGLU "
+            f"d_ff = 4 d_model, RoPE, untied output layer): {_millions(parameters)} parameters, not GPT-2 "
+            f"{size}'s {_millions(GPT2_PARAMETERS[name])}")
+
+
+def _millions(count: int) -> str:
+    """190460160 -> '190M', 2127057600 -> '2.13B'."""
+    return f"{count / 1e9:.2f}B" if count >= 1e9 else f"{count / 1e6:.0f}M"

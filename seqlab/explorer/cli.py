@@ -75,8 +75,10 @@ def screenshot_main(argv: list[str] | None = None) -> None:
     from seqlab.explorer.screenshot import take_screenshot
 
     parser = argparse.ArgumentParser(prog="python -m seqlab.explorer.screenshot",
-                                     description="Regenerate the README's screenshots of the explorer.")
-    parser.add_argument("out", type=Path, help="PNG file to write")
+                                     description="Take a screenshot of the explorer (the README writes them to "
+                                                 "out/; docs/*.png are the README's own images, replaced only "
+                                                 "on purpose).")
+    parser.add_argument("out", type=Path, help="PNG file to write (e.g. out/explorer.png)")
     parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
     parser.add_argument("--lang", choices=("en", "zh"), default="en")
     parser.add_argument("--run", action="append", default=[], metavar="DIR", help="a run for the model panels")

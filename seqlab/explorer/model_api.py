@@ -62,7 +62,8 @@ def _token_json(lm: ExplorerLM, token_id: int) -> dict[str, Any]:
 
 
 def _filters(p: Payload, *, allow_greedy: bool) -> tuple[float, int | None, float]:
-    """temperature, top_k (None = off), top_p, with messages the page translates."""
+    """temperature, top_k (0 or null = off, as for `seqlab generate --top-k`), top_p, with messages the
+    page translates. A tiny positive temperature is the greedy limit (seqlab.inference.sampling)."""
     temperature = p.number("temperature", 1.0, -1e9, 1e9)
     if temperature > 10:
         raise RequestError(f"temperature must be at most 10, got {temperature:g}")
@@ -71,8 +72,8 @@ def _filters(p: Payload, *, allow_greedy: bool) -> tuple[float, int | None, floa
             f"temperature must be > 0 to show a distribution, got {temperature:g} (at 0 `seqlab generate` is "
             "greedy: it always takes the top token)", "temperature", value=temperature)
     top_k = p.optional_integer("top_k", -10**9, 10**9)
-    if top_k is not None and top_k < 1:
-        raise RequestError(f"top_k must be a positive integer or null (off), got {top_k}", "top_k", value=top_k)
+    if top_k is not None and top_k < 0:
+        raise RequestError(f"top_k must be a positive integer, or 0 or null for off; got {top_k}", "top_k", value=top_k)
     top_p = p.number("top_p", 1.0, -1e9, 1e9)
     if not 0 < top_p <= 1:
         raise RequestError(f"top_p must be in (0, 1], got {top_p:g}", "top_p", value=top_p)
@@ -108,7 +109,7 @@ def lm_info(p: Payload, runs: RunRegistry) -> dict:
     p.finish()
     train = [[r["step"], r["train_loss"]] for r in lm.log if "train_loss" in r]
     val = [[r["step"], r["val_loss"]] for r in lm.log if "val_loss" in r]
-    return {"run": lm.run.id, "config": lm.config, "model": vars(lm.model.config).copy(),
+    return {"run": lm.run.id, "step": lm.step, "config": lm.config, "model": vars(lm.model.config).copy(),
             "parameters": lm.model.num_parameters(), "loss": {"train": train, "val": val}}
 
 
@@ -235,11 +236,37 @@ def lm_generate(p: Payload, runs: RunRegistry) -> Iterator[dict]:
 MAX_BEAM = 8
 
 
+def _notes_json(notes) -> list[dict]:
+    return [{"code": note.code, "params": note.params, "message": note.message} for note in notes]
+
+
+def seq2seq_info(p: Payload, runs: RunRegistry) -> dict:
+    """What the translate panel opens with: the run's task (or pairs file), a worked-example source
+    (:func:`seqlab.seq2seq.coverage.example_source`), what the run knows (``known_inputs``), the
+    architecture and the checkpoint step."""
+    from seqlab.seq2seq.coverage import example_source, known_inputs, trained_lengths
+
+    run_id = _run_id(p)
+    p.finish()
+    run = runs.seq2seq(run_id)
+    cfg = run.train_config
+    known = known_inputs(cfg, run.src_vocab, run.tgt_vocab)
+    return {"run": str(run.run_dir), "task": cfg.task, "pairs": cfg.pairs, "example": example_source(cfg),
+            "lengths": list(trained_lengths(cfg)), "arch": run.model.config.arch, "step": run.step,
+            "vocab_kind": known["kind"], "source_size": known["source_size"],
+            "words": sorted(known.get("words", {})), "formats": known.get("formats", [])}
+
+
 def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
     """Translate with a seq2seq run (greedy for beam 1, else beam search, as `seqlab seq2seq
     translate`), and the decoder's cross-attention over the source: one [head][target][source]
-    array per decoder layer. Target rows are the output tokens then </s>; an RNN without attention
-    has none."""
+    array per decoder layer, its mean over heads per layer, and for a character model the same at
+    word level (``seqlab.seq2seq.alignment.word_alignment``). Target rows are the output tokens then
+    </s>; an RNN without attention has none. ``notes``: how the text lies outside the run's
+    training (``seqlab.seq2seq.coverage.check_input``), each with a code the page translates."""
+    from seqlab.seq2seq.alignment import word_alignment
+    from seqlab.seq2seq.coverage import check_input
+
     run_id = _run_id(p)
     text = _text(p)
     beam = p.integer("beam", 1, 1, MAX_BEAM)
@@ -254,11 +281,21 @@ def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
     (out,) = translate_ids(run.model, [src], beam_size=beam, max_len=decode_limit(run.model, [len(src) + 1]),
                            device="cpu")
     with torch.no_grad():
-        maps = run.model.attention_maps(torch.tensor([src]), torch.tensor([[BOS_ID, *out]]))
+        maps = [m[0] for m in run.model.attention_maps(torch.tensor([src]), torch.tensor([[BOS_ID, *out]]))]
     label = lambda vocab, ids: [vocab.decode([i]) for i in ids]
-    return {"output": run.tgt_vocab.decode(out), "source_tokens": label(run.src_vocab, src),
+    output = run.tgt_vocab.decode(out)
+    words = None
+    if maps and run.src_vocab.kind == "char" and run.tgt_vocab.kind == "char" and len(output) == len(out):
+        stacked = torch.stack(maps)  # (layers, heads, T, S)
+        aligned = word_alignment(stacked, text, output)
+        if aligned is not None:
+            words = {"source": aligned.source, "output": aligned.output,
+                     "cross_attention": aligned.weights.tolist(), "mean_attention": aligned.weights.mean(1).tolist()}
+    return {"output": output, "source_tokens": label(run.src_vocab, src),
             "output_tokens": label(run.tgt_vocab, out) + ["</s>"], "arch": run.model.config.arch,
-            "cross_attention": [m[0].tolist() for m in maps]}
+            "cross_attention": [m.tolist() for m in maps], "mean_attention": [m.mean(0).tolist() for m in maps],
+            "words": words, "notes": _notes_json(check_input(text, run.src_vocab, run.train_config)),
+            "step": run.step}
 
 
 def paths(p: Payload, runs: RunRegistry) -> dict:
@@ -282,6 +319,7 @@ MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
     "lm/next": lm_next,
     "lm/sample": lm_sample,
     "lm/generate": lm_generate,
+    "seq2seq/info": seq2seq_info,
     "seq2seq/translate": seq2seq_translate,
     "paths": paths,
 }

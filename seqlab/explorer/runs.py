@@ -45,8 +45,11 @@ def describe_run(run_id: str) -> Run:
 
     path = Path(run_id).expanduser()
     if not path.is_dir():
+        from seqlab.runkind import how_to_make
+
         return Run(run_id, path, "invalid", RequestError(
-            f"run directory {run_id} does not exist; {MAKE_ONE}", "run_missing", run=run_id))
+            f"run directory {run_id} does not exist; {how_to_make(run_id)}, then run `seqlab explore --run "
+            f"{run_id}`", "run_missing", run=run_id))
     kind = run_kind(path) if (path / "checkpoints" / "latest.pt").is_file() else None
     if kind == "lm" and (path / "tokenizer").is_dir():
         return Run(run_id, path, "lm")
@@ -66,6 +69,7 @@ class ExplorerLM:
     tokenizer: Any
     config: dict[str, Any]
     log: list[dict[str, Any]] = field(default_factory=list)
+    step: int = 0  # the checkpoint's training step
 
 
 def load_lm(run: Run) -> ExplorerLM:
@@ -74,7 +78,7 @@ def load_lm(run: Run) -> ExplorerLM:
     from seqlab.runs.log import read_jsonl
 
     try:
-        model, tokenizer, _ = load_model(run=run.path, device="cpu")
+        model, tokenizer, payload = load_model(run=run.path, device="cpu")
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise RequestError(f"run {run.id}: cannot load {run.path / 'checkpoints' / 'latest.pt'} or its tokenizer: "
                            f"{exc}. Retrain it or pick another run", "run_damaged", run=run.id, detail=str(exc)) from None
@@ -91,7 +95,7 @@ def load_lm(run: Run) -> ExplorerLM:
                            f"use the tokenizer the model was trained with ({run.path / 'tokenizer'})")
     except ValueError as exc:
         raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
-    return ExplorerLM(run, model, tokenizer, config, log)
+    return ExplorerLM(run, model, tokenizer, config, log, int(payload.get("iteration", 0)))
 
 
 def load_seq2seq(run: Run) -> Any:
@@ -133,8 +137,21 @@ def read_paths_results(directory: str) -> dict[str, Any]:
     return {"tasks": tasks, "fast": bool(results.get("fast"))}
 
 
+def checkpoint_signature(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of RUN/checkpoints/latest.pt, None when it is missing: one stat,
+    cheap enough for every request. Training saves by writing a new file and renaming it over the
+    old one, so a new checkpoint always changes the inode."""
+    try:
+        info = (path / "checkpoints" / "latest.pt").stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
 class RunRegistry:
-    """The runs given to ``seqlab explore``; each model is loaded once, on first use (thread-safe)."""
+    """The runs given to ``seqlab explore``; each model is loaded on first use (thread-safe) and
+    loaded again when its checkpoint changes on disk (a run trained further while the explorer
+    serves it), so no panel shows a stale model."""
 
     def __init__(self, run_ids: list[str] | tuple[str, ...] = (), paths_dir: str | None = None):
         self.runs = [describe_run(run_id) for run_id in dict.fromkeys(run_ids)]
@@ -172,10 +189,12 @@ class RunRegistry:
         return run
 
     def _load(self, run: Run, loader) -> Any:
+        signature = checkpoint_signature(run.path)
         with self._lock:
-            if run.id not in self._loaded:
-                self._loaded[run.id] = loader(run)
-            return self._loaded[run.id]
+            cached = self._loaded.get(run.id)
+            if cached is None or cached[0] != signature:
+                self._loaded[run.id] = (signature, loader(run))
+            return self._loaded[run.id][1]
 
     def lm(self, run_id: str | None = None) -> ExplorerLM:
         return self._load(self.find(run_id, "lm"), load_lm)

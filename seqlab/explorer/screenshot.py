@@ -1,7 +1,10 @@
-"""Regenerate the README's screenshots::
+"""Screenshots of the explorer, as in the README::
 
-    python -m seqlab.explorer.screenshot docs/explorer.png --run demo_out/run
-    python -m seqlab.explorer.screenshot docs/explorer-model.png --run demo_out/run --section w-model
+    python -m seqlab.explorer.screenshot out/explorer.png --run demo_out/run
+    python -m seqlab.explorer.screenshot out/explorer-model.png --run demo_out/run --section w-model
+
+They go to ``out/`` (ignored by git); the README's images are ``docs/explorer.png`` and
+``docs/explorer-model.png``, which a maintainer replaces with new screenshots on purpose.
 
 Serves the explorer on a free port (with the given runs), opens it in headless Chromium (Python
 playwright and Debian's ``/usr/bin/chromium``), waits for every widget to render, and saves a

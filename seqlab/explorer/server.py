@@ -26,6 +26,7 @@ from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 REQUEST_TIMEOUT_S = 10  # a client that stops sending mid-body is dropped, never waited on forever
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+LISTEN_BACKLOG = 128
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                  ".png": "image/png", ".json": "application/json"}
 
@@ -187,7 +188,11 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         self._send_stream(result)
 
     def _send_stream(self, lines) -> None:
-        """Send an iterator of dicts as JSON lines, one HTTP/1.1 chunk each, as they are produced."""
+        """Send an iterator of dicts as JSON lines, one HTTP/1.1 chunk each, as they are produced.
+
+        The status line is already sent when the iterator fails, so a failure becomes a last line
+        ``{"error": message, "code": ...}`` (the body of the 400 or 500 it would have been), then
+        the stream ends properly: the page shows the error instead of a cut-off stream."""
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "application/x-ndjson; charset=utf-8")
         self.send_header("Transfer-Encoding", "chunked")
@@ -195,11 +200,25 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.close_connection = True
+
+        def write(line: dict) -> None:
+            data = json.dumps(line, allow_nan=False, ensure_ascii=False).encode("utf-8") + b"\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
         try:
-            for line in lines:
-                data = json.dumps(line, allow_nan=False, ensure_ascii=False).encode("utf-8") + b"\n"
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
+            try:
+                for line in lines:
+                    write(line)
+            except (BrokenPipeError, ConnectionResetError):
+                raise
+            except RequestError as exc:
+                write(exc.body())
+            except ValueError as exc:  # library functions name the value they reject
+                write({"error": str(exc)})
+            except Exception as exc:  # as for a 500: the traceback stays in the server log
+                traceback.print_exc(file=sys.stderr)
+                write({"error": f"internal error while streaming: {type(exc).__name__}"})
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass  # the page stopped reading (a new request replaced this one)
@@ -242,6 +261,9 @@ class ExplorerHandler(BaseHTTPRequestHandler):
 class ExplorerServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # connections the kernel holds while the accept loop is busy: the default 5 dropped some of 20
+    # clients arriving together (a page loads its sections in parallel, a class opens it at once)
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, address: tuple[str, int], verbose: bool = False, runs: RunRegistry | None = None):
         super().__init__(address, ExplorerHandler)

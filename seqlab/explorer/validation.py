@@ -12,6 +12,8 @@ import json
 import math
 from typing import Any
 
+from seqlab.cli_types import check_text
+
 MAX_BODY_BYTES = 16_384  # every widget's request fits in a few hundred bytes
 
 
@@ -110,6 +112,10 @@ class Payload:
         if len(value) > max_chars:
             raise RequestError(f"{name} is {len(value)} characters; the limit is {max_chars}",
                                "text_too_long", field=name, n=len(value), limit=max_chars)
+        try:  # JSON can write a lone surrogate (\\ud800), which no encoder accepts
+            check_text(value, name)
+        except ValueError as exc:
+            raise RequestError(str(exc), "text_not_unicode", field=name) from None
         return value
 
     def boolean(self, name: str, default: bool) -> bool:

@@ -11,7 +11,7 @@ import math
 import sys
 from typing import Any
 
-from seqlab.cli_types import finite_float
+from seqlab.cli_types import check_text, finite_float, positive_int
 
 # errors a handler reports as one line (exit 2) instead of a traceback
 USER_ERRORS = (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
@@ -43,7 +43,7 @@ def _register_generate(subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=int, default=256, help="new tokens at most (256)")
     p.add_argument("--temperature", type=finite_float, default=1.0, help="0 = greedy (default 1.0)")
     p.add_argument("--top-p", type=finite_float, default=1.0, help="nucleus mass (default 1.0 = off)")
-    p.add_argument("--top-k", type=int, default=None, help="keep the k most likely tokens")
+    p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (default 0 = off)")
     p.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
     p.set_defaults(func=_run_generate)
 
@@ -52,6 +52,9 @@ def _run_generate(args: argparse.Namespace) -> int:
     import os
 
     try:
+        from seqlab.runkind import check_run_kind
+
+        check_run_kind(args.run or args.checkpoint, "lm", "seqlab generate", run_dir=args.run is not None)
         from seqlab.inference.generate import generate_stream
         from seqlab.inference.loading import check_vocabularies, load_model
 
@@ -64,7 +67,7 @@ def _run_generate(args: argparse.Namespace) -> int:
         check_vocabularies(tokenizer.vocab_size, model.config.vocab_size,
                            "use the tokenizer the model was trained with (--tokenizer DIR)")
         eos = tokenizer.eot_id
-        prompt = tokenizer.encode(args.prompt) if args.prompt else []
+        prompt = tokenizer.encode(check_text(args.prompt, "--prompt")) if args.prompt else []
         if not prompt:
             if eos is None:
                 raise ValueError("empty --prompt and the tokenizer has no <|endoftext|> to start from")
@@ -97,8 +100,9 @@ def _register_eval(subparsers: Any) -> None:
                                           "in non-overlapping context-length windows.")
     _add_model_source(p)
     p.add_argument("--data", required=True, metavar="FILE.npy", help="token ids, e.g. valid.npy")
-    p.add_argument("--batch-size", type=int, default=32, help="windows per batch (32)")
-    p.add_argument("--context-length", type=int, default=None, help="window length (the model's)")
+    p.add_argument("--batch-size", type=positive_int, default=32, help="windows per batch (32)")
+    p.add_argument("--context-length", type=positive_int, default=None,
+                   help="window length, at most the model's (default: the model's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run_eval)
 
@@ -107,6 +111,9 @@ def _run_eval(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     try:
+        from seqlab.runkind import check_run_kind
+
+        check_run_kind(args.run or args.checkpoint, "lm", "seqlab eval", run_dir=args.run is not None)
         from seqlab.inference.evaluate import evaluate
         from seqlab.inference.loading import load_model
         from seqlab.tokenizer.token_array import open_tokens

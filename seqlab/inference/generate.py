@@ -104,7 +104,8 @@ def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence
     prompt_ids: list[int] (one prompt) -> list[int] of new ids; or list[list[int]] (a batch of
     prompts of any lengths) -> list[list[int]]. Each row of a batch gets exactly what it would get
     alone: rows are left-padded and each slides its own window (module docstring).
-    temperature: 0 = greedy; otherwise logits / temperature. top_k: keep the k most likely tokens.
+    temperature: 0 = greedy; otherwise logits / temperature. top_k: keep the k most likely tokens
+    (0 or None: all).
     top_p: nucleus, the smallest set of most likely tokens with cumulative probability >= top_p.
     Filters apply in that order, each renormalizing. A row stops after emitting ``eos_id`` (which is
     included as its last id) or at the limit. ``seed`` makes sampling reproducible (a

@@ -3,7 +3,13 @@
 Worked example, one row of logits ``[2.0, 1.0, 0.0]`` at temperature 1: softmax gives
 ``[0.665, 0.245, 0.090]``. top_k=2 drops the last token and renormalizes to ``[0.731, 0.269, 0]``.
 top_p=0.7 keeps the smallest most-probable set with mass >= 0.7: ``0.665 < 0.7``, so the first two
-tokens stay. temperature 0 means greedy: the argmax, here token 0.
+tokens stay. temperature 0 means greedy: the argmax, here token 0. top_k 0 (or None) means no
+top-k filter, the usual convention (``seqlab generate --top-k 0`` and the explorer's slider at 0).
+
+A tiny positive temperature is the limit it tends to: ``(logits - max) / temperature`` sends every
+token below the maximum to -inf, so the top token gets probability 1 (tied top tokens share it)
+instead of ``logits / 1e-300`` overflowing into inf and NaN. Temperatures below float32's smallest
+normal number (1.2e-38) are computed as that number, which gives the same distribution.
 
 :func:`check_sampling_args` is the one place the arguments are validated.
 """
@@ -14,23 +20,25 @@ import torch
 
 from seqlab.model import softmax
 
+SMALLEST_TEMPERATURE = torch.finfo(torch.float32).tiny  # 1.2e-38: smaller ones would round to 0 in float32
+
 
 def check_sampling_args(temperature: float = 1.0, top_p: float = 1.0, top_k: int | None = None) -> None:
     """Raise ValueError naming the first bad argument: temperature >= 0 (0 = greedy),
-    top_p in (0, 1], top_k a positive integer or None."""
-    if temperature < 0:
+    top_p in (0, 1], top_k an integer >= 0 or None (0 and None: no top-k filter)."""
+    if not temperature >= 0:  # also NaN
         raise ValueError(f"temperature must be >= 0, got {temperature}")
-    if top_k is not None and top_k <= 0:
-        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+    if top_k is not None and top_k < 0:
+        raise ValueError(f"top_k must be a positive integer, or 0 for no top-k filter; got {top_k}")
     if not 0.0 < top_p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 
 def top_k_mask(logits: torch.Tensor, k: int) -> torch.Tensor:
     """(..., vocab) -> bool mask keeping exactly the k largest logits per row (ties by index order
-    of ``torch.topk``). k >= vocab keeps everything."""
+    of ``torch.topk``). k >= vocab, and k = 0 (no filter), keep everything."""
     check_sampling_args(top_k=k)
-    if k >= logits.shape[-1]:
+    if k == 0 or k >= logits.shape[-1]:
         return torch.ones_like(logits, dtype=torch.bool)
     keep = torch.zeros_like(logits, dtype=torch.bool)
     return keep.scatter(-1, torch.topk(logits, k, dim=-1).indices, True)
@@ -53,12 +61,15 @@ def top_p_mask(probs: torch.Tensor, p: float) -> torch.Tensor:
 def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0,
                             top_k: int | None = None) -> torch.Tensor:
     """(batch, vocab) logits -> (batch, vocab) probabilities after temperature, top-k, then top-p
-    (each filter renormalizes). temperature must be > 0 here (0 means greedy, see sample_next)."""
-    if temperature <= 0:
+    (each filter renormalizes). temperature must be > 0 here (0 means greedy, see sample_next);
+    a tiny one gives the top token probability 1 (module docstring)."""
+    if not temperature > 0:
         raise ValueError(f"temperature must be > 0 for a distribution, got {temperature}")
     check_sampling_args(temperature, top_p, top_k)
-    scaled = logits.float() / temperature
-    if top_k is not None:
+    logits = logits.float()
+    shifted = logits - logits.amax(dim=-1, keepdim=True)  # <= 0, the top token at exactly 0
+    scaled = shifted / max(temperature, SMALLEST_TEMPERATURE)
+    if top_k:
         scaled = scaled.masked_fill(~top_k_mask(scaled, top_k), float("-inf"))
     probs = softmax(scaled, dim=-1)
     if top_p < 1.0:

@@ -21,14 +21,22 @@ re-prefilled key)::
                           k k k k k k n          re-prefilled alone (r) and spliced into the cache;
                                                  row 1 decoded; the all-padding column was dropped
 
-Window lengths do not depend on which tokens are sampled, so :func:`plan_slides` knows every
-step's sliding rows before the first step: the decoding loop never reads a value back from the
-device to decide what to do, and nothing loops over rows in Python per token.
+Window lengths do not depend on which tokens are sampled, so :func:`iter_slides` knows every
+step's sliding rows before the step: the decoding loop never reads a value back from the device to
+decide what to do, and nothing loops over rows in Python per token.
+
+Nothing is sized by the number of tokens requested: the schedule is planned ``context_length``
+steps at a time (copied to the device once per chunk) and ``history`` holds at most two contexts
+of columns, its newest ``context_length`` columns moved to the front when it fills up. So the
+first token of a request for 10**9 tokens comes as fast as for 10, and memory stays bounded by the
+context.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 import torch
@@ -47,21 +55,25 @@ class SlideStep:
     width: int
 
 
-def plan_slides(lengths: list[int], steps: int, context_length: int, keep: int) -> list[SlideStep]:
-    """The slide schedule of windows that start ``lengths`` long, for ``steps`` decoding steps.
-
-    Example: lengths [7, 5], context 8, keep 6 -> step 0 slides no row, step 1 slides row 0 (its
-    window reached 9 > 8), step 3 slides row 1 (5 + 4 = 9)."""
+def iter_slides(lengths: list[int], context_length: int, keep: int) -> Iterator[SlideStep]:
+    """The slide schedule of windows that start ``lengths`` long, one :class:`SlideStep` per
+    decoding step, for as many steps as are asked for (an endless generator)."""
     current = np.array(lengths, dtype=np.int64)
-    plan = []
-    for _ in range(steps):
+    while True:
         grown = current + 1
         rows = np.flatnonzero(grown > context_length)
         staying = np.delete(current, rows)
         grown[rows] = keep
-        plan.append(SlideStep(rows, int(staying.max()) if len(staying) else 0, int(grown.max())))
+        yield SlideStep(rows, int(staying.max()) if len(staying) else 0, int(grown.max()))
         current = grown
-    return plan
+
+
+def plan_slides(lengths: list[int], steps: int, context_length: int, keep: int) -> list[SlideStep]:
+    """The first ``steps`` steps of :func:`iter_slides`.
+
+    Example: lengths [7, 5], context 8, keep 6 -> step 0 slides no row, step 1 slides row 0 (its
+    window reached 9 > 8), step 3 slides row 1 (5 + 4 = 9)."""
+    return list(islice(iter_slides(lengths, context_length, keep), steps))
 
 
 def left_pad(rows: list[list[int]], device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -91,27 +103,55 @@ class RowWindows:
     step then recomputes every window in full, the reference path).
 
     ``prefill()`` gives the first next-token logits (batch, vocab); ``advance(next_ids)`` appends
-    one sampled id per row and gives the logits after it. Call ``advance`` at most ``steps`` times.
+    one sampled id per row and gives the logits after it. Call ``advance`` at most ``steps`` times;
+    ``steps`` may be huge, nothing is allocated or planned for it up front (module docstring).
     """
 
     def __init__(self, model: TransformerLM, windows: list[list[int]], steps: int, keep: int,
                  use_cache: bool = True):
         self.model, self.keep, self.use_cache = model, keep, use_cache
-        self.context_length = model.config.context_length
+        self.context_length = ctx = model.config.context_length
         device = next(model.parameters()).device
         start = [len(w) for w in windows]
         self.width = max(start)
         self.end = self.width  # history column after every row's newest token
-        self.history = torch.zeros(len(windows), self.width + steps, dtype=torch.long, device=device)
+        # room for the widest window plus one chunk of steps; compacted when full (_append)
+        self.keep_columns = max(self.width, ctx)
+        self.history = torch.zeros(len(windows), self.keep_columns + min(steps, ctx), dtype=torch.long,
+                                   device=device)
         self.history[:, :self.width] = left_pad(windows, device)[0]
         self.lengths = torch.tensor(start, device=device)  # window lengths, kept on the device
-        self.plan = plan_slides(start, steps, self.context_length, keep)
-        # every step's sliding rows in one device tensor, copied once; step s reads a slice of it
+        self.steps_left = steps
+        self.chunk_size = max(1, ctx)
+        self._schedule = iter_slides(start, ctx, keep)
+        self._device = device
+        self.plan: list[SlideStep] = []
+        self.step = 0  # index into self.plan, the current chunk
+        self.cache: KVCache | None = None
+
+    def _next_chunk(self) -> None:
+        """Plan the next ``context_length`` steps (or fewer, the ones left); every sliding row of the
+        chunk goes to the device in one tensor, and step s of the chunk reads a slice of it."""
+        count = min(self.steps_left, self.chunk_size)
+        self.steps_left -= count
+        self.plan = list(islice(self._schedule, count))
         self.offsets = np.concatenate(([0], np.cumsum([len(s.rows) for s in self.plan], dtype=np.int64)))
         rows = np.concatenate([s.rows for s in self.plan]) if self.plan else np.zeros(0, dtype=np.int64)
-        self.slide_rows = torch.from_numpy(rows.astype(np.int64)).to(device)
+        host = torch.from_numpy(rows.astype(np.int64))
+        if self._device.type == "cuda":  # pinned + non_blocking: the copy does not wait for the GPU's queue
+            host = host.pin_memory()
+        self._host_rows = host  # alive until the next chunk, so an asynchronous copy can still read it
+        self.slide_rows = host.to(self._device, non_blocking=True)
         self.step = 0
-        self.cache: KVCache | None = None
+
+    def _append(self, next_ids: torch.Tensor) -> None:
+        """Write ``next_ids`` in the next history column; when the buffer is full, first move its
+        newest ``keep_columns`` columns (all any window can still need) to the front."""
+        if self.end == self.history.shape[1]:
+            self.history[:, :self.keep_columns] = self.history[:, self.end - self.keep_columns:self.end].clone()
+            self.end = self.keep_columns
+        self.history[:, self.end] = next_ids
+        self.end += 1
 
     def prefill(self) -> torch.Tensor:
         """Run every row's whole window (left-padded), refilling the cache -> (batch, vocab)."""
@@ -123,11 +163,14 @@ class RowWindows:
 
     def advance(self, next_ids: torch.Tensor) -> torch.Tensor:
         """Append ``next_ids`` (batch,) to the windows; slide the rows that overflow -> (batch, vocab)."""
+        if self.step == len(self.plan):
+            if self.steps_left == 0:
+                raise RuntimeError("RowWindows.advance called more times than the steps it was made for")
+            self._next_chunk()
         plan = self.plan[self.step]
         rows = self.slide_rows[self.offsets[self.step]:self.offsets[self.step + 1]]
         self.step += 1
-        self.history[:, self.end] = next_ids
-        self.end += 1
+        self._append(next_ids)
         before = self.lengths
         self.lengths = (before + 1).index_fill(0, rows, self.keep)
         self.width = plan.width

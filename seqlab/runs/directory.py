@@ -39,6 +39,7 @@ NEXT_COMMANDS = {(LM, "resume"): "continue it with `seqlab train --resume --out 
 # the files that only one kind of run has (the other kind's are removed when a run is overwritten)
 KIND_FILES = {LM: ("tokenizer",), SEQ2SEQ: ("vocab.json",)}
 TOKENIZER_DIR, VOCAB_FILE, CONFIG_FILE = "tokenizer", "vocab.json", "config.json"
+CHECKPOINTS_DIR = "checkpoints"
 
 
 class RunKindError(ValueError):
@@ -74,8 +75,15 @@ def config_kind(data: dict[str, Any]) -> str | None:
 
 
 def run_kind(run: str | Path) -> str | None:
-    """"lm", "seq2seq", or None when ``run`` holds neither kind of run (nothing is loaded)."""
+    """"lm", "seq2seq", or None when ``run`` holds neither kind of run (nothing is loaded). ``run`` may
+    also be a run's config.json or a checkpoint in its checkpoints/ (the kind of the run holding it)."""
     run = Path(run)
+    if run.suffix == ".pt" and run.parent.name == CHECKPOINTS_DIR:
+        run = run.parent.parent
+    elif run.name == CONFIG_FILE and run.is_file():
+        run = run.parent
+    if not run.is_dir():
+        return None
     try:
         kind = config_kind(read_config(run))
     except (OSError, ValueError):

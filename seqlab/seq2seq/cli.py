@@ -1,4 +1,4 @@
-"""CLI: ``seqlab seq2seq train|translate|eval`` and ``seqlab paths`` (the information-paths experiment).
+"""CLI: ``seqlab seq2seq train|translate|eval|vocab`` and ``seqlab paths`` (the information-paths experiment).
 
 Only the standard library is imported at the top; torch loads inside the handlers. Training flags
 come from :class:`seqlab.seq2seq.train_config.Seq2SeqTrainConfig`'s fields, as ``seqlab train``'s do
@@ -24,6 +24,7 @@ def register(subparsers) -> None:
     _register_train(commands)
     _register_translate(commands)
     _register_eval(commands)
+    _register_vocab(commands)
     _register_paths(subparsers)
 
 
@@ -74,8 +75,15 @@ def _run_train(args: argparse.Namespace) -> int:
 
 
 def _register_translate(commands) -> None:
-    translate = commands.add_parser("translate", help="translate text with a trained run",
-                                    description="Translate each TEXT with the run's model (greedy, or --beam N).")
+    translate = commands.add_parser(
+        "translate", help="translate text with a trained run",
+        description="Translate each TEXT with the run's model (greedy, or --beam N). Prints one line per TEXT: "
+                    "the text, a tab, its translation. A backslash, tab, newline or carriage return inside "
+                    r"either is written as \\, \t, \n or \r, so every line holds exactly one tab. Empty text is "
+                    "refused (as in the explorer). A TEXT outside what the run was trained on (characters not in "
+                    "its vocabulary, words or sentences outside the fr-en grammar, a date in none of the dates "
+                    "formats, a symbol string of an untrained length) gets a warning on stderr: its translation "
+                    "is a guess. `seqlab seq2seq vocab --run DIR` lists what the run knows.")
     translate.add_argument("--run", required=True, metavar="DIR", help="run directory of seqlab seq2seq train")
     translate.add_argument("text", nargs="+", help="source text(s)")
     translate.add_argument("--beam", type=int, default=1, metavar="N", help="beam size (default 1: greedy)")
@@ -83,6 +91,15 @@ def _register_translate(commands) -> None:
                            help="print the cross-attention of each output token over the source as a text heatmap")
     translate.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N | mps (default: auto)")
     translate.set_defaults(func=_run_translate)
+
+
+TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def tsv_field(text: str) -> str:
+    r"""``text`` escaped for one tab-separated field: ``"a\tb"`` -> ``"a\\tb"`` (backslash first, so
+    the escaping can be undone unambiguously: \\ -> \, \t -> tab, \n -> newline, \r -> return)."""
+    return text.translate(TSV_ESCAPES)
 
 
 def heatmap_text(weights: list[list[float]], row_labels: list[str], column_labels: list[str]) -> str:
@@ -95,9 +112,26 @@ def heatmap_text(weights: list[list[float]], row_labels: list[str], column_label
     label_width = min(8, max((len(r) for r in row_labels), default=1))
     lines = [" " * (label_width + 1) + " ".join(c[:width].rjust(width) for c in column_labels)]
     for label, row in zip(row_labels, weights):
-        cells = [SHADES[min(len(SHADES) - 1, int(w / peak * (len(SHADES) - 1) + 0.5))] * width for w in row]
+        cells = [SHADES[_shade(w, peak)] * width for w in row]
         lines.append(label[:label_width].rjust(label_width) + " " + " ".join(cells))
     return "\n".join(lines)
+
+
+def _shade(weight: float, peak: float) -> int:
+    """Index into SHADES of ``weight`` on a map whose largest weight is ``peak``."""
+    return min(len(SHADES) - 1, int(weight / peak * (len(SHADES) - 1) + 0.5))
+
+
+def heatmap_legend(peak: float) -> str:
+    """What each shading character of :func:`heatmap_text` stands for, on a map whose largest weight
+    is ``peak``: the weights that round to it, e.g. ``'#' 0.73-0.84``."""
+    steps = len(SHADES) - 1
+    parts = []
+    for index, char in enumerate(SHADES):
+        low = max(0.0, (index - 0.5) / steps) * peak
+        high = min(1.0, (index + 0.5) / steps) * peak
+        parts.append(f"{char!r} {low:.2f}-{high:.2f}")
+    return f"shading (weight, scaled to this map's largest, {peak:.2f}): " + ", ".join(parts)
 
 
 def _token_labels(vocab, ids: list[int]) -> list[str]:
@@ -105,9 +139,29 @@ def _token_labels(vocab, ids: list[int]) -> list[str]:
     return [repr(vocab.decode([i]))[1:-1].replace(" ", "\u2423") or "?" for i in ids]
 
 
+def _check_run(run: str, command: str) -> None:
+    """The run must be a seq2seq run: an LM run's error names `seqlab generate` / `seqlab eval`."""
+    from seqlab.runkind import check_run_kind
+
+    check_run_kind(run, "seq2seq", command)
+
+
 def _run_translate(args: argparse.Namespace) -> int:
     if args.beam < 1:
         return _error(f"--beam must be >= 1, got {args.beam}", 2)
+    from seqlab.cli_types import check_text
+
+    try:
+        for number, text in enumerate(args.text, 1):
+            check_text(text, f"TEXT {number}")
+            if not text:
+                raise ValueError(f"TEXT {number} is empty: give some text to translate (the explorer refuses empty "
+                                 "text too)")
+        _check_run(args.run, "seqlab seq2seq translate")
+    except FileNotFoundError as error:
+        return _error(str(error))
+    except ValueError as error:
+        return _error(str(error), 2)
     from seqlab.seq2seq.decoding import decode_limit, translate_ids
     from seqlab.seq2seq.loading import load_run
 
@@ -123,11 +177,15 @@ def _run_translate(args: argparse.Namespace) -> int:
         outputs = translate_ids(run.model, sources, beam_size=args.beam, max_len=limit, device=run.device)
     except ValueError as error:
         return _error(str(error))
-    for text, src, out in zip(args.text, sources, outputs):
-        print(f"{text}\t{run.tgt_vocab.decode(out)}")
+    from seqlab.seq2seq.coverage import check_input
+
+    for number, (text, src, out) in enumerate(zip(args.text, sources, outputs), 1):
+        for note in check_input(text, run.src_vocab, run.train_config):
+            print(f"warning: TEXT {number}: {note.message}; its translation is a guess", file=sys.stderr)
+        print(f"{tsv_field(text)}\t{tsv_field(run.tgt_vocab.decode(out))}")
         if not args.show_attention:
             continue
-        from seqlab.seq2seq.config import BOS_ID, EOS_ID
+        from seqlab.seq2seq.config import BOS_ID
 
         with torch.no_grad():
             src_t = torch.tensor([src], device=run.device)
@@ -143,6 +201,7 @@ def _run_translate(args: argparse.Namespace) -> int:
             title = "attention" if len(maps) == 1 else f"decoder layer {layer}: cross-attention, mean over heads"
             print(f"  {title}")
             print("\n".join("  " + line for line in heatmap_text(mean.tolist(), rows, columns).splitlines()))
+            print(f"  {heatmap_legend(float(mean.max()))}")
     return 0
 
 
@@ -150,32 +209,41 @@ def _run_translate(args: argparse.Namespace) -> int:
 
 
 def _register_eval(commands) -> None:
+    from seqlab.cli_types import non_negative_int, positive_int
+
     ev = commands.add_parser("eval", help="exact match, token accuracy and BLEU of a trained run",
                              description="Decode the run's validation pairs (or --pairs FILE.tsv) and report "
                                          "exact match, token accuracy, and BLEU (sacrebleu) for text tasks.")
     ev.add_argument("--run", required=True, metavar="DIR")
     ev.add_argument("--pairs", metavar="FILE.tsv", help="evaluate on these pairs instead")
-    ev.add_argument("--beam", type=int, default=1, metavar="N")
-    ev.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N pairs only")
-    ev.add_argument("--show-errors", type=int, default=5, metavar="N", help="print N wrong outputs (default 5)")
+    ev.add_argument("--beam", type=positive_int, default=1, metavar="N")
+    ev.add_argument("--limit", type=positive_int, default=None, metavar="N",
+                    help="evaluate the first N pairs only (N >= 1; default: all)")
+    ev.add_argument("--show-errors", type=non_negative_int, default=5, metavar="N",
+                    help="print N wrong outputs (default 5, 0 = none)")
     ev.add_argument("--json", action="store_true", help="print the numbers as JSON")
     ev.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N | mps (default: auto)")
     ev.set_defaults(func=_run_eval)
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    if args.beam < 1:
-        return _error(f"--beam must be >= 1, got {args.beam}", 2)
     from seqlab.seq2seq.data import read_pairs_tsv
     from seqlab.seq2seq.metrics import sacrebleu_missing_message
+
+    try:
+        _check_run(args.run, "seqlab seq2seq eval")
+    except FileNotFoundError as error:
+        return _error(str(error))
+    except ValueError as error:
+        return _error(str(error), 2)
     from seqlab.seq2seq.dataset import load_pairs
     from seqlab.seq2seq.evaluation import evaluate_translations, is_text_task
     from seqlab.seq2seq.loading import load_run
 
     try:
         run = load_run(args.run, device=args.device)
-        if args.pairs:
-            pairs, _ = read_pairs_tsv(args.pairs)
+        if args.pairs:  # this command has no --skip-bad-lines: bad lines are to be fixed
+            pairs, _ = read_pairs_tsv(args.pairs, skip_flag=None)
             source = args.pairs
         else:
             pairs = load_pairs(run.train_config)[1]
@@ -213,6 +281,77 @@ def _run_eval(args: argparse.Namespace) -> int:
     for s, h, r in wrong[: args.show_errors]:
         print(f"  {s!r} -> {h!r} (expected {r!r})")
     return 0
+
+
+# -- seqlab seq2seq vocab ----------------------------------------------------------------------------
+
+
+def _register_vocab(commands) -> None:
+    vocab = commands.add_parser(
+        "vocab", help="what a run can translate: its vocabulary, and its task's words or formats",
+        description="List what the run was trained on: the source and target characters (character runs) or "
+                    "vocabulary sizes (BPE), and for the built-in tasks the fr-en grammar's words with their "
+                    "English, the date formats of dates, or the symbols and lengths of copy/reverse/sort. "
+                    "Reads only RUN/config.json and RUN/vocab.json.")
+    vocab.add_argument("--run", required=True, metavar="DIR")
+    vocab.add_argument("--json", action="store_true", help="print one JSON object")
+    vocab.set_defaults(func=_run_vocab)
+
+
+def _run_vocab(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    try:
+        _check_run(args.run, "seqlab seq2seq vocab")
+        from seqlab.runs.directory import read_config
+        from seqlab.seq2seq.coverage import known_inputs
+        from seqlab.seq2seq.loading import read_vocabs
+        from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+
+        run = Path(args.run)
+        saved = read_config(run).get("train")
+        if not isinstance(saved, dict):
+            raise ValueError(f"{run / 'config.json'} is not the config.json of a seq2seq run (no \"train\" settings)")
+        cfg = Seq2SeqTrainConfig.from_saved(saved, source=str(run / "config.json"), notes=[])
+        src_vocab, tgt_vocab = read_vocabs(run)
+    except (FileNotFoundError, ValueError) as error:
+        return _error(str(error), 2)
+    info = known_inputs(cfg, src_vocab, tgt_vocab)
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False))
+        return 0
+    print(format_known_inputs(info))
+    return 0
+
+
+def format_known_inputs(info: dict) -> str:
+    """The text `seqlab seq2seq vocab` prints for :func:`seqlab.seq2seq.coverage.known_inputs`."""
+    shown = lambda chars: " ".join(repr(c)[1:-1].replace(" ", "\u2423") for c in chars)  # noqa: E731
+    trained_on = f"task {info['task']}" if info["task"] else f"pairs file {info['pairs']}"
+    lines = [f"trained on {trained_on}; {info['kind']} vocabulary: {info['source_size']} source ids, "
+             f"{info['target_size']} target ids (4 of each are <pad> <bos> <eos> <unk>)"]
+    if "source_chars" in info:
+        lines.append(f"source characters ({len(info['source_chars'])}): {shown(info['source_chars'])}")
+        lines.append(f"target characters ({len(info['target_chars'])}): {shown(info['target_chars'])}")
+        lines.append("any other character becomes <unk>; `seqlab seq2seq translate` warns about it")
+    else:
+        lines.append("byte-level BPE: every text can be encoded, but words unlike the training pairs are still "
+                     "outside what the model learnt")
+    if "words" in info:
+        lines.append(f"the fr-en grammar: {len(info['words'])} French words (sentence: determiner + noun + "
+                     "optional adjective after it, a verb in the present, passé composé or future, and for "
+                     "voit/aime/suit an object)")
+        width = max(len(word) for word in info["words"])
+        lines += [f"  {word.ljust(width)}  {english}" for word, english in sorted(info["words"].items())]
+    if "formats" in info:
+        lines.append(f"dates from {info['years'][0]} to {info['years'][1]}, written as one of these "
+                     f"{len(info['formats'])} formats (shown for 29 November 2026; the last three, with a two-digit "
+                     "year, only for 2000-2099); the target is always YYYY-MM-DD:")
+        lines += [f"  {example}" for example in info["formats"]]
+    if "symbols" in info:
+        lines.append(f"strings of the symbols {info['symbols']}, {info['lengths'][0]} to {info['lengths'][1]} "
+                     "long (the trained lengths)")
+    return "\n".join(lines)
 
 
 # -- seqlab paths ----------------------------------------------------------------------------------

@@ -35,21 +35,81 @@ class PairsFileError(ValueError):
         self.problems = problems
 
 
-def read_pairs_tsv(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> tuple[list[tuple[str, str]], list[str]]:
+SKIP_FLAG = "--skip-bad-lines"  # the flag of `seqlab seq2seq train` that leaves bad lines out
+BOM = "\ufeff"
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """The encoding of a file whose first bytes show UTF-16 or UTF-32 text (which a UTF-8 reader
+    would take apart line by line, with NUL bytes inside the "text"), else None::
+
+        >>> wide_encoding("Go. Va !".encode("utf-16"))   # starts with the byte-order mark FF FE
+        'UTF-16 (little-endian, byte-order mark FF FE)'
+        >>> wide_encoding("Go. Va !".encode("utf-16-be"))  # no mark, but every other byte is 0
+        'UTF-16 or UTF-32 (no byte-order mark; 8 of 16 bytes are 0)'
+        >>> wide_encoding("Go. Va !".encode("utf-8")) is None
+        True
+    """
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32 (byte-order mark " + head[:4].hex(" ").upper() + ")"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        order = "little" if head[0] == 0xFF else "big"
+        return f"UTF-16 ({order}-endian, byte-order mark {head[:2].hex(' ').upper()})"
+    zeros = head.count(0)
+    if head and zeros * 4 >= len(head):  # ASCII-range text in UTF-16 is half zeros, UTF-32 three quarters
+        return f"UTF-16 or UTF-32 (no byte-order mark; {zeros} of {len(head)} bytes are 0)"
+    return None
+
+
+def first_occurrences(pairs: Sequence[tuple[str, str]]) -> tuple[list[int], list[tuple[int, int]]]:
+    """(indices of each distinct pair's first occurrence, [(index of a repeat, index of its first)]).
+
+        >>> first_occurrences([("a", "x"), ("b", "y"), ("a", "x"), ("a", "z")])
+        ([0, 1, 3], [(2, 0)])
+    """
+    first: dict[tuple[str, str], int] = {}
+    kept, repeats = [], []
+    for index, pair in enumerate(pairs):
+        if pair in first:
+            repeats.append((index, first[pair]))
+        else:
+            first[pair] = index
+            kept.append(index)
+    return kept, repeats
+
+
+def read_pairs_tsv(path: str | os.PathLike, *, skip_bad_lines: bool = False, drop_duplicates: bool = False,
+                   skip_flag: str | None = SKIP_FLAG) -> tuple[list[tuple[str, str]], list[str]]:
     """(source, target) pairs from a file of ``source<TAB>target`` lines, and the problems found.
 
     This is the format of the Tatoeba / Anki exports (``Go.<TAB>Va !<TAB>CC-BY ...``): columns after
-    the second are ignored, blank lines are skipped. A line that is not UTF-8, has no tab, or has an
-    empty side is a problem, reported as ``FILE:LINE: why``; unless ``skip_bad_lines`` the first
-    problems are raised as a :class:`PairsFileError`, otherwise those lines are dropped and the
-    problems returned for the caller to show.
+    the second are ignored, blank lines are skipped. A line that is not UTF-8, holds a NUL byte or a
+    byte-order mark (U+FEFF) anywhere but at the very start of the file (two files joined with
+    ``cat``), has no tab, or has an empty side is a problem, reported as ``FILE:LINE: why``; unless
+    ``skip_bad_lines`` the first problems are raised as a :class:`PairsFileError` whose advice names
+    ``skip_flag`` (the caller's flag for skipping; None when the command has none), otherwise those
+    lines are dropped and the problems returned for the caller to show.
+
+    A UTF-16 or UTF-32 file is refused as a whole, whatever ``skip_bad_lines`` says: read as UTF-8
+    every line would be wrong, not a few.
+
+    ``drop_duplicates``: keep only the first of identical pairs, and add one line saying how many
+    were left out to the problems. A pair that appears twice can land in both training and
+    validation, where exact match would then count a memorised pair as a translation.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"pairs file {path} does not exist or is not a file")
     pairs: list[tuple[str, str]] = []
+    lines: list[int] = []  # the line number of each pair
     problems: list[str] = []
     with path.open("rb") as handle:
+        encoding = wide_encoding(handle.read(4096))
+        if encoding is not None:
+            message = (f"{path} is {encoding} text, not UTF-8; every line would be misread, so no line can be "
+                       f"skipped: convert it first, e.g. `iconv -f UTF-16 -t UTF-8 {path} > {path.stem}-utf8{path.suffix}`")
+            raise PairsFileError(message, [message])
+        handle.seek(0)
         for number, raw in enumerate(handle, 1):
             try:
                 line = raw.decode("utf-8")
@@ -59,7 +119,15 @@ def read_pairs_tsv(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> 
                 continue
             line = line.rstrip("\r\n")
             if number == 1:
-                line = line.removeprefix("\ufeff")  # a UTF-8 byte-order mark
+                line = line.removeprefix(BOM)  # a UTF-8 byte-order mark
+            if "\x00" in line:
+                problems.append(f"{path}:{number}: NUL byte at column {line.index(chr(0)) + 1} (binary data, or "
+                                "UTF-16 text joined to this file?)")
+                continue
+            if BOM in line:
+                problems.append(f"{path}:{number}: byte-order mark (U+FEFF) at column {line.index(BOM) + 1}, "
+                                "inside the file: were two files joined (cat a.tsv b.tsv)? remove it")
+                continue
             if not line.strip():
                 continue
             if "\t" not in line:
@@ -71,13 +139,23 @@ def read_pairs_tsv(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> 
                 problems.append(f"{path}:{number}: empty {side}: {line[:60]!r}")
                 continue
             pairs.append((source, target))
+            lines.append(number)
     if problems and not skip_bad_lines:
         shown = "\n  ".join(problems[:MAX_REPORTED_LINES])
         more = f"\n  ... and {len(problems) - MAX_REPORTED_LINES} more" if len(problems) > MAX_REPORTED_LINES else ""
+        advice = f"fix them, or pass {skip_flag} to leave them out" if skip_flag else "fix them"
         raise PairsFileError(f"{path}: {len(problems)} bad line(s) (expected source<TAB>target per line):\n  "
-                             f"{shown}{more}\nfix them, or pass --skip-bad-lines to leave them out", problems)
+                             f"{shown}{more}\n{advice}", problems)
     if not pairs:
         raise ValueError(f"{path} holds no source<TAB>target pairs")
+    if drop_duplicates:
+        kept, repeats = first_occurrences(pairs)
+        if repeats:
+            repeat, first = repeats[0]
+            problems.append(f"{path}: {len(repeats)} duplicate pair(s), only the first of each kept (line "
+                            f"{lines[repeat]} repeats line {lines[first]}): a pair in both training and "
+                            "validation would make exact match count memorised pairs")
+            pairs = [pairs[i] for i in kept]
     return pairs, problems
 
 

@@ -55,7 +55,7 @@ def load_pairs(cfg: Seq2SeqTrainConfig) -> tuple[list[tuple[str, str]], list[tup
         valid = make_pairs(cfg.task, cfg.valid_size, seed=cfg.seed + VALID_SEED_OFFSET, lengths=cfg.lengths,
                            exclude={s for s, _ in train})
         return train, valid, []
-    pairs, problems = read_pairs_tsv(cfg.pairs, skip_bad_lines=cfg.skip_bad_lines)
+    pairs, problems = read_pairs_tsv(cfg.pairs, skip_bad_lines=cfg.skip_bad_lines, drop_duplicates=True)
     if len(pairs) < 2:
         raise ValueError(f"{cfg.pairs}: {len(pairs)} pair(s); need at least 2 (one to train, one to validate)")
     order = torch.randperm(len(pairs), generator=torch.Generator().manual_seed(cfg.seed)).tolist()

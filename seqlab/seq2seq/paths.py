@@ -170,13 +170,16 @@ def draw_attention(path: Path, maps: list[torch.Tensor], src_labels: list[str], 
 
     fig = Figure(figsize=(max(6.0, 3.6 * len(maps) + 1), 4.0), layout="constrained")
     axes = fig.subplots(1, len(maps), squeeze=False)[0]
-    for layer, (axis, weights) in enumerate(zip(axes, maps)):
-        axis.imshow(weights[0].float().mean(0).numpy(), cmap="viridis", vmin=0, aspect="auto")
+    means = [weights[0].float().mean(0) for weights in maps]
+    peak = max(float(mean.max()) for mean in means)  # one scale for every panel, shown by the colour bar
+    for layer, (axis, mean) in enumerate(zip(axes, means)):
+        image = axis.imshow(mean.numpy(), cmap="viridis", vmin=0, vmax=peak, aspect="auto")
         axis.set_xticks(range(len(src_labels)), src_labels, fontsize=7)
         axis.set_yticks(range(len(tgt_labels)), tgt_labels, fontsize=7)
         axis.set_xlabel("source")
         axis.set_title(f"layer {layer}" if len(maps) > 1 else "attention", fontsize=9)
     axes[0].set_ylabel("output (predicting)")
+    fig.colorbar(image, ax=list(axes), label="attention weight (mean over heads)", shrink=0.9)
     fig.suptitle(title, fontsize=10)
     _save_figure(fig, path)
 
@@ -189,14 +192,16 @@ def draw_dependency(path: Path, deps: dict[str, torch.Tensor], src_labels: list[
 
     fig = Figure(figsize=(3.4 * len(deps) + 1, 3.6), layout="constrained")
     axes = fig.subplots(1, len(deps), squeeze=False)[0]
-    for axis, (arch, dep) in zip(axes, deps.items()):
-        rows = dep / dep.sum(-1, keepdim=True).clamp_min(1e-12)
-        axis.imshow(rows.numpy(), cmap="magma", vmin=0, aspect="auto")
+    shares = {arch: dep / dep.sum(-1, keepdim=True).clamp_min(1e-12) for arch, dep in deps.items()}
+    peak = max(float(rows.max()) for rows in shares.values())  # one scale for every panel (the colour bar)
+    for axis, (arch, rows) in zip(axes, shares.items()):
+        image = axis.imshow(rows.numpy(), cmap="magma", vmin=0, vmax=peak, aspect="auto")
         axis.set_xticks(range(len(src_labels)), src_labels, fontsize=7)
         axis.set_yticks(range(len(tgt_labels)), tgt_labels, fontsize=7)
         axis.set_xlabel("source position")
         axis.set_title(arch, fontsize=9)
     axes[0].set_ylabel("output position")
+    fig.colorbar(image, ax=list(axes), label="share of the output's dependency (row sums to 1)", shrink=0.9)
     fig.suptitle(title, fontsize=10)
     _save_figure(fig, path)
 

@@ -26,6 +26,7 @@ so a model can be tested on lengths it never saw in training.
 from __future__ import annotations
 
 import datetime
+import functools
 import random
 
 TASKS: tuple[str, ...] = ("copy", "reverse", "sort", "dates", "fr-en")
@@ -76,6 +77,44 @@ def _date_formats(d: datetime.date) -> list[str]:
             f"{d.day} {mon} '{short:02d}",                  # 29 Nov '26
         ]
     return spellings
+
+
+DATE_EXAMPLE = datetime.date(2026, 11, 29)
+# strptime patterns that read each spelling of _date_formats back (ordinal suffixes removed first);
+# a pattern only proposes a date: date_in_task checks that the text is exactly one of its spellings
+_DATE_PATTERNS = ("%d %B %Y", "%A %d of %B %Y", "%B %d, %Y", "%b %d, %Y", "%d/%m/%Y", "%d.%m.%Y", "%d %b %Y",
+                  "%a, %d %b %Y", "the %d of %B, %Y", "%Y/%m/%d", "%B %d %Y")
+_SHORT_YEAR_PATTERNS = ("%b %d, %y", "%d.%m.%y", "%d %b '%y")
+
+
+def date_formats() -> list[str]:
+    """The spellings the ``dates`` task uses, each shown for 29 November 2026 (the last three, with a
+    two-digit year, only for 2000-2099)."""
+    return _date_formats(DATE_EXAMPLE)
+
+
+def date_in_task(text: str) -> datetime.date | None:
+    """The date ``text`` spells if it is exactly one of the ``dates`` task's spellings of a date in
+    1900-2099 (weekday, ordinal and capitals included), else None::
+
+        >>> date_in_task("Sunday 29th of November 2026"), date_in_task("Monday 29th of November 2026")
+        (datetime.date(2026, 11, 29), None)
+        >>> date_in_task("2026-11-29") is None   # ISO is the target, not a source format
+        True
+    """
+    import re
+
+    plain = re.sub(r"\b(\d{1,2})(st|nd|rd|th)\b", r"\1", text)
+    for pattern in _DATE_PATTERNS + _SHORT_YEAR_PATTERNS:
+        try:
+            parsed = datetime.datetime.strptime(plain, pattern).date()
+        except ValueError:
+            continue
+        if pattern in _SHORT_YEAR_PATTERNS:  # the task's two-digit years are 2000-2099
+            parsed = parsed.replace(year=2000 + parsed.year % 100)
+        if FIRST_DATE <= parsed <= LAST_DATE and text in _date_formats(parsed):
+            return parsed
+    return None
 
 
 def date_pair(rng: random.Random) -> tuple[str, str]:
@@ -134,26 +173,27 @@ VERBS = (
 TENSES = ("present", "past", "future")
 
 
-def _noun_phrase(rng: random.Random) -> tuple[str, str, bool]:
-    """A random French noun phrase, its English translation, and whether it is plural.
+def noun_phrase(noun: tuple, plural: bool, definite: bool, adjective: tuple | None) -> tuple[str, str]:
+    """A French noun phrase and its English translation: determiner (gender, number, elision) + noun
+    + optional adjective (agreeing) in French; determiner + optional adjective + noun in English::
 
-    French: determiner (gender, number, elision) + noun + optional adjective (agreeing);
-    English: determiner + optional adjective + noun."""
-    fr_sg, fr_pl, gender, en_sg, en_pl = rng.choice(NOUNS)
-    plural = rng.random() < 0.4
-    definite = rng.random() < 0.6
-    adjective = rng.choice(ADJECTIVES) if rng.random() < 0.6 else None
-    noun = fr_pl if plural else fr_sg
+        >>> noun_phrase(NOUNS[0], False, True, ADJECTIVES[0])
+        ('le chat noir', 'the black cat')
+        >>> noun_phrase(NOUNS[2], False, True, None), noun_phrase(NOUNS[6], True, False, ADJECTIVES[1])
+        (("l'oiseau", 'the bird'), ('des femmes blanches', 'some white women'))
+    """
+    fr_sg, fr_pl, gender, en_sg, en_pl = noun
+    noun_fr = fr_pl if plural else fr_sg
     if definite:
         if plural:
             fr_det = "les "
-        elif noun[0] in "aeiouhé":
+        elif noun_fr[0] in "aeiouhé":
             fr_det = "l'"
         else:
             fr_det = "le " if gender == "m" else "la "
     else:
         fr_det = "des " if plural else ("un " if gender == "m" else "une ")
-    fr = fr_det + noun
+    fr = fr_det + noun_fr
     en_words = [en_pl if plural else en_sg]
     if adjective is not None:
         fr += " " + adjective[(2 if plural else 0) + (1 if gender == "f" else 0)]
@@ -164,7 +204,16 @@ def _noun_phrase(rng: random.Random) -> tuple[str, str, bool]:
         en_det = "some"
     else:
         en_det = "an" if en_words[0][0] in "aeiou" else "a"
-    return fr, " ".join([en_det, *en_words]), plural
+    return fr, " ".join([en_det, *en_words])
+
+
+def _noun_phrase(rng: random.Random) -> tuple[str, str, bool]:
+    """A random French noun phrase, its English translation, and whether it is plural."""
+    noun = rng.choice(NOUNS)
+    plural = rng.random() < 0.4
+    definite = rng.random() < 0.6
+    adjective = rng.choice(ADJECTIVES) if rng.random() < 0.6 else None
+    return (*noun_phrase(noun, plural, definite, adjective), plural)
 
 
 def fr_en_pair(rng: random.Random) -> tuple[str, str]:
@@ -179,6 +228,90 @@ def fr_en_pair(rng: random.Random) -> tuple[str, str]:
         object_fr, object_en, _ = _noun_phrase(rng)
         fr, en = f"{fr} {object_fr}", f"{en} {object_en}"
     return fr, en
+
+
+@functools.lru_cache(maxsize=1)
+def _fr_en_tables() -> tuple[dict[str, list[tuple[str, bool]]], dict[str, list[tuple[str, bool, bool]]]]:
+    """Every noun phrase of the grammar (French -> [(English, plural)]) and every verb form
+    (French -> [(English, plural, transitive)]), from the functions that generate the sentences."""
+    phrases: dict[str, list[tuple[str, bool]]] = {}
+    for noun in NOUNS:
+        for plural in (False, True):
+            for definite in (False, True):
+                for adjective in (None, *ADJECTIVES):
+                    fr, en = noun_phrase(noun, plural, definite, adjective)
+                    phrases.setdefault(fr, []).append((en, plural))
+    verbs: dict[str, list[tuple[str, bool, bool]]] = {}
+    for fr_forms, en_forms, transitive in VERBS:
+        for tense in TENSES:
+            for plural in (False, True):
+                verbs.setdefault(fr_forms[tense][plural], []).append((en_forms[tense][plural], plural, transitive))
+    return phrases, verbs
+
+
+def fr_en_translation(text: str) -> str | None:
+    """The grammar's English for a French sentence of the ``fr-en`` task, or None when the sentence
+    is not one the task can generate (an unknown word, a wrong agreement or word order)::
+
+        >>> fr_en_translation("la vache blanche a vu un chien")
+        'the white cow saw a dog'
+        >>> fr_en_translation("le petit chien mange") is None   # "petit" is not in the grammar
+        True
+    """
+    phrases, verbs = _fr_en_tables()
+    for subject, subject_readings in phrases.items():
+        if not text.startswith(subject + " "):
+            continue
+        rest = text[len(subject) + 1:]
+        for verb, verb_readings in verbs.items():
+            if rest != verb and not rest.startswith(verb + " "):
+                continue
+            obj = rest[len(verb) + 1:]
+            for subject_en, plural in subject_readings:
+                for verb_en, verb_plural, transitive in verb_readings:
+                    if verb_plural != plural:
+                        continue
+                    if not transitive and rest == verb:
+                        return f"{subject_en} {verb_en}"
+                    if transitive and obj in phrases:
+                        return f"{subject_en} {verb_en} {phrases[obj][0][0]}"
+    return None
+
+
+FR_DETERMINERS = {"le": "the", "la": "the", "l'": "the", "les": "the", "un": "a, an", "une": "a, an",
+                  "des": "some"}
+
+
+def fr_en_words() -> dict[str, str]:
+    """Every French word of the grammar -> its English (for ``seqlab seq2seq vocab`` and for telling
+    which input words the model never saw). Compound tenses give two words: "a" / "ont" (the
+    auxiliary, English "has"/"have" before the participle, as in "a mangé" = "ate")."""
+    words = dict(FR_DETERMINERS)
+    for fr_sg, fr_pl, _, en_sg, en_pl in NOUNS:
+        words[fr_sg] = en_sg
+        words[fr_pl] = en_pl if fr_pl != fr_sg else f"{en_sg}, {en_pl}"
+    for *forms, english in ADJECTIVES:
+        for form in forms:
+            words[form] = english
+    for fr_forms, en_forms, _ in VERBS:
+        for tense in TENSES:
+            for plural in (False, True):
+                fr_words = fr_forms[tense][plural].split()
+                words[fr_words[-1]] = en_forms[tense][plural]
+                if len(fr_words) == 2:
+                    words[fr_words[0]] = "has" if fr_words[0] == "a" else "have"
+    return words
+
+
+def french_words(text: str) -> list[str]:
+    """The words of a French sentence as the grammar counts them: "l'oiseau" is "l'" + "oiseau"."""
+    words = []
+    for word in text.split():
+        if word.startswith("l'") and len(word) > 2:
+            words += ["l'", word[2:]]
+        else:
+            words.append(word)
+    return words
 
 
 # -- symbol tasks -------------------------------------------------------------------------------

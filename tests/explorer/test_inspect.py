@@ -99,7 +99,7 @@ def test_next_token_candidates_reject_bad_filters():
     with pytest.raises(ValueError, match="top_p must be in"):
         next_token_candidates(torch.zeros(5), top_p=1.5)
     with pytest.raises(ValueError, match="top_k must be a positive"):
-        next_token_candidates(torch.zeros(5), top_k=0)
+        next_token_candidates(torch.zeros(5), top_k=-1)
 
 
 def test_next_token_candidates_take_the_filters_by_keyword_only():

@@ -148,7 +148,7 @@ BAD = [
     ("lm/next", {"text": "a", "temperature": 0}, "temperature", ["temperature must be > 0", "greedy"]),
     ("lm/next", {"text": "a", "temperature": -1}, "temperature", ["temperature must be > 0"]),
     ("lm/next", {"text": "a", "top_p": 0}, "top_p", ["top_p must be in (0, 1]"]),
-    ("lm/next", {"text": "a", "top_k": 0}, "top_k", ["top_k must be a positive"]),
+    ("lm/next", {"text": "a", "top_k": -1}, "top_k", ["top_k must be a positive", "0 or null for off"]),
     ("lm/sample", {"text": "a", "top_p": 1.5}, "top_p", ["top_p"]),
     ("lm/tokens", {"text": "a", "run": "elsewhere"}, "unknown_run", ["unknown run 'elsewhere'"]),
 ]

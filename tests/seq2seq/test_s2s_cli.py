@@ -63,7 +63,8 @@ def test_train_translate_eval(tmp_path, capsys):
     source, output = lines[0].split("\t")
     assert source == "abcd" and output == oracle_translation(loaded, "abcd")
     assert lines[1].strip() == "attention" and lines[2].split() == ["a", "b", "c", "d"]
-    assert len(lines) == 3 + len(output) + 1  # one heatmap row per output token and one for EOS
+    assert len(lines) == 3 + len(output) + 1 + 1  # one heatmap row per output token, one for EOS, the legend
+    assert lines[-1].strip().startswith("shading (weight") and "'@'" in lines[-1]
     assert main(["seq2seq", "translate", "--run", str(run), "abcd", "--beam", "3"]) == 0
     assert capsys.readouterr().out.startswith("abcd\t")
 

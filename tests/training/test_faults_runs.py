@@ -300,7 +300,7 @@ def test_a_run_of_the_other_kind_is_named_with_the_command_that_reads_it(byte_da
             f"`seqlab train --resume --out {lm_run}`") in capsys.readouterr().err
     assert main(["train", "--resume", "--out", str(s2s_run)]) == 2
     assert f"continue it with `seqlab seq2seq train --resume --out {s2s_run}`" in capsys.readouterr().err
-    assert main(["seq2seq", "translate", "--run", str(lm_run), "abc"]) == 1
+    assert main(["seq2seq", "translate", "--run", str(lm_run), "abc"]) == 2  # a usage error, as for generate below
     assert f"use `seqlab generate --run {lm_run}`" in capsys.readouterr().err
     assert main(["generate", "--run", str(s2s_run), "--prompt", "a"]) == 2
     assert f"use `seqlab seq2seq translate --run {s2s_run}`" in capsys.readouterr().err

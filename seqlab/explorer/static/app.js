@@ -68,7 +68,7 @@ function widget(sectionId, request, render, scopeId) {
     if (w.last) render(w.last.data, w.last.body);
     if (w.error) showError();  // re-translated on a language switch
   };
-  w.fail = (err) => { w.error = err; showError(); };
+  w.fail = (err) => { w.error = err; if (w.onFail) w.onFail(); showError(); };
   w.refresh = async () => {
     const serial = ++w.serial;
     try {

@@ -26,7 +26,9 @@ async function apiStream(name, body, onLine) {
       buffer += decoder.decode(value, { stream: true });
       let newline;
       while ((newline = buffer.indexOf("\n")) >= 0) {
-        onLine(JSON.parse(buffer.slice(0, newline)));
+        const line = JSON.parse(buffer.slice(0, newline));
+        if (line.error !== undefined) throw apiError(line, {});  // the server's last line: what went wrong
+        onLine(line);
         buffer = buffer.slice(newline + 1);
       }
     }
@@ -73,15 +75,17 @@ function attentionMap(container, rowLabels, colLabels, weights, causal, onHover)
 }
 
 // A small canvas thumbnail of one head's weights (no labels), for comparing heads at a glance.
-function attentionThumb(weights, selected) {
-  const n = weights.length;
-  const px = Math.max(1, Math.floor(96 / n));
-  const canvas = el("canvas", { width: n * px, height: n * px, class: "thumb" + (selected ? " selected" : "") });
+// causal: only the lower triangle (a square self-attention map); otherwise any rows x columns.
+function attentionThumb(weights, selected, causal = true) {
+  const rows = weights.length, cols = rows ? weights[0].length : 0;
+  const px = Math.max(1, Math.floor(96 / Math.max(rows, cols, 1)));
+  const canvas = el("canvas", { width: cols * px, height: rows * px,
+    class: "thumb" + (causal ? "" : " rect") + (selected ? " selected" : "") });
   const ctx = canvas.getContext("2d");
   ctx.fillStyle = "#f1f3f6";
-  ctx.fillRect(0, 0, n * px, n * px);
-  for (let q = 0; q < n; q++) {
-    for (let k = 0; k <= q; k++) {
+  ctx.fillRect(0, 0, cols * px, rows * px);
+  for (let q = 0; q < rows; q++) {
+    for (let k = 0; k < (causal ? q + 1 : cols); k++) {
       ctx.fillStyle = `rgba(37, 99, 235, ${0.03 + 0.97 * Math.max(0, Math.min(1, weights[q][k]))})`;
       ctx.fillRect(k * px, q * px, px, px);
     }
@@ -97,7 +101,7 @@ function fillSelect(select, count, keep) {
 
 async function setupModel() {
   const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths } = await api("runs", {});
-  setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
+  const translateOpened = setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
   setupPaths(paths);
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
   const runSelect = $("model-run");
@@ -132,7 +136,7 @@ async function setupModel() {
     if (series.length) lineChart($("model-loss"), series, { xLabel: t("model.step") });
     else $("model-loss").replaceChildren(el("p", { class: "note", text: t("model.no_log") }));
     const m = data.model;
-    const facts = [["model.parameters", data.parameters.toLocaleString("en")], ["model.layers", m.num_layers],
+    const facts = [["model.checkpoint_step", data.step], ["model.parameters", data.parameters.toLocaleString("en")], ["model.layers", m.num_layers],
       ["model.heads", m.num_heads], ["model.d_model", m.d_model], ["model.context", m.context_length],
       ["model.vocab", m.vocab_size]];
     if (val.length) facts.push(["model.last_val", fmt(val[val.length - 1][1])]);
@@ -203,7 +207,7 @@ async function setupModel() {
     $("next-sliders").append(el("label", { class: "slider" }, el("span", { "data-i18n": label, text: t(label) }), input, readout));
   }
   const filters = () => ({ temperature: Number($("next-temperature").value),
-    top_k: Number($("next-top_k").value) || null, top_p: Number($("next-top_p").value) });
+    top_k: Number($("next-top_k").value), top_p: Number($("next-top_p").value) });
   const next = widget("w-model", () => ["lm/next", withText(filters())], (data) => {
     $("next-top_k").sync();
     $("next-kept").textContent = t("model.kept_total", { n: data.kept_total, v: data.vocab_size });
@@ -234,10 +238,11 @@ async function setupModel() {
   }, "model-shapes-panel"));
 
   // --- sample and generate: both change the text, then every panel follows it
-  const refreshText = () => textWidgets.forEach((w) => w.refresh());
+  // the server reloads a run whose checkpoint changed; the info panel follows (step, loss curve)
+  const refreshText = () => { info.refresh(); textWidgets.forEach((w) => w.refresh()); };
   let timer = null;
   $("model-text").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refreshText, 150); });
-  runSelect.addEventListener("change", () => { info.refresh(); refreshText(); });
+  runSelect.addEventListener("change", refreshText);
   const busy = (on) => { $("next-sample").disabled = $("next-generate").disabled = on; };
   $("next-sample").addEventListener("click", async () => {
     busy(true);
@@ -264,9 +269,12 @@ async function setupModel() {
       refreshText();
     } catch (err) { next.fail(err); } finally { busy(false); }
   });
+  await translateOpened;
 }
 
-// Section 13: a seq2seq run translates the source text; its cross-attention per layer and head.
+// Section 13: a seq2seq run translates the source text; its cross-attention per layer and head,
+// the mean over heads, and for a character model the same summed over words. The panel opens on
+// the run's worked example (seq2seq/info); every number shown comes from the API.
 function setupTranslate(s2sRuns, noRun) {
   const select = $("tr-run");
   if (s2sRuns.length) select.replaceChildren(...s2sRuns.map((r) => el("option", { value: r.id, text: r.id })));
@@ -276,29 +284,90 @@ function setupTranslate(s2sRuns, noRun) {
   }
   $("tr-text").value = "";
   $("tr-beam").value = 1;
-  let touched = false;  // before the first edit an empty source is a hint, not an error
-  $("tr-text").addEventListener("input", () => { touched = true; });
-  const hint = () => { if (!touched && s2sRuns.length) $("tr-note").textContent = t("tr.type"); };
+  let info = null;  // the selected run's seq2seq/info
+  const hint = () => {
+    if (!info) { $("tr-hint").textContent = ""; return; }
+    const task = info.task || "pairs";
+    $("tr-hint").textContent = t("tr.hint." + task, { lo: info.lengths[0], hi: info.lengths[1], example: info.example,
+      file: info.pairs || "", n: info.task === "dates" ? info.formats.length : info.words.length });
+  };
+  const clear = () => {  // nothing of an earlier translation stays beside an error
+    for (const id of ["tr-output", "tr-step", "tr-hover", "tr-note"]) $(id).textContent = "";
+    for (const id of ["tr-map", "tr-grid", "tr-notes"]) $(id).replaceChildren();
+  };
   const w = widget("w-translate", () => {
     if (!s2sRuns.length) throw apiError(noRun, {});
-    if (!touched && !$("tr-text").value) { hint(); return null; }
+    if (!$("tr-text").value && !info) return null;
     return ["seq2seq/translate", { run: select.value, text: $("tr-text").value, beam: Number($("tr-beam").value) }];
-  }, (data) => {
+  }, (data) => draw(data));
+  w.onFail = clear;
+
+  // which map: view "last" (last layer, mean over heads), "mean" (a layer's mean over heads) or
+  // "head" (one head); units "chars" or "words" (character models only)
+  const draw = (data) => {
     $("tr-output").textContent = data.output;
-    const maps = data.cross_attention;
-    $("tr-note").textContent = maps.length ? t("tr.note") : t("tr.no_attention", { arch: data.arch });
-    fillSelect($("tr-layer"), Math.max(1, maps.length), true);
-    fillSelect($("tr-head"), maps.length ? maps[0].length : 1, true);
-    if (!maps.length) { $("tr-map").replaceChildren(); return; }
-    const weights = maps[Number($("tr-layer").value)][Number($("tr-head").value)];
-    attentionMap($("tr-map"), data.output_tokens, data.source_tokens, weights, false, (q, k, w) => {
-      $("tr-hover").textContent = t("tr.hover", { q, k, a: visible(data.output_tokens[q]), b: visible(data.source_tokens[k]), w: fmt(w) });
+    $("tr-step").textContent = String(data.step);
+    $("tr-notes").replaceChildren(...data.notes.map((n) => el("li", { text: t("note." + n.code, n.params) })));
+    const words = $("tr-units").value === "words" && data.words;
+    $("tr-units").disabled = !data.words;
+    if (!data.words) $("tr-units").value = "chars";
+    const source = words ? data.words.source : data.source_tokens;
+    const output = words ? data.words.output : data.output_tokens;
+    const heads = words ? data.words.cross_attention : data.cross_attention;
+    const means = words ? data.words.mean_attention : data.mean_attention;
+    if (!heads.length) {
+      $("tr-note").textContent = t("tr.no_attention", { arch: data.arch });
+      for (const id of ["tr-map", "tr-grid"]) $(id).replaceChildren();
+      return;
+    }
+    fillSelect($("tr-layer"), heads.length, true);
+    fillSelect($("tr-head"), heads[0].length, true);
+    const view = $("tr-view").value;
+    if (view === "last") $("tr-layer").value = String(heads.length - 1);
+    const layer = Number($("tr-layer").value), head = Number($("tr-head").value);
+    const weights = view === "head" ? heads[layer][head] : means[layer];
+    $("tr-map").dataset.view = `${view} ${layer} ${view === "head" ? head : "mean"} ${words ? "words" : "chars"}`;
+    $("tr-note").textContent = t(words ? "tr.note_words" : "tr.note") + " " +
+      t(view === "head" ? "tr.showing_head" : "tr.showing_mean", { l: layer, h: head });
+    attentionMap($("tr-map"), output, source, weights, false, (q, k, wt) => {
+      $("tr-hover").textContent = t("tr.hover", { q, k, a: visible(output[q]), b: visible(source[k]), w: fmt(wt) });
     });
     $("tr-hover").textContent = t("model.hover_hint");
-  });
-  select.addEventListener("change", () => w.refresh());
+    $("tr-grid").replaceChildren(...heads.map((layerHeads, l) => el("div", { class: "grid-row" },
+      el("span", { class: "grid-label", text: t("model.layer_n", { l }) }),
+      ...[...layerHeads.map((hw, h) => [hw, h, "head"]), [means[l], null, "mean"]].map(([hw, h, kind]) => {
+        const chosen = kind === "head" ? view === "head" && l === layer && h === head : view !== "head" && l === layer;
+        const thumb = el("button", { type: "button", class: "thumb-button", id: kind === "head" ? `tr-thumb-${l}-${h}` : `tr-thumb-${l}-mean`,
+          title: kind === "head" ? t("model.layer_head", { l, h }) : t("tr.layer_mean", { l }) },
+          attentionThumb(hw, chosen, false), el("span", { text: kind === "head" ? t("model.head_n", { h }) : t("tr.mean") }));
+        thumb.addEventListener("click", () => {
+          $("tr-view").value = kind === "head" ? "head" : (l === heads.length - 1 ? "last" : "mean");
+          $("tr-layer").value = String(l);
+          if (kind === "head") $("tr-head").value = String(h);
+          redraw();
+        });
+        return thumb;
+      }))));
+  };
+  const redraw = () => { if (w.last) draw(w.last.data); };
+  // choosing a head shows that head; choosing a layer shows its mean unless a head is shown
+  $("tr-head").addEventListener("change", () => { $("tr-view").value = "head"; });
+  $("tr-layer").addEventListener("change", () => { if ($("tr-view").value === "last") $("tr-view").value = "mean"; });
+  const open = async () => {  // the run's worked example, translated at once (awaited before data-ready)
+    info = null;
+    clear();
+    if (!s2sRuns.length) return w.refresh();
+    try {
+      info = await api("seq2seq/info", { run: select.value });
+      $("tr-text").value = info.example;
+      hint();
+    } catch (err) { w.fail(err); return; }
+    w.refresh();
+  };
+  select.addEventListener("change", open);
   const render = w.render;
   w.render = () => { render(); hint(); };  // re-translated on a language switch
+  return open();
 }
 
 // Section 14: the results of `seqlab paths`, one chart per task, one line per architecture.
