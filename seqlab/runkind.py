@@ -19,7 +19,7 @@ language model and ``vocab.json`` a seq2seq model. Worked example::
     >>> check_run_kind(run, "lm", "seqlab generate")
     Traceback (most recent call last):
     ...
-    ValueError: ... is a seq2seq run (from `seqlab seq2seq train`), not a language model: `seqlab generate` needs a run of `seqlab train` or `seqlab demo`; for this run use `seqlab seq2seq translate --run ... TEXT` (or `seqlab seq2seq eval --run ...`)
+    ValueError: ... is a seq2seq run (written by `seqlab seq2seq train`), not a language model: `seqlab generate` needs a run of `seqlab train` or `seqlab demo`; for this run use `seqlab seq2seq translate --run ...` with TEXT (or `seqlab seq2seq eval --run ...`)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from seqlab.runs.directory import config_kind, run_kind  # noqa: F401 (one kind detection: the run format's)
+from seqlab.runs.directory import DESCRIPTIONS, config_kind, run_kind  # noqa: F401 (one kind detection: the run format's)
 
 RunKind = Literal["lm", "seq2seq"]
 
@@ -39,9 +39,9 @@ KIND_SOURCES = {"lm": "`seqlab train` or `seqlab demo`", "seq2seq": "`seqlab seq
 def commands_for(kind: RunKind, run: str) -> str:
     """The commands that use a run of ``kind``, for messages."""
     if kind == "lm":
-        return (f"`seqlab generate --run {run} --prompt TEXT` (or `seqlab eval --run {run} --data FILE.npy`, "
+        return (f"`seqlab generate --run {run}` with --prompt TEXT (or `seqlab eval --run {run} --data FILE.npy`, "
                 f"`seqlab explore --run {run}`)")
-    return f"`seqlab seq2seq translate --run {run} TEXT` (or `seqlab seq2seq eval --run {run}`)"
+    return f"`seqlab seq2seq translate --run {run}` with TEXT (or `seqlab seq2seq eval --run {run}`)"
 
 
 def check_run_kind(path: str | os.PathLike, expected: RunKind, command: str, *, run_dir: bool = True) -> None:
@@ -56,7 +56,7 @@ def check_run_kind(path: str | os.PathLike, expected: RunKind, command: str, *, 
     kind = run_kind(path)
     if kind is None or kind == expected:
         return
-    raise ValueError(f"{path} is a {kind} run (from {KIND_SOURCES[kind]}), not {KIND_NAMES[expected]}: "
+    raise ValueError(f"{path} is {DESCRIPTIONS[kind]}, not {KIND_NAMES[expected]}: "
                      f"`{command}` needs a run of {KIND_SOURCES[expected]}; for this run use "
                      f"{commands_for(kind, str(path))}")
 

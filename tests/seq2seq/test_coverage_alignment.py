@@ -144,7 +144,7 @@ def test_translate_says_when_the_input_is_outside_the_training(tiny_fr_en_run, c
 def test_vocab_on_a_language_model_run(tmp_path, capsys):
     (tmp_path / "tokenizer").mkdir()
     assert main(["seq2seq", "vocab", "--run", str(tmp_path)]) == 2
-    assert "is a lm run" in capsys.readouterr().err
+    assert "is a language-model run (written by `seqlab train`)" in capsys.readouterr().err
 
 
 # -- word-level alignment -------------------------------------------------------------------------

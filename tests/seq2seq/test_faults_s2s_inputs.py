@@ -141,9 +141,9 @@ def lm_run_dir(tmp_path_factory):
 
 
 @pytest.mark.parametrize("command, words", [
-    (["seq2seq", "translate", "abc"], ["is a lm run", "`seqlab seq2seq translate` needs a run of "
+    (["seq2seq", "translate", "abc"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq translate` needs a run of "
                                        "`seqlab seq2seq train`", "seqlab generate --run"]),
-    (["seq2seq", "eval"], ["is a lm run", "`seqlab seq2seq eval` needs", "seqlab eval --run"]),
+    (["seq2seq", "eval"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq eval` needs", "seqlab eval --run"]),
 ])
 def test_seq2seq_commands_on_a_language_model_run(lm_run_dir, capsys, command, words):
     """translate printed a Python TypeError text."""
@@ -163,7 +163,7 @@ def test_language_model_commands_on_a_seq2seq_run(tiny_s2s_run, capsys, command,
     for source in (["--run", str(tiny_s2s_run)], ["--checkpoint", str(tiny_s2s_run / "checkpoints" / "latest.pt")]):
         assert main([*command, *source]) == 2
         err = capsys.readouterr().err
-        assert "is a seq2seq run (from `seqlab seq2seq train`)" in err and needs in err
+        assert "is a seq2seq run (written by `seqlab seq2seq train`)" in err and needs in err
         assert f"seqlab seq2seq translate --run {tiny_s2s_run}" in err and "newer seqlab" not in err
 
 
