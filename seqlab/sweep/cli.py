@@ -42,7 +42,7 @@ def _register_sweep(subparsers) -> None:
                        help="a TrainConfig field and its values (repeatable; runs are the Cartesian product), "
                             "e.g. --grid lr=1e-3,3e-3 --grid norm=rmsnorm,none")
     sweep.add_argument("--recipe", choices=RECIPE_CHOICES,
-                       help="a CS336 experiment around the base config: lr (x1/10 .. x100), batch-size (1 .. "
+                       help="a CS336 experiment around the base config: lr (x1/10 .. x1000), batch-size (1 .. "
                             "x4 at equal tokens), ablations (baseline, no-rmsnorm, post-norm, nope, silu-ffn "
                             "at equal steps)")
     sweep.add_argument("--from", dest="from_run", metavar="RUN",

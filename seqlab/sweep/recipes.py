@@ -1,9 +1,12 @@
 """The three experiments of CS336 assignment 1 as sweeps around a base config (``--recipe``).
 
 ``lr``
-    The peak learning rate times 1/10, 1/3, 1, 10/3, 10, 100/3 and 100 (half decades, rounded to
-    two significant digits): from clearly too small to past the edge of divergence, so the figure
-    shows the U-shape and where it ends. An explicit ``min_lr`` is scaled with it (the cosine keeps its ratio).
+    The peak learning rate times 1/10, 1/3, 1, 10/3, ... up to 1000 (half decades, rounded to two
+    significant digits): from clearly too small to past the edge of divergence, so the figure shows
+    the U-shape and where it ends. Small models tolerate surprisingly large rates (a 2-layer,
+    d_model 64 model on the built-in stories first diverges at about 3), so the grid climbs far; a
+    run that diverges stops at once, so the runs past the edge cost little. An explicit ``min_lr``
+    is scaled with the rate (the cosine keeps its ratio).
 
 ``batch-size``
     1, then the base batch size times 1/16, 1/4, 1 and 4 (whole numbers, each once), all at the
@@ -22,7 +25,7 @@ Example, around the default learning rate 3e-3::
 
     >>> from seqlab.training import TrainConfig
     >>> [v.name for v in recipe_variants("lr", TrainConfig(data_dir="d"))]
-    ['lr=3e-4', 'lr=1e-3', 'lr=3e-3', 'lr=0.01', 'lr=0.03', 'lr=0.1', 'lr=0.3']
+    ['lr=3e-4', 'lr=1e-3', 'lr=3e-3', 'lr=0.01', 'lr=0.03', 'lr=0.1', 'lr=0.3', 'lr=1', 'lr=3']
     >>> [v.name for v in recipe_variants("batch-size", TrainConfig(data_dir="d", batch_size=32))]
     ['batch_size=1', 'batch_size=2', 'batch_size=8', 'batch_size=32', 'batch_size=128']
 """
@@ -35,7 +38,7 @@ from seqlab.sweep.grid import GridError, Variant, format_value
 from seqlab.training.config import TrainConfig
 
 RECIPES = ("lr", "batch-size", "ablations")
-LR_FACTORS = (0.1, 1 / 3, 1.0, 10 / 3, 10.0, 100 / 3, 100.0)
+LR_FACTORS = (0.1, 1 / 3, 1.0, 10 / 3, 10.0, 100 / 3, 100.0, 1000 / 3, 1000.0)  # half decades, x1/10 .. x1000
 BATCH_FACTORS = (1 / 16, 1 / 4, 1.0, 4.0)
 # (name, field, value): the ablations of the assignment, named like `seqlab train`'s flags
 ABLATIONS = (
