@@ -64,6 +64,11 @@ def _loss_limits(runs: list[RunRecord]) -> tuple[float, float] | None:
 
 def plot_curves(runs: list[RunRecord], path: str | Path, *, title: str) -> Path:
     """curves.png (see the module docstring); returns the path."""
+    return _save(curves_figure(runs, title=title), Path(path))
+
+
+def curves_figure(runs: list[RunRecord], *, title: str):
+    """The figure of curves.png: a 2 x (2 or 3) grid of axes, rows train / validation loss."""
     per_step = {run.train[-1][2] // run.train[-1][0] for run in runs
                 if run.train and isinstance(run.train[-1][2], int) and run.train[-1][0]}
     longest = max((p[1] for run in runs for p in run.train + run.val), default=0.0)
@@ -98,7 +103,7 @@ def plot_curves(runs: list[RunRecord], path: str | Path, *, title: str) -> Path:
         fig.legend(loc="outside right upper", fontsize=8 if len(runs) <= 12 else 6, title="run",
                    title_fontsize=9, ncols=1 if len(runs) <= 24 else 2)
     fig.suptitle(title)
-    return _save(fig, Path(path))
+    return fig
 
 
 def _numeric(values: list[Any]) -> bool:
@@ -107,6 +112,11 @@ def _numeric(values: list[Any]) -> bool:
 
 def plot_final(runs: list[RunRecord], axes_keys: list[str], path: str | Path, *, title: str) -> Path:
     """final.png (see the module docstring) for the swept keys ``axes_keys``; returns the path."""
+    return _save(final_figure(runs, axes_keys, title=title), Path(path))
+
+
+def final_figure(runs: list[RunRecord], axes_keys: list[str], *, title: str):
+    """The figure of final.png: one panel per swept key."""
     keys = axes_keys or ["run"]
     fig = _figure(max(5.0, 4.6 * len(keys)) + 1.5, 4.2)
     panels = fig.subplots(1, len(keys), squeeze=False)[0]
@@ -159,4 +169,4 @@ def plot_final(runs: list[RunRecord], axes_keys: list[str], path: str | Path, *,
         for axis in panels:
             axis.set_ylim(bottom - 0.1 * (marker_y - bottom) - 1e-3, marker_y + 0.1 * (marker_y - bottom) + 1e-3)
     fig.suptitle(title)
-    return _save(fig, Path(path))
+    return fig

@@ -7,7 +7,7 @@ run ends there is nothing to measure, and the line says so. Example::
 
     [1/3] lr=1e-3: training 300 steps; ETA after this run
     [1/3] lr=1e-3: finished in 41.2 s, val loss 2.1043
-    [2/3] lr=3e-3: resuming at step 120 of 300; sweep ETA 1m 12s
+    [2/3] lr=3e-3: resuming (logged up to step 120 of 300); sweep ETA 1m 12s
 """
 
 from __future__ import annotations

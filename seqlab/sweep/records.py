@@ -44,7 +44,7 @@ class RunRecord:
     reason: str | None = None                  # why a run diverged
     settings: dict[str, Any] = field(default_factory=dict)   # what a sweep changed for this run
     point: dict[str, Any] = field(default_factory=dict)      # its value on each swept axis
-    steps: int | None = None                   # the last logged step
+    steps: int | None = None                   # the last logged step (a checkpoint may be a few steps on)
     total_steps: int | None = None
     parameters: int | None = None
     final_val_loss: float | None = None

@@ -314,7 +314,7 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
                     continue
                 run_config = variant_config(plan.base, variant, out_dir=str(run_dir), resume=resume)
                 steps = run_config.total_steps()
-                note = (f"resuming at step {before.steps or 0} of {steps}" if resume else
+                note = (f"resuming (logged up to step {before.steps or 0} of {steps})" if resume else
                         f"training {steps} steps" if run_config.time_budget_s is None else
                         f"training for {run_config.time_budget_s:g} s (at most {steps} steps)")
                 progress.start(index, variant.name, note)
