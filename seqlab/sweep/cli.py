@@ -32,7 +32,8 @@ def _register_sweep(subparsers) -> None:
                     "train` flag applies to every run. Rerunning the same command skips finished runs and "
                     "resumes unfinished ones exactly. A run whose loss becomes non-finite, or rises above its "
                     "starting value after warm-up, is recorded as diverged and the sweep goes on. Ctrl-C or "
-                    "SIGTERM stops the whole sweep (the current run saves a checkpoint; exit 130 / 143).",
+                    "SIGTERM stops the whole sweep (the current run saves a checkpoint; exit 130 / 143). "
+                    "--overwrite deletes this sweep's runs and starts it over.",
         epilog="example: seqlab sweep --data-dir demo_out/data --grid lr=1e-3,3e-3,1e-2 --grid batch-size=16,64 "
                "--max-steps 300 --out sweeps/lr_bs")
     sweep.add_argument("--out", required=True, metavar="DIR",

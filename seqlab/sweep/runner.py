@@ -104,7 +104,12 @@ def plan_sweep(base: TrainConfig, out: str | Path, *, grid: list[str] | tuple[st
     """The plan of ``--grid`` (Cartesian product) and/or ``--recipe`` around ``base``; every run's
     config is built and checked here, so a bad value stops the sweep before anything trains."""
     axes = parse_grid(list(grid))
-    variants = combine(recipe_variants(recipe, base) if recipe else [], grid_variants(axes) if axes else [])
+    recipe_runs = recipe_variants(recipe, base) if recipe else []
+    for axis in axes:
+        if any(axis.key in v.settings for v in recipe_runs):
+            raise GridError(f"--grid {axis.key}=...: --recipe {recipe} already sets {axis.key}; sweep it with one "
+                            "or the other")
+    variants = combine(recipe_runs, grid_variants(axes) if axes else [])
     if not variants:
         raise GridError("nothing to sweep: give --grid KEY=V1,V2,... (repeatable) or --recipe lr|batch-size|ablations")
     check_variants(base, variants)

@@ -137,3 +137,13 @@ def test_the_ablations_recipe_is_the_baseline_and_four_ablations_at_equal_steps(
     assert "nope" not in [v.name for v in recipe_variants("ablations", TrainConfig(data_dir="d", positional="nope"))]
     with pytest.raises(GridError, match="equal steps.*--time-budget-s 60"):
         recipe_variants("ablations", TrainConfig(data_dir="d", time_budget_s=60))
+
+
+def test_a_grid_key_the_recipe_already_sets_is_refused(tmp_path):
+    from seqlab.sweep.runner import plan_sweep
+
+    with pytest.raises(GridError, match="--recipe lr already sets lr"):
+        plan_sweep(TrainConfig(data_dir=str(tmp_path)), tmp_path / "s", grid=["lr=1e-3"], recipe="lr")
+    plan = plan_sweep(TrainConfig(data_dir=str(tmp_path)), tmp_path / "s", grid=["batch_size=8,16"], recipe="ablations")
+    assert len(plan.variants) == 10 and plan.variants[1].name == "baseline,batch_size=16"
+    assert plan.variants[3].settings == {"norm": "none", "batch_size": 16} and plan.axes == ["ablation", "batch_size"]

@@ -236,3 +236,27 @@ def test_from_run_takes_a_runs_settings_and_flags_override_them(byte_data, tmp_p
         assert (config["d_model"], config["lr"], config["max_steps"]) == (16, 5e-3, 3)
         assert config["out_dir"] == str(out / run) and config["data_dir"] == str(byte_data)
     assert "best: weight_decay=" in capsys.readouterr().out
+
+
+def test_the_readme_laptop_command_plans_the_lr_recipe_on_the_demos_data(tmp_path, monkeypatch):
+    import importlib.util
+    import inspect
+
+    from seqlab.cli import build_parser
+    from seqlab.demo.pipeline import run_demo
+    from seqlab.sweep.cli import _base_config
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sweep_lr.py"
+    spec = importlib.util.spec_from_file_location("sweep_lr_benchmark", path)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    command = benchmark.readme_command()  # what the benchmark times is what the README says
+    assert command[:4] == ["seqlab", "sweep", "--recipe", "lr"] and "--data-dir" in command
+    data = command[command.index("--data-dir") + 1]
+    assert data == str(Path(inspect.signature(run_demo).parameters["out"].default) / "data")  # `seqlab demo`'s
+    (tmp_path / data).mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(command[1:])
+    plan = plan_sweep(_base_config(args), args.out, grid=args.grid, recipe=args.recipe)
+    assert len(plan.variants) == 9 and plan.axes == ["lr"] and plan.base.d_model == 64
+    assert plan.variants[0].settings["lr"] == pytest.approx(plan.base.lr / 10)
