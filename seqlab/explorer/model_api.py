@@ -276,7 +276,7 @@ def runs_compare(p: Payload, runs: RunRegistry) -> dict:
     """Every --run's loss curves side by side, as ``seqlab compare`` reads them
     (:func:`seqlab.sweep.records.read_run`): per run its status, steps, final and best validation
     loss, and the points [step, loss] of both curves. Runs without a loss log are listed in
-    ``skipped`` with the reason."""
+    ``skipped`` with the reason; with no run to show, ``runs`` is empty (the page says how to start)."""
     from seqlab.sweep.records import read_run
 
     p.finish()
@@ -294,9 +294,6 @@ def runs_compare(p: Payload, runs: RunRegistry) -> dict:
                       "final_val_loss": record.final_val_loss, "best_val_loss": record.best_val_loss,
                       "train": [[step, loss] for step, _, _, loss in record.train],
                       "val": [[step, loss] for step, _, _, loss in record.val]})
-    if not shown:
-        raise RequestError("no run with a loss log to compare; start `seqlab explore --run DIR --run DIR2 ...` "
-                           "with runs from `seqlab train`, `seqlab demo` or `seqlab sweep`", "compare_none")
     return {"runs": shown, "skipped": skipped}
 
 

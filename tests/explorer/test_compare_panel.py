@@ -54,20 +54,22 @@ def test_the_endpoint_gives_each_runs_logged_curves(compare_server, lm_run, seco
     assert skipped["id"] == compare_server.run_ids[2] and "log.jsonl holds no losses" in skipped["error"]
 
 
-def test_without_a_run_to_compare_the_answer_says_how_to_start(tmp_path):
+def test_without_a_run_to_compare_the_list_is_empty(tmp_path):
     with ExitStack() as stack:
         server = stack.enter_context(serving(RunRegistry([str(tmp_path / "none")])))
-        status, data = client_for(server).post("runs/compare")
-    assert status == 400 and data["code"] == "compare_none" and "seqlab explore --run DIR --run DIR2" in data["error"]
+        data = client_for(server).ok("runs/compare")
+    assert data["runs"] == [] and [s["id"] for s in data["skipped"]] == [str(tmp_path / "none")]
 
 
 def test_every_label_of_the_panel_exists_in_both_languages():
     strings = _strings()
     source = (STATIC_DIR / "compare.js").read_text(encoding="utf-8")
     used = set(re.findall(r'\bt\("([\w.]+\w)"', source)) | {f"compare.status.{s}" for s in STATUSES}
+    used |= {key for key in re.findall(r'"(compare\.[\w.]*\w)"', source) if key != "compare.status"}
+    assert {"compare.none", "compare.no_curve", "compare.key"} <= used
     html = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
     panel = html[html.index('id="model-compare-panel"'):html.index('id="model-tokens-panel"')]
-    used |= set(re.findall(r'data-i18n="([\w.]+)"', panel)) | {"err.compare_none"}
+    used |= set(re.findall(r'data-i18n="([\w.]+)"', panel))
     assert not sorted(used - set(strings)) and len(used) >= 12
 
 

@@ -12,7 +12,7 @@ function setupCompare() {
     const cls = (i) => "s" + (i % COMPARE_COLORS);
     const series = drawn.map((r, i) => ({ values: r[kind].map((p) => p[1]), xs: r[kind].map((p) => p[0]), cls: cls(i) }));
     if (series.length) lineChart($("compare-chart"), series, { xLabel: t("model.step") });
-    else $("compare-chart").replaceChildren(el("p", { class: "note", text: t("compare.no_curve") }));
+    else $("compare-chart").replaceChildren(el("p", { class: "note", text: t(data.runs.length ? "compare.no_curve" : "compare.none") }));
     $("compare-legend").replaceChildren(...drawn.map((r, i) => el("span", { class: "key " + cls(i),
       text: t("compare.key", { run: r.id, status: t("compare.status." + r.status), steps: r.steps, loss: fmt(r.final_val_loss) }) })));
     $("compare-note").textContent = data.skipped.map((s) => t("compare.skipped", { run: s.id, error: s.error })).join(" ");

@@ -380,8 +380,8 @@ const STRINGS = {
   "compare.status.unfinished": ["unfinished", "未完成"],
   "compare.status.pending": ["not started", "未开始"],
   "compare.status.unknown": ["length unknown", "长度未知"],
-  "err.compare_none": ["no run with a loss log to compare: start `seqlab explore --run DIR --run DIR2 ...` with runs from `seqlab train`, `seqlab demo` or `seqlab sweep`.",
-                       "没有可比较的带损失日志的运行：请用 `seqlab explore --run DIR --run DIR2 ...` 启动，并指定来自 `seqlab train`、`seqlab demo` 或 `seqlab sweep` 的运行。"],
+  "compare.none": ["No run to compare: start `seqlab explore --run DIR --run DIR2 ...` with runs from `seqlab train`, `seqlab demo` or `seqlab sweep`.",
+                   "没有可比较的运行：请用 `seqlab explore --run DIR --run DIR2 ...` 启动，并指定来自 `seqlab train`、`seqlab demo` 或 `seqlab sweep` 的运行。"],
 
   "gl.title": ["Glossary", "术语表"],
   "gl.lead": ["Switch the page language at the top right. Terms used in the course:", "在右上角切换页面语言。课程中的术语："],
