@@ -91,6 +91,7 @@ def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops:
     from seqlab.atomic import atomic_write_text
 
     outcome = {"status": status, "reason": reason, "peak_flops": peak_flops, "device": device}
+    run_dir.mkdir(parents=True, exist_ok=True)  # a run that failed in its setup never made its folder
     atomic_write_text(run_dir / OUTCOME_FILE, json.dumps(outcome, indent=2) + "\n")
 
 

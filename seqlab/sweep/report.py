@@ -8,7 +8,7 @@ The table of report.md, for a learning-rate sweep::
     | lr=3e-3 | 3e-3 | finished | 2.1043 | 2.1043 (300) | 2.0871 | 300 | 307,200 | ...
     | lr=0.3 | 0.3 | diverged | 5.9012 | 5.7420 (50) | 7.0310 | 60 | 61,440 | ...
 
-Finished and unfinished runs come first, by final validation loss; diverged runs last.
+Finished and unfinished runs come first, by final validation loss; diverged and failed runs last.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def best_run(records: list[RunRecord]) -> RunRecord | None:
 def ranked(records: list[RunRecord]) -> list[RunRecord]:
     """Runs with a validation loss by that loss, then runs without one; diverged runs last."""
     def key(r: RunRecord) -> tuple:
-        return (r.status == "diverged", r.final_val_loss is None, r.final_val_loss or 0.0)
+        return (r.status in ("diverged", "failed"), r.final_val_loss is None, r.final_val_loss or 0.0)
 
     return sorted(records, key=key)
 
@@ -79,7 +79,8 @@ def results_table(records: list[RunRecord], axes: list[str]) -> list[str]:
 
 def report_markdown(title: str, intro: list[str], records: list[RunRecord], axes: list[str],
                     figures: list[tuple[str, str]]) -> str:
-    """report.md: the title, ``intro`` lines, the best setting, the table, the diverged runs, figures."""
+    """report.md: the title, ``intro`` lines, the best setting, the table, the diverged and failed runs
+    with the reason of each, the figures."""
     lines = [f"# {title}", "", *intro, ""]
     best = best_run(records)
     if best is not None:
@@ -89,9 +90,10 @@ def report_markdown(title: str, intro: list[str], records: list[RunRecord], axes
     else:
         lines += ["No run has finished with a validation loss yet.", ""]
     lines += results_table(records, axes) + [""]
-    diverged = [r for r in records if r.status == "diverged"]
-    if diverged:
-        lines += ["## Diverged", ""] + [f"- `{r.name}`: {r.reason or 'diverged'}" for r in diverged] + [""]
+    for status, heading in (("diverged", "Diverged"), ("failed", "Failed")):
+        ended = [r for r in records if r.status == status]
+        if ended:
+            lines += [f"## {heading}", ""] + [f"- `{r.name}`: {r.reason or status}" for r in ended] + [""]
     waiting = [r.name for r in records if r.status in ("unfinished", "pending")]
     if waiting:
         lines += [f"Not finished yet: {', '.join(f'`{n}`' for n in waiting)}.", ""]

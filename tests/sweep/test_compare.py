@@ -102,3 +102,21 @@ def test_final_figure_marks_diverged_runs_and_uses_a_log_axis_for_learning_rates
     crosses = [l for l in axis.get_lines() if l.get_marker() == "x"]
     assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [3.0]
     assert [t.get_text() for t in axis.texts] == ["diverged"]
+
+
+def test_mfu_is_known_where_the_outcome_names_the_devices_peak(runs, tmp_path):
+    import statistics
+
+    from seqlab.accounting.costs import training_step_flops
+    from seqlab.sweep.records import write_outcome
+
+    run = tmp_path / "run"
+    shutil.copytree(runs / "short", run)
+    assert read_run(run).mfu is None  # a run of `seqlab train`: the device is not recorded
+    write_outcome(run, "finished", reason=None, peak_flops=1e12, device="cuda:0")
+    config = json.loads((run / "config.json").read_text())
+    records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    rate = statistics.median(r["tokens_per_second"] for r in records if "tokens_per_second" in r)
+    per_token = training_step_flops(config["model"], 32, 1) / 32
+    record = read_run(run)
+    assert record.tokens_per_second == rate and record.mfu == pytest.approx(per_token * rate / 1e12)

@@ -260,3 +260,27 @@ def test_the_readme_laptop_command_plans_the_lr_recipe_on_the_demos_data(tmp_pat
     plan = plan_sweep(_base_config(args), args.out, grid=args.grid, recipe=args.recipe)
     assert len(plan.variants) == 9 and plan.axes == ["lr"] and plan.base.d_model == 64
     assert plan.variants[0].settings["lr"] == pytest.approx(plan.base.lr / 10)
+
+
+def test_a_run_out_of_gpu_memory_is_recorded_as_failed_and_the_sweep_goes_on(byte_data, tmp_path, monkeypatch):
+    import torch
+
+    import seqlab.training
+
+    real_train = seqlab.training.train
+
+    def train_or_run_out_of_memory(config, **kwargs):
+        if Path(config.out_dir).name == "batch_size=16":  # what a GPU at its memory limit raises
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore details")
+        return real_train(config, **kwargs)
+
+    monkeypatch.setattr(seqlab.training, "train", train_or_run_out_of_memory)
+    out = tmp_path / "bs"
+    outcome = run_sweep(plan_sweep(tiny_base(byte_data, max_steps=4), out, grid=["batch_size=4,16,2"]), say=_quiet)
+    assert outcome.status == "finished"
+    runs = {r["name"]: r for r in _sweep_json(out)["runs"]}
+    assert [r["status"] for r in runs.values()] == ["finished", "failed", "finished"]
+    assert runs["batch_size=16"]["reason"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert "## Failed\n\n- `batch_size=16`: out of memory" in (out / "report.md").read_text()
+    assert run_sweep(plan_sweep(tiny_base(byte_data, max_steps=4), out, grid=["batch_size=4,16,2"]),
+                     say=_quiet).trained == []
