@@ -17,8 +17,9 @@
 ``ablations``
     The base model and the four ablations of the assignment at equal steps: ``no-rmsnorm``
     (``norm=none``), ``post-norm`` (``norm_position=post``), ``nope`` (``positional=nope``) and
-    ``silu-ffn`` (``ffn=silu``; an explicit SwiGLU ``d_ff`` becomes 3/2 of it, so the two-matrix
-    SiLU network keeps the parameters of the three-matrix SwiGLU one). An ablation the base
+    ``silu-ffn`` (``ffn=silu`` with ``d_ff`` 3/2 of the SwiGLU width, given or default, so the
+    two-matrix SiLU network has exactly the parameters of the three-matrix SwiGLU one; CS336's
+    ``4 * d_model`` is this for a SwiGLU width of ``8/3 * d_model``). An ablation the base
     already has is left out. A time budget would give the runs unequal steps, so it is refused.
 
 Example, around the default learning rate 3e-3::
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from seqlab.model.config import default_d_ff
 from seqlab.sweep.grid import GridError, Variant, format_value
 from seqlab.training.config import TrainConfig
 
@@ -88,8 +90,8 @@ def ablation_variants(base: TrainConfig) -> list[Variant]:
         if getattr(base, key) == value:
             continue  # the base already is this ablation
         settings: dict[str, Any] = {key: value}
-        if key == "ffn" and base.d_ff is not None:
-            settings["d_ff"] = round(base.d_ff * 3 / 2)
+        if key == "ffn":  # SwiGLU has three matrices, SiLU two: 3/2 of the width keeps the parameters
+            settings["d_ff"] = round((base.d_ff or default_d_ff(base.d_model, base.ffn)) * 3 / 2)
         variants.append(Variant(name, settings, {"ablation": name}))
     return variants
 

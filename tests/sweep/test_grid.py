@@ -124,15 +124,17 @@ def test_the_ablations_recipe_is_the_baseline_and_four_ablations_at_equal_steps(
     variants = recipe_variants("ablations", base)
     assert [v.name for v in variants] == ["baseline", "no-rmsnorm", "post-norm", "nope", "silu-ffn"]
     assert [v.settings for v in variants] == [{}, {"norm": "none"}, {"norm_position": "post"},
-                                              {"positional": "nope"}, {"ffn": "silu"}]
+                                              {"positional": "nope"}, {"ffn": "silu", "d_ff": 288}]
     configs = [TrainConfig(**{**base.to_dict(), **v.settings}) for v in variants]
     assert {c.total_steps() for c in configs} == {200}
-    # an explicit SwiGLU d_ff: the SiLU network gets 3/2 of it, so both FFNs have the same parameters
-    sized = TrainConfig(data_dir="d", d_model=64, d_ff=192)
-    silu = next(v for v in recipe_variants("ablations", sized) if v.name == "silu-ffn")
-    counts = [count_parameters(TrainConfig(**{**sized.to_dict(), **s}).model_config(256))["total"]
-              for s in ({}, silu.settings)]
-    assert silu.settings == {"ffn": "silu", "d_ff": 288} and counts[0] == counts[1]
+    # the SiLU network gets 3/2 of the SwiGLU width (default 192 at d_model 64, or as given), so both
+    # models have the same parameters
+    for sized, width in ((base, 288), (TrainConfig(data_dir="d", d_model=32, d_ff=100), 150),
+                         (TrainConfig(data_dir="d", d_model=32), 96)):
+        silu = next(v for v in recipe_variants("ablations", sized) if v.name == "silu-ffn")
+        counts = [count_parameters(TrainConfig(**{**sized.to_dict(), **s}).model_config(256))["total"]
+                  for s in ({}, silu.settings)]
+        assert silu.settings == {"ffn": "silu", "d_ff": width} and counts[0] == counts[1]
     # an ablation the base already has is not run twice; a time budget is refused
     assert "nope" not in [v.name for v in recipe_variants("ablations", TrainConfig(data_dir="d", positional="nope"))]
     with pytest.raises(GridError, match="equal steps.*--time-budget-s 60"):
