@@ -309,6 +309,31 @@ def paths(p: Payload, runs: RunRegistry) -> dict:
     return read_paths_results(runs.paths_dir)
 
 
+def runs_compare(p: Payload, runs: RunRegistry) -> dict:
+    """Every --run's loss curves side by side, as ``seqlab compare`` reads them
+    (:func:`seqlab.sweep.records.read_run`): per run its status, steps, final and best validation
+    loss, and the points [step, loss] of both curves. Runs without a loss log are listed in
+    ``skipped`` with the reason; with no run to show, ``runs`` is empty (the page says how to start)."""
+    from seqlab.sweep.records import read_run
+
+    p.finish()
+    shown, skipped = [], []
+    for run in runs.runs:
+        try:
+            record = read_run(run.path, name=run.id)
+        except (OSError, ValueError) as exc:
+            skipped.append({"id": run.id, "error": str(exc)})
+            continue
+        if not (record.train or record.val):
+            skipped.append({"id": run.id, "error": f"{run.path / 'log.jsonl'} holds no losses"})
+            continue
+        shown.append({"id": run.id, "status": record.status, "steps": record.steps,
+                      "final_val_loss": record.final_val_loss, "best_val_loss": record.best_val_loss,
+                      "train": [[step, loss] for step, _, _, loss in record.train],
+                      "val": [[step, loss] for step, _, _, loss in record.val]})
+    return {"runs": shown, "skipped": skipped}
+
+
 MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
     "runs": runs_list,
     "lm/info": lm_info,
@@ -322,6 +347,7 @@ MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
     "seq2seq/info": seq2seq_info,
     "seq2seq/translate": seq2seq_translate,
     "paths": paths,
+    "runs/compare": runs_compare,
 }
 
 

@@ -394,6 +394,20 @@ const STRINGS = {
   "err.head_range": ["head {value} is out of range: this model has {count} heads per layer (0 to {last}).", "头 {value} 超出范围：该模型每层有 {count} 个头（0 到 {last}）。"],
   "err.non_finite": ["the model produced NaN or infinity; its weights are probably damaged: retrain the run.", "模型输出了 NaN 或无穷大，权重可能已损坏：请重新训练。"],
 
+  "compare.title": ["Compare runs: the loss curves of every --run", "比较运行：每个 --run 的损失曲线"],
+  "compare.curve": ["curve", "曲线"],
+  "compare.key": ["{run}: {status}, {steps} steps, final validation loss {loss}", "{run}：{status}，{steps} 步，最终验证损失 {loss}"],
+  "compare.no_curve": ["No run has this curve in its log.jsonl yet.", "还没有运行的 log.jsonl 含有这条曲线。"],
+  "compare.skipped": ["Left out {run}: {error}.", "未包含 {run}：{error}。"],
+  "compare.status.finished": ["finished", "已完成"],
+  "compare.status.diverged": ["diverged", "已发散"],
+  "compare.status.failed": ["failed", "失败"],
+  "compare.status.unfinished": ["unfinished", "未完成"],
+  "compare.status.pending": ["not started", "未开始"],
+  "compare.status.unknown": ["length unknown", "长度未知"],
+  "compare.none": ["No run to compare: start `seqlab explore --run DIR --run DIR2 ...` with runs from `seqlab train`, `seqlab demo` or `seqlab sweep`.",
+                   "没有可比较的运行：请用 `seqlab explore --run DIR --run DIR2 ...` 启动，并指定来自 `seqlab train`、`seqlab demo` 或 `seqlab sweep` 的运行。"],
+
   "gl.title": ["Glossary", "术语表"],
   "gl.lead": ["Switch the page language at the top right. Terms used in the course:", "在右上角切换页面语言。课程中的术语："],
 };

@@ -1,0 +1,185 @@
+"""What a run directory says about its run, read from its files only: the table row and the loss
+curves of ``seqlab sweep`` and ``seqlab compare``.
+
+A run of ``seqlab train`` (or ``seqlab demo``, or a sweep) holds ``config.json`` and ``log.jsonl``
+(:mod:`seqlab.training.logging_utils`: train records with ``train_loss`` and ``tokens_per_second``,
+eval records with ``val_loss``, both with ``step``, ``wallclock`` and ``tokens``). A sweep adds
+``RUN/sweep_outcome.json`` when a run ends: whether it finished or diverged (and why), and the
+peak FLOP/s of the device it trained on, which makes its MFU known.
+
+Status of a run:
+
+    finished    it reached its last step (or spent its time budget), or its outcome file says so
+    diverged    its outcome file says so (non-finite loss, or the loss rose above its start)
+    failed      its outcome file says so (the device ran out of memory)
+    unfinished  its log stops before the last step (killed, interrupted, still training)
+    pending     it has no log yet
+    unknown     a log, but no config.json that gives its length (a run made by another tool)
+
+Example (a run trained for 40 of 40 steps, evaluated at 20 and 40)::
+
+    record = read_run("runs/a")
+    record.status, record.final_val_loss, record.best_val_step   # ("finished", 2.31, 40)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUTCOME_FILE = "sweep_outcome.json"
+STATUSES = ("finished", "diverged", "failed", "unfinished", "pending", "unknown")
+
+
+@dataclass
+class RunRecord:
+    name: str
+    run_dir: str
+    status: str
+    reason: str | None = None                  # why a run diverged
+    settings: dict[str, Any] = field(default_factory=dict)   # what a sweep changed for this run
+    point: dict[str, Any] = field(default_factory=dict)      # its value on each swept axis
+    steps: int | None = None                   # the last logged step (a checkpoint may be a few steps on)
+    total_steps: int | None = None
+    parameters: int | None = None
+    final_val_loss: float | None = None
+    best_val_loss: float | None = None
+    best_val_step: int | None = None
+    final_train_loss: float | None = None      # the last log interval's mean
+    tokens: int | None = None
+    wall_time_s: float | None = None           # training seconds, across resumes
+    tokens_per_second: float | None = None     # median over the log intervals (training steps only)
+    mfu: float | None = None                   # model FLOP utilisation, where the device's peak is known
+    # the curves: (step, wallclock seconds, tokens, loss) per record
+    train: list[tuple[int, float, int | None, float]] = field(default_factory=list)
+    val: list[tuple[int, float, int | None, float]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Everything but the curves (a row of sweep.json)."""
+        row = asdict(self)
+        del row["train"], row["val"]
+        return row
+
+    @property
+    def label(self) -> str:
+        return self.name + (" (diverged)" if self.status == "diverged" else "")
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, None when the file is missing; damage is an error naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops: float | None,
+                  device: str | None) -> None:
+    """RUN/sweep_outcome.json (atomic): how the sweep's run ended, read back by :func:`read_run`."""
+    from seqlab.atomic import atomic_write_text
+
+    outcome = {"status": status, "reason": reason, "peak_flops": peak_flops, "device": device}
+    run_dir.mkdir(parents=True, exist_ok=True)  # a run that failed in its setup never made its folder
+    atomic_write_text(run_dir / OUTCOME_FILE, json.dumps(outcome, indent=2) + "\n")
+
+
+def read_log(run_dir: Path) -> list[dict[str, Any]]:
+    """RUN/log.jsonl's records (a torn last line, left by a kill, is dropped quietly)."""
+    from seqlab.training.logging_utils import read_jsonl
+
+    path = run_dir / "log.jsonl"
+    if not path.is_file():
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return read_jsonl(path, drop_torn_last_line=True)
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _curve(records: list[dict[str, Any]], key: str) -> list[tuple[int, float, int | None, float]]:
+    points = []
+    for r in records:
+        loss = _number(r.get(key))
+        if loss is not None and isinstance(r.get("step"), int):
+            points.append((r["step"], float(r.get("wallclock") or 0.0), r.get("tokens"), loss))
+    return points
+
+
+def _model_costs(config: dict[str, Any]) -> tuple[int | None, float | None]:
+    """(parameters, training FLOPs per token) of the model in config.json's "model", where it has one."""
+    model = config.get("model")
+    if not isinstance(model, dict):
+        return None, None
+    try:
+        from seqlab.accounting.costs import count_parameters, training_step_flops
+
+        context = int(model["context_length"])
+        return count_parameters(model)["total"], training_step_flops(model, context, 1) / context
+    except (KeyError, TypeError, ValueError):
+        return None, None
+
+
+def _status(config: dict[str, Any], steps: int | None, wallclock: float | None) -> str:
+    if steps is None:
+        return "pending"
+    total = config.get("total_steps", config.get("max_steps"))
+    if not isinstance(total, int):
+        return "unknown"
+    budget = config.get("time_budget_s")
+    if steps >= total or (isinstance(budget, (int, float)) and wallclock is not None and wallclock >= budget):
+        return "finished"
+    return "unfinished"
+
+
+def read_run(run_dir: str | Path, *, name: str | None = None, settings: dict[str, Any] | None = None,
+             point: dict[str, Any] | None = None) -> RunRecord:
+    """The :class:`RunRecord` of ``run_dir`` (``name`` defaults to the directory's name); a damaged
+    config.json or log line raises ValueError naming the file and line."""
+    run_dir = Path(run_dir)
+    record = RunRecord(name or run_dir.name, str(run_dir), "pending", settings=dict(settings or {}),
+                       point=dict(point or {}))
+    config = read_json_object(run_dir / "config.json") or {}
+    records = read_log(run_dir)
+    record.train, record.val = _curve(records, "train_loss"), _curve(records, "val_loss")
+    record.parameters, flops_per_token = _model_costs(config)
+    total = config.get("total_steps", config.get("max_steps"))
+    record.total_steps = total if isinstance(total, int) else None
+    stepped = [r for r in records if isinstance(r.get("step"), int)]
+    if stepped:
+        last = stepped[-1]
+        record.steps = last["step"]
+        record.wall_time_s = _number(last.get("wallclock"))
+        record.tokens = next((r["tokens"] for r in reversed(stepped) if isinstance(r.get("tokens"), int)), None)
+    if record.val:
+        record.final_val_loss = record.val[-1][3]
+        best = min(record.val, key=lambda p: p[3])
+        record.best_val_loss, record.best_val_step = best[3], best[0]
+    if record.train:
+        record.final_train_loss = record.train[-1][3]
+    rates = [r["tokens_per_second"] for r in records if (_number(r.get("tokens_per_second")) or 0) > 0]
+    record.tokens_per_second = statistics.median(rates) if rates else None
+    record.status = _status(config, record.steps, record.wall_time_s)
+    outcome = read_json_object(run_dir / OUTCOME_FILE)
+    if outcome is not None and outcome.get("status") in STATUSES:
+        record.status, record.reason = outcome["status"], outcome.get("reason")
+        peak = _number(outcome.get("peak_flops"))
+        world = config.get("world_size") if isinstance(config.get("world_size"), int) else 1
+        if peak and flops_per_token and record.tokens_per_second:
+            record.mfu = flops_per_token * record.tokens_per_second / (peak * world)
+    return record

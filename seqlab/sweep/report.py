@@ -1,0 +1,165 @@
+"""What a sweep or a comparison writes, every file atomically: ``sweep.json`` (or ``compare.json``),
+``report.md`` (a table sorted by validation loss, the best setting, the diverged runs), and the
+figures of :mod:`seqlab.sweep.figures`.
+
+The table of report.md, for a learning-rate sweep::
+
+    | run | lr | status | final val loss | best val loss (step) | train loss | steps | tokens | ...
+    | lr=3e-3 | 3e-3 | finished | 2.1043 | 2.1043 (300) | 2.0871 | 300 | 307,200 | ...
+    | lr=0.3 | 0.3 | diverged | 5.9012 | 5.7420 (50) | 7.0310 | 60 | 61,440 | ...
+
+Finished and unfinished runs come first, by final validation loss; diverged and failed runs last.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from seqlab.atomic import atomic_write_text, remove_stale_temporaries
+from seqlab.sweep.grid import format_value
+from seqlab.sweep.records import RunRecord, read_json_object, read_run
+
+SWEEP_FILE = "sweep.json"
+COMPARE_FILE = "compare.json"
+
+
+def best_run(records: list[RunRecord]) -> RunRecord | None:
+    """The finished run with the lowest final validation loss (None when no run has one)."""
+    done = [r for r in records if r.status == "finished" and r.final_val_loss is not None]
+    return min(done, key=lambda r: r.final_val_loss) if done else None
+
+
+def ranked(records: list[RunRecord]) -> list[RunRecord]:
+    """Runs with a validation loss by that loss, then runs without one; diverged runs last."""
+    def key(r: RunRecord) -> tuple:
+        return (r.status in ("diverged", "failed"), r.final_val_loss is None, r.final_val_loss or 0.0)
+
+    return sorted(records, key=key)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m {secs:02d}s" if minutes < 60 else f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+def _cell(value: Any, kind: str = "") -> str:
+    if value is None:
+        return "—"
+    if kind == "loss":
+        return f"{value:.4f}"
+    if kind == "count":
+        return f"{value:,}"
+    if kind == "rate":
+        return f"{value:,.0f}"
+    if kind == "share":
+        return f"{value:.1%}"
+    return format_value(value).replace("|", "\\|")
+
+
+def results_table(records: list[RunRecord], axes: list[str]) -> list[str]:
+    """The Markdown table of report.md, one row per run (:func:`ranked` order)."""
+    head = ["run", *axes, "status", "final val loss", "best val loss (step)", "train loss", "steps", "tokens",
+            "wall time", "tokens/s", "MFU", "parameters"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in ranked(records):
+        steps = _cell(r.steps, "count") + (f"/{r.total_steps:,}" if r.total_steps and r.steps != r.total_steps else "")
+        best = "—" if r.best_val_loss is None else f"{r.best_val_loss:.4f} ({r.best_val_step})"
+        row = [f"`{r.name}`", *(_cell(r.point.get(k)) for k in axes), r.status, _cell(r.final_val_loss, "loss"),
+               best, _cell(r.final_train_loss, "loss"), steps, _cell(r.tokens, "count"), _duration(r.wall_time_s),
+               _cell(r.tokens_per_second, "rate"), _cell(r.mfu, "share"), _cell(r.parameters, "count")]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def report_markdown(title: str, intro: list[str], records: list[RunRecord], axes: list[str],
+                    figures: list[tuple[str, str]]) -> str:
+    """report.md: the title, ``intro`` lines, the best setting, the table, the diverged and failed runs
+    with the reason of each, the figures."""
+    lines = [f"# {title}", "", *intro, ""]
+    best = best_run(records)
+    if best is not None:
+        setting = ", ".join(f"{k}={format_value(v)}" for k, v in best.point.items()) or best.name
+        lines += [f"**Best: `{setting}`**: final validation loss {best.final_val_loss:.4f} "
+                  f"(best {best.best_val_loss:.4f} at step {best.best_val_step}).", ""]
+    else:
+        lines += ["No run has finished with a validation loss yet.", ""]
+    lines += results_table(records, axes) + [""]
+    for status, heading in (("diverged", "Diverged"), ("failed", "Failed")):
+        ended = [r for r in records if r.status == status]
+        if ended:
+            lines += [f"## {heading}", ""] + [f"- `{r.name}`: {r.reason or status}" for r in ended] + [""]
+    waiting = [r.name for r in records if r.status in ("unfinished", "pending")]
+    if waiting:
+        lines += [f"Not finished yet: {', '.join(f'`{n}`' for n in waiting)}.", ""]
+    for alt, name in figures:
+        lines += [f"![{alt}]({name})", ""]
+    lines += ["MFU is shown where the peak FLOP/s of the device a run trained on is known (GPUs in "
+              "`seqlab.runtime`'s table); tokens/s is the median over the log intervals.", ""]
+    return "\n".join(lines)
+
+
+def write_json(path: Path, document: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
+
+
+def write_figures(out: Path, records: list[RunRecord], axes: list[str] | None, *, title: str) -> list[tuple[str, str]]:
+    """curves.png, and with swept ``axes`` final.png; returns (alt text, file name) of each."""
+    from seqlab.sweep.figures import plot_curves, plot_final
+
+    plot_curves(records, out / "curves.png", title=title)
+    written = [("training and validation loss against steps and wall-clock time", "curves.png")]
+    if axes is not None:
+        plot_final(records, axes, out / "final.png", title=title)
+        written.append(("final validation loss against each swept value", "final.png"))
+    return written
+
+
+# -- seqlab compare ------------------------------------------------------------------------------
+
+
+def compare_run_dirs(paths: list[str | Path]) -> list[tuple[str, Path]]:
+    """(name, run directory) of each RUN given to ``seqlab compare``: a run directory (it has a
+    log.jsonl or a config.json), or a sweep directory, which stands for all its runs. Names are the
+    directory names, or the paths as given where two directory names are the same."""
+    found: list[tuple[str, Path]] = []
+    for given in paths:
+        path = Path(given)
+        if (path / "log.jsonl").is_file() or (path / "config.json").is_file():
+            found.append((str(given), path))
+            continue
+        sweep = read_json_object(path / SWEEP_FILE) if path.is_dir() else None
+        if sweep is None:
+            what = "does not exist" if not path.exists() else "holds no log.jsonl, config.json or sweep.json"
+            raise FileNotFoundError(f"{given} {what}; give the directory of a run (from `seqlab train` or "
+                                    "`seqlab sweep`) or of a sweep")
+        runs = sweep.get("runs")
+        if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
+            raise ValueError(f"{path / SWEEP_FILE}: \"runs\" must be a list of objects with a \"name\"")
+        found += [(str(Path(given) / r["name"]), path / r["name"]) for r in runs]
+    names = [p.name for _, p in found]
+    return [(p.name if names.count(p.name) == 1 else given, p) for given, p in found]
+
+
+def compare_runs(paths: list[str | Path], out: str | Path) -> list[RunRecord]:
+    """``seqlab compare``: read every run, write OUT/compare.json, OUT/report.md and OUT/curves.png."""
+    out = Path(out)
+    records = [read_run(path, name=name) for name, path in compare_run_dirs(paths)]
+    if not records:
+        raise ValueError("no runs to compare")
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out} is a file; give a directory (it is created if missing)")
+    out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out)
+    title = f"Comparison of {len(records)} runs"
+    write_json(out / COMPARE_FILE, {"runs": [r.summary() for r in records],
+                                    "best": getattr(best_run(records), "name", None)})
+    figures = write_figures(out, records, None, title=title)
+    intro = [f"Runs: {', '.join(f'`{r.run_dir}`' for r in records)}."]
+    atomic_write_text(out / "report.md", report_markdown(title, intro, records, [], figures))
+    return records

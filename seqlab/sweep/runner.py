@@ -1,0 +1,369 @@
+"""Running a sweep: every run of the plan, one after another, through ``seqlab.training.train``.
+
+``DIR/<run name>/`` is an ordinary run directory (``seqlab generate --run DIR/lr=1e-3`` works).
+Rerunning the same sweep continues it:
+
+- a run with ``sweep_outcome.json`` (finished, diverged or failed) is skipped;
+- a run with ``checkpoints/latest.pt`` is resumed with ``--resume`` (the same batches, RNG and
+  schedule as if it had never stopped), unless its log already ends with the final evaluation;
+- any other run starts from scratch.
+
+A run is diverged when the trainer raises ``NonFiniteLossError`` or when its logged training loss
+climbs above its starting value after warm-up (:mod:`seqlab.sweep.divergence`); the sweep records
+why and goes on with the next run. A run that runs out of GPU memory (a batch-size sweep reaching
+the memory limit) is recorded as failed, and the sweep goes on too.
+
+Ctrl-C or SIGTERM stops the *whole* sweep: the run in progress finishes its step and saves its
+checkpoint, sweep.json and report.md record where things stand, and :func:`run_sweep` returns
+status "interrupted" with the signal (``seqlab sweep`` then exits 130 or 143). A second signal
+quits at once. Rerunning the command continues exactly where it stopped.
+
+``sweep.json`` remembers the sweep's settings; a rerun with other settings into the same ``DIR``
+is refused (give another ``--out``, or ``overwrite=True`` to delete this sweep's runs and start
+over). A non-empty ``DIR`` without sweep.json is refused as well: it is not a sweep's folder.
+
+With ``wandb`` on, every run is logged to W&B in the group named by the sweep (``DIR``'s name,
+unless ``WANDB_RUN_GROUP`` is already set), each under its run name; with ``tensorboard``, each
+run writes ``DIR/<run>/tensorboard/``, so ``tensorboard --logdir DIR`` shows them side by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seqlab.atomic import atomic_write_text, remove_stale_temporaries
+from seqlab.sweep.divergence import DivergenceWatch
+from seqlab.sweep.grid import (
+    GridError,
+    Variant,
+    check_variants,
+    combine,
+    format_value,
+    grid_variants,
+    parse_grid,
+    variant_config,
+)
+from seqlab.sweep.progress import SweepProgress, Work
+from seqlab.sweep.recipes import recipe_variants
+from seqlab.sweep.records import OUTCOME_FILE, RunRecord, read_json_object, read_run, write_outcome
+from seqlab.sweep.report import SWEEP_FILE, best_run, report_markdown, write_figures, write_json
+from seqlab.training.config import TrainConfig
+
+# TrainConfig fields that change where or how a run is shown, not what it trains: a rerun may
+# change them (e.g. add --wandb) and is still the same sweep
+NOT_IDENTITY = ("out_dir", "resume", "overwrite", "reschedule", "progress", "wandb", "wandb_project",
+                "tensorboard", "threads")
+SWEEP_FILES = (SWEEP_FILE, "report.md", "curves.png", "final.png")
+
+
+@dataclass
+class SweepPlan:
+    """The runs of a sweep: ``base`` with each variant's settings, trained into ``out/<name>``."""
+
+    out: Path
+    base: TrainConfig
+    variants: list[Variant]
+    axes: list[str]
+    recipe: str | None = None
+    grid: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.out.resolve().name
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two invocations the same sweep (compared through JSON, as sweep.json keeps it)."""
+        base = {k: v for k, v in self.base.to_dict().items() if k not in NOT_IDENTITY}
+        runs = [{"name": v.name, "settings": v.settings} for v in self.variants]
+        return json.loads(json.dumps({"base": base, "runs": runs}))
+
+
+@dataclass
+class SweepOutcome:
+    status: str                                   # "finished" | "interrupted"
+    records: list[RunRecord]
+    trained: list[str] = field(default_factory=list)  # runs that trained in this invocation
+    skipped: list[str] = field(default_factory=list)  # runs that were already done
+    stop_signal: int | None = None                # the signal that stopped the sweep
+    best: RunRecord | None = None
+
+
+def plan_sweep(base: TrainConfig, out: str | Path, *, grid: list[str] | tuple[str, ...] = (),
+               recipe: str | None = None) -> SweepPlan:
+    """The plan of ``--grid`` (Cartesian product) and/or ``--recipe`` around ``base``; every run's
+    config is built and checked here, so a bad value stops the sweep before anything trains."""
+    axes = parse_grid(list(grid))
+    recipe_runs = recipe_variants(recipe, base) if recipe else []
+    for axis in axes:
+        if any(axis.key in v.settings for v in recipe_runs):
+            raise GridError(f"--grid {axis.key}=...: --recipe {recipe} already sets {axis.key}; sweep it with one "
+                            "or the other")
+    variants = combine(recipe_runs, grid_variants(axes) if axes else [])
+    if not variants:
+        raise GridError("nothing to sweep: give --grid KEY=V1,V2,... (repeatable) or --recipe lr|batch-size|ablations")
+    check_variants(base, variants)
+    for variant in variants:
+        data_dir = variant_config(base, variant).data_dir
+        if not data_dir:
+            raise GridError("no data: give --data-dir (a directory made by `seqlab prepare` or `seqlab demo`, "
+                            "e.g. demo_out/data), or a --config / --from RUN that names one")
+        if not Path(data_dir).is_dir():
+            raise GridError(f"run {variant.name}: data_dir {data_dir} is not a directory (make one with "
+                            "`seqlab prepare` or `seqlab demo`)")
+    return SweepPlan(Path(out), base, variants, list(variants[0].point), recipe, list(grid))
+
+
+# -- the sweep folder ------------------------------------------------------------------------------
+
+
+def check_out(plan: SweepPlan, *, overwrite: bool) -> None:
+    """Refuse an ``out`` that is a file, a folder of something else, or a sweep with other settings."""
+    out = plan.out
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out} is a file; give a directory for the sweep (created if missing)")
+    saved = read_json_object(out / SWEEP_FILE) if out.is_dir() else None
+    if saved is None:
+        hidden = [n for n in os.listdir(out) if not n.startswith(".")] if out.is_dir() else []
+        if hidden:
+            shown = ", ".join(sorted(hidden)[:5]) + (" ..." if len(hidden) > 5 else "")
+            raise FileExistsError(f"--out {out} already holds files ({shown}) and no {SWEEP_FILE}, so it is not a "
+                                  "sweep's folder; give a new or empty directory")
+        return
+    if overwrite:
+        return
+    mine = plan.identity()
+    theirs = {"base": saved.get("base"), "runs": [{"name": r.get("name"), "settings": r.get("settings")}
+                                                  for r in saved.get("runs", []) if isinstance(r, dict)]}
+    if theirs == mine:
+        return
+    differences = []
+    if isinstance(theirs["base"], dict):
+        for key in sorted(set(mine["base"]) | set(theirs["base"])):
+            a, b = theirs["base"].get(key), mine["base"].get(key)
+            if a != b:
+                differences.append(f"{key} {format_value(a)} there, {format_value(b)} now")
+    old_names = [r["name"] for r in theirs["runs"]]
+    new_names = [r["name"] for r in mine["runs"]]
+    if old_names != new_names:
+        differences.append(f"runs {', '.join(old_names) or 'none'} there, {', '.join(new_names)} now")
+    elif not differences:
+        differences.append("the runs' settings differ")
+    raise FileExistsError(f"--out {out} holds another sweep ({'; '.join(differences[:6])}); rerun that one with "
+                          "its own settings, give another --out, or --overwrite to delete its runs and start over")
+
+
+def start_over(plan: SweepPlan) -> None:
+    """``overwrite``: delete the plan's run folders and the sweep's own files (nothing else)."""
+    for variant in plan.variants:
+        shutil.rmtree(plan.out / variant.name, ignore_errors=True)
+    for name in SWEEP_FILES:
+        (plan.out / name).unlink(missing_ok=True)
+
+
+def read_records(plan: SweepPlan) -> list[RunRecord]:
+    return [read_run(plan.out / v.name, name=v.name, settings=v.settings, point=v.point) for v in plan.variants]
+
+
+def write_summary(plan: SweepPlan, records: list[RunRecord], status: str, *, figures: bool) -> None:
+    """sweep.json and report.md (and with ``figures``, curves.png and final.png), each atomically."""
+    best = best_run(records)
+    document = {"sweep": plan.name, "status": status, "recipe": plan.recipe, "grid": plan.grid, "axes": plan.axes,
+                "base": plan.identity()["base"], "runs": [r.summary() for r in records],
+                "best": best.name if best else None,
+                "diverged": [r.name for r in records if r.status == "diverged"]}
+    write_json(plan.out / SWEEP_FILE, document)
+    title = f"Sweep {plan.name}"
+    drawn = write_figures(plan.out, records, plan.axes, title=title) if figures else \
+        [(alt, name) for alt, name in (("training and validation loss against steps and wall-clock time", "curves.png"),
+                                       ("final validation loss against each swept value", "final.png"))
+         if (plan.out / name).exists()]
+    swept = ", ".join(plan.axes) or "nothing"
+    what = f"recipe `{plan.recipe}`" if plan.recipe else "a grid"
+    intro = [f"{len(records)} runs of `seqlab train` ({what}; swept: {swept}), status: {status}.",
+             "", "Settings shared by every run: " + ", ".join(
+                 f"{k}={format_value(v)}" for k, v in plan.identity()["base"].items()
+                 if k not in {key for v in plan.variants for key in v.settings}) + "."]
+    atomic_write_text(plan.out / "report.md", report_markdown(title, intro, records, plan.axes, drawn))
+
+
+# -- signals and trackers ----------------------------------------------------------------------------
+
+
+@dataclass
+class StopState:
+    signal: int | None = None
+
+
+@contextlib.contextmanager
+def signals_stop_sweep(state: StopState, say: Callable[[str], None]) -> Iterator[None]:
+    """While inside, the first SIGINT/SIGTERM is noted in ``state`` (the sweep stops after the
+    current step); a second one quits at once (KeyboardInterrupt, or exit 128 + SIGTERM). The
+    trainer installs its own handlers while a run trains and puts these back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if state.signal is None:
+            state.signal = signum
+            say(f"{signal.Signals(signum).name}: stopping the sweep after this step (send it again to quit at once)")
+            return
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    signums = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, handler) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextlib.contextmanager
+def tracker_group(config: TrainConfig, group: str) -> Iterator[None]:
+    """W&B's group for the run (``WANDB_RUN_GROUP``, read by ``wandb.init``), unless the user set one."""
+    if not config.wandb or os.environ.get("WANDB_RUN_GROUP"):
+        yield
+        return
+    os.environ["WANDB_RUN_GROUP"] = group
+    try:
+        yield
+    finally:
+        os.environ.pop("WANDB_RUN_GROUP", None)
+
+
+def _device_peak(config: TrainConfig) -> tuple[str | None, float | None]:
+    """(device, its peak FLOP/s at the run's precision or None) where the run trains."""
+    try:
+        from seqlab.runtime import peak_flops, resolve_device, resolve_precision
+
+        device = resolve_device(config.device)
+        return str(device), peak_flops(device, resolve_precision(config.precision, device))
+    except (RuntimeError, ValueError):
+        return None, None
+
+
+# -- the sweep ---------------------------------------------------------------------------------------
+
+
+def _work(config: TrainConfig, record: RunRecord) -> Work:
+    if config.time_budget_s is not None:
+        return Work(seconds=max(0.0, config.time_budget_s - (record.wall_time_s or 0.0)))
+    steps_left = max(0, config.total_steps() - (record.steps or 0))
+    return Work(tokens=steps_left * config.tokens_per_step())
+
+
+def _log_is_final(record: RunRecord) -> bool:
+    """The log ends with the last step's evaluation, so the run ended and only its outcome is missing
+    (the sweep was stopped between the two)."""
+    return record.status == "finished" and bool(record.val) and record.val[-1][0] == record.steps
+
+
+def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[Callable] | tuple = (),
+              say: Callable[[str], None] | None = None) -> SweepOutcome:
+    """Train (or resume, or skip) every run of ``plan``; see the module docstring.
+    ``step_callbacks`` go to every run's trainer, after the sweep's own."""
+    from seqlab.training import NonFiniteLossError, train
+
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    check_out(plan, overwrite=overwrite)
+    plan.out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(plan.out)
+    if overwrite:
+        start_over(plan)
+    records = read_records(plan)
+    configs = [variant_config(plan.base, v, out_dir=str(plan.out / v.name)) for v in plan.variants]
+    done = [(plan.out / v.name / OUTCOME_FILE).is_file() for v in plan.variants]
+    progress = SweepProgress(len(plan.variants), [Work() if d else _work(c, r)
+                                                  for d, c, r in zip(done, configs, records)], say)
+    write_summary(plan, records, "running", figures=False)
+    outcome = SweepOutcome("finished", records)
+    state = StopState()
+
+    def stop_on_signal(trainer: Any, step: int) -> None:
+        if state.signal is not None:
+            trainer.request_stop(f"interrupted ({signal.Signals(state.signal).name})")
+
+    try:
+        with signals_stop_sweep(state, say):
+            for index, (variant, config) in enumerate(zip(plan.variants, configs)):
+                run_dir = plan.out / variant.name
+                if done[index]:
+                    progress.skip(index, records[index])
+                    outcome.skipped.append(variant.name)
+                    continue
+                if state.signal is not None:
+                    break
+                device, peak = _device_peak(config)
+                before = records[index]
+                resume = (run_dir / "checkpoints" / "latest.pt").is_file()
+                if resume and _log_is_final(before):
+                    write_outcome(run_dir, "finished", reason=None, peak_flops=peak, device=device)
+                    records[index] = read_run(run_dir, name=variant.name, settings=variant.settings,
+                                              point=variant.point)
+                    progress.skip(index, records[index])
+                    outcome.skipped.append(variant.name)
+                    continue
+                run_config = variant_config(plan.base, variant, out_dir=str(run_dir), resume=resume)
+                steps = run_config.total_steps()
+                note = (f"resuming (logged up to step {before.steps or 0} of {steps})" if resume else
+                        f"training {steps} steps" if run_config.time_budget_s is None else
+                        f"training for {run_config.time_budget_s:g} s (at most {steps} steps)")
+                progress.start(index, variant.name, note)
+                watch = DivergenceWatch(run_dir / "log.jsonl", run_config.warmup_steps)
+                status, reason, started = None, None, time.perf_counter()
+                outcome.trained.append(variant.name)
+                try:
+                    with tracker_group(run_config, plan.name):
+                        result = train(run_config, step_callbacks=[watch, stop_on_signal, *step_callbacks])
+                except NonFiniteLossError as error:
+                    status, reason = "diverged", str(error)
+                except _out_of_memory() as error:
+                    status, reason = "failed", f"out of memory: {str(error).splitlines()[0][:200]}"
+                else:
+                    if watch.reason is not None:
+                        status, reason = "diverged", watch.reason
+                    elif result.status == "completed":
+                        status = "finished"
+                    else:  # stopped by a signal, or by a step callback of the caller: the sweep stops
+                        state.signal = state.signal or getattr(result, "stop_signal", None)
+                        outcome.status = "interrupted"
+                if status is not None:
+                    write_outcome(run_dir, status, reason=reason, peak_flops=peak, device=device)
+                record = read_run(run_dir, name=variant.name, settings=variant.settings, point=variant.point)
+                records[index] = record
+                trained_tokens = max(0, (record.tokens or 0) - (before.tokens or 0))
+                progress.end(index, record, time.perf_counter() - started, trained_tokens)
+                if outcome.status == "interrupted":
+                    break
+                write_summary(plan, records, "running", figures=False)
+        if state.signal is not None:
+            outcome.status = "interrupted"
+        outcome.stop_signal = state.signal
+    except BaseException:
+        with contextlib.suppress(Exception):  # record what is known; the error itself matters more
+            write_summary(plan, read_records(plan), "stopped", figures=False)
+        raise
+    outcome.records = read_records(plan)
+    outcome.best = best_run(outcome.records)
+    write_summary(plan, outcome.records, outcome.status, figures=True)
+    return outcome
+
+
+def _out_of_memory() -> type[BaseException]:
+    import torch
+
+    return getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)

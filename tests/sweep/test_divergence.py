@@ -1,0 +1,84 @@
+"""The divergence rule (a logged training loss above its starting value after warm-up, or a
+non-finite one), the log tail the watch reads, and the watch's cost on the GPU path: it calls no torch
+function at all, so it cannot synchronise with a device."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from seqlab.model import gpu_path_forced
+from seqlab.sweep.divergence import DivergenceWatch, LogTail, first_rise
+from seqlab.training import train
+from tests.sweep.conftest import tiny_base
+
+
+def _records(losses, every=5):
+    return [{"step": every * (i + 1), "wallclock": 0.1 * i, "train_loss": loss} for i, loss in enumerate(losses)]
+
+
+def test_a_rise_counts_only_after_warm_up_and_above_the_first_logged_loss():
+    # up during warm-up (steps 5, 10): not divergence; above the start at step 20 (> 10): divergence
+    records = _records([5.0, 5.4, 4.0, 5.1])
+    assert first_rise(records[:3], warmup_steps=10) is None
+    reason = first_rise(records, warmup_steps=10)
+    assert reason.startswith("the training loss 5.1 at step 20 is above its starting value 5 (step 5)")
+    # equal to the start is not above it; validation records are not training losses
+    assert first_rise(_records([5.0, 3.0, 5.0]) + [{"step": 20, "val_loss": 9.0}], warmup_steps=0) is None
+    assert "is nan at step 10" in first_rise(_records([5.0, float("nan")]), warmup_steps=100)
+    assert "is inf at step 10" in first_rise(_records([5.0, float("inf")]), warmup_steps=100)
+
+
+def test_the_log_tail_returns_whole_new_lines_and_rereads_a_shrunk_file(tmp_path):
+    path = tmp_path / "log.jsonl"
+    tail = LogTail(path)
+    assert tail.new_records() == []  # no file yet
+    path.write_text(json.dumps({"step": 1}) + "\n" + '{"step": 2, "tr')
+    assert tail.new_records() == [{"step": 1}]
+    with path.open("a") as fh:
+        fh.write('ain_loss": 3.5}\n')
+    assert tail.new_records() == [{"step": 2, "train_loss": 3.5}]
+    assert tail.new_records() == []
+    path.write_text(json.dumps({"step": 1}) + "\n")  # a resumed run truncated its log
+    assert tail.new_records() == [{"step": 1}]
+
+
+class _TorchCalls(TorchFunctionMode):
+    """Every torch function and Tensor method called while active (``.item()``, ``.tolist()``,
+    ``float(t)`` included): code that calls none cannot make the host wait for a device."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls.append(getattr(func, "__name__", repr(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_watch_touches_no_tensor_on_the_gpu_path(byte_data, tmp_path):
+    with _TorchCalls() as probe:  # the probe sees a host read
+        torch.ones(2).sum().item()
+    assert "item" in probe.calls
+    config = tiny_base(byte_data, out_dir=str(tmp_path / "run"), max_steps=12, log_interval=3, warmup_steps=2,
+                       lr=30.0)
+    watch = DivergenceWatch(tmp_path / "run" / "log.jsonl", config.warmup_steps)
+    calls, seen = [], []
+
+    def observed(trainer, step):
+        with _TorchCalls() as probe:
+            watch(trainer, step)
+        calls.extend(probe.calls)
+        seen.append(watch.detector.start is not None)
+
+    with gpu_path_forced():  # the trainer reads the device only at log steps; the watch never
+        result = train(config, step_callbacks=[observed])
+    assert calls == [] and len(seen) == result.steps
+    # it read the log as the trainer wrote it: the start at the first log step, the rise at a later one
+    assert seen[:2] == [False, False] and seen[2]
+    assert watch.reason is not None and "above its starting value" in watch.reason
+    assert result.status == "interrupted" and result.stopped_by == f"diverged: {watch.reason}"
+    logged = [r for r in map(json.loads, (tmp_path / "run" / "log.jsonl").read_text().splitlines()) if "train_loss" in r]
+    assert first_rise(logged, config.warmup_steps) == watch.reason
