@@ -24,7 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.inference.cli",  # generate, eval
     "seqlab.training.cli",  # data, prepare, train
     "seqlab.demo.cli",  # demo
-    "seqlab.tokenizer.cli",  # bpe train, tokenize
+    "seqlab.tokenizer.cli",  # bpe train, bpe export, tokenize
     "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
 )
 

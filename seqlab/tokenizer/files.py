@@ -1,5 +1,9 @@
 """GPT-2 tokenizer files: ``vocab.json`` (token text -> id) and ``merges.txt`` (one ``left right`` a line).
 
+Beside them, ``special_tokens.json`` lists the special tokens, and ``pre_tokenizer.json``
+(``{"pattern": "..."}``) holds the pre-tokenizer's regex when it is not GPT-2's (a Llama 3
+tokenizer brought in with ``seqlab import``); without that file the pattern is GPT-2's.
+
 Tokens are written with GPT-2's byte-to-unicode map (a space byte is ``Ġ``). Special tokens may
 appear verbatim (Hugging Face style) when they contain characters outside that map. A tokenizer
 directory is written as a unit (:func:`write_tokenizer_dir`: built beside the target, swapped in
@@ -23,7 +27,8 @@ from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
 
 MERGES_HEADER = "#version: 0.2"
-TOKENIZER_FILES = ("vocab.json", "merges.txt", "special_tokens.json")
+PRE_TOKENIZER_FILE = "pre_tokenizer.json"
+TOKENIZER_FILES = ("vocab.json", "merges.txt", "special_tokens.json", PRE_TOKENIZER_FILE)
 # "<|endoftext|>", "<pad>", "</s>", "[CLS]": names that tokenizers use for special tokens
 _SPECIAL_LOOKING = re.compile(r"<\|?[^\s<>]+\|?>|\[[A-Z][A-Z_]*\]")
 
@@ -135,18 +140,31 @@ def write_special_tokens_json(path: str | os.PathLike, special_tokens: Iterable[
     atomic_write_text(path, json.dumps(list(special_tokens), ensure_ascii=False) + "\n")
 
 
+def read_pre_tokenizer_json(path: str | os.PathLike) -> str:
+    """The pattern of a ``pre_tokenizer.json`` (``{"pattern": "..."}``)."""
+    path = Path(path)
+    table = _parse_json(path, _read_text(path, "pre-tokenizer"))
+    if not isinstance(table, dict) or not isinstance(table.get("pattern"), str) or not table["pattern"]:
+        raise TokenizerFileError(f"{path}, line 1: expected a JSON object with a non-empty string \"pattern\"")
+    return table["pattern"]
+
+
 def write_tokenizer_dir(directory: str | os.PathLike, vocab: Mapping[int, bytes],
-                        merges: Iterable[tuple[bytes, bytes]], special_tokens: Iterable[str]) -> None:
-    """Write ``vocab.json``, ``merges.txt`` and ``special_tokens.json`` to ``directory`` as a unit.
+                        merges: Iterable[tuple[bytes, bytes]], special_tokens: Iterable[str], *,
+                        pattern: str | None = None) -> None:
+    """Write ``vocab.json``, ``merges.txt`` and ``special_tokens.json`` (and ``pre_tokenizer.json``
+    when ``pattern``, the pre-tokenizer's regex, is given: None means GPT-2's) to ``directory`` as a unit.
 
     The files are written to a new folder beside ``directory`` that then replaces it whole; on any
     error (a full disk names the file) the old directory is left exactly as it was. An existing
-    ``directory`` may hold only those three files (else ``FileExistsError``, before writing).
+    ``directory`` may hold only :data:`TOKENIZER_FILES` (else ``FileExistsError``, before writing).
     """
     with atomic_directory(directory, TOKENIZER_FILES) as tmp:
         write_vocab_json(tmp / "vocab.json", dict(vocab))
         write_merges_txt(tmp / "merges.txt", merges)
         write_special_tokens_json(tmp / "special_tokens.json", special_tokens)
+        if pattern is not None:
+            atomic_write_text(tmp / PRE_TOKENIZER_FILE, json.dumps({"pattern": pattern}, ensure_ascii=False) + "\n")
 
 
 def check_special_tokens(special_tokens: Sequence[str]) -> None:
