@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.demo.cli",  # demo
     "seqlab.tokenizer.cli",  # bpe train, bpe export, tokenize
     "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
+    "seqlab.interop.cli",  # export, import
 )
 
 

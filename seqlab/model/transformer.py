@@ -25,6 +25,8 @@ class TransformerLM(nn.Module):
       positional="nope"     no positional information at all (causal mask only)
       ffn="silu"            w2(silu(w1 x)) with d_ff = 4 * d_model instead of SwiGLU
 
+    norm_eps is the RMSNorm epsilon (1e-5; a Llama brought in from Hugging Face may use 1e-6).
+
     attention="auto" | "reference" | "chunked" chooses how attention is computed (same weights and,
     up to rounding, same results): "auto" runs the cache-blocked kernel on a CPU in eager mode and
     the reference formula on CUDA, MPS and under torch.compile. set_attention() switches it later,
@@ -35,26 +37,28 @@ class TransformerLM(nn.Module):
     def __init__(self, vocab_size: int, context_length: int, d_model: int, num_layers: int,
                  num_heads: int, d_ff: int | None = None, rope_theta: float = 10000.0, *,
                  norm: str = "rmsnorm", norm_position: str = "pre", positional: str = "rope",
-                 ffn: str = "swiglu", attention: str = "auto", device=None, dtype=None):
+                 ffn: str = "swiglu", attention: str = "auto", norm_eps: float = 1e-5, device=None,
+                 dtype=None):
         super().__init__()
         self.config = ModelConfig(
             vocab_size=vocab_size, context_length=context_length, d_model=d_model,
             num_layers=num_layers, num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta,
             norm=norm, norm_position=norm_position, positional=positional, ffn=ffn, attention=attention,
+            norm_eps=norm_eps,
         )
         cfg = self.config
         theta = cfg.rope_theta if cfg.positional == "rope" else None
         self.token_embeddings = Embedding(vocab_size, d_model, device=device, dtype=dtype)
         self.layers = nn.ModuleList(
             TransformerBlock(d_model, num_heads, cfg.d_ff, context_length, theta, norm=norm,
-                             norm_position=norm_position, ffn=ffn, attention=attention, device=device,
-                             dtype=dtype)
+                             norm_position=norm_position, ffn=ffn, attention=attention,
+                             norm_eps=cfg.norm_eps, device=device, dtype=dtype)
             for _ in range(num_layers)
         )
         if norm_position == "post":
             self.ln_final = Identity()
         else:
-            self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype)
+            self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype, eps=cfg.norm_eps)
         self.lm_head = Linear(d_model, vocab_size, device=device, dtype=dtype)
 
     @classmethod

@@ -52,6 +52,7 @@ class TrainConfig:
     num_heads: int = _f(4, "model", "attention heads")
     d_ff: int | None = _f(None, "model", "feed-forward width (default: 8/3 d_model for SwiGLU, 4 d_model for SiLU)")
     rope_theta: float = _f(10000.0, "model", "RoPE base")
+    norm_eps: float = _f(1e-5, "model", "RMSNorm epsilon (added to the mean square)")
     norm: str = _f("rmsnorm", "model", " | ".join(NORMS), choices=NORMS)
     norm_position: str = _f("pre", "model", " | ".join(NORM_POSITIONS), choices=NORM_POSITIONS)
     positional: str = _f("rope", "model", " | ".join(POSITIONALS), choices=POSITIONALS)
