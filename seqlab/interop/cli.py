@@ -35,28 +35,30 @@ def register(subparsers) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    try:
+    def convert():
         from seqlab.interop.export import export_hf
 
-        out = export_hf(args.run, args.out)
-    except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"exported {args.run} -> {out} in {time.perf_counter() - started:.1f} s "
-          f"(load with transformers: LlamaForCausalLM.from_pretrained({str(out)!r}))")
-    return 0
+        return export_hf(args.run, args.out)
+
+    return _report(convert, f"exported {args.run}", "load with transformers: LlamaForCausalLM.from_pretrained({out!r})")
 
 
 def _run_import(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    try:
+    def convert():
         from seqlab.interop.hf_import import import_hf
 
-        out = import_hf(args.src, args.out)
+        return import_hf(args.src, args.out)
+
+    return _report(convert, f"imported {args.src}", "try: seqlab generate --run {out} --prompt 'Hello'")
+
+
+def _report(convert, done: str, hint: str) -> int:
+    """Run ``convert`` (returns the folder written); print one line on success, the error otherwise."""
+    started = time.perf_counter()
+    try:
+        out = convert()
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"imported {args.src} -> {out} in {time.perf_counter() - started:.1f} s "
-          f"(try: seqlab generate --run {out} --prompt 'Hello')")
+    print(f"{done} -> {out} in {time.perf_counter() - started:.1f} s ({hint.format(out=str(out))})")
     return 0

@@ -20,8 +20,9 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
@@ -77,18 +78,26 @@ def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ())
     table = _parse_json(path, raw)
     if not isinstance(table, dict):
         raise TokenizerFileError(f"{path}, line 1: expected a JSON object mapping token -> id")
+    return parse_vocab(table, special_tokens, lambda text: _entry_line(path, raw, text))
+
+
+def parse_vocab(table: Mapping[str, Any], special_tokens: Iterable[str],
+                where: Callable[[str], str]) -> dict[int, bytes]:
+    """``{token text: id}`` (GPT-2's byte-to-unicode text; special tokens may be written verbatim)
+    -> ``{id: token bytes}``. A bad entry raises :class:`TokenizerFileError` starting with
+    ``where(text)`` (the file and line, or the field, of the entry)."""
     specials = set(special_tokens)
     vocab: dict[int, bytes] = {}
     for text, index in table.items():
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise TokenizerFileError(f"{_entry_line(path, raw, text)}: id of token {text!r} must be a non-negative integer, got {index!r}")
+            raise TokenizerFileError(f"{where(text)}: id of token {text!r} must be a non-negative integer, got {index!r}")
         if index in vocab:
-            raise TokenizerFileError(f"{_entry_line(path, raw, text)}: id {index} is used twice (token {text!r})")
+            raise TokenizerFileError(f"{where(text)}: id {index} is used twice (token {text!r})")
         try:
             vocab[index] = text_to_token(text)
         except KeyError as error:
             if text not in specials:
-                raise TokenizerFileError(f"{_entry_line(path, raw, text)}: token {text!r}: {error.args[0]}") from None
+                raise TokenizerFileError(f"{where(text)}: token {text!r}: {error.args[0]}") from None
             vocab[index] = text.encode("utf-8")  # a special token written verbatim
     return vocab
 

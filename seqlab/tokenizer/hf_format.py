@@ -32,7 +32,7 @@ from typing import Any
 
 from seqlab.atomic import atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
-from seqlab.tokenizer.files import TokenizerFileError, _parse_json, _read_text
+from seqlab.tokenizer.files import TokenizerFileError, _parse_json, _read_text, parse_vocab
 from seqlab.tokenizer.pretokenize import GPT2_PATTERN
 from seqlab.tokenizer.tokenizer import EOT, Tokenizer
 
@@ -163,19 +163,7 @@ def read_tokenizer_json(path: str | os.PathLike) -> Tokenizer:
         raise _refuse(path, "decoder.type", kind, "seqlab decodes byte-level tokens (decoder 'ByteLevel')")
     specials = _special_tokens(path, table.get("added_tokens"))
 
-    vocab: dict[int, bytes] = {}
-    for text, index in model["vocab"].items():
-        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise TokenizerFileError(f"{path}: model.vocab[{text!r}]: id must be a non-negative integer, got {index!r}")
-        if index in vocab:
-            raise TokenizerFileError(f"{path}: model.vocab: id {index} is used twice (token {text!r})")
-        try:
-            vocab[index] = text_to_token(text)
-        except KeyError as error:
-            if specials.get(index) != text:
-                raise TokenizerFileError(f"{path}: model.vocab[{text!r}]: {error.args[0]} (not a byte-level "
-                                         f"token)") from None
-            vocab[index] = text.encode("utf-8")
+    vocab = parse_vocab(model["vocab"], specials.values(), lambda text: f"{path}: model.vocab")
     for index, content in specials.items():
         if index in vocab and vocab[index] != content.encode("utf-8"):
             raise TokenizerFileError(f"{path}: added token {content!r} has id {index}, which model.vocab gives to "

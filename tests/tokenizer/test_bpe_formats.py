@@ -7,13 +7,14 @@ import json
 
 import pytest
 from bpe_reference import EOT, FIXTURE_TEXTS
+from test_bpe_chunking import pieces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqlab.cli import main
 from seqlab.tokenizer import LLAMA3_PATTERN, Tokenizer, TokenizerFileError
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
-from seqlab.tokenizer.pretokenize import make_pretokenizer, special_tokens_regex, split_on_special_tokens
+from seqlab.tokenizer.pretokenize import make_pretokenizer
 
 tokenizers = pytest.importorskip("tokenizers")
 EXTRA = "<|extra|>"
@@ -193,7 +194,7 @@ def _edited(cs336_dir, tmp_path, edit) -> str:
      r"pre_tokenizer.pretokenizers\[0\].behavior 'Removed'"),
     (lambda t: t.update(decoder={"type": "Metaspace"}), r"decoder.type 'Metaspace' is not supported"),
     (lambda t: t["added_tokens"][0].update(lstrip=True), r"added_tokens\[0\].lstrip \('<\|endoftext\|>'\) True"),
-    (lambda t: t["model"]["vocab"].update({"x y": 99_999}), r"model.vocab\['x y'\]: character ' ' is not in GPT-2"),
+    (lambda t: t["model"]["vocab"].update({"x y": 99_999}), r"model.vocab: token 'x y': character ' ' is not in GPT-2"),
     (lambda t: t["model"]["merges"].append(["Ġ", "nonexistent"]), r"merge 50000 .* is not in the vocabulary"),
 ])
 def test_unsupported_tokenizer_json_is_refused_by_name(cs336_dir, tmp_path, edit, message):
@@ -224,14 +225,6 @@ def test_llama3_pretokens_equal_hf_split(parts):
     assert make_pretokenizer(LLAMA3_PATTERN)(text) == [piece for piece, _ in hf.pre_tokenize_str(text)]
 
 
-def _pieces(text: str, specials: list[str], pattern: str) -> list[tuple[str, bool]]:
-    pretokenize = make_pretokenizer(pattern)
-    out = []
-    for piece, is_special in split_on_special_tokens(text, special_tokens_regex(specials)):
-        out.extend([(piece, True)] if is_special else [(t, False) for t in pretokenize(piece)])
-    return out
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(LLAMA_PARTS, max_size=60), chunk_bytes=st.integers(1, 40), use_specials=st.booleans())
 def test_llama3_chunked_pretokens_equal_whole_file(tmp_path, parts, chunk_bytes, use_specials):
@@ -241,8 +234,8 @@ def test_llama3_chunked_pretokens_equal_whole_file(tmp_path, parts, chunk_bytes,
     path.write_bytes(text.encode("utf-8"))
     boundaries = find_chunk_boundaries(path, chunk_bytes, specials, max_scan=16, pattern=LLAMA3_PATTERN)
     chunked = [p for a, b in zip(boundaries, boundaries[1:])
-               for p in _pieces(read_chunk(path, a, b), specials, LLAMA3_PATTERN)]
-    assert chunked == _pieces(text, specials, LLAMA3_PATTERN)
+               for p in pieces(read_chunk(path, a, b), specials, LLAMA3_PATTERN)]
+    assert chunked == pieces(text, specials, LLAMA3_PATTERN)
 
 
 def test_chunks_of_a_pattern_with_no_known_cut_end_only_at_special_tokens(tmp_path):
