@@ -135,3 +135,38 @@ def test_a_run_without_checkpoint_or_tokenizer_is_named(trained_run, tmp_path, c
     shutil.copytree(trained_run / "checkpoints", run / "checkpoints")
     assert main(["export", "--to", "hf", str(run), str(tmp_path / "out")]) == 1
     assert "has no tokenizer/ directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("num_kv_heads, tied", [(2, False), (1, True), (None, True)])
+def test_grouped_query_and_tied_models_export(trained_run, tmp_path, cs336_dir, num_kv_heads, tied):
+    """Random weights (the conversion does not care), a GQA/MQA and/or tied model: transformers
+    reads num_key_value_heads and tie_word_embeddings and gives the same logits and greedy ids."""
+    from safetensors import safe_open
+    from transformers import LlamaForCausalLM
+
+    from seqlab.interop.hf_config import model_supports
+    from seqlab.model import TransformerLM
+    from seqlab.training.checkpoint import save_checkpoint
+
+    needed = [field for field, used in (("num_kv_heads", num_kv_heads), ("tie_embeddings", tied)) if used]
+    if not all(model_supports(field) for field in needed):
+        pytest.skip(f"this seqlab's ModelConfig has no {', '.join(needed)} yet (issue 19, item 3)")
+    torch.manual_seed(0)
+    extra = {**({"num_kv_heads": num_kv_heads} if num_kv_heads else {}), **({"tie_embeddings": True} if tied else {})}
+    model = TransformerLM(320, 32, 32, 2, 4, rope_theta=ROPE_THETA, **extra).eval()
+    run = tmp_path / "run"
+    shutil.copytree(trained_run / "tokenizer", run / "tokenizer")
+    save_checkpoint(model, None, 1, run / "checkpoints" / "latest.pt")
+    assert main(["export", "--to", "hf", str(run), str(tmp_path / "hf")]) == 0
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert config["num_key_value_heads"] == (num_kv_heads or 4) and config["tie_word_embeddings"] is tied
+    with safe_open(str(tmp_path / "hf" / "model.safetensors"), "pt") as handle:
+        assert ("lm_head.weight" in handle.keys()) is not tied
+        assert handle.get_slice("model.layers.0.self_attn.k_proj.weight").get_shape() == [(num_kv_heads or 4) * 8, 32]
+    hf = LlamaForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float32).eval()
+    tokenizer = load_model(run=run).tokenizer
+    ids = tokenizer.encode((cs336_dir / "tinystories_sample.txt").read_text(encoding="utf-8"))[:32]
+    torch.testing.assert_close(hf_logits(hf, ids), seqlab_logits(model, ids), rtol=0, atol=1e-5)
+    prompt = tokenizer.encode("Once upon a time")
+    assert generate(model, prompt, 12, temperature=0.0, eos_id=tokenizer.eot_id) == hf_greedy(hf, prompt, 12,
+                                                                                              tokenizer.eot_id)
