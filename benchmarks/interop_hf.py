@@ -8,7 +8,8 @@ The model is GPT-2 small shaped, as a Llama: d_model 768, 12 layers, 12 heads, v
 model has them (124M parameters; untied: 163M). Random weights: conversion speed does not depend on
 them. Steps (each the best of --repeats runs, each run a new process):
 
-  export          run (checkpoint + tokenizer) -> transformers folder, one float32 model.safetensors
+  export          run (checkpoint with AdamW moments, as training leaves it, + tokenizer) ->
+                  transformers folder, one float32 model.safetensors
   import fp32     that folder -> a seqlab run
   import bf16     the same weights saved in bf16 (half the file; converted to float32 on import)
   import sharded  the float32 folder re-saved in 100 MB shards (model.safetensors.index.json)
@@ -90,10 +91,16 @@ def make_run(directory: Path) -> int:
     from seqlab.tokenizer import Tokenizer
     from seqlab.training.checkpoint import save_checkpoint
 
+    from seqlab.training.optimizer import AdamW
+
     extra = {"tie_embeddings": True} if model_supports("tie_embeddings") else {}
     torch.manual_seed(0)
     model = TransformerLM(**SHAPE, **extra)
-    save_checkpoint(model, None, 0, directory / "checkpoints" / "latest.pt")
+    optimizer = AdamW(model.parameters(), lr=1e-9)  # one step, so the checkpoint holds both moments,
+    for parameter in model.parameters():  # as a trained run's does (3x the weights on disk)
+        parameter.grad = torch.zeros_like(parameter)
+    optimizer.step()
+    save_checkpoint(model, optimizer, 1, directory / "checkpoints" / "latest.pt")
     tokenizer = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", ["<|endoftext|>"])
     tokenizer.save(directory / "tokenizer")
     return model.num_parameters()

@@ -67,7 +67,7 @@ def export_hf(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     """
     run_dir, out = Path(run_dir), Path(out_dir)
     path = checkpoint_path(run=run_dir)
-    payload = read_checkpoint(path)
+    payload = read_checkpoint(path, mmap=True)  # the optimizer's moments are never read
     if not payload.get("model_config"):
         raise UnsupportedModelError(f"{path} has no model_config, so its shapes are unknown")
     config = ModelConfig.from_dict(payload["model_config"], f"checkpoint {path}")
