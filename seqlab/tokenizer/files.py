@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
 
@@ -155,6 +157,11 @@ def read_pre_tokenizer_json(path: str | os.PathLike) -> str:
     table = _parse_json(path, _read_text(path, "pre-tokenizer"))
     if not isinstance(table, dict) or not isinstance(table.get("pattern"), str) or not table["pattern"]:
         raise TokenizerFileError(f"{path}, line 1: expected a JSON object with a non-empty string \"pattern\"")
+    try:
+        regex.compile(table["pattern"])
+    except regex.error as error:
+        raise TokenizerFileError(f"{path}: pattern {table['pattern']!r} is not a valid regular expression: "
+                                 f"{error}") from None
     return table["pattern"]
 
 

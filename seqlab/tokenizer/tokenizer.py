@@ -13,7 +13,6 @@ from seqlab.tokenizer import parallel
 from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges, build_merge_table
 from seqlab.tokenizer.files import (
     PRE_TOKENIZER_FILE,
-    TokenizerFileError,
     check_files_agree,
     read_merges_txt,
     read_pre_tokenizer_json,
@@ -127,12 +126,14 @@ class Tokenizer:
         vocab_path: str | os.PathLike,
         merges_path: str | os.PathLike,
         special_tokens: Sequence[str] | None = None,
+        *,
+        pattern: str | None = None,
     ) -> Tokenizer:
-        """Load GPT-2 format files (``vocab.json`` + ``merges.txt``)."""
+        """Load GPT-2 format files (``vocab.json`` + ``merges.txt``); ``pattern`` as in the constructor."""
         vocab = read_vocab_json(vocab_path, special_tokens or ())
         merges = read_merges_txt(merges_path)
         check_files_agree(vocab, merges, special_tokens or (), vocab_path, merges_path)
-        return cls(vocab, merges, special_tokens)
+        return cls(vocab, merges, special_tokens, pattern=pattern)
 
     @classmethod
     def from_hf(cls, path: str | os.PathLike) -> Tokenizer:
@@ -159,14 +160,7 @@ class Tokenizer:
         specials = read_special_tokens_json(specials_path) if specials_path.is_file() else []
         pattern_path = directory / PRE_TOKENIZER_FILE
         pattern = read_pre_tokenizer_json(pattern_path) if pattern_path.is_file() else None
-        vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
-        vocab = read_vocab_json(vocab_path, specials)
-        merges = read_merges_txt(merges_path)
-        check_files_agree(vocab, merges, specials, vocab_path, merges_path)
-        try:
-            return cls(vocab, merges, specials, pattern=pattern)
-        except ValueError as error:  # an invalid pattern
-            raise TokenizerFileError(f"{pattern_path}: {error}") from None
+        return cls.from_files(directory / "vocab.json", directory / "merges.txt", specials, pattern=pattern)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
