@@ -37,6 +37,8 @@ def parse_args(argv=None):
     parser.add_argument("--d-model", type=int, default=512)
     parser.add_argument("--num-layers", type=int, default=4)
     parser.add_argument("--num-heads", type=int, default=16)
+    parser.add_argument("--num-kv-heads", type=int, default=None,
+                        help="key/value heads of grouped-query attention, both models (default: num_heads)")
     parser.add_argument("--d-ff", type=int, default=1344)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compile happens here)")
@@ -107,7 +109,7 @@ def _build_fp32(mode: str, args):
         config = LlamaConfig(
             vocab_size=args.vocab_size, hidden_size=args.d_model, intermediate_size=args.d_ff,
             num_hidden_layers=args.num_layers, num_attention_heads=args.num_heads,
-            num_key_value_heads=args.num_heads, max_position_embeddings=args.context_length,
+            num_key_value_heads=args.num_kv_heads or args.num_heads, max_position_embeddings=args.context_length,
             rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
             hidden_act="silu", attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
             attention_dropout=0.0, use_cache=False,
@@ -126,7 +128,8 @@ def _build_fp32(mode: str, args):
     from seqlab.training import AdamW, cross_entropy
 
     model = TransformerLM(args.vocab_size, args.context_length, args.d_model, args.num_layers,
-                          args.num_heads, args.d_ff, 10000.0, attention=args.attention)
+                          args.num_heads, args.d_ff, 10000.0, attention=args.attention,
+                          num_kv_heads=args.num_kv_heads)
     optimizer = AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
     def loss_fn(x, y):
@@ -212,7 +215,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"unknown mode(s) {unknown}; choose from {MODES}")
     tokens = args.batch_size * args.context_length
     print(f"shapes: vocab {args.vocab_size}, context {args.context_length}, d_model {args.d_model}, "
-          f"layers {args.num_layers}, heads {args.num_heads}, d_ff {args.d_ff}, batch {args.batch_size} "
+          f"layers {args.num_layers}, heads {args.num_heads} ({args.num_kv_heads or args.num_heads} kv), "
+          f"d_ff {args.d_ff}, batch {args.batch_size} "
           f"({tokens} tokens/step); {args.warmup} warm-up steps excluded", flush=True)
 
     memory = {}

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+
+def _triton_interpreter_without_cuda() -> None:
+    """Without CUDA, Triton kernels (seqlab.model.flash_kernels) run in Triton's CPU interpreter. Triton
+    reads TRITON_INTERPRET when triton.language and each kernel are defined, so it is set here, before
+    any test module can import triton (importing torch does not)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+_triton_interpreter_without_cuda()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CS336_DIR = REPO_ROOT / "tests" / "fixtures" / "cs336"

@@ -22,6 +22,9 @@ ABLATIONS = [
     {"norm_position": "post"},
     {"positional": "nope"},
     {"ffn": "silu", "d_ff": None},
+    {"num_kv_heads": 2},  # grouped-query attention
+    {"num_kv_heads": 1, "tie_embeddings": True},  # multi-query attention, tied embeddings
+    {"tie_embeddings": True},
 ]
 
 
@@ -110,8 +113,9 @@ def test_parameter_count_matches_an_instantiated_model(ablation):
     assert count_parameters(cfg)["total"] == expected
 
 
-@pytest.mark.parametrize("ablation", [{}, {"ffn": "silu", "d_ff": None}, {"positional": "nope"}],
-                         ids=["default", "silu", "nope"])
+@pytest.mark.parametrize("ablation", [{}, {"ffn": "silu", "d_ff": None}, {"positional": "nope"},
+                                      {"num_kv_heads": 2, "tie_embeddings": True}, {"num_kv_heads": 1}],
+                         ids=["default", "silu", "nope", "gqa-tied", "mqa"])
 def test_forward_flops_match_torch_flop_counter(ablation):
     """torch's FlopCounterMode counts 2mnp per matmul of the real forward pass."""
     import torch
@@ -129,6 +133,53 @@ def test_forward_flops_match_torch_flop_counter(ablation):
     assert forward_flops(cfg, seq_len=12, batch_size=3)["total"] == counter.get_total_flops()
 
 
+def test_grouped_query_attention_and_tied_embeddings_by_hand():
+    n, d, f, h, L, V = 5, 8, 16, 4, 2, 11
+    base = dict(vocab_size=V, context_length=n, d_model=d, num_layers=L, num_heads=h, d_ff=f)
+    d_kv = 1 * (d // h)  # one key/value head of d_head = 2
+    mqa = dict(base, num_kv_heads=1)
+    params, mha_params = count_parameters(mqa), count_parameters(base)
+    assert params["attention"] == L * (2 * d * d + 2 * d * d_kv) < mha_params["attention"] == L * 4 * d * d
+    assert params["lm_head"] == d * V and count_parameters(dict(mqa, tie_embeddings=True))["lm_head"] == 0
+    assert (count_parameters(dict(mqa, tie_embeddings=True))["total"] == params["total"] - d * V)
+    flops, mha_flops = forward_flops(mqa), forward_flops(base)
+    assert flops["k_proj"] == flops["v_proj"] == L * 2 * n * d * d_kv
+    for same in ("q_proj", "output_proj", "attention_scores", "attention_values", "lm_head"):
+        assert flops[same] == mha_flops[same]  # every query head still scores every key
+    assert forward_flops(dict(mqa, tie_embeddings=True)) == flops  # tying shares a matrix, not a multiply
+    assert (accounting.activation_elements(base)["qkv"] - accounting.activation_elements(mqa)["qkv"]
+            == L * 2 * n * (d - d_kv))
+    assert accounting.kv_cache_bytes(mqa, batch_size=3) == 2 * L * 3 * n * d_kv * 4
+    assert accounting.kv_cache_bytes(base, seq_len=4, bytes_per_value=2) == 2 * L * 4 * d * 2
+
+
+@pytest.mark.parametrize("changes", [{}, {"num_kv_heads": 2}, {"num_kv_heads": 1}], ids=["mha", "gqa", "mqa"])
+def test_kv_cache_bytes_equal_a_filled_cache(changes):
+    import torch
+
+    from seqlab.model import ModelConfig, TransformerLM
+
+    cfg = ModelConfig(vocab_size=97, context_length=16, d_model=32, num_layers=3, num_heads=4, **changes)
+    model = TransformerLM.from_config(cfg)
+    cache = model.new_kv_cache()
+    with torch.no_grad():
+        model(torch.randint(0, 97, (2, 9)), kv_cache=cache)
+        model(torch.randint(0, 97, (2, 1)), kv_cache=cache)
+    stored = sum(t.numel() * t.element_size() for t in cache.keys + cache.values)
+    assert accounting.kv_cache_bytes(cfg, seq_len=10, batch_size=2) == stored
+    assert account(cfg, accounting.ReportOptions(context_length=10, batch_size=2))["kv_cache_bytes"] == stored
+
+
+@pytest.mark.parametrize("name, published", [("smollm-135m", 134_515_008), ("llama3.2-1b", 1_235_814_400)])
+def test_gqa_tied_presets_count_their_models_parameters(name, published):
+    """Oracle: the model built on the meta device (shapes only). The published sizes of SmolLM-135M
+    and Llama 3.2 1B are the same numbers."""
+    from seqlab.model import ModelConfig, TransformerLM
+
+    model = TransformerLM.from_config(ModelConfig(**PRESETS[name]), device="meta")
+    assert count_parameters(PRESETS[name])["total"] == model.num_parameters() == published
+
+
 def test_cli_json_and_table(capsys, tmp_path):
     assert main(["accounting", "--preset", "gpt2-xl", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -143,6 +194,10 @@ def test_cli_json_and_table(capsys, tmp_path):
     assert "2mnp" in table and "attention_scores" in table
     assert f"{count_parameters(PRESETS['tinystories'])['total']:,}" in table
     assert f"{forward_flops(PRESETS['tinystories'], 128, 2)['total']:.4e}" in table
+    assert "KV cache (float32, inference), batch 2 x 128 tokens: 4.194 MB" in table  # 2*4*2*128*512*4 bytes
+    assert main(["accounting", "--preset", "smollm-135m"]) == 0
+    table = capsys.readouterr().out
+    assert "9 heads (3 key/value heads)" in table and "tied embeddings" in table and "134,515,008" in table
 
     run_config = tmp_path / "config.json"  # a run's config.json with a "model" sub-dict
     run_config.write_text(json.dumps({"lr": 1e-3, "model": PRESETS["tinystories"]}))

@@ -16,6 +16,8 @@ ABLATIONS = {
     "post-norm": {"norm_position": "post"},
     "nope": {"positional": "nope"},
     "silu": {"ffn": "silu", "d_ff": None},
+    "gqa": {"num_kv_heads": 2},
+    "mqa-tied": {"num_kv_heads": 1, "tie_embeddings": True},
 }
 
 
@@ -82,7 +84,7 @@ def test_greedy_with_cache_equals_without_and_naive_loop(name):
     assert cached == naive_greedy(model, prompt, 12)
 
 
-@pytest.mark.parametrize("name", ["default", "nope"])
+@pytest.mark.parametrize("name", ["default", "nope", "gqa"])
 def test_sliding_window_beyond_the_context(name):
     model = tiny_model(context_length=8, **ABLATIONS[name])
     prompt = [1, 2, 3, 4, 5]

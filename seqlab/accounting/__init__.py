@@ -23,6 +23,8 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
         "config_dict",
         "count_parameters",
         "forward_flops",
+        "kv_cache_bytes",
+        "kv_width",
         "max_batch_size",
         "memory_bytes",
         "training_step_flops",

@@ -27,4 +27,10 @@ PRESETS: dict[str, dict[str, Any]] = {
                     num_heads=25, d_ff=6400),
     "tinystories": dict(vocab_size=10000, context_length=256, num_layers=4, d_model=512,
                         num_heads=16, d_ff=1344, rope_theta=10000.0),
+    # Small Llama-family shapes with grouped-query attention and tied embeddings, as published in
+    # their config.json files (Llama 3.2's rope scaling changes no count).
+    "smollm-135m": dict(vocab_size=49152, context_length=2048, num_layers=30, d_model=576,
+                        num_heads=9, num_kv_heads=3, d_ff=1536, rope_theta=10000.0, tie_embeddings=True),
+    "llama3.2-1b": dict(vocab_size=128256, context_length=131072, num_layers=16, d_model=2048,
+                        num_heads=32, num_kv_heads=8, d_ff=8192, rope_theta=500000.0, tie_embeddings=True),
 }

@@ -27,6 +27,7 @@ from seqlab.accounting.costs import (
     config_dict,
     count_parameters,
     forward_flops,
+    kv_cache_bytes,
     max_batch_size,
     memory_bytes,
     training_step_flops,
@@ -69,6 +70,7 @@ def account(config: ModelConfig | dict[str, Any], options: ReportOptions | None 
         "memory_bytes": memory,
         "memory_gb": o.memory_gb,
         "max_batch_size": max_batch_size(s, o.memory_gb, n),
+        "kv_cache_bytes": kv_cache_bytes(s, n, o.batch_size),
         "training_time": {
             "steps": o.train_steps, "batch_size": o.train_batch_size, "mfu": o.mfu,
             "peak_flops": o.peak_flops, "seconds": seconds, "days": seconds / 86400,
@@ -78,10 +80,12 @@ def account(config: ModelConfig | dict[str, Any], options: ReportOptions | None 
 
 
 FORMULA_TEXT = (
-    "FLOPs: 2mnp per (m,n)x(n,p) matmul; per layer 4x 2Bnd^2 projections, 2Bn^2d scores, "
+    "FLOPs: 2mnp per (m,n)x(n,p) matmul; per layer 2x 2Bnd^2 (q, output) + 2x 2Bnd*d_kv (k, v) "
+    "projections (d_kv = kv_heads*d_head), 2Bn^2d scores, "
     "2Bn^2d weighted values (full n x n), (3|2)x 2Bndf feed-forward; lm_head 2BndV. "
     "Training step = 3x forward; AdamW = 14 FLOPs/parameter. Memory (float32) = a*batch + b, "
-    "b = 16 bytes/parameter (params, grads, m, v), a = 4 bytes x activations/sequence."
+    "b = 16 bytes/parameter (params, grads, m, v), a = 4 bytes x activations/sequence. "
+    "KV cache = 2 L B n d_kv x 4 bytes."
 )
 
 
@@ -95,10 +99,13 @@ def _si(value: float, unit: str = "") -> str:
 def format_report(report: dict[str, Any]) -> str:
     """A readable table of ``account(...)``."""
     c = report["config"]
+    kv_heads = c.get("num_kv_heads") or c["num_heads"]
+    heads = f"{c['num_heads']} heads" + (f" ({kv_heads} key/value heads)" if kv_heads != c["num_heads"] else "")
     lines = [
         f"model: vocab {c['vocab_size']}, context {c['context_length']}, d_model {c['d_model']}, "
-        f"{c['num_layers']} layers, {c['num_heads']} heads, d_ff {c['d_ff']}, {c['ffn']}, "
-        f"norm {c['norm']} ({c['norm_position']}), {c['positional']}",
+        f"{c['num_layers']} layers, {heads}, d_ff {c['d_ff']}, {c['ffn']}, "
+        f"norm {c['norm']} ({c['norm_position']}), {c['positional']}"
+        + (", tied embeddings" if c.get("tie_embeddings") else ""),
         f"parameters: {report['parameters']:,} ({_si(report['parameter_bytes_float32'], 'B')} in float32)",
     ]
     for name, value in report["parameters_by_component"].items():
@@ -124,6 +131,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"  total = a*batch + b = {m['per_sequence_a']:,}*batch + {m['fixed_b']:,} bytes"
         f" = {_si(m['total'], 'B')}",
         f"  largest batch in {report['memory_gb']:g} GB: {report['max_batch_size']}",
+        f"KV cache (float32, inference), batch {report['batch_size']} x {report['seq_len']} tokens: "
+        f"{_si(report['kv_cache_bytes'], 'B')}",
         "",
         f"training time: {t['steps']:,} steps of batch {t['batch_size']} at MFU {t['mfu']:g} of "
         f"{_si(t['peak_flops'], 'FLOP/s')} = {t['days']:.1f} days",

@@ -9,6 +9,8 @@ block at a time with each block's own submodules and keeps what a student wants 
     for each block:
         h = ln1(x)            (pre-norm; a post-norm block attends over x itself)
         Q, K, V = q_proj(h), k_proj(h), v_proj(h), split into heads    (1, heads, T, d_head)
+                              (K, V with grouped-query attention: (1, kv_heads, T, d_head), each
+                               shared by heads / kv_heads consecutive query heads)
         Q, K = rope(Q), rope(K)                   (when the model uses RoPE)
         weights = softmax(Q K^T / sqrt(d_head) with the future masked)   (1, heads, T, T)
         x = block(x)          (the block's own forward moves the residual stream on)
@@ -70,9 +72,9 @@ def check_ids(model: TransformerLM, ids) -> torch.Tensor:
 
 
 def _split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(1, T, d_model) -> (1, heads, T, d_head): head h owns columns h*d_head .. (h+1)*d_head - 1."""
-    batch, seq, d_model = x.shape
-    return x.view(batch, seq, num_heads, d_model // num_heads).transpose(1, 2)
+    """(1, T, heads * d_head) -> (1, heads, T, d_head): head h owns columns h*d_head .. (h+1)*d_head - 1."""
+    batch, seq, width = x.shape
+    return x.view(batch, seq, num_heads, width // num_heads).transpose(1, 2)
 
 
 @torch.no_grad()
@@ -89,14 +91,16 @@ def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
         attn = block.attn
         h = block.ln1(x) if block.norm_position == "pre" else x
         q = _split_heads(attn.q_proj(h), attn.num_heads)
-        k = _split_heads(attn.k_proj(h), attn.num_heads)
-        v = _split_heads(attn.v_proj(h), attn.num_heads)
+        k = _split_heads(attn.k_proj(h), attn.num_kv_heads)
+        v = _split_heads(attn.v_proj(h), attn.num_kv_heads)
         if attn.rope is not None:  # the same rotation for every head, by position
             q, k = attn.rope(q, positions), attn.rope(k, positions)
-        weights = model_attention_weights(q, k, causal=True)  # (1, heads, T, T), the model's own formula
+        group = attn.num_heads // attn.num_kv_heads  # query head i uses key/value head i // group
+        k_per_query = k.repeat_interleave(group, dim=1)
+        weights = model_attention_weights(q, k_per_query, causal=True)  # (1, heads, T, T), the model's formula
         attention.append(weights[0])
         if index == 0:
-            heads_out = weights.to(v.dtype) @ v
+            heads_out = weights.to(v.dtype) @ v.repeat_interleave(group, dim=1)
             concat = heads_out.transpose(1, 2).reshape(x.shape)
             shapes += [("q", tuple(q.shape)), ("k", tuple(k.shape)), ("v", tuple(v.shape)),
                        ("scores", tuple(weights.shape)), ("weights", tuple(weights.shape)),

@@ -22,7 +22,7 @@ from seqlab.model.activations import softmax
 from seqlab.model.attention_inputs import causal_mask, check_attention_inputs
 from seqlab.model.checks import on_gpu_path
 from seqlab.model.chunked_attention import chunked_attention
-from seqlab.model.config import check_attention
+from seqlab.model.config import check_attention, check_kv_heads
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
@@ -87,25 +87,37 @@ def attention_backend(attention: str, x: torch.Tensor) -> str:
 
 
 class MultiHeadSelfAttention(nn.Module):
-    """Causal multi-head self-attention with optional RoPE on queries and keys.
+    """Causal multi-head self-attention with optional RoPE on queries and keys, and grouped keys/values.
 
-    Submodules q_proj, k_proj, v_proj, output_proj (each d_model x d_model, no bias). The three input
-    projections run as one fused matmul on their concatenated weights; the state dict keeps them
-    separate. Heads are a batch dimension: (batch, heads, seq, d_head), and the attention itself is
-    the backend named by `attention` (see attention_backend; not part of the weights).
+    Submodules q_proj (d_model x d_model), k_proj and v_proj ((num_kv_heads * d_head) x d_model) and
+    output_proj (d_model x d_model), no bias. The three input projections run as one fused matmul on
+    their concatenated weights; the state dict keeps them separate. Heads are a batch dimension:
+    (batch, heads, seq, d_head), and the attention itself is the backend named by `attention` (see
+    attention_backend; not part of the weights).
+
+    num_kv_heads (default num_heads) key/value heads: grouped-query attention (GQA; Ainslie et al.,
+    2023), multi-query attention (MQA) with num_kv_heads=1. Query head h uses key/value head
+    h // (num_heads // num_kv_heads), the convention of Llama and Hugging Face transformers: with
+    8 query heads and 2 key/value heads, queries 0-3 share k/v head 0 and queries 4-7 head 1. The
+    queries are viewed as (batch, kv_heads, group, seq, d_head) and the keys/values as
+    (batch, kv_heads, 1, seq, d_head), so every backend broadcasts them over the group without
+    copying them, and a KV cache holds num_kv_heads heads.
     """
 
     def __init__(self, d_model: int, num_heads: int, max_seq_len: int | None = None,
-                 theta: float | None = None, *, attention: str = "auto", device=None, dtype=None):
+                 theta: float | None = None, *, num_kv_heads: int | None = None, attention: str = "auto",
+                 device=None, dtype=None):
         super().__init__()
         self.attention = check_attention(attention)
         if d_model % num_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
-        self.d_model, self.num_heads = d_model, num_heads
+        num_kv_heads = num_heads if num_kv_heads is None else check_kv_heads(num_heads, num_kv_heads)
+        self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
         self.d_head = d_model // num_heads
+        d_kv = num_kv_heads * self.d_head
         self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.k_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.v_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.k_proj = Linear(d_model, d_kv, device=device, dtype=dtype)
+        self.v_proj = Linear(d_model, d_kv, device=device, dtype=dtype)
         self.output_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.rope = None
         if theta is not None:
@@ -123,19 +135,20 @@ class MultiHeadSelfAttention(nn.Module):
         cached + new keys. key_padding_mask: (batch, all keys) bool, True = real token.
         """
         *batch, seq, _ = x.shape
+        heads, kv_heads = self.num_heads, self.num_kv_heads
         weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight), dim=0)
-        qkv = (x @ weight.t()).view(*batch, seq, 3, self.num_heads, self.d_head)
+        # (batch..., seq, heads + 2 kv_heads, d_head): query heads, then key heads, then value heads
+        qkv = (x @ weight.t()).view(*batch, seq, heads + 2 * kv_heads, self.d_head)
         past = kv_cache.layer_length(layer_index) if kv_cache is not None else 0
+        qk, v = qkv[..., :heads + kv_heads, :], qkv[..., heads + kv_heads:, :]
         if self.rope is not None:
             if token_positions is None:  # past, ..., past + seq - 1
                 cos, sin = self.rope.cos_sin_span(past, seq, x.dtype)  # (seq, d/2)
             else:
                 cos, sin = self.rope.cos_sin(token_positions, x.dtype)  # (seq, d/2) or (batch, seq, d/2)
             # rotate queries and keys in one call; the same rotation for every head
-            qk = rotate_pairs(qkv[..., :2, :, :], cos[..., None, None, :], sin[..., None, None, :])
-            (q, k), v = qk.unbind(-3), qkv[..., 2, :, :]
-        else:
-            q, k, v = qkv.unbind(-3)
+            qk = rotate_pairs(qk, cos[..., None, :], sin[..., None, :])
+        q, k = qk[..., :heads, :], qk[..., heads:, :]
         # heads become a batch dimension: (batch..., heads, seq, d_head)
         q, k, v = q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
         if kv_cache is not None:
@@ -147,11 +160,14 @@ class MultiHeadSelfAttention(nn.Module):
                     f"key padding mask covers {key_padding_mask.shape[-1]} positions but there are "
                     f"{k.shape[-2]} keys"
                 )
-            padding = key_padding_mask[..., None, None, :].to(torch.bool)  # (batch, 1, 1, keys)
+            padding = key_padding_mask[..., None, None, None, :].to(torch.bool)  # (batch, 1, 1, 1, keys)
+        # query groups: (batch..., kv_heads, group, seq, d_head) against (batch..., kv_heads, 1, keys, d_head)
+        q = q.unflatten(-3, (kv_heads, heads // kv_heads))
+        k, v = k.unsqueeze(-3), v.unsqueeze(-3)
         # causal: each new query sees the cached keys and the new keys up to its own position
         if attention_backend(self.attention, q) == "chunked":
             out = chunked_attention(q, k, v, padding, causal=True)
         else:
-            out = scaled_dot_product_attention(q, k, v, padding, causal=True)  # (batch..., heads, seq, d_head)
-        out = out.transpose(-3, -2).reshape(*batch, seq, self.d_model)
+            out = scaled_dot_product_attention(q, k, v, padding, causal=True)
+        out = out.flatten(-4, -3).transpose(-3, -2).reshape(*batch, seq, self.d_model)
         return self.output_proj(out)

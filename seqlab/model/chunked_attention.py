@@ -12,6 +12,9 @@ and gradients); only the order of work differs. It is the fast path of the CPU i
   (the FlashAttention idea, here blocked over heads and query blocks).
 * With `causal`, long query ranges are cut into CAUSAL_BLOCKS blocks and each block is multiplied
   only with the keys it can see (skipping ~3/8 of the score matrix).
+* Grouped-query attention (K, V broadcast over Q's last batch dimension, see query_group): the
+  group's queries are stacked as extra rows of one slice, so one bmm serves every query head of a
+  key/value head and K, V are neither copied per query head nor reread.
 
 Its Python loop runs over chunks, so the number of launched kernels grows with batch * heads: good on
 a CPU, wrong on a GPU, where `attention="auto"` picks the reference instead.
@@ -66,26 +69,43 @@ def query_blocks(num_queries: int, num_keys: int, causal: bool) -> list[QueryBlo
     return blocks
 
 
-def chunks(blocks: list[QueryBlock], num_slices: int) -> Iterator[Chunk]:
-    """Cut every query block into runs of slices with about SCORES_PER_CHUNK scores each."""
+def chunks(blocks: list[QueryBlock], num_slices: int, group: int = 1) -> Iterator[Chunk]:
+    """Cut every query block into runs of slices with about SCORES_PER_CHUNK scores each (a slice
+    holds `group` query rows per query position, see query_group)."""
     for block in blocks:
-        scores_per_slice = max(1, (block.query_end - block.query_start) * block.key_end)
+        scores_per_slice = max(1, group * (block.query_end - block.query_start) * block.key_end)
         step = max(1, SCORES_PER_CHUNK // scores_per_slice)
         for first in range(0, num_slices, step):
             yield Chunk(block, slice(first, first + step))
 
 
-def _chunk_scores(q: torch.Tensor, k: torch.Tensor, hidden: torch.Tensor | None, chunk: Chunk,
+def query_group(batch_shape: torch.Size, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None) -> int:
+    """How many queries share each key: the size of the last batch dimension when K, V (and the mask)
+    are broadcast along it, else 1.
+
+    Grouped-query attention passes Q (batch, kv_heads, group, n, d) with K, V (batch, kv_heads, 1, m, d):
+    the group's queries then become extra query rows of one slice, multiplied with that slice's keys
+    in one bmm, and K, V are never copied per query head.
+    """
+    if not batch_shape or batch_shape[-1] == 1:
+        return 1
+    shared = (K, V) if mask is None else (K, V, mask)
+    return batch_shape[-1] if all(t.dim() < 3 or t.shape[-3] == 1 for t in shared) else 1
+
+
+def _chunk_scores(q_rows: torch.Tensor, k_keys: torch.Tensor, hidden: torch.Tensor | None, chunk: Chunk,
                   dtype: torch.dtype) -> torch.Tensor:
-    """Scores of one chunk, (slices, queries, keys) in `dtype`, hidden keys at -inf (q is pre-scaled).
+    """Scores of one chunk in `dtype`, hidden keys at -inf: q_rows (slices, group * queries, d_k),
+    pre-scaled and group-major, times k_keys (slices, keys, d_k) -> (slices, group, queries, keys).
 
     The forward and the backward form them the same way.
     """
     block = chunk.block
     rows, keys = slice(block.query_start, block.query_end), slice(0, block.key_end)
-    scores = torch.bmm(q[chunk.slices, rows], k[chunk.slices, keys].transpose(1, 2)).to(dtype)
-    if hidden is not None:
-        hidden_block = hidden[rows, keys] if hidden.dim() == 2 else hidden[chunk.slices, rows, keys]
+    scores = torch.bmm(q_rows, k_keys.transpose(1, 2)).to(dtype)
+    scores = scores.unflatten(1, (-1, block.query_end - block.query_start))
+    if hidden is not None:  # (queries, keys) shared by all slices, or one per slice; the same for the group
+        hidden_block = hidden[rows, keys] if hidden.dim() == 2 else hidden[chunk.slices, None, rows, keys]
         scores.masked_fill_(hidden_block, float("-inf"))
     return scores
 
@@ -99,62 +119,69 @@ class ChunkedAttentionFunction(torch.autograd.Function):
         batch_shape = torch.broadcast_shapes(
             Q.shape[:-2], K.shape[:-2], V.shape[:-2], *(() if mask is None else (mask.shape[:-2],))
         )
+        group = query_group(batch_shape, K, V, mask)
+        kv_shape = (*batch_shape[:-1], 1) if group > 1 else tuple(batch_shape)
         scale = 1.0 / math.sqrt(d_k)
-        # every (batch..., head) pair becomes one slice of a 3-d tensor: (slices, positions, features)
-        q = (Q * scale).expand(*batch_shape, n, d_k).reshape(-1, n, d_k)
-        k = K.expand(*batch_shape, m, d_k).reshape(-1, m, d_k)
-        v = V.expand(*batch_shape, m, d_v).reshape(-1, m, d_v)
+        # every (batch..., head) pair of K and V becomes one slice of a 3-d tensor: (slices, positions,
+        # features); Q has `group` queries per position and slice: (slices, group, positions, features)
+        k = K.expand(*kv_shape, m, d_k).reshape(-1, m, d_k)
+        v = V.expand(*kv_shape, m, d_v).reshape(-1, m, d_v)
+        num_slices = k.shape[0]
+        q = (Q * scale).expand(*batch_shape, n, d_k).reshape(num_slices, group, n, d_k)
         hidden = None  # True where a key is NOT visible: (n, m) shared by all slices, or (slices, n, m)
         if causal:
             hidden = ~causal_mask(n, m, device=Q.device)
         if mask is not None:
             user_hidden = ~mask.expand(*mask.shape[:-2], n, m)
             if user_hidden.dim() > 2:
-                user_hidden = user_hidden.expand(*batch_shape, n, m).reshape(-1, n, m)
+                user_hidden = user_hidden.expand(*kv_shape, n, m).reshape(-1, n, m)
             hidden = user_hidden if hidden is None else hidden | user_hidden
-        num_slices = q.shape[0]
-        out = q.new_empty(num_slices, n, d_v)
+        out = q.new_empty(num_slices, group, n, d_v)
         stats_dtype = torch.promote_types(q.dtype, torch.float32)  # float32 statistics for bf16/fp16
-        log_sum_exp = q.new_empty(num_slices, n, 1, dtype=stats_dtype)
+        log_sum_exp = q.new_empty(num_slices, group, n, 1, dtype=stats_dtype)
         blocks = query_blocks(n, m, causal)
-        for chunk in chunks(blocks, num_slices):
-            rows, keys = slice(chunk.block.query_start, chunk.block.query_end), slice(0, chunk.block.key_end)
-            scores = _chunk_scores(q, k, hidden, chunk, stats_dtype)
+        for chunk in chunks(blocks, num_slices, group):
+            s, rows = chunk.slices, slice(chunk.block.query_start, chunk.block.query_end)
+            keys = slice(0, chunk.block.key_end)
+            scores = _chunk_scores(q[s, :, rows].flatten(1, 2), k[s, keys], hidden, chunk, stats_dtype)
             probs, row_max, row_sum = stable_softmax(scores, -1, inplace=True)
             # a row with nothing visible gets lse = +inf, so the recomputed P is exp(-inf) = 0, not NaN
-            log_sum_exp[chunk.slices, rows] = torch.where(row_sum > 0, row_max + row_sum.log(), float("inf"))
-            out[chunk.slices, rows] = torch.bmm(probs.to(v.dtype), v[chunk.slices, keys])
+            log_sum_exp[s, :, rows] = torch.where(row_sum > 0, row_max + row_sum.log(), float("inf"))
+            out[s, :, rows] = torch.bmm(probs.flatten(1, 2).to(v.dtype), v[s, keys]).unflatten(1, (group, -1))
         ctx.save_for_backward(q, k, v, out, log_sum_exp, hidden)
         ctx.scale, ctx.blocks = scale, blocks
-        ctx.shapes = (Q.shape, K.shape, V.shape, batch_shape)
+        ctx.shapes = (Q.shape, K.shape, V.shape, batch_shape, kv_shape)
         return out.view(*batch_shape, n, d_v)
 
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, out, log_sum_exp, hidden = ctx.saved_tensors
-        Q_shape, K_shape, V_shape, batch_shape = ctx.shapes
-        num_slices, n, d_v = out.shape
+        Q_shape, K_shape, V_shape, batch_shape, kv_shape = ctx.shapes
+        num_slices, group, n, d_v = out.shape
         m = k.shape[1]
-        grad_o = grad_out.reshape(num_slices, n, d_v).to(v.dtype)
+        grad_o = grad_out.reshape(num_slices, group, n, d_v).to(v.dtype)
         # rowsum(P * dP) = dO . O, one number per query row
         row_dot = (grad_o.to(log_sum_exp.dtype) * out).sum(-1, keepdim=True)
         grad_q = torch.empty_like(q)
         grad_k, grad_v = torch.zeros_like(k), torch.zeros_like(v)
-        for chunk in chunks(ctx.blocks, num_slices):
-            rows, keys = slice(chunk.block.query_start, chunk.block.query_end), slice(0, chunk.block.key_end)
-            s = chunk.slices
-            k_chunk, v_chunk, q_chunk, grad_o_chunk = k[s, keys], v[s, keys], q[s, rows], grad_o[s, rows]
-            probs = _chunk_scores(q, k, hidden, chunk, log_sum_exp.dtype).sub_(log_sum_exp[s, rows]).exp_()
+        for chunk in chunks(ctx.blocks, num_slices, group):
+            s, rows = chunk.slices, slice(chunk.block.query_start, chunk.block.query_end)
+            keys = slice(0, chunk.block.key_end)
+            # the group's query rows are rows of the same slice: (slices, group * queries, features)
+            q_chunk, grad_o_chunk = q[s, :, rows].flatten(1, 2), grad_o[s, :, rows].flatten(1, 2)
+            k_chunk, v_chunk = k[s, keys], v[s, keys]
+            probs = _chunk_scores(q_chunk, k_chunk, hidden, chunk, log_sum_exp.dtype)
+            probs = probs.sub_(log_sum_exp[s, :, rows]).exp_().flatten(1, 2)
             grad_v[s, keys].baddbmm_(probs.to(grad_o_chunk.dtype).transpose(1, 2), grad_o_chunk)
             grad_scores = torch.bmm(grad_o_chunk, v_chunk.transpose(1, 2)).to(log_sum_exp.dtype)
-            grad_scores = grad_scores.sub_(row_dot[s, rows]).mul_(probs).to(k.dtype)
-            grad_q[s, rows] = torch.bmm(grad_scores, k_chunk)
+            grad_scores = grad_scores.sub_(row_dot[s, :, rows].flatten(1, 2)).mul_(probs).to(k.dtype)
+            grad_q[s, :, rows] = torch.bmm(grad_scores, k_chunk).unflatten(1, (group, -1))
             grad_k[s, keys].baddbmm_(grad_scores.transpose(1, 2), q_chunk)  # q is pre-scaled
         grad_q.mul_(ctx.scale)
         return (
             sum_to_shape(grad_q.view(*batch_shape, n, q.shape[-1]), Q_shape),
-            sum_to_shape(grad_k.view(*batch_shape, m, k.shape[-1]), K_shape),
-            sum_to_shape(grad_v.view(*batch_shape, m, d_v), V_shape),
+            sum_to_shape(grad_k.view(*kv_shape, m, k.shape[-1]), K_shape),
+            sum_to_shape(grad_v.view(*kv_shape, m, d_v), V_shape),
             None,
             None,
         )

@@ -20,6 +20,20 @@ def check_attention(attention: str) -> str:
     return attention
 
 
+def check_kv_heads(num_heads: int, num_kv_heads: int) -> int:
+    """Return num_kv_heads if it is a positive divisor of num_heads, else raise a ValueError saying why.
+
+    Example: 8 query heads work with 8 (MHA), 4, 2 (GQA: groups of 4 query heads share a key/value
+    head) or 1 (MQA) key/value heads; check_kv_heads(8, 3) raises.
+    """
+    if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, int) or num_kv_heads <= 0:
+        raise ValueError(f"num_kv_heads must be a positive integer (or None for num_heads), got {num_kv_heads!r}")
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(f"num_heads ({num_heads}) must be divisible by num_kv_heads ({num_kv_heads}): each "
+                         f"key/value head serves a group of num_heads / num_kv_heads query heads")
+    return num_kv_heads
+
+
 def default_d_ff(d_model: int, ffn: str) -> int:
     """SwiGLU: about 8/3 * d_model rounded to a multiple of 64 (keeps the parameter count of a
     4*d_model two-matrix FFN with three matrices); plain SiLU FFN: 4 * d_model."""
@@ -42,6 +56,8 @@ class ModelConfig:
     positional: str = "rope"       # "rope" | "nope"
     ffn: str = "swiglu"            # "swiglu" | "silu"
     attention: str = "auto"        # "auto" | "reference" | "chunked" (how, not what: no weights)
+    num_kv_heads: int | None = None  # key/value heads (GQA); None = num_heads (MHA), 1 = MQA
+    tie_embeddings: bool = False     # lm_head reuses the token embedding matrix (one parameter)
     norm_eps: float = 1e-5         # RMSNorm epsilon (added to the mean square); checkpoints without it: 1e-5
 
     def __post_init__(self) -> None:
@@ -62,6 +78,11 @@ class ModelConfig:
             raise ValueError(
                 f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
             )
+        if self.num_kv_heads is None:
+            self.num_kv_heads = self.num_heads
+        check_kv_heads(self.num_heads, self.num_kv_heads)
+        if not isinstance(self.tie_embeddings, bool):
+            raise ValueError(f"ModelConfig.tie_embeddings must be true or false, got {self.tie_embeddings!r}")
         d_head = self.d_model // self.num_heads
         if self.positional == "rope" and d_head % 2 != 0:
             raise ValueError(f"RoPE needs an even head dimension, got d_model/num_heads = {d_head}")
@@ -106,3 +127,8 @@ class ModelConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.num_heads
+
+    @property
+    def d_kv(self) -> int:
+        """Width of the key (and of the value) projection: num_kv_heads * d_head."""
+        return self.num_kv_heads * self.d_head

@@ -8,7 +8,9 @@ import torch
 class KVCache:
     """Per-layer keys and values (after RoPE) of every position processed so far.
 
-    keys[layer], values[layer]: (batch, num_heads, length, d_head) or None before the first call.
+    keys[layer], values[layer]: (batch, num_kv_heads, length, d_head) or None before the first call;
+    with grouped-query attention that is num_heads / num_kv_heads times less memory than one entry
+    per query head (num_kv_heads = num_heads without GQA).
     key_padding_mask: (batch, length) bool, True = real token, or None when every cached position
     is real. The model appends to it; sliding a full window is the caller's job (re-prefill).
     """
@@ -35,7 +37,7 @@ class KVCache:
         return 0 if keys is None else keys.shape[-2]
 
     def append(self, layer_index: int, keys: torch.Tensor, values: torch.Tensor):
-        """Add new (batch, heads, new, d_head) keys/values; return all of this layer's (.., length, ..)."""
+        """Add new (batch, kv_heads, new, d_head) keys/values; return all of this layer's (.., length, ..)."""
         if not 0 <= layer_index < self.num_layers:
             raise IndexError(f"layer {layer_index} outside the cache's {self.num_layers} layers")
         old_k, old_v = self.keys[layer_index], self.values[layer_index]

@@ -1,4 +1,10 @@
-"""Cross-entropy loss over a vocabulary, stable via log-sum-exp."""
+"""Cross-entropy loss over a vocabulary, stable via log-sum-exp, and the LM head fused with it.
+
+`cross_entropy(logits, targets)` takes logits someone else computed. `linear_cross_entropy(hidden,
+weight, targets)` takes the last hidden states and the LM head's weight instead and never forms the
+logits of every token at once: it is the readable path (logits = hidden @ weight.T, then
+cross_entropy) computed a block of tokens at a time, forward and backward.
+"""
 
 from __future__ import annotations
 
@@ -85,3 +91,134 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, *, ignore_index: 
     targets = targets.long()
     check_in_range(targets, vocab, "target id", f"[0, {vocab})")
     return _CrossEntropyFunction.apply(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index)
+
+
+# linear_cross_entropy on a CPU in eager mode: tokens per block when chunk_size is None, chosen with
+# benchmarks/linear_cross_entropy.py (see BENCHMARKS.md); a block's float32 logits take
+# LINEAR_CE_CPU_ROWS * vocab * 4 bytes (20 MB at vocab 10,000)
+LINEAR_CE_CPU_ROWS = 512
+# on the GPU path (and under torch.compile) the tokens are cut into this many blocks instead, so the
+# number of launched kernels does not grow with the batch; each block holds 1/8 of the logits
+LINEAR_CE_GPU_BLOCKS = 8
+
+
+def _token_blocks(num_rows: int, chunk_size: int | None, one_launch_count: bool) -> list[slice]:
+    """Slices covering 0..num_rows: of chunk_size rows, or LINEAR_CE_GPU_BLOCKS near-equal blocks."""
+    if chunk_size is None and one_launch_count:
+        bounds = [num_rows * i // LINEAR_CE_GPU_BLOCKS for i in range(LINEAR_CE_GPU_BLOCKS + 1)]
+        return [slice(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    step = chunk_size or LINEAR_CE_CPU_ROWS
+    return [slice(start, min(num_rows, start + step)) for start in range(0, num_rows, step)]
+
+
+class _LinearCrossEntropyFunction(torch.autograd.Function):
+    """mean_i [logsumexp(h_i W^T) - h_i . W[t_i]] over the rows h_i of a (N, d) matrix, block by block.
+
+    Forward keeps per token only the log-sum-exp of its logits (N float32 numbers); backward
+    recomputes each block's logits z = h W^T and forms dz = (softmax(z) - onehot(t)) * share,
+    then grad_hidden[block] = dz W and grad_weight += dz^T h[block]. So the largest temporaries are
+    a few (block, vocab) tensors whatever N is.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, ignore_index, blocks):
+        compute = torch.promote_types(hidden.dtype, torch.float32)
+        num_rows = hidden.shape[0]
+        kept = None if ignore_index is None else targets != ignore_index
+        # an ignored target may be any id (-100 is common): it reads logit 0 and is weighted 0
+        safe_targets = targets if kept is None else torch.where(kept, targets, 0)
+        log_sum_exp = hidden.new_empty(num_rows, dtype=compute)
+        target_logits = hidden.new_empty(num_rows, dtype=compute)
+        for rows in blocks:
+            logits = (hidden[rows] @ weight.t()).to(compute)  # (block, vocab)
+            row_max = logits.amax(-1, keepdim=True)
+            target_logits[rows] = logits.gather(-1, safe_targets[rows, None]).squeeze(-1)
+            # subtracting the max keeps exp() <= 1: no overflow for huge logits
+            log_sum_exp[rows] = (row_max + (logits - row_max).exp_().sum(-1, keepdim=True).log()).squeeze(-1)
+        nll = log_sum_exp - target_logits
+        row_weights = None
+        if kept is not None:
+            # each kept row's share of the mean is 1/(rows kept), an ignored row's 0; counted on the
+            # device (no host read); every row ignored gives 0 / 1 = 0
+            kept = kept.to(compute)
+            row_weights = kept / kept.sum().clamp_min(1.0)
+        ctx.save_for_backward(hidden, weight, safe_targets, log_sum_exp, row_weights)
+        ctx.blocks = blocks
+        return nll.mean() if row_weights is None else (nll * row_weights).sum()
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        hidden, weight, targets, log_sum_exp, row_weights = ctx.saved_tensors
+        num_rows = hidden.shape[0]
+        compute = log_sum_exp.dtype
+        # each row's share of d loss: grad_out / N, or grad_out * its row weight
+        share = (grad_out / num_rows).expand(num_rows) if row_weights is None else grad_out * row_weights
+        share = share[:, None]  # (N, 1)
+        grad_hidden = torch.empty_like(hidden)
+        # accumulated in float32 over the blocks also when the weight is bfloat16
+        grad_weight = torch.zeros(weight.shape, dtype=compute, device=weight.device)
+        for rows in ctx.blocks:
+            block = hidden[rows]
+            logits = (block @ weight.t()).to(compute)
+            # d loss / d logits = (softmax - onehot(target)) * share
+            grad_logits = logits.sub_(log_sum_exp[rows, None]).exp_().mul_(share[rows])
+            grad_logits.scatter_add_(-1, targets[rows, None], -share[rows])
+            grad_logits = grad_logits.to(hidden.dtype)
+            grad_hidden[rows] = grad_logits @ weight
+            if grad_weight.dtype == block.dtype:
+                grad_weight.addmm_(grad_logits.t(), block)
+            else:
+                grad_weight += (grad_logits.t() @ block).to(compute)
+        return grad_hidden, grad_weight.to(weight.dtype), None, None, None
+
+
+def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, *,
+                         ignore_index: int | None = None, chunk_size: int | None = None) -> torch.Tensor:
+    """cross_entropy(hidden @ weight.T, targets) without holding the logits of every token at once.
+
+    hidden (..., d) float, weight (vocab, d) (the LM head, no bias), targets (...) int ->
+    scalar float32 (at least), the mean over the tokens, like ``cross_entropy`` (and ignore_index
+    as there: ignored tokens count neither in the mean nor in the gradients, and if every target is
+    ignored the loss is 0; an ignored target may hold any id, e.g. -100).
+
+    The tokens are processed ``chunk_size`` at a time (default LINEAR_CE_CPU_ROWS on a CPU,
+    LINEAR_CE_GPU_BLOCKS equal blocks on the GPU path and under torch.compile, so the number of
+    kernels stays fixed whatever the batch); backward recomputes each block's logits from the
+    saved hidden states and per-token log-sum-exp. Under autocast the matmuls run in the autocast
+    dtype and the softmax in float32.
+
+    Example: 32,768 tokens, vocab 10,000, d 512: the full logits and their gradient take 2.6 GB
+    of float32; here a forward + backward peaks at a few (512 x 10,000) blocks, under 0.5 GB.
+
+        >>> h = torch.tensor([[1.0, 0.0], [0.0, 2.0]]); W = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+        >>> # logits [[1, 0, 0], [0, 2, 0]]: losses log(1 + 2/e) = 0.5514 and log(1 + 2/e^2) = 0.2395
+        >>> round(linear_cross_entropy(h, W, torch.tensor([0, 1])).item(), 4)
+        0.3955
+    """
+    if hidden.shape[:-1] != targets.shape:
+        raise ValueError(
+            f"hidden {tuple(hidden.shape)} and targets {tuple(targets.shape)} disagree: targets must "
+            f"have the hidden states' shape without the last (feature) dimension"
+        )
+    if weight.dim() != 2 or weight.shape[1] != hidden.shape[-1]:
+        raise ValueError(
+            f"weight {tuple(weight.shape)} must be (vocab, d) with d = {hidden.shape[-1]}, the last "
+            f"dimension of hidden {tuple(hidden.shape)} (pass the LM head's weight, not its transpose)"
+        )
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive number of tokens, got {chunk_size}")
+    vocab = weight.shape[0]
+    targets = targets.long().reshape(-1)
+    counted = targets if ignore_index is None else torch.where(targets == ignore_index, 0, targets)
+    check_in_range(counted, vocab, "target id", f"[0, {vocab})")
+    device_type = hidden.device.type
+    if torch.is_autocast_enabled(device_type):
+        # the matmuls in the autocast dtype, as hidden @ weight.T would run; the cast is recorded by
+        # autograd, so float32 parameters receive float32 gradients
+        dtype = torch.get_autocast_dtype(device_type)
+        hidden, weight = hidden.to(dtype), weight.to(dtype)
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    gpu_like = torch.compiler.is_compiling() or on_gpu_path(hidden)
+    blocks = _token_blocks(hidden.shape[0], chunk_size, gpu_like)
+    with torch.autocast(device_type, enabled=False):
+        return _LinearCrossEntropyFunction.apply(hidden, weight, targets, ignore_index, blocks)

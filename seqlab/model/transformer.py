@@ -17,7 +17,7 @@ from seqlab.model.rmsnorm import Identity
 
 
 class TransformerLM(nn.Module):
-    """token_embeddings -> num_layers x TransformerBlock -> ln_final -> lm_head (untied).
+    """token_embeddings -> num_layers x TransformerBlock -> ln_final -> lm_head.
 
     Ablations (keyword arguments, also fields of ModelConfig):
       norm="none"           no RMSNorm anywhere (ln1, ln2, ln_final are identities)
@@ -25,6 +25,12 @@ class TransformerLM(nn.Module):
       positional="nope"     no positional information at all (causal mask only)
       ffn="silu"            w2(silu(w1 x)) with d_ff = 4 * d_model instead of SwiGLU
 
+    num_kv_heads (default num_heads): key/value heads of grouped-query attention (1 = multi-query);
+    the k/v projections and the KV cache shrink by num_heads / num_kv_heads.
+    tie_embeddings=True: lm_head.weight IS token_embeddings.weight (one Parameter, counted, decayed
+    and updated once; the state dict lists it under both names, as torch does for shared parameters,
+    and torch.save stores it once). It keeps the lm_head's initialisation (std sqrt(2 / (d_model +
+    vocab_size))): the embedding's std 1 would start the logits at std ~sqrt(d_model).
     norm_eps is the RMSNorm epsilon (1e-5; a Llama brought in from Hugging Face may use 1e-6).
 
     attention="auto" | "reference" | "chunked" chooses how attention is computed (same weights and,
@@ -37,14 +43,14 @@ class TransformerLM(nn.Module):
     def __init__(self, vocab_size: int, context_length: int, d_model: int, num_layers: int,
                  num_heads: int, d_ff: int | None = None, rope_theta: float = 10000.0, *,
                  norm: str = "rmsnorm", norm_position: str = "pre", positional: str = "rope",
-                 ffn: str = "swiglu", attention: str = "auto", norm_eps: float = 1e-5, device=None,
-                 dtype=None):
+                 ffn: str = "swiglu", attention: str = "auto", num_kv_heads: int | None = None,
+                 tie_embeddings: bool = False, norm_eps: float = 1e-5, device=None, dtype=None):
         super().__init__()
         self.config = ModelConfig(
             vocab_size=vocab_size, context_length=context_length, d_model=d_model,
             num_layers=num_layers, num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta,
             norm=norm, norm_position=norm_position, positional=positional, ffn=ffn, attention=attention,
-            norm_eps=norm_eps,
+            num_kv_heads=num_kv_heads, tie_embeddings=tie_embeddings, norm_eps=norm_eps,
         )
         cfg = self.config
         theta = cfg.rope_theta if cfg.positional == "rope" else None
@@ -52,7 +58,8 @@ class TransformerLM(nn.Module):
         self.layers = nn.ModuleList(
             TransformerBlock(d_model, num_heads, cfg.d_ff, context_length, theta, norm=norm,
                              norm_position=norm_position, ffn=ffn, attention=attention,
-                             norm_eps=cfg.norm_eps, device=device, dtype=dtype)
+                             num_kv_heads=cfg.num_kv_heads, norm_eps=cfg.norm_eps, device=device,
+                             dtype=dtype)
             for _ in range(num_layers)
         )
         if norm_position == "post":
@@ -60,6 +67,8 @@ class TransformerLM(nn.Module):
         else:
             self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype, eps=cfg.norm_eps)
         self.lm_head = Linear(d_model, vocab_size, device=device, dtype=dtype)
+        if tie_embeddings:
+            self.token_embeddings.weight = self.lm_head.weight
 
     @classmethod
     def from_config(cls, config: ModelConfig, device=None, dtype=None) -> "TransformerLM":
@@ -79,6 +88,8 @@ class TransformerLM(nn.Module):
         return KVCache(self.config.num_layers)
 
     def num_parameters(self, include_embeddings: bool = True) -> int:
+        """Distinct parameters (a tied embedding counts once); without embeddings the token embedding
+        matrix is left out (with tied embeddings that is the lm_head too)."""
         total = sum(p.numel() for p in self.parameters())
         if not include_embeddings:
             total -= self.token_embeddings.weight.numel()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.cli_types import finite_float
-from seqlab.model.config import ATTENTIONS, FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig
+from seqlab.model.config import ATTENTIONS, FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig, check_kv_heads
 
 SECTIONS = ("run", "data", "model", "optimizer", "schedule", "eval", "system", "logging")
 
@@ -50,6 +50,9 @@ class TrainConfig:
     d_model: int = _f(128, "model", "model width")
     num_layers: int = _f(4, "model", "Transformer blocks")
     num_heads: int = _f(4, "model", "attention heads")
+    num_kv_heads: int | None = _f(None, "model", "key/value heads, dividing num_heads (default: num_heads; "
+                                  "fewer = grouped-query attention, 1 = multi-query)")
+    tie_embeddings: bool = _f(False, "model", "the output layer reuses the token embedding matrix")
     d_ff: int | None = _f(None, "model", "feed-forward width (default: 8/3 d_model for SwiGLU, 4 d_model for SiLU)")
     rope_theta: float = _f(10000.0, "model", "RoPE base")
     norm_eps: float = _f(1e-5, "model", "RMSNorm epsilon (added to the mean square)")
@@ -113,6 +116,11 @@ class TrainConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"config {name}={getattr(self, name)}: must be >= 1")
+        if self.num_kv_heads is not None:
+            try:
+                check_kv_heads(self.num_heads, self.num_kv_heads)
+            except ValueError as error:
+                raise ValueError(f"config num_kv_heads={self.num_kv_heads}: {error}") from None
         if self.max_steps is None and self.token_budget is None:
             raise ValueError("config: set max_steps or token_budget")
         if self.max_steps is not None and self.max_steps < 1:

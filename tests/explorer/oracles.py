@@ -13,6 +13,13 @@ def rope_oracle(x, theta: float):
     return torch.view_as_real(z * torch.polar(torch.ones_like(angle), angle)).reshape(x.shape)
 
 
+def kv_head_of_query_heads(num_heads: int, num_kv_heads: int):
+    """The key/value head each query head reads (Llama convention): h // (num_heads / num_kv_heads)."""
+    import torch
+
+    return torch.tensor([h * num_kv_heads // num_heads for h in range(num_heads)])
+
+
 def attention_oracle(model, ids: list[int]):
     """Per layer: (attention input h, attention output, oracle weights (H, T, T)), all float64.
 
@@ -29,12 +36,13 @@ def attention_oracle(model, ids: list[int]):
     finally:
         for hook in hooks:
             hook.remove()
-    T, H = len(ids), model.config.num_heads
+    T, H, d_head = len(ids), model.config.num_heads, model.config.d_head
     future = torch.ones(T, T, dtype=torch.bool).triu(1)
     results = []
     for layer, (h, out) in zip(model.layers, seen):
-        split = lambda w: (h @ w.weight.double().T).view(T, H, -1).transpose(0, 1)  # (H, T, d_head)
+        split = lambda w: (h @ w.weight.double().T).view(T, -1, d_head).transpose(0, 1)  # (heads, T, d_head)
         q, k = split(layer.attn.q_proj), split(layer.attn.k_proj)
+        k = k[kv_head_of_query_heads(H, k.shape[0])]  # grouped-query attention: each query head's key head
         if model.config.positional == "rope":
             q, k = rope_oracle(q, model.config.rope_theta), rope_oracle(k, model.config.rope_theta)
         scores = q @ k.transpose(1, 2) / (q.shape[-1] ** 0.5)

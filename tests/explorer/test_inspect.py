@@ -9,7 +9,7 @@ import torch
 
 from seqlab.inference.inspect import attention_weights, check_ids, next_token_candidates, trace_forward
 from seqlab.model import TransformerLM
-from tests.explorer.oracles import attention_oracle, sorted_filter
+from tests.explorer.oracles import attention_oracle, kv_head_of_query_heads, sorted_filter
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -18,6 +18,8 @@ VARIANTS = [
     {"norm_position": "post"},
     {"positional": "nope"},
     {"norm": "none", "ffn": "silu"},
+    {"num_kv_heads": 2},  # grouped-query attention: query heads 0-1 share key/value head 0, 2-3 head 1
+    {"num_kv_heads": 1, "tie_embeddings": True},
 ]
 
 
@@ -48,7 +50,8 @@ def test_attention_weights_match_an_oracle_and_the_models_output(changes):
         assert torch.all(weights[:, future] == 0)  # causal: the upper triangle is empty
         assert expected.max() > 0.6  # the check is not on near-uniform rows
         # the model's actual attention output is these weights applied to V, then output_proj
-        v = (h @ layer.attn.v_proj.weight.double().T).view(T, H, -1).transpose(0, 1)
+        v = (h @ layer.attn.v_proj.weight.double().T).view(T, -1, model.config.d_head).transpose(0, 1)
+        v = v[kv_head_of_query_heads(H, v.shape[0])]
         concat = (weights.double() @ v).transpose(0, 1).reshape(T, -1)
         torch.testing.assert_close(concat @ layer.attn.output_proj.weight.double().T, out, atol=1e-5, rtol=1e-4)
     assert [w.shape for w in attention_weights(model, ids)] == [(H, T, T)] * 2
@@ -62,6 +65,9 @@ def test_shapes_are_those_of_the_forward_pass():
         "scores": (1, 4, 5, 5), "weights": (1, 4, 5, 5), "head_output": (1, 4, 5, 4), "concat": (1, 5, 16),
         "attention_output": (1, 5, 16), "block_output": (1, 5, 16), "logits": (1, 5, 50),
     }
+    grouped = dict(trace_forward(_model(num_kv_heads=2), [1, 2, 3, 4, 5]).shapes)
+    assert {name: grouped[name] for name in ("q", "k", "v", "weights", "head_output")} == {
+        "q": (1, 4, 5, 4), "k": (1, 2, 5, 4), "v": (1, 2, 5, 4), "weights": (1, 4, 5, 5), "head_output": (1, 4, 5, 4)}
 
 
 @pytest.mark.parametrize("ids, words", [([], "no token ids"), (list(range(13)), "13 ids exceed"),
