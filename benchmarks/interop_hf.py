@@ -4,9 +4,8 @@ memory (RSS) of each, every step in a fresh subprocess.
 Usage: python benchmarks/interop_hf.py [--dir /tmp/interop_bench] [--repeats 2] [--threads 1] [--json]
 
 The model is GPT-2 small shaped, as a Llama: d_model 768, 12 layers, 12 heads, vocabulary 50257
-(the fixture GPT-2 tokenizer), context 1024, SwiGLU d_ff 2048, tied embeddings when this seqlab's
-model has them (124M parameters; untied: 163M). Random weights: conversion speed does not depend on
-them. Steps (each the best of --repeats runs, each run a new process):
+(the fixture GPT-2 tokenizer), context 1024, SwiGLU d_ff 2048, tied embeddings: 124M parameters.
+Random weights: conversion speed does not depend on them. Steps (each the best of --repeats runs, each run a new process):
 
   export          run (checkpoint with AdamW moments, as training leaves it, + tokenizer) ->
                   transformers folder, one float32 model.safetensors
@@ -83,19 +82,17 @@ def best_of(step: str, repeats: int, threads: int, out: Path, **paths: str) -> d
 
 
 def make_run(directory: Path) -> int:
-    """A run directory with a random 124M (or 163M untied) model and the fixture GPT-2 tokenizer."""
+    """A run directory with a random 124M model and the fixture GPT-2 tokenizer."""
     import torch
 
-    from seqlab.interop.hf_config import model_supports
     from seqlab.model import TransformerLM
     from seqlab.tokenizer import Tokenizer
     from seqlab.training.checkpoint import save_checkpoint
 
     from seqlab.training.optimizer import AdamW
 
-    extra = {"tie_embeddings": True} if model_supports("tie_embeddings") else {}
     torch.manual_seed(0)
-    model = TransformerLM(**SHAPE, **extra)
+    model = TransformerLM(**SHAPE, tie_embeddings=True)
     optimizer = AdamW(model.parameters(), lr=1e-9)  # one step, so the checkpoint holds both moments,
     for parameter in model.parameters():  # as a trained run's does (3x the weights on disk)
         parameter.grad = torch.zeros_like(parameter)

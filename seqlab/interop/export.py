@@ -42,9 +42,8 @@ def llama_state_dict(state: dict[str, torch.Tensor], config: ModelConfig, source
     ``state`` is consumed (its tensors move to the result, so nothing is held twice). A missing or
     unexpected weight raises ValueError naming it and ``source``.
     """
-    tied = bool(getattr(config, "tie_embeddings", False))
-    kv_heads = getattr(config, "num_kv_heads", None) or config.num_heads
-    heads = {"q": config.num_heads, "k": kv_heads}
+    tied = config.tie_embeddings
+    heads = {"q": config.num_heads, "k": config.num_kv_heads or config.num_heads}
     out: dict[str, torch.Tensor] = {}
     for ours, theirs, rope in llama_names(config.num_layers, tied=tied):
         if ours not in state:

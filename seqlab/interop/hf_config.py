@@ -20,7 +20,6 @@ equivalent and are refused by field.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from seqlab.model.config import ModelConfig
@@ -39,11 +38,6 @@ class UnsupportedModelError(ValueError):
     """A model one side cannot express; the message names the file (or run) and the field."""
 
 
-def model_supports(field: str) -> bool:
-    """True when this seqlab's ModelConfig has ``field`` (``num_kv_heads``, ``tie_embeddings``)."""
-    return field in {f.name for f in fields(ModelConfig)}
-
-
 def check_llama_expressible(config: ModelConfig, source: str) -> None:
     """Raise :class:`UnsupportedModelError` naming the first field Llama cannot express."""
     for field, wanted in LLAMA_SHAPE.items():
@@ -59,7 +53,6 @@ def to_llama_config(config: ModelConfig, *, bos_token_id: int | None, eos_token_
     """The ``config.json`` of a ``LlamaForCausalLM`` with ``config``'s shapes (check it first with
     :func:`check_llama_expressible`). RoPE θ is written both as transformers 5 reads it
     (``rope_parameters``) and as transformers 4 does (``rope_theta``)."""
-    num_kv_heads = getattr(config, "num_kv_heads", None) or config.num_heads
     return {
         "architectures": [ARCHITECTURE],
         "model_type": "llama",
@@ -68,7 +61,7 @@ def to_llama_config(config: ModelConfig, *, bos_token_id: int | None, eos_token_
         "intermediate_size": config.d_ff,
         "num_hidden_layers": config.num_layers,
         "num_attention_heads": config.num_heads,
-        "num_key_value_heads": num_kv_heads,
+        "num_key_value_heads": config.num_kv_heads or config.num_heads,
         "head_dim": config.d_head,
         "max_position_embeddings": config.context_length,
         "rms_norm_eps": config.norm_eps,
@@ -80,7 +73,7 @@ def to_llama_config(config: ModelConfig, *, bos_token_id: int | None, eos_token_
         "attention_dropout": 0.0,
         "mlp_bias": False,
         "pretraining_tp": 1,
-        "tie_word_embeddings": bool(getattr(config, "tie_embeddings", False)),
+        "tie_word_embeddings": config.tie_embeddings,
         "bos_token_id": bos_token_id,
         "eos_token_id": eos_token_id,
         "initializer_range": 0.02,
@@ -123,9 +116,7 @@ def _rope_theta(values: dict[str, Any], source: str) -> float:
 def from_llama_config(values: Any, source: str) -> dict[str, Any]:
     """ModelConfig fields (a dict for ``ModelConfig(**...)``) from a Llama ``config.json``'s values.
 
-    ``source`` (the file) starts every error. GQA (``num_key_value_heads`` below
-    ``num_attention_heads``) and tied embeddings need this seqlab's ModelConfig to have
-    ``num_kv_heads`` / ``tie_embeddings``; without them such a model is refused by field.
+    ``source`` (the file) starts every error.
     """
     if not isinstance(values, dict):
         raise UnsupportedModelError(f"{source}: expected a JSON object of LlamaConfig fields")
@@ -164,16 +155,10 @@ def from_llama_config(values: Any, source: str) -> dict[str, Any]:
         "norm_eps": _number(values, "rms_norm_eps", source, float),
     }
     if kv_heads != heads:
-        if not model_supports("num_kv_heads"):
-            raise UnsupportedModelError(f"{source}: num_key_value_heads {kv_heads} (grouped-query attention) is not "
-                                        f"supported by this seqlab's model (it has no num_kv_heads)")
         result["num_kv_heads"] = kv_heads
     tied = values.get("tie_word_embeddings", _DEFAULTS["tie_word_embeddings"])
     if not isinstance(tied, bool):
         raise UnsupportedModelError(f"{source}: tie_word_embeddings must be true or false, got {tied!r}")
     if tied:
-        if not model_supports("tie_embeddings"):
-            raise UnsupportedModelError(f"{source}: tie_word_embeddings true is not supported by this seqlab's "
-                                        f"model (it has no tie_embeddings)")
         result["tie_embeddings"] = True
     return result

@@ -72,7 +72,7 @@ def read_llama_config(src: Path) -> ModelConfig:
 def plan_weights(files: WeightFiles, config: ModelConfig) -> list[tuple[str, str, str | None]]:
     """``llama_names`` for ``config``, after checking every tensor's presence, shape and dtype
     against the model (built on the meta device: shapes, no memory) and that nothing is left over."""
-    tied = bool(getattr(config, "tie_embeddings", False))
+    tied = config.tie_embeddings
     expected = {name: tuple(t.shape) for name, t in TransformerLM.from_config(config, device="meta").state_dict().items()}
     plan = llama_names(config.num_layers, tied=tied)
     available = set(files.names())
@@ -99,7 +99,7 @@ def plan_weights(files: WeightFiles, config: ModelConfig) -> list[tuple[str, str
 def read_weights(files: WeightFiles, config: ModelConfig, plan: list[tuple[str, str, str | None]]
                  ) -> dict[str, torch.Tensor]:
     """seqlab's float32 state dict, read tensor by tensor (each converted as soon as it is read)."""
-    heads = {"q": config.num_heads, "k": getattr(config, "num_kv_heads", None) or config.num_heads}
+    heads = {"q": config.num_heads, "k": config.num_kv_heads or config.num_heads}
     state: dict[str, torch.Tensor] = {}
     for ours, theirs, rope in plan:
         tensor = files.tensor(theirs).to(torch.float32)
@@ -130,9 +130,10 @@ def import_hf(src: str | os.PathLike, out: str | os.PathLike) -> Path:
     plan = plan_weights(files, config)
     state = read_weights(files, config, plan)
     model = TransformerLM.from_config(config, device="meta")
-    expected = model.state_dict()
-    if "lm_head.weight" in expected and "lm_head.weight" not in state:  # tied: the embedding, listed twice
+    if config.tie_embeddings:  # one tensor, listed under both names as the tied model's state dict does
         state["lm_head.weight"] = state["token_embeddings.weight"]
-    model.load_state_dict(state, strict=True, assign=True)
+    model.load_state_dict(state, strict=True, assign=True)  # the tensors themselves become the parameters
     del state
+    if config.tie_embeddings:  # assign=True made two Parameter objects of the one tensor: one again
+        model.token_embeddings.weight = model.lm_head.weight
     return write_imported_run(out, model, tokenizer, source=str(src.resolve()))

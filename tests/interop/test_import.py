@@ -15,7 +15,6 @@ import torch
 from seqlab.cli import main
 from seqlab.inference.generate import generate
 from seqlab.inference.loading import load_model
-from seqlab.interop.hf_config import model_supports
 from tests.interop.conftest import hf_greedy, hf_logits, seqlab_logits
 
 EOT = "<|endoftext|>"
@@ -56,10 +55,11 @@ def save_llama(folder: Path, tokenizer, *, dtype=torch.float32, shard: bool = Fa
     return model.float()
 
 
-CASES = {"fp32": {}, "bf16": {"dtype": torch.bfloat16}, "sharded": {"shard": True},
-         "gqa": {"num_kv_heads": 2}, "gqa_tied_bf16": {"num_kv_heads": 2, "tied": True, "dtype": torch.bfloat16},
-         "tied": {"tied": True}, "mqa_tied_sharded": {"num_kv_heads": 1, "tied": True, "shard": True}}
-NEEDS = {"num_kv_heads": "num_kv_heads", "tied": "tie_embeddings"}  # case key -> the ModelConfig field it needs
+# 8 query heads; key/value heads 8 (MHA), 2 (GQA) or 1 (MQA); tied or not; fp32 or bf16; one sharded
+CASES = {"fp32": {}, "bf16": {"dtype": torch.bfloat16}, "gqa": {"num_kv_heads": 2},
+         "gqa_tied_bf16": {"num_kv_heads": 2, "tied": True, "dtype": torch.bfloat16}, "tied": {"tied": True},
+         "mqa_tied": {"num_kv_heads": 1, "tied": True},
+         "gqa_tied_sharded": {"num_kv_heads": 2, "tied": True, "shard": True}}
 
 
 @pytest.fixture(scope="module")
@@ -68,14 +68,11 @@ def import_case(hf_tokenizer, tmp_path_factory):
     made = {}
 
     def make(name: str):
-        missing = [NEEDS[key] for key in CASES[name] if key in NEEDS and not model_supports(NEEDS[key])]
-        if missing:
-            pytest.skip(f"this seqlab's ModelConfig has no {', '.join(missing)} yet (issue 19, item 3)")
         if name not in made:
             root = tmp_path_factory.mktemp(name)
             model = save_llama(root / "hf", hf_tokenizer, **CASES[name])
             assert main(["import", "--from", "hf", str(root / "hf"), str(root / "run")]) == 0
-            made[name] = model, root / "run", root / "hf"
+            made[name] = model, root / "run", root / "hf", CASES[name]
         return made[name]
 
     return make
@@ -88,24 +85,29 @@ def imported(request, import_case):
 
 @pytest.fixture
 def sharded(import_case):
-    """The sharded import, on which seqlab's commands are run."""
-    return import_case("sharded")
+    """The sharded GQA import with tied embeddings, on which seqlab's commands are run."""
+    return import_case("gqa_tied_sharded")
 
 
-def test_the_folder_was_saved_as_the_case_says(imported):
-    _, _, folder = imported
-    names = sorted(p.name for p in folder.iterdir())
-    dtype = json.loads((folder / "config.json").read_text()).get("dtype")
-    if "model.safetensors.index.json" in names:
-        assert len([n for n in names if n.endswith(".safetensors")]) > 2
-    else:
-        assert "model.safetensors" in names and dtype in ("float32", "bfloat16")
+def test_the_folder_and_the_run_have_the_cases_shape(imported):
+    _, run, folder, case = imported
+    shards = sorted(p.name for p in folder.glob("model*.safetensors"))
+    assert (len(shards) > 2) is case.get("shard", False) and (folder / "model.safetensors.index.json").is_file() is (
+        len(shards) > 2)
+    llama = json.loads((folder / "config.json").read_text())
+    kv_heads, tied = case.get("num_kv_heads", 8), case.get("tied", False)
+    assert llama["num_key_value_heads"] == kv_heads and llama["tie_word_embeddings"] is tied
+    assert llama["dtype"] == ("bfloat16" if case.get("dtype") == torch.bfloat16 else "float32")
+    model = load_model(run=run).model
+    assert model.config.num_kv_heads == kv_heads and model.config.tie_embeddings is tied
+    assert model.layers[0].attn.k_proj.weight.shape == (kv_heads * 8, 64)
+    assert (model.lm_head.weight is model.token_embeddings.weight) is tied
 
 
 def test_logits_and_greedy_generation_equal_transformers(imported, cs336_dir):
     from transformers import LlamaForCausalLM
 
-    model, run, folder = imported
+    model, run, folder, _ = imported
     ours, tokenizer, payload = load_model(run=run)
     assert payload["iteration"] == 0 and ours.config.rope_theta == 500.0 and ours.config.norm_eps == 1e-6
     reference = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()  # bf16 -> fp32 is exact
@@ -119,7 +121,7 @@ def test_logits_and_greedy_generation_equal_transformers(imported, cs336_dir):
 
 
 def test_the_tokenizer_gives_the_hf_ids(imported, hf_tokenizer, cs336_dir):
-    _, run, _ = imported
+    _, run, _, _ = imported
     tokenizer = load_model(run=run).tokenizer
     assert tokenizer.vocab_size == VOCAB and tokenizer.eot_id == 0
     for name in ("tinystories_sample.txt", "german.txt", "corpus.en"):
@@ -128,7 +130,7 @@ def test_the_tokenizer_gives_the_hf_ids(imported, hf_tokenizer, cs336_dir):
 
 
 def test_seqlab_generate_prints_the_greedy_continuation(sharded, capsys):
-    model, run, _ = sharded
+    model, run, _, _ = sharded
     tokenizer = load_model(run=run).tokenizer
     prompt = PROMPTS[0]
     expected = hf_greedy(model, tokenizer.encode(prompt), 12, eos_id=0)
@@ -139,7 +141,7 @@ def test_seqlab_generate_prints_the_greedy_continuation(sharded, capsys):
 
 
 def test_seqlab_eval_gives_the_loss_of_transformers(sharded, cs336_dir, tmp_path, capsys):
-    model, run, _ = sharded
+    model, run, _, _ = sharded
     tokenizer = load_model(run=run).tokenizer
     ids = tokenizer.encode((cs336_dir / "tinystories_sample.txt").read_text(encoding="utf-8"))[:64 * 5 + 1]
     np.save(tmp_path / "valid.npy", np.array(ids, dtype=np.uint16))
@@ -157,7 +159,7 @@ def test_explore_serves_the_imported_run(sharded):
     from seqlab.explorer.runs import RunRegistry
     from tests.explorer.conftest import client_for, serving
 
-    model, run, _ = sharded
+    model, run, _, _ = sharded
     tokenizer = load_model(run=run).tokenizer
     text = PROMPTS[1]
     ids = tokenizer.encode(text)
@@ -173,7 +175,7 @@ def test_explore_serves_the_imported_run(sharded):
 
 
 def test_accounting_counts_the_transformers_parameters(sharded, capsys):
-    model, run, _ = sharded
+    model, run, _, _ = sharded
     capsys.readouterr()
     assert main(["accounting", "--config", str(run / "config.json"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -182,7 +184,7 @@ def test_accounting_counts_the_transformers_parameters(sharded, capsys):
 
 def test_train_resume_fine_tunes_the_imported_run(sharded, cs336_dir, tmp_path, capsys):
     """Data tokenized with the run's tokenizer (`seqlab tokenize`), then `seqlab train --resume`."""
-    _, source, _ = sharded
+    _, source, _, _ = sharded
     run = tmp_path / "run"
     shutil.copytree(source, run)
     data = tmp_path / "data"
@@ -250,22 +252,10 @@ def test_unsupported_or_inconsistent_configs_are_refused(folder, tmp_path, capsy
     assert str(folder) in err
 
 
-@pytest.mark.skipif(not model_supports("num_kv_heads"), reason="the model has no num_kv_heads yet")
 def test_key_value_heads_that_disagree_with_the_weights_are_a_shape_mismatch(folder, tmp_path, capsys):
     _edit_config(folder, num_key_value_heads=2)  # the weights have 8 key/value heads
     _refused(folder, tmp_path / "run", capsys, "self_attn.k_proj.weight has shape [64, 64], but config.json "
              "implies [16, 64]")
-
-
-@pytest.mark.parametrize("changes, field, words", [
-    ({"num_key_value_heads": 2}, "num_kv_heads", "num_key_value_heads 2 (grouped-query attention) is not supported"),
-    ({"tie_word_embeddings": True}, "tie_embeddings", "tie_word_embeddings true is not supported"),
-])
-def test_without_gqa_or_tying_in_the_model_such_configs_are_refused(folder, tmp_path, capsys, changes, field, words):
-    if model_supports(field):
-        pytest.skip(f"the model has {field}")
-    _edit_config(folder, **changes)
-    _refused(folder, tmp_path / "run", capsys, "config.json", words)
 
 
 def test_a_missing_shard_is_named(folder, tmp_path, capsys):
