@@ -1,7 +1,7 @@
 """Wall time for a TransformerSeq2Seq to learn ``dates`` to 99% exact match on CPU.
 
 Trains with ``seqlab seq2seq train`` settings (character vocabularies, greedy decoding) and stops
-as soon as the validation exact match (greedy, on ``--eval-size`` unseen dates, checked every
+as soon as the validation exact match (greedy, on ``--valid-size`` unseen dates, checked every
 ``--eval-interval`` steps) reaches ``--target``. Then decodes ``--test-size`` further unseen
 dates (a fresh seed, sources excluded from training) and reports exact match there, so the number
 is not picked on the data that decided when to stop.
@@ -27,15 +27,15 @@ import time
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--d-model", type=int, default=64)
-    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--num-layers", type=int, default=2)
     parser.add_argument("--num-heads", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--warmup-steps", type=int, default=100)
-    parser.add_argument("--steps", type=int, default=3000, help="schedule length and hard cap")
+    parser.add_argument("--max-steps", type=int, default=3000, help="schedule length and hard cap")
     parser.add_argument("--train-size", type=int, default=20000)
     parser.add_argument("--eval-interval", type=int, default=100)
-    parser.add_argument("--eval-size", type=int, default=1000)
+    parser.add_argument("--valid-size", type=int, default=1000, help="validation dates, all scored at each evaluation")
     parser.add_argument("--test-size", type=int, default=1000)
     parser.add_argument("--target", type=float, default=0.99)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
@@ -51,8 +51,10 @@ def main(argv=None) -> int:
     t_start, cpu_start = time.perf_counter(), time.process_time()
     import torch
 
+    from seqlab.seq2seq import Seq2SeqTrainConfig, evaluate_translations, load_run
+    from seqlab.seq2seq.dataset import load_pairs
+    from seqlab.seq2seq.task import train
     from seqlab.seq2seq.tasks import make_pairs
-    from seqlab.seq2seq.train import Seq2SeqTrainConfig, evaluate_translations, load_pairs, load_run, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -60,22 +62,23 @@ def main(argv=None) -> int:
         out = args.out or os.path.join(tmp, "run")
         cfg = Seq2SeqTrainConfig(
             out_dir=out, task="dates", arch="transformer", d_model=args.d_model, num_heads=args.num_heads,
-            layers=args.layers, train_size=args.train_size, steps=args.steps, batch_size=args.batch_size,
-            lr=args.lr, warmup_steps=args.warmup_steps, eval_interval=args.eval_interval, eval_size=args.eval_size,
-            valid_size=args.eval_size, checkpoint_interval=args.steps, target_exact_match=args.target,
-            seed=args.seed, threads=args.threads, device="cpu", progress=False, overwrite=True)
-        result = train(cfg, log=lambda message: None)
+            num_layers=args.num_layers, train_size=args.train_size, max_steps=args.max_steps,
+            batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, eval_interval=args.eval_interval,
+            eval_batches=-(-args.valid_size // args.batch_size), valid_size=args.valid_size,
+            checkpoint_interval=args.max_steps, target_exact_match=args.target, seed=args.seed, threads=args.threads,
+            device="cpu", progress=False, overwrite=True)
+        result = train(cfg, say=lambda message: None)
         run = load_run(out, device="cpu")
         seen = {s for s, _ in load_pairs(cfg)[0]} | {s for s, _ in load_pairs(cfg)[1]}
         test = make_pairs("dates", args.test_size, seed=args.seed + 7_000_001, exclude=seen)
         scored = evaluate_translations(run.model, test, run.src_vocab, run.tgt_vocab)
     numbers = {
-        "reached_target": result.status == "target reached", "target": args.target,
+        "reached_target": result.stopped_by == "target reached", "target": args.target,
         "steps": result.steps, "train_wall_seconds": round(result.elapsed, 1),
         "total_wall_seconds": round(time.perf_counter() - t_start, 1),
         "process_cpu_seconds": round(time.process_time() - cpu_start, 1),
         "load_average_1min_at_end": round(os.getloadavg()[0], 2),
-        "validation_exact_match": result.val_exact_match, "test_exact_match": scored.exact_match,
+        "validation_exact_match": result.metrics.get("val_exact_match"), "test_exact_match": scored.exact_match,
         "test_pairs": len(test), "parameters": result.parameters,
         "target_tokens_per_second": round(result.tokens_per_second),
         "threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),

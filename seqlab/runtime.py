@@ -119,3 +119,23 @@ def compile_model(model: torch.nn.Module, device: torch.device) -> tuple[torch.n
 
     torch._dynamo.config.suppress_errors = True  # fall back to eager on a compile error
     return torch.compile(model), None
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes free for new tensors on ``device``: CUDA's free memory, or on a CPU Linux's
+    MemAvailable (None when unknown, e.g. MPS or no /proc)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type != "cpu":
+        return None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,26 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(saved)
+
+
+@pytest.fixture
+def poison_gradient(monkeypatch) -> Callable[[int], dict]:
+    """``poison_gradient(step)``: at that (1-based) optimizer step one gradient entry becomes NaN just
+    before clipping, while the loss stays finite (an overflow in the backward pass). Returns a dict
+    whose "n" counts the clipping calls, i.e. the steps run."""
+    from seqlab.training import engine as engine_module
+
+    def install(step: int) -> dict:
+        real_clip, calls = engine_module.clip_grad_norm, {"n": 0}
+
+        def poison_then_clip(parameters, max_norm):
+            parameters = list(parameters)
+            calls["n"] += 1
+            if calls["n"] == step:
+                parameters[0].grad.view(-1)[0] = float("nan")
+            return real_clip(parameters, max_norm)
+
+        monkeypatch.setattr(engine_module, "clip_grad_norm", poison_then_clip)
+        return calls
+
+    return install

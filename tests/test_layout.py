@@ -8,12 +8,15 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "seqlab"
-# these areas know nothing of training (inference loads checkpoints without it)
-TRAINING_FREE = ("model", "tokenizer", "inference")
+# these areas know nothing of training (inference loads checkpoints through the run format)
+TRAINING_FREE = ("model", "tokenizer", "inference", "runs", "explorer")
+# the run format sits below training and inference, the explorer and the seq2seq tasks
+RUN_FORMAT_FORBIDDEN = ("seqlab.training", "seqlab.inference", "seqlab.seq2seq", "seqlab.explorer",
+                        "seqlab.demo")
 ARGPARSE_CALLS = {"ArgumentParser", "add_argument", "add_parser", "add_subparsers", "add_argument_group",
                   "add_mutually_exclusive_group"}
-# the train config builds its parser from its dataclass metadata (issue 14 keeps it there)
-ARGPARSE_ALLOWED = {PACKAGE / "training" / "config.py"}
+# settings classes build their flags from their dataclass metadata (seqlab.settings)
+ARGPARSE_ALLOWED = {PACKAGE / "training" / "config.py", PACKAGE / "settings.py"}
 # seqlab modules that themselves import only the standard library (a cli.py may import them at the top)
 LIGHT_SEQLAB = {"seqlab", "seqlab.__version__", "seqlab.atomic", "seqlab.atomic.atomic_path", "seqlab.cli_types",
                 "seqlab.cli_types.finite_float"}
@@ -53,6 +56,25 @@ def test_model_tokenizer_and_inference_never_import_training(area):
     assert not offenders, "move the shared code out of seqlab/training:\n" + "\n".join(offenders)
 
 
+def _imports_of(area: str, forbidden: tuple[str, ...]) -> list[str]:
+    offenders = []
+    for path in modules(PACKAGE / area):
+        for line, name in imported_modules(ast.parse(path.read_text(encoding="utf-8"))):
+            if any(name == f or name.startswith(f + ".") for f in forbidden):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}")
+    return offenders
+
+
+def test_the_run_format_imports_no_area_above_it():
+    offenders = _imports_of("runs", RUN_FORMAT_FORBIDDEN)
+    assert not offenders, "seqlab.runs must stay below training, inference and the apps:\n" + "\n".join(offenders)
+
+
+def test_training_never_imports_inference():
+    offenders = _imports_of("training", ("seqlab.inference",))
+    assert not offenders, "read and write runs through seqlab.runs instead:\n" + "\n".join(offenders)
+
+
 def test_only_cli_modules_build_argument_parsers():
     offenders = []
     for path in modules():
@@ -90,3 +112,35 @@ def test_seqlab_help_imports_neither_torch_nor_numpy():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "train" in result.stdout and "generate" in result.stdout  # the help was printed
     assert "HEAVY []" in result.stdout, result.stdout[-300:]
+
+
+TRANSLATE_ONLY = """
+import sys
+from seqlab.seq2seq import load_run, translate
+from seqlab.seq2seq.evaluation import evaluate_translations
+from seqlab.explorer.runs import RunRegistry
+
+run = load_run(sys.argv[1], device="cpu")
+print("OUT", translate(run, ["abc"], beam_size=2))
+RunRegistry([sys.argv[1]]).seq2seq()
+training = sorted(m for m in sys.modules if m.startswith("seqlab.training") or m in
+                  ("seqlab.seq2seq.task", "seqlab.seq2seq.train"))
+print("TRAINING", training)
+"""
+
+
+def test_code_that_only_translates_imports_no_training_module(tmp_path):
+    """Loading a seq2seq run and translating (the CLI's translate, the explorer) stays clear of the
+    training engine and the seq2seq task: the process that does only that never imports them."""
+    from seqlab.seq2seq.task import train
+    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+
+    train(Seq2SeqTrainConfig(out_dir=str(tmp_path / "run"), task="copy", min_len=1, max_len=3, train_size=50,
+                             valid_size=5, arch="rnn", d_model=8, num_layers=1, max_steps=1, batch_size=4,
+                             progress=False, threads=1), say=lambda message: None)
+    env = {"PYTHONPATH": str(PACKAGE.parent), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-c", TRANSLATE_ONLY, str(tmp_path / "run")], capture_output=True,
+                            text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "OUT [" in result.stdout  # it did translate
+    assert "TRAINING []" in result.stdout, result.stdout

@@ -24,7 +24,7 @@ import torch
 
 from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.inference.generate import generate
-from seqlab.inference.loading import load_model_from_checkpoint
+from seqlab.runs.checkpoint import load_model_from_checkpoint
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import prepare
@@ -73,10 +73,13 @@ def time_steps(config: TrainConfig, num_steps: int = 3) -> float:
     probe = Trainer(TrainConfig(**{**config.to_dict(), "max_steps": 10, "progress": False, "time_budget_s": None}))
     probe._setup()
     times = []
-    for step in range(num_steps):
-        started = time.perf_counter()
-        probe.train_step(step)
-        times.append(time.perf_counter() - started)
+    try:
+        for step in range(num_steps):
+            started = time.perf_counter()
+            probe.train_step(step)
+            times.append(time.perf_counter() - started)
+    finally:
+        probe.close()  # the run directory's lock: the real run takes it next
     return statistics.median(times[1:])
 
 

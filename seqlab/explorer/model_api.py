@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from seqlab.explorer.runs import LoadedLM, RunRegistry
+from seqlab.explorer.runs import ExplorerLM, RunRegistry
 from seqlab.explorer.validation import Payload, RequestError
 
 MAX_TEXT_CHARS = 4000
@@ -35,7 +35,7 @@ def _run_id(p: Payload) -> str | None:
     return run
 
 
-def _lm(p: Payload, runs: RunRegistry) -> LoadedLM:
+def _lm(p: Payload, runs: RunRegistry) -> ExplorerLM:
     return runs.lm(_run_id(p))
 
 
@@ -46,17 +46,17 @@ def _text(p: Payload) -> str:
     return text
 
 
-def _encode(lm: LoadedLM, text: str) -> list[int]:
+def _encode(lm: ExplorerLM, text: str) -> list[int]:
     return lm.tokenizer.encode(text)
 
 
-def _window(lm: LoadedLM, ids: list[int]) -> tuple[list[int], bool]:
+def _window(lm: ExplorerLM, ids: list[int]) -> tuple[list[int], bool]:
     """The first context_length ids, and whether anything was cut."""
     context = lm.model.config.context_length
     return ids[:context], len(ids) > context
 
 
-def _token_json(lm: LoadedLM, token_id: int) -> dict[str, Any]:
+def _token_json(lm: ExplorerLM, token_id: int) -> dict[str, Any]:
     piece = lm.tokenizer.vocab[token_id]
     return {"id": token_id, "text": piece.decode("utf-8", errors="replace"), "bytes": list(piece)}
 
@@ -123,7 +123,7 @@ def lm_tokens(p: Payload, runs: RunRegistry) -> dict:
             "cut_text": lm.tokenizer.decode(ids[len(window):]) if truncated else ""}
 
 
-def _trace(lm: LoadedLM, text: str):
+def _trace(lm: ExplorerLM, text: str):
     from seqlab.inference.inspect import trace_forward
 
     window, truncated = _window(lm, _encode(lm, text))
@@ -246,7 +246,7 @@ def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
     p.finish()
     run = runs.seq2seq(run_id)
     from seqlab.seq2seq.config import BOS_ID
-    from seqlab.seq2seq.train import decode_limit, translate_ids
+    from seqlab.seq2seq.decoding import decode_limit, translate_ids
 
     src = run.src_vocab.encode(text)
     if not src:

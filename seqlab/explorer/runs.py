@@ -1,7 +1,8 @@
 """The runs the explorer shows: directories written by ``seqlab train`` / ``seqlab demo`` (language
 models) and ``seqlab seq2seq train`` (seq2seq models), loaded on first use.
 
-A run directory is recognised by its files, without loading anything:
+A run directory is recognised by the kind its config.json names (older runs: by their files),
+without loading anything:
 
     LM run       checkpoints/latest.pt, tokenizer/ (vocab.json, merges.txt), config.json, log.jsonl
     seq2seq run  checkpoints/latest.pt, vocab.json, config.json
@@ -38,15 +39,18 @@ class Run:
 
 
 def describe_run(run_id: str) -> Run:
-    """Classify a run directory by the files it holds (nothing is loaded)."""
+    """Classify a run directory by its config.json's kind, or failing that its files (nothing is
+    loaded; see :func:`seqlab.runs.directory.run_kind`)."""
+    from seqlab.runs.directory import run_kind
+
     path = Path(run_id).expanduser()
     if not path.is_dir():
         return Run(run_id, path, "invalid", RequestError(
             f"run directory {run_id} does not exist; {MAKE_ONE}", "run_missing", run=run_id))
-    has_checkpoint = (path / "checkpoints" / "latest.pt").is_file()
-    if has_checkpoint and (path / "tokenizer").is_dir():
+    kind = run_kind(path) if (path / "checkpoints" / "latest.pt").is_file() else None
+    if kind == "lm" and (path / "tokenizer").is_dir():
         return Run(run_id, path, "lm")
-    if has_checkpoint and (path / "vocab.json").is_file() and (path / "config.json").is_file():
+    if kind == "seq2seq" and (path / "vocab.json").is_file() and (path / "config.json").is_file():
         return Run(run_id, path, "seq2seq")
     return Run(run_id, path, "invalid", RequestError(
         f"{run_id} is not a seqlab run: expected checkpoints/latest.pt with tokenizer/ (a language model "
@@ -54,7 +58,7 @@ def describe_run(run_id: str) -> Run:
 
 
 @dataclass
-class LoadedLM:
+class ExplorerLM:
     """A language-model run, ready to use: the model (eval mode, CPU), its tokenizer and files."""
 
     run: Run
@@ -64,19 +68,20 @@ class LoadedLM:
     log: list[dict[str, Any]] = field(default_factory=list)
 
 
-def load_lm(run: Run) -> LoadedLM:
+def load_lm(run: Run) -> ExplorerLM:
     """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
     from seqlab.inference.loading import check_vocabularies, load_model
-    from seqlab.training.logging_utils import read_jsonl
+    from seqlab.runs.log import read_jsonl
 
     try:
         model, tokenizer, _ = load_model(run=run.path, device="cpu")
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise RequestError(f"run {run.id}: cannot load {run.path / 'checkpoints' / 'latest.pt'} or its tokenizer: "
                            f"{exc}. Retrain it or pick another run", "run_damaged", run=run.id, detail=str(exc)) from None
+    from seqlab.runs.directory import read_config
+
     try:
-        config_path = run.path / "config.json"
-        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        config = read_config(run.path) if (run.path / "config.json").is_file() else {}
         log_path = run.path / "log.jsonl"
         log = read_jsonl(log_path) if log_path.is_file() else []
     except (OSError, ValueError) as exc:
@@ -86,14 +91,14 @@ def load_lm(run: Run) -> LoadedLM:
                            f"use the tokenizer the model was trained with ({run.path / 'tokenizer'})")
     except ValueError as exc:
         raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
-    return LoadedLM(run, model, tokenizer, config, log)
+    return ExplorerLM(run, model, tokenizer, config, log)
 
 
 def load_seq2seq(run: Run) -> Any:
-    """A seq2seq run through ``seqlab.seq2seq.train.load_run`` (model in eval mode on the CPU,
+    """A seq2seq run through ``seqlab.seq2seq.loading.load_run`` (model in eval mode on the CPU,
     source and target vocabularies); errors name the run and file."""
     try:
-        from seqlab.seq2seq.train import load_run
+        from seqlab.seq2seq.loading import load_run
     except ImportError:
         raise RequestError("this version of seqlab has no seq2seq models (seqlab.seq2seq); update it to "
                            "translate with a seq2seq run", "s2s_missing") from None
@@ -172,9 +177,9 @@ class RunRegistry:
                 self._loaded[run.id] = loader(run)
             return self._loaded[run.id]
 
-    def lm(self, run_id: str | None = None) -> LoadedLM:
+    def lm(self, run_id: str | None = None) -> ExplorerLM:
         return self._load(self.find(run_id, "lm"), load_lm)
 
     def seq2seq(self, run_id: str | None = None) -> Any:
-        """A ``seqlab.seq2seq.train.LoadedRun`` (model, src_vocab, tgt_vocab, train_config, step)."""
+        """A ``seqlab.seq2seq.loading.Seq2SeqRun`` (model, src_vocab, tgt_vocab, train_config, step)."""
         return self._load(self.find(run_id, "seq2seq"), load_seq2seq)

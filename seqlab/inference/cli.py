@@ -27,7 +27,8 @@ def _add_model_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", metavar="DIR", help="run directory (uses checkpoints/latest.pt)")
     source.add_argument("--checkpoint", metavar="PATH", help="a checkpoint file")
-    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps or auto (default cpu)")
+    parser.add_argument("--device", default="auto", help="torch device: auto (cuda, else mps, else cpu), cpu, cuda, "
+                        "cuda:N or mps (default: auto)")
 
 
 # -- seqlab generate ----------------------------------------------------------------------------

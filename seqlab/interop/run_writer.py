@@ -1,11 +1,12 @@
 """A seqlab run directory for a model that was not trained here (``seqlab import``).
 
-The one place that writes it, with the helpers ``seqlab train`` uses, so the result is a run like
-any other::
+The one place that writes it, with the run format's helpers (:mod:`seqlab.runs`) and what
+``seqlab train`` writes into them, so the result is a language-model run like any other::
 
-    OUT/config.json             TrainConfig with the model's shape (TrainConfig.save_json) + "model"
+    OUT/config.json             "kind": "lm", the TrainConfig with the model's shape, "model"
+                                (ModelConfig fields), "imported_from" (runs.directory.write_config)
     OUT/checkpoints/latest.pt   step 0: weights, an AdamW state with no moments yet, the run state
-                                a --resume needs (sampler, RNG), model_config (save_checkpoint)
+                                a --resume needs (sampler, RNG), model_config (runs.checkpoint.save_checkpoint)
     OUT/tokenizer/              Tokenizer.save
 
 ``seqlab generate --run OUT``, ``seqlab eval --run OUT``, ``seqlab explore --run OUT``,
@@ -24,8 +25,9 @@ import numpy as np
 
 from seqlab.atomic import atomic_directory
 from seqlab.model import TransformerLM
+from seqlab.runs.checkpoint import save_checkpoint
+from seqlab.runs.directory import LM, TOKENIZER_DIR, write_config
 from seqlab.tokenizer import Tokenizer
-from seqlab.training.checkpoint import save_checkpoint
 from seqlab.training.config import TrainConfig
 from seqlab.training.optimizer import AdamW, weight_decay_groups
 from seqlab.training.run_state import run_extra
@@ -50,8 +52,8 @@ def write_imported_run(out: str | os.PathLike, model: TransformerLM, tokenizer: 
                       global_batch=None, world_size=1, schedule_steps=None, scaler=None)
     extra["imported_from"] = source
     with atomic_directory(out) as building:
-        config.save_json(building / "config.json", model_config=model.config,
-                         extra={"world_size": 1, "total_steps": 0, "imported_from": source})
+        write_config(building, {**config.to_dict(), "model": asdict(model.config), "world_size": 1,
+                                "total_steps": 0, "imported_from": source}, kind=LM)
         save_checkpoint(model, optimizer, 0, building / "checkpoints" / "latest.pt", extra=extra)
-        tokenizer.save(building / "tokenizer")
+        tokenizer.save(building / TOKENIZER_DIR)
     return out

@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "labs", help="run the NumPy reference labs: worked values and gradient checks",
         description="Run every NumPy lab (float64, hand-written gradients checked against finite differences).")
-    parser.add_argument("--output", type=Path, default=None,
+    parser.add_argument("--out", "--output", dest="output", type=Path, default=None,
                         help="directory for results.json and loss_curves.png (created if missing)")
     parser.add_argument("--only", choices=LAB_NAMES, default=None, metavar="NAME",
                         help=f"run one lab: {', '.join(LAB_NAMES)}")

@@ -2,7 +2,7 @@
 
     config = Seq2SeqConfig("rnn-attention", src_vocab_size=40, tgt_vocab_size=16)
     model = build_model(config)                  # RNNSeq2Seq
-    count_parameters(model)                      # each shared tensor counted once
+    num_parameters(model)                        # each shared tensor counted once
 
 `size_for_parameters` picks d_model so that different architectures have (about) the same
 number of parameters: the paths experiment compares them at equal size.
@@ -34,13 +34,23 @@ def build_model(config: Seq2SeqConfig, *, device=None, dtype=None) -> Seq2SeqMod
     return RNNSeq2Seq(config, device=device, dtype=dtype)
 
 
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable numbers; a tensor shared by two modules (tied embeddings) counts once."""
+def num_parameters(model: nn.Module) -> int:
+    """Number of trainable numbers; a tensor shared by two modules (tied embeddings) counts once.
+    (``seqlab.accounting.costs.count_parameters`` counts a Transformer LM's from its config.)"""
     return sum(p.numel() for p in model.parameters())
 
 
+def count_parameters(model: nn.Module) -> int:
+    """Deprecated name of :func:`num_parameters` (read for one more release)."""
+    import warnings
+
+    warnings.warn("seqlab.seq2seq.build.count_parameters is now num_parameters (count_parameters means "
+                  "seqlab.accounting's count from a config)", DeprecationWarning, stacklevel=2)
+    return num_parameters(model)
+
+
 def _count_for(config: Seq2SeqConfig) -> int:
-    return count_parameters(build_model(config, device="meta"))
+    return num_parameters(build_model(config, device="meta"))
 
 
 def _d_model_step(config: Seq2SeqConfig) -> int:

@@ -1,9 +1,9 @@
 """CLI: ``seqlab seq2seq train|translate|eval`` and ``seqlab paths`` (the information-paths experiment).
 
 Only the standard library is imported at the top; torch loads inside the handlers. Training flags
-leave out their defaults (argparse.SUPPRESS), so the defaults live in one place,
-:class:`seqlab.seq2seq.train_config.Seq2SeqTrainConfig` (``--help`` shows them), and ``--resume``
-keeps the run's saved settings except the flags given again.
+come from :class:`seqlab.seq2seq.train_config.Seq2SeqTrainConfig`'s fields, as ``seqlab train``'s do
+from TrainConfig's (:func:`seqlab.settings.add_config_arguments`): the defaults live in one place
+(``--help`` shows them), and ``--resume`` keeps the run's saved settings except the flags given again.
 """
 
 from __future__ import annotations
@@ -36,122 +36,38 @@ def _error(message: str, code: int = 1) -> int:
 
 
 def _register_train(commands) -> None:
-    from seqlab.seq2seq.config import ARCHS, ATTENTION_SCORES, CELLS, FFNS, NORM_POSITIONS, NORMS, POSITIONALS
-    from seqlab.seq2seq.tasks import DEFAULT_LENGTHS, TASKS
+    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+    from seqlab.settings import add_config_arguments
 
     train = commands.add_parser(
         "train", help="train an encoder-decoder on a built-in task or a TSV file",
-        description="Train (or --resume) a seq2seq model. Writes OUT/config.json, vocab.json, "
-                    "checkpoints/latest.pt, log.jsonl, loss_curve.png. With --resume, unset flags keep the "
-                    "run's saved settings.",
-        argument_default=argparse.SUPPRESS)
-    add = train.add_argument
-    data = train.add_argument_group("data")
-    data.add_argument("--task", choices=TASKS, help="built-in generated task")
-    data.add_argument("--pairs", metavar="FILE.tsv", help="source<TAB>target lines (Tatoeba/Anki export format)")
-    data.add_argument("--skip-bad-lines", action="store_true", help="leave out (and list) unusable lines of --pairs")
-    data.add_argument("--tokenize", choices=("char", "bpe"), help="characters or byte-level BPE")
-    data.add_argument("--tokenizer", metavar="DIR", help="BPE tokenizer directory (default: train one on the pairs)")
-    data.add_argument("--bpe-vocab-size", type=int, metavar="N", help="size of a BPE trained on the pairs")
-    data.add_argument("--train-size", type=int, metavar="N", help="built-in task: training pairs")
-    data.add_argument("--valid-size", type=int, metavar="N", help="built-in task: validation pairs")
-    data.add_argument("--valid-fraction", type=float, metavar="F", help="--pairs: share held out for validation")
-    data.add_argument("--min-len", type=int, metavar="N", help=f"copy/reverse/sort: shortest source (default: {DEFAULT_LENGTHS[0]})")
-    data.add_argument("--max-len", type=int, metavar="N", help=f"copy/reverse/sort: longest source (default: {DEFAULT_LENGTHS[1]})")
-    model = train.add_argument_group("model")
-    model.add_argument("--arch", choices=ARCHS)
-    model.add_argument("--d-model", type=int, metavar="N", help="embedding (and RNN hidden) size")
-    model.add_argument("--num-heads", type=int, metavar="N")
-    model.add_argument("--layers", type=int, metavar="N", help="encoder and decoder layers")
-    model.add_argument("--d-ff", type=int, metavar="N")
-    model.add_argument("--max-seq-len", type=int, metavar="N", help="default: longest example + 8")
-    model.add_argument("--norm", choices=NORMS)
-    model.add_argument("--norm-position", choices=NORM_POSITIONS)
-    model.add_argument("--positional", choices=POSITIONALS)
-    model.add_argument("--ffn", choices=FFNS)
-    model.add_argument("--cell", choices=CELLS, help="RNN cell")
-    model.add_argument("--attention-score", choices=ATTENTION_SCORES, help="rnn-attention scoring")
-    model.add_argument("--tie-output", action="store_true", help="output layer reuses the target embeddings")
-    opt = train.add_argument_group("optimisation and stopping")
-    opt.add_argument("--steps", type=int, metavar="N")
-    opt.add_argument("--batch-size", type=int, metavar="N")
-    opt.add_argument("--lr", type=float)
-    opt.add_argument("--min-lr", type=float)
-    opt.add_argument("--warmup-steps", type=int, metavar="N")
-    opt.add_argument("--weight-decay", type=float)
-    opt.add_argument("--grad-clip", type=float)
-    opt.add_argument("--eval-interval", type=int, metavar="N")
-    opt.add_argument("--eval-size", type=int, metavar="N", help="validation pairs decoded at each evaluation")
-    opt.add_argument("--checkpoint-interval", type=int, metavar="N")
-    opt.add_argument("--target-exact-match", type=float, metavar="F", help="stop once validation exact match >= F")
-    opt.add_argument("--max-minutes", type=float, metavar="M", help="stop (and save) after M minutes")
-    add("--out", dest="out_dir", metavar="DIR", help="run directory")
-    add("--seed", type=int)
-    add("--device", help="auto | cpu | cuda | mps")
-    add("--threads", type=int, metavar="N", help="torch CPU threads")
-    add("--no-progress", dest="progress", action="store_false")
-    add("--resume", action="store_true", help="continue OUT/checkpoints/latest.pt")
-    add("--overwrite", action="store_true", help="start over in an OUT that holds a run")
-    _show_defaults(train)
+        description="Train (or --resume) a seq2seq model on the training engine of `seqlab train` (the same "
+                    "flags: --precision, --compile, --grad-accum-steps, --time-budget-s, --reschedule, torchrun). "
+                    "Writes OUT/config.json, vocab.json, checkpoints/latest.pt, log.jsonl, loss_curve.png. Settings: "
+                    "defaults < --config TOML < flags; with --resume, the run's config.json replaces the defaults. "
+                    "A run directory is locked while it trains.")
+    add_config_arguments(train, Seq2SeqTrainConfig)
     train.set_defaults(func=_run_train)
 
 
-def _show_defaults(parser: argparse.ArgumentParser) -> None:
-    """Append "(default: X)" to each flag's help, X read from Seq2SeqTrainConfig (one source)."""
-    import dataclasses
-
-    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
-
-    defaults = {f.name: f.default for f in dataclasses.fields(Seq2SeqTrainConfig)}
-    for action in parser._actions:
-        value = defaults.get(action.dest)
-        if value is None or isinstance(value, bool) or action.help == argparse.SUPPRESS:
-            continue
-        action.help = f"{action.help} (default: {value})" if action.help else f"default: {value}"
-
-
-def _train_settings(args: argparse.Namespace) -> dict:
-    """The flags that were given, as Seq2SeqTrainConfig fields."""
-    skip = {"func", "command", "seq2seq_command"}
-    return {k: v for k, v in vars(args).items() if k not in skip}
-
-
 def _run_train(args: argparse.Namespace) -> int:
-    given = _train_settings(args)
-    if "pairs" in given and "task" not in given:
-        given["task"] = None
-    try:
-        from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+    from seqlab.settings import resolve_settings
 
-        if given.get("resume"):
-            out = given.get("out_dir", "runs/seq2seq")
-            saved_path = os.path.join(out, "config.json")
-            if not os.path.isfile(saved_path):
-                return _error(f"--resume: {saved_path} does not exist (nothing to resume in {out})", 2)
-            with open(saved_path, encoding="utf-8") as handle:
-                saved = json.load(handle)["train"]
-            saved.update(given)
-            given = saved
-        config = Seq2SeqTrainConfig.from_dict(given, source="flags")
-    except (ValueError, KeyError, json.JSONDecodeError) as error:
+    try:
+        config, notes = resolve_settings(Seq2SeqTrainConfig, args)
+    except (ValueError, FileNotFoundError) as error:
         return _error(str(error), 2)
-    from seqlab.seq2seq.data import PairsFileError
-    from seqlab.seq2seq.train import train
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    from seqlab.seq2seq.task import train
 
     try:
         result = train(config)
-    except PairsFileError as error:
+    except (ValueError, OSError, RuntimeError, MemoryError) as error:  # PairsFileError, NonFiniteLossError, ...
         return _error(str(error))
-    except (ValueError, OSError, RuntimeError, FloatingPointError) as error:
-        return _error(str(error))
-    summary = f"{result.status} at step {result.steps}"
-    if result.train_loss is not None:
-        summary += f", train loss {result.train_loss:.4f}"
-    if result.val_exact_match is not None:
-        summary += f", validation exact match {result.val_exact_match:.1%}"
-    summary += f", {result.elapsed:.1f} s; run: {result.run_dir}"
-    print(summary)
-    return 130 if result.status == "interrupted" else 0
+    print(result.summary(tokens="target tokens"))
+    return result.exit_status
 
 
 # -- seqlab seq2seq translate ----------------------------------------------------------------------
@@ -165,7 +81,7 @@ def _register_translate(commands) -> None:
     translate.add_argument("--beam", type=int, default=1, metavar="N", help="beam size (default 1: greedy)")
     translate.add_argument("--show-attention", action="store_true",
                            help="print the cross-attention of each output token over the source as a text heatmap")
-    translate.add_argument("--device", default="cpu")
+    translate.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N | mps (default: auto)")
     translate.set_defaults(func=_run_translate)
 
 
@@ -192,7 +108,8 @@ def _token_labels(vocab, ids: list[int]) -> list[str]:
 def _run_translate(args: argparse.Namespace) -> int:
     if args.beam < 1:
         return _error(f"--beam must be >= 1, got {args.beam}", 2)
-    from seqlab.seq2seq.train import decode_limit, load_run, translate_ids
+    from seqlab.seq2seq.decoding import decode_limit, translate_ids
+    from seqlab.seq2seq.loading import load_run
 
     try:
         run = load_run(args.run, device=args.device)
@@ -203,7 +120,7 @@ def _run_translate(args: argparse.Namespace) -> int:
     sources = [run.src_vocab.encode(text) for text in args.text]
     limit = decode_limit(run.model, [len(s) + 1 for s in sources])
     try:
-        outputs = translate_ids(run.model, sources, beam_size=args.beam, max_len=limit, device=args.device)
+        outputs = translate_ids(run.model, sources, beam_size=args.beam, max_len=limit, device=run.device)
     except ValueError as error:
         return _error(str(error))
     for text, src, out in zip(args.text, sources, outputs):
@@ -213,8 +130,8 @@ def _run_translate(args: argparse.Namespace) -> int:
         from seqlab.seq2seq.config import BOS_ID, EOS_ID
 
         with torch.no_grad():
-            src_t = torch.tensor([src], device=args.device)
-            tgt_t = torch.tensor([[BOS_ID, *out]], device=args.device)
+            src_t = torch.tensor([src], device=run.device)
+            tgt_t = torch.tensor([[BOS_ID, *out]], device=run.device)
             maps = run.model.attention_maps(src_t, tgt_t)
         if not maps:
             print(f"  ({run.model.config.arch} has no attention: the decoder sees only the encoder's final state)")
@@ -222,7 +139,7 @@ def _run_translate(args: argparse.Namespace) -> int:
         rows = _token_labels(run.tgt_vocab, out) + ["</s>"]
         columns = _token_labels(run.src_vocab, src)
         for layer, weights in enumerate(maps):
-            mean = weights[0].float().mean(0)  # average over heads: (T, S)
+            mean = weights[0].float().mean(0).cpu()  # average over heads: (T, S)
             title = "attention" if len(maps) == 1 else f"decoder layer {layer}: cross-attention, mean over heads"
             print(f"  {title}")
             print("\n".join("  " + line for line in heatmap_text(mean.tolist(), rows, columns).splitlines()))
@@ -242,7 +159,7 @@ def _register_eval(commands) -> None:
     ev.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N pairs only")
     ev.add_argument("--show-errors", type=int, default=5, metavar="N", help="print N wrong outputs (default 5)")
     ev.add_argument("--json", action="store_true", help="print the numbers as JSON")
-    ev.add_argument("--device", default="cpu")
+    ev.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N | mps (default: auto)")
     ev.set_defaults(func=_run_eval)
 
 
@@ -251,7 +168,9 @@ def _run_eval(args: argparse.Namespace) -> int:
         return _error(f"--beam must be >= 1, got {args.beam}", 2)
     from seqlab.seq2seq.data import read_pairs_tsv
     from seqlab.seq2seq.metrics import sacrebleu_missing_message
-    from seqlab.seq2seq.train import evaluate_translations, is_text_task, load_pairs, load_run
+    from seqlab.seq2seq.dataset import load_pairs
+    from seqlab.seq2seq.evaluation import evaluate_translations, is_text_task
+    from seqlab.seq2seq.loading import load_run
 
     try:
         run = load_run(args.run, device=args.device)
@@ -274,7 +193,7 @@ def _run_eval(args: argparse.Namespace) -> int:
             with_bleu, bleu_note = False, sacrebleu_missing_message()
     try:
         result = evaluate_translations(run.model, pairs, run.src_vocab, run.tgt_vocab, beam_size=args.beam,
-                                       with_bleu=with_bleu, device=args.device)
+                                       with_bleu=with_bleu, device=run.device)
     except ValueError as error:
         return _error(str(error))
     numbers = {"pairs": len(pairs), "exact_match": result.exact_match, "token_accuracy": result.token_accuracy,

@@ -1,16 +1,25 @@
-"""Turning a trained encoder-decoder into outputs: greedy decoding and beam search, batched.
+"""Turning a trained encoder-decoder into outputs: greedy decoding and beam search, batched, and
+:func:`translate` for text.
 
 Both read each source once (`model.encode`) and then extend all hypotheses of all sources by one
 token per step (`model.decode_step`), so the per-step cost is one batched call whatever the
 batch size. Outputs are token ids without BOS, cut before the first EOS.
+
+Worked example (``run`` from :func:`seqlab.seq2seq.load_run`)::
+
+    translate(run, ["Jan 15, 2020", "3/4/1999"])        # ["2020-01-15", "1999-03-04"], greedy
+    translate(run, ["Jan 15, 2020"], beam_size=4)       # beam search
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
 from seqlab.seq2seq.base import Seq2SeqModel, check_ids, check_mask
 from seqlab.seq2seq.config import BOS_ID, EOS_ID, PAD_ID
+from seqlab.seq2seq.data import pad_sequences
 
 
 def _check_max_len(model: Seq2SeqModel, max_len: int) -> None:
@@ -124,3 +133,48 @@ def beam_search(model: Seq2SeqModel, src_ids: torch.Tensor, src_padding_mask: to
     ranked = scores / lengths.clamp_min(1).to(scores.dtype) ** length_penalty
     best = ranked.argmax(-1)
     return _strip(history[torch.arange(batch, device=device), best].tolist())
+
+
+def decode_limit(model, examples_or_lengths) -> int:
+    """How many tokens to generate at most: twice the longest reference plus 8 (EOS included),
+    capped by the model's position table."""
+    longest = max(examples_or_lengths) if examples_or_lengths else 1
+    limit = model.max_target_length
+    wanted = 2 * longest + 8
+    return min(wanted, limit) if limit is not None else wanted
+
+
+@torch.no_grad()
+def translate_ids(model, sources: list[list[int]], *, beam_size: int = 1, max_len: int,
+                  batch_size: int = 256, device=None) -> list[list[int]]:
+    """Generate a target for every source (greedy for beam_size 1), in batches, in input order.
+
+    Sources are decoded in order of length so each batch holds similar lengths (less padding)."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    outputs: list[list[int]] = [[] for _ in sources]
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            src, mask = pad_sequences([sources[i] for i in rows], device=device)
+            if beam_size == 1:
+                hyps = greedy_decode(model, src, mask, max_len=max_len)
+            else:
+                hyps = beam_search(model, src, mask, beam_size=beam_size, max_len=max_len)
+            for i, hyp in zip(rows, hyps):
+                outputs[i] = hyp
+    finally:
+        model.train(was_training)
+    return outputs
+
+
+def translate(run, texts: Sequence[str], *, beam_size: int = 1, batch_size: int = 256) -> list[str]:
+    """Translate each text with a loaded run (``run.model``, ``run.src_vocab``, ``run.tgt_vocab``,
+    e.g. :func:`seqlab.seq2seq.load_run`'s): greedy for ``beam_size`` 1, else beam search."""
+    sources = [run.src_vocab.encode(text) for text in texts]
+    limit = decode_limit(run.model, [len(s) + 1 for s in sources])
+    device = next(run.model.parameters()).device
+    outputs = translate_ids(run.model, sources, beam_size=beam_size, max_len=limit, batch_size=batch_size,
+                            device=device)
+    return [run.tgt_vocab.decode(out) for out in outputs]

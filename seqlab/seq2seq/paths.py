@@ -31,19 +31,17 @@ from typing import Any, Callable
 import torch
 
 from seqlab.atomic import atomic_path, atomic_write_text
-from seqlab.seq2seq.build import build_model, count_parameters, size_for_parameters
+from seqlab.seq2seq.build import build_model, size_for_parameters
+from seqlab.seq2seq.build import num_parameters as count_parameters
 from seqlab.seq2seq.config import BOS_ID, Seq2SeqConfig
 from seqlab.seq2seq.inspect import dependency_map
 from seqlab.seq2seq.metrics import accuracy_by_length
 from seqlab.seq2seq.tasks import SYMBOL_TASKS, make_pairs
-from seqlab.seq2seq.train import (
-    Seq2SeqTrainConfig,
-    build_vocabs,
-    evaluate_translations,
-    load_pairs,
-    load_run,
-    train,
-)
+from seqlab.seq2seq.dataset import build_vocabs, load_pairs
+from seqlab.seq2seq.evaluation import evaluate_translations
+from seqlab.seq2seq.loading import load_run
+from seqlab.seq2seq.task import train
+from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 
 PATHS_TASKS: tuple[str, ...] = ("copy", "reverse", "dates")
 ARCHS_COMPARED: tuple[str, ...] = ("rnn", "rnn-attention", "transformer")
@@ -81,17 +79,19 @@ FAST = PathsSettings(train_lengths=(1, 6), test_max_len=9, train_size=1000, test
 
 
 def _train_config(settings: PathsSettings, task: str, arch: str, d_model: int, out: Path, seed: int,
-                  threads: int | None, progress: bool, max_minutes: float | None) -> Seq2SeqTrainConfig:
+                  threads: int | None, progress: bool, max_seconds: float | None) -> Seq2SeqTrainConfig:
     symbol = task in SYMBOL_TASKS
     steps = settings.symbol_steps if symbol else settings.dates_steps
     return Seq2SeqTrainConfig(
         out_dir=str(out / "runs" / f"{task}_{arch}"), task=task,
         min_len=settings.train_lengths[0] if symbol else None, max_len=settings.train_lengths[1] if symbol else None,
-        train_size=settings.train_size, valid_size=min(500, settings.dates_test_size), eval_size=100,
-        arch=arch, d_model=d_model, num_heads=settings.num_heads, layers=settings.layers,
-        max_seq_len=settings.test_max_len + 2 if symbol else None, steps=steps, batch_size=settings.batch_size,
-        lr=settings.lr, warmup_steps=settings.warmup_steps, eval_interval=steps, checkpoint_interval=steps,
-        max_minutes=max_minutes, seed=seed, device="cpu", threads=threads, progress=progress, overwrite=True)
+        train_size=settings.train_size, valid_size=min(500, settings.dates_test_size),
+        eval_batches=-(-100 // settings.batch_size),  # about 100 pairs
+        arch=arch, d_model=d_model, num_heads=settings.num_heads, num_layers=settings.layers,
+        context_length=settings.test_max_len + 2 if symbol else None, max_steps=steps,
+        batch_size=settings.batch_size, lr=settings.lr, warmup_steps=settings.warmup_steps, eval_interval=steps,
+        checkpoint_interval=steps, time_budget_s=max_seconds, seed=seed, device="cpu", threads=threads,
+        progress=progress, overwrite=True)
 
 
 def sized_configs(settings: PathsSettings, task: str, seed: int) -> dict[str, Seq2SeqConfig]:
@@ -394,11 +394,11 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
                 cap = max(5.0, TRAIN_SHARE * left / runs_left)
                 runs_left -= 1
                 cfg = _train_config(settings, task, arch, configs[arch].d_model, out, seed, threads, progress,
-                                    max_minutes=cap / 60)
+                                    max_seconds=cap)
                 say(f"paths: {task} / {arch}: d_model {configs[arch].d_model}, "
                     f"{count_parameters(build_model(configs[arch], device='meta')):,} parameters")
                 t0 = time.perf_counter()
-                result = train(cfg, log=lambda message: None)
+                result = train(cfg, say=lambda message: None)
                 train_seconds = time.perf_counter() - t0
                 run = load_run(cfg.out_dir, device="cpu")
                 train_pairs = load_pairs(cfg)[0]
@@ -407,7 +407,8 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
                 lengths = [len(s) for s, _ in pairs]
                 by_length = accuracy_by_length(scored.hypotheses, scored.references, lengths)
                 record = {"parameters": count_parameters(run.model), "d_model": run.model.config.d_model,
-                          "steps": result.steps, "status": result.status, "train_seconds": round(train_seconds, 2),
+                          "steps": result.steps, "train_seconds": round(train_seconds, 2),
+                          "status": "time limit" if result.stopped_by == "time budget" else result.status,
                           "final_train_loss": result.train_loss, "exact_match": scored.exact_match,
                           "token_accuracy": scored.token_accuracy,
                           "by_length": {str(n): v for n, v in by_length.items()}}

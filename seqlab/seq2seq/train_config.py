@@ -1,99 +1,137 @@
 """The settings of one ``seqlab seq2seq train`` run, as a dataclass validated up front.
 
+They extend :class:`seqlab.settings.EngineSettings`, the settings every training task shares, so
+both training commands use one vocabulary of names and flags: ``max_steps``, ``num_layers``,
+``context_length``, ``time_budget_s``, ``eval_batches``, ``--out``, ``--precision``, ``--compile``,
+``--grad-accum-steps``, ``--reschedule``, ... Flags, TOML keys (``--config FILE.toml``) and
+config.json come from the fields below (:func:`seqlab.settings.add_config_arguments`).
+
+Renamed settings work for one more release under their old names, with a note::
+
+    steps       -> max_steps
+    layers      -> num_layers          (encoder and decoder layers; RNN: stacked layers)
+    max_seq_len -> context_length      (Seq2SeqConfig, the *model's* config, keeps max_seq_len)
+    max_minutes -> time_budget_s       (minutes * 60)
+    eval_size   -> eval_batches        (pairs / batch_size, rounded up)
+
+``eval_batches``: each evaluation scores the first ``eval_batches`` x (global batch) validation pairs
+(all of them when there are fewer): their teacher-forced loss and accuracy, and exact match (and
+BLEU for text) of their greedy translations. With the defaults, 8 x 64 = 512 >= the 500 pairs.
+
 Standard library only, so the CLI can show the defaults in ``--help`` without importing torch.
-The model fields (``d_model``, ``norm``, ...) take their defaults from
-:class:`seqlab.seq2seq.config.Seq2SeqConfig`; ``layers`` sets both the encoder and decoder depth.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
-from seqlab.seq2seq.config import Seq2SeqConfig
-from seqlab.seq2seq.tasks import DEFAULT_LENGTHS, SYMBOL_TASKS, check_task
+from seqlab.seq2seq.config import (
+    ARCHS,
+    ATTENTION_SCORES,
+    CELLS,
+    FFNS,
+    NORM_POSITIONS,
+    NORMS,
+    POSITIONALS,
+    Seq2SeqConfig,
+)
+from seqlab.seq2seq.tasks import DEFAULT_LENGTHS, SYMBOL_TASKS, TASKS, check_task
+from seqlab.settings import EngineSettings, Renamed, again, setting
 
 MODEL_DEFAULTS = {f.name: f.default for f in fields(Seq2SeqConfig)}
 # Seq2SeqTrainConfig fields passed to Seq2SeqConfig under the same name
 MODEL_FIELDS = ("arch", "d_model", "num_heads", "d_ff", "norm", "norm_position", "positional", "ffn", "cell",
                 "attention_score", "tie_output")
+# what a resumed run cannot change: its data and its model (the checkpoint was trained on them)
+FIXED_ON_RESUME = ("task", "tokenize", "tokenizer", "bpe_vocab_size", "train_size", "valid_size", "valid_fraction",
+                   "min_len", "max_len", "seed", "num_layers", "context_length", *MODEL_FIELDS)
+
+
+def _choices(values: tuple[str, ...]) -> str:
+    return " | ".join(values)
 
 
 @dataclass
-class Seq2SeqTrainConfig:
+class Seq2SeqTrainConfig(EngineSettings):
     """Everything ``seqlab seq2seq train`` needs; flags and config.json use these names."""
 
-    out_dir: str = "runs/seq2seq"
+    out_dir: str = again(EngineSettings, "out_dir", "runs/seq2seq")
     # data: a built-in task or a TSV file
-    task: str | None = "dates"
-    pairs: str | None = None
-    skip_bad_lines: bool = False
-    tokenize: str = "char"                 # char | bpe
-    tokenizer: str | None = None           # BPE tokenizer directory (default: train one on the pairs)
-    bpe_vocab_size: int = 2000
-    train_size: int = 20000                # built-in tasks: training pairs
-    valid_size: int = 500                  # built-in tasks: validation pairs (sources unseen in training)
-    valid_fraction: float = 0.05           # --pairs: share held out for validation
-    min_len: int | None = None             # symbol tasks: source lengths (default 1..12)
-    max_len: int | None = None
+    task: str | None = setting("dates", "data", f"built-in generated task: {_choices(TASKS)}", choices=TASKS)
+    pairs: str | None = setting(None, "data", "source<TAB>target lines (Tatoeba/Anki export format); "
+                                              "replaces --task")
+    skip_bad_lines: bool = setting(False, "data", "leave out (and list) unusable lines of --pairs")
+    tokenize: str = setting("char", "data", "characters or byte-level BPE: char | bpe", choices=("char", "bpe"))
+    tokenizer: str | None = setting(None, "data", "with --tokenize bpe: a BPE tokenizer directory "
+                                                  "(default: train one on the pairs)")
+    bpe_vocab_size: int = setting(2000, "data", "size of a BPE trained on the pairs")
+    train_size: int = setting(20000, "data", "built-in task: training pairs")
+    valid_size: int = setting(500, "data", "built-in task: validation pairs (sources unseen in training)")
+    valid_fraction: float = setting(0.05, "data", "--pairs: share held out for validation")
+    min_len: int | None = setting(None, "data", f"copy/reverse/sort: shortest source (default: {DEFAULT_LENGTHS[0]})")
+    max_len: int | None = setting(None, "data", f"copy/reverse/sort: longest source (default: {DEFAULT_LENGTHS[1]})")
     # model: the Seq2SeqConfig fields of the same names, with its defaults
-    arch: str = "transformer"
-    d_model: int = MODEL_DEFAULTS["d_model"]
-    num_heads: int = MODEL_DEFAULTS["num_heads"]
-    layers: int = MODEL_DEFAULTS["num_encoder_layers"]  # encoder and decoder layers (RNN: stacked layers)
-    d_ff: int | None = MODEL_DEFAULTS["d_ff"]
-    max_seq_len: int | None = None         # default: the longest example + 8
-    norm: str = MODEL_DEFAULTS["norm"]
-    norm_position: str = MODEL_DEFAULTS["norm_position"]
-    positional: str = MODEL_DEFAULTS["positional"]
-    ffn: str = MODEL_DEFAULTS["ffn"]
-    cell: str = MODEL_DEFAULTS["cell"]
-    attention_score: str = MODEL_DEFAULTS["attention_score"]
-    tie_output: bool = MODEL_DEFAULTS["tie_output"]
-    # optimisation
-    steps: int = 2000
-    batch_size: int = 64
-    lr: float = 3e-3
-    min_lr: float | None = None            # default lr / 10
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    # evaluation, checkpoints, stopping
-    eval_interval: int = 250
-    eval_size: int = 500                   # validation pairs decoded at each evaluation
-    checkpoint_interval: int = 500
-    target_exact_match: float | None = None  # stop once validation exact match reaches this
-    max_minutes: float | None = None         # stop (and save) after this much training time
-    # system
-    seed: int = 0
-    device: str = "auto"
-    threads: int | None = None
-    progress: bool = True
-    resume: bool = False
-    overwrite: bool = False
+    arch: str = setting("transformer", "model", _choices(ARCHS), choices=ARCHS)
+    d_model: int = setting(MODEL_DEFAULTS["d_model"], "model", "embedding (and RNN hidden) size")
+    num_heads: int = setting(MODEL_DEFAULTS["num_heads"], "model", "attention heads (Transformer)")
+    num_layers: int = setting(MODEL_DEFAULTS["num_encoder_layers"], "model",
+                              "encoder and decoder layers (RNN: stacked layers)")
+    d_ff: int | None = setting(MODEL_DEFAULTS["d_ff"], "model", "feed-forward width (default: 4 d_model for relu, "
+                                                                "8/3 d_model for swiglu)")
+    context_length: int | None = setting(None, "model", "longest source or target in tokens, the model's position "
+                                                        "table (default: the longest example + 8)")
+    norm: str = setting(MODEL_DEFAULTS["norm"], "model", _choices(NORMS), choices=NORMS)
+    norm_position: str = setting(MODEL_DEFAULTS["norm_position"], "model", _choices(NORM_POSITIONS),
+                                 choices=NORM_POSITIONS)
+    positional: str = setting(MODEL_DEFAULTS["positional"], "model", _choices(POSITIONALS), choices=POSITIONALS)
+    ffn: str = setting(MODEL_DEFAULTS["ffn"], "model", _choices(FFNS), choices=FFNS)
+    cell: str = setting(MODEL_DEFAULTS["cell"], "model", f"RNN cell: {_choices(CELLS)}", choices=CELLS)
+    attention_score: str = setting(MODEL_DEFAULTS["attention_score"], "model",
+                                   f"rnn-attention scoring: {_choices(ATTENTION_SCORES)}", choices=ATTENTION_SCORES)
+    tie_output: bool = setting(MODEL_DEFAULTS["tie_output"], "model", "output layer reuses the target embeddings")
+    # the engine's settings, with this task's defaults
+    beta2: float = again(EngineSettings, "beta2", 0.98)
+    weight_decay: float = again(EngineSettings, "weight_decay", 0.01)
+    batch_size: int = again(EngineSettings, "batch_size", 64, help="pairs per micro-batch per process")
+    max_steps: int | None = again(EngineSettings, "max_steps", 2000)
+    eval_interval: int = again(EngineSettings, "eval_interval", 250)
+    eval_batches: int = again(EngineSettings, "eval_batches", 8,
+                              help="validation batches per evaluation: the first eval_batches x (global batch) "
+                                   "validation pairs are scored (all of them when fewer)")
+    target_exact_match: float | None = setting(None, "eval", "stop once validation exact match reaches this (0-1]")
 
-    def __post_init__(self) -> None:
+    POSITIVE: ClassVar[tuple[str, ...]] = (*EngineSettings.POSITIVE, "d_model", "num_heads", "num_layers",
+                                           "train_size", "valid_size", "bpe_vocab_size", "context_length")
+    RENAMED: ClassVar[dict[str, Renamed]] = {
+        "steps": Renamed("max_steps"),
+        "layers": Renamed("num_layers"),
+        "max_seq_len": Renamed("context_length"),
+        "max_minutes": Renamed("time_budget_s", lambda minutes, _: 60.0 * minutes, "minutes * 60 = seconds"),
+        "eval_size": Renamed("eval_batches", lambda pairs, settings: max(1, math.ceil(pairs / settings["batch_size"])),
+                             "validation pairs / batch_size, rounded up"),
+    }
+
+    def validate(self) -> None:
         if (self.task is None) == (self.pairs is None):
             raise ValueError("give exactly one data source: --task NAME or --pairs FILE.tsv")
         if self.task is not None:
             check_task(self.task)
-        if self.tokenize not in ("char", "bpe"):
-            raise ValueError(f"tokenize must be 'char' or 'bpe', got {self.tokenize!r}")
+        super().validate()
+        if self.max_steps is None:
+            raise ValueError("config: set max_steps")
         if (self.min_len is not None or self.max_len is not None) and self.task not in SYMBOL_TASKS:
             raise ValueError(f"--min-len/--max-len apply to the symbol tasks ({', '.join(SYMBOL_TASKS)})")
-        for name in ("steps", "batch_size", "eval_interval", "eval_size", "checkpoint_interval", "train_size",
-                     "valid_size", "d_model", "num_heads", "layers", "bpe_vocab_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.tokenizer is not None and self.tokenize != "bpe":
+            raise ValueError(f"--tokenizer {self.tokenizer} is a BPE tokenizer, used only with --tokenize bpe "
+                             f"(with --tokenize {self.tokenize} it would be ignored); add --tokenize bpe or drop "
+                             "--tokenizer")
         if not 0 < self.valid_fraction < 1:
-            raise ValueError(f"valid_fraction must be in (0, 1), got {self.valid_fraction}")
-        if not self.lr > 0 or self.warmup_steps < 0 or self.grad_clip < 0 or self.weight_decay < 0:
-            raise ValueError("need lr > 0, warmup_steps >= 0, grad_clip >= 0 and weight_decay >= 0")
+            raise ValueError(f"config valid_fraction={self.valid_fraction}: must be in (0, 1)")
         if self.target_exact_match is not None and not 0 < self.target_exact_match <= 1:
-            raise ValueError(f"target_exact_match must be in (0, 1], got {self.target_exact_match}")
-        if self.max_minutes is not None and not self.max_minutes > 0:
-            raise ValueError(f"max_minutes must be > 0, got {self.max_minutes}")
+            raise ValueError(f"config target_exact_match={self.target_exact_match}: must be in (0, 1]")
 
     @property
     def lengths(self) -> tuple[int, int] | None:
@@ -102,10 +140,31 @@ class Seq2SeqTrainConfig:
         low = self.min_len if self.min_len is not None else DEFAULT_LENGTHS[0]
         return low, self.max_len if self.max_len is not None else max(low, DEFAULT_LENGTHS[1])
 
+    def model_config(self, src_vocab_size: int, tgt_vocab_size: int, context_length: int) -> Seq2SeqConfig:
+        """The :class:`Seq2SeqConfig` this run trains (``num_layers`` encoder and decoder layers)."""
+        return Seq2SeqConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, max_seq_len=context_length,
+                             num_encoder_layers=self.num_layers, num_decoder_layers=self.num_layers,
+                             **{name: getattr(self, name) for name in MODEL_FIELDS})
+
+    # -- resolve_settings hooks --------------------------------------------------------
     @classmethod
-    def from_dict(cls, values: dict[str, Any], *, source: str = "config") -> Seq2SeqTrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"{source}: unknown setting(s) {', '.join(unknown)}")
-        return cls(**values)
+    def adjust_given(cls, values: dict[str, Any], flags: dict[str, Any]) -> None:
+        if "pairs" in values and "task" not in values:
+            values["task"] = None  # --pairs replaces the default task
+
+    @classmethod
+    def saved_settings(cls, out_dir: Path, notes: list[str]) -> dict[str, Any]:
+        """The settings in the run's config.json (``"train"``), under the flags of a ``--resume``.
+        A language-model run, a missing file or one of the wrong shape is a message naming it."""
+        from seqlab.runs.directory import SEQ2SEQ, check_kind, read_config
+
+        path = out_dir / "config.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"--resume: {path} does not exist (nothing to resume in {out_dir})")
+        check_kind(out_dir, SEQ2SEQ, "resume")
+        saved = read_config(out_dir).get("train")
+        if not isinstance(saved, dict):
+            raise ValueError(f"{path}: field 'train' must be a JSON object of settings, found "
+                             f"{type(saved).__name__ if saved is not None else 'nothing'}; the file was not written "
+                             "by `seqlab seq2seq train` (or was edited)")
+        return cls.from_saved(saved, source=str(path), key_prefix="train.", notes=notes).to_dict()

@@ -1,5 +1,6 @@
-"""Training pieces: optimizer, schedule, clipping, batches, checkpoints and the trainer (``cross_entropy``
-is re-exported from seqlab.model.loss, where inference can reach it too).
+"""Training: the engine (one loop for every task), its task interface, the language-model task and
+``Trainer``/``train`` (the engine with it); optimizer, schedule, clipping, batches, checkpoints
+(``cross_entropy`` is re-exported from seqlab.model.loss, where inference can reach it too).
 
 Names load on first use (PEP 562), so importing a submodule such as ``seqlab.training.cli`` (which
 ``seqlab --help`` does) does not import torch.
@@ -24,4 +25,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.training.config": ("TrainConfig",),
     "seqlab.training.data": ("PreparedData", "load_tokens", "prepare"),
     "seqlab.training.trainer": ("NonFiniteLossError", "Trainer", "TrainResult", "train"),
+    "seqlab.training.engine": ("Engine",),
+    "seqlab.training.task": ("Batch", "Drawn", "Task"),
+    "seqlab.training.lm_task": ("LanguageModelTask",),
 })

@@ -111,7 +111,8 @@ def _register_train(subparsers) -> None:
         "train", help="train a Transformer LM on prepared data",
         description="Train (or --resume) a Transformer LM. Settings: defaults < --config TOML < flags "
                     "(with --resume, the run's config.json replaces the defaults). Several processes: "
-                    "torchrun --nproc_per_node N -m seqlab train ...")
+                    "torchrun --nproc_per_node N -m seqlab train ... A run directory is locked while it trains; "
+                    "--overwrite replaces the old run only at the new run's first checkpoint.")
     add_config_arguments(train)
     train.set_defaults(func=_run_train)
 
@@ -131,26 +132,13 @@ def _run_train(args: argparse.Namespace) -> int:
     except NonFiniteLossError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except (ValueError, OSError, RuntimeError) as error:
+    except (ValueError, OSError, RuntimeError, MemoryError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(train_summary(result))
-    if result.status == "completed":
-        return 0
-    return 128 + result.stop_signal if result.stop_signal else 130  # as a shell reports a signal
+    return result.exit_status
 
 
 def train_summary(result) -> str:
     """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps) 2.31, ..."."""
-    summary = f"{result.status} at step {result.steps}/{result.total_steps}"
-    if result.stopped_by == "time budget":
-        summary += " (time budget spent)"
-    if result.train_loss is not None:
-        summary += f", {result.train_loss_label} {result.train_loss:.4f}"
-    if result.val_loss is not None:
-        summary += f", val loss {result.val_loss:.4f}"
-    summary += f", {result.tokens_per_second:,.0f} tokens/s"
-    if result.excluded_steps:
-        shown = ", ".join(str(step) for step in result.excluded_steps)
-        summary += f" (step {shown} left out: compiling)"
-    return summary + f"; run: {result.run_dir}"
+    return result.summary()

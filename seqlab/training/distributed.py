@@ -79,6 +79,16 @@ def any_true(flag: bool, ctx: DistributedContext, device) -> bool:
     return bool(tensor.item())
 
 
+def barrier(ctx: DistributedContext) -> None:
+    """Wait until every process gets here (a run's end: no process tears the group down while
+    another still talks to it, which can abort gloo's threads)."""
+    if ctx.enabled:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.barrier()
+
+
 def cleanup_distributed(ctx: DistributedContext) -> None:
     if ctx.enabled:
         import torch.distributed as dist

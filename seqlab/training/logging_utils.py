@@ -1,67 +1,13 @@
-"""Run logs: a JSONL file (one record per line) and optional Weights & Biases / TensorBoard mirrors.
-
-Every record has ``step`` and ``wallclock`` (seconds of training, continued across resumes); train
-records add ``train_loss``, ``lr``, ``grad_norm`` and ``tokens``; eval records add ``val_loss``.
+"""What a training run records: RUN/log.jsonl (its format and reading are the run format's,
+:mod:`seqlab.runs.log`), optional Weights & Biases / TensorBoard mirrors, and the loss-curve plot.
 """
 
 from __future__ import annotations
 
-import json
-import warnings
 from pathlib import Path
 from typing import Any
 
-
-class JsonlLog:
-    """Append-only JSONL log that survives resumes without duplicated steps."""
-
-    def __init__(self, path: str | Path, *, resume_step: int | None = None):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if resume_step is None:
-            self.path.write_text("")
-        else:
-            self._truncate_after(resume_step)
-        self._fh = self.path.open("a", encoding="utf-8")
-
-    def _truncate_after(self, step: int) -> None:
-        """Drop records written after the checkpoint we resume from (they will be redone).
-
-        A run killed (or out of disk) in the middle of an append leaves a torn last line such as
-        ``{"step": 40, "wallc``; it is dropped with a warning. A bad line elsewhere still raises."""
-        from seqlab.atomic import atomic_write_text
-
-        records = read_jsonl(self.path, drop_torn_last_line=True) if self.path.exists() else []
-        kept = [r for r in records if r.get("step", 0) <= step]
-        atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
-
-    def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-def read_jsonl(path: str | Path, *, drop_torn_last_line: bool = False) -> list[dict[str, Any]]:
-    """The records of a JSONL file; a line that is not JSON raises ValueError naming it.
-
-    With ``drop_torn_last_line`` an unparseable *last* line (an append cut short) is left out with
-    a warning instead; an unparseable line followed by others still raises.
-    """
-    with Path(path).open(encoding="utf-8") as fh:
-        lines = [(number, line) for number, line in enumerate(fh, 1) if line.strip()]
-    records = []
-    for index, (number, line) in enumerate(lines):
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            if drop_torn_last_line and index == len(lines) - 1:
-                warnings.warn(f"{path}, line {number}: the last line is incomplete JSON (a write cut short by "
-                              "a kill or a full disk); dropped it", RuntimeWarning, stacklevel=2)
-                break
-            raise ValueError(f"{path}, line {number}: invalid JSON ({exc})") from None
-    return records
+from seqlab.runs.log import JsonlLog, read_jsonl  # noqa: F401 (the run format owns log.jsonl; names kept here)
 
 
 class Trackers:
@@ -106,20 +52,22 @@ class RunLog:
     """Everything a run records (main process): RUN/log.jsonl, the optional trackers, the history
     of records, and RUN/loss_curve.png redrawn after each evaluation.
 
-    A resumed run (``resume_step``) keeps the records up to that step and drops later ones.
+    A resumed run (``resume_step``) keeps the records up to that step and drops later ones. A run
+    that replaces an old one (``staged``) leaves the old log.jsonl and loss_curve.png alone until
+    :meth:`commit` (at its first checkpoint), so a new run that fails early destroys nothing.
     """
 
     def __init__(self, run_dir: Path, config: dict[str, Any], *, resume_step: int | None,
-                 plot_title: str) -> None:
+                 plot_title: str, staged: bool = False) -> None:
         from seqlab.training.plots import plot_loss_curve
 
         self._plot = plot_loss_curve
         self.run_dir, self.plot_title = run_dir, plot_title
-        self.jsonl = JsonlLog(run_dir / "log.jsonl", resume_step=resume_step)
+        self.jsonl = JsonlLog(run_dir / "log.jsonl", resume_step=resume_step, staged=staged)
         self.trackers = Trackers(run_dir=run_dir, config=config, wandb=config.get("wandb", False),
                                  wandb_project=config.get("wandb_project", "seqlab"),
                                  tensorboard=config.get("tensorboard", False))
-        self.history = read_jsonl(run_dir / "log.jsonl")
+        self.history = list(self.jsonl.records)
 
     def write(self, record: dict[str, Any]) -> None:
         """Append a train record (step, wallclock, train_loss, lr, ...) everywhere."""
@@ -128,9 +76,17 @@ class RunLog:
         self.history.append(record)
 
     def write_eval(self, record: dict[str, Any]) -> None:
-        """Append an eval record (step, wallclock, val_loss, tokens) and redraw the loss curve."""
+        """Append an eval record (step, wallclock, val_loss, tokens, ...) and redraw the loss curve."""
         self.write(record)
-        self._plot(self.history, self.run_dir / "loss_curve.png", title=self.plot_title)
+        if not self.jsonl.staged:
+            self._plot(self.history, self.run_dir / "loss_curve.png", title=self.plot_title)
+
+    def commit(self) -> None:
+        """The new run's first checkpoint is saved: its log replaces the old run's, and its plot too."""
+        if self.jsonl.staged:
+            self.jsonl.commit()
+            if any("val_loss" in record for record in self.history):
+                self._plot(self.history, self.run_dir / "loss_curve.png", title=self.plot_title)
 
     def close(self) -> None:
         self.jsonl.close()

@@ -12,13 +12,15 @@ from seqlab.training.logging_utils import RunLog
 from seqlab.training.throughput import Throughput
 
 
-def start_message(parameters: int, total_steps: int, time_budget_s: float | None, tokens_per_step: int,
+def start_message(parameters: int, total_steps: int, time_budget_s: float | None, tokens_per_step: int | str,
                   where: str) -> str:
-    """E.g. "training 1,234 parameters for 300 s (at most 4000 steps) (2,048 tokens/step) on cpu, fp32"."""
+    """E.g. "training 1,234 parameters for 300 s (at most 4000 steps) (2,048 tokens/step) on cpu, fp32"
+    (``tokens_per_step`` may be a text, e.g. "about 640 target tokens/step")."""
     length = f"{total_steps} steps"
     if time_budget_s is not None:
         length = f"{time_budget_s:g} s (at most {total_steps} steps)"
-    return f"training {parameters:,} parameters for {length} ({tokens_per_step:,} tokens/step) on {where}"
+    tokens = tokens_per_step if isinstance(tokens_per_step, str) else f"{tokens_per_step:,} tokens/step"
+    return f"training {parameters:,} parameters for {length} ({tokens}) on {where}"
 
 
 class StepReporter:
@@ -31,42 +33,50 @@ class StepReporter:
 
     With a time budget the run ends when its seconds are spent, long before ``total`` (a cap), so
     the bar counts steps without a total or an ETA and shows the seconds left instead.
+
+    ``window`` holds the per-step losses since the last train record; a checkpoint saves it, so the
+    first record after a resume averages the same steps as in an uninterrupted run. MFU is
+    ``flops_per_step`` (this process's model FLOPs for ``tokens_per_step`` tokens of the whole step)
+    times the tokens/s, over the GPU's peak.
     """
 
     def __init__(self, run_log: RunLog | None, *, total: int, initial: int, show_bar: bool,
                  tokens_per_step: int, flops_per_step: float | None, peak_flops: float | None,
-                 time_budget_s: float | None = None) -> None:
+                 time_budget_s: float | None = None, window: list[float] | None = None,
+                 label: str = "train") -> None:
         from tqdm import tqdm
 
         self.run_log = run_log
         self.time_budget_s = time_budget_s
-        self.bar = tqdm(total=None if time_budget_s else total, initial=initial, desc="train", unit="step", dynamic_ncols=True,
-                        disable=not show_bar, file=sys.stderr)
+        self.bar = tqdm(total=None if time_budget_s else total, initial=initial, desc=label, unit="step",
+                        dynamic_ncols=True, disable=not show_bar, file=sys.stderr)
         self.speed = Throughput(tokens_per_step)
-        self.flops_per_step, self.peak_flops = flops_per_step, peak_flops
-        self.window: list[float] = []
+        self.flops_per_token = flops_per_step / tokens_per_step if flops_per_step and tokens_per_step else None
+        self.peak_flops = peak_flops
+        self.window: list[float] = list(window or [])
         self.latest_loss: float | None = None
-        self.unread = [0, 0.0]                 # steps and seconds since the last read ...
+        self.unread = [0, 0.0, 0]              # steps, seconds and tokens since the last read ...
         self.read_rate = 0.0                   # ... and the tokens/s over those at the last read
         self.train_loss: float | None = None  # mean over the last log interval ...
         self.train_loss_steps = 0              # ... of this many steps
 
     def step(self, done: int, *, losses: list[float], lr: float, grad_norm: float | None, seconds: float,
-             compiling: bool, write_log: bool, wallclock: float, tokens: int) -> None:
-        """Account step ``done`` (tokens/s leave it out when it compiled) and log the interval's mean."""
-        self.speed.add(done, seconds, exclude=compiling)
-        self.unread = [self.unread[0] + 1, self.unread[1] + seconds]
+             compiling: bool, write_log: bool, wallclock: float, tokens: int, step_tokens: int | None = None) -> None:
+        """Account step ``done`` (tokens/s leave it out when it compiled) and log the interval's mean.
+        ``tokens``: seen so far; ``step_tokens``: this step's (default ``tokens_per_step``)."""
+        step_tokens = self.speed.tokens_per_step if step_tokens is None else step_tokens
+        self.speed.add(done, seconds, exclude=compiling, tokens=step_tokens)
+        self.unread = [self.unread[0] + 1, self.unread[1] + seconds, self.unread[2] + step_tokens]
         if losses:
-            self.window.extend(losses)
-            self.latest_loss = losses[-1]
-            self.read_rate = self.speed.tokens_per_step * self.unread[0] / self.unread[1]
-            self.unread = [0, 0.0]
+            self.take(losses)
+            self.read_rate = self.unread[2] / self.unread[1] if self.unread[1] else 0.0
+            self.unread = [0, 0.0, 0]
         postfix = f"loss {self.latest_loss:.3f} lr {lr:.2e}" if self.latest_loss is not None else f"lr {lr:.2e}"
         current = self.speed.current
         if current:
             postfix += f" {current:,.0f} tok/s"
-            if self.flops_per_step and self.peak_flops:
-                mfu = self.flops_per_step * current / self.speed.tokens_per_step / self.peak_flops
+            if self.flops_per_token and self.peak_flops:
+                mfu = self.flops_per_token * current / self.peak_flops
                 postfix += f" MFU {mfu:.1%}"
         if self.time_budget_s:
             postfix += f" {max(0.0, self.time_budget_s - wallclock):.0f} s left"
@@ -81,11 +91,28 @@ class StepReporter:
                                 "lr": lr, "grad_norm": grad_norm, "tokens": tokens,
                                 "tokens_per_second": round(self.read_rate, 1)})
 
-    def evaluation(self, done: int, val_loss: float, *, wallclock: float, tokens: int) -> None:
+    def take(self, losses: list[float]) -> None:
+        """Per-step losses read from the device, into the window of the next train record."""
+        if losses:
+            self.window.extend(losses)
+            self.latest_loss = losses[-1]
+
+    def final_loss(self) -> tuple[float | None, int]:
+        """(mean, steps) of the losses that end the run: the window when the run stopped between
+        two records (e.g. interrupted), else the last record's."""
+        if self.window:
+            return sum(self.window) / len(self.window), len(self.window)
+        return self.train_loss, self.train_loss_steps
+
+    def evaluation(self, done: int, metrics: dict[str, float] | float, *, wallclock: float, tokens: int,
+                   describe: str | None = None) -> None:
+        """Log an evaluation (``metrics``: "val_loss" and the task's others) and say it."""
+        if not isinstance(metrics, dict):
+            metrics = {"val_loss": metrics}
         if self.run_log is not None:
-            self.run_log.write_eval({"step": done, "wallclock": round(wallclock, 3), "val_loss": val_loss,
-                                     "tokens": tokens})
-            self.bar.write(f"step {done}: val loss {val_loss:.4f}", file=sys.stderr)
+            self.run_log.write_eval({"step": done, "wallclock": round(wallclock, 3), **metrics, "tokens": tokens})
+            text = describe or f"val loss {metrics['val_loss']:.4f}"
+            self.bar.write(f"step {done}: {text}", file=sys.stderr)
 
     def close(self) -> None:
         self.bar.close()

@@ -1,4 +1,4 @@
-"""What a training run returns (:func:`seqlab.training.trainer.train`) and how it stopped."""
+"""What a training run returns (:meth:`seqlab.training.engine.Engine.run`) and how it stopped."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ class TrainResult:
     steps: int                      # completed optimizer steps
     total_steps: int
     status: str                     # "completed" | "interrupted"
-    stopped_by: str | None = None    # "time budget", "interrupted (SIGTERM)", a step callback's reason, ...
+    stopped_by: str | None = None    # "time budget", "target reached", "interrupted (SIGTERM)", a callback's reason
     stop_signal: int | None = None   # the signal that stopped the run (CLI exit status 128 + it)
-    train_loss: float | None = None  # mean over the last log interval ...
-    train_loss_steps: int = 0        # ... of this many steps
+    train_loss: float | None = None  # mean over the last train_loss_steps steps of the run
+    train_loss_steps: int = 0
     val_loss: float | None = None    # last evaluation
+    metrics: dict[str, float] = field(default_factory=dict)  # last evaluation: val_loss and the task's others
+    headline: str | None = None      # the task's words for them ("val loss 0.0312, exact match 99.6%")
+    parameters: int = 0
     tokens_per_second: float = 0.0   # training steps only (eval, checkpoints, compiling steps excluded)
     excluded_steps: list[int] = field(default_factory=list)  # steps left out of tokens/s (compiling)
     tokens_seen: int = 0
@@ -30,3 +33,31 @@ class TrainResult:
         shows single steps, so the two differ)."""
         steps = "the last step" if self.train_loss_steps == 1 else f"the last {self.train_loss_steps} steps"
         return f"train loss (mean of {steps})"
+
+    @property
+    def exit_status(self) -> int:
+        """0 when completed; 128 + the signal that stopped it, as a shell reports one (130 for Ctrl-C,
+        143 for SIGTERM; 130 for a stop asked another way)."""
+        if self.status == "completed":
+            return 0
+        return 128 + self.stop_signal if self.stop_signal else 130
+
+    def summary(self, tokens: str = "tokens") -> str:
+        """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps)
+        2.3100, val loss 2.4000, 1,234 tokens/s; run: runs/a"."""
+        text = f"{self.status} at step {self.steps}/{self.total_steps}"
+        if self.stopped_by == "time budget":
+            text += " (time budget spent)"
+        elif self.stopped_by and self.status == "completed":
+            text += f" ({self.stopped_by})"
+        if self.train_loss is not None:
+            text += f", {self.train_loss_label} {self.train_loss:.4f}"
+        if self.headline:
+            text += f", {self.headline}"
+        elif self.val_loss is not None:
+            text += f", val loss {self.val_loss:.4f}"
+        text += f", {self.tokens_per_second:,.0f} {tokens}/s"
+        if self.excluded_steps:
+            shown = ", ".join(str(step) for step in self.excluded_steps)
+            text += f" (step {shown} left out: compiling)"
+        return text + f"; run: {self.run_dir}"

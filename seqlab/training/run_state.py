@@ -1,28 +1,31 @@
 """The run state a checkpoint holds besides weights and optimizer, and putting it back on ``--resume``.
 
-``extra`` of every checkpoint written by the trainer::
+``extra`` of every checkpoint written by the training engine::
 
-    config          the TrainConfig as a dict
+    config          the run's settings as a dict
     rng, sampler    Python/NumPy/torch RNG states and the batch sampler's state (exact resume)
     tokens          training tokens seen so far
     wallclock       seconds of training so far (continued across resumes; the time budget uses it)
-    global_batch    sequences per optimizer step (a resume with another one is announced)
+    global_batch    examples per optimizer step (a resume with another one is announced)
     world_size      processes of the run
     schedule_steps  the step where the cosine ends; a resume keeps it unless --reschedule
+    log_window      per-step losses since the last train record (the first record after a resume
+                    averages the same steps as in an uninterrupted run)
     grad_scaler     the fp16 gradient scaler's state (fp16 runs only)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
+from seqlab.settings import EngineSettings
 from seqlab.training.checkpoint import capture_rng_state, load_payload, read_checkpoint, restore_rng_state
-from seqlab.training.config import TrainConfig
 
 
 @dataclass
@@ -31,15 +34,16 @@ class RunState:
     tokens_seen: int = 0
     elapsed_before: float = 0.0         # training seconds before this session
     schedule_steps: int | None = None   # the resumed run's cosine horizon (None: a new run)
+    log_window: list[float] = field(default_factory=list)
 
 
-def run_extra(*, config: TrainConfig, sampler: np.random.Generator, tokens: int, wallclock: float,
+def run_extra(*, config: EngineSettings, sampler: np.random.Generator, tokens: int, wallclock: float,
               global_batch: int, world_size: int, schedule_steps: int,
-              scaler: torch.amp.GradScaler | None) -> dict[str, Any]:
+              scaler: torch.amp.GradScaler | None, log_window: list[float] | None = None) -> dict[str, Any]:
     """The ``extra`` dict of a checkpoint (see the module docstring)."""
     extra = {"config": config.to_dict(), "rng": capture_rng_state(), "sampler": sampler.bit_generator.state,
              "tokens": tokens, "wallclock": wallclock, "global_batch": global_batch, "world_size": world_size,
-             "schedule_steps": schedule_steps}
+             "schedule_steps": schedule_steps, "log_window": [float(v) for v in log_window or []]}
     if scaler is not None:
         extra["grad_scaler"] = scaler.state_dict()
     return extra
@@ -47,37 +51,42 @@ def run_extra(*, config: TrainConfig, sampler: np.random.Generator, tokens: int,
 
 def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                 sampler: np.random.Generator, scaler: torch.amp.GradScaler | None, *, global_batch: int,
-                say: Callable[[str], None]) -> RunState:
+                say: Callable[[str], None], check: Callable[[dict, Path], None] | None = None) -> RunState:
     """Load ``latest`` into the model, optimizer, sampler, RNGs and scaler; return the run's state.
-    ``say`` tells the user where the run continues (and when its global batch changed)."""
+    ``check(saved_config, latest)`` may refuse the resume first (settings that contradict the
+    checkpoint); ``say`` tells the user where the run continues (and when its global batch changed)."""
     if not latest.is_file():
         raise FileNotFoundError(f"--resume: {latest} does not exist (nothing to resume in {latest.parent.parent})")
     payload = read_checkpoint(latest)  # read once: weights, optimizer and the extra state
-    load_payload(payload, model, optimizer, source=latest)
     extra = payload["extra"]
+    if check is not None:
+        check(extra.get("config") or {}, latest)
+    load_payload(payload, model, optimizer, source=latest)
     sampler.bit_generator.state = extra["sampler"]
     if "rng" in extra:
         restore_rng_state(extra["rng"])
     if scaler is not None and extra.get("grad_scaler"):
         scaler.load_state_dict(extra["grad_scaler"])
     state = RunState(int(payload["iteration"]), int(extra.get("tokens", 0)), float(extra.get("wallclock", 0.0)),
-                     extra.get("schedule_steps"))
+                     extra.get("schedule_steps"), [float(v) for v in extra.get("log_window", [])])
     saved_batch = extra.get("global_batch")
     if saved_batch is not None and saved_batch != global_batch:
-        say(f"resume: global batch changed from {saved_batch} to {global_batch} sequences; "
+        say(f"resume: global batch changed from {saved_batch} to {global_batch} examples; "
             "batches will differ from the original run")
     say(f"resume: continuing from {latest} at step {state.step}")
     return state
 
 
-def check_work_left(config: TrainConfig, state: RunState, total_steps: int) -> None:
-    """A resumed run that is already at its last step (or out of time) is a clear error."""
+def check_work_left(config: EngineSettings, state: RunState, total_steps: int) -> None:
+    """A resumed run that is already at its last step (or out of time) is a clear error, raised
+    before anything is written (config.json is not rewritten, nothing reports "completed")."""
     if state.step >= total_steps:
-        limit = (f"--max-steps is {config.max_steps}" if config.token_budget is None
-                 else f"--token-budget {config.token_budget} ends at step {total_steps}")
+        budget = getattr(config, "token_budget", None)
+        limit = (f"--max-steps is {config.max_steps}" if budget is None
+                 else f"--token-budget {budget} ends at step {total_steps}")
         raise ValueError(f"nothing to do: the run is at step {state.step} and {limit} "
                          "(give a larger --max-steps to train on)")
-    budget = config.time_budget_s
-    if budget is not None and state.elapsed_before >= budget:
+    budget_s = config.time_budget_s
+    if budget_s is not None and state.elapsed_before >= budget_s:
         raise ValueError(f"nothing to do: the run has trained {state.elapsed_before:.1f} s and "
-                         f"--time-budget-s is {budget:g} (give a larger one to train on)")
+                         f"--time-budget-s is {budget_s:g} (give a larger one to train on)")

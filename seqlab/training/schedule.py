@@ -50,7 +50,11 @@ class RunSchedule:
 
     By steps: warm-up then a cosine reaching ``min_lr`` at step ``horizon`` (later steps stay
     there). With ``time_budget_s``: warm-up by steps, then the cosine's progress is elapsed
-    seconds / budget, so it reaches ``min_lr`` when the budget is spent, however fast the steps are.
+    seconds / budget, so it reaches ``min_lr`` when the budget is spent, however fast the steps are;
+    if the steps run out first (``horizon``, the step cap, comes before the budget), the progress by
+    steps leads instead, so the cosine still ends at ``min_lr`` on the last step. Example: a cap of
+    600 steps and a budget of 60 s on a machine that does 20 steps/s: step 300 (15 s) runs at the
+    midpoint of the cosine, not a quarter of the way.
     """
 
     lr: float
@@ -65,7 +69,9 @@ class RunSchedule:
             return lr_cosine_schedule(step + 1, self.lr, self.min_lr, self.warmup_steps, self.horizon)
         if step + 1 < self.warmup_steps:
             return self.lr * (step + 1) / self.warmup_steps
-        return cosine_decay(elapsed / self.time_budget_s, self.lr, self.min_lr)
+        decay_steps = self.horizon - self.warmup_steps
+        by_steps = (step + 1 - self.warmup_steps) / decay_steps if decay_steps > 0 else 1.0
+        return cosine_decay(max(elapsed / self.time_budget_s, by_steps), self.lr, self.min_lr)
 
 
 def plan_schedule(*, lr: float, min_lr: float, warmup_steps: int, total_steps: int,

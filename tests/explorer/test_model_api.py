@@ -233,7 +233,7 @@ def test_a_seq2seq_run_that_cannot_be_loaded(tmp_path):
         assert client_for(server).ok("runs")["runs"][0]["kind"] == "seq2seq"
         status, data = client_for(server).post("seq2seq/translate", {"text": "ab"})
     try:
-        import seqlab.seq2seq.train  # noqa: F401
+        import seqlab.seq2seq.loading  # noqa: F401
     except ImportError:
         assert status == 400 and data["code"] == "s2s_missing"
     else:

@@ -13,7 +13,7 @@ from seqlab.explorer.runs import RunRegistry
 from tests.explorer.browsing import CHROMIUM, browser, open_page, set_value, settled  # noqa: F401 (fixture)
 from tests.explorer.conftest import Client, client_for, serving
 
-pytest.importorskip("seqlab.seq2seq.train", reason="seqlab.seq2seq is not in this checkout")
+pytest.importorskip("seqlab.seq2seq.task", reason="seqlab.seq2seq is not in this checkout")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TINY = ["--task", "reverse", "--min-len", "2", "--max-len", "5", "--train-size", "1000", "--valid-size", "30",
@@ -61,7 +61,8 @@ def _naive_greedy(model, src: list[int], limit: int) -> list[int]:
 
 def test_greedy_translation_and_its_cross_attention(s2s_client, s2s_run):
     from seqlab.seq2seq.config import BOS_ID
-    from seqlab.seq2seq.train import decode_limit, load_run
+    from seqlab.seq2seq import load_run
+    from seqlab.seq2seq.decoding import decode_limit
 
     run = load_run(s2s_run, device="cpu")
     for text in ("abcd", "ba", "edcab"):

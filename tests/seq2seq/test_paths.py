@@ -27,7 +27,8 @@ def test_fast_run_on_reverse(tmp_path, capsys):
     counts = [archs[a]["parameters"] for a in archs]
     assert max(counts) <= 1.1 * archs["transformer"]["parameters"] and min(counts) >= 0.9 * archs["transformer"]["parameters"]
     # exact match by length, recomputed from the saved transformer run by a plain loop
-    from seqlab.seq2seq.train import load_run, translate_ids
+    from seqlab.seq2seq import load_run
+    from seqlab.seq2seq.decoding import translate_ids
 
     run = load_run(out / "runs" / "reverse_transformer", device="cpu")
     pairs = [p for p in evaluation_pairs(FAST, "reverse", 0, set()) if len(p[0]) == 3]

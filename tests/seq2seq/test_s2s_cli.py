@@ -19,7 +19,7 @@ from seqlab.seq2seq.cli import heatmap_text
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--task", "reverse", "--min-len", "2", "--max-len", "5", "--train-size", "2000", "--valid-size", "60",
-        "--eval-size", "60", "--arch", "rnn-attention", "--d-model", "32", "--layers", "1", "--batch-size", "32",
+        "--eval-batches", "2", "--arch", "rnn-attention", "--d-model", "32", "--num-layers", "1", "--batch-size", "32",
         "--lr", "0.01", "--warmup-steps", "5", "--no-progress", "--threads", "1"]
 
 
@@ -37,18 +37,19 @@ def test_cli_module_imports_no_torch_and_help_lists_commands():
 
 def test_train_translate_eval(tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(["seq2seq", "train", *TINY, "--steps", "150", "--eval-interval", "150", "--out", str(run)]) == 0
+    assert main(["seq2seq", "train", *TINY, "--max-steps", "150", "--eval-interval", "150", "--out", str(run)]) == 0
     assert "completed at step 150" in capsys.readouterr().out
     # --resume keeps the saved settings and takes new flags (more steps)
-    assert main(["seq2seq", "train", "--out", str(run), "--resume", "--steps", "160", "--eval-interval", "160",
+    assert main(["seq2seq", "train", "--out", str(run), "--resume", "--max-steps", "160", "--eval-interval", "160",
                  "--no-progress"]) == 0
     assert "completed at step 160" in capsys.readouterr().out
     saved = json.loads((run / "config.json").read_text())["train"]
-    assert saved["task"] == "reverse" and saved["steps"] == 160 and saved["d_model"] == 32
+    assert saved["task"] == "reverse" and saved["max_steps"] == 160 and saved["d_model"] == 32
 
     assert main(["seq2seq", "eval", "--run", str(run), "--json"]) == 0
     numbers = json.loads(capsys.readouterr().out)
-    from seqlab.seq2seq.train import evaluate_translations, load_pairs, load_run
+    from seqlab.seq2seq import evaluate_translations, load_run
+    from seqlab.seq2seq.dataset import load_pairs
 
     loaded = load_run(run, device="cpu")
     oracle = evaluate_translations(loaded.model, load_pairs(loaded.train_config)[1], loaded.src_vocab,
@@ -102,7 +103,7 @@ def test_errors_are_clear(tmp_path, capsys):
 
 def test_sigterm_saves_and_resume_finishes(tmp_path):
     run = tmp_path / "run"
-    command = [sys.executable, "-m", "seqlab", "seq2seq", "train", *TINY, "--steps", "100000",
+    command = [sys.executable, "-m", "seqlab", "seq2seq", "train", *TINY, "--max-steps", "100000",
                "--eval-interval", "100000", "--checkpoint-interval", "100000", "--out", str(run)]
     process = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -116,10 +117,10 @@ def test_sigterm_saves_and_resume_finishes(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 130, err
+    assert process.returncode == 143, err  # 128 + SIGTERM, as `seqlab train` (issue 17)
     assert "SIGTERM: saving a checkpoint" in err and "interrupted" in out
     step = torch.load(run / "checkpoints/latest.pt", weights_only=True)["iteration"]
     assert step >= 10
-    assert main(["seq2seq", "train", "--out", str(run), "--resume", "--steps", str(step + 5),
+    assert main(["seq2seq", "train", "--out", str(run), "--resume", "--max-steps", str(step + 5),
                  "--eval-interval", str(step + 5)]) == 0
     assert torch.load(run / "checkpoints/latest.pt", weights_only=True)["iteration"] == step + 5

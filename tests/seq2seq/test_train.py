@@ -9,22 +9,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from seqlab.runs.log import read_jsonl
 from seqlab.seq2seq.config import PAD_ID
-from seqlab.seq2seq.train import (
-    Seq2SeqTrainConfig,
-    evaluate_translations,
-    load_run,
-    masked_cross_entropy,
-    train,
-)
-from seqlab.training.logging_utils import read_jsonl
+from seqlab.seq2seq.dataset import build_vocabs, load_pairs
+from seqlab.seq2seq.evaluation import evaluate_translations, masked_cross_entropy
+from seqlab.seq2seq.loading import load_run
+from seqlab.seq2seq.task import train
+from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(tmp_path, name="run", **overrides) -> Seq2SeqTrainConfig:
     settings = dict(out_dir=str(tmp_path / name), task="reverse", min_len=2, max_len=5, train_size=2000,
-                    valid_size=100, eval_size=100, arch="rnn-attention", d_model=32, layers=1, steps=40,
+                    valid_size=100, eval_batches=4, arch="rnn-attention", d_model=32, num_layers=1, max_steps=40,
                     batch_size=32, eval_interval=20, checkpoint_interval=20, warmup_steps=5, progress=False)
     settings.update(overrides)
     return Seq2SeqTrainConfig(**settings)
@@ -45,8 +43,8 @@ def test_masked_cross_entropy_equals_torch_ignore_index():
 
 
 def test_tiny_run_learns_and_writes_the_run_directory(tmp_path):
-    cfg = tiny(tmp_path, steps=200, eval_interval=100, checkpoint_interval=100, lr=1e-2)
-    result = train(cfg, log=lambda message: None)
+    cfg = tiny(tmp_path, max_steps=200, eval_interval=100, checkpoint_interval=100, lr=1e-2)
+    result = train(cfg, say=lambda message: None)
     run = tmp_path / "run"
     assert result.status == "completed" and result.steps == 200
     for name in ("config.json", "vocab.json", "log.jsonl", "loss_curve.png", "checkpoints/latest.pt"):
@@ -61,8 +59,6 @@ def test_tiny_run_learns_and_writes_the_run_directory(tmp_path):
     assert [r["step"] for r in evals] == [100, 200]
     # the logged exact match is what decoding the validation pairs gives
     loaded = load_run(run, device="cpu")
-    from seqlab.seq2seq.train import load_pairs
-
     valid = load_pairs(loaded.train_config)[1]
     scored = evaluate_translations(loaded.model, valid, loaded.src_vocab, loaded.tgt_vocab)
     assert scored.exact_match == pytest.approx(evals[-1]["val_exact_match"])
@@ -71,15 +67,15 @@ def test_tiny_run_learns_and_writes_the_run_directory(tmp_path):
 
 
 def test_resume_equals_an_uninterrupted_run(tmp_path):
-    whole = train(tiny(tmp_path, "whole"), log=lambda m: None)
+    whole = train(tiny(tmp_path, "whole"), say=lambda m: None)
 
     def stop_at_13(trainer, step):
         if step == 13:
             trainer.request_stop()
 
-    first = train(tiny(tmp_path, "parts"), step_callbacks=[stop_at_13], log=lambda m: None)
+    first = train(tiny(tmp_path, "parts"), step_callbacks=[stop_at_13], say=lambda m: None)
     assert first.status == "interrupted" and first.steps == 13
-    second = train(tiny(tmp_path, "parts", resume=True), log=lambda m: None)
+    second = train(tiny(tmp_path, "parts", resume=True), say=lambda m: None)
     assert second.status == "completed" and second.steps == 40
     a = torch.load(tmp_path / "whole/checkpoints/latest.pt", weights_only=True)["model"]
     b = torch.load(tmp_path / "parts/checkpoints/latest.pt", weights_only=True)["model"]
@@ -92,12 +88,12 @@ def test_resume_equals_an_uninterrupted_run(tmp_path):
 
 
 def test_run_directory_guards(tmp_path):
-    train(tiny(tmp_path, steps=2, eval_interval=2), log=lambda m: None)
+    train(tiny(tmp_path, max_steps=2, eval_interval=2), say=lambda m: None)
     with pytest.raises(FileExistsError, match="--resume.*--overwrite"):
-        train(tiny(tmp_path, steps=2), log=lambda m: None)
+        train(tiny(tmp_path, max_steps=2), say=lambda m: None)
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
-        train(tiny(tmp_path, "empty", resume=True), log=lambda m: None)
-    assert train(tiny(tmp_path, steps=2, eval_interval=2, overwrite=True), log=lambda m: None).steps == 2
+        train(tiny(tmp_path, "empty", resume=True), say=lambda m: None)
+    assert train(tiny(tmp_path, max_steps=2, eval_interval=2, overwrite=True), say=lambda m: None).steps == 2
     (tmp_path / "run" / "vocab.json").write_text(json.dumps({"source": {"kind": "char", "chars": ["a"]},
                                                               "target": {"kind": "char", "chars": ["a"]}}))
     with pytest.raises(ValueError, match="vocab.json has 5/5 source/target ids"):
@@ -106,24 +102,24 @@ def test_run_directory_guards(tmp_path):
 
 def test_overwrite_keeps_the_old_run_until_the_new_one_saves(tmp_path):
     run = tmp_path / "run"
-    train(tiny(tmp_path, steps=2, eval_interval=2), log=lambda m: None)
+    train(tiny(tmp_path, max_steps=2, eval_interval=2), say=lambda m: None)
     old_vocab = (run / "vocab.json").read_bytes()
     (run / "checkpoints" / "step_0000001.pt").write_bytes(b"an older checkpoint file")
 
     def fail_at_step_1(trainer, step):
         raise RuntimeError("new run failed (simulated)")
 
-    dates = dict(task="dates", min_len=None, max_len=None, train_size=200, valid_size=20, eval_size=20,
+    dates = dict(task="dates", min_len=None, max_len=None, train_size=200, valid_size=20, eval_batches=1,
                  overwrite=True)
     with pytest.raises(RuntimeError, match="simulated"):
-        train(tiny(tmp_path, **dates), step_callbacks=[fail_at_step_1], log=lambda m: None)
+        train(tiny(tmp_path, **dates), step_callbacks=[fail_at_step_1], say=lambda m: None)
     # the old run survives whole: its checkpoints and the vocabulary they were trained with
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest.pt", "step_0000001.pt"]
     assert (run / "vocab.json").read_bytes() == old_vocab
     old = load_run(run, device="cpu")
     assert (old.step, old.train_config.task) == (2, "reverse")
 
-    train(tiny(tmp_path, **dates, steps=3, eval_interval=3), log=lambda m: None)
+    train(tiny(tmp_path, **dates, max_steps=3, eval_interval=3), say=lambda m: None)
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest.pt"]
     new = load_run(run, device="cpu")
     assert (new.step, new.train_config.task) == (3, "dates")
@@ -137,7 +133,7 @@ def test_temporaries_of_dead_runs_are_removed_at_start(tmp_path):
     (run / f".loss_curve.tmp{dead}.png").write_bytes(b"")
     (run / "checkpoints" / f".latest.tmp{dead}.pt").write_bytes(b"half a checkpoint")
     (run / f".log.tmp{alive}.jsonl").write_bytes(b"")  # a live process's file: kept
-    train(tiny(tmp_path, steps=2, eval_interval=2), log=lambda m: None)
+    train(tiny(tmp_path, max_steps=2, eval_interval=2), say=lambda m: None)
     left = sorted(p.name for p in run.rglob(".*"))
     assert left == [f".log.tmp{alive}.jsonl"]
 
@@ -147,9 +143,9 @@ def test_config_errors_name_the_setting():
         Seq2SeqTrainConfig(task="dates", pairs="x.tsv")
     with pytest.raises(ValueError, match="min-len/--max-len apply to the symbol tasks"):
         Seq2SeqTrainConfig(task="dates", max_len=4)
-    with pytest.raises(ValueError, match="steps must be a positive integer"):
-        Seq2SeqTrainConfig(steps=0)
-    with pytest.raises(ValueError, match="unknown setting"):
+    with pytest.raises(ValueError, match="max_steps=0: must be >= 1"):
+        Seq2SeqTrainConfig(max_steps=0)
+    with pytest.raises(ValueError, match="unknown key"):
         Seq2SeqTrainConfig.from_dict({"stepz": 3})
 
 
@@ -159,8 +155,8 @@ def test_tsv_pairs_with_bpe(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text("".join(f"{s}\t{t}\n" for s, t in make_pairs("fr-en", 300, seed=0)), encoding="utf-8")
     cfg = tiny(tmp_path, task=None, min_len=None, max_len=None, pairs=str(path), tokenize="bpe",
-               bpe_vocab_size=300, steps=4, eval_interval=4, eval_size=10)
-    result = train(cfg, log=lambda m: None)
+               bpe_vocab_size=300, max_steps=4, eval_interval=4, eval_batches=1)
+    result = train(cfg, say=lambda m: None)
     info = json.loads((tmp_path / "run/config.json").read_text())
     assert info["vocab"] == {"kind": "bpe", "source_size": 300, "target_size": 300}
     assert info["data"]["train_pairs"] + info["data"]["valid_pairs"] == 300
@@ -173,14 +169,13 @@ def test_transformer_learns_dates_to_99_percent(tmp_path):
     """The settings of benchmarks/seq2seq_dates.py, stopping at 99.5% on 1000 validation dates (a
     margin over 99%); scored on 1000 dates never seen in training or in that validation set."""
     from seqlab.seq2seq.tasks import make_pairs
-    from seqlab.seq2seq.train import load_pairs
 
     cfg = Seq2SeqTrainConfig(out_dir=str(tmp_path / "dates"), task="dates", arch="transformer", d_model=64,
-                             layers=2, num_heads=4, steps=3000, batch_size=64, lr=3e-3, warmup_steps=100,
-                             eval_interval=100, valid_size=1000, eval_size=1000, target_exact_match=0.995,
+                             num_layers=2, num_heads=4, max_steps=3000, batch_size=64, lr=3e-3, warmup_steps=100,
+                             eval_interval=100, valid_size=1000, eval_batches=16, target_exact_match=0.995,
                              progress=False)
-    result = train(cfg, log=lambda m: None)
-    assert result.status == "target reached", result.val_exact_match
+    result = train(cfg, say=lambda m: None)
+    assert (result.status, result.stopped_by) == ("completed", "target reached"), result.metrics
     run = load_run(tmp_path / "dates", device="cpu")
     seen = {s for part in load_pairs(cfg)[:2] for s, _ in part}
     test = make_pairs("dates", 1000, seed=7_000_001, exclude=seen)
@@ -189,7 +184,6 @@ def test_transformer_learns_dates_to_99_percent(tmp_path):
 
 
 def test_tsv_pairs_with_a_saved_tokenizer(tmp_path):
-    from seqlab.seq2seq.train import build_vocabs
     from seqlab.tokenizer import Tokenizer, train_bpe
 
     corpus = tmp_path / "corpus.txt"

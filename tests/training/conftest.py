@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,26 +25,3 @@ def write_byte_data(directory: Path, num_train: int = 300, num_valid: int = 40) 
 @pytest.fixture(scope="session")
 def byte_data(tmp_path_factory) -> Path:
     return write_byte_data(tmp_path_factory.mktemp("byte_data"))
-
-
-@pytest.fixture
-def poison_gradient(monkeypatch) -> Callable[[int], dict]:
-    """``poison_gradient(step)``: at that (1-based) optimizer step one gradient entry becomes NaN just
-    before clipping, while the loss stays finite (an overflow in the backward pass). Returns a dict
-    whose "n" counts the clipping calls, i.e. the steps run."""
-    from seqlab.training import trainer as trainer_module
-
-    def install(step: int) -> dict:
-        real_clip, calls = trainer_module.clip_grad_norm, {"n": 0}
-
-        def poison_then_clip(parameters, max_norm):
-            parameters = list(parameters)
-            calls["n"] += 1
-            if calls["n"] == step:
-                parameters[0].grad.view(-1)[0] = float("nan")
-            return real_clip(parameters, max_norm)
-
-        monkeypatch.setattr(trainer_module, "clip_grad_norm", poison_then_clip)
-        return calls
-
-    return install

@@ -17,7 +17,7 @@ import torch
 
 from seqlab.atomic import _TEMPORARY_NAME
 from seqlab.cli import main
-from seqlab.training import trainer as trainer_module
+from seqlab.training import engine as engine_module
 from seqlab.training.checkpoint import read_checkpoint
 from seqlab.training.config import TrainConfig, config_from_argv
 from seqlab.training.logging_utils import read_jsonl
@@ -269,7 +269,7 @@ def test_10_compile_is_announced_and_its_first_step_left_out_of_tokens_per_secon
     speed.add(3, 0.1)
     assert speed.tokens_per_second == pytest.approx(640.0) and speed.excluded == [1]
     # the trainer: pretend torch.compile works (compiling for real takes minutes on 2 cores)
-    monkeypatch.setattr(trainer_module, "compile_model", lambda model, device: (model, None))
+    monkeypatch.setattr(engine_module, "compile_model", lambda model, device: (model, None))
     run = tmp_path / "run"
     assert main(["train", "--data-dir", str(byte_data), "--out-dir", str(run), *TINY_FLAGS, "--compile",
                  "--max-steps", "4"]) == 0

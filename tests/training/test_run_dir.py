@@ -10,7 +10,7 @@ import pytest
 from seqlab.atomic import _TEMPORARY_NAME
 from seqlab.tokenizer.files import TOKENIZER_FILES
 from seqlab.training.config import TrainConfig
-from seqlab.training.run_dir import write_run_files
+from seqlab.training.lm_task import write_run_files
 
 
 def _tokenizer(directory: Path, label: str) -> dict[str, str]:

@@ -1,0 +1,180 @@
+"""A run directory's files other than checkpoints and the log: config.json, the run's kind, the
+tokenizer/ or vocab.json, and the temporaries killed runs leave behind.
+
+Two kinds of run share the layout (see :mod:`seqlab.runs`)::
+
+    kind "lm"        seqlab train          config.json: TrainConfig fields + "model"    + tokenizer/
+    kind "seq2seq"   seqlab seq2seq train  config.json: {"train": ..., "model_config": ...} + vocab.json
+
+config.json names its kind (``"kind": "lm"``). Runs written before that key existed are told apart
+by the shape of their config.json, and failing that by their files, so every command can say
+"this is a seq2seq run: use ``seqlab seq2seq translate --run RUN``" instead of failing obscurely.
+Standard library only: reading a run's kind or settings does not import torch.
+
+Worked example::
+
+    write_config(run, {"max_steps": 100, ...}, kind="lm")   # RUN/config.json, atomically
+    run_kind(run)                                            # "lm"
+    check_kind(run, "seq2seq", "resume")   # RunKindError: RUN is a language-model run (`seqlab train`) ...
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
+
+LM, SEQ2SEQ = "lm", "seq2seq"
+KINDS = (LM, SEQ2SEQ)
+NAMES = {LM: "a language-model run", SEQ2SEQ: "a seq2seq run"}
+DESCRIPTIONS = {LM: f"{NAMES[LM]} (written by `seqlab train`)", SEQ2SEQ: f"{NAMES[SEQ2SEQ]} (written by `seqlab seq2seq train`)"}
+# what to do with a run of each kind: continue training it, or use it
+NEXT_COMMANDS = {(LM, "resume"): "continue it with `seqlab train --resume --out {run}`",
+                 (LM, "use"): "use `seqlab generate --run {run}` or `seqlab eval --run {run}`",
+                 (SEQ2SEQ, "resume"): "continue it with `seqlab seq2seq train --resume --out {run}`",
+                 (SEQ2SEQ, "use"): "use `seqlab seq2seq translate --run {run}` or `seqlab seq2seq eval --run {run}`"}
+# the files that only one kind of run has (the other kind's are removed when a run is overwritten)
+KIND_FILES = {LM: ("tokenizer",), SEQ2SEQ: ("vocab.json",)}
+TOKENIZER_DIR, VOCAB_FILE, CONFIG_FILE = "tokenizer", "vocab.json", "config.json"
+
+
+class RunKindError(ValueError):
+    """A run directory of one kind was given to a command for the other kind."""
+
+
+def read_config(run: str | Path) -> dict[str, Any]:
+    """RUN/config.json as a dict; invalid JSON names the file and line, another shape the file."""
+    path = Path(run) / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object of settings, found {type(data).__name__}")
+    return data
+
+
+def config_kind(data: dict[str, Any]) -> str | None:
+    """The kind a config.json's contents describe: its "kind" key, else its shape; None if neither."""
+    kind = data.get("kind")
+    if kind in KINDS:
+        return kind
+    if "train" in data and "model_config" in data:
+        return SEQ2SEQ
+    if "model" in data or "data_dir" in data:
+        return LM
+    return None
+
+
+def run_kind(run: str | Path) -> str | None:
+    """"lm", "seq2seq", or None when ``run`` holds neither kind of run (nothing is loaded)."""
+    run = Path(run)
+    try:
+        kind = config_kind(read_config(run))
+    except (OSError, ValueError):
+        kind = None
+    if kind is not None:
+        return kind
+    if (run / TOKENIZER_DIR).is_dir():
+        return LM
+    if (run / VOCAB_FILE).is_file():
+        return SEQ2SEQ
+    return None
+
+
+def kind_hint(kind: str, purpose: str, run: str | Path) -> str:
+    """What to do with a run of ``kind``: ``purpose`` is "resume" (train it on) or "use" it."""
+    return NEXT_COMMANDS[(kind, purpose)].format(run=run)
+
+
+def check_kind(run: str | Path, kind: str, purpose: str) -> None:
+    """Raise :class:`RunKindError` when ``run`` is a run of the other kind, saying which command fits it."""
+    found = run_kind(run)
+    if found is not None and found != kind:
+        raise RunKindError(f"{run} is {DESCRIPTIONS[found]}, not {NAMES[kind]}; "
+                           f"{kind_hint(found, purpose, run)}")
+
+
+def write_config(run: str | Path, settings: dict[str, Any], *, kind: str) -> Path:
+    """Write RUN/config.json (``{"kind": kind, **settings}``) atomically; creates RUN."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    path = Path(run) / CONFIG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps({"kind": kind, **settings}, indent=2) + "\n")
+    return path
+
+
+def write_vocab_json(run: str | Path, vocabularies: dict[str, Any]) -> Path:
+    """Write RUN/vocab.json (``{"source": ..., "target": ...}``) atomically."""
+    path = Path(run) / VOCAB_FILE
+    atomic_write_text(path, json.dumps(vocabularies) + "\n")
+    return path
+
+
+def read_vocab_json(run: str | Path) -> dict[str, Any]:
+    """RUN/vocab.json as {"source": dict, "target": dict}; errors name the file."""
+    path = Path(run) / VOCAB_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: is {path.parent} a run of `seqlab seq2seq train`?")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not a seq2seq vocabulary file ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("source"), dict) or not isinstance(data.get("target"), dict):
+        raise ValueError(f"{path} is not a seq2seq vocabulary file (expected {{\"source\": ..., \"target\": ...}})")
+    return data
+
+
+def copy_tokenizer(source: str | Path, run: str | Path, names: tuple[str, ...]) -> Path:
+    """Copy the tokenizer files ``names`` of ``source`` into RUN/tokenizer, replacing it whole
+    (a new folder is built beside it and swapped in: never a moment without a tokenizer or with a
+    mix of two)."""
+    source, target = Path(source), Path(run) / TOKENIZER_DIR
+    with atomic_directory(target, names) as tmp:
+        for name in names:
+            if (source / name).is_file():
+                shutil.copyfile(source / name, tmp / name)
+    return target
+
+
+def remove_foreign_files(run: str | Path, kind: str) -> list[Path]:
+    """Remove what only a run of the *other* kind has (a seq2seq run written over an LM run must
+    not keep its tokenizer/, nor an LM run a vocab.json); returns the paths removed."""
+    removed = []
+    for other, names in KIND_FILES.items():
+        if other == kind:
+            continue
+        for name in names:
+            path = Path(run) / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            else:
+                continue
+            removed.append(path)
+    return removed
+
+
+def remove_run_temporaries(run: str | Path) -> list[Path]:
+    """Remove what killed runs left half-written in RUN and RUN/checkpoints (their process is gone)."""
+    run = Path(run)
+    return [*remove_stale_temporaries(run), *remove_stale_temporaries(run / "checkpoints")]
+
+
+def check_out_dir(run: str | Path, *, resume: bool, flag: str = "--out", command: str = "seqlab train") -> None:
+    """Clear errors for an output directory that is a file, or a ``--resume`` where no run is."""
+    run = Path(run)
+    if run.exists() and not run.is_dir():
+        raise NotADirectoryError(f"{flag} {run} is a file; give a directory for the run (it is created if missing)")
+    if resume and not run.is_dir():
+        raise FileNotFoundError(f"--resume: no run at {run}, nothing to resume (give the {flag} of an earlier "
+                                f"`{command}`, or drop --resume to start a new run)")

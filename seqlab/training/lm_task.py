@@ -1,0 +1,88 @@
+"""The language-model task of ``seqlab train``: a TransformerLM on windows of a prepared token split.
+
+Each example is a window of ``context_length + 1`` tokens at a random position of train.npy: the
+model reads the first ``context_length`` and predicts the next token at every position. Evaluation
+is the mean loss over ``eval_batches`` fixed validation batches (:mod:`seqlab.training.evaluation`).
+The run keeps a copy of the data's tokenizer in RUN/tokenizer, which ``seqlab generate`` reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from seqlab.accounting.costs import training_step_flops
+from seqlab.model import TransformerLM
+from seqlab.runs.directory import LM, copy_tokenizer, write_config
+from seqlab.tokenizer.files import TOKENIZER_FILES
+from seqlab.training.batching import get_batch
+from seqlab.training.config import TrainConfig
+from seqlab.training.data import PreparedData
+from seqlab.training.evaluation import validation_loss
+from seqlab.training.task import Batch, Drawn, EvalContext, Task
+
+
+class LanguageModelTask(Task):
+    kind, command, out_flag = LM, "seqlab train", "--out-dir"
+    config: TrainConfig
+
+    def prepare(self, say: Callable[[str], None]) -> None:
+        cfg = self.config
+        if not cfg.data_dir:
+            raise ValueError("config: data_dir is required (a directory made by `seqlab prepare`)")
+        self.data = PreparedData.open(cfg.data_dir, cfg.vocab_size)
+        self.model_config = cfg.model_config(self.data.vocab_size)
+        self.data.check_context_length(cfg.context_length)
+
+    def build_model(self, device: torch.device | str) -> TransformerLM:
+        return TransformerLM.from_config(self.model_config, device=device)
+
+    def draw(self, sampler: np.random.Generator, rows: int) -> Drawn:
+        T = self.config.context_length
+        return Drawn(get_batch(self.data.train, rows, T, "cpu", generator=sampler), rows, rows * T)
+
+    def select(self, drawn: Drawn, rows: slice, device: torch.device) -> Batch:
+        inputs, targets = drawn.data
+        x = inputs[rows].to(device, non_blocking=True)
+        return Batch((x, targets[rows].to(device, non_blocking=True)), x.numel())
+
+    def forward(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        inputs, targets = batch.inputs
+        return model(inputs), targets
+
+    def tokens_per_step_text(self, world_size: int) -> int:
+        return self.config.tokens_per_step(world_size)
+
+    def flops_per_token(self) -> float:
+        T = self.config.context_length
+        return training_step_flops(self.model_config, T, 1) / T
+
+    def evaluate(self, model: torch.nn.Module, where: EvalContext) -> dict[str, float]:
+        cfg = self.config
+        loss = validation_loss(model, self.data.valid, batches=cfg.eval_batches, global_batch=where.global_batch,
+                               context_length=cfg.context_length, seed=cfg.seed, rows=where.rows,
+                               precision=where.precision, device=where.device)
+        return {"val_loss": loss}
+
+    def write_run_files(self, run_dir: Path, *, world_size: int, total_steps: int, parameters: int) -> None:
+        write_run_files(self.config, self.model_config, world_size=world_size, total_steps=total_steps)
+
+
+def write_run_files(config: TrainConfig, model_config, *, world_size: int, total_steps: int) -> Path:
+    """Create RUN (config.out_dir), write config.json and copy the data's tokenizer; return RUN.
+
+    A resumed run keeps the tokenizer it already has. Both writes are atomic: the tokenizer files
+    (:data:`~seqlab.tokenizer.files.TOKENIZER_FILES`) are copied into a new folder that replaces
+    RUN/tokenizer whole, so there is never a moment without a tokenizer or with a mix of two.
+    """
+    run_dir = Path(config.out_dir)
+    write_config(run_dir, {**config.to_dict(), "model": asdict(model_config), "world_size": world_size,
+                           "total_steps": total_steps}, kind=LM)
+    source = Path(config.data_dir) / "tokenizer"
+    if source.is_dir() and not ((run_dir / "tokenizer").exists() and config.resume):
+        copy_tokenizer(source, run_dir, TOKENIZER_FILES)
+    return run_dir

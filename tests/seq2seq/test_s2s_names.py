@@ -1,0 +1,161 @@
+"""One vocabulary of names (issue 17): ``seqlab seq2seq train`` uses the LM's setting names, and the
+old ones keep working for one release, with a note, as flags, TOML keys, config.json of existing
+runs and Python import paths."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from seqlab.cli import main
+from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+DATA = ["--task", "reverse", "--min-len", "2", "--max-len", "5", "--train-size", "300", "--valid-size", "20",
+        "--arch", "rnn", "--d-model", "16", "--batch-size", "32", "--no-progress", "--threads", "1"]
+OLD_TO_NEW = {"steps": "max_steps", "layers": "num_layers", "max_seq_len": "context_length",
+              "max_minutes": "time_budget_s", "eval_size": "eval_batches"}
+
+
+def _saved(run) -> dict:
+    return json.loads((run / "config.json").read_text())["train"]
+
+
+def test_old_flags_still_work_with_a_note(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["seq2seq", "train", *DATA, "--steps", "3", "--layers", "1", "--max-seq-len", "20",
+                 "--max-minutes", "0.5", "--eval-size", "70", "--out", str(run)]) == 0
+    err = capsys.readouterr().err
+    for old, new in OLD_TO_NEW.items():
+        assert f"flags: --{old.replace('_', '-')} is now --{new.replace('_', '-')}" in err
+    assert "(minutes * 60 = seconds)" in err
+    saved = _saved(run)
+    # 70 pairs at batch 32 are 3 batches; 0.5 minutes are 30 seconds
+    assert (saved["max_steps"], saved["num_layers"], saved["context_length"], saved["time_budget_s"],
+            saved["eval_batches"]) == (3, 1, 20, 30.0, 3)
+    assert not set(OLD_TO_NEW) & set(saved)
+    model = json.loads((run / "config.json").read_text())["model_config"]
+    assert (model["max_seq_len"], model["num_encoder_layers"], model["num_decoder_layers"]) == (20, 1, 1)
+
+
+def test_an_old_and_a_new_name_together_is_an_error(tmp_path, capsys):
+    assert main(["seq2seq", "train", *DATA, "--steps", "3", "--max-steps", "4", "--out", str(tmp_path / "r")]) == 2
+    assert "flags: --max-steps is given twice (once under its old name --steps)" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="config: max_steps is given twice \\(once under its old name steps\\)"):
+        Seq2SeqTrainConfig.from_dict({"steps": 3, "max_steps": 4})
+
+
+def test_old_toml_keys_still_work_with_a_note(tmp_path, capsys):
+    toml = tmp_path / "run.toml"
+    toml.write_text('task = "reverse"\nmin_len = 2\nmax_len = 5\ntrain_size = 300\nvalid_size = 20\n'
+                    '[model]\narch = "rnn"\nd_model = 16\nlayers = 1\n[schedule]\nsteps = 2\nbatch_size = 16\n'
+                    '[eval]\neval_size = 40\n')
+    assert main(["seq2seq", "train", "--config", str(toml), "--no-progress", "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert f"config file {toml}: steps is now max_steps" in err and "layers is now num_layers" in err
+    saved = _saved(tmp_path / "r")
+    assert (saved["max_steps"], saved["num_layers"], saved["eval_batches"]) == (2, 1, 3)  # 40 / 16 -> 3
+    toml.write_text("steps = 2\nmax_steps = 3\n")
+    assert main(["seq2seq", "train", "--config", str(toml), "--out", str(tmp_path / "r2")]) == 2
+    assert "key 'max_steps' is given twice" in capsys.readouterr().err
+
+
+def test_a_run_saved_with_the_old_names_resumes_and_loads(tmp_path, capsys):
+    """A run written before the rename: config.json and the checkpoint's settings under the old names,
+    no "kind". It resumes (with a note, the new names written back) and translates."""
+    run = tmp_path / "run"
+    assert main(["seq2seq", "train", *DATA, "--max-steps", "2", "--num-layers", "1", "--out", str(run)]) == 0
+
+    def to_old(settings: dict) -> dict:
+        old = {({v: k for k, v in OLD_TO_NEW.items()}).get(k, k): v for k, v in settings.items()}
+        old["max_minutes"] = None
+        old["eval_size"] = 20
+        return old
+
+    info = json.loads((run / "config.json").read_text())
+    info.pop("kind")
+    info["train"] = to_old(info["train"])
+    (run / "config.json").write_text(json.dumps(info))
+    payload = torch.load(run / "checkpoints" / "latest.pt", weights_only=True)
+    payload["extra"]["config"] = to_old(payload["extra"]["config"])
+    torch.save(payload, run / "checkpoints" / "latest.pt")
+    capsys.readouterr()
+
+    assert main(["seq2seq", "train", "--out", str(run), "--resume", "--max-steps", "4", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert f"{run / 'config.json'}: steps is now max_steps" in captured.err
+    assert "completed at step 4/4" in captured.out
+    saved = _saved(run)
+    assert saved["max_steps"] == 4 and saved["num_layers"] == 1 and "steps" not in saved
+    # an old checkpoint's settings load too (no note: loading is not where the run changes)
+    torch.save(payload, run / "checkpoints" / "latest.pt")
+    from seqlab.seq2seq import load_run
+
+    loaded = load_run(run, device="cpu")
+    assert (loaded.step, loaded.train_config.max_steps, loaded.train_config.num_layers) == (2, 2, 1)
+    assert loaded.train_config.eval_batches == 1  # 20 pairs at batch 32
+
+
+def test_the_old_python_paths_warn_and_still_work():
+    with pytest.warns(DeprecationWarning, match="seqlab.seq2seq.train.load_run moved to seqlab.seq2seq.loading"):
+        from seqlab.seq2seq.train import load_run as old_load_run
+    from seqlab.seq2seq import load_run
+
+    assert old_load_run is load_run
+    with pytest.warns(DeprecationWarning, match="LoadedRun moved to seqlab.seq2seq.loading.Seq2SeqRun"):
+        from seqlab.seq2seq.train import LoadedRun
+    from seqlab.seq2seq.loading import Seq2SeqRun
+
+    assert LoadedRun is Seq2SeqRun
+    import seqlab.seq2seq.train as old
+
+    with pytest.raises(AttributeError, match="Seq2SeqTrainer is gone.*Engine"):
+        old.Seq2SeqTrainer
+    from seqlab.seq2seq.build import count_parameters, num_parameters
+
+    model = torch.nn.Linear(3, 2)
+    with pytest.warns(DeprecationWarning, match="count_parameters is now num_parameters"):
+        assert count_parameters(model) == num_parameters(model) == 8
+
+
+def test_the_public_api_of_seqlab_seq2seq_is_lazy_and_complete():
+    import subprocess
+    import sys
+
+    code = ("import sys, seqlab.seq2seq as s\n"
+            "assert 'torch' not in sys.modules\n"
+            "names = ['TransformerSeq2Seq', 'RNNSeq2Seq', 'Seq2SeqConfig', 'build_model', 'translate', 'load_run']\n"
+            "assert all(name in s.__all__ for name in names), s.__all__\n"
+            "from seqlab.seq2seq import TransformerSeq2Seq, RNNSeq2Seq, Seq2SeqConfig, build_model, translate, load_run\n"
+            "m = build_model(Seq2SeqConfig('transformer', 10, 10, d_model=8, num_heads=2))\n"
+            "assert isinstance(m, TransformerSeq2Seq) and isinstance(build_model(Seq2SeqConfig('rnn', 10, 10)), RNNSeq2Seq)\n"
+            "print('OK')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "OK", result.stderr[-2000:]
+
+
+def test_flags_come_from_the_settings_fields():
+    """Every Seq2SeqTrainConfig field is a flag of `seqlab seq2seq train` (and the shared ones are
+    spelled as in `seqlab train`)."""
+    import argparse
+    from dataclasses import fields
+
+    from seqlab.settings import add_config_arguments
+    from seqlab.training.config import TrainConfig
+
+    parsers = {}
+    for cls in (Seq2SeqTrainConfig, TrainConfig):
+        parser = argparse.ArgumentParser()
+        add_config_arguments(parser, cls)
+        parsers[cls] = {option for action in parser._actions for option in action.option_strings}
+    for f in fields(Seq2SeqTrainConfig):
+        assert "--" + f.name.replace("_", "-") in parsers[Seq2SeqTrainConfig] or f.name == "out_dir"
+    shared = {"--max-steps", "--num-layers", "--context-length", "--time-budget-s", "--eval-batches", "--out",
+              "--out-dir", "--precision", "--compile", "--grad-accum-steps", "--reschedule", "--device"}
+    assert shared <= parsers[Seq2SeqTrainConfig] & parsers[TrainConfig]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Seq2SeqTrainConfig().device == "auto"
