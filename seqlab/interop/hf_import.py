@@ -19,7 +19,6 @@ peaks at one float32 copy of the model plus one tensor. No network: SRC must be 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -31,6 +30,7 @@ from seqlab.interop.llama_layout import halves_to_pairs, llama_names
 from seqlab.interop.run_writer import write_imported_run
 from seqlab.interop.safetensors_io import WeightFiles
 from seqlab.model import ModelConfig, TransformerLM
+from seqlab.runs.directory import read_config
 from seqlab.tokenizer import Tokenizer
 
 FLOAT_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
@@ -58,11 +58,7 @@ def read_llama_config(src: Path) -> ModelConfig:
     path = src / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; SRC must be a transformers model folder")
-    try:
-        values = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
-    fields = from_llama_config(values, str(path))
+    fields = from_llama_config(read_config(src), str(path))  # a JSON object, or an error naming the line
     try:
         return ModelConfig(**fields)
     except ValueError as error:
