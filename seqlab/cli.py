@@ -25,8 +25,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.training.cli",  # data, prepare, train
     "seqlab.demo.cli",  # demo
     "seqlab.sweep.cli",  # sweep, compare
-    "seqlab.tokenizer.cli",  # bpe train, tokenize
+    "seqlab.tokenizer.cli",  # bpe train, bpe export, tokenize
     "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
+    "seqlab.interop.cli",  # export, import
 )
 
 

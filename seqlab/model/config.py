@@ -58,6 +58,7 @@ class ModelConfig:
     attention: str = "auto"        # "auto" | "reference" | "chunked" (how, not what: no weights)
     num_kv_heads: int | None = None  # key/value heads (GQA); None = num_heads (MHA), 1 = MQA
     tie_embeddings: bool = False     # lm_head reuses the token embedding matrix (one parameter)
+    norm_eps: float = 1e-5         # RMSNorm epsilon (added to the mean square); checkpoints without it: 1e-5
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads"):
@@ -92,6 +93,10 @@ class ModelConfig:
         if not (isinstance(self.rope_theta, (int, float)) and self.rope_theta > 0):
             raise ValueError(f"ModelConfig.rope_theta must be a positive number, got {self.rope_theta!r}")
         self.rope_theta = float(self.rope_theta)
+        if isinstance(self.norm_eps, bool) or not isinstance(self.norm_eps, (int, float)) or \
+                not 0 < self.norm_eps < 1:
+            raise ValueError(f"ModelConfig.norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+        self.norm_eps = float(self.norm_eps)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "model config") -> "ModelConfig":

@@ -31,6 +31,7 @@ class TransformerLM(nn.Module):
     and updated once; the state dict lists it under both names, as torch does for shared parameters,
     and torch.save stores it once). It keeps the lm_head's initialisation (std sqrt(2 / (d_model +
     vocab_size))): the embedding's std 1 would start the logits at std ~sqrt(d_model).
+    norm_eps is the RMSNorm epsilon (1e-5; a Llama brought in from Hugging Face may use 1e-6).
 
     attention="auto" | "reference" | "chunked" chooses how attention is computed (same weights and,
     up to rounding, same results): "auto" runs the cache-blocked kernel on a CPU in eager mode and
@@ -43,13 +44,13 @@ class TransformerLM(nn.Module):
                  num_heads: int, d_ff: int | None = None, rope_theta: float = 10000.0, *,
                  norm: str = "rmsnorm", norm_position: str = "pre", positional: str = "rope",
                  ffn: str = "swiglu", attention: str = "auto", num_kv_heads: int | None = None,
-                 tie_embeddings: bool = False, device=None, dtype=None):
+                 tie_embeddings: bool = False, norm_eps: float = 1e-5, device=None, dtype=None):
         super().__init__()
         self.config = ModelConfig(
             vocab_size=vocab_size, context_length=context_length, d_model=d_model,
             num_layers=num_layers, num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta,
             norm=norm, norm_position=norm_position, positional=positional, ffn=ffn, attention=attention,
-            num_kv_heads=num_kv_heads, tie_embeddings=tie_embeddings,
+            num_kv_heads=num_kv_heads, tie_embeddings=tie_embeddings, norm_eps=norm_eps,
         )
         cfg = self.config
         theta = cfg.rope_theta if cfg.positional == "rope" else None
@@ -57,13 +58,14 @@ class TransformerLM(nn.Module):
         self.layers = nn.ModuleList(
             TransformerBlock(d_model, num_heads, cfg.d_ff, context_length, theta, norm=norm,
                              norm_position=norm_position, ffn=ffn, attention=attention,
-                             num_kv_heads=cfg.num_kv_heads, device=device, dtype=dtype)
+                             num_kv_heads=cfg.num_kv_heads, norm_eps=cfg.norm_eps, device=device,
+                             dtype=dtype)
             for _ in range(num_layers)
         )
         if norm_position == "post":
             self.ln_final = Identity()
         else:
-            self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype)
+            self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype, eps=cfg.norm_eps)
         self.lm_head = Linear(d_model, vocab_size, device=device, dtype=dtype)
         if tie_embeddings:
             self.token_embeddings.weight = self.lm_head.weight

@@ -135,12 +135,17 @@ def save_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer | N
 # -- reading ------------------------------------------------------------------------------------
 
 
-def read_checkpoint(src: str | os.PathLike | IO[bytes]) -> dict:
-    """The raw payload (tensors on CPU) with keys model, optimizer, iteration, model_config, extra."""
+def read_checkpoint(src: str | os.PathLike | IO[bytes], *, mmap: bool = False) -> dict:
+    """The raw payload (tensors on CPU) with keys model, optimizer, iteration, model_config, extra.
+
+    ``mmap=True`` (a path only) maps the file instead of reading it: a tensor's bytes are read when
+    it is used, so a caller that needs the weights but not the optimizer state reads only those.
+    """
     if isinstance(src, (str, os.PathLike)):
         _check_checkpoint_file(Path(src))
     try:
-        payload = torch.load(src, map_location="cpu", weights_only=True)
+        payload = torch.load(src, map_location="cpu", weights_only=True,
+                             mmap=mmap and isinstance(src, (str, os.PathLike)))
     except PermissionError:
         raise
     except Exception as error:  # damaged bytes fail in many ways (zip reader, unpickler, decoding)

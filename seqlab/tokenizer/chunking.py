@@ -3,12 +3,18 @@
 A boundary is safe when pre-tokenizing the two sides separately gives exactly the pre-tokens of
 the whole text, so results never depend on the chunking:
   - the start of a special token occurrence (text is split on special tokens first), or
-  - just before an ASCII whitespace character other than a space (``\\n``, ``\\r``, ``\\t``...)
-    followed by a printable ASCII character. GPT-2's ``\\s+(?!\\S)`` splits a whitespace run in
-    front of a word as ``run[:-1] | run[-1]``, and ``run[-1]`` joins the word only when it is a
-    space, so ``a\\r\\nb`` is ``a | \\r | \\n | b`` whether or not it is cut before the ``\\n``.
-Special-token starts are preferred; whitespace is used only when no special token occurs within
-``max_scan`` bytes. Either way the boundary must not fall inside a special token occurrence.
+  - a place where the pre-tokenizer's pattern never joins the two sides
+    (:func:`seqlab.tokenizer.pretokenize.safe_cut_regex`). For GPT-2's pattern that is just before
+    an ASCII whitespace character other than a space (``\\n``, ``\\r``, ``\\t``...) followed by a
+    printable ASCII character: GPT-2's ``\\s+(?!\\S)`` splits a whitespace run in front of a word
+    as ``run[:-1] | run[-1]``, and ``run[-1]`` joins the word only when it is a space, so
+    ``a\\r\\nb`` is ``a | \\r | \\n | b`` whether or not it is cut before the ``\\n``. For Llama 3's
+    it is between an ASCII letter and a line feed, or after a line feed before a printable ASCII
+    character. A pattern with no known safe place is cut
+    only at special tokens.
+Special-token starts are preferred; the pattern's places are used only when no special token
+occurs within ``max_scan`` bytes. Either way the boundary must not fall inside a special token
+occurrence.
 """
 
 from __future__ import annotations
@@ -18,9 +24,8 @@ from collections.abc import Sequence
 
 import regex
 
-from seqlab.tokenizer.pretokenize import special_tokens_regex
+from seqlab.tokenizer.pretokenize import safe_cut_regex, special_tokens_regex
 
-_WHITESPACE_BOUNDARY = regex.compile(rb"(?=[\t\n\x0b\x0c\r][\x21-\x7e])")
 _BLOCK = 1 << 16
 
 
@@ -37,9 +42,11 @@ def _covered_by_special(handle, position: int, pattern: regex.Pattern | None, lo
     return False
 
 
-def _next_boundary(handle, desired: int, size: int, pattern, longest: int, max_scan: int) -> int:
-    """The first safe boundary at or after ``desired`` (``size`` if there is none)."""
-    overlap = max(longest, 2)  # so matches and the newline look-behind straddling blocks are seen
+def _next_boundary(handle, desired: int, size: int, pattern, longest: int, max_scan: int,
+                   cuts: regex.Pattern | None) -> int:
+    """The first safe boundary at or after ``desired`` (``size`` if there is none); ``cuts``
+    matches the pre-tokenizer's safe places (None: only special tokens are safe)."""
+    overlap = max(longest, 2)  # so matches and the one-byte look-arounds straddling blocks are seen
     fallback: int | None = None
     position = desired
     while position < size:
@@ -51,8 +58,8 @@ def _next_boundary(handle, desired: int, size: int, pattern, longest: int, max_s
             for candidate in starts:
                 if desired <= candidate < size and not _covered_by_special(handle, candidate, pattern, longest):
                     return candidate
-        if fallback is None:
-            for match in _WHITESPACE_BOUNDARY.finditer(block):
+        if fallback is None and cuts is not None:
+            for match in cuts.finditer(block):
                 candidate = block_start + match.start()
                 if desired <= candidate < size and not _covered_by_special(handle, candidate, pattern, longest):
                     fallback = candidate
@@ -69,16 +76,19 @@ def find_chunk_boundaries(
     special_tokens: Sequence[str] = (),
     *,
     max_scan: int = 1 << 22,
+    pattern: str | None = None,
 ) -> list[int]:
     """Byte offsets ``[0, ..., file_size]``; consecutive offsets delimit chunks of about ``chunk_bytes``.
 
-    Every inner offset is a safe boundary (see the module docstring), so chunks can be decoded
-    as UTF-8 and pre-tokenized independently with the same result as the whole file.
+    Every inner offset is a safe boundary (see the module docstring) for pre-tokenizing with
+    ``pattern`` (None: GPT-2's), so chunks can be decoded as UTF-8 and pre-tokenized independently
+    with the same result as the whole file.
     """
     if chunk_bytes <= 0:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
     size = os.path.getsize(path)
-    pattern = special_tokens_regex(token.encode("utf-8") for token in special_tokens)
+    cuts = safe_cut_regex(pattern, as_bytes=True)
+    specials = special_tokens_regex(token.encode("utf-8") for token in special_tokens)
     longest = max((len(token.encode("utf-8")) for token in special_tokens), default=0)
     boundaries = [0]
     with open(path, "rb") as handle:
@@ -87,7 +97,7 @@ def find_chunk_boundaries(
             if desired >= size:
                 boundaries.append(size)
                 break
-            nxt = _next_boundary(handle, desired, size, pattern, longest, max_scan)
+            nxt = _next_boundary(handle, desired, size, specials, longest, max_scan, cuts)
             boundaries.append(nxt)
     return boundaries
 

@@ -1,4 +1,4 @@
-"""CLI: ``seqlab bpe train`` and ``seqlab tokenize`` (standard library only at import time)."""
+"""CLI: ``seqlab bpe train``, ``seqlab bpe export`` and ``seqlab tokenize`` (standard library only at import time)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,20 @@ def register(subparsers) -> None:
     train.add_argument("--workers", type=int, default=None, help="pre-tokenization processes (default: all cores)")
     train.add_argument("--no-progress", action="store_true", help="no progress bars")
     train.set_defaults(func=_run_train)
+
+    export = actions.add_parser(
+        "export",
+        help="write a tokenizer in Hugging Face (tokenizer.json) or tiktoken format",
+        description="Write the seqlab tokenizer in TOKENIZER_DIR (vocab.json, merges.txt, ...; a run "
+        "directory's tokenizer/ is found too) to the folder OUT: --to hf writes tokenizer.json, "
+        "tokenizer_config.json and special_tokens_map.json (tokenizers.Tokenizer.from_file and "
+        "transformers.AutoTokenizer load them); --to tiktoken writes tokenizer.tiktoken and "
+        "tiktoken.json (pat_str and special_tokens for tiktoken.Encoding). OUT is replaced whole.",
+    )
+    export.add_argument("--to", required=True, choices=("hf", "tiktoken"), help="the format to write")
+    export.add_argument("tokenizer_dir", metavar="TOKENIZER_DIR", help="a seqlab tokenizer directory (or a run)")
+    export.add_argument("out", metavar="OUT", help="output folder (new, or one written by this command)")
+    export.set_defaults(func=_run_export)
 
     tokenize = subparsers.add_parser(
         "tokenize",
@@ -82,6 +96,29 @@ def _run_train(args: argparse.Namespace) -> int:
     if peak is not None:
         print(f"peak memory: {peak[0]:.0f} MiB (main process), {peak[1]:.0f} MiB (largest worker)")
     print(f"longest token: {len(longest)} bytes {longest.decode('utf-8', errors='replace')!r}")
+    return 0
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from seqlab.atomic import atomic_directory, remove_stale_temporaries
+    from seqlab.tokenizer import Tokenizer
+
+    if args.to == "hf":
+        from seqlab.tokenizer.hf_format import HF_TOKENIZER_FILES as files, write_hf_tokenizer as write
+    else:
+        from seqlab.tokenizer.tiktoken_format import TIKTOKEN_FILES as files, write_tiktoken as write
+    source = args.tokenizer_dir
+    if not os.path.isfile(os.path.join(source, "vocab.json")) and os.path.isdir(os.path.join(source, "tokenizer")):
+        source = os.path.join(source, "tokenizer")  # a run directory
+    try:
+        tokenizer = Tokenizer.load(source)
+        remove_stale_temporaries(os.path.dirname(os.path.abspath(args.out)))
+        with atomic_directory(args.out, files) as building:
+            write(tokenizer, building)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {', '.join(files)} ({tokenizer.vocab_size} ids, {len(tokenizer.special_tokens)} special) -> {args.out}")
     return 0
 
 

@@ -1,5 +1,9 @@
 """GPT-2 tokenizer files: ``vocab.json`` (token text -> id) and ``merges.txt`` (one ``left right`` a line).
 
+Beside them, ``special_tokens.json`` lists the special tokens, and ``pre_tokenizer.json``
+(``{"pattern": "..."}``) holds the pre-tokenizer's regex when it is not GPT-2's (a Llama 3
+tokenizer brought in with ``seqlab import``); without that file the pattern is GPT-2's.
+
 Tokens are written with GPT-2's byte-to-unicode map (a space byte is ``Ġ``). Special tokens may
 appear verbatim (Hugging Face style) when they contain characters outside that map. A tokenizer
 directory is written as a unit (:func:`write_tokenizer_dir`: built beside the target, swapped in
@@ -16,14 +20,18 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import regex
 
 from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
 
 MERGES_HEADER = "#version: 0.2"
-TOKENIZER_FILES = ("vocab.json", "merges.txt", "special_tokens.json")
+PRE_TOKENIZER_FILE = "pre_tokenizer.json"
+TOKENIZER_FILES = ("vocab.json", "merges.txt", "special_tokens.json", PRE_TOKENIZER_FILE)
 # "<|endoftext|>", "<pad>", "</s>", "[CLS]": names that tokenizers use for special tokens
 _SPECIAL_LOOKING = re.compile(r"<\|?[^\s<>]+\|?>|\[[A-Z][A-Z_]*\]")
 
@@ -72,18 +80,26 @@ def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ())
     table = _parse_json(path, raw)
     if not isinstance(table, dict):
         raise TokenizerFileError(f"{path}, line 1: expected a JSON object mapping token -> id")
+    return parse_vocab(table, special_tokens, lambda text: _entry_line(path, raw, text))
+
+
+def parse_vocab(table: Mapping[str, Any], special_tokens: Iterable[str],
+                where: Callable[[str], str]) -> dict[int, bytes]:
+    """``{token text: id}`` (GPT-2's byte-to-unicode text; special tokens may be written verbatim)
+    -> ``{id: token bytes}``. A bad entry raises :class:`TokenizerFileError` starting with
+    ``where(text)`` (the file and line, or the field, of the entry)."""
     specials = set(special_tokens)
     vocab: dict[int, bytes] = {}
     for text, index in table.items():
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise TokenizerFileError(f"{_entry_line(path, raw, text)}: id of token {text!r} must be a non-negative integer, got {index!r}")
+            raise TokenizerFileError(f"{where(text)}: id of token {text!r} must be a non-negative integer, got {index!r}")
         if index in vocab:
-            raise TokenizerFileError(f"{_entry_line(path, raw, text)}: id {index} is used twice (token {text!r})")
+            raise TokenizerFileError(f"{where(text)}: id {index} is used twice (token {text!r})")
         try:
             vocab[index] = text_to_token(text)
         except KeyError as error:
             if text not in specials:
-                raise TokenizerFileError(f"{_entry_line(path, raw, text)}: token {text!r}: {error.args[0]}") from None
+                raise TokenizerFileError(f"{where(text)}: token {text!r}: {error.args[0]}") from None
             vocab[index] = text.encode("utf-8")  # a special token written verbatim
     return vocab
 
@@ -135,18 +151,36 @@ def write_special_tokens_json(path: str | os.PathLike, special_tokens: Iterable[
     atomic_write_text(path, json.dumps(list(special_tokens), ensure_ascii=False) + "\n")
 
 
+def read_pre_tokenizer_json(path: str | os.PathLike) -> str:
+    """The pattern of a ``pre_tokenizer.json`` (``{"pattern": "..."}``)."""
+    path = Path(path)
+    table = _parse_json(path, _read_text(path, "pre-tokenizer"))
+    if not isinstance(table, dict) or not isinstance(table.get("pattern"), str) or not table["pattern"]:
+        raise TokenizerFileError(f"{path}, line 1: expected a JSON object with a non-empty string \"pattern\"")
+    try:
+        regex.compile(table["pattern"])
+    except regex.error as error:
+        raise TokenizerFileError(f"{path}: pattern {table['pattern']!r} is not a valid regular expression: "
+                                 f"{error}") from None
+    return table["pattern"]
+
+
 def write_tokenizer_dir(directory: str | os.PathLike, vocab: Mapping[int, bytes],
-                        merges: Iterable[tuple[bytes, bytes]], special_tokens: Iterable[str]) -> None:
-    """Write ``vocab.json``, ``merges.txt`` and ``special_tokens.json`` to ``directory`` as a unit.
+                        merges: Iterable[tuple[bytes, bytes]], special_tokens: Iterable[str], *,
+                        pattern: str | None = None) -> None:
+    """Write ``vocab.json``, ``merges.txt`` and ``special_tokens.json`` (and ``pre_tokenizer.json``
+    when ``pattern``, the pre-tokenizer's regex, is given: None means GPT-2's) to ``directory`` as a unit.
 
     The files are written to a new folder beside ``directory`` that then replaces it whole; on any
     error (a full disk names the file) the old directory is left exactly as it was. An existing
-    ``directory`` may hold only those three files (else ``FileExistsError``, before writing).
+    ``directory`` may hold only :data:`TOKENIZER_FILES` (else ``FileExistsError``, before writing).
     """
     with atomic_directory(directory, TOKENIZER_FILES) as tmp:
         write_vocab_json(tmp / "vocab.json", dict(vocab))
         write_merges_txt(tmp / "merges.txt", merges)
         write_special_tokens_json(tmp / "special_tokens.json", special_tokens)
+        if pattern is not None:
+            atomic_write_text(tmp / PRE_TOKENIZER_FILE, json.dumps({"pattern": pattern}, ensure_ascii=False) + "\n")
 
 
 def check_special_tokens(special_tokens: Sequence[str]) -> None:

@@ -91,7 +91,7 @@ def iter_encode_file(tokenizer: Tokenizer, path: str | os.PathLike, workers: int
         raise FileNotFoundError(f"input file {os.fspath(path)!r} does not exist or is not a file")
     size = os.path.getsize(path)
     workers = resolve_workers(size, workers)
-    boundaries = find_chunk_boundaries(path, chunk_bytes, tokenizer.special_tokens)
+    boundaries = find_chunk_boundaries(path, chunk_bytes, tokenizer.special_tokens, pattern=tokenizer.pattern)
     tasks = [(os.fspath(path), a, b) for a, b in zip(boundaries, boundaries[1:])]
     # Workers start at once. Encoding the first chunk here first, so that forked workers inherit its
     # pre-tokens' BPE results, was measured slower on 2 idle cores (4-25 MB of Brown): one core idles

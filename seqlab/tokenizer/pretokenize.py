@@ -3,6 +3,16 @@
 BPE merges never cross a pre-token boundary, so the trainer counts pre-tokens and the
 tokenizer caches the ids of each distinct pre-token. A pre-tokenizer is any callable
 ``str -> list[str]`` (forked worker processes inherit it; elsewhere it must be picklable).
+
+A tokenizer may use another pattern (:func:`make_pretokenizer`): Llama 3's, for one, keeps at most
+three digits together and lets one punctuation character lead a word::
+
+    make_pretokenizer(LLAMA3_PATTERN)("I'd pay 12345!")   # ["I", "'d", " pay", " ", "123", "45", "!"]
+    gpt2_pretokenize("I'd pay 12345!")                    # ["I", "'d", " pay", " 12345", "!"]
+
+Text may be cut (into file chunks, or a stream's committed prefix) only where the cut never
+changes the pre-tokens; :func:`safe_cut_regex` knows such places for the GPT-2 and Llama 3
+patterns (for any other pattern only special tokens are safe cuts).
 """
 
 from __future__ import annotations
@@ -31,6 +41,28 @@ GPT2_ASCII_REGEX = re.compile(
 _SAFE_CUT = re.compile(r"(?=[\t\n\x0b\x0c\r][!-~])")
 _BLOCK_CHARS = 4096
 
+# Llama 3's pattern (also OpenAI's cl100k): case-insensitive contractions, a letter run that one
+# non-letter, non-digit character may lead, digits in groups of up to three, symbols with the
+# line breaks after them, line-break runs with the whitespace before them, then GPT-2's
+# whitespace rules.
+LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"""
+                  r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+
+# Places where cutting the text never changes its pre-tokens (see safe_cut_regex):
+#   GPT-2: before an ASCII whitespace character other than a space that is followed by a printable
+#     ASCII character (GPT-2's "\s+(?!\S)" gives a whitespace run's last character to the next
+#     word only when it is a space, so "a\r\nb" is "a | \r | \n | b" cut or not);
+#   Llama 3: between an ASCII letter and a line feed, or between a line feed and a printable ASCII
+#     character. No alternative holds a letter and anything after it but letters, none holding a
+#     line feed holds a letter, and the only ones that run on after a line feed take more
+#     whitespace; a whitespace run that ends in a line feed is matched up to that line feed
+#     ("\s*[\r\n]+") whatever follows. (Before a line feed that follows a space is not safe: " \n"
+#     is one pre-token.)
+SAFE_CUTS: dict[str, str] = {
+    GPT2_PATTERN: r"(?=[\t\n\x0b\x0c\r][!-~])",
+    LLAMA3_PATTERN: r"(?<=[A-Za-z])(?=\n)|(?<=\n)(?=[!-~])",
+}
+
 PreTokenizer = Callable[[str], list[str]]
 
 
@@ -52,6 +84,62 @@ def gpt2_pretokenize(text: str) -> list[str]:
         pretokens += GPT2_ASCII_REGEX.findall(block) if block.isascii() else GPT2_REGEX.findall(block)
         start = end
     return pretokens
+
+
+class RegexPreTokenizer:
+    """Pre-tokens of any pattern: its matches and the text between them, in order (Hugging Face's
+    "Isolated" split; for patterns that match every character, such as GPT-2's and Llama 3's,
+    the same as ``findall``). Picklable, so worker processes can receive it.
+
+    ``RegexPreTokenizer(r"\\d")("ab12")`` -> ``["ab", "1", "2"]``.
+    """
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self._regex = regex.compile(pattern)
+
+    def __call__(self, text: str) -> list[str]:
+        pieces: list[str] = []
+        start = 0
+        for match in self._regex.finditer(text):
+            if match.start() > start:
+                pieces.append(text[start:match.start()])
+            if match.end() > match.start():
+                pieces.append(match.group())
+            start = match.end()
+        if start < len(text):
+            pieces.append(text[start:])
+        return pieces
+
+    def __reduce__(self):
+        return RegexPreTokenizer, (self.pattern,)
+
+    def __repr__(self) -> str:
+        return f"RegexPreTokenizer({self.pattern!r})"
+
+
+def make_pretokenizer(pattern: str | None) -> PreTokenizer:
+    """The pre-tokenizer of ``pattern``: GPT-2's fast :func:`gpt2_pretokenize` for None or
+    :data:`GPT2_PATTERN`, else a :class:`RegexPreTokenizer` (an invalid pattern raises ValueError)."""
+    if pattern is None or pattern == GPT2_PATTERN:
+        return gpt2_pretokenize
+    try:
+        return RegexPreTokenizer(pattern)
+    except regex.error as error:
+        raise ValueError(f"pre-tokenizer pattern {pattern!r} is not a valid regular expression: {error}") from None
+
+
+def safe_cut_regex(pattern: str | None, *, as_bytes: bool = False) -> regex.Pattern | None:
+    """A regex whose (empty) matches are positions where text may be cut without changing its
+    pre-tokens under ``pattern`` (None = GPT-2), or None when no such place is known.
+
+    ``as_bytes=True`` gives the same positions in UTF-8 bytes (the cuts are ASCII-only, so a
+    byte position found is never inside a character).
+    """
+    cut = SAFE_CUTS.get(GPT2_PATTERN if pattern is None else pattern)
+    if cut is None:
+        return None
+    return regex.compile(cut.encode("ascii") if as_bytes else cut)
 
 
 def whitespace_pretokenize(text: str) -> list[str]:

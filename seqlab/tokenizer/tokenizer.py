@@ -12,13 +12,22 @@ import numpy as np
 from seqlab.tokenizer import parallel
 from seqlab.tokenizer.bpe_apply import MergeTable, apply_merges, build_merge_table
 from seqlab.tokenizer.files import (
+    PRE_TOKENIZER_FILE,
     check_files_agree,
     read_merges_txt,
+    read_pre_tokenizer_json,
     read_special_tokens_json,
     read_vocab_json,
     write_tokenizer_dir,
 )
-from seqlab.tokenizer.pretokenize import gpt2_pretokenize, special_token_spans, special_tokens_regex
+from seqlab.tokenizer.pretokenize import (
+    GPT2_PATTERN,
+    gpt2_pretokenize,
+    make_pretokenizer,
+    safe_cut_regex,
+    special_token_spans,
+    special_tokens_regex,
+)
 from seqlab.tokenizer.streaming import StreamDecoder
 from seqlab.tokenizer.token_array import token_dtype
 
@@ -50,6 +59,9 @@ class Tokenizer:
     ``vocab`` maps id -> token bytes (it must contain all 256 single bytes), ``merges`` lists
     ``(left, right)`` byte pairs in rank order, ``special_tokens`` are strings that are never
     split (added to the vocabulary if missing; overlapping ones match longest first).
+    ``pattern`` is the pre-tokenizer's regex (None: GPT-2's; e.g.
+    :data:`~seqlab.tokenizer.pretokenize.LLAMA3_PATTERN` for a Llama 3 tokenizer read with
+    :meth:`from_hf`); text between special tokens is cut into its matches before BPE.
     """
 
     def __init__(
@@ -57,15 +69,22 @@ class Tokenizer:
         vocab: Mapping[int, bytes],
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Sequence[str] | None = None,
+        *,
+        pattern: str | None = None,
     ):
+        self.pattern: str = GPT2_PATTERN if pattern is None else pattern
+        self._pretokenize = make_pretokenizer(self.pattern)
         self.vocab: dict[int, bytes] = dict(vocab)
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
         self.special_tokens: list[str] = list(dict.fromkeys(special_tokens or ()))
         if any(not isinstance(token, str) or not token for token in self.special_tokens):
             raise ValueError(f"special tokens must be non-empty strings, got {self.special_tokens}")
         self.special_token_ids: dict[str, int] = {}
+        first_id: dict[bytes, int] = {}
+        for index, value in self.vocab.items():
+            first_id.setdefault(value, index)
         for token in self.special_tokens:
-            self.special_token_ids[token] = self._id_of_special(token)
+            self.special_token_ids[token] = self._id_of_special(token, first_id)
         special_ids = set(self.special_token_ids.values())
         self._id_of_bytes: dict[bytes, int] = {}
         for index in sorted(self.vocab):
@@ -80,13 +99,13 @@ class Tokenizer:
         self._cache = _PretokenCache(self._encode_pretoken)
 
     # ----------------------------------------------------------------- construction
-    def _id_of_special(self, token: str) -> int:
+    def _id_of_special(self, token: str, first_id: dict[bytes, int]) -> int:
+        """The id of ``token`` (the first id with its bytes), or a new id after the last one."""
         encoded = token.encode("utf-8")
-        for index, value in self.vocab.items():
-            if value == encoded:
-                return index
+        if encoded in first_id:
+            return first_id[encoded]
         index = max(self.vocab, default=-1) + 1
-        self.vocab[index] = encoded
+        self.vocab[index] = first_id[encoded] = encoded
         return index
 
     def _build_merge_table(self) -> MergeTable:
@@ -107,17 +126,29 @@ class Tokenizer:
         vocab_path: str | os.PathLike,
         merges_path: str | os.PathLike,
         special_tokens: Sequence[str] | None = None,
+        *,
+        pattern: str | None = None,
     ) -> Tokenizer:
-        """Load GPT-2 format files (``vocab.json`` + ``merges.txt``)."""
+        """Load GPT-2 format files (``vocab.json`` + ``merges.txt``); ``pattern`` as in the constructor."""
         vocab = read_vocab_json(vocab_path, special_tokens or ())
         merges = read_merges_txt(merges_path)
         check_files_agree(vocab, merges, special_tokens or (), vocab_path, merges_path)
-        return cls(vocab, merges, special_tokens)
+        return cls(vocab, merges, special_tokens, pattern=pattern)
+
+    @classmethod
+    def from_hf(cls, path: str | os.PathLike) -> Tokenizer:
+        """Load a Hugging Face byte-level BPE ``tokenizer.json`` (a file, or a folder holding one);
+        see :func:`seqlab.tokenizer.hf_format.read_tokenizer_json` for what is accepted."""
+        from seqlab.tokenizer.hf_format import read_tokenizer_json
+
+        return read_tokenizer_json(path)
 
     def save(self, directory: str | os.PathLike) -> None:
-        """Write ``vocab.json``, ``merges.txt`` (GPT-2 format) and ``special_tokens.json`` to ``directory``,
-        as a unit: a failure leaves an existing directory as it was (see ``files.write_tokenizer_dir``)."""
-        write_tokenizer_dir(directory, self.vocab, self.merges, self.special_tokens)
+        """Write ``vocab.json``, ``merges.txt`` (GPT-2 format) and ``special_tokens.json`` to ``directory``
+        (and ``pre_tokenizer.json`` when the pattern is not GPT-2's), as a unit: a failure leaves an
+        existing directory as it was (see ``files.write_tokenizer_dir``)."""
+        write_tokenizer_dir(directory, self.vocab, self.merges, self.special_tokens,
+                            pattern=None if self.pattern == GPT2_PATTERN else self.pattern)
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> Tokenizer:
@@ -127,7 +158,9 @@ class Tokenizer:
             raise FileNotFoundError(f"tokenizer directory {str(directory)!r} does not exist")
         specials_path = directory / "special_tokens.json"
         specials = read_special_tokens_json(specials_path) if specials_path.is_file() else []
-        return cls.from_files(directory / "vocab.json", directory / "merges.txt", specials)
+        pattern_path = directory / PRE_TOKENIZER_FILE
+        pattern = read_pre_tokenizer_json(pattern_path) if pattern_path.is_file() else None
+        return cls.from_files(directory / "vocab.json", directory / "merges.txt", specials, pattern=pattern)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -166,7 +199,7 @@ class Tokenizer:
 
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
         """Encode text containing no special tokens, appending ids to ``out``."""
-        self._encode_pretokens(gpt2_pretokenize(text), out)
+        self._encode_pretokens(self._pretokenize(text), out)
 
     def encode(self, text: str) -> list[int]:
         """Text -> ids. Special tokens become their ids; the text between them is BPE-encoded."""
@@ -197,7 +230,13 @@ class Tokenizer:
         token cut by the end (or one that could grow into a longer one) and the last pre-token,
         which more text could extend, together with a lone ``'`` before it (``'`` + ``l`` becomes
         ``'ll`` when an ``l`` follows). Earlier pre-tokens never depend on what follows.
+
+        With another pattern the prefix ends at the last place where the pattern is known never
+        to join text across (:func:`~seqlab.tokenizer.pretokenize.safe_cut_regex`) or at the end
+        of the last special token before the pending region.
         """
+        if self.pattern != GPT2_PATTERN:
+            return self._encode_to_last_safe_cut(text, out)
         pending = self._pending_special_start(text)
         for start, end, is_special in special_token_spans(text, self._special_regex):
             if end <= pending and is_special:
@@ -219,6 +258,23 @@ class Tokenizer:
                 return stop - held
             self._encode_pretokens(pretokens, out)
         return len(text)
+
+    def _encode_to_last_safe_cut(self, text: str, out: list[int]) -> int:
+        """:meth:`_encode_stable_prefix` for a pattern other than GPT-2's."""
+        pending = self._pending_special_start(text)
+        spans = list(special_token_spans(text, self._special_regex))
+        inside_special = [(start, end) for start, end, is_special in spans if is_special]
+        cut = max((end for start, end in inside_special if end <= pending), default=0)
+        cuts = safe_cut_regex(self.pattern)
+        if cuts is not None:
+            for match in reversed(list(cuts.finditer(text, cut, pending))):
+                position = match.start()
+                if not any(start < position < end for start, end in inside_special):
+                    cut = position
+                    break
+        if cut:
+            out.extend(self.encode(text[:cut]))
+        return cut
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily encode a stream of strings (e.g. a file's lines); equals ``encode("".join(iterable))``.

@@ -50,6 +50,7 @@ class TrainConfig(EngineSettings):
     tie_embeddings: bool = setting(False, "model", "the output layer reuses the token embedding matrix")
     d_ff: int | None = setting(None, "model", "feed-forward width (default: 8/3 d_model for SwiGLU, 4 d_model for SiLU)")
     rope_theta: float = setting(10000.0, "model", "RoPE base")
+    norm_eps: float = setting(1e-5, "model", "RMSNorm epsilon (added to the mean square)")
     norm: str = setting("rmsnorm", "model", " | ".join(NORMS), choices=NORMS)
     norm_position: str = setting("pre", "model", " | ".join(NORM_POSITIONS), choices=NORM_POSITIONS)
     positional: str = setting("rope", "model", " | ".join(POSITIONALS), choices=POSITIONALS)

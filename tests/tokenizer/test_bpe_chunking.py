@@ -6,16 +6,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
-from seqlab.tokenizer.pretokenize import gpt2_pretokenize, special_tokens_regex, split_on_special_tokens
+from seqlab.tokenizer.pretokenize import make_pretokenizer, special_tokens_regex, split_on_special_tokens
 
 SPECIALS = ["<|endoftext|>", "<|endoftext|><|endoftext|>", "<s>"]
 PARTS = st.sampled_from(["a", "b", "\n", "\n\n", " ", "  ", "\t", "\r\n", "x\ny", "é", "日本", "'s", "!", "7"] + SPECIALS + ["<|endo", "ftext|>"])
 
 
-def pieces(text: str, specials: list[str]) -> list[tuple[str, bool]]:
+def pieces(text: str, specials: list[str], pattern: str | None = None) -> list[tuple[str, bool]]:
+    """(special token, True) and (pre-token of ``pattern``, default GPT-2's, False) in order."""
+    pretokenize = make_pretokenizer(pattern)
     out = []
     for piece, is_special in split_on_special_tokens(text, special_tokens_regex(specials)):
-        out.extend([(piece, True)] if is_special else [(t, False) for t in gpt2_pretokenize(piece)])
+        out.extend([(piece, True)] if is_special else [(t, False) for t in pretokenize(piece)])
     return out
 
 
