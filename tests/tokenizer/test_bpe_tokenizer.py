@@ -14,8 +14,11 @@ from seqlab.tokenizer import Tokenizer, TokenizerFileError, train_bpe
 
 from bpe_reference import EOT, FIXTURE_TEXTS, tiktoken_from_ranks
 
+# Characters unassigned in Python's Unicode database ("Cn") are left out: the `regex` module and
+# tiktoken's Rust regex follow newer Unicode versions of their own, so a letter added after it (e.g.
+# U+323B0, Unicode 17) is \p{L} to one engine and not to the other, a difference of versions, not of code.
 TEXT_PARTS = st.one_of(
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+    st.text(st.characters(blacklist_categories=("Cs", "Cn")), max_size=12),
     st.sampled_from([EOT, "<|endoftext", "|>", " ", "  ", "\n", "\n\n", " \n", "\t", "'s", "'ll", "123", "héllo", "日本", "😀", "!!"]),
 )
 TEXTS = st.lists(TEXT_PARTS, max_size=12).map("".join)
