@@ -254,17 +254,22 @@ class MultiHeadAttention(nn.Module):
             return sdpa_attention(q, k, v, padding, causal=causal), None
         if backend == "flash":  # never with a mask (attention_backend falls back)
             return flash_attention(q, k, v, padding, causal=causal), None
-        # query groups: (batch..., kv_heads, group, n, d_head) against (batch..., kv_heads, 1, m, d_head)
-        q = q.unflatten(-3, (self.num_kv_heads, self.num_heads // self.num_kv_heads))
-        k, v = k.unsqueeze(-3), v.unsqueeze(-3)
-        if padding is not None:
-            padding = padding.unsqueeze(-3)  # (batch, 1, 1, 1, keys)
+        grouped = self.num_kv_heads != self.num_heads
+        if grouped:  # query groups: (batch..., kv_heads, group, n, d_head) against (batch..., kv_heads, 1, m, d_head)
+            q = q.unflatten(-3, (self.num_kv_heads, self.num_heads // self.num_kv_heads))
+            k, v = k.unsqueeze(-3), v.unsqueeze(-3)
+            if padding is not None:
+                padding = padding.unsqueeze(-3)  # (batch, 1, 1, 1, keys)
         if need_weights:
             weights = attention_weights(q, k, padding, causal=causal)
-            return (weights.to(v.dtype) @ v).flatten(-4, -3), weights.flatten(-4, -3)
-        if backend == "chunked":
-            return chunked_attention(q, k, v, padding, causal=causal).flatten(-4, -3), None
-        return scaled_dot_product_attention(q, k, v, padding, causal=causal).flatten(-4, -3), None
+            out = weights.to(v.dtype) @ v
+        else:
+            weights = None
+            attend = chunked_attention if backend == "chunked" else scaled_dot_product_attention
+            out = attend(q, k, v, padding, causal=causal)
+        if grouped:
+            out, weights = out.flatten(-4, -3), None if weights is None else weights.flatten(-4, -3)
+        return out, weights
 
     def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None, *,
                 memory: torch.Tensor | None = None, memory_kv: tuple[torch.Tensor, torch.Tensor] | None = None,

@@ -55,34 +55,37 @@ class SwiGLU(nn.Module):
         return self.w2(swiglu_gate(self.w1(x), self.w3(x)))
 
 
-class SiLUFeedForward(nn.Module):
+class _TwoMatrixFeedForward(nn.Module):
+    """w2(activation(w1 x)) with w1: d_model -> d_ff and w2: d_ff -> d_model; d_ff=None picks 4 * d_model."""
+
+    kind = ""
+
+    def __init__(self, d_model: int, d_ff: int | None = None, device=None, dtype=None):
+        super().__init__()
+        d_ff = default_d_ff(d_model, self.kind) if d_ff is None else d_ff
+        self.d_model, self.d_ff = d_model, d_ff
+        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
+        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
+
+    @staticmethod
+    def activation(x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., d_model) -> (..., d_model)"""
+        return self.w2(self.activation(self.w1(x)))
+
+
+class SiLUFeedForward(_TwoMatrixFeedForward):
     """Ablation without gating: w2(silu(w1 x)); d_ff=None picks 4 * d_model."""
 
-    def __init__(self, d_model: int, d_ff: int | None = None, device=None, dtype=None):
-        super().__init__()
-        d_ff = default_d_ff(d_model, "silu") if d_ff is None else d_ff
-        self.d_model, self.d_ff = d_model, d_ff
-        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
-        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(..., d_model) -> (..., d_model)"""
-        return self.w2(silu(self.w1(x)))
+    kind, activation = "silu", staticmethod(silu)
 
 
-class ReLUFeedForward(nn.Module):
+class ReLUFeedForward(_TwoMatrixFeedForward):
     """The original Transformer's feed-forward: w2(max(0, w1 x)) (no biases); d_ff=None picks 4 * d_model."""
 
-    def __init__(self, d_model: int, d_ff: int | None = None, device=None, dtype=None):
-        super().__init__()
-        d_ff = default_d_ff(d_model, "relu") if d_ff is None else d_ff
-        self.d_model, self.d_ff = d_model, d_ff
-        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
-        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(..., d_model) -> (..., d_model)"""
-        return self.w2(relu(self.w1(x)))
+    kind, activation = "relu", staticmethod(relu)
 
 
 FEED_FORWARDS = {"swiglu": SwiGLU, "silu": SiLUFeedForward, "relu": ReLUFeedForward}
