@@ -154,10 +154,11 @@ class MultiHeadAttention(nn.Module):
     num_kv_heads (default num_heads) key/value heads: grouped-query attention (GQA; Ainslie et al.,
     2023), multi-query attention (MQA) with num_kv_heads=1. Query head h uses key/value head
     h // (num_heads // num_kv_heads), the convention of Llama and Hugging Face transformers: with
-    8 query heads and 2 key/value heads, queries 0-3 share k/v head 0 and queries 4-7 head 1. The
-    reference and chunked backends see the queries as (batch, kv_heads, group, seq, d_head) and the
-    keys/values as (batch, kv_heads, 1, seq, d_head); sdpa and flash take the grouped heads as they
-    are. No backend copies K/V per query head, and a KV cache holds num_kv_heads heads.
+    8 query heads and 2 key/value heads, queries 0-3 share k/v head 0 and queries 4-7 head 1. With
+    grouped heads the reference and chunked backends see the queries as (batch, kv_heads, group,
+    seq, d_head) and the keys/values as (batch, kv_heads, 1, seq, d_head); sdpa and flash take the
+    grouped heads as they are. No backend copies K/V per query head, and a KV cache holds
+    num_kv_heads heads.
 
     Example (d_model 16, 4 heads, a 5-token target reading a 7-token source)::
 
@@ -295,5 +296,5 @@ class MultiHeadAttention(nn.Module):
         return (out, weights) if need_weights else out
 
 
-# the language model's name for it (and the class of checkpoints pickled before the seq2seq merge)
+# the language model's name for it, kept for old code (and for models pickled whole under that name)
 MultiHeadSelfAttention = MultiHeadAttention

@@ -35,7 +35,7 @@ import torch
 
 from seqlab.model.activations import stable_softmax
 from seqlab.model.attention_inputs import causal_mask, check_attention_inputs
-from seqlab.model.broadcast import sum_to_shape
+from seqlab.model.broadcast import broadcast_shapes, sum_to_shape
 
 SCORES_PER_CHUNK = 1 << 18
 CAUSAL_MIN_QUERIES, CAUSAL_BLOCKS = 128, 4
@@ -118,7 +118,7 @@ class ChunkedAttentionFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, Q, K, V, mask, causal):
         n, m, d_k, d_v = Q.shape[-2], K.shape[-2], Q.shape[-1], V.shape[-1]
-        batch_shape = torch.broadcast_shapes(
+        batch_shape = broadcast_shapes(
             Q.shape[:-2], K.shape[:-2], V.shape[:-2], *(() if mask is None else (mask.shape[:-2],))
         )
         group = query_group(batch_shape, K, V, mask)
