@@ -9,9 +9,12 @@ and gradients); only the order of work differs. It is the fast path of the CPU i
   by V, instead of streaming a (batch, heads, n, m) tensor through memory several times.
 * The (n, m) probabilities are not stored: the forward keeps only each query row's
   log-sum-exp (lse), and the backward recomputes P = exp(Q K^T s - lse) chunk by chunk
-  (the FlashAttention idea, here blocked over heads and query blocks). Exception: when all of the
-  work is one chunk (at most ~SCORES_PER_CHUNK scores, e.g. a small seq2seq batch), P is that
-  chunk, about 1 MB: it is kept and the backward skips the recomputation (3-10% faster there).
+  (the FlashAttention idea, here blocked over heads and query blocks). Exception: a small call,
+  at most KEEP_PROBS_SCORES scores in all (4 MB of float32, e.g. a seq2seq batch of short
+  sentences), keeps each chunk's P and its backward skips the recomputation: there the memory
+  does not matter and the recomputation cost more than it saved (fwd+bwd of (32 x 8 heads,
+  40 x 40): 6.6 ms recomputing, 5.6 ms for the reference, 5.3 ms keeping P; from ~2-4 M scores
+  on, recomputing wins: 56 vs 96 ms at 8 x 16 x 256 x 256).
 * With `causal`, long query ranges are cut into CAUSAL_BLOCKS blocks and each block is multiplied
   only with the keys it can see (skipping ~3/8 of the score matrix).
 * Grouped-query attention (K, V broadcast over Q's last batch dimension, see query_group): the
@@ -39,6 +42,8 @@ from seqlab.model.broadcast import broadcast_shapes, sum_to_shape
 
 SCORES_PER_CHUNK = 1 << 18
 CAUSAL_MIN_QUERIES, CAUSAL_BLOCKS = 128, 4
+# a call with at most this many scores in all (4 MB of float32) keeps P for the backward
+KEEP_PROBS_SCORES = 1 << 20
 
 
 class QueryBlock(NamedTuple):
@@ -142,8 +147,9 @@ class ChunkedAttentionFunction(torch.autograd.Function):
         stats_dtype = torch.promote_types(q.dtype, torch.float32)  # float32 statistics for bf16/fp16
         log_sum_exp = q.new_empty(num_slices, group, n, 1, dtype=stats_dtype)
         blocks = query_blocks(n, m, causal)
-        work = list(chunks(blocks, num_slices, group))
-        for chunk in work:
+        keep = num_slices * group * n * m <= KEEP_PROBS_SCORES
+        kept = []
+        for chunk in chunks(blocks, num_slices, group):
             s, rows = chunk.slices, slice(chunk.block.query_start, chunk.block.query_end)
             keys = slice(0, chunk.block.key_end)
             scores = _chunk_scores(q[s, :, rows].flatten(1, 2), k[s, keys], hidden, chunk, stats_dtype)
@@ -151,16 +157,16 @@ class ChunkedAttentionFunction(torch.autograd.Function):
             # a row with nothing visible gets lse = +inf, so the recomputed P is exp(-inf) = 0, not NaN
             log_sum_exp[s, :, rows] = torch.where(row_sum > 0, row_max + row_sum.log(), float("inf"))
             out[s, :, rows] = torch.bmm(probs.flatten(1, 2).to(v.dtype), v[s, keys]).unflatten(1, (group, -1))
-        # all of P in one chunk (at most ~SCORES_PER_CHUNK numbers): keep it rather than recompute it
-        kept = probs if len(work) == 1 else None
-        ctx.save_for_backward(q, k, v, out, log_sum_exp, None if kept is not None else hidden, kept)
+            if keep:
+                kept.append(probs)
+        ctx.save_for_backward(q, k, v, out, log_sum_exp, None if keep else hidden, *kept)
         ctx.scale, ctx.blocks = scale, blocks
         ctx.shapes = (Q.shape, K.shape, V.shape, batch_shape, kv_shape)
         return out.view(*batch_shape, n, d_v)
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, out, log_sum_exp, hidden, kept = ctx.saved_tensors
+        q, k, v, out, log_sum_exp, hidden, *kept = ctx.saved_tensors
         Q_shape, K_shape, V_shape, batch_shape, kv_shape = ctx.shapes
         num_slices, group, n, d_v = out.shape
         m = k.shape[1]
@@ -169,14 +175,14 @@ class ChunkedAttentionFunction(torch.autograd.Function):
         row_dot = (grad_o.to(log_sum_exp.dtype) * out).sum(-1, keepdim=True)
         grad_q = torch.empty_like(q)
         grad_k, grad_v = torch.zeros_like(k), torch.zeros_like(v)
-        for chunk in chunks(ctx.blocks, num_slices, group):
+        for index, chunk in enumerate(chunks(ctx.blocks, num_slices, group)):
             s, rows = chunk.slices, slice(chunk.block.query_start, chunk.block.query_end)
             keys = slice(0, chunk.block.key_end)
             # the group's query rows are rows of the same slice: (slices, group * queries, features)
             q_chunk, grad_o_chunk = q[s, :, rows].flatten(1, 2), grad_o[s, :, rows].flatten(1, 2)
             k_chunk, v_chunk = k[s, keys], v[s, keys]
-            if kept is not None:
-                probs = kept.flatten(1, 2)
+            if kept:
+                probs = kept[index].flatten(1, 2)
             else:
                 probs = _chunk_scores(q_chunk, k_chunk, hidden, chunk, log_sum_exp.dtype)
                 probs = probs.sub_(log_sum_exp[s, :, rows]).exp_().flatten(1, 2)
