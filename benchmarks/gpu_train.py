@@ -8,8 +8,8 @@ autocast, AdamW, through ``seqlab train``'s own Trainer (the same code path as a
 ``--data-dir`` it trains on uniformly random token ids (throughput does not depend on the text).
 The first ``--warmup`` steps (compilation, allocator warm-up) are excluded from the timing: tokens/s
 and MFU count timed steps only, and the warm-up's seconds are printed on their own.
-``--attention auto`` (the default) runs the reference attention on CUDA (few large kernels, no
-per-chunk launches; the form torch.compile fuses).
+``--attention auto`` (the default) runs torch's fused attention (``sdpa``) on CUDA; ``reference``,
+``flash`` (the Triton kernel) and ``chunked`` can be named instead.
 
 MFU = (training FLOPs per step from seqlab.accounting: 3 x the forward matmul FLOPs, full n x n
 attention) / step time / the GPU's dense bf16 peak (seqlab.runtime.PEAK_BF16_FLOPS,
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--precision", default="bf16", choices=("bf16", "fp16", "fp32"))
     parser.add_argument("--attention", default="auto", choices=ATTENTIONS,
-                        help="attention backend (auto = reference on CUDA)")
+                        help="attention backend (auto = sdpa on CUDA)")
     parser.add_argument("--peak-flops", type=float, default=None, help="override the GPU's peak FLOP/s")
     parser.add_argument("--out", default=None, help="run directory (default: a temporary one)")
     args = parser.parse_args(argv)
@@ -105,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     peak = args.peak_flops
     if peak is None and trainer.precision != "fp32":
         peak = gpu_peak_bf16_flops(torch.cuda.get_device_name())
-    backend = attention_backend(args.attention, torch.empty(0, device="cuda"))  # auto -> reference on CUDA
+    # what ran: the queries' device, dtype and head size decide (auto -> sdpa on CUDA; flash where it runs)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
+    queries = torch.empty(1, MODEL["d_model"] // MODEL["num_heads"], device="cuda", dtype=dtype)
+    backend = attention_backend(args.attention, queries)
     report = {
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,

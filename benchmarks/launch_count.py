@@ -17,7 +17,8 @@ forced GPU path and on the CPU path: aten syncs plus ``Tensor.tolist``/``Tensor.
 read a CPU tensor without an aten operation, so a dispatch mode alone does not see them).
 
 Goal (issue 11): with attention="reference" the forward + backward count is flat in the batch
-(within 10%) and at most ~2,000; the training step makes 0 syncs on the GPU path.
+(within 10%) and at most ~2,000; the training step makes 0 syncs on the GPU path. The same holds
+for attention="sdpa" (issue 18), the backend "auto" picks on CUDA.
 tests/model/test_attention_backends.py keeps these numbers.
 """
 
@@ -28,7 +29,7 @@ import contextlib
 import json
 import sys
 
-ATTENTION_CHOICES = ("reference", "chunked")
+ATTENTION_CHOICES = ("reference", "chunked", "sdpa")  # flash runs on CUDA only (here: Triton's interpreter)
 SHAPE = dict(context_length=256, num_layers=4, num_heads=16)
 
 

@@ -16,6 +16,7 @@ target tokens (batch * target length) per second.
 
     python benchmarks/seq2seq_step.py                         # small-translation shapes
     python benchmarks/seq2seq_step.py --d-model 64 --num-heads 4 --d-ff 256 --vocab 40 --batch 64   # dates
+    python benchmarks/seq2seq_step.py --attention sdpa        # another of seqlab's attention backends
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=8, help="timed steps per model (interleaved)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--attention", default="auto",
+                        help="seqlab's attention backend: auto | reference | chunked | sdpa | flash")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     return parser.parse_args(argv)
 
@@ -70,7 +73,7 @@ def seqlab_stepper(args, batch):
 
     torch.manual_seed(0)
     model = TransformerSeq2Seq(args.vocab, args.vocab, args.d_model, args.num_heads, args.layers, args.layers,
-                               args.d_ff, max(args.src_len, args.tgt_len))
+                               args.d_ff, max(args.src_len, args.tgt_len), attention=args.attention)
     optimizer = AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
     src, decoder_in, targets, src_mask, tgt_mask = batch
 
@@ -151,7 +154,7 @@ def main(argv=None) -> int:
             steppers[name]()
     print(f"shapes: vocab {args.vocab}, d_model {args.d_model}, heads {args.num_heads}, layers {args.layers}+"
           f"{args.layers}, d_ff {args.d_ff}, batch {args.batch}, source {args.src_len}, target {args.tgt_len} "
-          f"({tokens} target tokens/step); threads {torch.get_num_threads()}; params seqlab "
+          f"({tokens} target tokens/step); threads {torch.get_num_threads()}; attention {args.attention}; params seqlab "
           f"{params['seqlab']:,} torch {params['torch']:,}", flush=True)
     names = list(steppers)
     times = {n: [] for n in names}

@@ -20,7 +20,8 @@ from seqlab.lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.inference.evaluate": ("EvalResult", "evaluate", "window_starts"),
     "seqlab.inference.generate": ("generate", "generate_stream"),
-    "seqlab.inference.inspect": ("ForwardTrace", "attention_weights", "next_token_candidates", "trace_forward"),
+    "seqlab.inference.inspect": ("ForwardTrace", "attention_maps", "attention_weights", "next_token_candidates",
+                                 "trace_forward"),
     "seqlab.inference.loading": (
         "LoadedModel",
         "check_vocabularies",

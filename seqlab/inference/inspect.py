@@ -1,9 +1,11 @@
 """Look inside a TransformerLM's forward pass: per-head attention weights, tensor shapes, and the
 top candidates for the next token.
 
-The model's own forward fuses the Q/K/V projections and never keeps the (T, T) attention weights
-(its attention kernel recomputes them in blocks). ``trace_forward`` runs the same computation one
-block at a time with each block's own submodules and keeps what a student wants to see:
+The model's own forward never keeps the (T, T) attention weights (its backends recompute them in
+blocks or never form them). ``trace_forward`` runs the model block by block, asking each block's
+attention for its weights (``need_weights=True``: the same module, its fused projections, RoPE and
+grouped heads, with the reference formula instead of a fast backend), and keeps what a student
+wants to see:
 
     x = token_embeddings(ids)                                  (1, T, d_model)
     for each block:
@@ -13,7 +15,7 @@ block at a time with each block's own submodules and keeps what a student wants 
                                shared by heads / kv_heads consecutive query heads)
         Q, K = rope(Q), rope(K)                   (when the model uses RoPE)
         weights = softmax(Q K^T / sqrt(d_head) with the future masked)   (1, heads, T, T)
-        x = block(x)          (the block's own forward moves the residual stream on)
+        x = the block's output (attention output through output_proj, residual, feed-forward)
     logits = lm_head(ln_final(x))                              (1, T, vocab)
 
 Row i of a layer's weights is query i's distribution over keys 0..i; the upper triangle is 0.
@@ -24,17 +26,21 @@ Worked example (a 2-layer, 2-head model, 3 tokens)::
     trace.attention[0].shape   # (2, 3, 3): layer 0, heads x queries x keys
     trace.attention[0][1, 0]   # tensor([1., 0., 0.]): the first token can only see itself
     dict(trace.shapes)["scores"]   # (1, 2, 3, 3)
+
+``attention_maps(model, ids)`` is the weights alone (``attention_weights`` is its old name, kept for
+one release: it collided with the formula ``seqlab.model.attention.attention_weights``).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
 
 from seqlab.inference.sampling import next_token_distribution
 from seqlab.model import TransformerLM
-from seqlab.model.attention import attention_weights as model_attention_weights
+from seqlab.model.attention import MultiHeadAttention
 
 
 @dataclass
@@ -71,52 +77,47 @@ def check_ids(model: TransformerLM, ids) -> torch.Tensor:
     return ids[None].to(next(model.parameters()).device)
 
 
-def _split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(1, T, heads * d_head) -> (1, heads, T, d_head): head h owns columns h*d_head .. (h+1)*d_head - 1."""
-    batch, seq, width = x.shape
-    return x.view(batch, seq, num_heads, width // num_heads).transpose(1, 2)
+def attention_shapes(attn: MultiHeadAttention, weights: torch.Tensor) -> list[tuple[str, tuple[int, ...]]]:
+    """The shapes inside one self-attention call whose weights are (batch, heads, T, T), in the
+    order it computes them: its heads q (batch, heads, T, d_head), k and v (batch, kv_heads, T,
+    d_head), the scores and weights, the heads' outputs, their concatenation and output_proj's result."""
+    batch, heads, queries, keys = weights.shape
+    d_head = attn.d_head
+    return [("q", (batch, heads, queries, d_head)), ("k", (batch, attn.num_kv_heads, keys, d_head)),
+            ("v", (batch, attn.num_kv_heads, keys, d_head)), ("scores", tuple(weights.shape)),
+            ("weights", tuple(weights.shape)), ("head_output", (batch, heads, queries, d_head)),
+            ("concat", (batch, queries, attn.d_model)), ("attention_output", (batch, queries, attn.d_model))]
 
 
 @torch.no_grad()
 def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
     """Run ``model`` on one sequence of ids, keeping every layer's attention weights (module docstring)."""
     ids = check_ids(model, ids)
-    seq = ids.shape[1]
-    positions = torch.arange(seq, device=ids.device)
     shapes: list[tuple[str, tuple[int, ...]]] = [("ids", tuple(ids.shape))]
     x = model.token_embeddings(ids)
     shapes.append(("embedding", tuple(x.shape)))
     attention = []
     for index, block in enumerate(model.layers):
-        attn = block.attn
-        h = block.ln1(x) if block.norm_position == "pre" else x
-        q = _split_heads(attn.q_proj(h), attn.num_heads)
-        k = _split_heads(attn.k_proj(h), attn.num_kv_heads)
-        v = _split_heads(attn.v_proj(h), attn.num_kv_heads)
-        if attn.rope is not None:  # the same rotation for every head, by position
-            q, k = attn.rope(q, positions), attn.rope(k, positions)
-        group = attn.num_heads // attn.num_kv_heads  # query head i uses key/value head i // group
-        k_per_query = k.repeat_interleave(group, dim=1)
-        weights = model_attention_weights(q, k_per_query, causal=True)  # (1, heads, T, T), the model's formula
+        x, weights = block(x, need_weights=True)  # weights (1, heads, T, T) from the block's own attention
         attention.append(weights[0])
         if index == 0:
-            heads_out = weights.to(v.dtype) @ v.repeat_interleave(group, dim=1)
-            concat = heads_out.transpose(1, 2).reshape(x.shape)
-            shapes += [("q", tuple(q.shape)), ("k", tuple(k.shape)), ("v", tuple(v.shape)),
-                       ("scores", tuple(weights.shape)), ("weights", tuple(weights.shape)),
-                       ("head_output", tuple(heads_out.shape)), ("concat", tuple(concat.shape)),
-                       ("attention_output", tuple(attn.output_proj(concat).shape))]
-        x = block(x)
-        if index == 0:
+            shapes += attention_shapes(block.attn, weights)
             shapes.append(("block_output", tuple(x.shape)))
     logits = model.lm_head(model.ln_final(x))
     shapes.append(("logits", tuple(logits.shape)))
     return ForwardTrace(attention=attention, shapes=shapes, logits=logits[0])
 
 
-def attention_weights(model: TransformerLM, ids) -> list[torch.Tensor]:
+def attention_maps(model: TransformerLM, ids) -> list[torch.Tensor]:
     """One (heads, T, T) tensor of attention weights per layer for the sequence ``ids``."""
     return trace_forward(model, ids).attention
+
+
+def attention_weights(model: TransformerLM, ids) -> list[torch.Tensor]:
+    """Deprecated name of :func:`attention_maps` (read for one more release)."""
+    warnings.warn("seqlab.inference.inspect.attention_weights is now attention_maps (attention_weights means "
+                  "the formula seqlab.model.attention.attention_weights)", DeprecationWarning, stacklevel=2)
+    return attention_maps(model, ids)
 
 
 @dataclass

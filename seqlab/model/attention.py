@@ -1,14 +1,28 @@
-"""Attention, the formula: softmax(Q K^T / sqrt(d_k)) V, and causal multi-head self-attention.
+"""Attention, the formula: softmax(Q K^T / sqrt(d_k)) V, and multi-head attention built on it.
 
 `scaled_dot_product_attention` below is the reference: the formula as written in "Attention Is All
-You Need", vectorised over every batch and head dimension, autograd doing the backward.
-`seqlab.model.chunked_attention` computes the same thing in cache-sized pieces (faster on a CPU).
-`MultiHeadSelfAttention(..., attention=...)` picks one of them per call:
+You Need", vectorised over every batch and head dimension, autograd doing the backward. Other
+backends compute the same thing faster (same contract, tested equal in values and gradients):
 
-    "reference"  always the formula below (few, large kernels: what a GPU and torch.compile want)
-    "chunked"    always the cache-blocked CPU kernel
-    "auto"       chunked on a CPU in eager mode; reference on CUDA, MPS, under torch.compile and on
-                 the forced GPU path (seqlab.model.checks.gpu_path_forced)
+    "reference"  the formula below (few, large kernels; what torch.compile traces on a CPU)
+    "chunked"    seqlab.model.chunked_attention: cache-blocked, recomputing backward (fast on a CPU)
+    "sdpa"       seqlab.model.sdpa_attention: torch's fused scaled_dot_product_attention (the one
+                 torch fused kernel the model may call)
+    "flash"      seqlab.model.flash_attention: FlashAttention-2 written in Triton (CUDA; on a CPU
+                 only in Triton's interpreter). It takes no mask: with a padding mask (padded
+                 batches, every seq2seq cross-attention with a source mask) or where it cannot run
+                 (no triton, a CPU without the interpreter, head_dim > 256) it falls back to what
+                 "auto" picks, silently and per call.
+    "auto"       chunked on a CPU in eager mode; sdpa on CUDA (torch's fused kernel; the flash
+                 vs sdpa choice on CUDA is not yet measured, see BENCHMARKS.md); the reference on
+                 MPS, under torch.compile on a CPU and on the forced GPU path
+                 (seqlab.model.checks.gpu_path_forced)
+
+`attention_backend(attention, x, has_mask=...)` says which one runs. `MultiHeadAttention` (alias
+`MultiHeadSelfAttention`, the LM's name) is the one multi-head attention of seqlab: causal or
+bidirectional self-attention with RoPE, grouped-query heads and a KV cache (the LM, the seq2seq
+encoder and decoder), and cross-attention to another sequence's keys and values (the seq2seq
+decoder), with a key-padding mask and, on request, its attention weights.
 """
 
 from __future__ import annotations
@@ -20,15 +34,18 @@ from torch import nn
 
 from seqlab.model.activations import softmax
 from seqlab.model.attention_inputs import causal_mask, check_attention_inputs
+from seqlab.model.backend_support import attention_backend_supports
 from seqlab.model.checks import on_gpu_path
 from seqlab.model.chunked_attention import chunked_attention
 from seqlab.model.config import check_attention, check_kv_heads
+from seqlab.model.flash_attention import flash_attention
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
+from seqlab.model.sdpa_attention import sdpa_attention
 
 __all__ = [
-    "MultiHeadSelfAttention", "attention_backend", "attention_weights", "causal_mask",
+    "MultiHeadAttention", "MultiHeadSelfAttention", "attention_backend", "attention_weights", "causal_mask",
     "scaled_dot_product_attention",
 ]
 
@@ -72,41 +89,87 @@ def scaled_dot_product_attention(
     return attention_weights(Q, K, mask, causal=causal).to(V.dtype) @ V
 
 
-def attention_backend(attention: str, x: torch.Tensor) -> str:
-    """The backend ("reference" or "chunked") that `attention` ("auto", "reference", "chunked") means
-    for the tensor x: "auto" is chunked only for CPU tensors in eager mode (not on the forced GPU path).
+@torch.compiler.assume_constant_result
+def _flash_runs(device: torch.device, dtype: torch.dtype, has_mask: bool, head_dim: int) -> bool:
+    """attention_backend_supports("flash", ...), evaluated on the host once per trace under torch.compile
+    (device, dtype and shapes are fixed in a compiled graph), so it adds no graph break."""
+    return attention_backend_supports("flash", device, dtype, has_mask, head_dim=head_dim)
 
+
+def attention_backend(attention: str, x: torch.Tensor, *, has_mask: bool = False) -> str:
+    """The backend that `attention` (one of seqlab.model.config.ATTENTIONS) runs for queries x
+    (..., head_dim) with or without a mask: "reference", "chunked", "sdpa" or "flash".
+
+    "auto": "sdpa" for CUDA tensors; "chunked" for CPU tensors in eager mode; "reference" under
+    torch.compile (on a CPU), on the forced GPU path and on other devices (MPS, meta).
+    "flash": "flash" where seqlab.model.backend_support.attention_backend_supports says it runs
+    (no mask; CUDA, or float32 CPU tensors in Triton's interpreter; head_dim <= 256), else what
+    "auto" picks. The others are themselves.
+
+    Only the device, dtype and shape of x are read (no values), so nothing waits for the device.
     torch.compiler.is_compiling() is read at forward time, so a model wrapped in torch.compile
-    traces the reference even though it was built for the CPU.
+    traces the reference on a CPU even though it was built for the CPU.
+
+    Example: attention_backend("flash", torch.zeros(1, 4, 8, 16), has_mask=True) is "chunked" on a
+    CPU (a padding mask sends flash to auto's choice).
     """
-    if check_attention(attention) != "auto":
+    attention = check_attention(attention)
+    if attention == "flash":
+        if _flash_runs(x.device, x.dtype, has_mask, x.shape[-1]):
+            return "flash"
+        attention = "auto"
+    if attention != "auto":
         return attention
+    if x.device.type == "cuda":
+        return "sdpa"
     if torch.compiler.is_compiling() or on_gpu_path(x):
         return "reference"
     return "chunked"
 
 
-class MultiHeadSelfAttention(nn.Module):
-    """Causal multi-head self-attention with optional RoPE on queries and keys, and grouped keys/values.
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: self-attention (causal or not, RoPE, KV cache) or cross-attention.
 
     Submodules q_proj (d_model x d_model), k_proj and v_proj ((num_kv_heads * d_head) x d_model) and
-    output_proj (d_model x d_model), no bias. The three input projections run as one fused matmul on
-    their concatenated weights; the state dict keeps them separate. Heads are a batch dimension:
-    (batch, heads, seq, d_head), and the attention itself is the backend named by `attention` (see
-    attention_backend; not part of the weights).
+    output_proj (d_model x d_model), no bias. Heads are a batch dimension: (batch, heads, seq,
+    d_head); the attention itself is the backend named by `attention` (see attention_backend; not
+    part of the weights).
+
+    Self-attention, ``attn(x)``: queries, keys and values all come from x, through one fused matmul on
+    the concatenated q/k/v weights (the state dict keeps them separate). causal=True (the default,
+    the LM and the seq2seq decoder) hides the keys after each query; causal=False (an encoder) lets
+    every query see every key. theta (with max_seq_len) rotates queries and keys by RoPE; a KVCache
+    keeps the keys/values of past positions for incremental decoding.
+
+    Cross-attention, ``attn(x, memory=m)`` or ``attn(x, memory_kv=attn.keys_values(m))``: queries come
+    from x (batch, n, d_model), keys and values from another sequence m (batch, S, d_model), e.g.
+    the encoder's output read by a decoder. keys_values(m) computes them once per source, so each
+    decoding step only projects its new queries. Build a cross-attention with causal=False and no
+    theta (RoPE and causality relate positions of ONE sequence).
+
+    key_padding_mask (batch, keys) bool, True = a real key: padded keys get weight 0. need_weights=True
+    also returns the attention weights (batch, heads, n, keys), computed by the reference formula
+    (at least float32; the output is then weights @ V, equal to the backends' up to rounding).
 
     num_kv_heads (default num_heads) key/value heads: grouped-query attention (GQA; Ainslie et al.,
     2023), multi-query attention (MQA) with num_kv_heads=1. Query head h uses key/value head
     h // (num_heads // num_kv_heads), the convention of Llama and Hugging Face transformers: with
-    8 query heads and 2 key/value heads, queries 0-3 share k/v head 0 and queries 4-7 head 1. The
-    queries are viewed as (batch, kv_heads, group, seq, d_head) and the keys/values as
-    (batch, kv_heads, 1, seq, d_head), so every backend broadcasts them over the group without
-    copying them, and a KV cache holds num_kv_heads heads.
+    8 query heads and 2 key/value heads, queries 0-3 share k/v head 0 and queries 4-7 head 1. With
+    grouped heads the reference and chunked backends see the queries as (batch, kv_heads, group,
+    seq, d_head) and the keys/values as (batch, kv_heads, 1, seq, d_head); sdpa and flash take the
+    grouped heads as they are. No backend copies K/V per query head, and a KV cache holds
+    num_kv_heads heads.
+
+    Example (d_model 16, 4 heads, a 5-token target reading a 7-token source)::
+
+        cross = MultiHeadAttention(16, 4, causal=False)
+        out, weights = cross(torch.randn(2, 5, 16), memory=torch.randn(2, 7, 16), need_weights=True)
+        out.shape, weights.shape      # (2, 5, 16), (2, 4, 5, 7); weights.sum(-1) is all ones
     """
 
     def __init__(self, d_model: int, num_heads: int, max_seq_len: int | None = None,
-                 theta: float | None = None, *, num_kv_heads: int | None = None, attention: str = "auto",
-                 device=None, dtype=None):
+                 theta: float | None = None, *, num_kv_heads: int | None = None, causal: bool = True,
+                 attention: str = "auto", device=None, dtype=None):
         super().__init__()
         self.attention = check_attention(attention)
         if d_model % num_heads != 0:
@@ -114,6 +177,7 @@ class MultiHeadSelfAttention(nn.Module):
         num_kv_heads = num_heads if num_kv_heads is None else check_kv_heads(num_heads, num_kv_heads)
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
         self.d_head = d_model // num_heads
+        self.causal = bool(causal)
         d_kv = num_kv_heads * self.d_head
         self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.k_proj = Linear(d_model, d_kv, device=device, dtype=dtype)
@@ -125,15 +189,19 @@ class MultiHeadSelfAttention(nn.Module):
                 raise ValueError("RoPE (theta given) needs max_seq_len")
             self.rope = RotaryPositionalEmbedding(theta, self.d_head, max_seq_len, device=device)
 
-    def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None, *,
-                kv_cache: KVCache | None = None, layer_index: int = 0,
-                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x (batch..., seq, d_model) -> (batch..., seq, d_model).
+    def keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention keys and values of memory (batch..., S, d_model) -> two (batch..., kv_heads, S, d_head),
+        in one matmul on the concatenated k/v weights; pass them as forward(..., memory_kv=...)."""
+        *batch, length, _ = memory.shape
+        kv_heads = self.num_kv_heads
+        weight = torch.cat((self.k_proj.weight, self.v_proj.weight), dim=0)
+        kv = (memory @ weight.t()).view(*batch, length, 2 * kv_heads, self.d_head).transpose(-3, -2)
+        return kv[..., :kv_heads, :, :], kv[..., kv_heads:, :, :]
 
-        token_positions: (seq,) or (batch, seq); default 0..seq-1 (after any cached positions).
-        kv_cache: new keys/values are appended to layer `layer_index` and queries attend to all
-        cached + new keys. key_padding_mask: (batch, all keys) bool, True = real token.
-        """
+    def _self_qkv(self, x: torch.Tensor, token_positions: torch.Tensor | None, kv_cache: KVCache | None,
+                  layer_index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention heads of x (batch..., seq, d_model): q (batch..., heads, seq, d_head) and k, v
+        (batch..., kv_heads, keys, d_head), rotated by RoPE and extended by the cache."""
         *batch, seq, _ = x.shape
         heads, kv_heads = self.num_heads, self.num_kv_heads
         weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight), dim=0)
@@ -153,6 +221,27 @@ class MultiHeadSelfAttention(nn.Module):
         q, k, v = q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
         if kv_cache is not None:
             k, v = kv_cache.append(layer_index, k, v)
+        return q, k, v
+
+    def _cross_q(self, x: torch.Tensor, memory: torch.Tensor | None,
+                 memory_kv: tuple[torch.Tensor, torch.Tensor] | None, misused: bool):
+        """Cross-attention heads: q of x (batch..., heads, n, d_head) and the memory's k, v."""
+        if memory is not None and memory_kv is not None:
+            raise ValueError("give the memory either as memory= (a tensor) or as memory_kv= (its keys_values), "
+                             "not both")
+        if self.causal or self.rope is not None or misused:
+            raise ValueError("cross-attention (memory or memory_kv given) relates two sequences: build it with "
+                             "causal=False and without theta (RoPE), and pass no token_positions or kv_cache "
+                             "(cache the memory's keys_values instead)")
+        *batch, seq, _ = x.shape
+        q = (x @ self.q_proj.weight.t()).view(*batch, seq, self.num_heads, self.d_head).transpose(-3, -2)
+        k, v = memory_kv if memory_kv is not None else self.keys_values(memory)
+        return q, k, v
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mask: torch.Tensor | None,
+                causal: bool, need_weights: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """q (batch..., heads, n, d_head), k and v (batch..., kv_heads, m, d_head) -> the heads' outputs
+        (batch..., heads, n, d_head) and, if need_weights, the weights (batch..., heads, n, m)."""
         padding = None
         if key_padding_mask is not None:
             if key_padding_mask.shape[-1] != k.shape[-2]:
@@ -160,14 +249,52 @@ class MultiHeadSelfAttention(nn.Module):
                     f"key padding mask covers {key_padding_mask.shape[-1]} positions but there are "
                     f"{k.shape[-2]} keys"
                 )
-            padding = key_padding_mask[..., None, None, None, :].to(torch.bool)  # (batch, 1, 1, 1, keys)
-        # query groups: (batch..., kv_heads, group, seq, d_head) against (batch..., kv_heads, 1, keys, d_head)
-        q = q.unflatten(-3, (kv_heads, heads // kv_heads))
-        k, v = k.unsqueeze(-3), v.unsqueeze(-3)
-        # causal: each new query sees the cached keys and the new keys up to its own position
-        if attention_backend(self.attention, q) == "chunked":
-            out = chunked_attention(q, k, v, padding, causal=True)
+            padding = key_padding_mask.to(torch.bool)[..., None, None, :]  # (batch, 1, 1, keys)
+        backend = "reference" if need_weights else attention_backend(self.attention, q, has_mask=padding is not None)
+        if backend == "sdpa":
+            return sdpa_attention(q, k, v, padding, causal=causal), None
+        if backend == "flash":  # never with a mask (attention_backend falls back)
+            return flash_attention(q, k, v, padding, causal=causal), None
+        grouped = self.num_kv_heads != self.num_heads
+        if grouped:  # query groups: (batch..., kv_heads, group, n, d_head) against (batch..., kv_heads, 1, m, d_head)
+            q = q.unflatten(-3, (self.num_kv_heads, self.num_heads // self.num_kv_heads))
+            k, v = k.unsqueeze(-3), v.unsqueeze(-3)
+            if padding is not None:
+                padding = padding.unsqueeze(-3)  # (batch, 1, 1, 1, keys)
+        if need_weights:
+            weights = attention_weights(q, k, padding, causal=causal)
+            out = weights.to(v.dtype) @ v
         else:
-            out = scaled_dot_product_attention(q, k, v, padding, causal=True)
-        out = out.flatten(-4, -3).transpose(-3, -2).reshape(*batch, seq, self.d_model)
-        return self.output_proj(out)
+            weights = None
+            attend = chunked_attention if backend == "chunked" else scaled_dot_product_attention
+            out = attend(q, k, v, padding, causal=causal)
+        if grouped:
+            out, weights = out.flatten(-4, -3), None if weights is None else weights.flatten(-4, -3)
+        return out, weights
+
+    def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None, *,
+                memory: torch.Tensor | None = None, memory_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
+                kv_cache: KVCache | None = None, layer_index: int = 0,
+                key_padding_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """x (batch..., seq, d_model) -> (batch..., seq, d_model), or (that, weights) with need_weights.
+
+        Self-attention (no memory): token_positions (seq,) or (batch, seq), default 0..seq-1 after
+        any cached positions; kv_cache: new keys/values are appended to layer `layer_index` and
+        queries attend to all cached + new keys. Cross-attention: memory (batch..., S, d_model) or
+        memory_kv = keys_values(memory). key_padding_mask: (batch, all keys) bool, True = real
+        token. weights: (batch..., heads, seq, keys), rows summing to 1 (0 for a row with no key).
+        """
+        *batch, seq, _ = x.shape
+        if memory is None and memory_kv is None:
+            q, k, v = self._self_qkv(x, token_positions, kv_cache, layer_index)
+            causal = self.causal
+        else:
+            q, k, v = self._cross_q(x, memory, memory_kv, token_positions is not None or kv_cache is not None)
+            causal = False
+        out, weights = self._attend(q, k, v, key_padding_mask, causal, need_weights)
+        out = self.output_proj(out.transpose(-3, -2).reshape(*batch, seq, self.d_model))
+        return (out, weights) if need_weights else out
+
+
+# the language model's name for it, kept for old code (and for models pickled whole under that name)
+MultiHeadSelfAttention = MultiHeadAttention

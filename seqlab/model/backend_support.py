@@ -15,7 +15,8 @@ reference and chunked broadcast K/V against Q (a single K/V head serves all head
 grouped K/V with 1 < kv_heads < heads; expand those first.
 
 A dispatcher asks ``attention_backend_supports(name, device, dtype, has_mask)`` before calling
-``attention_function(name)`` and falls back (e.g. flash -> sdpa for a padding mask):
+``attention_function(name)`` and falls back: seqlab.model.attention.attention_backend sends flash
+with a padding mask (or where it cannot run) to what "auto" picks, sdpa on CUDA:
 
     >>> attention_backend_supports("flash", "cpu", torch.float32, has_mask=True)
     False

@@ -5,19 +5,21 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqlab.model.attention import MultiHeadSelfAttention
+from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.ffn import make_ffn
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.norm import make_norm
+from seqlab.model.residual import check_norm_position, residual, residual_keeping_weights
 
 
 class TransformerBlock(nn.Module):
     """Pre-norm (default):  z = x + attn(ln1(x));  y = z + ffn(ln2(z)).
     Post-norm ablation:     z = ln1(x + attn(x));  y = ln2(z + ffn(z)).
 
-    Submodules attn, ffn, ln1, ln2. theta=None turns RoPE off (NoPE); norm="none" makes ln1/ln2
-    parameter-free identities (norm_eps is the norms' epsilon); ffn="silu" swaps SwiGLU for
-    w2(silu(w1 x)); `attention` picks the attention backend ("auto" | "reference" | "chunked", see
+    Submodules attn (causal self-attention, seqlab.model.attention.MultiHeadAttention), ffn, ln1, ln2.
+    theta=None turns RoPE off (NoPE); norm="none" makes ln1/ln2 parameter-free identities (norm_eps
+    is the norms' epsilon); ffn="silu" swaps SwiGLU for w2(silu(w1 x)); `attention` picks the
+    attention backend ("auto" | "reference" | "chunked" | "sdpa" | "flash", see
     seqlab.model.attention); num_kv_heads (default num_heads) sets the key/value heads of
     grouped-query attention.
     """
@@ -27,22 +29,24 @@ class TransformerBlock(nn.Module):
                  ffn: str = "swiglu", attention: str = "auto", num_kv_heads: int | None = None,
                  norm_eps: float = 1e-5, device=None, dtype=None):
         super().__init__()
-        if norm_position not in ("pre", "post"):
-            raise ValueError(f"unknown norm_position {norm_position!r}; expected 'pre' or 'post'")
-        self.norm_position = norm_position
-        self.attn = MultiHeadSelfAttention(d_model, num_heads, max_seq_len, theta, num_kv_heads=num_kv_heads,
-                                           attention=attention, device=device, dtype=dtype)
+        self.norm_position = check_norm_position(norm_position)
+        self.attn = MultiHeadAttention(d_model, num_heads, max_seq_len, theta, num_kv_heads=num_kv_heads,
+                                       attention=attention, device=device, dtype=dtype)
         self.ffn = make_ffn(ffn, d_model, d_ff, device=device, dtype=dtype)
         self.ln1 = make_norm(norm, d_model, device=device, dtype=dtype, eps=norm_eps)
         self.ln2 = make_norm(norm, d_model, device=device, dtype=dtype, eps=norm_eps)
 
     def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None, *,
                 kv_cache: KVCache | None = None, layer_index: int = 0,
-                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """(batch, seq, d_model) -> (batch, seq, d_model)"""
-        attn_kwargs = dict(kv_cache=kv_cache, layer_index=layer_index, key_padding_mask=key_padding_mask)
-        if self.norm_position == "pre":
-            z = x + self.attn(self.ln1(x), token_positions, **attn_kwargs)
-            return z + self.ffn(self.ln2(z))
-        z = self.ln1(x + self.attn(x, token_positions, **attn_kwargs))
-        return self.ln2(z + self.ffn(z))
+                key_padding_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """(batch, seq, d_model) -> (batch, seq, d_model); with need_weights also the attention
+        weights (batch, heads, seq, keys), as (output, weights)."""
+        def attend(h: torch.Tensor, need_weights: bool = False):
+            return self.attn(h, token_positions, kv_cache=kv_cache, layer_index=layer_index,
+                             key_padding_mask=key_padding_mask, need_weights=need_weights)
+
+        if need_weights:
+            z, weights = residual_keeping_weights(x, self.ln1, lambda h: attend(h, True), self.norm_position)
+            return residual(z, self.ln2, self.ffn, self.norm_position), weights
+        z = residual(x, self.ln1, attend, self.norm_position)
+        return residual(z, self.ln2, self.ffn, self.norm_position)

@@ -9,8 +9,9 @@ NORMS = ("rmsnorm", "none")
 NORM_POSITIONS = ("pre", "post")
 POSITIONALS = ("rope", "nope")
 FFNS = ("swiglu", "silu")
-# how attention is computed; not part of the weights (see seqlab.model.attention.attention_backend)
-ATTENTIONS = ("auto", "reference", "chunked")
+# how attention is computed; not part of the weights (see seqlab.model.attention.attention_backend):
+# the readable formula, the cache-blocked CPU kernel, torch's fused kernel, the Triton FlashAttention-2
+ATTENTIONS = ("auto", "reference", "chunked", "sdpa", "flash")
 
 
 def check_attention(attention: str) -> str:
@@ -36,8 +37,8 @@ def check_kv_heads(num_heads: int, num_kv_heads: int) -> int:
 
 def default_d_ff(d_model: int, ffn: str) -> int:
     """SwiGLU: about 8/3 * d_model rounded to a multiple of 64 (keeps the parameter count of a
-    4*d_model two-matrix FFN with three matrices); plain SiLU FFN: 4 * d_model."""
-    if ffn == "silu":
+    4*d_model two-matrix FFN with three matrices); plain SiLU or ReLU FFN: 4 * d_model."""
+    if ffn in ("silu", "relu"):
         return 4 * d_model
     return max(64, int(round(8 * d_model / 3 / 64)) * 64)
 
@@ -55,7 +56,7 @@ class ModelConfig:
     norm_position: str = "pre"     # "pre" | "post"
     positional: str = "rope"       # "rope" | "nope"
     ffn: str = "swiglu"            # "swiglu" | "silu"
-    attention: str = "auto"        # "auto" | "reference" | "chunked" (how, not what: no weights)
+    attention: str = "auto"        # "auto" | "reference" | "chunked" | "sdpa" | "flash" (how, not what: no weights)
     num_kv_heads: int | None = None  # key/value heads (GQA); None = num_heads (MHA), 1 = MQA
     tie_embeddings: bool = False     # lm_head reuses the token embedding matrix (one parameter)
     norm_eps: float = 1e-5         # RMSNorm epsilon (added to the mean square); checkpoints without it: 1e-5

@@ -1,11 +1,13 @@
-"""Position-wise feed-forward networks: SwiGLU (default) and the plain SiLU ablation."""
+"""Position-wise feed-forward networks: SwiGLU (the LM's default), the plain SiLU ablation, and the
+ReLU network of "Attention Is All You Need" (the seq2seq Transformer's default). `make_ffn` builds
+any of them by name, for the LM's blocks and the seq2seq encoder and decoder layers alike."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from seqlab.model.activations import silu
+from seqlab.model.activations import relu, silu
 from seqlab.model.config import default_d_ff
 from seqlab.model.linear import Linear
 
@@ -53,25 +55,47 @@ class SwiGLU(nn.Module):
         return self.w2(swiglu_gate(self.w1(x), self.w3(x)))
 
 
-class SiLUFeedForward(nn.Module):
-    """Ablation without gating: w2(silu(w1 x)); d_ff=None picks 4 * d_model."""
+class _TwoMatrixFeedForward(nn.Module):
+    """w2(activation(w1 x)) with w1: d_model -> d_ff and w2: d_ff -> d_model; d_ff=None picks 4 * d_model."""
+
+    kind = ""
 
     def __init__(self, d_model: int, d_ff: int | None = None, device=None, dtype=None):
         super().__init__()
-        d_ff = default_d_ff(d_model, "silu") if d_ff is None else d_ff
+        d_ff = default_d_ff(d_model, self.kind) if d_ff is None else d_ff
         self.d_model, self.d_ff = d_model, d_ff
         self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
         self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
 
+    @staticmethod
+    def activation(x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., d_model) -> (..., d_model)"""
-        return self.w2(silu(self.w1(x)))
+        return self.w2(self.activation(self.w1(x)))
+
+
+class SiLUFeedForward(_TwoMatrixFeedForward):
+    """Ablation without gating: w2(silu(w1 x)); d_ff=None picks 4 * d_model."""
+
+    kind, activation = "silu", staticmethod(silu)
+
+
+class ReLUFeedForward(_TwoMatrixFeedForward):
+    """The original Transformer's feed-forward: w2(max(0, w1 x)) (no biases); d_ff=None picks 4 * d_model."""
+
+    kind, activation = "relu", staticmethod(relu)
+
+
+FEED_FORWARDS = {"swiglu": SwiGLU, "silu": SiLUFeedForward, "relu": ReLUFeedForward}
 
 
 def make_ffn(kind: str, d_model: int, d_ff: int | None, device=None, dtype=None) -> nn.Module:
-    """"swiglu" -> SwiGLU; "silu" -> SiLUFeedForward."""
-    if kind == "swiglu":
-        return SwiGLU(d_model, d_ff, device=device, dtype=dtype)
-    if kind == "silu":
-        return SiLUFeedForward(d_model, d_ff, device=device, dtype=dtype)
-    raise ValueError(f"unknown ffn {kind!r}; expected 'swiglu' or 'silu'")
+    """"swiglu" -> SwiGLU; "silu" -> SiLUFeedForward; "relu" -> ReLUFeedForward (d_ff=None: each one's default).
+
+    Example: make_ffn("relu", 64, None) has w1 (256 x 64) and w2 (64 x 256).
+    """
+    if kind not in FEED_FORWARDS:
+        raise ValueError(f"unknown ffn {kind!r}; expected one of {tuple(FEED_FORWARDS)}")
+    return FEED_FORWARDS[kind](d_model, d_ff, device=device, dtype=dtype)

@@ -46,6 +46,7 @@ import sys
 import torch
 
 from seqlab.model.attention_inputs import check_attention_inputs
+from seqlab.model.broadcast import broadcast_shapes
 
 FLASH_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 MAX_HEAD_DIM = 256
@@ -277,7 +278,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     if min(q.dim(), k.dim(), v.dim()) < 3:
         raise ValueError(f"flash attention takes Q (..., heads, n, d) and K, V (..., kv_heads, m, d) with a heads "
                          f"dimension; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)} (add one with unsqueeze(-3))")
-    leading = torch.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
+    leading = broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
     q4, k4, v4 = (t.expand(*leading, *t.shape[-3:]).reshape(-1, *t.shape[-3:]) for t in (q, k, v))
     out = FlashAttentionTriton.apply(q4, k4, v4, causal)
     return out.reshape(*leading, *out.shape[-3:])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqlab.model.broadcast import sum_to_shape
+from seqlab.model.broadcast import broadcast_shapes, sum_to_shape
 from seqlab.model.checks import check_in_range
 
 
@@ -23,7 +23,7 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
         rotated = torch.stack((x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1)
         return rotated.flatten(-2)
     # eager: write both halves straight into the interleaved output (no extra stack copy)
-    out = x.new_empty(*torch.broadcast_shapes(x_even.shape, cos.shape), 2)
+    out = x.new_empty(*broadcast_shapes(x_even.shape, cos.shape), 2)
     torch.mul(x_even, cos, out=out[..., 0]).sub_(x_odd * sin)
     torch.mul(x_even, sin, out=out[..., 1]).add_(x_odd * cos)
     return out.flatten(-2)

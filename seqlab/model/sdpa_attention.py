@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.model.attention_inputs import causal_mask, check_attention_inputs
+from seqlab.model.broadcast import broadcast_shapes
 
 TORCH_HAS_GQA = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 5)
 
@@ -79,7 +80,7 @@ def sdpa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torc
         empty = ~mask.any(-1, keepdim=True)
         mask = mask | empty
     # one batch dimension in front of the heads, as the fused kernels want (views where possible)
-    leading = torch.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3],
+    leading = broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3],
                                      *(() if mask is None or mask.dim() < 4 else (mask.shape[:-3],)))
     q4, k4, v4 = (t.expand(*leading, *t.shape[-3:]).reshape(-1, *t.shape[-3:]) for t in (q, k, v))
     if mask is not None:

@@ -33,11 +33,12 @@ class TransformerLM(nn.Module):
     vocab_size))): the embedding's std 1 would start the logits at std ~sqrt(d_model).
     norm_eps is the RMSNorm epsilon (1e-5; a Llama brought in from Hugging Face may use 1e-6).
 
-    attention="auto" | "reference" | "chunked" chooses how attention is computed (same weights and,
-    up to rounding, same results): "auto" runs the cache-blocked kernel on a CPU in eager mode and
-    the reference formula on CUDA, MPS and under torch.compile. set_attention() switches it later,
-    e.g. after loading a checkpoint saved with another backend (seqlab.inference.load_model does,
-    to "auto" by default).
+    attention="auto" | "reference" | "chunked" | "sdpa" | "flash" chooses how attention is computed
+    (same weights and, up to rounding, same results; seqlab.model.attention): "auto" runs the
+    cache-blocked kernel on a CPU in eager mode, torch's fused kernel (sdpa) on CUDA and the
+    reference formula on MPS and under torch.compile on a CPU; "flash" (Triton) falls back to
+    auto's choice for a padded batch. set_attention() switches it later, e.g. after loading a
+    checkpoint saved with another backend (seqlab.inference.load_model does, to "auto" by default).
     """
 
     def __init__(self, vocab_size: int, context_length: int, d_model: int, num_layers: int,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from seqlab.model.config import ATTENTIONS, default_d_ff
+
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 NUM_SPECIAL_IDS = 4
 
@@ -48,6 +50,9 @@ class Seq2SeqConfig:
                          "before" it (paper/d2l); saved with the model so a checkpoint rebuilds it
     shared_embeddings    one embedding table for source and target (needs equal vocab sizes)
     tie_output           the output layer reuses the target embedding matrix
+    attention            Transformer attention backend, as the LM's (seqlab.model.config.ATTENTIONS:
+                         auto | reference | chunked | sdpa | flash); how, not what: no weights
+                         (checkpoints written before the field existed read as "auto")
     """
 
     arch: str
@@ -68,6 +73,7 @@ class Seq2SeqConfig:
     gru_reset: str = "after"
     shared_embeddings: bool = False
     tie_output: bool = False
+    attention: str = "auto"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -79,6 +85,7 @@ class Seq2SeqConfig:
             ("cell", self.cell, CELLS),
             ("attention_score", self.attention_score, ATTENTION_SCORES),
             ("gru_reset", self.gru_reset, GRU_RESETS),
+            ("attention", self.attention, ATTENTIONS),
         ):
             if value not in allowed:
                 raise ValueError(f"Seq2SeqConfig.{name} must be one of {allowed}, got {value!r}")
@@ -121,10 +128,4 @@ class Seq2SeqConfig:
     @property
     def resolved_d_ff(self) -> int:
         """d_ff, or its default for the chosen feed-forward: 4 * d_model (relu), ~8/3 * d_model (swiglu)."""
-        if self.d_ff is not None:
-            return self.d_ff
-        if self.ffn == "swiglu":
-            from seqlab.model.config import default_d_ff
-
-            return default_d_ff(self.d_model, "swiglu")
-        return 4 * self.d_model
+        return default_d_ff(self.d_model, self.ffn) if self.d_ff is None else self.d_ff

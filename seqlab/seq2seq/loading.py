@@ -72,6 +72,7 @@ def load_run(run_dir: str | Path, *, device: str | torch.device | None = None) -
                          f"checkpoint's model has {model_config.src_vocab_size}/{model_config.tgt_vocab_size}")
     if isinstance(device, str) or device is None:
         device = resolve_device(device or "auto")
+    model_config.attention = "auto"  # the backend for this device, not the one it trained with (as load_model)
     model = build_model(model_config, device=device)
     step = load_payload(payload, model, source=ckpt)
     model.eval()

@@ -38,6 +38,7 @@ from seqlab.seq2seq.config import (
     POSITIONALS,
     Seq2SeqConfig,
 )
+from seqlab.model.config import ATTENTIONS
 from seqlab.seq2seq.tasks import DEFAULT_LENGTHS, SYMBOL_TASKS, TASKS, check_task
 from seqlab.settings import EngineSettings, Renamed, again, setting
 
@@ -92,6 +93,10 @@ class Seq2SeqTrainConfig(EngineSettings):
     attention_score: str = setting(MODEL_DEFAULTS["attention_score"], "model",
                                    f"rnn-attention scoring: {_choices(ATTENTION_SCORES)}", choices=ATTENTION_SCORES)
     tie_output: bool = setting(MODEL_DEFAULTS["tie_output"], "model", "output layer reuses the target embeddings")
+    attention: str = setting(MODEL_DEFAULTS["attention"], "model",
+                             f"Transformer attention backend: {_choices(ATTENTIONS)}, as for `seqlab train` (flash "
+                             "falls back to auto's choice wherever a padding mask is given); not part of the weights, "
+                             "so a resumed run may change it", choices=ATTENTIONS)
     # the engine's settings, with this task's defaults
     beta2: float = again(EngineSettings, "beta2", 0.98)
     weight_decay: float = again(EngineSettings, "weight_decay", 0.01)
@@ -144,7 +149,7 @@ class Seq2SeqTrainConfig(EngineSettings):
         """The :class:`Seq2SeqConfig` this run trains (``num_layers`` encoder and decoder layers)."""
         return Seq2SeqConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, max_seq_len=context_length,
                              num_encoder_layers=self.num_layers, num_decoder_layers=self.num_layers,
-                             **{name: getattr(self, name) for name in MODEL_FIELDS})
+                             attention=self.attention, **{name: getattr(self, name) for name in MODEL_FIELDS})
 
     # -- resolve_settings hooks --------------------------------------------------------
     @classmethod

@@ -19,6 +19,14 @@ and `attention_maps` returns those weights, (1, 4, T, 8) per layer, to draw the 
 Incremental decoding (`encode` + `decode_step`) computes each layer's cross-attention keys/values
 from the memory once and keeps the self-attention keys/values of past target positions in a
 KVCache, so a step costs one position per layer instead of re-running the whole prefix.
+
+The pieces are the language model's (seqlab.model): every attention is a
+`seqlab.model.attention.MultiHeadAttention` (encoder: causal=False; decoder: causal self-attention
+and cross-attention), the feed-forward comes from `seqlab.model.ffn.make_ffn` and each sublayer is
+wrapped by `seqlab.model.residual.residual`. So `attention=` picks the same backends as the LM
+("auto" | "reference" | "chunked" | "sdpa" | "flash"). A padding mask sends "flash" to auto's
+choice (sdpa on CUDA, chunked on a CPU): the encoder and the cross-attention use flash only for a
+batch given without source padding mask, the decoder's self-attention only without target mask.
 """
 
 from __future__ import annotations
@@ -29,150 +37,54 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqlab.model.activations import relu
-from seqlab.model.attention import attention_weights, scaled_dot_product_attention
+from seqlab.model.attention import MultiHeadAttention
+from seqlab.model.config import check_attention
 from seqlab.model.embedding import Embedding
-from seqlab.model.ffn import SwiGLU
+from seqlab.model.ffn import make_ffn
 from seqlab.model.init import trunc_normal_
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.norm import make_norm
 from seqlab.model.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
+from seqlab.model.residual import residual, residual_keeping_weights
 from seqlab.seq2seq.base import Seq2SeqModel, check_batch, check_ids, check_mask
 from seqlab.seq2seq.config import Seq2SeqConfig
 
 ROPE_THETA = 10000.0
 
 
-class ReLUFeedForward(nn.Module):
-    """The paper's position-wise feed-forward: w2(max(0, w1 x)), w1: d_model -> d_ff, w2: d_ff -> d_model."""
+class EncoderLayer(nn.Module):
+    """attn (bidirectional self-attention, source padding hidden) with ln1, then ffn with ln2."""
 
-    def __init__(self, d_model: int, d_ff: int, device=None, dtype=None):
-        super().__init__()
-        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
-        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(..., d_model) -> (..., d_model)"""
-        return self.w2(relu(self.w1(x)))
-
-
-def make_ffn(kind: str, d_model: int, d_ff: int, device=None, dtype=None) -> nn.Module:
-    """"relu" -> ReLUFeedForward; "swiglu" -> seqlab.model.SwiGLU."""
-    if kind == "relu":
-        return ReLUFeedForward(d_model, d_ff, device=device, dtype=dtype)
-    if kind == "swiglu":
-        return SwiGLU(d_model, d_ff, device=device, dtype=dtype)
-    raise ValueError(f"unknown ffn {kind!r}; expected 'relu' or 'swiglu'")
-
-
-def _key_mask(key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
-    """(B, S) True = real -> (B, 1, 1, S), broadcast over heads and queries."""
-    return None if key_padding_mask is None else key_padding_mask[:, None, None, :]
-
-
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention with separate query and key/value inputs (self- or cross-attention).
-
-    Submodules q_proj, k_proj, v_proj, output_proj (d_model x d_model, no bias). Heads are a batch
-    dimension: (B, heads, L, d_head). `rope` (self-attention only) rotates queries and keys.
-    """
-
-    def __init__(self, d_model: int, num_heads: int, rope: RotaryPositionalEmbedding | None = None,
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, max_seq_len: int, *, norm: str,
+                 norm_position: str, ffn: str, theta: float | None = None, attention: str = "auto",
                  device=None, dtype=None):
-        super().__init__()
-        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
-        self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.k_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.v_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.output_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.rope = rope
-
-    def _split(self, x: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
-        """(B, L, parts * d_model) -> parts tensors (B, heads, L, d_head)."""
-        batch, length, _ = x.shape
-        x = x.view(batch, length, parts, self.num_heads, self.d_head).permute(2, 0, 3, 1, 4)
-        return x.unbind(0)
-
-    def keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cross-attention keys and values of the encoder memory (B, S, d) -> two (B, heads, S, d_head)."""
-        weight = torch.cat((self.k_proj.weight, self.v_proj.weight), dim=0)
-        return self._split(memory @ weight.t(), 2)
-
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-               causal: bool = False, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Heads (B, h, n, d_head) -> (output (B, n, d_model), weights (B, h, n, m) or None)."""
-        if need_weights:
-            weights = attention_weights(q, k, mask, causal=causal)
-            out = weights.to(v.dtype) @ v
-        else:
-            weights = None
-            out = scaled_dot_product_attention(q, k, v, mask, causal=causal)
-        batch, _, n, _ = out.shape
-        return self.output_proj(out.transpose(1, 2).reshape(batch, n, self.d_model)), weights
-
-    def self_attention(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, *, causal: bool,
-                       kv_cache: KVCache | None = None, layer_index: int = 0,
-                       need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, L, d) attends to itself (and to the cached past with kv_cache)."""
-        weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight), dim=0)
-        q, k, v = self._split(x @ weight.t(), 3)
-        past = 0 if kv_cache is None else kv_cache.layer_length(layer_index)
-        if self.rope is not None:
-            cos, sin = self.rope.cos_sin_span(past, x.shape[1], x.dtype)  # positions past .. past + L - 1
-            q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)
-        if kv_cache is not None:
-            k, v = kv_cache.append(layer_index, k, v)
-        return self.attend(q, k, v, _key_mask(key_padding_mask), causal, need_weights)
-
-    def cross_attention(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                        key_padding_mask: torch.Tensor | None,
-                        need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, T, d) attends to precomputed memory keys/values (B, h, S, d_head)."""
-        (q,) = self._split(self.q_proj(x), 1)
-        return self.attend(q, keys, values, _key_mask(key_padding_mask), False, need_weights)
-
-
-class _Sublayers(nn.Module):
-    """Residual + norm around each sublayer, post- or pre-norm."""
-
-    norm_position = "post"
-
-    def residual(self, x: torch.Tensor, norm: nn.Module, sublayer) -> torch.Tensor:
-        if self.norm_position == "pre":
-            return x + sublayer(norm(x))
-        return norm(x + sublayer(x))
-
-
-class EncoderLayer(_Sublayers):
-    """attn (self-attention, source padding hidden) with ln1, then ffn with ln2."""
-
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, norm: str, norm_position: str, ffn: str,
-                 rope: RotaryPositionalEmbedding | None = None, device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.norm_position = norm_position
-        self.attn = MultiHeadAttention(d_model, num_heads, rope, **kw)
+        self.attn = MultiHeadAttention(d_model, num_heads, max_seq_len, theta, causal=False, attention=attention,
+                                       **kw)
         self.ffn = make_ffn(ffn, d_model, d_ff, **kw)
         self.ln1 = make_norm(norm, d_model, **kw)
         self.ln2 = make_norm(norm, d_model, **kw)
 
     def forward(self, x: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
-        x = self.residual(x, self.ln1, lambda h: self.attn.self_attention(h, src_padding_mask, causal=False)[0])
-        return self.residual(x, self.ln2, self.ffn)
+        x = residual(x, self.ln1, lambda h: self.attn(h, key_padding_mask=src_padding_mask), self.norm_position)
+        return residual(x, self.ln2, self.ffn, self.norm_position)
 
 
-class DecoderLayer(_Sublayers):
+class DecoderLayer(nn.Module):
     """self_attn (causal) with ln1, cross_attn over the memory with ln2, ffn with ln3."""
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, norm: str, norm_position: str, ffn: str,
-                 rope: RotaryPositionalEmbedding | None = None, device=None, dtype=None):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, max_seq_len: int, *, norm: str,
+                 norm_position: str, ffn: str, theta: float | None = None, attention: str = "auto",
+                 device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.norm_position = norm_position
-        self.self_attn = MultiHeadAttention(d_model, num_heads, rope, **kw)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, None, **kw)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, max_seq_len, theta, causal=True,
+                                            attention=attention, **kw)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, causal=False, attention=attention, **kw)
         self.ffn = make_ffn(ffn, d_model, d_ff, **kw)
         self.ln1 = make_norm(norm, d_model, **kw)
         self.ln2 = make_norm(norm, d_model, **kw)
@@ -180,21 +92,21 @@ class DecoderLayer(_Sublayers):
 
     def forward(self, x: torch.Tensor, cross_kv: tuple[torch.Tensor, torch.Tensor],
                 src_padding_mask: torch.Tensor | None, tgt_padding_mask: torch.Tensor | None, *,
-                kv_cache: KVCache | None = None, layer_index: int = 0,
-                weights_out: list | None = None) -> torch.Tensor:
-        """x (B, T, d) -> (B, T, d); appends the cross-attention weights to weights_out if given."""
-        x = self.residual(x, self.ln1, lambda h: self.self_attn.self_attention(
-            h, tgt_padding_mask, causal=True, kv_cache=kv_cache, layer_index=layer_index)[0])
+                kv_cache: KVCache | None = None, layer_index: int = 0, need_weights: bool = False):
+        """x (B, T, d) -> (B, T, d); with need_weights also the cross-attention weights (B, heads, T, S)."""
+        x = residual(x, self.ln1, lambda h: self.self_attn(h, kv_cache=kv_cache, layer_index=layer_index,
+                                                           key_padding_mask=tgt_padding_mask), self.norm_position)
 
-        def cross(h):
-            out, weights = self.cross_attn.cross_attention(h, *cross_kv, src_padding_mask,
-                                                           need_weights=weights_out is not None)
-            if weights_out is not None:
-                weights_out.append(weights)
-            return out
+        def cross(h: torch.Tensor, need_weights: bool = False):
+            return self.cross_attn(h, memory_kv=cross_kv, key_padding_mask=src_padding_mask, need_weights=need_weights)
 
-        x = self.residual(x, self.ln2, cross)
-        return self.residual(x, self.ln3, self.ffn)
+        weights = None
+        if need_weights:
+            x, weights = residual_keeping_weights(x, self.ln2, lambda h: cross(h, True), self.norm_position)
+        else:
+            x = residual(x, self.ln2, cross, self.norm_position)
+        x = residual(x, self.ln3, self.ffn, self.norm_position)
+        return (x, weights) if need_weights else x
 
 
 class _Stack(nn.Module):
@@ -240,7 +152,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
     Options: norm "layernorm" | "rmsnorm"; norm_position "post" | "pre"; positional "sinusoidal" |
     "learned" | "rope" (rotary in the self-attentions, nothing added to embeddings); ffn "relu" |
     "swiglu"; shared_embeddings (one table for source and target); tie_output (lm_head uses the
-    target embedding matrix). Linear layers have no bias. d_ff=None: 4 * d_model (relu).
+    target embedding matrix); attention, the backend of every attention (not part of the weights;
+    set_attention switches it). Linear layers have no bias. d_ff=None: 4 * d_model (relu).
     Embeddings are initialised with std d_model^-0.5, so after the sqrt(d_model) scale they have
     unit size, comparable to the sinusoids.
     """
@@ -249,13 +162,13 @@ class TransformerSeq2Seq(Seq2SeqModel):
                  num_encoder_layers: int, num_decoder_layers: int, d_ff: int | None, max_seq_len: int, *,
                  norm: str = "layernorm", norm_position: str = "post", positional: str = "sinusoidal",
                  ffn: str = "relu", shared_embeddings: bool = False, tie_output: bool = False,
-                 device=None, dtype=None):
+                 attention: str = "auto", device=None, dtype=None):
         super().__init__()
         self.config = config = Seq2SeqConfig(
             "transformer", src_vocab_size, tgt_vocab_size, d_model=d_model, num_heads=num_heads,
             num_encoder_layers=num_encoder_layers, num_decoder_layers=num_decoder_layers, d_ff=d_ff,
             max_seq_len=max_seq_len, norm=norm, norm_position=norm_position, positional=positional,
-            ffn=ffn, shared_embeddings=shared_embeddings, tie_output=tie_output,
+            ffn=ffn, shared_embeddings=shared_embeddings, tie_output=tie_output, attention=attention,
         )
         kw = dict(device=device, dtype=dtype)
         self.embedding_scale = math.sqrt(d_model)
@@ -264,20 +177,21 @@ class TransformerSeq2Seq(Seq2SeqModel):
                                else Embedding(tgt_vocab_size, d_model, **kw))
         for table in {id(m): m for m in (self.src_embeddings, self.tgt_embeddings)}.values():
             trunc_normal_(table.weight, std=d_model ** -0.5)
-        rope = None
+        theta = None
         if positional == "sinusoidal":
             self.positions = SinusoidalPositionalEncoding(d_model, max_seq_len, **kw)
         elif positional == "learned":
             self.src_positions = LearnedPositionalEmbedding(d_model, max_seq_len, **kw)
             self.tgt_positions = LearnedPositionalEmbedding(d_model, max_seq_len, **kw)
-        else:  # rope: one table of rotations shared by every self-attention (a buffer, no parameters)
-            rope = RotaryPositionalEmbedding(ROPE_THETA, d_model // num_heads, max_seq_len, device=device)
-        layer_kw = dict(norm=norm, norm_position=norm_position, ffn=ffn, rope=rope, **kw)
+        else:  # rope: every self-attention rotates its queries and keys (buffers, no parameters)
+            theta = ROPE_THETA
+        layer_kw = dict(norm=norm, norm_position=norm_position, ffn=ffn, theta=theta, attention=config.attention,
+                        **kw)
         d_ff = config.resolved_d_ff
-        self.encoder = _Stack([EncoderLayer(d_model, num_heads, d_ff, **layer_kw) for _ in range(num_encoder_layers)],
-                              norm, norm_position, d_model, **kw)
-        self.decoder = _Stack([DecoderLayer(d_model, num_heads, d_ff, **layer_kw) for _ in range(num_decoder_layers)],
-                              norm, norm_position, d_model, **kw)
+        self.encoder = _Stack([EncoderLayer(d_model, num_heads, d_ff, max_seq_len, **layer_kw)
+                               for _ in range(num_encoder_layers)], norm, norm_position, d_model, **kw)
+        self.decoder = _Stack([DecoderLayer(d_model, num_heads, d_ff, max_seq_len, **layer_kw)
+                               for _ in range(num_decoder_layers)], norm, norm_position, d_model, **kw)
         self.lm_head = Linear(d_model, tgt_vocab_size, **kw)
         if tie_output:
             self.lm_head.weight = self.tgt_embeddings.weight
@@ -290,11 +204,19 @@ class TransformerSeq2Seq(Seq2SeqModel):
                    config.num_encoder_layers, config.num_decoder_layers, config.d_ff, config.max_seq_len,
                    norm=config.norm, norm_position=config.norm_position, positional=config.positional,
                    ffn=config.ffn, shared_embeddings=config.shared_embeddings, tie_output=config.tie_output,
-                   device=device, dtype=dtype)
+                   attention=config.attention, device=device, dtype=dtype)
 
     @property
     def max_target_length(self) -> int:
         return self.config.max_seq_len
+
+    def set_attention(self, attention: str) -> None:
+        """Switch every attention (encoder, decoder self- and cross-attention) to the backend
+        `attention` (no weight changes), as TransformerLM.set_attention does."""
+        self.config.attention = check_attention(attention)
+        for module in self.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.attention = attention
 
     def _add_positions(self, x: torch.Tensor, which: str, offset: int = 0) -> torch.Tensor:
         """x (B, L, d) already scaled -> plus the position vectors of offset..offset+L-1."""
@@ -318,11 +240,15 @@ class TransformerSeq2Seq(Seq2SeqModel):
 
     def _decode(self, tgt_ids: torch.Tensor, cross_kv, src_padding_mask, tgt_padding_mask, *,
                 kv_cache: KVCache | None = None, weights_out: list | None = None) -> torch.Tensor:
+        """Logits of tgt_ids; each layer's cross-attention weights are appended to weights_out if given."""
         offset = 0 if kv_cache is None else kv_cache.length
         x = self._add_positions(self.tgt_embeddings(tgt_ids) * self.embedding_scale, "tgt", offset)
         for index, layer in enumerate(self.decoder.layers):
             x = layer(x, cross_kv[index], src_padding_mask, tgt_padding_mask, kv_cache=kv_cache,
-                      layer_index=index, weights_out=weights_out)
+                      layer_index=index, need_weights=weights_out is not None)
+            if weights_out is not None:
+                x, weights = x
+                weights_out.append(weights)
         return self.lm_head(self.decoder.final_norm(x))
 
     def _cross_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:

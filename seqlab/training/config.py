@@ -55,8 +55,10 @@ class TrainConfig(EngineSettings):
     norm_position: str = setting("pre", "model", " | ".join(NORM_POSITIONS), choices=NORM_POSITIONS)
     positional: str = setting("rope", "model", " | ".join(POSITIONALS), choices=POSITIONALS)
     ffn: str = setting("swiglu", "model", " | ".join(FFNS), choices=FFNS)
-    attention: str = setting("auto", "model", "attention backend: auto (chunked on CPU, reference on CUDA/MPS and "
-                             "under --compile) | reference | chunked; not part of the weights", choices=ATTENTIONS)
+    attention: str = setting("auto", "model", "attention backend: auto (chunked on CPU, sdpa on CUDA, reference on "
+                             "MPS and under --compile on CPU) | reference (the formula) | chunked (cache-blocked CPU "
+                             "kernel) | sdpa (torch's fused kernel) | flash (Triton FlashAttention-2; a padded batch "
+                             "falls back to auto's choice); not part of the weights", choices=ATTENTIONS)
     # length by tokens instead of steps
     max_steps: int | None = again(EngineSettings, "max_steps", 1000,
                                   help="optimizer steps (a --max-steps flag replaces a TOML token_budget)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqlab.inference.inspect import attention_weights, check_ids, next_token_candidates, trace_forward
+from seqlab.inference.inspect import attention_maps, check_ids, next_token_candidates, trace_forward
 from seqlab.model import TransformerLM
 from tests.explorer.oracles import attention_oracle, kv_head_of_query_heads, sorted_filter
 
@@ -54,7 +54,39 @@ def test_attention_weights_match_an_oracle_and_the_models_output(changes):
         v = v[kv_head_of_query_heads(H, v.shape[0])]
         concat = (weights.double() @ v).transpose(0, 1).reshape(T, -1)
         torch.testing.assert_close(concat @ layer.attn.output_proj.weight.double().T, out, atol=1e-5, rtol=1e-4)
-    assert [w.shape for w in attention_weights(model, ids)] == [(H, T, T)] * 2
+    assert [w.shape for w in attention_maps(model, ids)] == [(H, T, T)] * 2
+
+
+def test_the_old_name_attention_weights_still_works_with_a_deprecation_note():
+    """Renamed for issue 17 (it collided with the formula seqlab.model.attention.attention_weights);
+    the old name answers for one release."""
+    import seqlab.inference
+    from seqlab.inference.inspect import attention_weights
+
+    model, ids = _model(num_kv_heads=2), [4, 8, 15, 16, 23]
+    with pytest.warns(DeprecationWarning, match="attention_weights is now attention_maps"):
+        old = attention_weights(model, ids)
+    for a, b in zip(old, attention_maps(model, ids), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert seqlab.inference.attention_maps is attention_maps
+
+
+def test_trace_weights_come_from_the_models_own_attention_module(monkeypatch):
+    """trace_forward asks each block's attention for its weights (need_weights=True): it re-derives
+    nothing, so a change to the module's attention shows up in the trace."""
+    from seqlab.model.attention import MultiHeadAttention
+
+    model, ids = _model(), [3, 1, 4, 1, 5]
+    calls = []
+    original = MultiHeadAttention.forward
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs.get("need_weights", False))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(MultiHeadAttention, "forward", spy)
+    trace_forward(model, ids)
+    assert calls == [True] * model.config.num_layers
 
 
 def test_shapes_are_those_of_the_forward_pass():

@@ -188,6 +188,18 @@ def test_causal_attention_with_cached_keys_and_padding_matches_functional(attend
             torch.testing.assert_close(a, b)
 
 
+def test_chunked_keeps_probabilities_only_for_a_small_call(monkeypatch):
+    """A call above KEEP_PROBS_SCORES saves no (n, m) probabilities for its backward (only Q, K, V, the
+    output, the row log-sum-exps and the mask); a small one keeps each chunk's P."""
+    Q, K, V = (torch.randn(2, 3, 10, 4, requires_grad=True) for _ in range(3))
+    saved = lambda: [tuple(t.shape) for t in chunked_attention(Q, K, V, causal=True).grad_fn.saved_tensors
+                     if t is not None]
+    monkeypatch.setattr(chunked_module, "KEEP_PROBS_SCORES", 2 * 3 * 10 * 10 - 1)
+    assert (6, 1, 10, 10) not in saved() and len(saved()) == 6
+    monkeypatch.setattr(chunked_module, "KEEP_PROBS_SCORES", 2 * 3 * 10 * 10)
+    assert (6, 1, 10, 10) in saved()
+
+
 def test_chunked_query_blocks_of_a_causal_range():
     assert chunked_module.query_blocks(256, 256, causal=True) == [
         (0, 64, 64), (64, 128, 128), (128, 192, 192), (192, 256, 256)]
@@ -195,11 +207,14 @@ def test_chunked_query_blocks_of_a_causal_range():
     assert chunked_module.query_blocks(256, 256, causal=False) == [(0, 256, 256)]
 
 
+@pytest.mark.parametrize("keep_probs_scores", [0, 1 << 20], ids=["recompute", "keep"])
 @pytest.mark.parametrize("scores_per_chunk", [1 << 18, 40])
-def test_chunked_blocks_and_small_chunks_equal_the_reference(monkeypatch, scores_per_chunk):
-    # force the causal query-block split and many small (batch, head) chunks on a small problem
+def test_chunked_blocks_and_small_chunks_equal_the_reference(monkeypatch, scores_per_chunk, keep_probs_scores):
+    # force the causal query-block split and many small (batch, head) chunks on a small problem, with
+    # the backward recomputing P (as for a large problem) or keeping each chunk's P (a small one)
     monkeypatch.setattr(chunked_module, "CAUSAL_MIN_QUERIES", 4)
     monkeypatch.setattr(chunked_module, "SCORES_PER_CHUNK", scores_per_chunk)
+    monkeypatch.setattr(chunked_module, "KEEP_PROBS_SCORES", keep_probs_scores)
     Q = torch.randn(2, 3, 10, 8, dtype=torch.float64, requires_grad=True)
     K = torch.randn(2, 3, 13, 8, dtype=torch.float64, requires_grad=True)
     V = torch.randn(2, 3, 13, 4, dtype=torch.float64, requires_grad=True)

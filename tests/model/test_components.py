@@ -158,3 +158,23 @@ def test_silu_ffn_ablation_matches_formula():
     assert ffn.d_ff == 32 and {n for n, _ in ffn.named_parameters()} == {"w1.weight", "w2.weight"}
     x = torch.randn(5, 8)
     torch.testing.assert_close(ffn(x), F.linear(F.silu(F.linear(x, ffn.w1.weight)), ffn.w2.weight))
+
+
+def test_broadcast_shapes_agrees_with_torch_and_refuses_what_torch_refuses():
+    import random
+
+    from seqlab.model.broadcast import broadcast_shapes
+
+    rng = random.Random(0)
+    sizes = (1, 2, 3)
+    for _ in range(300):
+        shapes = [tuple(rng.choice(sizes) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(1, 4))]
+        try:
+            want = torch.broadcast_shapes(*shapes)
+        except RuntimeError:
+            with pytest.raises(RuntimeError, match="do not broadcast"):
+                broadcast_shapes(*shapes)
+            continue
+        assert broadcast_shapes(*shapes) == want, shapes
+    assert broadcast_shapes((2, 1, 4), (3, 1), ()) == torch.Size([2, 3, 4])  # the docstring's example
+    assert broadcast_shapes() == torch.broadcast_shapes() == torch.Size([])

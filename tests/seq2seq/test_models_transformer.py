@@ -195,8 +195,8 @@ def test_no_leaks(kw):
     # the cross-attention output itself moves with a real source token
     layer = model.decoder.layers[0]
     x = torch.randn(3, 6, D, dtype=torch.float64)
-    outs = [layer.cross_attn.cross_attention(x, *layer.cross_attn.keys_values(
-        model.encode_memory(model.embed_source(s), src_mask)), src_mask)[0] for s in (src, real)]
+    outs = [layer.cross_attn(x, memory_kv=layer.cross_attn.keys_values(
+        model.encode_memory(model.embed_source(s), src_mask)), key_padding_mask=src_mask) for s in (src, real)]
     assert (outs[0][2] - outs[1][2]).abs().max() > 1e-6
 
 
