@@ -78,7 +78,7 @@ def test_the_engine_helper_still_installs_and_restores_its_handler():
     assert calls == [signal.SIGTERM] and signal.getsignal(signal.SIGTERM) == before
 
 
-@pytest.mark.parametrize("module", ["sweep/runner.py"])
+@pytest.mark.parametrize("module", ["sweep/runner.py", "seq2seq/paths/experiment.py"])
 def test_multi_run_commands_use_the_one_helper(module):
     """sweep and paths stop on signals through signals_stop_runs and install no handler of their own."""
     tree = ast.parse((SEQLAB / module).read_text(encoding="utf-8"))
