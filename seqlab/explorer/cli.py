@@ -69,7 +69,8 @@ def run_explore(args: argparse.Namespace) -> int:
 
 
 def screenshot_main(argv: list[str] | None = None) -> None:
-    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh] [--run DIR] [--section ID]``."""
+    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh] [--run DIR] [--paths DIR]
+    [--section ID]``."""
     from pathlib import Path
 
     from seqlab.explorer.screenshot import take_screenshot
@@ -82,7 +83,8 @@ def screenshot_main(argv: list[str] | None = None) -> None:
     parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
     parser.add_argument("--lang", choices=("en", "zh"), default="en")
     parser.add_argument("--run", action="append", default=[], metavar="DIR", help="a run for the model panels")
-    parser.add_argument("--section", metavar="ID", help="capture only this section (e.g. w-model)")
+    parser.add_argument("--paths", metavar="DIR", help="results of `seqlab paths --out DIR` for section 14")
+    parser.add_argument("--section", metavar="ID", help="capture only this section (e.g. w-model, w-paths)")
     args = parser.parse_args(argv)
-    size = take_screenshot(args.out, args.width, args.lang, runs=args.run, section=args.section)
+    size = take_screenshot(args.out, args.width, args.lang, runs=args.run, section=args.section, paths=args.paths)
     print(f"wrote {args.out} ({size / 1024:.0f} KiB)")

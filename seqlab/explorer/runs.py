@@ -14,7 +14,6 @@ how to fix it.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,27 +113,24 @@ def load_seq2seq(run: Run) -> Any:
 
 
 def read_paths_results(directory: str) -> dict[str, Any]:
-    """``DIR/results.json`` of ``seqlab paths --out DIR``: per task, the exact match of each
-    architecture at every source length, as {"tasks": [{"task", "train_lengths", "test_max_len",
-    "archs": [{"arch", "parameters", "exact_match", "points": [[length, exact_match, count], ...]}]}],
-    "fast"}. Errors name the file and how to make it."""
+    """``DIR/results.json`` of ``seqlab paths --out DIR`` as the chart draws it
+    (:func:`seqlab.seq2seq.paths.chart.chart_data`: per task, each architecture's exact match at
+    every source length, the points the small-sample rule keeps with their Wilson intervals, the
+    architectures' styles, coinciding lines). Errors name the file and how to make it."""
+    from seqlab.seq2seq.paths.chart import chart_data
+    from seqlab.seq2seq.paths.results import read_results
+
     path = Path(directory) / "results.json"
-    if not path.is_file():
-        raise RequestError(f"{path} does not exist; run `seqlab paths --out {directory}` first (about 30 s with "
-                           "--fast)", "paths_missing", path=str(path), dir=directory)
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-        tasks = []
-        for task, info in results["tasks"].items():
-            archs = [{"arch": arch, "parameters": run["parameters"], "exact_match": run["exact_match"],
-                      "points": sorted([int(n), v["exact_match"], v["count"]] for n, v in run["by_length"].items())}
-                     for arch, run in info["archs"].items()]
-            tasks.append({"task": task, "train_lengths": info.get("train_lengths"),
-                          "test_max_len": info.get("test_max_len"), "archs": archs})
+        results = read_results(directory)
+        data = None if results is None else chart_data(results)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RequestError(f"{path} is not a `seqlab paths` results file ({type(exc).__name__}: {exc}); "
                            f"run `seqlab paths --out {directory}` again", "paths_bad", path=str(path)) from None
-    return {"tasks": tasks, "fast": bool(results.get("fast"))}
+    if data is None:
+        raise RequestError(f"{path} does not exist; run `seqlab paths --out {directory}` first (about 30 s with "
+                           "--fast)", "paths_missing", path=str(path), dir=directory)
+    return data
 
 
 def checkpoint_signature(path: Path) -> tuple[int, int, int] | None:

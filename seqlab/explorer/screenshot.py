@@ -2,6 +2,7 @@
 
     python -m seqlab.explorer.screenshot out/explorer.png --run demo_out/run
     python -m seqlab.explorer.screenshot out/explorer-model.png --run demo_out/run --section w-model
+    python -m seqlab.explorer.screenshot out/paths.png --paths paths_out --section w-paths --lang zh
 
 They go to ``out/`` (ignored by git); the README's images are ``docs/explorer.png`` and
 ``docs/explorer-model.png``, which a maintainer replaces with new screenshots on purpose.
@@ -24,12 +25,13 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None, *,
-                    runs: list[str] | None = None, section: str | None = None) -> int:
+                    runs: list[str] | None = None, section: str | None = None, paths: str | None = None) -> int:
     """Write the full-page screenshot to ``out``; returns its size in bytes.
 
     ``browser``: an already launched playwright Browser to use (else Chromium is launched here).
     ``runs``: run directories for the model panels; ``section``: the id of the one section to
-    capture (e.g. ``w-model``) instead of the whole page.
+    capture (e.g. ``w-model``) instead of the whole page; ``paths``: the ``--out`` of ``seqlab
+    paths`` for section 14 (``w-paths``).
     """
     if browser is None:
         from playwright.sync_api import sync_playwright
@@ -38,7 +40,7 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
             browser = p.chromium.launch(executable_path=CHROMIUM,
                                         args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
             try:
-                return take_screenshot(out, width, lang, browser, runs=runs, section=section)
+                return take_screenshot(out, width, lang, browser, runs=runs, section=section, paths=paths)
             finally:
                 browser.close()
 
@@ -46,7 +48,7 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
 
     from seqlab.explorer.runs import RunRegistry
 
-    server, _ = start_in_thread(runs=RunRegistry(runs or []))
+    server, _ = start_in_thread(runs=RunRegistry(runs or [], paths_dir=paths))
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         page.goto(f"{server.url}?lang={lang}")

@@ -362,12 +362,25 @@ def _register_paths(subparsers) -> None:
         "paths", help="the information-paths experiment: RNN vs RNN+attention vs Transformer",
         description="Train the three architectures at (about) equal parameter counts on copy, reverse and "
                     "dates; measure exact match by sequence length, also beyond the trained lengths; write "
-                    "OUT/results.json, paths.png, attention heatmaps, dependency maps and report.md.")
-    paths.add_argument("--out", required=True, metavar="DIR")
+                    "OUT/results.json, paths.png, attention heatmaps, dependency maps, report.md and the runs "
+                    "under OUT/runs/. What you can rely on: the same command run again continues the experiment "
+                    "(finished models are kept, an interrupted one resumes from its checkpoint, as `seqlab seq2seq train --resume` does); a run "
+                    "with other --tasks into the same OUT adds them, and results.json and report.md keep the "
+                    "earlier tasks; other settings (--fast, --seed) into the same OUT are refused, and so is a "
+                    "non-empty OUT that is not a paths experiment's, unless --overwrite. Ctrl-C or SIGTERM stops "
+                    "the whole experiment: the model in training saves its checkpoint, no other model starts, "
+                    "and the command exits 130 (Ctrl-C) or 143 (SIGTERM); rerun it to continue. A second signal "
+                    "quits at once.")
+    paths.add_argument("--out", required=True, metavar="DIR",
+                       help="the experiment's folder: new, empty, or one this command wrote (it is continued)")
     paths.add_argument("--fast", action="store_true", help="a ~30 s smoke run (tiny models, few steps)")
-    paths.add_argument("--tasks", default=None, help="comma-separated subset of copy,reverse,dates")
+    paths.add_argument("--tasks", default=None,
+                       help="comma-separated subset of copy,reverse,dates (added to the tasks already in --out)")
     paths.add_argument("--seed", type=int, default=0)
     paths.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads")
+    paths.add_argument("--overwrite", action="store_true",
+                       help="start over in --out: delete an earlier experiment's results, figures and runs there "
+                            "(other files are left alone)")
     paths.add_argument("--no-progress", action="store_true")
     paths.set_defaults(func=_run_paths)
 
@@ -375,16 +388,21 @@ def _register_paths(subparsers) -> None:
 def _run_paths(args: argparse.Namespace) -> int:
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         return _error(f"--out {args.out} exists and is not a directory", 2)
-    from seqlab.seq2seq.paths import PATHS_TASKS, run_paths
+    from seqlab.seq2seq.paths import PATHS_TASKS
 
     tasks = tuple(t.strip() for t in args.tasks.split(",")) if args.tasks else PATHS_TASKS
     unknown = [t for t in tasks if t not in PATHS_TASKS]
     if unknown:
         return _error(f"--tasks: unknown {', '.join(unknown)}; choose from {', '.join(PATHS_TASKS)}", 2)
+    from seqlab.seq2seq.paths import run_paths
+
     try:
         results = run_paths(args.out, fast=args.fast, tasks=tasks, seed=args.seed, threads=args.threads,
-                            progress=not args.no_progress)
-    except (ValueError, OSError, RuntimeError) as error:
+                            progress=not args.no_progress, overwrite=args.overwrite)
+    except (ValueError, OSError, RuntimeError) as error:  # FileExistsError: another experiment's --out, ...
         return _error(str(error))
     print(f"{results['total_seconds']:.0f} s; report: {os.path.join(args.out, 'report.md')}")
-    return 0
+    if results["status"] == "complete":
+        return 0
+    print("stopped; rerun the same command to continue", file=sys.stderr)
+    return 128 + results["stop_signal"] if results.get("stop_signal") else 130

@@ -32,6 +32,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seqlab.runs.directory import CONFIG_FILE, read_config
+from seqlab.runs.log import read_jsonl
+
 OUTCOME_FILE = "sweep_outcome.json"
 STATUSES = ("finished", "diverged", "failed", "unfinished", "pending", "unknown")
 
@@ -71,7 +74,8 @@ class RunRecord:
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``, None when the file is missing; damage is an error naming it."""
+    """The JSON object in ``path`` (the sweep's own files: sweep.json, RUN/sweep_outcome.json), None
+    when the file is missing; damage is an error naming it."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -95,10 +99,17 @@ def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops:
     atomic_write_text(run_dir / OUTCOME_FILE, json.dumps(outcome, indent=2) + "\n")
 
 
-def read_log(run_dir: Path) -> list[dict[str, Any]]:
-    """RUN/log.jsonl's records (a torn last line, left by a kill, is dropped quietly)."""
-    from seqlab.training.logging_utils import read_jsonl
+def read_config_or_empty(run_dir: Path) -> dict[str, Any]:
+    """RUN/config.json through the run format (:func:`seqlab.runs.directory.read_config`: damage is an
+    error naming the file and line); {} when the run has none yet."""
+    if not (run_dir / CONFIG_FILE).is_file():
+        return {}
+    return read_config(run_dir)
 
+
+def read_log(run_dir: Path) -> list[dict[str, Any]]:
+    """RUN/log.jsonl's records through the run format (:func:`seqlab.runs.log.read_jsonl`); a torn
+    last line, left by a kill, is dropped quietly."""
     path = run_dir / "log.jsonl"
     if not path.is_file():
         return []
@@ -154,7 +165,7 @@ def read_run(run_dir: str | Path, *, name: str | None = None, settings: dict[str
     run_dir = Path(run_dir)
     record = RunRecord(name or run_dir.name, str(run_dir), "pending", settings=dict(settings or {}),
                        point=dict(point or {}))
-    config = read_json_object(run_dir / "config.json") or {}
+    config = read_config_or_empty(run_dir)
     records = read_log(run_dir)
     record.train, record.val = _curve(records, "train_loss"), _curve(records, "val_loss")
     record.parameters, flops_per_token = _model_costs(config)

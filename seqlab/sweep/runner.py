@@ -33,9 +33,7 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -59,6 +57,7 @@ from seqlab.sweep.recipes import recipe_variants
 from seqlab.sweep.records import OUTCOME_FILE, RunRecord, read_json_object, read_run, write_outcome
 from seqlab.sweep.report import SWEEP_FILE, best_run, report_markdown, write_figures, write_json
 from seqlab.training.config import TrainConfig
+from seqlab.training.interrupt import StopRequest, signals_stop_runs
 
 # TrainConfig fields that change where or how a run is shown, not what it trains: a rerun may
 # change them (e.g. add --wandb) and is still the same sweep
@@ -197,39 +196,7 @@ def write_summary(plan: SweepPlan, records: list[RunRecord], status: str, *, fig
     atomic_write_text(plan.out / "report.md", report_markdown(title, intro, records, plan.axes, drawn))
 
 
-# -- signals and trackers ----------------------------------------------------------------------------
-
-
-@dataclass
-class StopState:
-    signal: int | None = None
-
-
-@contextlib.contextmanager
-def signals_stop_sweep(state: StopState, say: Callable[[str], None]) -> Iterator[None]:
-    """While inside, the first SIGINT/SIGTERM is noted in ``state`` (the sweep stops after the
-    current step); a second one quits at once (KeyboardInterrupt, or exit 128 + SIGTERM). The
-    trainer installs its own handlers while a run trains and puts these back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        if state.signal is None:
-            state.signal = signum
-            say(f"{signal.Signals(signum).name}: stopping the sweep after this step (send it again to quit at once)")
-            return
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
-
-    signums = (signal.SIGINT, signal.SIGTERM)
-    previous = {signum: signal.signal(signum, handler) for signum in signums}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
+# -- trackers ----------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -291,21 +258,17 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
                                                   for d, c, r in zip(done, configs, records)], say)
     write_summary(plan, records, "running", figures=False)
     outcome = SweepOutcome("finished", records)
-    state = StopState()
-
-    def stop_on_signal(trainer: Any, step: int) -> None:
-        if state.signal is not None:
-            trainer.request_stop(f"interrupted ({signal.Signals(state.signal).name})")
+    stop = StopRequest()
 
     try:
-        with signals_stop_sweep(state, say):
+        with signals_stop_runs(stop, say, "the sweep"):
             for index, (variant, config) in enumerate(zip(plan.variants, configs)):
                 run_dir = plan.out / variant.name
                 if done[index]:
                     progress.skip(index, records[index])
                     outcome.skipped.append(variant.name)
                     continue
-                if state.signal is not None:
+                if stop.signal is not None:
                     break
                 device, peak = _device_peak(config)
                 before = records[index]
@@ -328,7 +291,7 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
                 outcome.trained.append(variant.name)
                 try:
                     with tracker_group(run_config, plan.name):
-                        result = train(run_config, step_callbacks=[watch, stop_on_signal, *step_callbacks])
+                        result = train(run_config, step_callbacks=[watch, stop.engine_callback, *step_callbacks])
                 except NonFiniteLossError as error:
                     status, reason = "diverged", str(error)
                 except _out_of_memory() as error:
@@ -338,8 +301,7 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
                         status, reason = "diverged", watch.reason
                     elif result.status == "completed":
                         status = "finished"
-                    else:  # stopped by a signal, or by a step callback of the caller: the sweep stops
-                        state.signal = state.signal or getattr(result, "stop_signal", None)
+                    elif stop.note(result):  # stopped by a signal, or by a step callback of the caller
                         outcome.status = "interrupted"
                 if status is not None:
                     write_outcome(run_dir, status, reason=reason, peak_flops=peak, device=device)
@@ -350,9 +312,9 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
                 if outcome.status == "interrupted":
                     break
                 write_summary(plan, records, "running", figures=False)
-        if state.signal is not None:
+        if stop.signal is not None:
             outcome.status = "interrupted"
-        outcome.stop_signal = state.signal
+        outcome.stop_signal = stop.signal
     except BaseException:
         with contextlib.suppress(Exception):  # record what is known; the error itself matters more
             write_summary(plan, read_records(plan), "stopped", figures=False)

@@ -50,6 +50,10 @@ def test_every_key_the_page_uses_is_defined():
     model_used |= {f"mshape.{name}" for name, _ in trace_forward(TransformerLM(10, 4, 4, 1, 2), [1, 2]).shapes}
     assert len(model_used) > 40
     used |= model_used
+    # section 14 (paths.js)
+    paths_used = set(re.findall(r'\bt\("([\w.]+\w)"', (STATIC_DIR / "paths.js").read_text(encoding="utf-8")))
+    assert {"paths.coincide", "paths.left_out", "paths.interval", "paths.longer"} <= paths_used
+    used |= paths_used
     missing = sorted(used - set(strings))
     assert not missing, missing
     assert len(used) > 200

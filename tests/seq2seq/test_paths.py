@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from seqlab.cli import main
-from seqlab.seq2seq.paths import FAST, _findings, alignment_share, evaluation_pairs, write_report
+from seqlab.seq2seq.paths import FAST, alignment_share, evaluation_pairs, write_report
+from seqlab.seq2seq.paths.report import findings as _findings
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

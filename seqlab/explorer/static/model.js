@@ -370,31 +370,3 @@ function setupTranslate(s2sRuns, noRun) {
   w.render = () => { render(); hint(); };  // re-translated on a language switch
   return open();
 }
-
-// Section 14: the results of `seqlab paths`, one chart per task, one line per architecture.
-function setupPaths(given) {
-  const w = widget("w-paths", () => {
-    if (!given) {  // not started with --paths: say how, without a failing request
-      $("paths-note").textContent = t("paths.none");
-      return null;
-    }
-    return ["paths", {}];
-  }, (data) => {
-    $("paths-charts").replaceChildren(...data.tasks.map((task) => {
-      const chart = el("div", { class: "chart", id: "paths-" + task.task });
-      const series = task.archs.map((a, i) => ({ values: a.points.map((p) => p[1]), xs: a.points.map((p) => p[0]),
-        cls: "s" + i, label: a.arch }));
-      lineChart(chart, series, { xLabel: t("paths.length"), yTickFormat: (y) => (100 * y).toFixed(0) + "%" });
-      const trained = task.train_lengths ? t("paths.trained", { lo: task.train_lengths[0], hi: task.train_lengths[1] }) : "";
-      return el("div", { class: "panel" }, el("h4", { text: task.task }), chart,
-        el("div", { class: "legend" }, ...task.archs.map((a, i) => el("span", { class: "key s" + i,
-          text: t("paths.arch", { arch: a.arch, p: a.parameters.toLocaleString("en"), em: (100 * a.exact_match).toFixed(1) }) }))),
-        el("p", { class: "note", text: trained }));
-    }));
-    $("paths-note").textContent = t(data.fast ? "paths.fast" : "paths.note");
-  });
-  if (!given) {
-    const render = w.render;
-    w.render = () => { render(); $("paths-note").textContent = t("paths.none"); };  // on a language switch
-  }
-}
