@@ -224,3 +224,17 @@ def test_the_engine_compiles_model_and_loss_as_one_region(byte_data, tmp_path, m
     assert counter.frame_count == 1  # one graph, compiled once, reused by every step
     Trainer(TrainConfig(out_dir=str(tmp_path / "eager"), **config), say=said.append).run()
     assert _losses(tmp_path / "compiled") == pytest.approx(_losses(tmp_path / "eager"), rel=1e-5)
+
+
+def test_vocabulary_padding_changes_neither_the_losses_nor_the_run_files(byte_data, tmp_path):
+    """pad_vocab_multiple pads only the fused loss's matmul: same losses, same weight shapes."""
+    from seqlab.training.checkpoint import read_checkpoint
+
+    for multiple in (1, 128):
+        Trainer(TrainConfig(data_dir=str(byte_data), out_dir=str(tmp_path / str(multiple)), max_steps=3,
+                            fused_loss="on", pad_vocab_multiple=multiple, **TINY)).run()
+    assert _losses(tmp_path / "128") == pytest.approx(_losses(tmp_path / "1"), rel=1e-6)
+    padded = read_checkpoint(tmp_path / "128" / "checkpoints" / "latest.pt")["model"]
+    assert padded["lm_head.weight"].shape == (256, 16)  # the byte vocabulary, not 384
+    with pytest.raises(ValueError, match="pad_vocab_multiple=0: must be >= 1"):
+        TrainConfig(data_dir=str(byte_data), pad_vocab_multiple=0)
