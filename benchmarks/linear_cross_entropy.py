@@ -4,6 +4,7 @@
                                               [--chunks 256,512,1024,2048,4096] [--repeats 3]
                                               [--device cpu|cuda] [--dtype fp32|bf16] [--threads N]
                                               [--clock wall|process] [--compile] [--no-memory]
+                                              [--pad-vocab 128]
 
 For each variant it times forward + backward (best of --repeats, after one warm-up) and measures
 the peak memory it allocates above the inputs (seqlab.model.peak_memory: torch.profiler's
@@ -12,7 +13,9 @@ allocation records on a CPU, max_memory_allocated on CUDA):
 * ``full (seqlab)``: logits = hidden @ weight.T, then seqlab's cross_entropy (what the trainer did);
 * ``full (F.cross_entropy)``: the same with torch's fused kernel (the peer);
 * ``linear_cross_entropy chunk=C``: C tokens per block; ``chunk=default`` is chunk_size=None (on
-  CUDA that is LINEAR_CE_GPU_BLOCKS equal blocks).
+  CUDA that is LINEAR_CE_GPU_BLOCKS equal blocks);
+* ``--pad-vocab M``: also ``chunk=default pad=M``, the vocabulary of the fused loss's matmuls rounded
+  up to a multiple of M (``pad_vocab_multiple``: e.g. 50,257 -> 50,304 with 128), issue 18 item 5.
 
 The fastest chunk on the CPU is seqlab.model.loss.LINEAR_CE_CPU_ROWS (recorded in BENCHMARKS.md).
 Add ``--compile`` on CUDA to time the torch.compile'd forms. Exits 2 when --device cuda has no GPU.
@@ -39,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="process = CPU time of this process (steady on a shared machine; use with --threads 1)")
     parser.add_argument("--compile", action="store_true", help="torch.compile each variant (CUDA)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory pass")
+    parser.add_argument("--pad-vocab", type=int, default=0, help="also time the default chunking with the "
+                        "vocabulary padded to a multiple of this (0: not)")
     args = parser.parse_args(argv)
 
     import torch
@@ -65,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         "full (F.cross_entropy)": lambda h, w, t: F.cross_entropy((h @ w.t()).float(), t),
         "linear_cross_entropy chunk=default": lambda h, w, t: linear_cross_entropy(h, w, t),
     }
+    if args.pad_vocab > 1:
+        variants[f"linear_cross_entropy chunk=default pad={args.pad_vocab}"] = (
+            lambda h, w, t: linear_cross_entropy(h, w, t, pad_vocab_multiple=args.pad_vocab))
     for chunk in (int(c) for c in args.chunks.split(",") if c):
         variants[f"linear_cross_entropy chunk={chunk}"] = (
             lambda h, w, t, _c=chunk: linear_cross_entropy(h, w, t, chunk_size=_c))

@@ -4,6 +4,9 @@ Compares, in one run, seqlab's TransformerLM (eager and torch.compile) with Hugg
 LlamaForCausalLM of identical shapes (no biases, untied embeddings, RoPE theta 10000, RMSNorm eps
 1e-5, SiLU-gated MLP, its default attention implementation) trained with torch.optim.AdamW.
 
+Mode ``fused``: seqlab eager with the LM head fused into the loss (``linear_cross_entropy``, what the
+training engine's ``fused_loss="on"`` computes; ``auto`` keeps it off on a CPU).
+
 Speed: all modes live in one process and their timed steps are interleaved (rotating order), so
 background load on a shared machine hits every mode alike; "paired" is the median over steps of
 (HF step time / this mode's step time) for steps run back to back. Peak memory: each mode runs a
@@ -27,7 +30,7 @@ import time
 
 from seqlab.model.config import ATTENTIONS
 
-MODES = ("eager", "compile", "hf", "eager-bf16", "compile-bf16", "hf-bf16")
+MODES = ("eager", "compile", "hf", "fused", "eager-bf16", "compile-bf16", "hf-bf16", "fused-bf16")
 
 
 def parse_args(argv=None):
@@ -134,6 +137,12 @@ def _build_fp32(mode: str, args):
 
     def loss_fn(x, y):
         return cross_entropy(model(x), y)
+
+    if mode == "fused":  # the LM head and the loss fused (what the engine's fused_loss="on" computes)
+        from seqlab.model.loss import linear_cross_entropy
+
+        def loss_fn(x, y):
+            return linear_cross_entropy(model(x, return_hidden=True), model.lm_head.weight, y)
 
     if mode == "compile":
         loss_fn = torch.compile(loss_fn)

@@ -398,7 +398,14 @@ class EngineSettings(Settings):
     precision: str = setting("auto", "system",
                              "auto (CUDA: bf16, or fp16 + grad scaler before Ampere; else fp32) | fp32 | bf16 | fp16",
                              choices=("auto", "fp32", "bf16", "fp16"))
-    compile: bool = setting(False, "system", "torch.compile the model (switched off where unsupported)")
+    compile: bool = setting(False, "system", "torch.compile the model and its loss, one compiled region "
+                                             "(switched off where unsupported)")
+    fused_loss: str = setting("auto", "system", "compute the output layer and the loss together, a block of tokens "
+                              "at a time, never holding every token's logits: auto (on CUDA/MPS, off on CPU, where "
+                              "it measured slower) | on | off", choices=("auto", "on", "off"))
+    pad_vocab_multiple: int = setting(1, "system", "inside the fused loss, round the output layer's vocabulary up "
+                                      "to a multiple of this (e.g. 128; aligned matmul sizes for GPUs); token ids, "
+                                      "weights and sampling are unchanged; 1 = off")
     threads: int | None = setting(None, "system", "torch CPU threads (default: torch's choice)")
     # optional trackers
     wandb: bool = setting(False, "logging", "also log to Weights & Biases (package wandb)")
@@ -407,7 +414,7 @@ class EngineSettings(Settings):
     progress: bool = setting(True, "logging", "show the tqdm progress bar")
 
     POSITIVE: ClassVar[tuple[str, ...]] = ("batch_size", "grad_accum_steps", "eval_interval", "eval_batches",
-                                           "checkpoint_interval", "log_interval", "max_steps")
+                                           "checkpoint_interval", "log_interval", "max_steps", "pad_vocab_multiple")
 
     def validate(self) -> None:
         super().validate()

@@ -45,6 +45,9 @@ def _register_generate(subparsers: Any) -> None:
     p.add_argument("--top-p", type=finite_float, default=1.0, help="nucleus mass (default 1.0 = off)")
     p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (default 0 = off)")
     p.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
+    p.add_argument("--compile", action="store_true",
+                   help="decode through a preallocated KV cache with the one-token step compiled once (on CUDA "
+                        "a CUDA graph, one launch per token); the first token waits for the compilation")
     p.set_defaults(func=_run_generate)
 
 
@@ -73,7 +76,7 @@ def _run_generate(args: argparse.Namespace) -> int:
                 raise ValueError("empty --prompt and the tokenizer has no <|endoftext|> to start from")
             prompt = [eos]
         stream = generate_stream(model, prompt, args.max_tokens, args.temperature, args.top_p,
-                                 args.top_k, eos, args.seed)  # checks the sampling arguments now
+                                 args.top_k, eos, args.seed, compile=args.compile)  # checks the arguments now
         decoder = tokenizer.stream_decoder()
         out = sys.stdout
         out.write(args.prompt)

@@ -16,6 +16,15 @@ every token, and every token still sees at least ``keep`` tokens of context. In 
 slides on its own schedule (seqlab/inference/windows.py), so a row's output never depends on the
 other prompts. Without the cache (``use_cache=False``) the same windows are recomputed in full at
 every step, so both paths give the same logits.
+
+On CUDA, a decoding step is a few dozen small kernels, each costing host time to launch: at batch 1
+the GPU waits for the host. ``static_cache=True`` decodes through a cache allocated once
+(:class:`~seqlab.model.kv_cache.StaticKVCache`), so every step has the same shapes; ``compile=True``
+then compiles that step once per batch size with ``torch.compile(mode="reduce-overhead")``, which
+on CUDA records it as a CUDA graph and replays it with one launch per token. Greedy outputs, and
+samples for a seed, are those of the dynamic cache (tests/test_generate_static.py compares them).
+
+    generate(model, prompt, 256, temperature=0, compile=True)   # static cache + CUDA graphs
 """
 
 from __future__ import annotations
@@ -26,12 +35,13 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from seqlab.inference.sampling import check_sampling_args, sample_next
-from seqlab.inference.windows import RowWindows
+from seqlab.inference.windows import RowWindows, StaticRowWindows
 from seqlab.model import TransformerLM
 
 
 def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, slide: int | None,
-              temperature: float, top_p: float, top_k: int | None, single: bool = False) -> int:
+              temperature: float, top_p: float, top_k: int | None, single: bool = False, *,
+              use_cache: bool = True, static_cache: bool = False, compile: bool | str = False) -> int:
     """Check every argument before any model work; prompt ids become ints in place. Returns `keep`,
     the tokens re-prefilled when the window slides. ``single``: errors say "the prompt", not
     "prompt row i"."""
@@ -40,6 +50,11 @@ def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: in
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     check_sampling_args(temperature, top_p, top_k)
+    if compile and not static_cache:
+        raise ValueError("compile=True needs the static cache (static_cache=True or None): a compiled step "
+                         "needs the same shapes at every token")
+    if static_cache and not use_cache:
+        raise ValueError("static_cache=True is a KV cache; it cannot go with use_cache=False")
     for i, row in enumerate(prompts):
         name = "the prompt" if single else f"prompt row {i}"
         if not row:
@@ -60,16 +75,20 @@ def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: in
 
 def _decode(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, temperature: float,
             top_p: float, top_k: int | None, eos_id: int | None, seed: int | None,
-            use_cache: bool, slide: int | None, single: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+            use_cache: bool, slide: int | None, single: bool = False, static_cache: bool | None = None,
+            compile: bool | str = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Validate everything now; return an iterator yielding (next_ids (batch,), finished (batch,)
     bool before this token) once per step."""
-    keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k, single)
-    return _steps(model, prompts, max_new_tokens, temperature, top_p, top_k, eos_id, seed, use_cache, keep)
+    static = bool(compile) if static_cache is None else static_cache
+    keep = _validate(model, prompts, max_new_tokens, slide, temperature, top_p, top_k, single,
+                     use_cache=use_cache, static_cache=static, compile=compile)
+    return _steps(model, prompts, max_new_tokens, temperature, top_p, top_k, eos_id, seed, use_cache, keep,
+                  static, compile)
 
 
 def _steps(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, temperature: float,
            top_p: float, top_k: int | None, eos_id: int | None, seed: int | None, use_cache: bool,
-           keep: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+           keep: int, static: bool = False, compile: bool | str = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     if max_new_tokens == 0:
         return
     ctx = model.config.context_length
@@ -82,7 +101,10 @@ def _steps(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, 
     windows = [row[-keep:] if len(row) > ctx else row for row in prompts]
     finished = torch.zeros(len(prompts), dtype=torch.bool, device=device)
     with torch.no_grad():
-        rows = RowWindows(model, windows, max_new_tokens - 1, keep, use_cache)
+        if static:
+            rows = StaticRowWindows(model, windows, max_new_tokens - 1, keep, compile)
+        else:
+            rows = RowWindows(model, windows, max_new_tokens - 1, keep, use_cache)
         logits = rows.prefill()
         for step in range(max_new_tokens):
             next_ids = sample_next(logits, temperature, top_p, top_k, generator)
@@ -98,7 +120,8 @@ def _steps(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, 
 def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence[int]] | torch.Tensor,
              max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0,
              top_k: int | None = None, eos_id: int | None = None, seed: int | None = None, *,
-             use_cache: bool = True, slide: int | None = None) -> list[int] | list[list[int]]:
+             use_cache: bool = True, slide: int | None = None, static_cache: bool | None = None,
+             compile: bool | str = False) -> list[int] | list[list[int]]:
     """Sample up to ``max_new_tokens`` new ids after each prompt.
 
     prompt_ids: list[int] (one prompt) -> list[int] of new ids; or list[list[int]] (a batch of
@@ -111,10 +134,13 @@ def generate(model: TransformerLM, prompt_ids: Sequence[int] | Sequence[Sequence
     included as its last id) or at the limit. ``seed`` makes sampling reproducible (a
     torch.Generator on the model's device). ``use_cache=False`` recomputes every step in full (the
     reference path); ``slide`` sets how far the window slides past the context (module docstring).
+    ``static_cache``: decode through a preallocated cache (default: when compiling); ``compile``:
+    compile the decoding step once (True: CUDA graphs on CUDA; or a torch.compile backend, by name
+    such as "aot_eager" or a callable); the first call per batch size pays the compilation.
     """
     prompts, single = _as_prompts(prompt_ids)
     steps = list(_decode(model, prompts, max_new_tokens, temperature, top_p, top_k, eos_id, seed,
-                         use_cache, slide, single))
+                         use_cache, slide, single, static_cache, compile))
     outputs: list[list[int]] = [[] for _ in prompts]
     if steps:  # read the ids back once, at the end: (batch, steps)
         ids = torch.stack([next_ids for next_ids, _ in steps], dim=1).tolist()
@@ -134,12 +160,12 @@ def _as_prompts(prompt_ids: Sequence[int] | Sequence[Sequence[int]] | torch.Tens
 
 def generate_stream(model: TransformerLM, prompt_ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
                     top_p: float = 1.0, top_k: int | None = None, eos_id: int | None = None,
-                    seed: int | None = None, *, use_cache: bool = True,
-                    slide: int | None = None) -> Iterator[int]:
+                    seed: int | None = None, *, use_cache: bool = True, slide: int | None = None,
+                    static_cache: bool | None = None, compile: bool | str = False) -> Iterator[int]:
     """Like ``generate`` for one prompt, yielding each new id as soon as it is sampled.
 
     Every argument is checked when this is called (a bad one raises here, before the caller prints
     anything), not at the first ``next()``."""
     steps = _decode(model, [list(prompt_ids)], max_new_tokens, temperature, top_p, top_k, eos_id, seed,
-                    use_cache, slide, single=True)
+                    use_cache, slide, single=True, static_cache=static_cache, compile=compile)
     return (int(next_ids[0]) for next_ids, _ in steps)

@@ -34,6 +34,7 @@ context.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -41,7 +42,7 @@ from itertools import islice
 import numpy as np
 import torch
 
-from seqlab.model import KVCache, TransformerLM
+from seqlab.model import KVCache, StaticKVCache, TransformerLM
 
 
 @dataclass(frozen=True)
@@ -194,12 +195,17 @@ class RowWindows:
         return self.model(next_ids[:, None], token_positions=positions, kv_cache=cache)[:, -1]
 
     def _slide(self, rows: torch.Tensor, columns: int) -> torch.Tensor:
-        """Re-prefill the last ``keep`` tokens of ``rows`` alone and put their keys in the last
-        ``keep`` columns of those rows (the cache is ``columns`` long; it grows on the left if
-        ``keep`` is longer). Returns those rows' logits (len(rows), vocab)."""
-        keep, cache = self.keep, self.cache
+        """Re-prefill the last ``keep`` tokens of ``rows`` alone and put their keys in the cache
+        (:meth:`_splice`). Returns those rows' logits (len(rows), vocab)."""
         fresh = self.model.new_kv_cache()
-        logits = self.model(self.history[rows, self.end - keep:self.end], kv_cache=fresh)[:, -1]
+        logits = self.model(self.history[rows, self.end - self.keep:self.end], kv_cache=fresh)[:, -1]
+        self._splice(rows, fresh, columns)
+        return logits
+
+    def _splice(self, rows: torch.Tensor, fresh: KVCache, columns: int) -> None:
+        """Put ``fresh``'s keys (of ``rows``) in the last ``keep`` columns of those rows (the cache is
+        ``columns`` long; it grows on the left if ``keep`` is longer)."""
+        keep, cache = self.keep, self.cache
         grow = max(0, keep - columns)
         for layer in range(cache.num_layers):
             for store, new in ((cache.keys, fresh.keys[layer]), (cache.values, fresh.values[layer])):
@@ -209,4 +215,117 @@ class RowWindows:
                 old[rows, :, -keep:] = new
                 store[layer] = old
         # the padding mask needs no splice: _decode rebuilds it from the window lengths every step
-        return logits
+
+
+# -- a preallocated cache and a decoding step of fixed shapes (CUDA graphs, torch.compile) -------------
+
+
+def decode_step(model: TransformerLM, cache: StaticKVCache, next_ids: torch.Tensor,
+                before: torch.Tensor) -> torch.Tensor:
+    """One token per row through a static cache -> next-token logits (batch, vocab).
+
+    Row r's token ``next_ids[r]`` goes to position and column ``before[r]`` (its window length before
+    it) and attends to columns 0..before[r]. The shapes never change, whatever the lengths, so the
+    step compiles once (a row about to slide, before[r] = context_length, writes into the last column
+    instead; its result is replaced by the re-prefill, which rewrites its columns)."""
+    columns = before.clamp(max=cache.capacity - 1)
+    visible = torch.arange(cache.capacity, device=columns.device) <= columns[:, None]  # (batch, capacity)
+    hidden = model.run_blocks(next_ids[:, None], columns[:, None], cache.at(columns), visible)
+    return model.lm_head(hidden[:, -1])
+
+
+def compile_options(compile, device: torch.device) -> dict:
+    """torch.compile's arguments for the decode step: a backend (a name such as "aot_eager", or a
+    callable: how the tests compile it on a CPU), or for ``True`` on CUDA mode "reduce-overhead" (CUDA
+    graphs: the whole step is one graph launch) and elsewhere the default backend; always one graph
+    (fullgraph) of static shapes."""
+    if compile is not True:
+        return {"backend": compile, "fullgraph": True, "dynamic": False}
+    if device.type == "cuda":
+        return {"mode": "reduce-overhead", "fullgraph": True, "dynamic": False}
+    return {"fullgraph": True, "dynamic": False}
+
+
+class StaticDecoder:
+    """A :class:`~seqlab.model.kv_cache.StaticKVCache` for ``batch_size`` rows of ``model`` and its
+    decode step, compiled once when ``compile`` asks (True, or a torch.compile backend: a name or callable).
+
+    :func:`static_decoder` keeps one per model, batch size, dtype and compile choice, so the buffers
+    (whose addresses a CUDA graph holds) and the compiled step serve every later generation too.
+    """
+
+    def __init__(self, model: TransformerLM, batch_size: int, dtype: torch.dtype, compile: bool | str = False):
+        cfg = model.config
+        device = next(model.parameters()).device
+        self.model, self.device = model, device
+        self.cache = StaticKVCache(cfg.num_layers, batch_size, cfg.num_kv_heads, cfg.context_length, cfg.d_head,
+                                   dtype=dtype, device=device)
+        self.compiled = bool(compile)
+        self.cuda_graphs = compile is True and device.type == "cuda"
+        self._step = decode_step
+        if compile:
+            from seqlab.runtime import compile_unsupported_reason
+
+            reason = compile_unsupported_reason(device) if compile is True else None  # a named backend may need less
+            if reason:
+                raise RuntimeError(f"cannot compile the decoding step: {reason}; generate without compile")
+            self._step = torch.compile(decode_step, **compile_options(compile, device))
+
+    def step(self, next_ids: torch.Tensor, before: torch.Tensor) -> torch.Tensor:
+        """:func:`decode_step` on this decoder's cache (the compiled one when compiled)."""
+        if self.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()  # the last step's outputs may be overwritten now
+        return self._step(self.model, self.cache, next_ids, before)
+
+
+_decoders: "weakref.WeakKeyDictionary[TransformerLM, dict[tuple, StaticDecoder]]" = weakref.WeakKeyDictionary()
+
+
+def static_decoder(model: TransformerLM, batch_size: int, dtype: torch.dtype,
+                   compile: bool | str = False) -> StaticDecoder:
+    """The model's :class:`StaticDecoder` for these settings, made on first use and kept while the model lives."""
+    mine = _decoders.setdefault(model, {})
+    key = (batch_size, dtype, compile)
+    if key not in mine:
+        mine[key] = StaticDecoder(model, batch_size, dtype, compile)
+    return mine[key]
+
+
+class StaticRowWindows(RowWindows):
+    """:class:`RowWindows` over a preallocated cache: the same windows, slides and logits, but every
+    decoding step has the same shapes (:func:`decode_step`), so it can be compiled once and, on CUDA,
+    replayed as one CUDA graph per token.
+
+    Layout: row r's window is left-aligned in the cache, its keys at columns 0..n-1 = positions
+    0..n-1 (the dynamic cache right-aligns them instead); the key padding mask hides the columns to
+    the right. Prefill and re-prefills (slides) run eagerly and are copied into the buffers.
+    """
+
+    def __init__(self, model: TransformerLM, windows: list[list[int]], steps: int, keep: int,
+                 compile: bool | str = False):
+        super().__init__(model, windows, steps, keep, use_cache=True)
+        self.compile = compile
+        self.decoder: StaticDecoder | None = None
+
+    def prefill(self) -> torch.Tensor:
+        """Run every row's whole window (left-aligned, padded on the right), fill the static cache -> (batch, vocab)."""
+        lengths, width = self.lengths, self.width
+        columns = torch.arange(width, device=self._device)
+        first = self.end - lengths  # history column of each row's first window token
+        ids = self.history.gather(1, (first[:, None] + columns).clamp(max=self.end - 1))
+        mask = columns < lengths[:, None]
+        fresh = self.model.new_kv_cache()
+        hidden = self.model(ids, kv_cache=fresh, padding_mask=mask, return_hidden=True)  # positions 0..width-1
+        last = hidden.gather(1, (lengths - 1)[:, None, None].expand(-1, 1, hidden.shape[-1]))[:, 0]
+        if self.decoder is None:  # this generation's first prefill: the model's buffers, emptied
+            self.decoder = static_decoder(self.model, len(lengths), fresh.keys[0].dtype, self.compile)
+            self.cache = self.decoder.cache
+            self.cache.reset()
+        self.cache.load(fresh)
+        return self.model.lm_head(last)
+
+    def _decode(self, next_ids: torch.Tensor, before: torch.Tensor, kept: int) -> torch.Tensor:
+        return self.decoder.step(next_ids, before)
+
+    def _splice(self, rows: torch.Tensor, fresh: KVCache, columns: int) -> None:
+        self.cache.load(fresh, rows)  # columns 0..keep-1 of those rows; the mask hides the rest

@@ -19,7 +19,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.model.config": ("ATTENTIONS", "ModelConfig", "default_d_ff"),
     "seqlab.model.embedding": ("Embedding",),
     "seqlab.model.ffn": ("ReLUFeedForward", "SiLUFeedForward", "SwiGLU", "make_ffn"),
-    "seqlab.model.kv_cache": ("KVCache",),
+    "seqlab.model.kv_cache": ("KVCache", "StaticKVCache"),
     "seqlab.model.layernorm": ("LayerNorm",),
     "seqlab.model.linear": ("Linear",),
     "seqlab.model.positional": ("LearnedPositionalEmbedding", "SinusoidalPositionalEncoding"),

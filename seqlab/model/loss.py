@@ -14,7 +14,8 @@ from seqlab.model.checks import check_in_range, on_gpu_path
 
 # on a CPU, rows of logits handled at a time hold about this many values (~4 MB of float32), so the
 # temporaries of each block stay in the CPU cache instead of streaming a (N, vocab) copy to memory;
-# on the GPU path all rows form one block (a fixed number of kernel launches, whatever the batch)
+# on the GPU path and under torch.compile all rows form one block (a fixed number of kernel launches,
+# whatever the batch)
 CHUNK_VALUES = 1 << 20
 
 
@@ -40,7 +41,7 @@ class _CrossEntropyFunction(torch.autograd.Function):
         compute = torch.promote_types(logits.dtype, torch.float32)
         num_rows, vocab = logits.shape
         log_sum_exp = torch.empty(num_rows, 1, dtype=compute, device=logits.device)
-        ctx.one_block = on_gpu_path(logits)
+        ctx.one_block = torch.compiler.is_compiling() or on_gpu_path(logits)  # a fixed number of ops
         for rows in _row_blocks(num_rows, vocab, ctx.one_block):
             block = logits[rows].to(compute)
             row_max = block.amax(-1, keepdim=True)
@@ -121,16 +122,22 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, targets, ignore_index, blocks):
+    def forward(ctx, hidden, weight, targets, ignore_index, blocks, padded_vocab):
         compute = torch.promote_types(hidden.dtype, torch.float32)
         num_rows = hidden.shape[0]
+        vocab = weight.shape[0]
+        if padded_vocab > vocab:
+            # zero rows up to padded_vocab: each block's logits are (block, padded_vocab), a GEMM whose
+            # sizes and row stride are multiples of the padding; the extra logits are set to -inf
+            # below, so they add nothing to the softmax and get no gradient
+            weight = torch.cat((weight, weight.new_zeros(padded_vocab - vocab, weight.shape[1])))
         kept = None if ignore_index is None else targets != ignore_index
         # an ignored target may be any id (-100 is common): it reads logit 0 and is weighted 0
         safe_targets = targets if kept is None else torch.where(kept, targets, 0)
         log_sum_exp = hidden.new_empty(num_rows, dtype=compute)
         target_logits = hidden.new_empty(num_rows, dtype=compute)
         for rows in blocks:
-            logits = (hidden[rows] @ weight.t()).to(compute)  # (block, vocab)
+            logits = _block_logits(hidden[rows], weight, vocab, compute)  # (block, padded vocab)
             row_max = logits.amax(-1, keepdim=True)
             target_logits[rows] = logits.gather(-1, safe_targets[rows, None]).squeeze(-1)
             # subtracting the max keeps exp() <= 1: no overflow for huge logits
@@ -143,7 +150,7 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
             kept = kept.to(compute)
             row_weights = kept / kept.sum().clamp_min(1.0)
         ctx.save_for_backward(hidden, weight, safe_targets, log_sum_exp, row_weights)
-        ctx.blocks = blocks
+        ctx.blocks, ctx.vocab = blocks, vocab
         return nll.mean() if row_weights is None else (nll * row_weights).sum()
 
     @staticmethod
@@ -159,7 +166,7 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
         grad_weight = torch.zeros(weight.shape, dtype=compute, device=weight.device)
         for rows in ctx.blocks:
             block = hidden[rows]
-            logits = (block @ weight.t()).to(compute)
+            logits = _block_logits(block, weight, ctx.vocab, compute)
             # d loss / d logits = (softmax - onehot(target)) * share
             grad_logits = logits.sub_(log_sum_exp[rows, None]).exp_().mul_(share[rows])
             grad_logits.scatter_add_(-1, targets[rows, None], -share[rows])
@@ -169,11 +176,21 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
                 grad_weight.addmm_(grad_logits.t(), block)
             else:
                 grad_weight += (grad_logits.t() @ block).to(compute)
-        return grad_hidden, grad_weight.to(weight.dtype), None, None, None
+        # padded rows (if any) are not the caller's: their gradient is dropped
+        return grad_hidden, grad_weight[:ctx.vocab].to(weight.dtype), None, None, None, None
+
+
+def _block_logits(block: torch.Tensor, weight: torch.Tensor, vocab: int, compute: torch.dtype) -> torch.Tensor:
+    """block @ weight.T in ``compute`` precision; columns from ``vocab`` on (vocabulary padding) are -inf."""
+    logits = (block @ weight.t()).to(compute)
+    if weight.shape[0] > vocab:
+        logits[:, vocab:] = float("-inf")
+    return logits
 
 
 def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, *,
-                         ignore_index: int | None = None, chunk_size: int | None = None) -> torch.Tensor:
+                         ignore_index: int | None = None, chunk_size: int | None = None,
+                         pad_vocab_multiple: int | None = None) -> torch.Tensor:
     """cross_entropy(hidden @ weight.T, targets) without holding the logits of every token at once.
 
     hidden (..., d) float, weight (vocab, d) (the LM head, no bias), targets (...) int ->
@@ -186,6 +203,11 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: to
     kernels stays fixed whatever the batch); backward recomputes each block's logits from the
     saved hidden states and per-token log-sum-exp. Under autocast the matmuls run in the autocast
     dtype and the softmax in float32.
+
+    pad_vocab_multiple: compute the logits over the vocabulary rounded up to a multiple of this
+    (zero weight rows added here, their logits -inf), so the LM head's matmul has aligned sizes, as
+    GPU matrix kernels prefer (e.g. 50,257 -> 50,304 with 128); the loss and the weight's gradient
+    are unchanged, and nothing outside this function sees the padding (no ids, no sampled logits).
 
     Example: 32,768 tokens, vocab 10,000, d 512: the full logits and their gradient take 2.6 GB
     of float32; here a forward + backward peaks at a few (512 x 10,000) blocks, under 0.5 GB.
@@ -207,7 +229,11 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: to
         )
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive number of tokens, got {chunk_size}")
+    if pad_vocab_multiple is not None and pad_vocab_multiple < 1:
+        raise ValueError(f"pad_vocab_multiple must be a positive number of rows, got {pad_vocab_multiple}")
     vocab = weight.shape[0]
+    multiple = pad_vocab_multiple or 1
+    padded_vocab = -(-vocab // multiple) * multiple
     targets = targets.long().reshape(-1)
     counted = targets if ignore_index is None else torch.where(targets == ignore_index, 0, targets)
     check_in_range(counted, vocab, "target id", f"[0, {vocab})")
@@ -221,4 +247,4 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: to
     gpu_like = torch.compiler.is_compiling() or on_gpu_path(hidden)
     blocks = _token_blocks(hidden.shape[0], chunk_size, gpu_like)
     with torch.autocast(device_type, enabled=False):
-        return _LinearCrossEntropyFunction.apply(hidden, weight, targets, ignore_index, blocks)
+        return _LinearCrossEntropyFunction.apply(hidden, weight, targets, ignore_index, blocks, padded_vocab)

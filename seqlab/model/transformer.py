@@ -97,12 +97,15 @@ class TransformerLM(nn.Module):
         return total
 
     def forward(self, ids: torch.Tensor, token_positions: torch.Tensor | None = None,
-                kv_cache: KVCache | None = None, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+                kv_cache: KVCache | None = None, padding_mask: torch.Tensor | None = None, *,
+                return_hidden: bool = False) -> torch.Tensor:
         """ids (batch, seq) int -> logits (batch, seq, vocab_size).
 
         token_positions: (seq,) or (batch, seq); default cache_length + 0..seq-1.
         kv_cache: append this call's keys/values and attend to everything cached.
         padding_mask: (batch, seq) bool, True = real token; padded keys are never attended to.
+        return_hidden: return the final hidden states (batch, seq, d_model) instead, the lm_head's
+        input: logits = hidden @ lm_head.weight.T (the training engine's fused loss reads them).
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must have shape (batch, seq), got {tuple(ids.shape)}")
@@ -125,8 +128,17 @@ class TransformerLM(nn.Module):
         if kv_cache is not None:
             key_padding_mask = kv_cache.extend_padding_mask(batch, seq, padding_mask, device=ids.device)
 
+        hidden = self.run_blocks(ids, token_positions, kv_cache, key_padding_mask)
+        return hidden if return_hidden else self.lm_head(hidden)
+
+    def run_blocks(self, ids: torch.Tensor, token_positions: torch.Tensor | None, kv_cache,
+                   key_padding_mask: torch.Tensor | None) -> torch.Tensor:
+        """Embedding, blocks and final norm -> hidden states (batch, seq, d_model), without forward's
+        checks of shapes and context (forward checks, then calls this). ``key_padding_mask`` covers
+        every key the cache will hold. The compiled decode step of a static KV cache
+        (seqlab.inference.windows) calls it directly, with positions and mask it computed itself."""
         x = self.token_embeddings(ids)  # raises on ids outside the vocabulary
         for index, layer in enumerate(self.layers):
             x = layer(x, token_positions, kv_cache=kv_cache, layer_index=index,
                       key_padding_mask=key_padding_mask)
-        return self.lm_head(self.ln_final(x))
+        return self.ln_final(x)

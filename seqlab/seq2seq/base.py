@@ -58,14 +58,18 @@ class Seq2SeqModel(nn.Module):
         return self.src_embeddings(src_ids)
 
     def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None,
-                tgt_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """src_ids (B, S), tgt_ids (B, T) = BOS + target[:-1] -> logits (B, T, tgt_vocab_size)."""
+                tgt_padding_mask: torch.Tensor | None = None, *, return_hidden: bool = False) -> torch.Tensor:
+        """src_ids (B, S), tgt_ids (B, T) = BOS + target[:-1] -> logits (B, T, tgt_vocab_size).
+
+        return_hidden: the decoder's last hidden states (B, T, d) instead, the lm_head's input:
+        logits = hidden @ lm_head.weight.T (the training engine's fused loss reads them)."""
         src_padding_mask, tgt_padding_mask = check_batch(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask)
-        return self.forward_embedded(self.embed_source(src_ids), tgt_ids, src_padding_mask, tgt_padding_mask)
+        return self.forward_embedded(self.embed_source(src_ids), tgt_ids, src_padding_mask, tgt_padding_mask,
+                                     return_hidden=return_hidden)
 
     def forward_embedded(self, src_embeddings: torch.Tensor, tgt_ids: torch.Tensor,
                          src_padding_mask: torch.Tensor | None = None,
-                         tgt_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+                         tgt_padding_mask: torch.Tensor | None = None, *, return_hidden: bool = False) -> torch.Tensor:
         raise NotImplementedError
 
     def attention_maps(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor,

@@ -9,6 +9,11 @@ A batch of pairs becomes five tensors (teacher forcing)::
     tgt_mask   [[T, T, T, T], [T, T, F, F]]
 
 Masks are bool with True = real token, the convention of every seq2seq model here.
+
+:func:`collate` builds the three id matrices and the row lengths in ONE host buffer (page-locked
+with ``pin_memory``), copies it to the device at once (``non_blocking``), and takes the five tensors
+there: the id matrices as views of the copy, the masks from the lengths. One host-to-device copy
+per batch instead of five, none of which makes the host wait when the buffer is pinned.
 """
 
 from __future__ import annotations
@@ -196,12 +201,37 @@ class Seq2SeqBatch:
     target_tokens: int      # real target tokens (EOS included), counted on the host
 
 
-def collate(examples: Sequence[Example], *, device=None) -> Seq2SeqBatch:
-    """Pad a list of examples into one :class:`Seq2SeqBatch` (see the module docstring)."""
-    src, src_mask = pad_sequences([e[0] for e in examples], device=device)
-    tgt_in, tgt_mask = pad_sequences([[BOS_ID, *e[1]] for e in examples], device=device)
-    tgt_out, _ = pad_sequences([[*e[1], EOS_ID] for e in examples], device=device)
-    return Seq2SeqBatch(src, src_mask, tgt_in, tgt_out, tgt_mask, sum(len(e[1]) + 1 for e in examples))
+def collate(examples: Sequence[Example], *, device=None, pin_memory: bool = False) -> Seq2SeqBatch:
+    """Pad a list of examples into one :class:`Seq2SeqBatch` (see the module docstring), with one
+    copy to ``device``: row i of the host buffer is ``src (S) | tgt_in (T) | tgt_out (T) | len(src),
+    len(tgt_in)``. ``pin_memory``: build it in page-locked memory (for an asynchronous CUDA copy).
+
+    Example: ("ab", "xyz"), ("c", "w") -> S = 2, T = 4, rows [a, b, BOS, x, y, z, x, y, z, EOS, 2, 4]
+    and [c, PAD, BOS, w, PAD, PAD, w, EOS, PAD, PAD, 1, 2].
+    """
+    if not examples:
+        raise ValueError("collate: no examples")
+    src_lengths = np.array([len(e[0]) for e in examples], dtype=np.int64)
+    tgt_lengths = np.array([len(e[1]) + 1 for e in examples], dtype=np.int64)  # + BOS (tgt_in), + EOS (tgt_out)
+    S, T = max(1, int(src_lengths.max())), int(tgt_lengths.max())
+    host = np.full((len(examples), S + 2 * T + 2), PAD_ID, dtype=np.int64)
+    for row, (source, target) in enumerate(examples):
+        n = len(target)
+        host[row, :len(source)] = source
+        host[row, S] = BOS_ID
+        host[row, S + 1:S + 1 + n] = target
+        host[row, S + T:S + T + n] = target
+        host[row, S + T + n] = EOS_ID
+    host[:, -2], host[:, -1] = src_lengths, tgt_lengths
+    buffer = torch.from_numpy(host)
+    if pin_memory:
+        buffer = buffer.pin_memory()
+    buffer = buffer.to(device, non_blocking=True) if device is not None else buffer
+    columns = torch.arange(max(S, T), device=buffer.device)
+    src_mask = columns[:S] < buffer[:, -2:-1]
+    tgt_mask = columns[:T] < buffer[:, -1:]
+    return Seq2SeqBatch(buffer[:, :S], src_mask, buffer[:, S:S + T], buffer[:, S + T:S + 2 * T], tgt_mask,
+                        int(tgt_lengths.sum()))
 
 
 class BatchSampler:

@@ -159,18 +159,20 @@ class RNNSeq2Seq(Seq2SeqModel):
         return self.encode_embedded(self.embed_source(src_ids), src_padding_mask)
 
     def _decode(self, state: RNNDecoderState, tgt_ids: torch.Tensor, tgt_padding_mask: torch.Tensor | None,
-                need_weights: bool = False):
-        """Decoder over tgt_ids (B, T) from `state` -> (logits (B, T, V), new hidden, weights or None)."""
+                need_weights: bool = False, head: bool = True):
+        """Decoder over tgt_ids (B, T) from `state` -> (logits (B, T, V), new hidden, weights or None);
+        head=False: the lm_head's input (B, T, d) instead of the logits."""
         outputs, hidden = self.decoder(self.tgt_embeddings(tgt_ids), tgt_padding_mask, state.hidden)
         weights = None
         if self.attention is not None:
             outputs, weights = self.attention(outputs, state.memory, state.keys, state.src_padding_mask,
                                               need_weights=need_weights)
-        return self.lm_head(outputs), hidden, weights
+        return (self.lm_head(outputs) if head else outputs), hidden, weights
 
-    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None):
+    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None, *,
+                         return_hidden=False):
         logits, _, _ = self._decode(self.encode_embedded(src_embeddings, src_padding_mask), tgt_ids,
-                                    tgt_padding_mask)
+                                    tgt_padding_mask, head=not return_hidden)
         return logits
 
     def decode_step(self, state: RNNDecoderState, tokens: torch.Tensor) -> tuple[torch.Tensor, RNNDecoderState]:

@@ -102,12 +102,17 @@ class Seq2SeqTask(Task):
         return Drawn(chosen, rows, sum(len(target) + 1 for _, target in chosen))  # + EOS
 
     def select(self, drawn: Drawn, rows: slice, device: torch.device) -> Batch:
-        batch = collate(drawn.data[rows], device=device)
+        """The rows padded into one host buffer (pinned for a GPU) and copied to the device at once."""
+        batch = collate(drawn.data[rows], device=device, pin_memory=self.pin_memory)
         return Batch(batch, batch.target_tokens)
 
     def forward(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         b = batch.inputs
         return model(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out
+
+    def forward_hidden(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b = batch.inputs
+        return model(b.src, b.tgt_in, b.src_mask, b.tgt_mask, return_hidden=True), model.lm_head.weight, b.tgt_out
 
     def tokens_per_step_text(self, world_size: int) -> str:
         examples = self.data.train_examples

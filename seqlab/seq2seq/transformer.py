@@ -239,8 +239,9 @@ class TransformerSeq2Seq(Seq2SeqModel):
         return self.encoder.final_norm(x)
 
     def _decode(self, tgt_ids: torch.Tensor, cross_kv, src_padding_mask, tgt_padding_mask, *,
-                kv_cache: KVCache | None = None, weights_out: list | None = None) -> torch.Tensor:
-        """Logits of tgt_ids; each layer's cross-attention weights are appended to weights_out if given."""
+                kv_cache: KVCache | None = None, weights_out: list | None = None, head: bool = True) -> torch.Tensor:
+        """Logits of tgt_ids (head=False: the hidden states before the output layer, for return_hidden);
+        each layer's cross-attention weights are appended to weights_out if given."""
         offset = 0 if kv_cache is None else kv_cache.length
         x = self._add_positions(self.tgt_embeddings(tgt_ids) * self.embedding_scale, "tgt", offset)
         for index, layer in enumerate(self.decoder.layers):
@@ -249,14 +250,17 @@ class TransformerSeq2Seq(Seq2SeqModel):
             if weights_out is not None:
                 x, weights = x
                 weights_out.append(weights)
-        return self.lm_head(self.decoder.final_norm(x))
+        x = self.decoder.final_norm(x)
+        return self.lm_head(x) if head else x
 
     def _cross_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return [layer.cross_attn.keys_values(memory) for layer in self.decoder.layers]
 
-    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None):
+    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None, *,
+                         return_hidden=False):
         memory = self.encode_memory(src_embeddings, src_padding_mask)
-        return self._decode(tgt_ids, self._cross_kv(memory), src_padding_mask, tgt_padding_mask)
+        return self._decode(tgt_ids, self._cross_kv(memory), src_padding_mask, tgt_padding_mask,
+                            head=not return_hidden)
 
     def encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None) -> TransformerDecoderState:
         """Read the source once; each decoder layer's cross-attention keys/values are computed here."""

@@ -15,6 +15,23 @@ def get_batch(dataset, batch_size: int, context_length: int, device, *,
     targets[i, j] = dataset[start_i + j + 1] (the next token). generator: a NumPy Generator for
     reproducible draws; None uses NumPy's global random state (so np.random.seed applies).
     """
+    device = torch.device(device)
+    windows = sample_windows(dataset, batch_size, context_length, generator=generator,
+                             pin_memory=device.type == "cuda")
+    windows = windows.to(device, non_blocking=True)  # pinned for CUDA: the copy does not wait
+    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+
+
+def sample_windows(dataset, batch_size: int, context_length: int, *, generator: np.random.Generator | None = None,
+                   pin_memory: bool = False) -> torch.Tensor:
+    """`batch_size` windows of `context_length` + 1 consecutive tokens at uniform random starts:
+    one (batch_size, context_length + 1) int64 CPU tensor, whose row i is inputs[i] followed by
+    the last target (inputs = windows[:, :-1], targets = windows[:, 1:]). pin_memory: in
+    page-locked memory, so one ``.to("cuda", non_blocking=True)`` moves the whole batch without
+    making the host wait. Draws the same starts as :func:`get_batch` with the same generator.
+
+    Example: dataset [10, 11, 12, 13, 14], context_length 2, a start drawn at 1 -> row [11, 12, 13].
+    """
     if getattr(dataset, "ndim", 1) != 1:
         raise ValueError(f"dataset must be a 1-D array of token ids, got shape {np.shape(dataset)}")
     if batch_size <= 0 or context_length <= 0:
@@ -32,9 +49,4 @@ def get_batch(dataset, batch_size: int, context_length: int, device, *,
         starts = generator.integers(0, num_starts, size=batch_size)
     offsets = starts[:, None] + np.arange(context_length + 1)[None, :]
     windows = torch.from_numpy(np.asarray(dataset[offsets]).astype(np.int64))
-    device = torch.device(device)
-    if device.type == "cuda":
-        windows = windows.pin_memory().to(device, non_blocking=True)
-    else:
-        windows = windows.to(device)
-    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+    return windows.pin_memory() if pin_memory else windows

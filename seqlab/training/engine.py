@@ -15,6 +15,16 @@ by its share of the global batch's target tokens and DDP averages over processes
 equals one step on the whole global batch, whatever the split. The generator's state is part of
 every checkpoint, so a resumed run draws exactly the batches the uninterrupted run would have drawn.
 
+The next step's batch is drawn as soon as a step's work is queued (before any host read), so on a
+GPU the host samples it while the device computes; a checkpoint holds the generator's state from
+before that draw, so the batch drawn ahead is drawn again on resume. On a GPU the batch is drawn
+into page-locked memory and copied with one asynchronous copy per micro-batch (``Task.pin_memory``).
+
+The loss: the model and its loss are one module (:class:`~seqlab.training.task_loss.TaskLoss`),
+which is what ``--compile`` compiles (one region, the loss inside) and DDP wraps. ``fused_loss``
+chooses how the output layer meets the loss: fused (``linear_cross_entropy``, never every token's
+logits at once) on the GPU path, full logits and ``cross_entropy`` on a CPU ("auto").
+
 Step numbers in logs and checkpoints count completed optimizer steps (1 = after the first update).
 
 Stopping early: Ctrl-C or SIGTERM (see :mod:`seqlab.training.interrupt`) finishes the step, saves
@@ -45,7 +55,6 @@ import torch
 
 from seqlab.atomic import link_or_copy
 from seqlab.model.checks import on_gpu_path
-from seqlab.model.loss import cross_entropy
 from seqlab.runs.checkpoint import DiskFullError, checkpoint_files, is_disk_full, remove_old_checkpoints
 from seqlab.runs.directory import (
     DESCRIPTIONS,
@@ -57,7 +66,7 @@ from seqlab.runs.directory import (
     run_kind,
 )
 from seqlab.runs.lock import RunLock, RunLockedError
-from seqlab.runtime import autocast_context, compile_model, peak_flops, resolve_device, resolve_precision
+from seqlab.runtime import compile_model, peak_flops, resolve_device, resolve_precision
 from seqlab.training.checkpoint import save_checkpoint
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.distributed import (
@@ -77,7 +86,8 @@ from seqlab.training.progress import StepReporter, start_message
 from seqlab.training.result import TrainResult
 from seqlab.training.run_state import RunState, check_work_left, restore_run, run_extra
 from seqlab.training.schedule import plan_schedule
-from seqlab.training.task import Batch, EvalContext, Task
+from seqlab.training.task import Batch, Drawn, EvalContext, Task
+from seqlab.training.task_loss import TaskLoss, fused_loss_wanted
 
 __all__ = ["Engine", "NonFiniteLossError", "TrainResult"]
 
@@ -127,10 +137,13 @@ class Engine:
         self.total_steps = cfg.total_steps(self.dist.world_size)
         torch.manual_seed(cfg.seed)  # same initial weights on every process
         self.raw_model = build_if_it_fits(task.build_model, device, "choose a smaller --d-model or --num-layers")
+        task.pin_memory = device.type == "cuda"  # batches drawn into page-locked memory: asynchronous copies
+        self.fused_loss = fused_loss_wanted(cfg.fused_loss, next(self.raw_model.parameters()))
         self.optimizer = AdamW(weight_decay_groups(self.raw_model), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
                                eps=cfg.eps, weight_decay=cfg.weight_decay)
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         self.sampler = np.random.default_rng(cfg.seed)
+        self._ahead: tuple[dict, Drawn] | None = None  # (sampler state before it, the next step's batch)
         if not cfg.resume and (self.ckpt_dir / "latest.pt").exists() and not cfg.overwrite:
             found = run_kind(self.run_dir)
             what = DESCRIPTIONS[found] if found else "a run"
@@ -171,8 +184,11 @@ class Engine:
             raise refused or RunLockedError(f"{self.run_dir} is in use by another process (see the main process)")
 
     def _wrap(self, model: torch.nn.Module, *, compile: bool | None = None) -> torch.nn.Module:
-        """The model the training step calls: optionally compiled, DDP-wrapped when distributed."""
+        """What the training step calls: the model and its loss (:class:`TaskLoss`, batch -> loss),
+        optionally compiled as one region, DDP-wrapped when distributed."""
         self.compiled = False
+        model = TaskLoss(model, self.task, precision=self.precision, device=self.device, fused=self.fused_loss,
+                         pad_vocab_multiple=self.config.pad_vocab_multiple)
         if self.config.compile if compile is None else compile:
             model, reason = compile_model(model, self.device)
             if reason:
@@ -222,14 +238,14 @@ class Engine:
         """
         if not self.compiled or self._compile_tried:
             return self._train_step(step)
-        sampler_state = self.sampler.bit_generator.state
+        sampler_state, ahead = self.sampler.bit_generator.state, self._ahead
         try:
             return self._train_step(step)
         except Exception as error:  # noqa: BLE001 - any compiler failure means "train eagerly"
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
             self._say(f"compile: the compiled model failed ({type(error).__name__}: {first_line[:200]}); "
                       "switched off, training eagerly")
-            self.sampler.bit_generator.state = sampler_state
+            self.sampler.bit_generator.state, self._ahead = sampler_state, ahead
             self.optimizer.zero_grad(set_to_none=True)
             self.model = self._wrap(self.raw_model, compile=False)
             return self._train_step(step)
@@ -241,7 +257,7 @@ class Engine:
         lr = self.learning_rate(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        drawn = task.draw(self.sampler, self.global_batch)
+        drawn = self._next_batch()
         self.step_tokens = drawn.tokens
         loss_sum = torch.zeros((), device=self.device)
         for micro in range(cfg.grad_accum_steps):
@@ -262,17 +278,27 @@ class Engine:
         else:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        if step + 1 < self.total_steps:  # the device is busy with this step: draw the next batch now
+            self._ahead = (self.sampler.bit_generator.state, task.draw(self.sampler, self.global_batch))
         # the gradient norm is the same on every process (DDP averaged the gradients); the loss is
         # averaged over processes when it is read
         return loss_sum, grad_norm.to(self.device, torch.float32), lr
 
+    def _next_batch(self) -> Drawn:
+        """The batch drawn ahead at the end of the last step, or (first step, after a resume) a new one."""
+        if self._ahead is not None:
+            drawn, self._ahead = self._ahead[1], None
+            return drawn
+        return self.task.draw(self.sampler, self.global_batch)
+
+    @property
+    def sampler_state(self) -> dict:
+        """The batch generator's state a checkpoint holds: from before any batch drawn ahead."""
+        return self._ahead[0] if self._ahead is not None else self.sampler.bit_generator.state
+
     def _loss(self, batch: Batch) -> torch.Tensor:
-        """Mean cross-entropy of the batch's targets (the task's logits, autocast as configured)."""
-        with autocast_context(self.precision, self.device):
-            logits, targets = self.task.forward(self.model, batch)
-        if self.task.ignore_index is None:
-            return cross_entropy(logits.float(), targets)
-        return cross_entropy(logits.float(), targets, ignore_index=self.task.ignore_index)
+        """Mean cross-entropy of the batch's targets (:class:`TaskLoss`: autocast, fused or logits)."""
+        return self.model(batch)
 
     def evaluate_metrics(self) -> dict[str, float]:
         """The task's validation metrics (eval mode, no gradients), averaged over processes."""
@@ -295,7 +321,7 @@ class Engine:
             return None
         check_finite_weights(self.raw_model.parameters(), step, self.last_checkpoint)
         window = self.report.window if getattr(self, "report", None) is not None else self.log_window
-        extra = run_extra(config=self.config, sampler=self.sampler, tokens=self.tokens_seen,
+        extra = run_extra(config=self.config, sampler_state=self.sampler_state, tokens=self.tokens_seen,
                           wallclock=self.elapsed(), global_batch=self.global_batch,
                           world_size=self.dist.world_size, schedule_steps=self.schedule.horizon, scaler=self.scaler,
                           log_window=window)

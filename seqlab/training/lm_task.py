@@ -19,7 +19,7 @@ from seqlab.accounting.costs import training_step_flops
 from seqlab.model import TransformerLM
 from seqlab.runs.directory import LM, copy_tokenizer, write_config
 from seqlab.tokenizer.files import TOKENIZER_FILES
-from seqlab.training.batching import get_batch
+from seqlab.training.batching import sample_windows
 from seqlab.training.config import TrainConfig
 from seqlab.training.data import PreparedData
 from seqlab.training.evaluation import validation_loss
@@ -42,17 +42,23 @@ class LanguageModelTask(Task):
         return TransformerLM.from_config(self.model_config, device=device)
 
     def draw(self, sampler: np.random.Generator, rows: int) -> Drawn:
+        """``rows`` windows of context_length + 1 tokens, one (rows, T + 1) tensor (pinned for a GPU)."""
         T = self.config.context_length
-        return Drawn(get_batch(self.data.train, rows, T, "cpu", generator=sampler), rows, rows * T)
+        return Drawn(sample_windows(self.data.train, rows, T, generator=sampler, pin_memory=self.pin_memory),
+                     rows, rows * T)
 
     def select(self, drawn: Drawn, rows: slice, device: torch.device) -> Batch:
-        inputs, targets = drawn.data
-        x = inputs[rows].to(device, non_blocking=True)
-        return Batch((x, targets[rows].to(device, non_blocking=True)), x.numel())
+        """One copy to the device; inputs and targets are two views of the copied windows."""
+        windows = drawn.data[rows].to(device, non_blocking=True)
+        return Batch((windows[:, :-1], windows[:, 1:]), windows.shape[0] * (windows.shape[1] - 1))
 
     def forward(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         inputs, targets = batch.inputs
         return model(inputs), targets
+
+    def forward_hidden(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        inputs, targets = batch.inputs
+        return model(inputs, return_hidden=True), model.lm_head.weight, targets
 
     def tokens_per_step_text(self, world_size: int) -> int:
         return self.config.tokens_per_step(world_size)

@@ -37,11 +37,12 @@ class RunState:
     log_window: list[float] = field(default_factory=list)
 
 
-def run_extra(*, config: EngineSettings, sampler: np.random.Generator, tokens: int, wallclock: float,
+def run_extra(*, config: EngineSettings, sampler_state: dict, tokens: int, wallclock: float,
               global_batch: int, world_size: int, schedule_steps: int,
               scaler: torch.amp.GradScaler | None, log_window: list[float] | None = None) -> dict[str, Any]:
-    """The ``extra`` dict of a checkpoint (see the module docstring)."""
-    extra = {"config": config.to_dict(), "rng": capture_rng_state(), "sampler": sampler.bit_generator.state,
+    """The ``extra`` dict of a checkpoint (see the module docstring); ``sampler_state`` is the batch
+    generator's ``bit_generator.state`` to resume from."""
+    extra = {"config": config.to_dict(), "rng": capture_rng_state(), "sampler": sampler_state,
              "tokens": tokens, "wallclock": wallclock, "global_batch": global_batch, "world_size": world_size,
              "schedule_steps": schedule_steps, "log_window": [float(v) for v in log_window or []]}
     if scaler is not None:

@@ -10,13 +10,20 @@ One optimizer step, as the engine runs it::
     drawn = task.draw(sampler, global_batch)                # host; the same on every process
     for rows in this process's micro-batches:
         batch = task.select(drawn, rows, device)            # a Batch: inputs + its target tokens
-        with autocast: logits, targets = task.forward(model, batch)
+        with autocast:                                      # (seqlab.training.task_loss.TaskLoss)
+            hidden, weight, targets = task.forward_hidden(model, batch)      # fused loss (GPU), or
+            loss = linear_cross_entropy(hidden, weight, targets, ignore_index=task.ignore_index)
+            logits, targets = task.forward(model, batch)                     # logits (CPU)
         loss = cross_entropy(logits, targets, ignore_index=task.ignore_index)
         (loss * batch.tokens * world_size / drawn.tokens).backward()   # token-weighted, so any split
     clip, AdamW step                                                    # equals the whole batch
+    drawn = task.draw(sampler, global_batch)   # the next step's batch, while the device computes
 
-``sampler`` is the engine's seeded NumPy generator; its state is in every checkpoint, so a resumed
-run draws exactly the batches the uninterrupted run would have drawn. Examples: the language model
+``sampler`` is the engine's seeded NumPy generator; its state is in every checkpoint (the state
+before the batch drawn ahead), so a resumed run draws exactly the batches the uninterrupted run
+would have drawn. ``pin_memory`` is set by the engine when the device is a GPU: ``draw`` should then
+put its tensors in page-locked memory, so that ``select`` copies them with one asynchronous
+(``non_blocking``) copy that never makes the host wait. Examples: the language model
 (:mod:`seqlab.training.lm_task`) and the seq2seq task (:mod:`seqlab.seq2seq.task`).
 """
 
@@ -77,6 +84,7 @@ class Task(ABC):
     def __init__(self, config: EngineSettings) -> None:
         self.config = config
         self.model_config: Any = None
+        self.pin_memory = False  # set by the engine: draw into page-locked memory (a CUDA device)
 
     # -- data and model ---------------------------------------------------------------------------
     @abstractmethod
@@ -103,6 +111,13 @@ class Task(ABC):
     @abstractmethod
     def forward(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """(logits (..., vocab), targets (...)) of ``batch``; the engine computes the loss."""
+
+    def forward_hidden(self, model: torch.nn.Module,
+                       batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """(hidden (..., d), weight (vocab, d), targets (...)): the output layer's input and weight,
+        with ``forward``'s logits = hidden @ weight.T, for the fused loss; None (the default) when the
+        task cannot give them, and the engine then takes ``forward``'s logits."""
+        return None
 
     def tokens_per_step_text(self, world_size: int) -> int | str:
         """Tokens of one optimizer step for the start line: a number, or words ("about 640 ...")."""

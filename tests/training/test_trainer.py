@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.training import engine as engine_module
+from seqlab.training import task_loss as task_loss_module
 from seqlab.training.checkpoint import load_model_from_checkpoint, read_checkpoint
 from seqlab.training.config import TrainConfig
 from seqlab.training.logging_utils import read_jsonl
@@ -116,7 +116,7 @@ def test_gradient_accumulation_equals_the_larger_batch(byte_data, tmp_path):
 
 
 def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(byte_data, tmp_path, monkeypatch):
-    real_cross_entropy = engine_module.cross_entropy
+    real_cross_entropy = task_loss_module.cross_entropy  # the engine's loss (TaskLoss, logits path on a CPU)
     calls = {"n": 0}
 
     def poisoned(logits, targets):
@@ -124,7 +124,7 @@ def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(byte_data, tmp_
         loss = real_cross_entropy(logits, targets)
         return loss * float("nan") if calls["n"] == 8 else loss  # the 8th training forward
 
-    monkeypatch.setattr(engine_module, "cross_entropy", poisoned)
+    monkeypatch.setattr(task_loss_module, "cross_entropy", poisoned)
     run = tmp_path / "run"
     with pytest.raises(NonFiniteLossError, match=r"step 8: the training loss is nan.*latest\.pt \(step 5\)"):
         train(_config(byte_data, run, max_steps=20, eval_interval=100, checkpoint_interval=5, log_interval=1))
