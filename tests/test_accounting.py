@@ -254,3 +254,15 @@ def test_the_help_names_the_gpt2_difference(capsys):
     assert f"gpt2-xl {xl / 1e9:.2f}B (GPT-2 XL: 1.56B)" in help_text
     assert main(["accounting", "--preset", "tinystories"]) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("steps, unit", [(20_000, "min"), (2_000_000, "h"), (100, "s")])
+def test_training_time_is_printed_in_a_unit_that_fits(steps, unit, capsys):
+    """A GPU-sized run is minutes, not "0.0 days" (the README quotes this estimate)."""
+    seconds = training_time_seconds(PRESETS["tinystories"], steps=steps, batch_size=64, mfu=0.4, peak_flops=989e12)
+    assert main(["accounting", "--preset", "tinystories", "--steps", str(steps), "--train-batch-size", "64",
+                 "--mfu", "0.4", "--peak-flops", "989e12"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("training time:"))
+    size = {"s": 1, "min": 60, "h": 3600}[unit]
+    expected = f"= {seconds / size:.1f} {unit}" if unit != "s" else f"= {seconds:.0f} s"
+    assert line.endswith(expected), (line, expected)

@@ -96,6 +96,18 @@ def _si(value: float, unit: str = "") -> str:
     return f"{value:.4g} {unit}".rstrip()
 
 
+def _duration(seconds: float) -> str:
+    """Seconds in the largest unit that keeps a readable number: "13.9 days", "2.3 h", "6.1 min", "40 s".
+
+    >>> _duration(1.2e6), _duration(8280), _duration(366), _duration(40)
+    ('13.9 days', '2.3 h', '6.1 min', '40 s')
+    """
+    for size, unit in ((86400, "days"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
 def format_report(report: dict[str, Any]) -> str:
     """A readable table of ``account(...)``."""
     c = report["config"]
@@ -135,7 +147,7 @@ def format_report(report: dict[str, Any]) -> str:
         f"{_si(report['kv_cache_bytes'], 'B')}",
         "",
         f"training time: {t['steps']:,} steps of batch {t['batch_size']} at MFU {t['mfu']:g} of "
-        f"{_si(t['peak_flops'], 'FLOP/s')} = {t['days']:.1f} days",
+        f"{_si(t['peak_flops'], 'FLOP/s')} = {_duration(t['seconds'])}",
         "",
         "formula: " + report["formula"],
     ]

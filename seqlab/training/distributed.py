@@ -29,6 +29,27 @@ def launched_by_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
+class LeftToMainProcess(SystemExit):
+    """Ends a torchrun process other than rank 0 quietly, with exit status 1 (what ``seqlab train``
+    returns for the same error on rank 0), after an error every process meets alike: the main
+    process prints the message once and the others do not repeat it. ``error`` is the original."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(1)
+        self.error = error
+
+
+def leave_to_main_process(error: BaseException) -> None:
+    """Raise :class:`LeftToMainProcess` on a torchrun process other than rank 0; do nothing on the
+    main process or without torchrun (the caller then re-raises ``error``).
+
+    Only for errors that every process meets in the same way, e.g. an existing run in ``--out``:
+    all of them read the same files and settings. The rank comes from the environment torchrun
+    sets, so this works before the process group is joined."""
+    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+        raise LeftToMainProcess(error) from error
+
+
 def setup_distributed(device_kind: str) -> DistributedContext:
     """Join the process group torchrun describes; pick NCCL for CUDA, gloo otherwise."""
     if not launched_by_torchrun():

@@ -75,6 +75,7 @@ from seqlab.training.distributed import (
     any_true,
     barrier,
     cleanup_distributed,
+    leave_to_main_process,
     setup_distributed,
 )
 from seqlab.training.guards import NonFiniteLossError, StepReader, check_finite_weights
@@ -359,10 +360,22 @@ class Engine:
 
     # -- run --------------------------------------------------------------------------------
     def run(self) -> TrainResult:
+        """Set up and train. Under torchrun an error that every process meets alike (an existing or
+        locked run directory, a resume that does not fit, missing data, a NaN loss) is raised on the
+        main process only; the others exit quietly with status 1 (:class:`LeftToMainProcess`), so
+        the user reads the message once."""
         try:
-            self._setup()
+            try:
+                self._setup()
+            except (ValueError, OSError, RunLockedError) as error:  # settings, files: the same on every process
+                leave_to_main_process(error)
+                raise
             with signals_request_stop(self._on_signal):
-                result = self._loop()
+                try:
+                    result = self._loop()
+                except NonFiniteLossError as error:  # the losses are averaged over processes: all see it
+                    leave_to_main_process(error)
+                    raise
             barrier(self.dist)  # every process done (saved, logged) before the group goes
             return result
         finally:

@@ -1,0 +1,81 @@
+"""Several processes (gloo on CPU), what the user reads: an error every process meets is printed once,
+by the main process; Ctrl-C, which torchrun forwards to every worker as SIGINT, saves one checkpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from seqlab.training.checkpoint import read_checkpoint
+from seqlab.training.config import config_from_argv
+from seqlab.training.logging_utils import read_jsonl
+from seqlab.training.trainer import train
+from test_ddp import COMMON, _free_port, _launch_two_processes
+
+EXISTING = "already holds a language-model run"
+
+
+def _existing_run(byte_data, out_dir):
+    train(config_from_argv(["--data-dir", str(byte_data), "--out-dir", str(out_dir), "--batch-size", "4", *COMMON]))
+    return read_checkpoint(out_dir / "checkpoints" / "latest.pt")["iteration"]
+
+
+def test_two_processes_meeting_an_existing_run_print_one_message(byte_data, tmp_path):
+    assert _existing_run(byte_data, tmp_path / "run") == 4
+    rank0, rank1 = _launch_two_processes(byte_data, tmp_path / "run", torchrun=False)
+    assert (rank0.returncode, rank1.returncode) == (1, 1)  # the same status on every process
+    assert rank0.stderr.count(EXISTING) == 1 and rank0.stderr.startswith("error: "), rank0.stderr
+    assert rank1.stderr == "" and rank1.stdout == ""  # quiet: no second message, no traceback
+    assert read_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["iteration"] == 4  # untouched
+
+
+@pytest.mark.slow
+def test_torchrun_meeting_an_existing_run_prints_one_message(byte_data, tmp_path):
+    _existing_run(byte_data, tmp_path / "run")
+    (done,) = _launch_two_processes(byte_data, tmp_path / "run", torchrun=True)
+    assert done.returncode == 1
+    output = done.stdout + done.stderr
+    assert output.count(EXISTING) == 1, output  # torchrun's own failure report follows it
+
+
+def _lines(path) -> list[dict]:
+    return read_jsonl(path) if path.exists() else []
+
+
+def test_sigint_to_every_worker_saves_once_and_exits_130(byte_data, tmp_path):
+    """What torchrun does on Ctrl-C: SIGINT to each worker (its own process group); every worker
+    finishes the step, the main one saves, all exit 130 well within torchrun's 30 s grace period."""
+    out = tmp_path / "ddp"
+    args = ["-m", "seqlab", "train", "--data-dir", str(byte_data), "--out-dir", str(out), "--batch-size", "2",
+            "--device", "cpu", *COMMON, "--max-steps", "100000", "--checkpoint-interval", "100000"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "WORLD_SIZE": "2",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+    workers = [subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}) for rank in range(2)]
+    try:
+        deadline = time.monotonic() + 120
+        while len(_lines(out / "log.jsonl")) < 3 and time.monotonic() < deadline:
+            assert all(w.poll() is None for w in workers), [w.communicate() for w in workers]
+            time.sleep(0.1)
+        sent = time.monotonic()
+        for worker in workers:
+            worker.send_signal(signal.SIGINT)
+        results = [worker.communicate(timeout=60) for worker in workers]
+        took = time.monotonic() - sent
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    assert [w.returncode for w in workers] == [130, 130], results
+    (out0, err0), (out1, err1) = results
+    assert err0.count("interrupted (Ctrl-C): saved") == 1 and "interrupted" not in err1 and "Traceback" not in err1
+    saved = read_checkpoint(out / "checkpoints" / "latest.pt")
+    last_logged = [r["step"] for r in read_jsonl(out / "log.jsonl") if "train_loss" in r][-1]
+    assert saved["iteration"] == last_logged > 0
+    assert f"at step {saved['iteration']}" in err0
+    assert took < 30  # torchrun's default grace period before SIGKILL (benchmarks/torchrun_signals.py)
