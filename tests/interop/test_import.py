@@ -182,17 +182,24 @@ def test_accounting_counts_the_transformers_parameters(sharded, capsys):
     assert report["parameters"] == sum(p.numel() for p in model.parameters())
 
 
-def test_train_resume_fine_tunes_the_imported_run(sharded, cs336_dir, tmp_path, capsys):
-    """Data tokenized with the run's tokenizer (`seqlab tokenize`), then `seqlab train --resume`."""
+def test_train_resume_fine_tunes_the_imported_run(sharded, hf_tokenizer, cs336_dir, tmp_path, capsys):
+    """Data prepared with the run's own tokenizer (`seqlab prepare --tokenizer RUN`, the README's
+    command), then `seqlab train --resume`."""
     _, source, _, _ = sharded
     run = tmp_path / "run"
     shutil.copytree(source, run)
     data = tmp_path / "data"
-    data.mkdir()
-    for split, name in (("train", "corpus.en"), ("valid", "tinystories_sample.txt")):
-        assert main(["tokenize", "--tokenizer", str(run / "tokenizer"), "--input", str(cs336_dir / name),
-                     "--out", str(data / f"{split}.npy"), "--no-progress"]) == 0
-    (data / "meta.json").write_text(json.dumps({"vocab_size": VOCAB}))
+    texts = {split: cs336_dir / name for split, name in (("train", "corpus.en"), ("valid", "tinystories_sample.txt"))}
+    assert main(["prepare", "--tokenizer", str(run), "--train", str(texts["train"]), "--valid", str(texts["valid"]),
+                 "--out", str(data), "--no-progress"]) == 0
+    assert json.loads((data / "meta.json").read_text())["vocab_size"] == VOCAB
+    for split, text in texts.items():  # the ids Hugging Face's tokenizer gives
+        assert np.load(data / f"{split}.npy").tolist() == hf_tokenizer.encode(text.read_text(encoding="utf-8")).ids
+    capsys.readouterr()
+    assert main(["prepare", "--tokenizer", str(run), "--special-token", "<s>", "--train", str(texts["train"]),
+                 "--valid", str(texts["valid"]), "--out", str(tmp_path / "other")]) == 1
+    assert "--special-token cannot be given with --tokenizer" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()
     before = load_model(run=run).model.state_dict()
     assert main(["train", "--resume", "--out-dir", str(run), "--data-dir", str(data), "--max-steps", "3",
                  "--batch-size", "2", "--warmup-steps", "1", "--eval-interval", "3", "--eval-batches", "1",
