@@ -245,6 +245,8 @@ def _edit_config(folder: Path, **changes) -> None:
     ({"mlp_bias": True}, ["mlp_bias True is not supported"]),
     ({"sliding_window": 4096}, ["sliding_window 4096 is not supported"]),
     ({"hidden_act": "gelu"}, ["hidden_act 'gelu' is not supported"]),
+    ({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}},
+     ["quantization_config {'quant_method': 'bitsandbytes'", "unquantized"]),
     ({"head_dim": 32}, ["head_dim 32 is not supported"]),
     ({"architectures": ["MistralForCausalLM"], "model_type": "mistral"},
      ["architectures ['MistralForCausalLM'] is not supported", "LlamaForCausalLM"]),
