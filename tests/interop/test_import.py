@@ -212,6 +212,32 @@ def test_train_resume_fine_tunes_the_imported_run(sharded, hf_tokenizer, cs336_d
     assert json.loads((run / "config.json").read_text())["norm_eps"] == 1e-6
 
 
+def test_generate_stops_at_llama_3s_end_of_text(tmp_path, cs336_dir, capsys):
+    """A Llama 3 style tokenizer names its end-of-text ``<|end_of_text|>``. With the final norm's
+    weight zeroed every logit is 0, so greedy decoding picks id 0, that token: transformers'
+    generate (eos_token_id from config.json) stops at once, and so must `seqlab generate`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train([str(cs336_dir / "corpus.en")], trainers.BpeTrainer(
+        vocab_size=VOCAB, special_tokens=["<|end_of_text|>", "<|begin_of_text|>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    model = save_llama(tmp_path / "hf", tokenizer)
+    with torch.no_grad():
+        model.model.norm.weight.zero_()
+    model.save_pretrained(tmp_path / "hf")
+    prompt = PROMPTS[0]
+    assert hf_greedy(model, tokenizer.encode(prompt).ids, 12, eos_id=model.config.eos_token_id) == [0]
+    assert main(["import", "--from", "hf", str(tmp_path / "hf"), str(tmp_path / "run")]) == 0
+    assert load_model(run=tmp_path / "run").tokenizer.eot_id == tokenizer.token_to_id("<|end_of_text|>") == 0
+    capsys.readouterr()
+    assert main(["generate", "--run", str(tmp_path / "run"), "--prompt", prompt, "--temperature", "0",
+                 "--max-tokens", "12"]) == 0
+    assert capsys.readouterr().out == prompt + "\n"
+
+
 # -- refusals: the file and the field are named, nothing is written ---------------------------------
 
 
