@@ -10,7 +10,7 @@ The fields that carry over (seqlab <- Llama)::
 
 Everything else a Llama can say must be its default, or it is refused naming the field
 (:class:`UnsupportedModelError`): RoPE scaling, biases, another activation, a head size that is not
-``hidden_size / num_attention_heads``, sliding windows, another architecture. Missing fields take
+``hidden_size / num_attention_heads``, sliding windows, quantized weights, another architecture. Missing fields take
 LlamaConfig's defaults (``rms_norm_eps`` 1e-6, ``rope_theta`` 10000, ``max_position_embeddings`` 2048).
 
 seqlab -> Llama needs a pre-norm RMSNorm model with RoPE and SwiGLU (the defaults); the ablations
@@ -129,7 +129,9 @@ def from_llama_config(values: Any, source: str) -> dict[str, Any]:
     for key, harmless, has in (("attention_bias", (None, False), "no biases"), ("mlp_bias", (None, False), "no biases"),
                                ("sliding_window", (None,), "no sliding window"),
                                ("use_sliding_window", (None, False), "no sliding window"),
-                               ("hidden_act", (None, "silu"), "SiLU (SwiGLU) only")):
+                               ("hidden_act", (None, "silu"), "SiLU (SwiGLU) only"),
+                               ("quantization_config", (None, {}), "unquantized float32/bf16/fp16 weights only: "
+                                                                   "import the model the quantized one was made from")):
         if values.get(key) not in harmless:
             raise UnsupportedModelError(f"{source}: {key} {values[key]!r} is not supported (seqlab's Llama has {has})")
     heads = _number(values, "num_attention_heads", source)

@@ -13,6 +13,18 @@ is above it (or not finite) marks the run diverged::
     >>> first_rise(records[:3], warmup_steps=10) is None
     True
 
+The first logged loss is a mean over the first log interval, so a learning rate that blows the
+model up within it logs a huge "starting value" (at lr 10 a 300-token model logs 348 at step 10,
+falls to 187 at step 20 and is not caught). Given the vocabulary size ``V``, the starting value is
+therefore at most ``ln V + 1``: a freshly initialised model predicts about uniformly (loss ``ln V``),
+and one still a nat worse than uniform after warm-up is not learning::
+
+    >>> blown_up = [{"step": 10, "train_loss": 348.0}, {"step": 20, "train_loss": 187.0}]
+    >>> first_rise(blown_up, warmup_steps=3) is None
+    True
+    >>> first_rise(blown_up, warmup_steps=3, vocab_size=300)
+    'the training loss 187 at step 20 is above its starting value 6.704 (ln 300 + 1: the first logged loss, 348 at step 10, was already past it) after the 3 warm-up steps'
+
 :class:`DivergenceWatch` applies it during training as a step callback. It reads the records the
 trainer has appended to ``RUN/log.jsonl`` since its last call (the log's record format,
 :mod:`seqlab.training.logging_utils`), so it never touches a tensor: on the GPU path it adds no
@@ -32,8 +44,10 @@ from typing import Any, Iterable
 class RiseDetector:
     """Feed log records in order (:meth:`add`); ``reason`` says why the run diverged, else None."""
 
-    def __init__(self, warmup_steps: int) -> None:
+    def __init__(self, warmup_steps: int, vocab_size: int | None = None) -> None:
         self.warmup_steps = warmup_steps
+        self.ceiling = math.log(vocab_size) + 1.0 if vocab_size else math.inf  # uniform predictions + 1 nat
+        self.vocab_size = vocab_size
         self.start: tuple[int, float] | None = None  # (step, loss) of the first training loss
         self.reason: str | None = None
 
@@ -45,15 +59,19 @@ class RiseDetector:
             self.reason = f"the training loss is {loss} at step {step}"
         elif self.start is None:
             self.start = (step, float(loss))
-        elif step > self.warmup_steps and loss > self.start[1]:
-            self.reason = (f"the training loss {loss:.4g} at step {step} is above its starting value "
-                           f"{self.start[1]:.4g} (step {self.start[0]}) after the {self.warmup_steps} warm-up steps")
+        elif step > self.warmup_steps and loss > min(self.start[1], self.ceiling):
+            first = f"{self.start[1]:.4g} (step {self.start[0]})"
+            if self.start[1] > self.ceiling:
+                first = (f"{self.ceiling:.4g} (ln {self.vocab_size} + 1: the first logged loss, {self.start[1]:.4g} "
+                         f"at step {self.start[0]}, was already past it)")
+            self.reason = (f"the training loss {loss:.4g} at step {step} is above its starting value {first} "
+                           f"after the {self.warmup_steps} warm-up steps")
         return self.reason
 
 
-def first_rise(records: Iterable[dict[str, Any]], warmup_steps: int) -> str | None:
+def first_rise(records: Iterable[dict[str, Any]], warmup_steps: int, vocab_size: int | None = None) -> str | None:
     """Why the run of these log records diverged (see the module docstring), or None."""
-    detector = RiseDetector(warmup_steps)
+    detector = RiseDetector(warmup_steps, vocab_size)
     for record in records:
         if detector.add(record):
             break
@@ -101,9 +119,9 @@ class DivergenceWatch:
     on all its records, the ones before the resume included.
     """
 
-    def __init__(self, log_path: str | Path, warmup_steps: int) -> None:
+    def __init__(self, log_path: str | Path, warmup_steps: int, vocab_size: int | None = None) -> None:
         self.tail = LogTail(log_path)
-        self.detector = RiseDetector(warmup_steps)
+        self.detector = RiseDetector(warmup_steps, vocab_size)
 
     @property
     def reason(self) -> str | None:

@@ -286,7 +286,7 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
                         f"training {steps} steps" if run_config.time_budget_s is None else
                         f"training for {run_config.time_budget_s:g} s (at most {steps} steps)")
                 progress.start(index, variant.name, note)
-                watch = DivergenceWatch(run_dir / "log.jsonl", run_config.warmup_steps)
+                watch = DivergenceWatch(run_dir / "log.jsonl", run_config.warmup_steps, _vocab_size(run_config))
                 status, reason, started = None, None, time.perf_counter()
                 outcome.trained.append(variant.name)
                 try:
@@ -323,6 +323,17 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
     outcome.best = best_run(outcome.records)
     write_summary(plan, outcome.records, outcome.status, figures=True)
     return outcome
+
+
+def _vocab_size(config: TrainConfig) -> int | None:
+    """The run's vocabulary size (its setting, else the data's meta.json), for the divergence rule's
+    ceiling; None when the data cannot say (the run itself then reports why)."""
+    from seqlab.training.data import read_meta
+
+    try:
+        return config.vocab_size or int(read_meta(config.data_dir)["vocab_size"])
+    except (OSError, ValueError):
+        return None
 
 
 def _out_of_memory() -> type[BaseException]:

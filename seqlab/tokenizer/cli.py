@@ -107,11 +107,10 @@ def _run_export(args: argparse.Namespace) -> int:
         from seqlab.tokenizer.hf_format import HF_TOKENIZER_FILES as files, write_hf_tokenizer as write
     else:
         from seqlab.tokenizer.tiktoken_format import TIKTOKEN_FILES as files, write_tiktoken as write
-    source = args.tokenizer_dir
-    if not os.path.isfile(os.path.join(source, "vocab.json")) and os.path.isdir(os.path.join(source, "tokenizer")):
-        source = os.path.join(source, "tokenizer")  # a run directory
+    from seqlab.tokenizer.files import tokenizer_dir_of
+
     try:
-        tokenizer = Tokenizer.load(source)
+        tokenizer = Tokenizer.load(tokenizer_dir_of(args.tokenizer_dir))
         remove_stale_temporaries(os.path.dirname(os.path.abspath(args.out)))
         with atomic_directory(args.out, files) as building:
             write(tokenizer, building)

@@ -73,6 +73,18 @@ def _entry_line(path: Path, raw: str, text: str) -> str:
     return f"{path}, line {line}"
 
 
+def tokenizer_dir_of(path: str | os.PathLike) -> str:
+    """``path`` itself when it is a tokenizer directory, ``path/tokenizer`` when it is a run (or a
+    prepared data directory) holding one::
+
+        runs/ts/tokenizer -> runs/ts/tokenizer;   runs/ts -> runs/ts/tokenizer
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(os.path.join(path, "vocab.json")) and os.path.isdir(os.path.join(path, "tokenizer")):
+        return os.path.join(path, "tokenizer")
+    return path
+
+
 def read_vocab_json(path: str | os.PathLike, special_tokens: Iterable[str] = ()) -> dict[int, bytes]:
     """``vocab.json`` -> ``{id: token bytes}``; malformed content raises :class:`TokenizerFileError`."""
     path = Path(path)

@@ -32,6 +32,8 @@ from seqlab.tokenizer.streaming import StreamDecoder
 from seqlab.tokenizer.token_array import token_dtype
 
 EOT = "<|endoftext|>"
+# the end-of-text marker under the names tokenizers give it: GPT-2 (and SmolLM), then Llama 3
+END_OF_TEXT_NAMES = (EOT, "<|end_of_text|>")
 _CACHE_MAX_ENTRIES = 1 << 20  # distinct pre-tokens kept; bounds memory on huge corpora
 _CACHE_MAX_CHARS = 64  # longer pre-tokens are rare; caching them would only cost memory
 _STREAM_BUFFER_CHARS = 1 << 16
@@ -179,8 +181,12 @@ class Tokenizer:
 
     @property
     def eot_id(self) -> int | None:
-        """Id of ``<|endoftext|>`` when it is a special token."""
-        return self.special_token_ids.get(EOT)
+        """Id of the end-of-text special token: ``<|endoftext|>`` (GPT-2), else ``<|end_of_text|>``
+        (Llama 3, e.g. a model brought in with ``seqlab import --from hf``); None without either."""
+        for name in END_OF_TEXT_NAMES:
+            if name in self.special_token_ids:
+                return self.special_token_ids[name]
+        return None
 
     # ----------------------------------------------------------------- encoding
     def _encode_pretoken(self, pretoken: str) -> tuple[int, ...]:

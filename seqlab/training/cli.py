@@ -66,11 +66,15 @@ def _run_data_tinystories(args: argparse.Namespace) -> int:
 def _register_prepare(subparsers) -> None:
     prep = subparsers.add_parser(
         "prepare", help="train BPE on text and write token files for training",
-        description="Train a BPE tokenizer on the train text, encode both splits and write "
-                    "DIR/tokenizer/, DIR/train.npy, DIR/valid.npy, DIR/meta.json.")
+        description="Train a BPE tokenizer on the train text (or take one with --tokenizer), encode both "
+                    "splits and write DIR/tokenizer/, DIR/train.npy, DIR/valid.npy, DIR/meta.json.")
     prep.add_argument("--train", required=True, metavar="FILE", help="training text")
     prep.add_argument("--valid", required=True, metavar="FILE", help="validation text")
-    prep.add_argument("--vocab-size", required=True, type=int, metavar="N")
+    vocabulary = prep.add_mutually_exclusive_group(required=True)
+    vocabulary.add_argument("--vocab-size", type=int, metavar="N", help="train a BPE tokenizer of N ids")
+    vocabulary.add_argument("--tokenizer", metavar="DIR",
+                            help="encode with this tokenizer (a tokenizer directory or a run, e.g. one made by "
+                                 "`seqlab import`, to fine-tune it) instead of training one")
     prep.add_argument("--out", required=True, metavar="DIR")
     prep.add_argument("--special-token", action="append", metavar="T",
                       help="special token (repeatable; default <|endoftext|>)")
@@ -82,15 +86,22 @@ def _register_prepare(subparsers) -> None:
 def _run_prepare(args: argparse.Namespace) -> int:
     from seqlab.training.data import DEFAULT_SPECIAL_TOKENS, prepare
 
+    if args.tokenizer is not None and args.special_token is not None:
+        print(f"error: --special-token cannot be given with --tokenizer (the special tokens are those of "
+              f"{args.tokenizer})", file=sys.stderr)
+        return 1
     specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
-                       workers=args.workers, progress=not args.no_progress)
+                       workers=args.workers, progress=not args.no_progress, tokenizer_dir=args.tokenizer)
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"vocabulary {meta['vocab_size']} tokens ({meta['dtype']}), BPE {meta['bpe_seconds']} s")
-    if meta["vocab_size"] < args.vocab_size:
+    if args.tokenizer is not None:
+        print(f"vocabulary {meta['vocab_size']} tokens ({meta['dtype']}) from {args.tokenizer}")
+    else:
+        print(f"vocabulary {meta['vocab_size']} tokens ({meta['dtype']}), BPE {meta['bpe_seconds']} s")
+    if args.vocab_size is not None and meta["vocab_size"] < args.vocab_size:
         from seqlab.tokenizer.cli import stopped_short_message
 
         merges = meta["vocab_size"] - 256 - len(meta["special_tokens"])

@@ -69,10 +69,15 @@ class PreparedData:
 PREPARED_FILES = ("tokenizer", "train.npy", "valid.npy", "meta.json")
 
 
-def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out_dir: str | Path,
+def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int | None, out_dir: str | Path,
             special_tokens: tuple[str, ...] | list[str] = DEFAULT_SPECIAL_TOKENS, *,
-            workers: int | None = None, progress: bool = True) -> dict:
+            workers: int | None = None, progress: bool = True, tokenizer_dir: str | Path | None = None) -> dict:
     """Train BPE on the train text, encode both splits, write the data directory; returns meta.
+
+    With ``tokenizer_dir`` (a tokenizer directory, or a run holding ``tokenizer/``) no BPE is
+    trained: that tokenizer encodes both splits and is copied in, e.g. to fine-tune a run imported
+    with ``seqlab import --from hf`` on data in its own ids (give ``vocab_size=None`` then; the
+    special tokens are the tokenizer's). meta's ``vocab_size`` is then one past the largest id.
 
     Every input is checked first (both texts exist, are not empty and are UTF-8; the special
     tokens can be saved; ``out_dir`` holds nothing but an earlier prepared directory). The new
@@ -82,10 +87,13 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out
     from seqlab.atomic import atomic_directory, atomic_write_text, check_replaceable, remove_stale_temporaries
     from seqlab.tokenizer import Tokenizer, train_bpe
     from seqlab.tokenizer.corpus import check_text_file
-    from seqlab.tokenizer.files import check_special_tokens
+    from seqlab.tokenizer.files import check_special_tokens, tokenizer_dir_of
 
+    if (vocab_size is None) == (tokenizer_dir is None):
+        raise ValueError("prepare: give either a vocab_size (to train BPE) or a tokenizer_dir (to reuse one)")
     out_dir = Path(out_dir)
-    special_tokens = list(special_tokens)
+    given = Tokenizer.load(tokenizer_dir_of(tokenizer_dir)) if tokenizer_dir is not None else None
+    special_tokens = list(given.special_tokens) if given is not None else list(special_tokens)
     for name, path in (("train", train_path), ("valid", valid_path)):
         check_text_file(path, f"{name} text")
     check_special_tokens(special_tokens)
@@ -94,17 +102,23 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int, out
     remove_stale_temporaries(out_dir)
     with atomic_directory(out_dir, PREPARED_FILES) as building:
         started = time.perf_counter()
-        vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers,
-                                  progress=progress)
-        tokenizer = Tokenizer(vocab, merges, special_tokens)
+        if given is None:
+            vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers,
+                                      progress=progress)
+            tokenizer = Tokenizer(vocab, merges, special_tokens)
+        else:
+            tokenizer = given
         tokenizer.save(building / "tokenizer")
         bpe_seconds = time.perf_counter() - started
-        meta: dict = {"vocab_size": len(vocab), "dtype": token_dtype(len(vocab)).name,
+        ids_limit = max(tokenizer.vocab) + 1
+        meta: dict = {"vocab_size": ids_limit, "dtype": token_dtype(ids_limit).name,
                       "special_tokens": special_tokens, "bpe_seconds": round(bpe_seconds, 2), "splits": {}}
+        if given is not None:
+            meta["tokenizer"] = str(tokenizer_dir)
         for split, path in (("train", train_path), ("valid", valid_path)):
             started = time.perf_counter()
             ids = np.asarray(tokenizer.encode_file(str(path), workers=workers, progress=progress))
-            save_tokens(ids, building / f"{split}.npy", len(vocab))
+            save_tokens(ids, building / f"{split}.npy", ids_limit)
             num_bytes = Path(path).stat().st_size
             meta["splits"][split] = {
                 "source": str(path), "tokens": int(ids.size), "bytes": num_bytes,

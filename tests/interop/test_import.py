@@ -182,17 +182,24 @@ def test_accounting_counts_the_transformers_parameters(sharded, capsys):
     assert report["parameters"] == sum(p.numel() for p in model.parameters())
 
 
-def test_train_resume_fine_tunes_the_imported_run(sharded, cs336_dir, tmp_path, capsys):
-    """Data tokenized with the run's tokenizer (`seqlab tokenize`), then `seqlab train --resume`."""
+def test_train_resume_fine_tunes_the_imported_run(sharded, hf_tokenizer, cs336_dir, tmp_path, capsys):
+    """Data prepared with the run's own tokenizer (`seqlab prepare --tokenizer RUN`, the README's
+    command), then `seqlab train --resume`."""
     _, source, _, _ = sharded
     run = tmp_path / "run"
     shutil.copytree(source, run)
     data = tmp_path / "data"
-    data.mkdir()
-    for split, name in (("train", "corpus.en"), ("valid", "tinystories_sample.txt")):
-        assert main(["tokenize", "--tokenizer", str(run / "tokenizer"), "--input", str(cs336_dir / name),
-                     "--out", str(data / f"{split}.npy"), "--no-progress"]) == 0
-    (data / "meta.json").write_text(json.dumps({"vocab_size": VOCAB}))
+    texts = {split: cs336_dir / name for split, name in (("train", "corpus.en"), ("valid", "tinystories_sample.txt"))}
+    assert main(["prepare", "--tokenizer", str(run), "--train", str(texts["train"]), "--valid", str(texts["valid"]),
+                 "--out", str(data), "--no-progress"]) == 0
+    assert json.loads((data / "meta.json").read_text())["vocab_size"] == VOCAB
+    for split, text in texts.items():  # the ids Hugging Face's tokenizer gives
+        assert np.load(data / f"{split}.npy").tolist() == hf_tokenizer.encode(text.read_text(encoding="utf-8")).ids
+    capsys.readouterr()
+    assert main(["prepare", "--tokenizer", str(run), "--special-token", "<s>", "--train", str(texts["train"]),
+                 "--valid", str(texts["valid"]), "--out", str(tmp_path / "other")]) == 1
+    assert "--special-token cannot be given with --tokenizer" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()
     before = load_model(run=run).model.state_dict()
     assert main(["train", "--resume", "--out-dir", str(run), "--data-dir", str(data), "--max-steps", "3",
                  "--batch-size", "2", "--warmup-steps", "1", "--eval-interval", "3", "--eval-batches", "1",
@@ -203,6 +210,32 @@ def test_train_resume_fine_tunes_the_imported_run(sharded, cs336_dir, tmp_path, 
     changed = [name for name, value in after.state_dict().items() if not torch.equal(value, before[name])]
     assert "layers.0.attn.q_proj.weight" in changed and "token_embeddings.weight" in changed
     assert json.loads((run / "config.json").read_text())["norm_eps"] == 1e-6
+
+
+def test_generate_stops_at_llama_3s_end_of_text(tmp_path, cs336_dir, capsys):
+    """A Llama 3 style tokenizer names its end-of-text ``<|end_of_text|>``. With the final norm's
+    weight zeroed every logit is 0, so greedy decoding picks id 0, that token: transformers'
+    generate (eos_token_id from config.json) stops at once, and so must `seqlab generate`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train([str(cs336_dir / "corpus.en")], trainers.BpeTrainer(
+        vocab_size=VOCAB, special_tokens=["<|end_of_text|>", "<|begin_of_text|>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    model = save_llama(tmp_path / "hf", tokenizer)
+    with torch.no_grad():
+        model.model.norm.weight.zero_()
+    model.save_pretrained(tmp_path / "hf")
+    prompt = PROMPTS[0]
+    assert hf_greedy(model, tokenizer.encode(prompt).ids, 12, eos_id=model.config.eos_token_id) == [0]
+    assert main(["import", "--from", "hf", str(tmp_path / "hf"), str(tmp_path / "run")]) == 0
+    assert load_model(run=tmp_path / "run").tokenizer.eot_id == tokenizer.token_to_id("<|end_of_text|>") == 0
+    capsys.readouterr()
+    assert main(["generate", "--run", str(tmp_path / "run"), "--prompt", prompt, "--temperature", "0",
+                 "--max-tokens", "12"]) == 0
+    assert capsys.readouterr().out == prompt + "\n"
 
 
 # -- refusals: the file and the field are named, nothing is written ---------------------------------
@@ -238,6 +271,8 @@ def _edit_config(folder: Path, **changes) -> None:
     ({"mlp_bias": True}, ["mlp_bias True is not supported"]),
     ({"sliding_window": 4096}, ["sliding_window 4096 is not supported"]),
     ({"hidden_act": "gelu"}, ["hidden_act 'gelu' is not supported"]),
+    ({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}},
+     ["quantization_config {'quant_method': 'bitsandbytes'", "unquantized"]),
     ({"head_dim": 32}, ["head_dim 32 is not supported"]),
     ({"architectures": ["MistralForCausalLM"], "model_type": "mistral"},
      ["architectures ['MistralForCausalLM'] is not supported", "LlamaForCausalLM"]),

@@ -5,6 +5,7 @@ function at all, so it cannot synchronise with a device."""
 from __future__ import annotations
 
 import json
+import math
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -29,6 +30,41 @@ def test_a_rise_counts_only_after_warm_up_and_above_the_first_logged_loss():
     assert first_rise(_records([5.0, 3.0, 5.0]) + [{"step": 20, "val_loss": 9.0}], warmup_steps=0) is None
     assert "is nan at step 10" in first_rise(_records([5.0, float("nan")]), warmup_steps=100)
     assert "is inf at step 10" in first_rise(_records([5.0, float("inf")]), warmup_steps=100)
+
+
+def test_a_first_logged_loss_already_blown_up_is_capped_at_a_nat_above_uniform():
+    """The first logged loss averages the first log interval; when the model blew up inside it, the
+    starting value is ln V + 1 instead (oracle: math.log), and a run below that is left alone."""
+    ceiling = math.log(300) + 1.0
+    blown_up = _records([348.0, 187.0, 37.0], every=10)
+    assert first_rise(blown_up, warmup_steps=3) is None  # without the vocabulary, as before
+    reason = first_rise(blown_up, warmup_steps=3, vocab_size=300)
+    assert reason.startswith(f"the training loss 187 at step 20 is above its starting value {ceiling:.4g} "
+                             f"(ln 300 + 1: the first logged loss, 348 at step 10, was already past it)")
+    # a run that starts near uniform (ln 300 = 5.70) and learns slowly is not diverged, even above ln V
+    slow = _records([5.9, 5.85, 5.8], every=10)
+    assert first_rise(slow, warmup_steps=3, vocab_size=300) is None
+    # a start below the ceiling keeps the first logged loss as the starting value
+    assert "starting value 5.9 (step 10)" in first_rise(_records([5.9, 6.0], every=10), 3, vocab_size=300)
+    assert first_rise(_records([ceiling + 0.5, ceiling - 0.1], every=10), 3, vocab_size=300) is None
+
+
+def test_a_sweep_marks_a_run_that_blew_up_inside_its_first_log_interval(byte_data, tmp_path):
+    """lr=10, logged every 10 steps: the first logged loss is already far above uniform and the loss
+    then falls; the sweep reads the vocabulary from the data and marks the run diverged."""
+    from seqlab.sweep import plan_sweep, run_sweep
+    from seqlab.training.data import read_meta
+
+    out = tmp_path / "lr"
+    base = tiny_base(byte_data, log_interval=10, max_steps=30, eval_interval=30, checkpoint_interval=30)
+    run_sweep(plan_sweep(base, out, grid=["lr=10"]), say=lambda *a, **k: None)
+    losses = [r["train_loss"] for r in map(json.loads, (out / "lr=10" / "log.jsonl").read_text().splitlines())
+              if "train_loss" in r]
+    ceiling = math.log(read_meta(byte_data)["vocab_size"]) + 1.0
+    assert losses[0] > ceiling and losses[1] > ceiling  # the oracle: the rule on the log itself
+    outcome = json.loads((out / "sweep.json").read_text())["runs"][0]
+    assert outcome["status"] == "diverged" and "was already past it" in outcome["reason"]
+    assert outcome["steps"] == 20  # stopped at the first log step after warm-up that is above the ceiling
 
 
 def test_the_log_tail_returns_whole_new_lines_and_rereads_a_shrunk_file(tmp_path):
