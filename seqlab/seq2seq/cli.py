@@ -367,7 +367,8 @@ def _register_paths(subparsers) -> None:
                     "(finished models are kept, an interrupted one resumes from its checkpoint, as `seqlab seq2seq train --resume` does); a run "
                     "with other --tasks into the same OUT adds them, and results.json and report.md keep the "
                     "earlier tasks; other settings (--fast, --seed) into the same OUT are refused, and so is a "
-                    "non-empty OUT that is not a paths experiment's, unless --overwrite. Ctrl-C or SIGTERM stops "
+                    "non-empty OUT that is not a paths experiment's, unless --overwrite. OUT is locked while the "
+                    "experiment runs: a second `seqlab paths` into it is refused, naming the first one's process. Ctrl-C or SIGTERM stops "
                     "the whole experiment: the model in training saves its checkpoint, no other model starts, "
                     "and the command exits 130 (Ctrl-C) or 143 (SIGTERM); rerun it to continue. A second signal "
                     "quits at once.")
