@@ -426,6 +426,12 @@ class EngineSettings(Settings):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"config {name}={value}: must be >= 0")
+        for name in ("beta1", "beta2"):
+            value = getattr(self, name)
+            if not 0 <= value < 1:  # beta = 1 never forgets the first gradient; above 1 the moments grow
+                raise ValueError(f"config {name}={value}: must be in [0, 1) (e.g. 0.9)")
+        if self.eps <= 0:  # with eps = 0 a parameter whose gradient is still 0 is updated by 0/0 = NaN
+            raise ValueError(f"config eps={self.eps}: must be > 0 (e.g. 1e-8)")
         if self.min_lr is not None and self.min_lr > self.lr:
             raise ValueError(f"config min_lr={self.min_lr} is above lr={self.lr}, so the cosine would rise; "
                              f"give a min_lr <= lr (default lr / 10)")

@@ -203,6 +203,33 @@ def test_seq2seq_refuses_nan_as_a_flag_a_toml_value_and_in_python(tmp_path, caps
         Seq2SeqTrainConfig(**{name: float("nan")})
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--eps", "0"], r"config eps=0.0: must be > 0"),  # was: NaN at step 2, blamed on the learning rate
+    (["--eps", "-0.5"], r"config eps=-0.5: must be > 0"),
+    (["--beta1", "1"], r"config beta1=1.0: must be in \[0, 1\)"),
+    (["--beta2", "1.5"], r"config beta2=1.5: must be in \[0, 1\)"),
+    (["--beta1", "-0.1"], r"config beta1=-0.1: must be in \[0, 1\)"),
+])
+@pytest.mark.parametrize("command", ["seq2seq", "lm"])
+def test_both_commands_refuse_adamw_values_that_cannot_train(byte_data, tmp_path, capsys, flags, message, command):
+    """The family of the seq2seq optimiser values: AdamW's eps and betas, in both training commands,
+    as flags, TOML values and in Python, before anything is written."""
+    import re
+
+    run = tmp_path / "r"
+    argv = (["seq2seq", "train", *S2S] if command == "seq2seq" else ["train", "--data-dir", str(byte_data), *LM])
+    assert main([*argv, *flags, "--max-steps", "3", "--out", str(run)]) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not run.exists()
+    name, value = flags[0][2:], float(flags[1])
+    toml = tmp_path / "run.toml"
+    toml.write_text(f"[optimizer]\n{name} = {value!r}\n")
+    assert main([*argv, "--config", str(toml), "--max-steps", "3", "--out", str(run)]) == 2
+    assert re.search(message, capsys.readouterr().err) and not run.exists()
+    with pytest.raises(ValueError, match=message):
+        _s2s(run, **{name: value}) if command == "seq2seq" else _lm(byte_data, run, **{name: value})
+
+
 # -- resuming with changed inputs ---------------------------------------------------------------------
 
 
@@ -266,6 +293,40 @@ def test_resume_at_or_past_max_steps_is_refused_without_touching_the_run(byte_da
 def test_a_tokenizer_directory_without_bpe_is_refused(tmp_path, capsys):
     assert main(["seq2seq", "train", *S2S, "--tokenizer", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
     assert "is a BPE tokenizer, used only with --tokenize bpe" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--arch", "rnn-attention", "--num-heads", "8"], "--num-heads 8 is read only with --arch transformer (with "
+                                                      "--arch rnn-attention it would be ignored)"),
+    (["--arch", "rnn", "--d-ff", "64"], "--d-ff 64 is read only with --arch transformer"),
+    (["--arch", "rnn", "--positional", "rope"], "--positional rope is read only with --arch transformer"),
+    (["--arch", "rnn-attention", "--attention", "sdpa"], "--attention sdpa is read only with --arch transformer"),
+    (["--arch", "transformer", "--cell", "lstm"], "--cell lstm is read only with --arch rnn or rnn-attention"),
+    (["--arch", "rnn", "--attention-score", "additive"], "--attention-score additive is read only with --arch "
+                                                          "rnn-attention (with --arch rnn it would be ignored)"),
+    (["--bpe-vocab-size", "300"], "--bpe-vocab-size 300 is read only with --tokenize bpe (with --tokenize char"),
+])
+def test_a_setting_the_chosen_model_never_reads_is_refused(tmp_path, capsys, flags, message):
+    """The --tokenizer family: a flag (or TOML key) the chosen architecture or tokenizer ignores was
+    silently dropped; the run trained without it."""
+    run = tmp_path / "r"
+    assert main(["seq2seq", "train", *S2S, *flags, "--max-steps", "2", "--out", str(run)]) == 2
+    assert message in capsys.readouterr().err and not run.exists()
+    toml = tmp_path / "run.toml"
+    key, value = flags[-2][2:].replace("-", "_"), flags[-1]
+    toml.write_text(f"[model]\n{key} = {value if value.isdigit() else repr(value)}\n".replace("'", '"'))
+    assert main(["seq2seq", "train", *S2S, *flags[:-2], "--config", str(toml), "--max-steps", "2",
+                 "--out", str(run)]) == 2
+    assert f"{key} (in the --config file) {value} is read only with" in capsys.readouterr().err
+
+
+def test_settings_every_model_reads_still_train_and_a_resume_is_not_asked_again(tmp_path, capsys):
+    run = tmp_path / "r"
+    assert main(["seq2seq", "train", *S2S, "--cell", "lstm", "--attention-score", "additive", "--max-steps", "2",
+                 "--out", str(run)]) == 0
+    assert main(["seq2seq", "train", "--resume", "--max-steps", "3", "--out", str(run), "--no-progress"]) == 0
+    saved = json.loads((run / "config.json").read_text())["train"]
+    assert (saved["cell"], saved["attention_score"], saved["arch"]) == ("lstm", "additive", "rnn-attention")
 
 
 # -- one kind of run written over another -----------------------------------------------------------
