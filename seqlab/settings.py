@@ -344,6 +344,9 @@ def resolve_settings(cls: type[Settings], args: argparse.Namespace) -> tuple[Set
     flags = given_flags(cls, args, notes)
     values.update(flags)
     cls.adjust_given(values, flags)
+    if values.get("resume") and values.get("overwrite"):  # the engine would resume and ignore --overwrite
+        raise ValueError("--resume continues the run in --out and --overwrite starts a new one there; give one of "
+                         "them")
     if values.get("resume"):
         out_dir = Path(values.get("out_dir", cls.__dataclass_fields__["out_dir"].default))
         saved = cls.saved_settings(out_dir, notes)

@@ -288,6 +288,11 @@ def test_resume_at_or_past_max_steps_is_refused_without_touching_the_run(byte_da
         assert f"nothing to do: the run is at step 3 and --max-steps is {steps}" in captured.err
         assert "completed" not in captured.out
     assert _files(run) == before  # config.json not rewritten, nothing else touched
+    # --resume with --overwrite: the run was resumed and --overwrite silently ignored
+    assert main([*resume, "--resume", "--overwrite", "--max-steps", "5", "--out", str(run), "--no-progress"]) == 2
+    assert "--resume continues the run in --out and --overwrite starts a new one there; give one of them" in \
+        capsys.readouterr().err
+    assert _files(run) == before
 
 
 def test_a_tokenizer_directory_without_bpe_is_refused(tmp_path, capsys):
@@ -427,6 +432,48 @@ def test_logged_values_after_a_resume_equal_an_uninterrupted_run(byte_data, tmp_
     assert (second.train_loss, second.train_loss_steps) == (whole.train_loss, whole.train_loss_steps) == \
         (pytest.approx(sum(losses[10:12]) / 2), 2)
     assert every_step.steps == 12
+
+
+@pytest.mark.parametrize("kind", ["lm", "seq2seq"])
+def test_a_resume_with_other_optimizer_values_uses_them_and_says_so(byte_data, tmp_path, kind):
+    """Resuming with another --weight-decay (or betas, eps) wrote the new value into config.json, but
+    the optimizer state loaded from the checkpoint brought the old one back: silently. Oracle: one
+    step from the same weights, moments and batch differs only by the decoupled decay, so the
+    weights of the two resumed runs differ by exactly lr * (0.5 - wd) * p for every decayed matrix."""
+    import shutil
+
+    def config(run, **extra):
+        settings = {**dict(max_steps=4, log_interval=1, eval_interval=100, checkpoint_interval=100), **extra}
+        return _lm(byte_data, run, **settings) if kind == "lm" else _s2s(run, **settings)
+
+    train = train_lm if kind == "lm" else (lambda cfg, **kw: train_seq2seq(cfg, **kw))
+    train(config(tmp_path / "same"), **({} if kind == "lm" else {"say": _quiet}))
+    shutil.copytree(tmp_path / "same", tmp_path / "decayed")
+    shutil.copytree(tmp_path / "same", tmp_path / "tuned")
+    before = read_checkpoint(tmp_path / "same" / "checkpoints" / "latest.pt")["model"]
+    wd, beta2 = config(tmp_path / "x").weight_decay, config(tmp_path / "x").beta2
+    train(config(tmp_path / "same", max_steps=5, resume=True), say=_quiet)
+    notes: list[str] = []
+    train(config(tmp_path / "decayed", max_steps=5, resume=True, weight_decay=0.5), say=notes.append)
+    assert any(f"resume: weight_decay {wd:g} -> 0.5 now (the run trained with the old values up to step 4" in n
+               for n in notes), notes
+    train(config(tmp_path / "tuned", max_steps=5, resume=True, beta2=0.5, eps=1e-6), say=notes.append)
+    assert any(f"resume: beta2 {beta2:g} -> 0.5, eps 1e-08 -> 1e-06 now" in n for n in notes), notes
+    lr = _records(tmp_path / "decayed")[-1]["lr"]
+    assert _records(tmp_path / "decayed")[-1]["step"] == 5 and lr == _records(tmp_path / "same")[-1]["lr"] > 0
+    same = read_checkpoint(tmp_path / "same" / "checkpoints" / "latest.pt")
+    decayed = read_checkpoint(tmp_path / "decayed" / "checkpoints" / "latest.pt")
+    matrices = [name for name, value in before.items() if value.dim() >= 2]
+    assert matrices
+    for name in matrices:
+        expected = -lr * (0.5 - wd) * before[name].double()
+        torch.testing.assert_close((decayed["model"][name] - same["model"][name]).double(), expected,
+                                   atol=1e-6, rtol=1e-4)
+    assert [g["weight_decay"] for g in decayed["optimizer"]["param_groups"]] == [0.5, 0.0]
+    assert [g["weight_decay"] for g in same["optimizer"]["param_groups"]] == [wd, 0.0]
+    tuned = read_checkpoint(tmp_path / "tuned" / "checkpoints" / "latest.pt")
+    assert [(g["betas"][1], g["eps"]) for g in tuned["optimizer"]["param_groups"]] == [(0.5, 1e-6)] * 2
+    assert not torch.equal(tuned["model"][matrices[0]], same["model"][matrices[0]])  # and the step used them
 
 
 # -- a full disk during a checkpoint save ------------------------------------------------------------
