@@ -300,3 +300,21 @@ def test_the_paths_command_refuses_an_out_in_use_with_exit_1(tmp_path, capsys):
         assert main(["paths", "--out", str(out), "--fast", "--tasks", "copy", "--no-progress"]) == 1
         assert f"{out} is in use: process {os.getpid()} (`seqlab paths`" in capsys.readouterr().err
         assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing trained, nothing written
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--threads", "0"], "argument --threads: '0' is not a positive integer"),  # was: 0 silently ran 1 thread
+    (["--threads", "-1"], "argument --threads: '-1' is not a positive integer"),  # was: torch's message, after
+    #                                                                           results.json had been written
+    (["--tasks", ""], "--tasks: unknown ''; choose from copy, reverse, dates"),  # was: every task
+    (["--tasks", "copy,,reverse"], "--tasks: unknown ''"),
+])
+def test_bad_paths_flags_are_refused_before_anything_is_written(tmp_path, capsys, flags, message):
+    out = tmp_path / "paths"
+    try:
+        code = main(["paths", "--out", str(out), "--fast", "--no-progress", *flags])
+    except SystemExit as exited:  # argparse
+        code = exited.code
+    assert code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+
