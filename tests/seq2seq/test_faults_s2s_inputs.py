@@ -226,6 +226,24 @@ def test_a_utf16_file_is_refused_even_when_skipping_bad_lines(tmp_path, encoding
         assert "iconv" in message
 
 
+def test_a_file_whose_every_line_is_bad_says_why_even_when_skipping(tmp_path, capsys):
+    """A Latin-1 file under --skip-bad-lines: every line was skipped, unlisted, and the error said
+    only that the file 'holds no source<TAB>target pairs'."""
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes("Café\tcoffee\n\nNoël\tChristmas\n".encode("latin-1"))
+    with pytest.raises(PairsFileError) as info:
+        read_pairs_tsv(path, skip_bad_lines=True)
+    message = str(info.value)
+    assert f"{path} holds no usable source<TAB>target pairs: all 2 non-blank line(s) are bad" in message
+    assert f"{path}:1: not UTF-8 (byte 0xe9 at column 4)" in message and f"{path}:3: not UTF-8" in message
+    assert main(["seq2seq", "train", "--pairs", str(path), "--skip-bad-lines", "--max-steps", "1",
+                 "--out", str(tmp_path / "run")]) != 0
+    assert "all 2 non-blank line(s) are bad" in capsys.readouterr().err and not (tmp_path / "run").exists()
+    path.write_bytes(b"\n\n")  # an empty file is still only that
+    with pytest.raises(ValueError, match="holds no source<TAB>target pairs"):
+        read_pairs_tsv(path, skip_bad_lines=True)
+
+
 def test_byte_order_marks_and_nul_bytes_inside_a_file(tmp_path):
     """`cat a.tsv b.tsv` of two files saved with a BOM put U+FEFF at the start of b's first line:
     read as part of the source, it became a character of the vocabulary."""
