@@ -144,6 +144,8 @@ def lm_run_dir(tmp_path_factory):
     (["seq2seq", "translate", "abc"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq translate` needs a run of "
                                        "`seqlab seq2seq train`", "seqlab generate --run"]),
     (["seq2seq", "eval"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq eval` needs", "seqlab eval --run"]),
+    (["seq2seq", "vocab"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq vocab` needs",
+                            "seqlab generate --run"]),
 ])
 def test_seq2seq_commands_on_a_language_model_run(lm_run_dir, capsys, command, words):
     """translate printed a Python TypeError text."""
@@ -303,3 +305,18 @@ def test_a_missing_run_directory_says_which_command_makes_it(tmp_path, capsys, c
     err = capsys.readouterr().err
     assert f"run directory {missing} does not exist" in err
     assert f"seqlab seq2seq train --task dates --out {missing}" in err
+
+
+@pytest.mark.parametrize("command", [["seq2seq", "translate", "x"], ["seq2seq", "eval"]])
+def test_a_file_given_as_the_run_is_called_a_file(tmp_path, capsys, command):
+    """--run config.json (a file) was reported as 'run directory ... does not exist'."""
+    from seqlab.explorer.runs import describe_run
+
+    path = tmp_path / "config.json"
+    path.write_text("{}")
+    assert main([*command[:2], "--run", str(path), *command[2:]]) == 1
+    err = capsys.readouterr().err
+    assert f"{path} is a file, not a run directory: give the folder that `seqlab seq2seq train --out` wrote" in err
+    assert "does not exist" not in err
+    run = describe_run(str(path))
+    assert run.kind == "invalid" and f"{path} is a file, not a run directory" in str(run.problem)
