@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,10 @@ def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Opt
         if changed:
             say(f"resume: {changed} now (the run trained with the old values up to step {state.step}; the optimizer "
                 "and schedule use the new ones from here)")
+        old_data, new_data = (extra.get("config") or {}).get("data_dir"), getattr(config, "data_dir", None)
+        if old_data and new_data and os.path.abspath(old_data) != os.path.abspath(new_data):
+            say(f"resume: --data-dir {new_data} now (the run trained on {old_data} up to step {state.step}); its "
+                "batches and its val loss come from the new data from here")
     saved_batch = extra.get("global_batch")
     if saved_batch is not None and saved_batch != global_batch:
         say(f"resume: global batch changed from {saved_batch} to {global_batch} examples; "

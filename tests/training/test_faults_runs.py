@@ -476,6 +476,28 @@ def test_a_resume_with_other_optimizer_values_uses_them_and_says_so(byte_data, t
     assert not torch.equal(tuned["model"][matrices[0]], same["model"][matrices[0]])  # and the step used them
 
 
+def test_a_resume_on_other_data_says_so(byte_data, tmp_path, monkeypatch):
+    """`seqlab train --resume --data-dir OTHER` went on silently with other batches and another
+    validation set (seq2seq says when its pairs changed); the same data by another path says nothing."""
+    import shutil
+
+    from tests.training.conftest import write_byte_data
+
+    run = tmp_path / "run"
+    train_lm(_lm(byte_data, run, max_steps=3))
+    other = write_byte_data(tmp_path / "other", num_train=60, num_valid=20)
+    shutil.copytree(run, tmp_path / "again")
+    notes: list[str] = []
+    train_lm(_lm(other, run, max_steps=4, resume=True), say=notes.append)
+    assert f"resume: --data-dir {other} now (the run trained on {byte_data} up to step 3); its batches and its " \
+           "val loss come from the new data from here" in notes, notes
+    monkeypatch.chdir(byte_data.parent)
+    notes.clear()
+    train_lm(_lm(os.path.join(".", byte_data.name, ""), tmp_path / "again", max_steps=4, resume=True),
+             say=notes.append)
+    assert notes and not any("--data-dir" in n for n in notes), notes
+
+
 # -- a full disk during a checkpoint save ------------------------------------------------------------
 
 
