@@ -344,6 +344,9 @@ def resolve_settings(cls: type[Settings], args: argparse.Namespace) -> tuple[Set
     flags = given_flags(cls, args, notes)
     values.update(flags)
     cls.adjust_given(values, flags)
+    if values.get("resume") and values.get("overwrite"):  # the engine would resume and ignore --overwrite
+        raise ValueError("--resume continues the run in --out and --overwrite starts a new one there; give one of "
+                         "them")
     if values.get("resume"):
         out_dir = Path(values.get("out_dir", cls.__dataclass_fields__["out_dir"].default))
         saved = cls.saved_settings(out_dir, notes)
@@ -426,6 +429,12 @@ class EngineSettings(Settings):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"config {name}={value}: must be >= 0")
+        for name in ("beta1", "beta2"):
+            value = getattr(self, name)
+            if not 0 <= value < 1:  # beta = 1 never forgets the first gradient; above 1 the moments grow
+                raise ValueError(f"config {name}={value}: must be in [0, 1) (e.g. 0.9)")
+        if self.eps <= 0:  # with eps = 0 a parameter whose gradient is still 0 is updated by 0/0 = NaN
+            raise ValueError(f"config eps={self.eps}: must be > 0 (e.g. 1e-8)")
         if self.min_lr is not None and self.min_lr > self.lr:
             raise ValueError(f"config min_lr={self.min_lr} is above lr={self.lr}, so the cosine would rise; "
                              f"give a min_lr <= lr (default lr / 10)")

@@ -43,6 +43,10 @@ def describe_run(run_id: str) -> Run:
     from seqlab.runs.directory import run_kind
 
     path = Path(run_id).expanduser()
+    if path.exists() and not path.is_dir():
+        return Run(run_id, path, "invalid", RequestError(
+            f"{run_id} is a file, not a run directory: give the folder that `seqlab train`, `seqlab demo` or "
+            "`seqlab seq2seq train` wrote", "run_missing", run=run_id))
     if not path.is_dir():
         from seqlab.runkind import how_to_make
 

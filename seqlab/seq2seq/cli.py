@@ -358,6 +358,8 @@ def format_known_inputs(info: dict) -> str:
 
 
 def _register_paths(subparsers) -> None:
+    from seqlab.cli_types import positive_int
+
     paths = subparsers.add_parser(
         "paths", help="the information-paths experiment: RNN vs RNN+attention vs Transformer",
         description="Train the three architectures at (about) equal parameter counts on copy, reverse and "
@@ -367,7 +369,8 @@ def _register_paths(subparsers) -> None:
                     "(finished models are kept, an interrupted one resumes from its checkpoint, as `seqlab seq2seq train --resume` does); a run "
                     "with other --tasks into the same OUT adds them, and results.json and report.md keep the "
                     "earlier tasks; other settings (--fast, --seed) into the same OUT are refused, and so is a "
-                    "non-empty OUT that is not a paths experiment's, unless --overwrite. Ctrl-C or SIGTERM stops "
+                    "non-empty OUT that is not a paths experiment's, unless --overwrite. OUT is locked while the "
+                    "experiment runs: a second `seqlab paths` into it is refused, naming the first one's process. Ctrl-C or SIGTERM stops "
                     "the whole experiment: the model in training saves its checkpoint, no other model starts, "
                     "and the command exits 130 (Ctrl-C) or 143 (SIGTERM); rerun it to continue. A second signal "
                     "quits at once.")
@@ -377,7 +380,7 @@ def _register_paths(subparsers) -> None:
     paths.add_argument("--tasks", default=None,
                        help="comma-separated subset of copy,reverse,dates (added to the tasks already in --out)")
     paths.add_argument("--seed", type=int, default=0)
-    paths.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads")
+    paths.add_argument("--threads", type=positive_int, default=None, metavar="N", help="torch CPU threads (default 1)")
     paths.add_argument("--overwrite", action="store_true",
                        help="start over in --out: delete an earlier experiment's results, figures and runs there "
                             "(other files are left alone)")
@@ -390,10 +393,11 @@ def _run_paths(args: argparse.Namespace) -> int:
         return _error(f"--out {args.out} exists and is not a directory", 2)
     from seqlab.seq2seq.paths import PATHS_TASKS
 
-    tasks = tuple(t.strip() for t in args.tasks.split(",")) if args.tasks else PATHS_TASKS
-    unknown = [t for t in tasks if t not in PATHS_TASKS]
+    given = [t.strip() for t in args.tasks.split(",")] if args.tasks is not None else list(PATHS_TASKS)
+    unknown = [repr(t) if not t else t for t in given if t not in PATHS_TASKS]
     if unknown:
         return _error(f"--tasks: unknown {', '.join(unknown)}; choose from {', '.join(PATHS_TASKS)}", 2)
+    tasks = tuple(dict.fromkeys(given))  # a task named twice is trained once
     from seqlab.seq2seq.paths import run_paths
 
     try:

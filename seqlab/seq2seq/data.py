@@ -151,6 +151,11 @@ def read_pairs_tsv(path: str | os.PathLike, *, skip_bad_lines: bool = False, dro
         advice = f"fix them, or pass {skip_flag} to leave them out" if skip_flag else "fix them"
         raise PairsFileError(f"{path}: {len(problems)} bad line(s) (expected source<TAB>target per line):\n  "
                              f"{shown}{more}\n{advice}", problems)
+    if not pairs and problems:  # skip_bad_lines: every line was bad, e.g. a Latin-1 file; say why
+        shown = "\n  ".join(problems[:MAX_REPORTED_LINES])
+        more = f"\n  ... and {len(problems) - MAX_REPORTED_LINES} more" if len(problems) > MAX_REPORTED_LINES else ""
+        raise PairsFileError(f"{path} holds no usable source<TAB>target pairs: all {len(problems)} non-blank "
+                             f"line(s) are bad, so skipping them leaves nothing:\n  {shown}{more}", problems)
     if not pairs:
         raise ValueError(f"{path} holds no source<TAB>target pairs")
     if drop_duplicates:

@@ -55,6 +55,9 @@ def read_vocabs(run_dir: str | Path):
 def load_run(run_dir: str | Path, *, device: str | torch.device | None = None) -> Seq2SeqRun:
     """The trained model (eval mode on ``device``, default "auto") and vocabularies of a run directory."""
     run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir} is a file, not a run directory: give the folder that `seqlab seq2seq "
+                                "train --out` wrote")
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist")
     check_kind(run_dir, SEQ2SEQ, "use")

@@ -51,6 +51,42 @@ FIXED_ON_RESUME = ("task", "tokenize", "tokenizer", "bpe_vocab_size", "train_siz
                    "min_len", "max_len", "seed", "num_layers", "context_length", *MODEL_FIELDS)
 
 
+# settings that only one kind of model (or tokenizer) reads: given for another, they would be ignored
+USED_ONLY_BY: dict[str, tuple[str, tuple[str, ...]]] = {
+    **{name: ("arch", ("transformer",)) for name in ("num_heads", "d_ff", "norm", "norm_position", "positional",
+                                                     "ffn", "attention")},
+    "cell": ("arch", ("rnn", "rnn-attention")),
+    "attention_score": ("arch", ("rnn-attention",)),
+    "bpe_vocab_size": ("tokenize", ("bpe",)),
+}
+
+
+def refuse_unused(values: dict[str, Any], flags: dict[str, Any]) -> None:
+    """Refuse a setting given (as a flag or in the TOML file) that the chosen model or tokenizer never
+    reads, instead of ignoring it silently: ``--num-heads 8 --arch rnn`` trains an RNN without heads.
+
+    >>> refuse_unused({"arch": "rnn", "cell": "lstm"}, {})
+    >>> refuse_unused({"arch": "rnn", "num_heads": 8}, {"num_heads": 8})
+    Traceback (most recent call last):
+    ...
+    ValueError: --num-heads 8 is read only with --arch transformer (with --arch rnn it would be ignored); drop --num-heads or choose --arch transformer
+    """
+    for name, (chooser, users) in USED_ONLY_BY.items():
+        if name not in values:
+            continue
+        chosen = values.get(chooser, Seq2SeqTrainConfig.__dataclass_fields__[chooser].default)
+        if chosen in users:
+            continue
+        given = f"--{name.replace('_', '-')}" if name in flags else f"{name} (in the --config file)"
+        flag = f"--{chooser.replace('_', '-')}"
+        raise ValueError(f"{given} {values[name]} is read only with {flag} {' or '.join(users)} (with {flag} "
+                         f"{chosen} it would be ignored); drop {given.split()[0]} or choose {flag} {users[0]}")
+    if values.get("tokenizer") is not None and "bpe_vocab_size" in values:
+        raise ValueError(f"--bpe-vocab-size {values['bpe_vocab_size']} sizes a BPE trained on the pairs; with "
+                         f"--tokenizer {values['tokenizer']} the tokenizer's own vocabulary is used (it would be "
+                         "ignored); drop one of the two")
+
+
 def _choices(values: tuple[str, ...]) -> str:
     return " | ".join(values)
 
@@ -156,6 +192,8 @@ class Seq2SeqTrainConfig(EngineSettings):
     def adjust_given(cls, values: dict[str, Any], flags: dict[str, Any]) -> None:
         if "pairs" in values and "task" not in values:
             values["task"] = None  # --pairs replaces the default task
+        if not values.get("resume"):  # a resumed run's arch is in its config.json, and its model is fixed
+            refuse_unused(values, flags)
 
     @classmethod
     def saved_settings(cls, out_dir: Path, notes: list[str]) -> dict[str, Any]:

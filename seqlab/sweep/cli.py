@@ -33,7 +33,8 @@ def _register_sweep(subparsers) -> None:
                     "resumes unfinished ones exactly. A run whose loss becomes non-finite, or rises above its "
                     "starting value after warm-up, is recorded as diverged and the sweep goes on. Ctrl-C or "
                     "SIGTERM stops the whole sweep (the current run saves a checkpoint; exit 130 / 143). "
-                    "--overwrite deletes this sweep's runs and starts it over. --out DIR (required) is the "
+                    "--overwrite deletes this sweep's runs and starts it over. OUT is locked while the sweep "
+                    "runs: a second sweep into it is refused, naming the first one's process. --out DIR (required) is the "
                     "sweep's directory: one run folder per setting, plus sweep.json, report.md, curves.png "
                     "and final.png.",
         epilog="example: seqlab sweep --data-dir demo_out/data --grid lr=1e-3,3e-3,1e-2 --grid batch-size=16,64 "

@@ -242,11 +242,22 @@ def _log_is_final(record: RunRecord) -> bool:
 def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[Callable] | tuple = (),
               say: Callable[[str], None] | None = None) -> SweepOutcome:
     """Train (or resume, or skip) every run of ``plan``; see the module docstring.
-    ``step_callbacks`` go to every run's trainer, after the sweep's own."""
+    ``step_callbacks`` go to every run's trainer, after the sweep's own. ``plan.out`` is locked
+    while the sweep runs (:class:`seqlab.runs.lock.RunLock`): a second sweep into it is refused
+    (``RunLockedError``) instead of both training and writing sweep.json."""
+    from seqlab.runs.lock import RunLock
+
+    check_out(plan, overwrite=overwrite)  # a file or another folder is refused before OUT is created
+    with RunLock(plan.out, "seqlab sweep"):
+        return _run_locked(plan, overwrite=overwrite, step_callbacks=step_callbacks, say=say)
+
+
+def _run_locked(plan: SweepPlan, *, overwrite: bool, step_callbacks: list[Callable] | tuple,
+                say: Callable[[str], None] | None) -> SweepOutcome:
     from seqlab.training import NonFiniteLossError, train
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    check_out(plan, overwrite=overwrite)
+    check_out(plan, overwrite=overwrite)  # again, under the lock: what a process that held it wrote
     plan.out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(plan.out)
     if overwrite:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,17 +53,24 @@ def run_extra(*, config: EngineSettings, sampler_state: dict, tokens: int, wallc
 
 def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                 sampler: np.random.Generator, scaler: torch.amp.GradScaler | None, *, global_batch: int,
-                say: Callable[[str], None], check: Callable[[dict, Path], None] | None = None) -> RunState:
+                say: Callable[[str], None], check: Callable[[dict, Path], None] | None = None,
+                config: EngineSettings | None = None) -> RunState:
     """Load ``latest`` into the model, optimizer, sampler, RNGs and scaler; return the run's state.
     ``check(saved_config, latest)`` may refuse the resume first (settings that contradict the
-    checkpoint); ``say`` tells the user where the run continues (and when its global batch changed)."""
+    checkpoint); ``say`` tells the user where the run continues (and when its global batch or, given
+    ``config``, its optimizer and schedule settings changed)."""
     if not latest.is_file():
         raise FileNotFoundError(f"--resume: {latest} does not exist (nothing to resume in {latest.parent.parent})")
     payload = read_checkpoint(latest)  # read once: weights, optimizer and the extra state
     extra = payload["extra"]
     if check is not None:
         check(extra.get("config") or {}, latest)
+    # the optimizer was built from this invocation's settings; load_state_dict would bring back the
+    # saved run's betas, eps and weight decay while config.json records the new ones
+    fresh = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
     load_payload(payload, model, optimizer, source=latest)
+    for group, hyper in zip(optimizer.param_groups, fresh):
+        group.update(hyper)
     sampler.bit_generator.state = extra["sampler"]
     if "rng" in extra:
         restore_rng_state(extra["rng"])
@@ -70,12 +78,44 @@ def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Opt
         scaler.load_state_dict(extra["grad_scaler"])
     state = RunState(int(payload["iteration"]), int(extra.get("tokens", 0)), float(extra.get("wallclock", 0.0)),
                      extra.get("schedule_steps"), [float(v) for v in extra.get("log_window", [])])
+    if config is not None:
+        changed = changed_optimizer_settings(extra.get("config") or {}, config)
+        if changed:
+            say(f"resume: {changed} now (the run trained with the old values up to step {state.step}; the optimizer "
+                "and schedule use the new ones from here)")
+        old_data, new_data = (extra.get("config") or {}).get("data_dir"), getattr(config, "data_dir", None)
+        if old_data and new_data and os.path.abspath(old_data) != os.path.abspath(new_data):
+            say(f"resume: --data-dir {new_data} now (the run trained on {old_data} up to step {state.step}); its "
+                "batches and its val loss come from the new data from here")
     saved_batch = extra.get("global_batch")
     if saved_batch is not None and saved_batch != global_batch:
         say(f"resume: global batch changed from {saved_batch} to {global_batch} examples; "
             "batches will differ from the original run")
     say(f"resume: continuing from {latest} at step {state.step}")
     return state
+
+
+OPTIMIZER_SETTINGS = ("lr", "min_lr", "beta1", "beta2", "eps", "weight_decay", "grad_clip", "warmup_steps")
+
+
+def changed_optimizer_settings(saved: dict[str, Any], config: EngineSettings) -> str:
+    """The optimizer and schedule settings a resume changes, for a note ("" when none); a resume may
+    change them (e.g. a lower lr to go on), but it must say so.
+
+    >>> from seqlab.training.config import TrainConfig
+    >>> changed_optimizer_settings({"lr": 3e-3, "min_lr": None, "beta1": 0.9}, TrainConfig(lr=0.01))
+    'lr 0.003 -> 0.01 (final lr 0.0003 -> 0.001)'
+    >>> changed_optimizer_settings({"lr": 3e-3}, TrainConfig(lr=3e-3))
+    ''
+    """
+    parts = []
+    for name in OPTIMIZER_SETTINGS:
+        if name in saved and saved[name] != getattr(config, name):
+            parts.append(f"{name} {saved[name]:g} -> {getattr(config, name):g}" if None not in (
+                saved[name], getattr(config, name)) else f"{name} {saved[name]} -> {getattr(config, name)}")
+    if "lr" in saved and saved.get("min_lr") is None and config.min_lr is None and saved["lr"] != config.lr:
+        parts[0] += f" (final lr {saved['lr'] / 10:g} -> {config.final_lr:g})"  # parts[0] is lr's
+    return ", ".join(parts)
 
 
 def check_work_left(config: EngineSettings, state: RunState, total_steps: int) -> None:

@@ -166,3 +166,12 @@ def test_grouped_query_and_tied_models_export(trained_run, tmp_path, cs336_dir, 
     prompt = tokenizer.encode("Once upon a time")
     assert generate(model, prompt, 12, temperature=0.0, eos_id=tokenizer.eot_id) == hf_greedy(hf, prompt, 12,
                                                                                               tokenizer.eot_id)
+
+
+def test_a_seq2seq_run_is_named_not_read_as_fields(tiny_s2s_run, tmp_path, capsys):
+    """A seq2seq run printed its model fields as 'unknown model config fields 'arch', ...'."""
+    assert main(["export", "--to", "hf", str(tiny_s2s_run), str(tmp_path / "hf")]) == 1
+    err = capsys.readouterr().err
+    assert f"{tiny_s2s_run} is a seq2seq run (written by `seqlab seq2seq train`)" in err
+    assert "`seqlab export` needs a run of `seqlab train` or `seqlab demo`" in err and "unknown" not in err
+    assert not (tmp_path / "hf").exists()

@@ -144,6 +144,8 @@ def lm_run_dir(tmp_path_factory):
     (["seq2seq", "translate", "abc"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq translate` needs a run of "
                                        "`seqlab seq2seq train`", "seqlab generate --run"]),
     (["seq2seq", "eval"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq eval` needs", "seqlab eval --run"]),
+    (["seq2seq", "vocab"], ["is a language-model run (written by `seqlab train`)", "`seqlab seq2seq vocab` needs",
+                            "seqlab generate --run"]),
 ])
 def test_seq2seq_commands_on_a_language_model_run(lm_run_dir, capsys, command, words):
     """translate printed a Python TypeError text."""
@@ -226,6 +228,24 @@ def test_a_utf16_file_is_refused_even_when_skipping_bad_lines(tmp_path, encoding
         assert "iconv" in message
 
 
+def test_a_file_whose_every_line_is_bad_says_why_even_when_skipping(tmp_path, capsys):
+    """A Latin-1 file under --skip-bad-lines: every line was skipped, unlisted, and the error said
+    only that the file 'holds no source<TAB>target pairs'."""
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes("Café\tcoffee\n\nNoël\tChristmas\n".encode("latin-1"))
+    with pytest.raises(PairsFileError) as info:
+        read_pairs_tsv(path, skip_bad_lines=True)
+    message = str(info.value)
+    assert f"{path} holds no usable source<TAB>target pairs: all 2 non-blank line(s) are bad" in message
+    assert f"{path}:1: not UTF-8 (byte 0xe9 at column 4)" in message and f"{path}:3: not UTF-8" in message
+    assert main(["seq2seq", "train", "--pairs", str(path), "--skip-bad-lines", "--max-steps", "1",
+                 "--out", str(tmp_path / "run")]) != 0
+    assert "all 2 non-blank line(s) are bad" in capsys.readouterr().err and not (tmp_path / "run").exists()
+    path.write_bytes(b"\n\n")  # an empty file is still only that
+    with pytest.raises(ValueError, match="holds no source<TAB>target pairs"):
+        read_pairs_tsv(path, skip_bad_lines=True)
+
+
 def test_byte_order_marks_and_nul_bytes_inside_a_file(tmp_path):
     """`cat a.tsv b.tsv` of two files saved with a BOM put U+FEFF at the start of b's first line:
     read as part of the source, it became a character of the vocabulary."""
@@ -285,3 +305,18 @@ def test_a_missing_run_directory_says_which_command_makes_it(tmp_path, capsys, c
     err = capsys.readouterr().err
     assert f"run directory {missing} does not exist" in err
     assert f"seqlab seq2seq train --task dates --out {missing}" in err
+
+
+@pytest.mark.parametrize("command", [["seq2seq", "translate", "x"], ["seq2seq", "eval"]])
+def test_a_file_given_as_the_run_is_called_a_file(tmp_path, capsys, command):
+    """--run config.json (a file) was reported as 'run directory ... does not exist'."""
+    from seqlab.explorer.runs import describe_run
+
+    path = tmp_path / "config.json"
+    path.write_text("{}")
+    assert main([*command[:2], "--run", str(path), *command[2:]]) == 1
+    err = capsys.readouterr().err
+    assert f"{path} is a file, not a run directory: give the folder that `seqlab seq2seq train --out` wrote" in err
+    assert "does not exist" not in err
+    run = describe_run(str(path))
+    assert run.kind == "invalid" and f"{path} is a file, not a run directory" in str(run.problem)

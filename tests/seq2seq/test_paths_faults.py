@@ -268,3 +268,53 @@ def test_ctrl_c_during_training_makes_the_paths_command_exit_130(tmp_path, monke
         ("interrupted", signal.SIGINT, ["rnn"])
     assert read_checkpoint(out / "runs" / "reverse_rnn-attention" / "checkpoints" / "latest.pt")["iteration"] == 3
     assert not (out / "runs" / "reverse_transformer").exists()
+
+
+def test_a_second_experiment_into_the_same_out_is_refused_while_the_first_runs(reference, tmp_path, capsys):
+    """Two `seqlab paths` with other --tasks into one OUT both exited 0, and the later one's
+    results.json replaced the earlier's tasks (each merged into what it had read at its start)."""
+    from seqlab.runs.lock import RunLockedError
+
+    out, refused = tmp_path / "paths", []
+
+    def second_experiment_at_step_3(engine, step):
+        if step == 3 and not refused:
+            with pytest.raises(RunLockedError, match=rf"{out} is in use: process {os.getpid()} \(`seqlab paths`"):
+                _run(out, tasks=("copy",))
+            refused.append(True)
+
+    results = _run(out, step_callbacks=[second_experiment_at_step_3])
+    assert refused
+    assert results["status"] == "complete" and list(_results(out)["tasks"]) == ["reverse"]
+    assert not (out / "runs" / "copy_rnn").exists() and not (out / ".lock").exists()
+    expected = _results(reference)["tasks"]["reverse"]["archs"]
+    assert {a: _numbers(r) for a, r in _results(out)["tasks"]["reverse"]["archs"].items()} == \
+        {a: _numbers(r) for a, r in expected.items()}  # the first experiment went on undisturbed
+
+
+def test_the_paths_command_refuses_an_out_in_use_with_exit_1(tmp_path, capsys):
+    from seqlab.runs.lock import RunLock
+
+    out = tmp_path / "paths"
+    with RunLock(out, "seqlab paths"):
+        assert main(["paths", "--out", str(out), "--fast", "--tasks", "copy", "--no-progress"]) == 1
+        assert f"{out} is in use: process {os.getpid()} (`seqlab paths`" in capsys.readouterr().err
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing trained, nothing written
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--threads", "0"], "argument --threads: '0' is not a positive integer"),  # was: 0 silently ran 1 thread
+    (["--threads", "-1"], "argument --threads: '-1' is not a positive integer"),  # was: torch's message, after
+    #                                                                           results.json had been written
+    (["--tasks", ""], "--tasks: unknown ''; choose from copy, reverse, dates"),  # was: every task
+    (["--tasks", "copy,,reverse"], "--tasks: unknown ''"),
+])
+def test_bad_paths_flags_are_refused_before_anything_is_written(tmp_path, capsys, flags, message):
+    out = tmp_path / "paths"
+    try:
+        code = main(["paths", "--out", str(out), "--fast", "--no-progress", *flags])
+    except SystemExit as exited:  # argparse
+        code = exited.code
+    assert code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+

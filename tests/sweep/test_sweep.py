@@ -285,3 +285,27 @@ def test_a_run_out_of_gpu_memory_is_recorded_as_failed_and_the_sweep_goes_on(byt
     assert "## Failed\n\n- `batch_size=16`: out of memory" in (out / "report.md").read_text()
     assert run_sweep(plan_sweep(tiny_base(byte_data, max_steps=4), out, grid=["batch_size=4,16,2"]),
                      say=_quiet).trained == []
+
+
+def test_a_second_sweep_into_the_same_out_is_refused_while_the_first_runs(finished, byte_data, tmp_path, capsys):
+    """Two sweeps into one OUT: the second trained the runs the first had not reached and both wrote
+    sweep.json; now OUT is locked for the whole sweep and the second is refused, touching nothing."""
+    from seqlab.runs.lock import RunLockedError
+
+    out, refused = tmp_path / "lr", []
+
+    def second_sweep_at_step_5(engine, step):
+        if step == 5 and not refused:
+            before = (out / "sweep.json").read_text()
+            with pytest.raises(RunLockedError, match=rf"{out} is in use: process {os.getpid()} \(`seqlab sweep`"):
+                run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), say=_quiet)
+            assert main(["sweep", "--data-dir", str(byte_data), "--grid", GRID[0], *TINY_FLAGS, "--lr", "1e-2",
+                         "--out", str(out)]) == 1
+            refused.append(capsys.readouterr().err)
+            assert (out / "sweep.json").read_text() == before and not (out / NAMES[1]).exists()
+
+    outcome = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), step_callbacks=[second_sweep_at_step_5],
+                        say=_quiet)
+    assert refused and f"{out} is in use: process {os.getpid()} (`seqlab sweep`" in refused[0]
+    assert outcome.status == "finished" and outcome.trained == NAMES and not (out / ".lock").exists()
+    assert _numbers(out) == _numbers(finished[0])  # the first sweep went on undisturbed

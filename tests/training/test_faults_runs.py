@@ -203,6 +203,33 @@ def test_seq2seq_refuses_nan_as_a_flag_a_toml_value_and_in_python(tmp_path, caps
         Seq2SeqTrainConfig(**{name: float("nan")})
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--eps", "0"], r"config eps=0.0: must be > 0"),  # was: NaN at step 2, blamed on the learning rate
+    (["--eps", "-0.5"], r"config eps=-0.5: must be > 0"),
+    (["--beta1", "1"], r"config beta1=1.0: must be in \[0, 1\)"),
+    (["--beta2", "1.5"], r"config beta2=1.5: must be in \[0, 1\)"),
+    (["--beta1", "-0.1"], r"config beta1=-0.1: must be in \[0, 1\)"),
+])
+@pytest.mark.parametrize("command", ["seq2seq", "lm"])
+def test_both_commands_refuse_adamw_values_that_cannot_train(byte_data, tmp_path, capsys, flags, message, command):
+    """The family of the seq2seq optimiser values: AdamW's eps and betas, in both training commands,
+    as flags, TOML values and in Python, before anything is written."""
+    import re
+
+    run = tmp_path / "r"
+    argv = (["seq2seq", "train", *S2S] if command == "seq2seq" else ["train", "--data-dir", str(byte_data), *LM])
+    assert main([*argv, *flags, "--max-steps", "3", "--out", str(run)]) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not run.exists()
+    name, value = flags[0][2:], float(flags[1])
+    toml = tmp_path / "run.toml"
+    toml.write_text(f"[optimizer]\n{name} = {value!r}\n")
+    assert main([*argv, "--config", str(toml), "--max-steps", "3", "--out", str(run)]) == 2
+    assert re.search(message, capsys.readouterr().err) and not run.exists()
+    with pytest.raises(ValueError, match=message):
+        _s2s(run, **{name: value}) if command == "seq2seq" else _lm(byte_data, run, **{name: value})
+
+
 # -- resuming with changed inputs ---------------------------------------------------------------------
 
 
@@ -261,11 +288,50 @@ def test_resume_at_or_past_max_steps_is_refused_without_touching_the_run(byte_da
         assert f"nothing to do: the run is at step 3 and --max-steps is {steps}" in captured.err
         assert "completed" not in captured.out
     assert _files(run) == before  # config.json not rewritten, nothing else touched
+    # --resume with --overwrite: the run was resumed and --overwrite silently ignored
+    assert main([*resume, "--resume", "--overwrite", "--max-steps", "5", "--out", str(run), "--no-progress"]) == 2
+    assert "--resume continues the run in --out and --overwrite starts a new one there; give one of them" in \
+        capsys.readouterr().err
+    assert _files(run) == before
 
 
 def test_a_tokenizer_directory_without_bpe_is_refused(tmp_path, capsys):
     assert main(["seq2seq", "train", *S2S, "--tokenizer", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
     assert "is a BPE tokenizer, used only with --tokenize bpe" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--arch", "rnn-attention", "--num-heads", "8"], "--num-heads 8 is read only with --arch transformer (with "
+                                                      "--arch rnn-attention it would be ignored)"),
+    (["--arch", "rnn", "--d-ff", "64"], "--d-ff 64 is read only with --arch transformer"),
+    (["--arch", "rnn", "--positional", "rope"], "--positional rope is read only with --arch transformer"),
+    (["--arch", "rnn-attention", "--attention", "sdpa"], "--attention sdpa is read only with --arch transformer"),
+    (["--arch", "transformer", "--cell", "lstm"], "--cell lstm is read only with --arch rnn or rnn-attention"),
+    (["--arch", "rnn", "--attention-score", "additive"], "--attention-score additive is read only with --arch "
+                                                          "rnn-attention (with --arch rnn it would be ignored)"),
+    (["--bpe-vocab-size", "300"], "--bpe-vocab-size 300 is read only with --tokenize bpe (with --tokenize char"),
+])
+def test_a_setting_the_chosen_model_never_reads_is_refused(tmp_path, capsys, flags, message):
+    """The --tokenizer family: a flag (or TOML key) the chosen architecture or tokenizer ignores was
+    silently dropped; the run trained without it."""
+    run = tmp_path / "r"
+    assert main(["seq2seq", "train", *S2S, *flags, "--max-steps", "2", "--out", str(run)]) == 2
+    assert message in capsys.readouterr().err and not run.exists()
+    toml = tmp_path / "run.toml"
+    key, value = flags[-2][2:].replace("-", "_"), flags[-1]
+    toml.write_text(f"[model]\n{key} = {value if value.isdigit() else repr(value)}\n".replace("'", '"'))
+    assert main(["seq2seq", "train", *S2S, *flags[:-2], "--config", str(toml), "--max-steps", "2",
+                 "--out", str(run)]) == 2
+    assert f"{key} (in the --config file) {value} is read only with" in capsys.readouterr().err
+
+
+def test_settings_every_model_reads_still_train_and_a_resume_is_not_asked_again(tmp_path, capsys):
+    run = tmp_path / "r"
+    assert main(["seq2seq", "train", *S2S, "--cell", "lstm", "--attention-score", "additive", "--max-steps", "2",
+                 "--out", str(run)]) == 0
+    assert main(["seq2seq", "train", "--resume", "--max-steps", "3", "--out", str(run), "--no-progress"]) == 0
+    saved = json.loads((run / "config.json").read_text())["train"]
+    assert (saved["cell"], saved["attention_score"], saved["arch"]) == ("lstm", "additive", "rnn-attention")
 
 
 # -- one kind of run written over another -----------------------------------------------------------
@@ -366,6 +432,70 @@ def test_logged_values_after_a_resume_equal_an_uninterrupted_run(byte_data, tmp_
     assert (second.train_loss, second.train_loss_steps) == (whole.train_loss, whole.train_loss_steps) == \
         (pytest.approx(sum(losses[10:12]) / 2), 2)
     assert every_step.steps == 12
+
+
+@pytest.mark.parametrize("kind", ["lm", "seq2seq"])
+def test_a_resume_with_other_optimizer_values_uses_them_and_says_so(byte_data, tmp_path, kind):
+    """Resuming with another --weight-decay (or betas, eps) wrote the new value into config.json, but
+    the optimizer state loaded from the checkpoint brought the old one back: silently. Oracle: one
+    step from the same weights, moments and batch differs only by the decoupled decay, so the
+    weights of the two resumed runs differ by exactly lr * (0.5 - wd) * p for every decayed matrix."""
+    import shutil
+
+    def config(run, **extra):
+        settings = {**dict(max_steps=4, log_interval=1, eval_interval=100, checkpoint_interval=100), **extra}
+        return _lm(byte_data, run, **settings) if kind == "lm" else _s2s(run, **settings)
+
+    train = train_lm if kind == "lm" else (lambda cfg, **kw: train_seq2seq(cfg, **kw))
+    train(config(tmp_path / "same"), **({} if kind == "lm" else {"say": _quiet}))
+    shutil.copytree(tmp_path / "same", tmp_path / "decayed")
+    shutil.copytree(tmp_path / "same", tmp_path / "tuned")
+    before = read_checkpoint(tmp_path / "same" / "checkpoints" / "latest.pt")["model"]
+    wd, beta2 = config(tmp_path / "x").weight_decay, config(tmp_path / "x").beta2
+    train(config(tmp_path / "same", max_steps=5, resume=True), say=_quiet)
+    notes: list[str] = []
+    train(config(tmp_path / "decayed", max_steps=5, resume=True, weight_decay=0.5), say=notes.append)
+    assert any(f"resume: weight_decay {wd:g} -> 0.5 now (the run trained with the old values up to step 4" in n
+               for n in notes), notes
+    train(config(tmp_path / "tuned", max_steps=5, resume=True, beta2=0.5, eps=1e-6), say=notes.append)
+    assert any(f"resume: beta2 {beta2:g} -> 0.5, eps 1e-08 -> 1e-06 now" in n for n in notes), notes
+    lr = _records(tmp_path / "decayed")[-1]["lr"]
+    assert _records(tmp_path / "decayed")[-1]["step"] == 5 and lr == _records(tmp_path / "same")[-1]["lr"] > 0
+    same = read_checkpoint(tmp_path / "same" / "checkpoints" / "latest.pt")
+    decayed = read_checkpoint(tmp_path / "decayed" / "checkpoints" / "latest.pt")
+    matrices = [name for name, value in before.items() if value.dim() >= 2]
+    assert matrices
+    for name in matrices:
+        expected = -lr * (0.5 - wd) * before[name].double()
+        torch.testing.assert_close((decayed["model"][name] - same["model"][name]).double(), expected,
+                                   atol=1e-6, rtol=1e-4)
+    assert [g["weight_decay"] for g in decayed["optimizer"]["param_groups"]] == [0.5, 0.0]
+    assert [g["weight_decay"] for g in same["optimizer"]["param_groups"]] == [wd, 0.0]
+    tuned = read_checkpoint(tmp_path / "tuned" / "checkpoints" / "latest.pt")
+    assert [(g["betas"][1], g["eps"]) for g in tuned["optimizer"]["param_groups"]] == [(0.5, 1e-6)] * 2
+    assert not torch.equal(tuned["model"][matrices[0]], same["model"][matrices[0]])  # and the step used them
+
+
+def test_a_resume_on_other_data_says_so(byte_data, tmp_path, monkeypatch):
+    """`seqlab train --resume --data-dir OTHER` went on silently with other batches and another
+    validation set (seq2seq says when its pairs changed); the same data by another path says nothing."""
+    import shutil
+
+    from tests.training.conftest import write_byte_data
+
+    run = tmp_path / "run"
+    train_lm(_lm(byte_data, run, max_steps=3))
+    other = write_byte_data(tmp_path / "other", num_train=60, num_valid=20)
+    shutil.copytree(run, tmp_path / "again")
+    notes: list[str] = []
+    train_lm(_lm(other, run, max_steps=4, resume=True), say=notes.append)
+    assert f"resume: --data-dir {other} now (the run trained on {byte_data} up to step 3); its batches and its " \
+           "val loss come from the new data from here" in notes, notes
+    monkeypatch.chdir(byte_data.parent)
+    notes.clear()
+    train_lm(_lm(os.path.join(".", byte_data.name, ""), tmp_path / "again", max_steps=4, resume=True),
+             say=notes.append)
+    assert notes and not any("--data-dir" in n for n in notes), notes
 
 
 # -- a full disk during a checkpoint save ------------------------------------------------------------

@@ -243,17 +243,30 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
     ``out`` must be new, empty, or this experiment's own folder: the same settings and seed
     continue it (finished models are kept, an interrupted one resumes, new ``tasks`` are added to
     the earlier ones); anything else is refused unless ``overwrite``, which starts over (see
-    :func:`seqlab.seq2seq.paths.results.check_out`). ``step_callbacks`` go to every model's
+    :func:`seqlab.seq2seq.paths.results.check_out`). ``out`` is locked while the experiment runs
+    (:class:`seqlab.runs.lock.RunLock`): a second one into it is refused (``RunLockedError``), so
+    two processes never merge their results.json over each other. ``step_callbacks`` go to every model's
     training engine (they may ``request_stop``, which stops the experiment as a signal does).
     ``threads`` defaults to 1: these models are small, and one thread is the fastest on a shared
     2-core machine (more threads mostly wait on each other)."""
+    from seqlab.runs.lock import RunLock
+
+    settings = settings or (FAST if fast else FULL)
+    out = Path(out)
+    check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite)  # refusals before OUT is created
+    with RunLock(out, "seqlab paths"):  # a second `seqlab paths` into OUT is refused (RunLockedError)
+        return _run_locked(out, tasks=tasks, seed=seed, fast=fast, threads=threads, progress=progress,
+                           settings=settings, say=say or _say_default, overwrite=overwrite,
+                           step_callbacks=step_callbacks)
+
+
+def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, threads: int | None, progress: bool,
+                settings: PathsSettings, say: Callable[[str], None], overwrite: bool,
+                step_callbacks: list[Callable] | tuple) -> dict[str, Any]:
     import matplotlib
 
     matplotlib.use("Agg")
-    settings = settings or (FAST if fast else FULL)
-    say = say or _say_default
-    out = Path(out)
-    saved = check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite)
+    saved = check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite)  # again, under the lock
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
     if saved is None and overwrite:
