@@ -167,6 +167,16 @@ def test_language_model_commands_on_a_seq2seq_run(tiny_s2s_run, capsys, command,
         assert f"seqlab seq2seq translate --run {tiny_s2s_run}" in err and "newer seqlab" not in err
 
 
+def test_export_of_a_seq2seq_run(tiny_s2s_run, tmp_path, capsys):
+    """`seqlab export --to hf` claimed the run's model fields 'may come from a newer seqlab'."""
+    out = tmp_path / "hf"
+    assert main(["export", "--to", "hf", str(tiny_s2s_run), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "is a seq2seq run (written by `seqlab seq2seq train`)" in err and "newer seqlab" not in err
+    assert "`seqlab export --to hf` needs a run of `seqlab train` or `seqlab demo`" in err
+    assert f"seqlab seq2seq translate --run {tiny_s2s_run}" in err and not out.exists()
+
+
 def test_accounting_on_a_seq2seq_config(tiny_s2s_run, capsys):
     for given in (tiny_s2s_run / "config.json", tiny_s2s_run):
         assert main(["accounting", "--config", str(given)]) == 2
