@@ -220,6 +220,22 @@ def test_a_missing_run_suggests_the_command_that_makes_it(tmp_path, capsys, name
     assert "seqlab seq2seq train" in str(problem) and "seqlab demo" in str(problem)
 
 
+@pytest.mark.parametrize("command, name, suggests", [
+    (["seq2seq", "translate", "--run", "{run}", "abc"], "small", "`seqlab seq2seq train --task TASK --out {run}`"),
+    (["seq2seq", "vocab", "--run", "{run}"], "small", "`seqlab seq2seq train --task TASK --out {run}`"),
+    (["seq2seq", "eval", "--run", "{run}"], "dates", "`seqlab seq2seq train --task dates --out {run}`"),
+    (["generate", "--run", "{run}", "--prompt", "a"], "small", "`seqlab train --out {run}`"),
+    (["eval", "--run", "{run}", "--data", "valid.npy"], "small", "`seqlab train --out {run}`"),
+    (["generate", "--run", "{run}", "--prompt", "a"], "dates", "`seqlab seq2seq train --task dates --out {run}`"),
+])
+def test_a_missing_run_is_made_by_the_command_that_reads_it(tmp_path, capsys, command, name, suggests):
+    """`seqlab seq2seq vocab --run runs/small` (missing) suggested a language model first."""
+    run = str(tmp_path / "runs" / name)
+    assert main([part.format(run=run) for part in command]) in (1, 2)  # translate and eval: 1, as for a damaged run
+    err = capsys.readouterr().err
+    assert f"run directory {run} does not exist" in err and suggests.format(run=run) in err, err
+
+
 # -- pairs files -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
