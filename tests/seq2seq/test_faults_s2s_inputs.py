@@ -177,6 +177,15 @@ def test_export_of_a_seq2seq_run(tiny_s2s_run, tmp_path, capsys):
     assert f"seqlab seq2seq translate --run {tiny_s2s_run}" in err and not out.exists()
 
 
+def test_sweep_from_a_seq2seq_run(tiny_s2s_run, tmp_path, capsys):
+    """`seqlab sweep --from` a seq2seq run said to continue it with `seqlab seq2seq train --resume`."""
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--from", str(tiny_s2s_run), "--recipe", "lr", "--max-steps", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "is a seq2seq run (written by `seqlab seq2seq train`)" in err, err
+    assert "`seqlab sweep --from` needs a run of `seqlab train` or `seqlab demo`" in err and not out.exists()
+
+
 def test_accounting_on_a_seq2seq_config(tiny_s2s_run, capsys):
     for given in (tiny_s2s_run / "config.json", tiny_s2s_run):
         assert main(["accounting", "--config", str(given)]) == 2
