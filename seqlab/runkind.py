@@ -52,7 +52,7 @@ def check_run_kind(path: str | os.PathLike, expected: RunKind, command: str, *, 
     if run_dir and not os.path.exists(path):
         checkpoint = os.path.join(path, "checkpoints", "latest.pt")
         raise FileNotFoundError(f"run directory {path} does not exist (so there is no {checkpoint}); "
-                                f"{how_to_make(path)}")
+                                f"{how_to_make(path, expected)}")
     kind = run_kind(path)
     if kind is None or kind == expected:
         return
@@ -61,13 +61,23 @@ def check_run_kind(path: str | os.PathLike, expected: RunKind, command: str, *, 
                      f"{commands_for(kind, str(path))}")
 
 
-def how_to_make(path: str | os.PathLike) -> str:
-    """How to make the run a missing ``path`` was meant to be: a directory named after a built-in
-    seq2seq task (runs/dates, runs/fr-en) suggests ``seqlab seq2seq train``, others both kinds."""
+def how_to_make(path: str | os.PathLike, kind: RunKind | None = None) -> str:
+    """How to make the run a missing ``path`` was meant to be: the ``kind`` the command needs, else a
+    directory named after a built-in seq2seq task (runs/dates, runs/fr-en) suggests ``seqlab seq2seq
+    train``, others both kinds.
+
+    >>> how_to_make("runs/small", "seq2seq")
+    'train it with `seqlab seq2seq train --task TASK --out runs/small` (a seq2seq model; TASK: copy, reverse, sort, dates, fr-en, or --pairs FILE.tsv)'
+    """
     from seqlab.seq2seq.tasks import TASKS  # plain Python, no torch
 
     name = Path(path).name.lower()
     task = next((t for t in TASKS if t in name), None)
+    if kind == "seq2seq" and task is None:
+        return (f"train it with `seqlab seq2seq train --task TASK --out {path}` (a seq2seq model; TASK: "
+                f"{', '.join(TASKS)}, or --pairs FILE.tsv)")
+    if kind == "lm" and task is None:
+        return f"make it with `seqlab train --out {path}` (or `seqlab demo --fast`, which writes demo_out/run)"
     if task is not None:
         return (f"train it with `seqlab seq2seq train --task {task} --out {path}` (a seq2seq model), or "
                 f"make a language model with `seqlab demo --fast` or `seqlab train`")

@@ -86,5 +86,8 @@ def screenshot_main(argv: list[str] | None = None) -> None:
     parser.add_argument("--paths", metavar="DIR", help="results of `seqlab paths --out DIR` for section 14")
     parser.add_argument("--section", metavar="ID", help="capture only this section (e.g. w-model, w-paths)")
     args = parser.parse_args(argv)
-    size = take_screenshot(args.out, args.width, args.lang, runs=args.run, section=args.section, paths=args.paths)
+    try:
+        size = take_screenshot(args.out, args.width, args.lang, runs=args.run, section=args.section, paths=args.paths)
+    except ValueError as error:  # a section the page does not have
+        parser.error(str(error))
     print(f"wrote {args.out} ({size / 1024:.0f} KiB)")

@@ -56,7 +56,16 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
         if section:
             # the sticky header would cover the top of a section scrolled into view
             page.evaluate("() => { document.querySelector('header.top').style.position = 'static'; }")
-            png = page.locator(f"#{section}").screenshot()
+            # a clip of the full page: an element screenshot of a section taller than what is left of the
+            # viewport below the (now static) header was cut off at the viewport's bottom
+            box = page.evaluate("(id) => { const s = document.getElementById(id); if (!s) return null; "
+                                "const r = s.getBoundingClientRect(); "
+                                "return {x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height}; }",
+                                section)
+            if box is None:
+                ids = page.evaluate("() => [...document.querySelectorAll('section[id]')].map(s => s.id)")
+                raise ValueError(f"the page has no section {section!r}; its sections are {', '.join(ids)}")
+            png = page.screenshot(full_page=True, clip=box)
         else:
             png = page.screenshot(full_page=True)
     finally:

@@ -30,6 +30,7 @@ from seqlab.interop.hf_config import UnsupportedModelError, check_llama_expressi
 from seqlab.interop.llama_layout import llama_names, pairs_to_halves
 from seqlab.interop.safetensors_io import save_safetensors
 from seqlab.model.config import ModelConfig
+from seqlab.runkind import check_run_kind
 from seqlab.runs.checkpoint import checkpoint_path, read_checkpoint, strip_wrapper_prefixes
 from seqlab.tokenizer import Tokenizer
 from seqlab.tokenizer.hf_format import HF_TOKENIZER_FILES, write_hf_tokenizer
@@ -66,6 +67,7 @@ def export_hf(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     file and, where there is one, the field; ``out_dir`` is then left as it was.
     """
     run_dir, out = Path(run_dir), Path(out_dir)
+    check_run_kind(run_dir, "lm", "seqlab export --to hf", run_dir=False)  # a seq2seq run is named as one
     path = checkpoint_path(run=run_dir)
     payload = read_checkpoint(path, mmap=True)  # the optimizer's moments are never read
     if not payload.get("model_config"):

@@ -10,7 +10,7 @@ The one place that writes it, with the run format's helpers (:mod:`seqlab.runs`)
     OUT/tokenizer/              Tokenizer.save
 
 ``seqlab generate --run OUT``, ``seqlab eval --run OUT``, ``seqlab explore --run OUT``,
-``seqlab accounting --config OUT/config.json`` and ``seqlab train --resume --out-dir OUT --data-dir D
+``seqlab accounting --config OUT/config.json`` and ``seqlab train --resume --out OUT --data-dir D
 --max-steps N`` (fine-tuning from step 0 on data tokenized with OUT/tokenizer) then work on it.
 The directory is built beside OUT and renamed into place: it appears whole or not at all.
 """

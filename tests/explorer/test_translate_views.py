@@ -133,3 +133,24 @@ def test_the_panel_opens_on_the_example_with_every_view(browser, fr_server, fr_c
         assert page.inner_text("#tr-output") == "" and _cells(page) == []
         assert page.locator("#tr-grid button").count() == 0 and page.inner_text("#tr-notes") == ""
         assert [p for p in page.problems if "Failed to load resource" not in p] == []
+
+
+def test_a_section_screenshot_holds_the_whole_section(browser, tiny_fr_en_run, tmp_path):
+    """The README's screenshot command cut a section taller than the viewport left below the header:
+    the translate panel's last lines were page background."""
+    from PIL import Image
+
+    from seqlab.explorer.screenshot import take_screenshot
+
+    out = tmp_path / "translate.png"
+    take_screenshot(out, 800, browser=browser, runs=[str(tiny_fr_en_run)], section="w-translate")
+    with Image.open(out) as image:
+        pixels = image.convert("L")
+        width, height = pixels.size
+        assert height > 900  # taller than the 900-pixel viewport
+        # the last line of the note under the heatmap ("Shown: layer 1, mean over its heads.") is there
+        band = [pixels.getpixel((x, y)) for y in range(height - 45, height - 8) for x in range(0, width // 2)]
+        assert min(band) < 120, "no text in the section's last lines"
+        assert pixels.getpixel((width // 2, height - 4)) > 250  # the card's white, not the page's background
+    with pytest.raises(ValueError, match="has no section 'w-nothing'; its sections are w-recurrence"):
+        take_screenshot(tmp_path / "none.png", browser=browser, section="w-nothing")

@@ -169,6 +169,25 @@ def test_language_model_commands_on_a_seq2seq_run(tiny_s2s_run, capsys, command,
         assert f"seqlab seq2seq translate --run {tiny_s2s_run}" in err and "newer seqlab" not in err
 
 
+def test_export_of_a_seq2seq_run(tiny_s2s_run, tmp_path, capsys):
+    """`seqlab export --to hf` claimed the run's model fields 'may come from a newer seqlab'."""
+    out = tmp_path / "hf"
+    assert main(["export", "--to", "hf", str(tiny_s2s_run), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "is a seq2seq run (written by `seqlab seq2seq train`)" in err and "newer seqlab" not in err
+    assert "`seqlab export --to hf` needs a run of `seqlab train` or `seqlab demo`" in err
+    assert f"seqlab seq2seq translate --run {tiny_s2s_run}" in err and not out.exists()
+
+
+def test_sweep_from_a_seq2seq_run(tiny_s2s_run, tmp_path, capsys):
+    """`seqlab sweep --from` a seq2seq run said to continue it with `seqlab seq2seq train --resume`."""
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--from", str(tiny_s2s_run), "--recipe", "lr", "--max-steps", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "is a seq2seq run (written by `seqlab seq2seq train`)" in err, err
+    assert "`seqlab sweep --from` needs a run of `seqlab train` or `seqlab demo`" in err and not out.exists()
+
+
 def test_accounting_on_a_seq2seq_config(tiny_s2s_run, capsys):
     for given in (tiny_s2s_run / "config.json", tiny_s2s_run):
         assert main(["accounting", "--config", str(given)]) == 2
@@ -210,6 +229,22 @@ def test_a_missing_run_suggests_the_command_that_makes_it(tmp_path, capsys, name
     problem = RunRegistry([str(missing)]).runs[0].problem
     assert problem.code == "run_missing" and suggests in str(problem)
     assert "seqlab seq2seq train" in str(problem) and "seqlab demo" in str(problem)
+
+
+@pytest.mark.parametrize("command, name, suggests", [
+    (["seq2seq", "translate", "--run", "{run}", "abc"], "small", "`seqlab seq2seq train --task TASK --out {run}`"),
+    (["seq2seq", "vocab", "--run", "{run}"], "small", "`seqlab seq2seq train --task TASK --out {run}`"),
+    (["seq2seq", "eval", "--run", "{run}"], "dates", "`seqlab seq2seq train --task dates --out {run}`"),
+    (["generate", "--run", "{run}", "--prompt", "a"], "small", "`seqlab train --out {run}`"),
+    (["eval", "--run", "{run}", "--data", "valid.npy"], "small", "`seqlab train --out {run}`"),
+    (["generate", "--run", "{run}", "--prompt", "a"], "dates", "`seqlab seq2seq train --task dates --out {run}`"),
+])
+def test_a_missing_run_is_made_by_the_command_that_reads_it(tmp_path, capsys, command, name, suggests):
+    """`seqlab seq2seq vocab --run runs/small` (missing) suggested a language model first."""
+    run = str(tmp_path / "runs" / name)
+    assert main([part.format(run=run) for part in command]) in (1, 2)  # translate and eval: 1, as for a damaged run
+    err = capsys.readouterr().err
+    assert f"run directory {run} does not exist" in err and suggests.format(run=run) in err, err
 
 
 # -- pairs files -------------------------------------------------------------------------------------

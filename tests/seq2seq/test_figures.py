@@ -79,3 +79,23 @@ def test_loss_curve_log_axis_and_exact_match_on_a_second_axis(tmp_path, saved_fi
     # a loss of 0 or below cannot go on a log axis: linear then
     plot_loss_curve([{"step": 1, "wallclock": 1.0, "train_loss": 0.0}], tmp_path / "zero.png")
     assert saved_figures[-1].axes[0].get_yscale() == "linear"
+
+
+def test_colour_bar_labels_fit_in_the_figure(tmp_path, saved_figures):
+    """The dependency bar's label, longer than the figure is high, lost its first letters."""
+    from seqlab.seq2seq.paths import draw_attention, draw_dependency
+
+    title = "reverse: which source positions move each output\n'ficfeb' -> 'befcif'"  # as seqlab paths draws it
+    draw_dependency(tmp_path / "d.png", {arch: torch.rand(7, 6) for arch in ("rnn", "rnn-attention", "transformer")},
+                    list("ficfeb"), list("befcif") + ["</s>"], title)
+    draw_attention(tmp_path / "a.png", [torch.rand(1, 2, 7, 6)], list("ficfeb"), list("befcif") + ["</s>"], title)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for fig in saved_figures:
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()  # the constrained layout, as savefig ran it
+        renderer = canvas.get_renderer()
+        page = fig.bbox
+        (bar,) = _colour_bars(fig)
+        box = bar.yaxis.label.get_window_extent(renderer)
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (box, page)

@@ -73,7 +73,7 @@ def draw_dependency(path: Path, deps: dict[str, torch.Tensor], src_labels: list[
         axis.set_xlabel("source position")
         axis.set_title(arch, fontsize=9)
     axes[0].set_ylabel("output position")
-    fig.colorbar(image, ax=list(axes), label="share of the output's dependency (row sums to 1)", shrink=0.9)
+    fig.colorbar(image, ax=list(axes), label="share of the output's dependency\n(each row sums to 1)", shrink=0.9)
     fig.suptitle(title, fontsize=10)
     save_figure(fig, path)
 
