@@ -27,7 +27,7 @@ from seqlab.training.task import Batch, Drawn, EvalContext, Task
 
 
 class LanguageModelTask(Task):
-    kind, command, out_flag = LM, "seqlab train", "--out-dir"
+    kind, command, out_flag = LM, "seqlab train", "--out"
     config: TrainConfig
 
     def prepare(self, say: Callable[[str], None]) -> None:

@@ -173,5 +173,5 @@ def test_a_seq2seq_run_is_named_not_read_as_fields(tiny_s2s_run, tmp_path, capsy
     assert main(["export", "--to", "hf", str(tiny_s2s_run), str(tmp_path / "hf")]) == 1
     err = capsys.readouterr().err
     assert f"{tiny_s2s_run} is a seq2seq run (written by `seqlab seq2seq train`)" in err
-    assert "`seqlab export` needs a run of `seqlab train` or `seqlab demo`" in err and "unknown" not in err
+    assert "`seqlab export --to hf` needs a run of `seqlab train` or `seqlab demo`" in err and "unknown" not in err
     assert not (tmp_path / "hf").exists()

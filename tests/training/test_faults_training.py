@@ -205,7 +205,7 @@ def test_7_bad_run_directories_and_configs_are_messages(byte_data, tmp_path, cap
     a_file = tmp_path / "file"
     a_file.write_text("")
     assert main(["train", *flags, "--out-dir", str(a_file), "--max-steps", "1"]) == 1
-    assert f"error: --out-dir {a_file} is a file" in capsys.readouterr().err
+    assert f"error: --out {a_file} is a file" in capsys.readouterr().err
     # --resume past --max-steps
     run = tmp_path / "run"
     assert main(["train", *flags, "--out-dir", str(run), "--max-steps", "3"]) == 0
