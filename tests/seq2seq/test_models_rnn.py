@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pytest
 import torch
 
-from seqlab.seq2seq.build import build_model, count_parameters, size_for_parameters
+from seqlab.seq2seq.build import build_model, num_parameters, size_for_parameters
 from seqlab.seq2seq.config import PAD_ID, Seq2SeqConfig
 from seqlab.seq2seq.rnn import RNNSeq2Seq
 
@@ -139,7 +139,7 @@ def test_shared_embeddings_and_tied_output_share_one_tensor():
     keys = set(model.state_dict())
     assert {"src_embeddings.weight", "tgt_embeddings.weight", "lm_head.weight"} <= keys
     separate = build_model(Seq2SeqConfig("rnn-attention", 12, 12, d_model=8))
-    assert count_parameters(separate) - count_parameters(model) == 2 * 12 * 8
+    assert num_parameters(separate) - num_parameters(model) == 2 * 12 * 8
 
 
 def test_gru_reset_before_is_selectable():
@@ -186,7 +186,7 @@ def test_size_for_parameters_matches_architectures_within_ten_percent(target):
     for arch in ("rnn", "rnn-attention", "transformer"):
         config = size_for_parameters(arch, target, base)
         assert config.arch == arch
-        count = count_parameters(build_model(config))
+        count = num_parameters(build_model(config))
         assert abs(count - target) <= 0.1 * target, (arch, config.d_model, count)
     with pytest.raises(ValueError, match="within 10%"):
         size_for_parameters("rnn", 10, base)

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlab.seq2seq.build import build_model, count_parameters
+from seqlab.seq2seq.build import build_model, num_parameters
 from seqlab.seq2seq.config import PAD_ID, Seq2SeqConfig
 from seqlab.seq2seq.transformer import TransformerSeq2Seq
 
@@ -241,4 +241,4 @@ def test_embeddings_scale_and_parameter_count():
     per_layer_enc = 4 * D * D + 2 * D * D_FF + 4 * D
     per_layer_dec = 8 * D * D + 2 * D * D_FF + 6 * D
     want = (SRC_V + 2 * TGT_V) * D + 2 * per_layer_enc + 2 * per_layer_dec
-    assert count_parameters(model) == want
+    assert num_parameters(model) == want
