@@ -53,7 +53,10 @@ def plot_loss_curve(records: list[dict[str, Any]], path: str | Path, *, title: s
                     legend_lines += right.get_lines()
     by_step.set_ylabel("cross-entropy loss (nats/token)")
     lines = by_step.get_lines() + legend_lines
-    by_step.legend(lines, [line.get_label() for line in lines], loc="upper right")
+    if legend_lines:  # a second axis: no corner is free of both, so the legend goes under the panels
+        fig.legend(lines, [line.get_label() for line in lines], loc="outside lower center", ncols=len(lines))
+    else:
+        by_step.legend(lines, [line.get_label() for line in lines], loc="upper right")
     if title:
         fig.suptitle(title)
     with atomic_path(path) as tmp:

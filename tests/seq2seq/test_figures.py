@@ -73,8 +73,15 @@ def test_loss_curve_log_axis_and_exact_match_on_a_second_axis(tmp_path, saved_fi
     assert list(steps) == [20, 39] and list(values) == [0.35, 0.9]
     minutes, _ = right[1].get_lines()[0].get_data()
     assert list(minutes) == pytest.approx([40 / 60, 78 / 60])
-    legend = [text.get_text() for text in with_metric.axes[0].get_legend().get_texts()]
-    assert legend == ["train", "validation", "validation exact match"]
+    legend = with_metric.legends[0]  # under the panels: with a second axis no corner is free of lines
+    assert [text.get_text() for text in legend.get_texts()] == ["train", "validation", "validation exact match"]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(with_metric).get_renderer()
+    with_metric.draw(renderer)  # lays the figure out as savefig did
+    box = legend.get_window_extent(renderer)
+    assert all(not box.overlaps(axis.get_window_extent(renderer)) for axis in with_metric.axes)
+    assert without.axes[0].get_legend() is not None  # one axis: the legend stays in its corner
     assert len(without.axes) == 2 and without.axes[0].get_yscale() == "log"
     # a loss of 0 or below cannot go on a log axis: linear then
     plot_loss_curve([{"step": 1, "wallclock": 1.0, "train_loss": 0.0}], tmp_path / "zero.png")
