@@ -21,17 +21,18 @@ class TransformerBlock(nn.Module):
     is the norms' epsilon); ffn="silu" swaps SwiGLU for w2(silu(w1 x)); `attention` picks the
     attention backend ("auto" | "reference" | "chunked" | "sdpa" | "flash", see
     seqlab.model.attention); num_kv_heads (default num_heads) sets the key/value heads of
-    grouped-query attention.
+    grouped-query attention. causal=False lets every position see every other (the seq2seq
+    encoder's layer is this block with causal=False).
     """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None, max_seq_len: int,
                  theta: float | None, *, norm: str = "rmsnorm", norm_position: str = "pre",
                  ffn: str = "swiglu", attention: str = "auto", num_kv_heads: int | None = None,
-                 norm_eps: float = 1e-5, device=None, dtype=None):
+                 norm_eps: float = 1e-5, causal: bool = True, device=None, dtype=None):
         super().__init__()
         self.norm_position = check_norm_position(norm_position)
         self.attn = MultiHeadAttention(d_model, num_heads, max_seq_len, theta, num_kv_heads=num_kv_heads,
-                                       attention=attention, device=device, dtype=dtype)
+                                       causal=causal, attention=attention, device=device, dtype=dtype)
         self.ffn = make_ffn(ffn, d_model, d_ff, device=device, dtype=dtype)
         self.ln1 = make_norm(norm, d_model, device=device, dtype=dtype, eps=norm_eps)
         self.ln2 = make_norm(norm, d_model, device=device, dtype=dtype, eps=norm_eps)

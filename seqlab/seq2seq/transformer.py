@@ -4,7 +4,8 @@
     target ids -> embeddings * sqrt(d) + positions -> M decoder layers (each also reads memory)
                -> lm_head -> logits (B, T, tgt_vocab)
 
-Encoder layer: self-attention over the source (padding hidden), then the feed-forward.
+Encoder layer: self-attention over the source (padding hidden), then the feed-forward (the LM's
+`seqlab.model.block.TransformerBlock` with causal=False).
 Decoder layer: causal self-attention over the target so far, then cross-attention (queries from
 the target, keys/values from the encoder memory, source padding hidden), then the feed-forward.
 Each sublayer is wrapped in a residual connection and a norm:
@@ -38,6 +39,7 @@ import torch
 from torch import nn
 
 from seqlab.model.attention import MultiHeadAttention
+from seqlab.model.block import TransformerBlock
 from seqlab.model.config import check_attention
 from seqlab.model.embedding import Embedding
 from seqlab.model.ffn import make_ffn
@@ -51,26 +53,6 @@ from seqlab.seq2seq.base import Seq2SeqModel, check_batch, check_ids, check_mask
 from seqlab.seq2seq.config import Seq2SeqConfig
 
 ROPE_THETA = 10000.0
-
-
-class EncoderLayer(nn.Module):
-    """attn (bidirectional self-attention, source padding hidden) with ln1, then ffn with ln2."""
-
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, max_seq_len: int, *, norm: str,
-                 norm_position: str, ffn: str, theta: float | None = None, attention: str = "auto",
-                 device=None, dtype=None):
-        super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.norm_position = norm_position
-        self.attn = MultiHeadAttention(d_model, num_heads, max_seq_len, theta, causal=False, attention=attention,
-                                       **kw)
-        self.ffn = make_ffn(ffn, d_model, d_ff, **kw)
-        self.ln1 = make_norm(norm, d_model, **kw)
-        self.ln2 = make_norm(norm, d_model, **kw)
-
-    def forward(self, x: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
-        x = residual(x, self.ln1, lambda h: self.attn(h, key_padding_mask=src_padding_mask), self.norm_position)
-        return residual(x, self.ln2, self.ffn, self.norm_position)
 
 
 class DecoderLayer(nn.Module):
@@ -188,7 +170,8 @@ class TransformerSeq2Seq(Seq2SeqModel):
         layer_kw = dict(norm=norm, norm_position=norm_position, ffn=ffn, theta=theta, attention=config.attention,
                         **kw)
         d_ff = config.resolved_d_ff
-        self.encoder = _Stack([EncoderLayer(d_model, num_heads, d_ff, max_seq_len, **layer_kw)
+        # an encoder layer is the language model's block without the causal mask
+        self.encoder = _Stack([TransformerBlock(d_model, num_heads, d_ff, max_seq_len, causal=False, **layer_kw)
                                for _ in range(num_encoder_layers)], norm, norm_position, d_model, **kw)
         self.decoder = _Stack([DecoderLayer(d_model, num_heads, d_ff, max_seq_len, **layer_kw)
                                for _ in range(num_decoder_layers)], norm, norm_position, d_model, **kw)
@@ -235,7 +218,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
         """Source embedding rows (B, S, d) -> encoder memory (B, S, d)."""
         x = self._add_positions(src_embeddings * self.embedding_scale, "src")
         for layer in self.encoder.layers:
-            x = layer(x, src_padding_mask)
+            x = layer(x, key_padding_mask=src_padding_mask)
         return self.encoder.final_norm(x)
 
     def _decode(self, tgt_ids: torch.Tensor, cross_kv, src_padding_mask, tgt_padding_mask, *,
