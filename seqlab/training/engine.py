@@ -87,7 +87,7 @@ from seqlab.training.progress import StepReporter, start_message
 from seqlab.training.result import TrainResult
 from seqlab.training.run_state import RunState, check_work_left, restore_run, run_extra
 from seqlab.training.schedule import plan_schedule
-from seqlab.training.task import Batch, Drawn, EvalContext, Task
+from seqlab.training.task import Drawn, EvalContext, Task
 from seqlab.training.task_loss import TaskLoss, fused_loss_wanted
 
 __all__ = ["Engine", "NonFiniteLossError", "TrainResult"]
@@ -267,7 +267,7 @@ class Engine:
             last_micro = micro == cfg.grad_accum_steps - 1
             sync = contextlib.nullcontext() if (last_micro or not self.dist.enabled) else self.model.no_sync()
             with sync:
-                loss = self._loss(batch) * (batch.tokens * self.dist.world_size / max(1, drawn.tokens))
+                loss = self.model(batch) * (batch.tokens * self.dist.world_size / max(1, drawn.tokens))
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
             loss_sum += loss.detach()
         if self.scaler is not None:
@@ -297,10 +297,6 @@ class Engine:
     def sampler_state(self) -> dict:
         """The batch generator's state a checkpoint holds: from before any batch drawn ahead."""
         return self._ahead[0] if self._ahead is not None else self.sampler.bit_generator.state
-
-    def _loss(self, batch: Batch) -> torch.Tensor:
-        """Mean cross-entropy of the batch's targets (:class:`TaskLoss`: autocast, fused or logits)."""
-        return self.model(batch)
 
     def evaluate_metrics(self) -> dict[str, float]:
         """The task's validation metrics (eval mode, no gradients), averaged over processes."""

@@ -10,11 +10,11 @@ One optimizer step, as the engine runs it::
     drawn = task.draw(sampler, global_batch)                # host; the same on every process
     for rows in this process's micro-batches:
         batch = task.select(drawn, rows, device)            # a Batch: inputs + its target tokens
-        with autocast:                                      # (seqlab.training.task_loss.TaskLoss)
-            hidden, weight, targets = task.forward_hidden(model, batch)      # fused loss (GPU), or
-            loss = linear_cross_entropy(hidden, weight, targets, ignore_index=task.ignore_index)
-            logits, targets = task.forward(model, batch)                     # logits (CPU)
-        loss = cross_entropy(logits, targets, ignore_index=task.ignore_index)
+        loss = TaskLoss(batch)                              # seqlab.training.task_loss, autocast inside:
+        #   fused (GPU):  hidden, weight, targets = task.forward_hidden(model, batch)
+        #                 loss = linear_cross_entropy(hidden, weight, targets, ignore_index=task.ignore_index)
+        #   logits (CPU): logits, targets = task.forward(model, batch)
+        #                 loss = cross_entropy(logits, targets, ignore_index=task.ignore_index)
         (loss * batch.tokens * world_size / drawn.tokens).backward()   # token-weighted, so any split
     clip, AdamW step                                                    # equals the whole batch
     drawn = task.draw(sampler, global_batch)   # the next step's batch, while the device computes
