@@ -46,19 +46,36 @@ class RunKindError(ValueError):
     """A run directory of one kind was given to a command for the other kind."""
 
 
+def read_json_object(path: str | Path, expected: str = "a JSON object") -> dict[str, Any] | None:
+    """The JSON object in ``path``, None when the file is missing: the one reader of the JSON files
+    of runs and of the commands that make them (config.json, sweep.json, sweep_outcome.json, the
+    paths experiment's results.json). Damage is a ValueError naming the file: the line of invalid
+    JSON, bytes that are not UTF-8, or a value that is not ``expected``.
+
+    Example: a file holding ``[1, 2]`` raises "FILE: expected a JSON object, found list".
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected {expected}, found {type(data).__name__}")
+    return data
+
+
 def read_config(run: str | Path) -> dict[str, Any]:
     """RUN/config.json as a dict; invalid JSON names the file and line, another shape the file."""
     path = Path(run) / CONFIG_FILE
-    if not path.is_file():
+    data = read_json_object(path, "a JSON object of settings") if not path.is_dir() else None
+    if data is None:
         raise FileNotFoundError(f"{path} does not exist")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object of settings, found {type(data).__name__}")
     return data
 
 

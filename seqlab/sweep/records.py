@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqlab.runs.directory import CONFIG_FILE, read_config
+from seqlab.runs.directory import CONFIG_FILE, read_config, read_json_object
 from seqlab.runs.log import read_jsonl
 
 OUTCOME_FILE = "sweep_outcome.json"
@@ -71,22 +71,6 @@ class RunRecord:
     @property
     def label(self) -> str:
         return self.name + (" (diverged)" if self.status == "diverged" else "")
-
-
-def read_json_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path`` (the sweep's own files: sweep.json, RUN/sweep_outcome.json), None
-    when the file is missing; damage is an error naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    return data
 
 
 def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops: float | None,

@@ -54,7 +54,8 @@ from seqlab.sweep.grid import (
 )
 from seqlab.sweep.progress import SweepProgress, Work
 from seqlab.sweep.recipes import recipe_variants
-from seqlab.sweep.records import OUTCOME_FILE, RunRecord, read_json_object, read_run, write_outcome
+from seqlab.runs.directory import read_json_object
+from seqlab.sweep.records import OUTCOME_FILE, RunRecord, read_run, write_outcome
 from seqlab.sweep.report import SWEEP_FILE, best_run, report_markdown, write_figures, write_json
 from seqlab.training.config import TrainConfig
 from seqlab.training.interrupt import StopRequest, signals_stop_runs

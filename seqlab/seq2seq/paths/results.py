@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text
+from seqlab.runs.directory import read_json_object
 from seqlab.seq2seq.paths.settings import ARCHS_COMPARED, PATHS_TASKS, PathsSettings, run_name
 
 RESULTS_FILE = "results.json"
@@ -37,17 +38,10 @@ def read_results(out: str | Path) -> dict[str, Any] | None:
     """OUT/results.json, None when it is missing; invalid JSON or another shape raises ValueError
     naming the file (and the line)."""
     path = Path(out) / RESULTS_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    data = read_json_object(path, "the results of `seqlab paths`")
+    if data is None:
         return None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict) or not isinstance(data.get("settings"), dict):
+    if not isinstance(data.get("tasks"), dict) or not isinstance(data.get("settings"), dict):
         raise ValueError(f"{path}: not the results of `seqlab paths` (expected a JSON object with \"settings\" "
                          "and \"tasks\")")
     return data
