@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text, remove_stale_temporaries
+from seqlab.runs.directory import read_json_object
 from seqlab.sweep.divergence import DivergenceWatch
 from seqlab.sweep.grid import (
     GridError,
@@ -54,7 +55,6 @@ from seqlab.sweep.grid import (
 )
 from seqlab.sweep.progress import SweepProgress, Work
 from seqlab.sweep.recipes import recipe_variants
-from seqlab.runs.directory import read_json_object
 from seqlab.sweep.records import OUTCOME_FILE, RunRecord, read_run, write_outcome
 from seqlab.sweep.report import SWEEP_FILE, best_run, report_markdown, write_figures, write_json
 from seqlab.training.config import TrainConfig

@@ -35,10 +35,6 @@ _WS = r"\t\n\x0b\x0c\r "
 GPT2_ASCII_REGEX = re.compile(
     rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^{_WS}A-Za-z0-9]+|[{_WS}]+(?![^{_WS}])|[{_WS}]+"""
 )
-# A cut before a non-space ASCII whitespace character that is followed by a printable ASCII
-# character never changes the pre-tokens (see chunking.py), so long texts are split there and
-# each ASCII block takes the fast path.
-_SAFE_CUT = re.compile(r"(?=[\t\n\x0b\x0c\r][!-~])")
 _BLOCK_CHARS = 4096
 
 # Llama 3's pattern (also OpenAI's cl100k): case-insensitive contractions, a letter run that one
@@ -62,6 +58,8 @@ SAFE_CUTS: dict[str, str] = {
     GPT2_PATTERN: r"(?=[\t\n\x0b\x0c\r][!-~])",
     LLAMA3_PATTERN: r"(?<=[A-Za-z])(?=\n)|(?<=\n)(?=[!-~])",
 }
+# gpt2_pretokenize splits long texts at GPT-2's safe cuts, so each ASCII block takes the fast path
+_SAFE_CUT = re.compile(SAFE_CUTS[GPT2_PATTERN])
 
 PreTokenizer = Callable[[str], list[str]]
 
