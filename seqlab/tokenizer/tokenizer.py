@@ -76,6 +76,7 @@ class Tokenizer:
     ):
         self.pattern: str = GPT2_PATTERN if pattern is None else pattern
         self._pretokenize = make_pretokenizer(self.pattern)
+        self._safe_cuts = safe_cut_regex(self.pattern)  # where a stream may be cut (other patterns than GPT-2's)
         self.vocab: dict[int, bytes] = dict(vocab)
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
         self.special_tokens: list[str] = list(dict.fromkeys(special_tokens or ()))
@@ -271,9 +272,8 @@ class Tokenizer:
         spans = list(special_token_spans(text, self._special_regex))
         inside_special = [(start, end) for start, end, is_special in spans if is_special]
         cut = max((end for start, end in inside_special if end <= pending), default=0)
-        cuts = safe_cut_regex(self.pattern)
-        if cuts is not None:
-            for match in reversed(list(cuts.finditer(text, cut, pending))):
+        if self._safe_cuts is not None:
+            for match in reversed(list(self._safe_cuts.finditer(text, cut, pending))):
                 position = match.start()
                 if not any(start < position < end for start, end in inside_special):
                     cut = position
