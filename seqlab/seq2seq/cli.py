@@ -409,4 +409,6 @@ def _run_paths(args: argparse.Namespace) -> int:
     if results["status"] == "complete":
         return 0
     print("stopped; rerun the same command to continue", file=sys.stderr)
-    return 128 + results["stop_signal"] if results.get("stop_signal") else 130
+    from seqlab.training.interrupt import stopped_exit_status
+
+    return stopped_exit_status(results.get("stop_signal"))

@@ -108,7 +108,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if outcome.status == "finished":
         return 0
     print(f"stopped; rerun the same command to continue", file=sys.stderr)
-    return 128 + outcome.stop_signal if outcome.stop_signal else 130
+    from seqlab.training.interrupt import stopped_exit_status
+
+    return stopped_exit_status(outcome.stop_signal)
 
 
 # -- seqlab compare ----------------------------------------------------------------------------------

@@ -18,6 +18,12 @@ from dataclasses import dataclass
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+def stopped_exit_status(signum: int | None) -> int:
+    """The exit status of a command stopped early: 128 + the signal, as a shell reports one (130 for
+    Ctrl-C, 143 for SIGTERM); 130 for a stop asked another way (a step callback's request)."""
+    return 128 + signum if signum else 130
+
+
 def signal_name(signum: int) -> str:
     """"Ctrl-C" for SIGINT, else the signal's name ("SIGTERM")."""
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
@@ -90,8 +96,8 @@ class StopRequest:
 
     @property
     def exit_status(self) -> int:
-        """128 + the signal (130 for SIGINT, 143 for SIGTERM); 130 for a stop asked another way."""
-        return 128 + self.signal if self.signal else 130
+        """:func:`stopped_exit_status` of the signal (130 for SIGINT, 143 for SIGTERM)."""
+        return stopped_exit_status(self.signal)
 
 
 @contextlib.contextmanager

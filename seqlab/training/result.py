@@ -38,9 +38,9 @@ class TrainResult:
     def exit_status(self) -> int:
         """0 when completed; 128 + the signal that stopped it, as a shell reports one (130 for Ctrl-C,
         143 for SIGTERM; 130 for a stop asked another way)."""
-        if self.status == "completed":
-            return 0
-        return 128 + self.stop_signal if self.stop_signal else 130
+        from seqlab.training.interrupt import stopped_exit_status
+
+        return 0 if self.status == "completed" else stopped_exit_status(self.stop_signal)
 
     def summary(self, tokens: str = "tokens") -> str:
         """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps)
