@@ -11,7 +11,7 @@ It times, per step (best of --rounds, each the mean of --steps steps, rounds alt
 * seqlab clip_grad_norm(foreach=False) and (foreach=True), with max norm 1 (every step scales);
 * the peers torch.optim.AdamW(foreach=False) and (foreach=True), and (CUDA) fused=True;
 
-and the aten operations of one step of each seqlab form (seqlab.model.op_count). The CPU numbers
+and the aten operations of one step of each seqlab form (benchmarks.instruments.op_count). The CPU numbers
 decide AdamW's and clip_grad_norm's foreach=None on a CPU (BENCHMARKS.md). Exits 2 when --device
 cuda has no GPU.
 """
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))  # benchmarks.instruments
 import time
 
 SHAPE = dict(vocab_size=10_000, context_length=256, d_model=512, num_heads=16, d_ff=1344)
@@ -40,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from benchmarks.instruments.op_count import OpCounter
     from seqlab.model import TransformerLM
-    from seqlab.model.op_count import OpCounter
     from seqlab.training.clipping import clip_grad_norm
     from seqlab.training.optimizer import AdamW, weight_decay_groups
 

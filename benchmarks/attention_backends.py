@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))  # benchmarks.instruments
 import time
 
 SHAPES = {"cs336": (128, 16, 256, 32), "gpt2": (16, 12, 1024, 64), "small": (8, 8, 128, 32)}
@@ -42,8 +44,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from seqlab.model.backend_support import attention_backend_supports, attention_function
-    from seqlab.model.peak_memory import peak_memory
+    from benchmarks.instruments.peak_memory import peak_memory
+    from seqlab.model.attention import scaled_dot_product_attention
+    from seqlab.model.backend_support import attention_backend_supports
+    from seqlab.model.chunked_attention import chunked_attention
+    from seqlab.model.sdpa_attention import sdpa_attention
+
+    def attention_function(name):
+        if name == "flash":
+            from seqlab.model.flash_attention import flash_attention
+
+            return flash_attention
+        return {"reference": scaled_dot_product_attention, "chunked": chunked_attention, "sdpa": sdpa_attention}[name]
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("benchmarks/attention_backends.py needs a CUDA GPU for the flash and sdpa kernels it compares; "

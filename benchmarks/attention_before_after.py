@@ -53,8 +53,9 @@ def models(what: str, attention: str):
     import torch
 
     if what == "lm":
-        from seqlab.model import TransformerLM
         from seqlab_before.model import TransformerLM as Before
+
+        from seqlab.model import TransformerLM
 
         shape = (10_000, 256, 512, 4, 16, 1344)
         torch.manual_seed(0)
@@ -65,9 +66,9 @@ def models(what: str, attention: str):
     else:
         sys.path.insert(0, str(ROOT / "benchmarks"))
         import seq2seq_step
+        from seqlab_before.seq2seq.transformer import TransformerSeq2Seq as Before
 
         from seqlab.seq2seq.transformer import TransformerSeq2Seq
-        from seqlab_before.seq2seq.transformer import TransformerSeq2Seq as Before
 
         args = seq2seq_step.parse_args(DATES if what == "dates" else [])
         src, decoder_in, targets, src_mask, tgt_mask = seq2seq_step.make_batch(args)

@@ -45,8 +45,8 @@ stamps = []
 callback = lambda trainer, step: stamps.append(clock())
 out = tempfile.mkdtemp(prefix="engine-bench-")
 if kind == "lm":
-    from seqlab.training.config import TrainConfig
-    from seqlab.training.trainer import Trainer
+    from seqlab.lm.settings import TrainConfig
+    from seqlab.lm.task import Trainer
     config = TrainConfig(data_dir=data_dir, out_dir=out, max_steps=steps + 3, eval_interval=10**9,
                          checkpoint_interval=10**9, threads=threads, progress=False, overwrite=True)
     Trainer(config, step_callbacks=[callback]).run()
@@ -56,7 +56,7 @@ else:
                   progress=False, overwrite=True)
     try:
         from seqlab.seq2seq.task import train
-        from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+        from seqlab.seq2seq.settings import Seq2SeqTrainConfig
         config = Seq2SeqTrainConfig(num_layers=2, max_steps=steps + 3, **common)
         train(config, step_callbacks=[callback], say=lambda message: None)
     except ImportError:  # before the engine: seqlab.seq2seq.train held the loop
@@ -81,8 +81,8 @@ def prepared_data() -> Path:
     data_dir = WORK / "data"
     if not (data_dir / "meta.json").is_file():
         sys.path.insert(0, str(ROOT))
-        from seqlab.training.data import prepare
-        from seqlab.training.stories import write_demo_corpus
+        from seqlab.lm.data import prepare
+        from seqlab.lm.stories import write_demo_corpus
 
         train_txt, valid_txt = write_demo_corpus(WORK / "corpus", 6000, 400)
         prepare(train_txt, valid_txt, 1024, data_dir, progress=False, workers=1)

@@ -225,8 +225,8 @@ def _trainer_stepper(mode: str, shape: Shape, device, precision: str, compiled: 
                      workdir: Path) -> Stepper:
     """The Trainer after its setup; each call is one ``train_step`` of the engine (no evaluation or
     checkpoint falls inside the timed steps)."""
-    from seqlab.training.config import TrainConfig
-    from seqlab.training.trainer import Trainer
+    from seqlab.lm.settings import TrainConfig
+    from seqlab.lm.task import Trainer
 
     data = workdir / f"data-{shape.vocab}"
     if not (data / "meta.json").exists():

@@ -68,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--warmup must be at least 1 and at most --steps - 2 (the last step evaluates and saves)")
 
     from seqlab.accounting import training_step_flops
+    from seqlab.lm.settings import TrainConfig
+    from seqlab.lm.task import Trainer
     from seqlab.model import attention_backend
-    from seqlab.training.config import TrainConfig
     from seqlab.runtime import gpu_peak_bf16_flops
-    from seqlab.training.trainer import Trainer
 
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True

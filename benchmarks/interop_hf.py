@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,9 +85,8 @@ def make_run(directory: Path) -> int:
     import torch
 
     from seqlab.model import TransformerLM
+    from seqlab.runs.checkpoint import save_checkpoint
     from seqlab.tokenizer import Tokenizer
-    from seqlab.training.checkpoint import save_checkpoint
-
     from seqlab.training.optimizer import AdamW
 
     torch.manual_seed(0)

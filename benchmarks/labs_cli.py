@@ -16,7 +16,12 @@ import time
 
 import torch
 
-from seqlab.labs.char_lm import CharLMConfig, init_char_lm_params, one_hot, train_char_lm
+from seqlab.labs.char_lm import (
+    CharLMConfig,
+    init_char_lm_params,
+    one_hot,
+    train_char_lm,
+)
 from seqlab.labs.results import collect
 
 

@@ -29,6 +29,8 @@ import contextlib
 import json
 import sys
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))  # benchmarks.instruments
+
 ATTENTION_CHOICES = ("reference", "chunked", "sdpa")  # flash runs on CUDA only (here: Triton's interpreter)
 SHAPE = dict(context_length=256, num_layers=4, num_heads=16)
 
@@ -48,7 +50,7 @@ def count_forward_backward(attention: str, batch: int, *, device: str = "meta", 
     """aten operations of cross_entropy(model(x), y).backward() for one batch."""
     import torch
 
-    from seqlab.model.op_count import OpCounter
+    from benchmarks.instruments.op_count import OpCounter
     from seqlab.model.loss import cross_entropy
 
     model = build(attention, device, d_model, vocab_size)
@@ -63,10 +65,10 @@ def count_training_step(attention: str, batch: int, *, gpu_path: bool, d_model: 
     """OpCounter of the second full training step (the first creates AdamW's state) on CPU tensors."""
     import torch
 
+    from benchmarks.instruments.op_count import OpCounter
     from seqlab.model import gpu_path_forced
-    from seqlab.model.op_count import OpCounter
-    from seqlab.training.clipping import clip_grad_norm
     from seqlab.model.loss import cross_entropy
+    from seqlab.training.clipping import clip_grad_norm
     from seqlab.training.optimizer import AdamW
 
     model = build(attention, "cpu", d_model, vocab_size)
@@ -92,7 +94,7 @@ def counting_host_reads():
     """An OpCounter that also counts Tensor.tolist / Tensor.numpy calls (in ``counter.ops`` under those names)."""
     import torch
 
-    from seqlab.model.op_count import OpCounter
+    from benchmarks.instruments.op_count import OpCounter
 
     counter = OpCounter()
     originals = {name: getattr(torch.Tensor, name) for name in ("tolist", "numpy")}
@@ -120,10 +122,10 @@ def trainer_reads_per_step(gpu_path: bool, *, steps: int = 7, log_interval: int 
 
     import numpy as np
 
+    from seqlab.lm.settings import TrainConfig
+    from seqlab.lm.stories import END_OF_TEXT, generate_stories
+    from seqlab.lm.task import Trainer
     from seqlab.model import gpu_path_forced
-    from seqlab.training.config import TrainConfig
-    from seqlab.training.stories import END_OF_TEXT, generate_stories
-    from seqlab.training.trainer import Trainer
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from brown_corpus import BROWN_TXT, DATA_DIR, EOT, brown_corpus  # noqa: E402
 
-from seqlab.training.config import TrainConfig  # noqa: E402
-from seqlab.training.data import prepare  # noqa: E402
-from seqlab.training.logging_utils import read_jsonl  # noqa: E402
-from seqlab.training.trainer import train  # noqa: E402
+from seqlab.lm.data import prepare
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.task import train
+from seqlab.runs.log import read_jsonl
 
 WORK = DATA_DIR / "learning_curve"
 

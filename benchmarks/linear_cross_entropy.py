@@ -7,7 +7,7 @@
                                               [--pad-vocab 128]
 
 For each variant it times forward + backward (best of --repeats, after one warm-up) and measures
-the peak memory it allocates above the inputs (seqlab.model.peak_memory: torch.profiler's
+the peak memory it allocates above the inputs (benchmarks.instruments.peak_memory: torch.profiler's
 allocation records on a CPU, max_memory_allocated on CUDA):
 
 * ``full (seqlab)``: logits = hidden @ weight.T, then seqlab's cross_entropy (what the trainer did);
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))  # benchmarks.instruments
 import time
 
 
@@ -49,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import torch.nn.functional as F
 
+    from benchmarks.instruments.peak_memory import peak_memory
     from seqlab.model.loss import cross_entropy, linear_cross_entropy
-    from seqlab.model.peak_memory import peak_memory
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("benchmarks/linear_cross_entropy.py --device cuda needs a CUDA GPU; none is available",

@@ -52,9 +52,9 @@ def main(argv=None) -> int:
     import torch
 
     from seqlab.seq2seq import Seq2SeqTrainConfig, evaluate_translations, load_run
-    from seqlab.seq2seq.dataset import load_pairs
+    from seqlab.seq2seq.builtin_tasks import make_pairs
+    from seqlab.seq2seq.data import load_pairs
     from seqlab.seq2seq.task import train
-    from seqlab.seq2seq.tasks import make_pairs
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from seqlab.demo.pipeline import FULL  # noqa: E402
-from seqlab.training.data import prepare  # noqa: E402
-from seqlab.training.stories import write_demo_corpus  # noqa: E402
+from seqlab.lm.data import prepare
+from seqlab.lm.stories import write_demo_corpus
 
 
 def readme_command(readme: Path = ROOT / "README.md") -> list[str]:

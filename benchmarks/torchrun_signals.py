@@ -123,7 +123,7 @@ def _byte_data(directory: Path) -> Path:
     """The built-in stories as UTF-8 bytes (vocabulary 256): train.npy, valid.npy, meta.json."""
     import numpy as np
 
-    from seqlab.training.stories import END_OF_TEXT, generate_stories
+    from seqlab.lm.stories import END_OF_TEXT, generate_stories
 
     directory.mkdir()
     for split, count, seed in (("train", 300, 0), ("valid", 40, 1)):

@@ -22,13 +22,13 @@ from pathlib import Path
 
 import torch
 
+from seqlab.lm.data import PreparedData, prepare
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.stories import write_demo_corpus
+from seqlab.lm.task import Trainer
 from seqlab.model import TransformerLM
 from seqlab.training import AdamW, clip_grad_norm, cross_entropy, get_batch
-from seqlab.training.config import TrainConfig
-from seqlab.training.data import PreparedData, prepare
 from seqlab.training.plots import plot_loss_curve
-from seqlab.training.stories import write_demo_corpus
-from seqlab.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".bench_data" / "trainer_overhead"
@@ -140,7 +140,7 @@ def main() -> int:
 
 
 def trainer_history(trainer: Trainer) -> list[dict]:
-    from seqlab.training.logging_utils import read_jsonl
+    from seqlab.runs.log import read_jsonl
 
     return read_jsonl(trainer.run_dir / "log.jsonl")
 

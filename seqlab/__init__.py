@@ -15,4 +15,4 @@ Modules: ``runtime`` (device, precision, compile, GPU peaks), ``atomic`` (write-
 ``lazy`` (package names that load on first use), ``cli`` (the ``seqlab`` command).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

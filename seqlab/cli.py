@@ -21,8 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.labs.cli",  # labs
     "seqlab.explorer.cli",  # explore
     "seqlab.accounting.cli",  # accounting
-    "seqlab.inference.cli",  # generate, eval
-    "seqlab.training.cli",  # data, prepare, train
+    "seqlab.lm.cli",  # data, prepare, train, generate, eval
     "seqlab.demo.cli",  # demo
     "seqlab.sweep.cli",  # sweep, compare
     "seqlab.tokenizer.cli",  # bpe train, bpe export, tokenize

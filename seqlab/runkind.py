@@ -69,7 +69,7 @@ def how_to_make(path: str | os.PathLike, kind: RunKind | None = None) -> str:
     >>> how_to_make("runs/small", "seq2seq")
     'train it with `seqlab seq2seq train --task TASK --out runs/small` (a seq2seq model; TASK: copy, reverse, sort, dates, fr-en, or --pairs FILE.tsv)'
     """
-    from seqlab.seq2seq.tasks import TASKS  # plain Python, no torch
+    from seqlab.seq2seq.builtin_tasks import TASKS
 
     name = Path(path).name.lower()
     task = next((t for t in TASKS if t in name), None)

@@ -8,8 +8,15 @@ import pytest
 
 from seqlab import accounting
 from seqlab.accounting import (
-    PRESETS, account, adamw_step_flops, count_parameters, forward_flops, max_batch_size,
-    memory_bytes, training_step_flops, training_time_seconds,
+    PRESETS,
+    account,
+    adamw_step_flops,
+    count_parameters,
+    forward_flops,
+    max_batch_size,
+    memory_bytes,
+    training_step_flops,
+    training_time_seconds,
 )
 from seqlab.cli import main
 

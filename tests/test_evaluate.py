@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.cli import main
-from seqlab.inference.evaluate import evaluate, window_starts
+from seqlab.lm.evaluation import evaluate, window_starts
 from seqlab.model import TransformerLM
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from seqlab.cli import main
+from seqlab.lm.stories import write_corpus
 from seqlab.tokenizer import Tokenizer, TokenizerFileError, train_bpe
 from seqlab.tokenizer.files import UndeclaredSpecialTokenWarning, write_merges_txt
-from seqlab.training.stories import write_corpus
 
 EOT = "<|endoftext|>"
 
@@ -79,7 +79,7 @@ def test_1_prepare_with_a_bad_input_leaves_the_old_directory_untouched(texts, tm
 
 
 def test_1_prepare_failing_midway_leaves_the_old_directory_untouched(texts, tmp_path, capsys, monkeypatch):
-    import seqlab.training.data as data
+    import seqlab.lm.data as data
 
     out = tmp_path / "data"
     assert prepare_cli(texts["stories"], texts["valid"], 400, out) == 0
@@ -264,7 +264,7 @@ def test_6_a_special_looking_token_that_is_not_declared_warns(saved_tokenizer, c
 
 
 def test_7_a_garbage_npy_is_not_a_token_file(tmp_path):
-    from seqlab.training.data import open_tokens
+    from seqlab.tokenizer.token_array import open_tokens
 
     garbage = tmp_path / "train.npy"
     garbage.write_bytes(bytes(range(256)) * 4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from seqlab.cli import main
-from seqlab.training.config import TrainConfig, config_from_argv
+from seqlab.lm.settings import TrainConfig, config_from_argv
 
 FLAGS = [
     (["train", "--data-dir", "d", "--lr"], "--lr"),

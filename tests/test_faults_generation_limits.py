@@ -170,8 +170,8 @@ def test_cli_prompt_that_is_not_utf8_is_named(tmp_path, capsys):
 def test_decoding_past_several_chunks_reads_nothing_back():
     """Planning a chunk of the schedule and compacting the history happen on the host and the device
     without a host-device sync (no .item(), no data-dependent shapes), as before the fix."""
+    from benchmarks.instruments.op_count import OpCounter
     from seqlab.model.checks import gpu_path_forced
-    from seqlab.model.op_count import OpCounter
 
     model = small_model()
     with torch.no_grad(), gpu_path_forced():  # the model's own input checks, as on a GPU: no sync

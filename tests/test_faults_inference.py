@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from seqlab.cli import main
-from seqlab.inference.evaluate import evaluate
 from seqlab.inference.generate import generate, generate_stream
-from seqlab.inference.loading import load_model_from_checkpoint
 from seqlab.inference.windows import RowWindows, plan_slides
+from seqlab.lm.evaluation import evaluate
 from seqlab.model import ModelConfig, TransformerLM
+from seqlab.runs.checkpoint import load_model_from_checkpoint
 from seqlab.tokenizer import Tokenizer
 from seqlab.training import save_checkpoint
 

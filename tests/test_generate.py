@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from seqlab.inference.generate import generate, generate_stream
-from seqlab.inference.sampling import next_token_distribution, sample_next, top_k_mask, top_p_mask
+from seqlab.inference.sampling import (
+    next_token_distribution,
+    sample_next,
+    top_k_mask,
+    top_p_mask,
+)
 from seqlab.inference.windows import left_pad
 from seqlab.model import TransformerLM
 
@@ -250,7 +255,7 @@ def test_cli_never_prints_half_a_character(tmp_path, capsys, monkeypatch):
     """Feed the CLI a stream that splits 'é' and '😀' across byte tokens."""
     import importlib
 
-    import seqlab.inference.cli as inference_cli
+    import seqlab.lm.cli as inference_cli
     from seqlab.cli import main
 
     gen = importlib.import_module("seqlab.inference.generate")  # the module, not the function

@@ -9,13 +9,19 @@ from itertools import islice
 
 import pytest
 import torch
-
-from seqlab.inference.generate import generate, generate_stream
-from seqlab.inference.windows import RowWindows, StaticRowWindows, compile_options, decode_step, static_decoder
-from seqlab.model import KVCache, StaticKVCache, TransformerLM, gpu_path_forced
-from seqlab.model.op_count import OpCounter
 from test_faults_generation_limits import first_tokens
 from test_generate import ABLATIONS, naive_greedy, tiny_model
+
+from benchmarks.instruments.op_count import OpCounter
+from seqlab.inference.generate import generate, generate_stream
+from seqlab.inference.windows import (
+    RowWindows,
+    StaticRowWindows,
+    compile_options,
+    decode_step,
+    static_decoder,
+)
+from seqlab.model import KVCache, StaticKVCache, gpu_path_forced
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PROMPTS = [[5, 9, 2, 30], [7], list(range(1, 12)), [3, 3, 3, 3, 3, 3]]
@@ -165,9 +171,10 @@ def test_the_step_compiled_by_inductor_on_a_cpu_matches_eager():
 def test_cli_generate_compile_prints_the_same_text(tmp_path, capsys, monkeypatch):
     """`seqlab generate --compile` decodes through the compiled static step (here through aot_eager, the
     CPU stand-in for CUDA graphs) and prints what the eager command prints."""
+    from test_generate import make_run_dir
+
     from seqlab.cli import main
     from seqlab.inference import windows
-    from test_generate import make_run_dir
 
     torch._dynamo.reset()
     compiled = []

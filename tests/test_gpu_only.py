@@ -34,9 +34,9 @@ def test_cuda_graph_decoding_gives_the_eager_tokens(batch):
 
 
 def _trainer(tmp_path, name, **overrides):
+    from seqlab.lm.settings import TrainConfig
+    from seqlab.lm.task import Trainer
     from tests.training.conftest import write_byte_data
-    from seqlab.training.config import TrainConfig
-    from seqlab.training.trainer import Trainer
 
     data = tmp_path / "data"
     if not data.exists():
@@ -70,7 +70,7 @@ def test_a_training_step_makes_one_pinned_host_to_device_copy(tmp_path):
 
 
 def test_the_compiled_trainer_trains_like_the_eager_one(tmp_path):
-    from seqlab.training.logging_utils import read_jsonl
+    from seqlab.runs.log import read_jsonl
 
     runs = {}
     for name, compile in (("eager", False), ("compiled", True)):

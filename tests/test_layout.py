@@ -16,7 +16,7 @@ RUN_FORMAT_FORBIDDEN = ("seqlab.training", "seqlab.inference", "seqlab.seq2seq",
 ARGPARSE_CALLS = {"ArgumentParser", "add_argument", "add_parser", "add_subparsers", "add_argument_group",
                   "add_mutually_exclusive_group"}
 # settings classes build their flags from their dataclass metadata (seqlab.settings)
-ARGPARSE_ALLOWED = {PACKAGE / "training" / "config.py", PACKAGE / "settings.py"}
+ARGPARSE_ALLOWED = {PACKAGE / "lm" / "settings.py", PACKAGE / "settings.py"}
 # seqlab modules that themselves import only the standard library (a cli.py may import them at the top)
 LIGHT_SEQLAB = {"seqlab", "seqlab.__version__", "seqlab.atomic", "seqlab.atomic.atomic_path", "seqlab.cli_types",
                 "seqlab.cli_types.finite_float", "seqlab.cli_types.check_text", "seqlab.cli_types.positive_int",
@@ -40,11 +40,11 @@ def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_the_checker_sees_every_form_of_import():
-    tree = ast.parse("import seqlab.training.data\nfrom seqlab import training\n"
-                     "def f():\n    from seqlab.training.trainer import train\n")
+    tree = ast.parse("import seqlab.lm.data\nfrom seqlab import training\n"
+                     "def f():\n    from seqlab.lm.task import train\n")
     names = [name for _, name in imported_modules(tree)]
-    assert names.count("seqlab.training") == 1 and "seqlab.training.data" in names
-    assert "seqlab.training.trainer" in names
+    assert names.count("seqlab.training") == 1 and "seqlab.lm.data" in names
+    assert "seqlab.lm.task" in names
 
 
 @pytest.mark.parametrize("area", TRAINING_FREE)
@@ -133,8 +133,8 @@ print("TRAINING", training)
 def test_code_that_only_translates_imports_no_training_module(tmp_path):
     """Loading a seq2seq run and translating (the CLI's translate, the explorer) stays clear of the
     training engine and the seq2seq task: the process that does only that never imports them."""
+    from seqlab.seq2seq.settings import Seq2SeqTrainConfig
     from seqlab.seq2seq.task import train
-    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 
     train(Seq2SeqTrainConfig(out_dir=str(tmp_path / "run"), task="copy", min_len=1, max_len=3, train_size=50,
                              valid_size=5, arch="rnn", d_model=8, num_layers=1, max_steps=1, batch_size=4,

@@ -49,7 +49,7 @@ def test_the_readme_runs_something_of_every_kind():
 
 
 def test_ts_toml_is_shown_before_it_is_used_and_is_a_valid_training_config(tmp_path):
-    from seqlab.training.config import config_from_argv
+    from seqlab.lm.settings import config_from_argv
 
     blocks = readme_commands.read_blocks(README)
     (toml,) = [b for b in blocks if b.action == "file" and b.file == "ts.toml"]

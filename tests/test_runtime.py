@@ -3,7 +3,12 @@
 import pytest
 import torch
 
-from seqlab.runtime import PEAK_BF16_FLOPS, gpu_peak_bf16_flops, peak_flops, resolve_device
+from seqlab.runtime import (
+    PEAK_BF16_FLOPS,
+    gpu_peak_bf16_flops,
+    peak_flops,
+    resolve_device,
+)
 
 
 @pytest.mark.parametrize("name, key", [

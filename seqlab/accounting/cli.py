@@ -65,7 +65,13 @@ def _check_config_kind(path: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from seqlab.accounting.presets import PRESETS, preset_note
-    from seqlab.accounting.report import ReportOptions, account, as_model_config, format_report, load_config_file
+    from seqlab.accounting.report import (
+        ReportOptions,
+        account,
+        as_model_config,
+        format_report,
+        load_config_file,
+    )
 
     try:
         if args.config:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields, is_dataclass
 from typing import Any
 
-from seqlab.accounting.presets import (  # noqa: F401 (the defaults are part of this API)
+from seqlab.accounting.presets import (
     DEFAULT_MEMORY_GB,
     DEFAULT_MFU,
     DEFAULT_PEAK_FLOPS,

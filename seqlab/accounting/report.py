@@ -12,7 +12,6 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from seqlab.model.config import ModelConfig
 from seqlab.accounting.costs import (
     ADAMW_FLOPS_PER_PARAMETER,
     BYTES_PER_FLOAT32,
@@ -33,6 +32,7 @@ from seqlab.accounting.costs import (
     training_step_flops,
     training_time_seconds,
 )
+from seqlab.model.config import ModelConfig
 
 
 @dataclass

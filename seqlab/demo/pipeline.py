@@ -24,12 +24,13 @@ import torch
 
 from seqlab.atomic import atomic_directory, atomic_write_text
 from seqlab.inference.generate import generate
+from seqlab.lm.data import prepare
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.stories import write_demo_corpus
+from seqlab.lm.task import Trainer, train
 from seqlab.runs.checkpoint import load_model_from_checkpoint
 from seqlab.tokenizer import Tokenizer
-from seqlab.training.config import TrainConfig
-from seqlab.training.data import prepare
-from seqlab.training.stories import write_demo_corpus
-from seqlab.training.trainer import Trainer, TrainResult, train
+from seqlab.training.result import TrainResult
 
 # what OUT holds; with overwrite, an OUT holding anything else is refused (it might be a working folder)
 DEMO_FILES = frozenset({"corpus", "data", "run", "report.md"})
@@ -204,7 +205,7 @@ def write_report(work: Path, out: Path, *, config: TrainConfig, plan: DemoPlan, 
         f"{config.num_heads} heads, context {config.context_length}) trained from scratch on the built-in "
         f"story corpus with a {vocab}.",
         "",
-        "The corpus is generated from a small story grammar (`seqlab.training.stories`: a dozen names, "
+        "The corpus is generated from a small story grammar (`seqlab.lm.stories`: a dozen names, "
         "places and objects in a fixed plot), so it is far more predictable than real text: its low "
         "perplexity is not comparable to TinyStories or any natural corpus.",
         "",

@@ -2,7 +2,7 @@
 the loss curve and the forward-pass shapes of a trained language model.
 
 Like ``seqlab.explorer.api``, no formula lives here: each endpoint validates its request, calls the
-library (the run's tokenizer, ``seqlab.inference.inspect``, the sampling filters and generator of
+library (the run's tokenizer, ``seqlab.lm.inspection``, the sampling filters and generator of
 ``seqlab generate``) and turns tensors into JSON. Every endpoint takes an optional ``run`` (the
 directory as given to ``--run``; default: the first language-model run).
 
@@ -125,7 +125,7 @@ def lm_tokens(p: Payload, runs: RunRegistry) -> dict:
 
 
 def _trace(lm: ExplorerLM, text: str):
-    from seqlab.inference.inspect import trace_forward
+    from seqlab.lm.inspection import trace_forward
 
     window, truncated = _window(lm, _encode(lm, text))
     return window, truncated, trace_forward(lm.model, window)
@@ -167,7 +167,7 @@ def lm_shapes(p: Payload, runs: RunRegistry) -> dict:
 def lm_next(p: Payload, runs: RunRegistry) -> dict:
     """The top 20 next tokens after the text: probability at the temperature, whether top-k/top-p
     keep them and their renormalised probability (``seqlab generate``'s filters)."""
-    from seqlab.inference.inspect import next_token_candidates
+    from seqlab.lm.inspection import next_token_candidates
 
     lm = _lm(p, runs)
     text = _text(p)

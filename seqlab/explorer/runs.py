@@ -77,7 +77,7 @@ class ExplorerLM:
 
 def load_lm(run: Run) -> ExplorerLM:
     """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
-    from seqlab.inference.loading import check_vocabularies, load_model
+    from seqlab.lm.loading import check_vocabularies, load_model
     from seqlab.runs.log import read_jsonl
 
     try:

@@ -1,16 +1,10 @@
-"""Using a trained model: sampling text (``generate``), held-out perplexity (``evaluate``),
-loading models from runs and checkpoints (``load_model``) and looking inside the forward pass
-(``trace_forward``: per-head attention weights and shapes).
+"""Using a trained language model: sampling text (``generate``: a KV cache, per-row sliding windows,
+temperature, top-k, top-p), and, from :mod:`seqlab.lm`, loading it from a run (``load_model``),
+held-out perplexity (``evaluate``) and a look inside its forward pass (``trace_forward``).
 
-Modules, one concept each: ``sampling`` (temperature, top-k, top-p), ``generate`` (decoding with a
-KV cache and a sliding window), ``windows`` (per-row sliding windows of a batch), ``evaluate``
-(perplexity over a token split), ``loading`` (reading checkpoints, rebuilding the model),
-``inspect`` (attention weights, shapes, next-token candidates) and ``cli`` (``seqlab generate``,
-``seqlab eval``).
-
-Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` does not import torch. Note that
-``seqlab.inference.generate`` and ``seqlab.inference.evaluate`` are the *functions*; import from the
-modules of the same names with ``from seqlab.inference.generate import ...``.
+Modules: ``sampling``, ``generate``, ``windows``. Names load on first use (see seqlab/lazy.py), so
+``seqlab --help`` does not import torch. ``seqlab.inference.generate`` is the *function*; the module
+of the same name is reached with ``from seqlab.inference.generate import ...``.
 """
 
 from __future__ import annotations
@@ -18,18 +12,7 @@ from __future__ import annotations
 from seqlab.lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "seqlab.inference.evaluate": ("EvalResult", "evaluate", "window_starts"),
     "seqlab.inference.generate": ("generate", "generate_stream"),
-    "seqlab.inference.inspect": ("ForwardTrace", "attention_maps", "attention_weights", "next_token_candidates",
-                                 "trace_forward"),
-    "seqlab.inference.loading": (
-        "LoadedModel",
-        "check_vocabularies",
-        "checkpoint_path",
-        "load_model",
-        "load_model_from_checkpoint",
-        "read_checkpoint",
-    ),
     "seqlab.inference.sampling": (
         "check_sampling_args",
         "next_token_distribution",
@@ -37,4 +20,8 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
         "top_k_mask",
         "top_p_mask",
     ),
+    "seqlab.lm.evaluation": ("EvalResult", "evaluate", "window_starts"),
+    "seqlab.lm.inspection": ("ForwardTrace", "attention_maps", "next_token_candidates", "trace_forward"),
+    "seqlab.lm.loading": ("LoadedModel", "check_vocabularies", "load_model"),
+    "seqlab.runs.checkpoint": ("checkpoint_path", "load_model_from_checkpoint", "read_checkpoint"),
 })

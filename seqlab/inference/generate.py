@@ -1,7 +1,7 @@
 """Sampling text from a TransformerLM, with a KV cache for incremental decoding.
 
 ``generate(model, prompt_ids, max_new_tokens, ...)`` samples continuations; ``generate_stream``
-yields them one id at a time. ``seqlab generate`` (seqlab/inference/cli.py) streams decoded text to the terminal.
+yields them one id at a time. ``seqlab generate`` (seqlab/lm/cli.py) streams decoded text to the terminal.
 
 How a step works: the prompt is run once ("prefill"), filling the model's KV cache with every
 layer's keys and values; each later step feeds only the newest token, whose query attends to the

@@ -36,7 +36,9 @@ def register(subparsers) -> None:
 
 def _run_export(args: argparse.Namespace) -> int:
     def convert():
-        from seqlab.interop.export import export_hf  # it names a seq2seq run as one, not by its fields
+        from seqlab.interop.export import (
+            export_hf,  # it names a seq2seq run as one, not by its fields
+        )
 
         return export_hf(args.run, args.out)
 

@@ -25,13 +25,21 @@ from pathlib import Path
 import torch
 
 from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
-from seqlab.inference.loading import check_vocabularies
-from seqlab.interop.hf_config import UnsupportedModelError, check_llama_expressible, to_llama_config
+from seqlab.interop.hf_config import (
+    UnsupportedModelError,
+    check_llama_expressible,
+    to_llama_config,
+)
 from seqlab.interop.llama_layout import llama_names, pairs_to_halves
 from seqlab.interop.safetensors_io import save_safetensors
+from seqlab.lm.loading import check_vocabularies
 from seqlab.model.config import ModelConfig
 from seqlab.runkind import check_run_kind
-from seqlab.runs.checkpoint import checkpoint_path, read_checkpoint, strip_wrapper_prefixes
+from seqlab.runs.checkpoint import (
+    checkpoint_path,
+    read_checkpoint,
+    strip_wrapper_prefixes,
+)
 from seqlab.tokenizer import Tokenizer
 from seqlab.tokenizer.hf_format import HF_TOKENIZER_FILES, write_hf_tokenizer
 

@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.atomic import atomic_directory
+from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
 from seqlab.runs.checkpoint import save_checkpoint
 from seqlab.runs.directory import LM, TOKENIZER_DIR, write_config
 from seqlab.tokenizer import Tokenizer
-from seqlab.training.config import TrainConfig
 from seqlab.training.optimizer import AdamW, weight_decay_groups
 from seqlab.training.run_state import run_extra
 

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from seqlab.labs.descent import gradient_descent
-from seqlab.labs.rnn import RNN_PARAMS, init_rnn_params, rnn_bptt, rnn_forward, softmax, softmax_cross_entropy
+from seqlab.labs.rnn import (
+    RNN_PARAMS,
+    init_rnn_params,
+    rnn_bptt,
+    rnn_forward,
+    softmax,
+    softmax_cross_entropy,
+)
 
 VOCAB = ("h", "e", "l", "o")
 WORD = "hello"

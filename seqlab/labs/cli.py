@@ -41,7 +41,7 @@ def _short(value, limit: int = 60) -> str:
 
 
 def format_report(run, tolerance: float) -> str:
-    from seqlab.labs.gradcheck import passed   # the one pass rule (a NaN error fails)
+    from seqlab.labs.gradcheck import passed  # the one pass rule (a NaN error fails)
 
     check_ok = {name: all(passed(e, tolerance) for e in errors.values())
                 for name, errors in run.gradient_checks.items()}

@@ -22,7 +22,12 @@ from typing import Callable
 
 import numpy as np
 
-from seqlab.labs.attention import attention, causal_mask, init_multihead_params, multihead_attention
+from seqlab.labs.attention import (
+    attention,
+    causal_mask,
+    init_multihead_params,
+    multihead_attention,
+)
 from seqlab.labs.rnn import init_rnn_params, rnn_hidden_forward
 from seqlab.labs.stacked import bidirectional_rnn_forward
 

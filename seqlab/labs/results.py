@@ -14,7 +14,18 @@ from typing import Any, Callable
 import numpy as np
 
 from seqlab.labs import attention as att
-from seqlab.labs import char_lm, checks, clipping, conv, gru, lstm, mlp, recurrence, rnn, stacked
+from seqlab.labs import (
+    char_lm,
+    checks,
+    clipping,
+    conv,
+    gru,
+    lstm,
+    mlp,
+    recurrence,
+    rnn,
+    stacked,
+)
 from seqlab.labs.gradcheck import TOLERANCE, passed
 
 WORKED_TOLERANCE = 1e-9

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from seqlab.labs.rnn import HIDDEN_PARAMS, init_rnn_params, rnn_hidden_backward, rnn_hidden_forward
+from seqlab.labs.rnn import (
+    HIDDEN_PARAMS,
+    init_rnn_params,
+    rnn_hidden_backward,
+    rnn_hidden_forward,
+)
 
 
 def init_stacked_params(input_size: int, hidden_size: int, num_layers: int, rng) -> list[dict]:

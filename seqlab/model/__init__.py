@@ -11,7 +11,7 @@ from seqlab.lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.model.activations": ("relu", "silu", "softmax"),
     "seqlab.model.attention": (
-        "MultiHeadAttention", "MultiHeadSelfAttention", "attention_backend", "attention_weights", "causal_mask",
+        "MultiHeadAttention", "attention_backend", "attention_weights", "causal_mask",
         "scaled_dot_product_attention",
     ),
     "seqlab.model.block": ("TransformerBlock",),

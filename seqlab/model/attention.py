@@ -18,8 +18,7 @@ backends compute the same thing faster (same contract, tested equal in values an
                  MPS, under torch.compile on a CPU and on the forced GPU path
                  (seqlab.model.checks.gpu_path_forced)
 
-`attention_backend(attention, x, has_mask=...)` says which one runs. `MultiHeadAttention` (alias
-`MultiHeadSelfAttention`, the LM's name) is the one multi-head attention of seqlab: causal or
+`attention_backend(attention, x, has_mask=...)` says which one runs. `MultiHeadAttention` is the one multi-head attention of seqlab: causal or
 bidirectional self-attention with RoPE, grouped-query heads and a KV cache (the LM, the seq2seq
 encoder and decoder), and cross-attention to another sequence's keys and values (the seq2seq
 decoder), with a key-padding mask and, on request, its attention weights.
@@ -45,7 +44,7 @@ from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
 from seqlab.model.sdpa_attention import sdpa_attention
 
 __all__ = [
-    "MultiHeadAttention", "MultiHeadSelfAttention", "attention_backend", "attention_weights", "causal_mask",
+    "MultiHeadAttention", "attention_backend", "attention_weights", "causal_mask",
     "scaled_dot_product_attention",
 ]
 
@@ -295,6 +294,3 @@ class MultiHeadAttention(nn.Module):
         out = self.output_proj(out.transpose(-3, -2).reshape(*batch, seq, self.d_model))
         return (out, weights) if need_weights else out
 
-
-# the language model's name for it, kept for old code (and for models pickled whole under that name)
-MultiHeadSelfAttention = MultiHeadAttention

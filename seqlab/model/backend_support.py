@@ -1,4 +1,4 @@
-"""Which attention backend can run which inputs, and the function behind each backend's name.
+"""Which attention backend can run which inputs.
 
 Every backend has the reference's calling convention, ``fn(Q, K, V, mask=None, *, causal=False)``
 with Q (..., heads, n, d), K and V (..., kv_heads, m, d), mask bool (True = may attend), causal =
@@ -14,8 +14,8 @@ the n queries are the last n of the m positions; a query row with no visible key
 reference and chunked broadcast K/V against Q (a single K/V head serves all heads) but take no
 grouped K/V with 1 < kv_heads < heads; expand those first.
 
-A dispatcher asks ``attention_backend_supports(name, device, dtype, has_mask)`` before calling
-``attention_function(name)`` and falls back: seqlab.model.attention.attention_backend sends flash
+A dispatcher asks ``attention_backend_supports(name, device, dtype, has_mask)`` before calling a
+backend and falls back: seqlab.model.attention.attention_backend sends flash
 with a padding mask (or where it cannot run) to what "auto" picks, sdpa on CUDA:
 
     >>> attention_backend_supports("flash", "cpu", torch.float32, has_mask=True)
@@ -25,8 +25,6 @@ with a padding mask (or where it cannot run) to what "auto" picks, sdpa on CUDA:
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 
@@ -53,15 +51,3 @@ def attention_backend_supports(name: str, device: torch.device | str, dtype: tor
         return flash_supports(device, dtype, has_mask, head_dim)
     return dtype.is_floating_point
 
-
-def attention_function(name: str) -> Callable[..., torch.Tensor]:
-    """The function computing backend `name`: fn(Q, K, V, mask=None, *, causal=False) -> output."""
-    if _check_name(name) == "reference":
-        from seqlab.model.attention import scaled_dot_product_attention as fn
-    elif name == "chunked":
-        from seqlab.model.chunked_attention import chunked_attention as fn
-    elif name == "sdpa":
-        from seqlab.model.sdpa_attention import sdpa_attention as fn
-    else:
-        from seqlab.model.flash_attention import flash_attention as fn
-    return fn

@@ -9,7 +9,11 @@ from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.ffn import make_ffn
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.norm import make_norm
-from seqlab.model.residual import check_norm_position, residual, residual_keeping_weights
+from seqlab.model.residual import (
+    check_norm_position,
+    residual,
+    residual_keeping_weights,
+)
 
 
 class TransformerBlock(nn.Module):

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqlab.model.init import trunc_normal_
 from seqlab.model.checks import check_in_range
+from seqlab.model.init import trunc_normal_
 
 
 def sinusoidal_table(max_seq_len: int, d_model: int, dtype=torch.float32, device=None) -> torch.Tensor:

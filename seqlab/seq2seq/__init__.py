@@ -29,5 +29,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.seq2seq.decoding": ("beam_search", "greedy_decode", "translate"),
     "seqlab.seq2seq.evaluation": ("TranslationScores", "evaluate_translations"),
     "seqlab.seq2seq.loading": ("Seq2SeqRun", "load_run"),
-    "seqlab.seq2seq.train_config": ("Seq2SeqTrainConfig",),
+    "seqlab.seq2seq.settings": ("Seq2SeqTrainConfig",),
 })

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import torch
 from torch import nn
 
 from seqlab.seq2seq.base import Seq2SeqModel
@@ -39,14 +38,6 @@ def num_parameters(model: nn.Module) -> int:
     (``seqlab.accounting.costs.count_parameters`` counts a Transformer LM's from its config.)"""
     return sum(p.numel() for p in model.parameters())
 
-
-def count_parameters(model: nn.Module) -> int:
-    """Deprecated name of :func:`num_parameters` (read for one more release)."""
-    import warnings
-
-    warnings.warn("seqlab.seq2seq.build.count_parameters is now num_parameters (count_parameters means "
-                  "seqlab.accounting's count from a config)", DeprecationWarning, stacklevel=2)
-    return num_parameters(model)
 
 
 def _count_for(config: Seq2SeqConfig) -> int:

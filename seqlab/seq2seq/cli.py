@@ -1,7 +1,7 @@
 """CLI: ``seqlab seq2seq train|translate|eval|vocab`` and ``seqlab paths`` (the information-paths experiment).
 
 Only the standard library is imported at the top; torch loads inside the handlers. Training flags
-come from :class:`seqlab.seq2seq.train_config.Seq2SeqTrainConfig`'s fields, as ``seqlab train``'s do
+come from :class:`seqlab.seq2seq.settings.Seq2SeqTrainConfig`'s fields, as ``seqlab train``'s do
 from TrainConfig's (:func:`seqlab.settings.add_config_arguments`): the defaults live in one place
 (``--help`` shows them), and ``--resume`` keeps the run's saved settings except the flags given again.
 """
@@ -37,7 +37,7 @@ def _error(message: str, code: int = 1) -> int:
 
 
 def _register_train(commands) -> None:
-    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+    from seqlab.seq2seq.settings import Seq2SeqTrainConfig
     from seqlab.settings import add_config_arguments
 
     train = commands.add_parser(
@@ -52,7 +52,7 @@ def _register_train(commands) -> None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+    from seqlab.seq2seq.settings import Seq2SeqTrainConfig
     from seqlab.settings import resolve_settings
 
     try:
@@ -236,7 +236,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         return _error(str(error))
     except ValueError as error:
         return _error(str(error), 2)
-    from seqlab.seq2seq.dataset import load_pairs
+    from seqlab.seq2seq.data import load_pairs
     from seqlab.seq2seq.evaluation import evaluate_translations, is_text_task
     from seqlab.seq2seq.loading import load_run
 
@@ -306,7 +306,7 @@ def _run_vocab(args: argparse.Namespace) -> int:
         from seqlab.runs.directory import read_config
         from seqlab.seq2seq.coverage import known_inputs
         from seqlab.seq2seq.loading import read_vocabs
-        from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+        from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 
         run = Path(args.run)
         saved = read_config(run).get("train")

@@ -10,7 +10,7 @@ translated by the page), and :func:`known_inputs` lists what the run covers (``s
 vocab``)::
 
     >>> from seqlab.seq2seq.vocab import CharVocab
-    >>> from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+    >>> from seqlab.seq2seq.settings import Seq2SeqTrainConfig
     >>> cfg = Seq2SeqTrainConfig(task="fr-en")
     >>> vocab = CharVocab.from_texts(["le chat noir dort"])
     >>> [note.message for note in check_input("le petit chat dort", vocab, cfg)]
@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqlab.seq2seq.config import UNK_ID
-from seqlab.seq2seq.tasks import (
+from seqlab.seq2seq.builtin_tasks import (
     DEFAULT_LENGTHS,
     SYMBOL_TASKS,
     SYMBOLS,
@@ -33,6 +32,7 @@ from seqlab.seq2seq.tasks import (
     fr_en_words,
     french_words,
 )
+from seqlab.seq2seq.config import UNK_ID
 
 # the worked example each built-in task opens with (the explorer's translate panel)
 TASK_EXAMPLES = {"dates": "Sunday 29th of November 2026", "fr-en": "la vache blanche a vu un chien"}

@@ -19,11 +19,16 @@ import torch
 
 from seqlab.model.loss import cross_entropy
 from seqlab.runtime import autocast_context
+from seqlab.seq2seq.builtin_tasks import TEXT_TASKS
 from seqlab.seq2seq.config import PAD_ID
 from seqlab.seq2seq.data import Example, batches_in_order, collate
 from seqlab.seq2seq.decoding import decode_limit, translate_ids
-from seqlab.seq2seq.metrics import bleu, exact_match, teacher_forced_accuracy, token_accuracy
-from seqlab.seq2seq.tasks import TEXT_TASKS
+from seqlab.seq2seq.metrics import (
+    bleu,
+    exact_match,
+    teacher_forced_accuracy,
+    token_accuracy,
+)
 
 
 def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ from seqlab.runs.directory import SEQ2SEQ, check_kind, read_vocab_json
 from seqlab.runtime import resolve_device
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import Seq2SeqConfig
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.vocab import vocab_from_dict
 
 

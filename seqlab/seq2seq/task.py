@@ -33,11 +33,14 @@ from seqlab.runs.directory import SEQ2SEQ, read_config, write_config, write_voca
 from seqlab.runtime import autocast_context
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import PAD_ID
-from seqlab.seq2seq.data import collate
-from seqlab.seq2seq.dataset import prepare_data, unknown_characters
-from seqlab.seq2seq.evaluation import evaluate_translations, is_text_task, teacher_forced_loss
+from seqlab.seq2seq.data import collate, prepare_data, unknown_characters
+from seqlab.seq2seq.evaluation import (
+    evaluate_translations,
+    is_text_task,
+    teacher_forced_loss,
+)
 from seqlab.seq2seq.loading import read_vocabs
-from seqlab.seq2seq.train_config import FIXED_ON_RESUME, Seq2SeqTrainConfig
+from seqlab.seq2seq.settings import FIXED_ON_RESUME, Seq2SeqTrainConfig
 from seqlab.training.engine import Engine
 from seqlab.training.result import TrainResult
 from seqlab.training.task import Batch, Drawn, EvalContext, Task

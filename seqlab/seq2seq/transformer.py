@@ -47,7 +47,10 @@ from seqlab.model.init import trunc_normal_
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.norm import make_norm
-from seqlab.model.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from seqlab.model.positional import (
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+)
 from seqlab.model.residual import residual, residual_keeping_weights
 from seqlab.seq2seq.base import Seq2SeqModel, check_batch, check_ids, check_mask
 from seqlab.seq2seq.config import Seq2SeqConfig

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
 
 
 def _register_sweep(subparsers) -> None:
-    from seqlab.training.config import add_config_arguments
+    from seqlab.lm.settings import add_config_arguments
 
     sweep = subparsers.add_parser(
         "sweep", help="train a grid of runs (learning rate, batch size, ablations) and plot them",
@@ -54,7 +54,7 @@ def _register_sweep(subparsers) -> None:
 
 def _base_config(args: argparse.Namespace):
     """The sweep's base TrainConfig: defaults < --from RUN < --config TOML < flags."""
-    from seqlab.training.config import TrainConfig, config_from_args
+    from seqlab.lm.settings import TrainConfig, config_from_args
 
     if args.from_run:
         from seqlab.runkind import check_run_kind

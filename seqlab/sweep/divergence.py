@@ -27,7 +27,7 @@ and one still a nat worse than uniform after warm-up is not learning::
 
 :class:`DivergenceWatch` applies it during training as a step callback. It reads the records the
 trainer has appended to ``RUN/log.jsonl`` since its last call (the log's record format,
-:mod:`seqlab.training.logging_utils`), so it never touches a tensor: on the GPU path it adds no
+:mod:`seqlab.training.run_log`), so it never touches a tensor: on the GPU path it adds no
 host-device synchronisation to any step, and it sees the losses exactly when the trainer has read
 them (at log steps). A file that did not grow costs one ``os.stat``.
 """

@@ -29,7 +29,9 @@ def _figure(width: float, height: float):
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib.figure import Figure  # no pyplot: no global state, safe outside the main thread
+    from matplotlib.figure import (
+        Figure,  # no pyplot: no global state, safe outside the main thread
+    )
 
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -30,7 +30,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqlab.training.config import TrainConfig
+from seqlab.lm.settings import TrainConfig
 
 # fields that describe where and how a run is kept or shown, not what it trains
 NOT_SWEPT = {

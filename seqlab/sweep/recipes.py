@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from seqlab.lm.settings import TrainConfig
 from seqlab.model.config import default_d_ff
 from seqlab.sweep.grid import GridError, Variant, format_value
-from seqlab.training.config import TrainConfig
 
 RECIPES = ("lr", "batch-size", "ablations")
 LR_FACTORS = (0.1, 1 / 3, 1.0, 10 / 3, 10.0, 100 / 3, 100.0, 1000 / 3, 1000.0)  # half decades, x1/10 .. x1000

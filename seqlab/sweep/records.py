@@ -2,7 +2,7 @@
 curves of ``seqlab sweep`` and ``seqlab compare``.
 
 A run of ``seqlab train`` (or ``seqlab demo``, or a sweep) holds ``config.json`` and ``log.jsonl``
-(:mod:`seqlab.training.logging_utils`: train records with ``train_loss`` and ``tokens_per_second``,
+(:mod:`seqlab.training.run_log`: train records with ``train_loss`` and ``tokens_per_second``,
 eval records with ``val_loss``, both with ``step``, ``wallclock`` and ``tokens``). A sweep adds
 ``RUN/sweep_outcome.json`` when a run ends: whether it finished or diverged (and why), and the
 peak FLOP/s of the device it trained on, which makes its MFU known.

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text, remove_stale_temporaries
-from seqlab.sweep.grid import format_value
 from seqlab.runs.directory import read_json_object
+from seqlab.sweep.grid import format_value
 from seqlab.sweep.records import RunRecord, read_run
 
 SWEEP_FILE = "sweep.json"

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text, remove_stale_temporaries
+from seqlab.lm.settings import TrainConfig
 from seqlab.runs.directory import read_json_object
 from seqlab.sweep.divergence import DivergenceWatch
 from seqlab.sweep.grid import (
@@ -56,8 +57,13 @@ from seqlab.sweep.grid import (
 from seqlab.sweep.progress import SweepProgress, Work
 from seqlab.sweep.recipes import recipe_variants
 from seqlab.sweep.records import OUTCOME_FILE, RunRecord, read_run, write_outcome
-from seqlab.sweep.report import SWEEP_FILE, best_run, report_markdown, write_figures, write_json
-from seqlab.training.config import TrainConfig
+from seqlab.sweep.report import (
+    SWEEP_FILE,
+    best_run,
+    report_markdown,
+    write_figures,
+    write_json,
+)
 from seqlab.training.interrupt import StopRequest, signals_stop_runs
 
 # TrainConfig fields that change where or how a run is shown, not what it trains: a rerun may
@@ -340,7 +346,7 @@ def _run_locked(plan: SweepPlan, *, overwrite: bool, step_callbacks: list[Callab
 def _vocab_size(config: TrainConfig) -> int | None:
     """The run's vocabulary size (its setting, else the data's meta.json), for the divergence rule's
     ceiling; None when the data cannot say (the run itself then reports why)."""
-    from seqlab.training.data import read_meta
+    from seqlab.lm.data import read_meta
 
     try:
         return config.vocab_size or int(read_meta(config.data_dir)["vocab_size"])

@@ -104,9 +104,11 @@ def _run_export(args: argparse.Namespace) -> int:
     from seqlab.tokenizer import Tokenizer
 
     if args.to == "hf":
-        from seqlab.tokenizer.hf_format import HF_TOKENIZER_FILES as files, write_hf_tokenizer as write
+        from seqlab.tokenizer.hf_format import HF_TOKENIZER_FILES as files
+        from seqlab.tokenizer.hf_format import write_hf_tokenizer as write
     else:
-        from seqlab.tokenizer.tiktoken_format import TIKTOKEN_FILES as files, write_tiktoken as write
+        from seqlab.tokenizer.tiktoken_format import TIKTOKEN_FILES as files
+        from seqlab.tokenizer.tiktoken_format import write_tiktoken as write
     from seqlab.tokenizer.files import tokenizer_dir_of
 
     try:

@@ -32,7 +32,12 @@ from typing import Any
 
 from seqlab.atomic import atomic_write_text
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
-from seqlab.tokenizer.files import TokenizerFileError, _parse_json, _read_text, parse_vocab
+from seqlab.tokenizer.files import (
+    TokenizerFileError,
+    _parse_json,
+    _read_text,
+    parse_vocab,
+)
 from seqlab.tokenizer.pretokenize import GPT2_PATTERN
 from seqlab.tokenizer.tokenizer import EOT, Tokenizer
 

@@ -17,8 +17,8 @@ patterns (for any other pattern only special tokens are safe cuts).
 
 from __future__ import annotations
 
-from collections import Counter
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 import regex

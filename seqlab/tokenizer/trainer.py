@@ -17,7 +17,12 @@ from seqlab.tokenizer.bytes_unicode import gpt2_byte_order
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 from seqlab.tokenizer.merges import PairCounts
 from seqlab.tokenizer.parallel import map_in_workers, resolve_workers
-from seqlab.tokenizer.pretokenize import PreTokenizer, count_pretokens, gpt2_pretokenize, special_tokens_regex
+from seqlab.tokenizer.pretokenize import (
+    PreTokenizer,
+    count_pretokens,
+    gpt2_pretokenize,
+    special_tokens_regex,
+)
 
 _MAX_CHUNK_BYTES = 1 << 24
 

@@ -1,9 +1,10 @@
-"""Training: the engine (one loop for every task), its task interface, the language-model task and
-``Trainer``/``train`` (the engine with it); optimizer, schedule, clipping, batches, checkpoints
-(``cross_entropy`` is re-exported from seqlab.model.loss, where inference can reach it too).
+"""Training: the engine (one loop for every task) and its task interface, with AdamW, the schedule,
+clipping, guards, signals, the run log and the campaign loop of many runs.
 
-Names load on first use (PEP 562), so importing a submodule such as ``seqlab.training.cli`` (which
-``seqlab --help`` does) does not import torch.
+The face also names what a user of ``seqlab train`` reaches for first (``train``, ``Trainer``,
+``TrainConfig``, ``get_batch``, checkpoints): they live with the language model (:mod:`seqlab.lm`)
+and the run format (:mod:`seqlab.runs`). Names load on first use (see seqlab/lazy.py), so
+``seqlab --help`` does not import torch.
 """
 
 from __future__ import annotations
@@ -11,21 +12,17 @@ from __future__ import annotations
 from seqlab.lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "seqlab.training.batching": ("get_batch",),
-    "seqlab.training.checkpoint": (
-        "load_checkpoint",
-        "load_model_from_checkpoint",
-        "read_checkpoint",
-        "save_checkpoint",
-    ),
-    "seqlab.training.clipping": ("clip_grad_norm",),
-    "seqlab.model.loss": ("cross_entropy",),
-    "seqlab.training.optimizer": ("AdamW",),
-    "seqlab.training.schedule": ("lr_cosine_schedule",),
-    "seqlab.training.config": ("TrainConfig",),
-    "seqlab.training.data": ("PreparedData", "load_tokens", "prepare"),
-    "seqlab.training.trainer": ("NonFiniteLossError", "Trainer", "TrainResult", "train"),
     "seqlab.training.engine": ("Engine",),
     "seqlab.training.task": ("Batch", "Drawn", "Task"),
-    "seqlab.training.lm_task": ("LanguageModelTask",),
+    "seqlab.training.result": ("TrainResult",),
+    "seqlab.training.guards": ("NonFiniteLossError",),
+    "seqlab.training.clipping": ("clip_grad_norm",),
+    "seqlab.training.optimizer": ("AdamW",),
+    "seqlab.training.schedule": ("lr_cosine_schedule",),
+    "seqlab.model.loss": ("cross_entropy",),
+    "seqlab.runs.checkpoint": ("load_checkpoint", "load_model_from_checkpoint", "read_checkpoint", "save_checkpoint"),
+    "seqlab.tokenizer.token_array": ("load_tokens",),
+    "seqlab.lm.settings": ("TrainConfig",),
+    "seqlab.lm.data": ("PreparedData", "get_batch", "prepare"),
+    "seqlab.lm.task": ("LanguageModelTask", "Trainer", "train"),
 })

@@ -55,7 +55,13 @@ import torch
 
 from seqlab.atomic import link_or_copy
 from seqlab.model.checks import on_gpu_path
-from seqlab.runs.checkpoint import DiskFullError, checkpoint_files, is_disk_full, remove_old_checkpoints
+from seqlab.runs.checkpoint import (
+    DiskFullError,
+    checkpoint_files,
+    is_disk_full,
+    remove_old_checkpoints,
+    save_checkpoint,
+)
 from seqlab.runs.directory import (
     DESCRIPTIONS,
     check_kind,
@@ -67,7 +73,6 @@ from seqlab.runs.directory import (
 )
 from seqlab.runs.lock import RunLock, RunLockedError
 from seqlab.runtime import compile_model, peak_flops, resolve_device, resolve_precision
-from seqlab.training.checkpoint import save_checkpoint
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.distributed import (
     DistributedContext,
@@ -80,11 +85,11 @@ from seqlab.training.distributed import (
 )
 from seqlab.training.guards import NonFiniteLossError, StepReader, check_finite_weights
 from seqlab.training.interrupt import signal_name, signals_request_stop
-from seqlab.training.logging_utils import RunLog
 from seqlab.training.memory import build_if_it_fits
 from seqlab.training.optimizer import AdamW, weight_decay_groups
 from seqlab.training.progress import StepReporter, start_message
 from seqlab.training.result import TrainResult
+from seqlab.training.run_log import RunLog
 from seqlab.training.run_state import RunState, check_work_left, restore_run, run_extra
 from seqlab.training.schedule import plan_schedule
 from seqlab.training.task import Drawn, EvalContext, Task

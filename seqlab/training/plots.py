@@ -7,7 +7,6 @@ from typing import Any
 
 from seqlab.atomic import atomic_path
 
-
 SECOND_AXIS = {"val_exact_match": "validation exact match"}  # eval metrics in [0, 1], drawn on a right axis
 
 
@@ -20,7 +19,9 @@ def plot_loss_curve(records: list[dict[str, Any]], path: str | Path, *, title: s
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib.figure import Figure  # no pyplot: no global state, safe outside the main thread
+    from matplotlib.figure import (
+        Figure,  # no pyplot: no global state, safe outside the main thread
+    )
 
     path = Path(path)
     train = [r for r in records if r.get("train_loss") is not None]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from seqlab.training.logging_utils import RunLog
+from seqlab.training.run_log import RunLog
 from seqlab.training.throughput import Throughput
 
 

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from seqlab.runs.checkpoint import load_payload, read_checkpoint
 from seqlab.settings import EngineSettings
-from seqlab.training.checkpoint import capture_rng_state, load_payload, read_checkpoint, restore_rng_state
+from seqlab.training.rng_state import capture_rng_state, restore_rng_state
 
 
 @dataclass
@@ -102,7 +103,7 @@ def changed_optimizer_settings(saved: dict[str, Any], config: EngineSettings) ->
     """The optimizer and schedule settings a resume changes, for a note ("" when none); a resume may
     change them (e.g. a lower lr to go on), but it must say so.
 
-    >>> from seqlab.training.config import TrainConfig
+    >>> from seqlab.lm.settings import TrainConfig
     >>> changed_optimizer_settings({"lr": 3e-3, "min_lr": None, "beta1": 0.9}, TrainConfig(lr=0.01))
     'lr 0.003 -> 0.01 (final lr 0.0003 -> 0.001)'
     >>> changed_optimizer_settings({"lr": 3e-3}, TrainConfig(lr=3e-3))

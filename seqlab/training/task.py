@@ -24,7 +24,7 @@ before the batch drawn ahead), so a resumed run draws exactly the batches the un
 would have drawn. ``pin_memory`` is set by the engine when the device is a GPU: ``draw`` should then
 put its tensors in page-locked memory, so that ``select`` copies them with one asynchronous
 (``non_blocking``) copy that never makes the host wait. Examples: the language model
-(:mod:`seqlab.training.lm_task`) and the seq2seq task (:mod:`seqlab.seq2seq.task`).
+(:mod:`seqlab.lm.task`) and the seq2seq task (:mod:`seqlab.seq2seq.task`).
 """
 
 from __future__ import annotations

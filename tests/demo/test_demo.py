@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from seqlab.cli import main
-from seqlab.training.logging_utils import read_jsonl
+from seqlab.runs.log import read_jsonl
 
 
 def test_demo_fast_writes_a_report(tmp_path, capsys):

@@ -110,8 +110,8 @@ def model_client(model_server) -> Client:
 @pytest.fixture(scope="session")
 def loaded_lm(lm_run):
     """lm_run's model and tokenizer, loaded here (not through the explorer)."""
+    from seqlab.runs.checkpoint import load_model_from_checkpoint
     from seqlab.tokenizer import Tokenizer
-    from seqlab.inference.loading import load_model_from_checkpoint
 
     model, _ = load_model_from_checkpoint(lm_run / "checkpoints" / "latest.pt")
     return model, Tokenizer.load(lm_run / "tokenizer")

@@ -4,9 +4,6 @@ Each test injects the fault and compares with an oracle computed here."""
 
 from __future__ import annotations
 
-import http.client
-import json
-
 import pytest
 import torch
 
@@ -125,7 +122,7 @@ def test_a_run_trained_further_is_reloaded(lm_run, tmp_path):
     (one stat) and reloads it when it changed; lm/info shows the step."""
     import shutil
 
-    from seqlab.inference.loading import load_model_from_checkpoint
+    from seqlab.runs.checkpoint import load_model_from_checkpoint
     from seqlab.tokenizer import Tokenizer
     from seqlab.training import save_checkpoint
 

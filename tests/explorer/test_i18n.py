@@ -7,7 +7,7 @@ import re
 
 from seqlab.explorer.api import run_endpoint
 from seqlab.explorer.server import STATIC_DIR
-from seqlab.inference.inspect import trace_forward
+from seqlab.lm.inspection import trace_forward
 from seqlab.model import TransformerLM
 
 

@@ -1,4 +1,4 @@
-"""seqlab.inference.inspect against oracles written here: attention weights from the raw projection
+"""seqlab.lm.inspection against oracles written here: attention weights from the raw projection
 matrices, a complex-number RoPE and torch.softmax; the model's real attention output = weights @ V;
 the next-token filters against a sort-based top-k / top-p."""
 
@@ -7,9 +7,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqlab.inference.inspect import attention_maps, check_ids, next_token_candidates, trace_forward
+from seqlab.lm.inspection import (
+    attention_maps,
+    check_ids,
+    next_token_candidates,
+    trace_forward,
+)
 from seqlab.model import TransformerLM
-from tests.explorer.oracles import attention_oracle, kv_head_of_query_heads, sorted_filter
+from tests.explorer.oracles import (
+    attention_oracle,
+    kv_head_of_query_heads,
+    sorted_filter,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -57,17 +66,9 @@ def test_attention_weights_match_an_oracle_and_the_models_output(changes):
     assert [w.shape for w in attention_maps(model, ids)] == [(H, T, T)] * 2
 
 
-def test_the_old_name_attention_weights_still_works_with_a_deprecation_note():
-    """Renamed for issue 17 (it collided with the formula seqlab.model.attention.attention_weights);
-    the old name answers for one release."""
+def test_the_inference_face_names_attention_maps():
     import seqlab.inference
-    from seqlab.inference.inspect import attention_weights
 
-    model, ids = _model(num_kv_heads=2), [4, 8, 15, 16, 23]
-    with pytest.warns(DeprecationWarning, match="attention_weights is now attention_maps"):
-        old = attention_weights(model, ids)
-    for a, b in zip(old, attention_maps(model, ids), strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert seqlab.inference.attention_maps is attention_maps
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from seqlab.explorer.runs import RunRegistry
-from seqlab.training.logging_utils import read_jsonl
+from seqlab.runs.log import read_jsonl
 from tests.explorer.conftest import client_for, serving
 from tests.explorer.oracles import attention_oracle, sorted_filter
 from tests.explorer.test_i18n import _strings

@@ -60,8 +60,8 @@ def _naive_greedy(model, src: list[int], limit: int) -> list[int]:
 
 
 def test_greedy_translation_and_its_cross_attention(s2s_client, s2s_run):
-    from seqlab.seq2seq.config import BOS_ID
     from seqlab.seq2seq import load_run
+    from seqlab.seq2seq.config import BOS_ID
     from seqlab.seq2seq.decoding import decode_limit
 
     run = load_run(s2s_run, device="cpu")

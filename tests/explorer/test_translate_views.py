@@ -36,7 +36,7 @@ def loaded(tiny_fr_en_run):
 
 
 def test_info_gives_the_worked_example_and_what_the_run_knows(fr_client, loaded):
-    from seqlab.seq2seq.tasks import fr_en_words
+    from seqlab.seq2seq.builtin_tasks import fr_en_words
 
     info = fr_client.ok("seq2seq/info")
     assert info["task"] == "fr-en" and info["example"] == "la vache blanche a vu un chien"

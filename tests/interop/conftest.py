@@ -18,10 +18,10 @@ NORM_EPS = 1e-6  # idem for ε (seqlab's default is 1e-5)
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory) -> Path:
     """A tiny LM trained here: BPE (320 ids) on built-in stories, 2 layers, 2 heads, 30 steps."""
-    from seqlab.training.config import TrainConfig
-    from seqlab.training.data import prepare
-    from seqlab.training.stories import write_corpus
-    from seqlab.training.trainer import train
+    from seqlab.lm.data import prepare
+    from seqlab.lm.settings import TrainConfig
+    from seqlab.lm.stories import write_corpus
+    from seqlab.lm.task import train
 
     root = tmp_path_factory.mktemp("trained")
     train_text, valid_text = write_corpus(root / "train.txt", 300, 0), write_corpus(root / "valid.txt", 40, 1)

@@ -11,8 +11,14 @@ import torch
 
 from seqlab.cli import main
 from seqlab.inference.generate import generate
-from seqlab.inference.loading import load_model
-from tests.interop.conftest import NORM_EPS, ROPE_THETA, hf_greedy, hf_logits, seqlab_logits
+from seqlab.lm.loading import load_model
+from tests.interop.conftest import (
+    NORM_EPS,
+    ROPE_THETA,
+    hf_greedy,
+    hf_logits,
+    seqlab_logits,
+)
 
 FILES = ["config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
          "tokenizer.json", "tokenizer_config.json"]
@@ -78,7 +84,7 @@ def test_auto_tokenizer_gives_seqlabs_ids_on_the_fixtures(exported, seqlab_side,
 def _ablated_run(trained_run, tmp_path, **ablation):
     """A copy of the trained run whose checkpoint holds a model with one ablation."""
     from seqlab.model import TransformerLM
-    from seqlab.training.checkpoint import save_checkpoint
+    from seqlab.runs.checkpoint import save_checkpoint
 
     run = tmp_path / "ablated"
     shutil.copytree(trained_run / "tokenizer", run / "tokenizer")
@@ -145,7 +151,7 @@ def test_grouped_query_and_tied_models_export(trained_run, tmp_path, cs336_dir, 
     from transformers import LlamaForCausalLM
 
     from seqlab.model import TransformerLM
-    from seqlab.training.checkpoint import save_checkpoint
+    from seqlab.runs.checkpoint import save_checkpoint
 
     torch.manual_seed(0)
     extra = {**({"num_kv_heads": num_kv_heads} if num_kv_heads else {}), **({"tie_embeddings": True} if tied else {})}

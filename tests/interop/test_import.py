@@ -14,7 +14,7 @@ import torch
 
 from seqlab.cli import main
 from seqlab.inference.generate import generate
-from seqlab.inference.loading import load_model
+from seqlab.lm.loading import load_model
 from tests.interop.conftest import hf_greedy, hf_logits, seqlab_logits
 
 EOT = "<|endoftext|>"

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqlab.interop.llama_layout import halves_to_pairs, llama_names, pairs_to_halves, pairs_to_halves_order
+from seqlab.interop.llama_layout import (
+    halves_to_pairs,
+    llama_names,
+    pairs_to_halves,
+    pairs_to_halves_order,
+)
 
 
 @pytest.mark.parametrize("heads, d_head", [(1, 2), (2, 4), (3, 8), (4, 16)])

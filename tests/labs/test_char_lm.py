@@ -1,8 +1,14 @@
 import numpy as np
 import pytest
 
-from seqlab.labs.char_lm import (free_running_generate, loss_and_grads, teacher_forced_predict,
-                                 train_char_lm, CharLMConfig, init_char_lm_params)
+from seqlab.labs.char_lm import (
+    CharLMConfig,
+    free_running_generate,
+    init_char_lm_params,
+    loss_and_grads,
+    teacher_forced_predict,
+    train_char_lm,
+)
 from seqlab.labs.gradcheck import check_gradients
 
 

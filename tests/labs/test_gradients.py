@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from seqlab.labs.checks import GRADIENT_CHECKS
-from seqlab.labs.gradcheck import check_gradients, numerical_gradient, passed, relative_error
+from seqlab.labs.gradcheck import (
+    check_gradients,
+    numerical_gradient,
+    passed,
+    relative_error,
+)
 
 
 @pytest.mark.parametrize("name", list(GRADIENT_CHECKS))

@@ -7,8 +7,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqlab.labs.attention import (attention, causal_mask, cross_attention, init_multihead_params,
-                                   masked_softmax, multihead_attention, padding_mask)
+from seqlab.labs.attention import (
+    attention,
+    causal_mask,
+    cross_attention,
+    init_multihead_params,
+    masked_softmax,
+    multihead_attention,
+    padding_mask,
+)
 
 
 def _rand(seed, *shape):

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from seqlab.labs import rnn
 from seqlab.labs.attention import attention
 from seqlab.labs.clipping import clip_coordinatewise, clip_global_norm
-from seqlab.labs import rnn
 
 finite = st.floats(-20, 20, allow_nan=False)
 

@@ -6,11 +6,15 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from test_rope import rotation_matrix
 
 import seqlab.model.chunked_attention as chunked_module
-from seqlab.model import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
+from seqlab.model import (
+    MultiHeadAttention,
+    causal_mask,
+    scaled_dot_product_attention,
+)
 from seqlab.model.chunked_attention import chunked_attention
-from test_rope import rotation_matrix
 
 BACKENDS = {"reference": scaled_dot_product_attention, "chunked": chunked_attention}
 
@@ -116,7 +120,7 @@ def naive_multihead(x, mha, positions=None, theta=None):
 
 
 def test_multihead_matches_naive_per_head_loop_without_rope():
-    mha = MultiHeadSelfAttention(12, 3)
+    mha = MultiHeadAttention(12, 3)
     assert {n for n, _ in mha.named_parameters()} == {
         "q_proj.weight", "k_proj.weight", "v_proj.weight", "output_proj.weight"}
     x = torch.randn(2, 5, 12)
@@ -124,7 +128,7 @@ def test_multihead_matches_naive_per_head_loop_without_rope():
 
 
 def test_multihead_with_rope_matches_naive_loop_with_rotation_matrices():
-    mha = MultiHeadSelfAttention(16, 4, max_seq_len=20, theta=10000.0, dtype=torch.float64)
+    mha = MultiHeadAttention(16, 4, max_seq_len=20, theta=10000.0, dtype=torch.float64)
     x = torch.randn(2, 6, 16, dtype=torch.float64)
     positions = torch.tensor([0, 1, 2, 5, 6, 19])
     torch.testing.assert_close(mha(x, positions), naive_multihead(x, mha, positions, 10000.0), atol=1e-6, rtol=1e-6)
@@ -132,7 +136,7 @@ def test_multihead_with_rope_matches_naive_loop_with_rotation_matrices():
 
 
 def test_multihead_is_causal():
-    mha = MultiHeadSelfAttention(8, 2, max_seq_len=10, theta=10000.0)
+    mha = MultiHeadAttention(8, 2, max_seq_len=10, theta=10000.0)
     x = torch.randn(1, 6, 8)
     y = mha(x)
     x2 = x.clone()
@@ -143,14 +147,14 @@ def test_multihead_is_causal():
 
 
 def test_multihead_gradcheck_float64():
-    mha = MultiHeadSelfAttention(8, 2, max_seq_len=8, theta=100.0, dtype=torch.float64)
+    mha = MultiHeadAttention(8, 2, max_seq_len=8, theta=100.0, dtype=torch.float64)
     x = torch.randn(1, 4, 8, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(mha, (x,))
 
 
 def test_multihead_rejects_bad_head_count():
     with pytest.raises(ValueError, match="divisible"):
-        MultiHeadSelfAttention(10, 3)
+        MultiHeadAttention(10, 3)
 
 
 def test_sdpa_gradients_match_functional_with_broadcast_keys_and_batched_mask(attend):

@@ -6,13 +6,19 @@ from dataclasses import asdict
 
 import pytest
 import torch
+from benchmark_scripts import load_benchmark
 
 import seqlab.model.attention as attention_module
-from benchmark_scripts import load_benchmark
+from benchmarks.instruments.op_count import OpCounter
+from seqlab.lm.settings import config_from_argv
 from seqlab.model import ModelConfig, TransformerLM, attention_backend, gpu_path_forced
-from seqlab.model.op_count import OpCounter
-from seqlab.training import AdamW, clip_grad_norm, cross_entropy, load_model_from_checkpoint, save_checkpoint
-from seqlab.training.config import config_from_argv
+from seqlab.training import (
+    AdamW,
+    clip_grad_norm,
+    cross_entropy,
+    load_model_from_checkpoint,
+    save_checkpoint,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = dict(vocab_size=37, context_length=16, d_model=32, num_layers=2, num_heads=4, d_ff=64)
@@ -204,7 +210,7 @@ def test_kv_cache_decoding_with_the_reference_equals_the_chunked_full_forward():
 def test_inference_loading_runs_with_the_backend_for_its_device_not_the_training_one(tmp_path):
     """A run trained with --attention chunked (a CPU choice) loads for inference with "auto", which
     resolves per device (sdpa on CUDA), unless the caller names a backend."""
-    from seqlab.inference.loading import load_model
+    from seqlab.lm.loading import load_model
 
     model = TransformerLM(**SMALL, attention="chunked")
     ids = torch.randint(0, 37, (2, 10))

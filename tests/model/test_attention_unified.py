@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlab.model.attention import MultiHeadAttention, MultiHeadSelfAttention
+from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.ffn import ReLUFeedForward, make_ffn
 from seqlab.model.residual import residual
 
@@ -123,12 +123,8 @@ def test_cross_attention_misuse_is_refused_with_the_fix():
         cross(x, memory=memory, key_padding_mask=torch.ones(1, 2, dtype=torch.bool))
 
 
-def test_the_language_models_name_is_the_same_class():
-    import seqlab.model
-
-    assert MultiHeadSelfAttention is MultiHeadAttention
-    assert seqlab.model.MultiHeadSelfAttention is seqlab.model.MultiHeadAttention is MultiHeadAttention
-    attn = MultiHeadSelfAttention(D, HEADS, 8, 10000.0)  # the LM's positional signature
+def test_the_language_models_positional_signature():
+    attn = MultiHeadAttention(D, HEADS, 8, 10000.0)
     assert attn.causal and attn.rope is not None
     assert set(attn.state_dict()) == {f"{p}.weight" for p in ("q_proj", "k_proj", "v_proj", "output_proj")}
 

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from benchmark_scripts import load_benchmark
 
 import seqlab.model.attention as attention_module
-from benchmark_scripts import load_benchmark
+from benchmarks.instruments.op_count import OpCounter
 from seqlab.model import TransformerLM, attention_backend, gpu_path_forced
-from seqlab.model.op_count import OpCounter
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 BACKENDS = ("reference", "chunked", "sdpa", "flash")

@@ -6,7 +6,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqlab.model import Embedding, Linear, RMSNorm, SiLUFeedForward, SwiGLU, default_d_ff, relu, silu, softmax
+from seqlab.model import (
+    Embedding,
+    Linear,
+    RMSNorm,
+    SiLUFeedForward,
+    SwiGLU,
+    default_d_ff,
+    relu,
+    silu,
+    softmax,
+)
 from seqlab.model.rmsnorm import rms_norm
 
 

@@ -7,7 +7,6 @@ and each kernel are defined). Skipped only where triton is not installed.
 """
 
 import math
-import os
 import subprocess
 import sys
 

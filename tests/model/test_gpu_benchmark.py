@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from benchmark_scripts import load_benchmark
+
 from seqlab.runtime import PEAK_BF16_FLOPS, gpu_peak_bf16_flops
 
 

@@ -4,7 +4,6 @@ the issue's MFU numbers, every training mode and the generation comparison run o
 
 import pytest
 import torch
-
 from benchmark_scripts import load_benchmark
 
 pytestmark = pytest.mark.usefixtures("one_thread")

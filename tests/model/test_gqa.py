@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import seqlab.model.chunked_attention as chunked_module
-from seqlab.model import ModelConfig, MultiHeadSelfAttention, TransformerLM
+from seqlab.model import ModelConfig, MultiHeadAttention, TransformerLM
 from seqlab.model.attention import scaled_dot_product_attention
 from seqlab.model.attention_inputs import causal_mask
 from seqlab.model.chunked_attention import chunked_attention
@@ -145,9 +145,9 @@ def test_chunked_kernel_groups_queries_instead_of_copying_keys():
 
 @pytest.mark.parametrize("attention", ["reference", "chunked"])
 def test_attention_module_equals_the_per_head_formula_with_shared_key_heads(attention):
-    """MultiHeadSelfAttention(num_kv_heads=2) against a per-query-head loop over F.sdpa (no RoPE)."""
+    """MultiHeadAttention(num_kv_heads=2) against a per-query-head loop over F.sdpa (no RoPE)."""
     torch.manual_seed(0)
-    attn = MultiHeadSelfAttention(32, 8, num_kv_heads=2, attention=attention)
+    attn = MultiHeadAttention(32, 8, num_kv_heads=2, attention=attention)
     x = torch.randn(3, 9, 32)
     out = attn(x)
     q = (x @ attn.q_proj.weight.T).view(3, 9, 8, 4)
@@ -182,7 +182,7 @@ def test_bad_kv_head_counts_are_named():
     with pytest.raises(ValueError, match=r"num_kv_heads must be a positive integer .* got 0"):
         ModelConfig(**SMALL, num_kv_heads=0)
     with pytest.raises(ValueError, match="divisible by num_kv_heads"):
-        MultiHeadSelfAttention(32, 4, num_kv_heads=3)
+        MultiHeadAttention(32, 4, num_kv_heads=3)
     with pytest.raises(ValueError, match="tie_embeddings must be true or false"):
         ModelConfig(**SMALL, tie_embeddings="yes")
     assert ModelConfig(**SMALL).num_kv_heads == 8  # None means one key/value head per query head
@@ -250,7 +250,7 @@ def test_gqa_checkpoint_refuses_an_mha_model_by_shape(tmp_path):
 
 
 def test_train_flags_reach_the_model():
-    from seqlab.training.config import config_from_argv
+    from seqlab.lm.settings import config_from_argv
 
     config = config_from_argv(["--num-heads", "4", "--num-kv-heads", "2", "--tie-embeddings"])
     model_config = config.model_config(vocab_size=50)
@@ -263,9 +263,9 @@ def test_train_flags_reach_the_model():
 def test_gpu_path_of_a_grouped_tied_model_is_flat_in_the_batch_sync_free_and_traces_whole():
     import torch._dynamo
 
+    from benchmarks.instruments.op_count import OpCounter
     from seqlab.model import gpu_path_forced
     from seqlab.model.loss import cross_entropy
-    from seqlab.model.op_count import OpCounter
 
     def count(batch: int, device: str) -> OpCounter:
         model = TransformerLM(**SMALL, num_kv_heads=2, tie_embeddings=True, device=device)

@@ -3,7 +3,6 @@ with a message on a machine without CUDA."""
 
 import pytest
 import torch
-
 from benchmark_scripts import load_benchmark
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -6,7 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqlab.model import LayerNorm, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from seqlab.model import (
+    LayerNorm,
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+)
 
 
 def test_layernorm_matches_functional_layer_norm_values_and_gradients():

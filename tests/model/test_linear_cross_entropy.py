@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 
 import seqlab.model.loss as loss_module
+from benchmarks.instruments.op_count import OpCounter
+from benchmarks.instruments.peak_memory import peak_memory
 from seqlab.model import gpu_path_forced
 from seqlab.model.loss import cross_entropy, linear_cross_entropy
-from seqlab.model.op_count import OpCounter
-from seqlab.model.peak_memory import peak_memory
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -7,10 +7,13 @@ import torch
 import torch.nn.functional as F
 
 import seqlab.model.sdpa_attention as sdpa_module
+from benchmarks.instruments.op_count import OpCounter
 from seqlab.model import gpu_path_forced
 from seqlab.model.attention import scaled_dot_product_attention as reference
-from seqlab.model.backend_support import BACKENDS, attention_backend_supports, attention_function
-from seqlab.model.op_count import OpCounter
+from seqlab.model.backend_support import (
+    BACKENDS,
+    attention_backend_supports,
+)
 from seqlab.model.sdpa_attention import sdpa_attention
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -136,10 +139,11 @@ def test_backend_support_table_and_functions():
     assert not attention_backend_supports("flash", "cpu", torch.float32, has_mask=True)
     assert not attention_backend_supports("flash", "cpu", torch.bfloat16, has_mask=False)
     assert not attention_backend_supports("flash", "meta", torch.float32, has_mask=False)
-    assert attention_function("sdpa") is sdpa_attention and attention_function("reference") is reference
     with pytest.raises(ValueError, match=r"unknown attention backend 'fast'; choose one of \('reference'"):
         attention_backend_supports("fast", "cpu", torch.float32, False)
     q, k, v = tensors(1, 2, 2, 5, 5, 4)
-    for name in ("reference", "chunked", "sdpa"):  # one calling convention
-        torch.testing.assert_close(attention_function(name)(q, k, v, None, causal=True),
+    from seqlab.model.chunked_attention import chunked_attention
+
+    for fn in (reference, chunked_attention, sdpa_attention):  # one calling convention
+        torch.testing.assert_close(fn(q, k, v, None, causal=True),
                                    reference(q, k, v, causal=True))

@@ -1,5 +1,5 @@
 """Issue 22: honest translations (what a run covers: seqlab.seq2seq.coverage, the grammar and date
-formats of seqlab.seq2seq.tasks, `seqlab seq2seq vocab`) and the word-level alignment of character
+formats of seqlab.seq2seq.builtin_tasks, `seqlab seq2seq vocab`) and the word-level alignment of character
 models (seqlab.seq2seq.alignment), each against an oracle written here."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import torch
 
 from seqlab.cli import main
 from seqlab.seq2seq.alignment import word_alignment
-from seqlab.seq2seq.coverage import check_input, example_source, known_inputs
-from seqlab.seq2seq.tasks import (
+from seqlab.seq2seq.builtin_tasks import (
     ADJECTIVES,
     NOUNS,
     date_formats,
@@ -23,7 +22,8 @@ from seqlab.seq2seq.tasks import (
     french_words,
     make_pairs,
 )
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+from seqlab.seq2seq.coverage import check_input, example_source
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.vocab import CharVocab
 
 pytestmark = pytest.mark.usefixtures("one_thread")

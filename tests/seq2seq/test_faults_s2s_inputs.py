@@ -69,7 +69,7 @@ def test_seqlab_eval_refuses_the_same_family(tmp_path, capsys, flags, named):
 
 
 def test_seq2seq_eval_limit_and_show_errors_count_what_they_say(tiny_s2s_run, capsys):
-    from seqlab.seq2seq.dataset import load_pairs
+    from seqlab.seq2seq.data import load_pairs
     from seqlab.seq2seq.loading import load_run
 
     loaded = load_run(tiny_s2s_run, device="cpu")
@@ -312,8 +312,8 @@ def test_the_skip_advice_names_only_a_flag_the_command_has(tmp_path, tiny_s2s_ru
 def test_duplicate_pairs_never_land_in_both_training_and_validation(tmp_path):
     """A pairs file with repeated lines (Tatoeba has some) put copies of one pair on both sides of
     the split, so validation exact match counted memorised pairs."""
-    from seqlab.seq2seq.dataset import load_pairs
-    from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+    from seqlab.seq2seq.data import load_pairs
+    from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 
     distinct = [(f"s{i}", f"t{i}") for i in range(40)]
     lines = [distinct[i % 40] for i in range(200)]  # every pair 5 times

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from seqlab.seq2seq import inspect as s2s_inspect
+from seqlab.seq2seq import inspection as s2s_inspect
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import BOS_ID, Seq2SeqConfig
-from seqlab.seq2seq.inspect import dependency_map
+from seqlab.seq2seq.inspection import dependency_map
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from seqlab.seq2seq.paths.chart import ARCH_STYLES, MIN_PAIRS, chart_data, coinciding, series, wilson_interval
+from seqlab.seq2seq.paths.chart import (
+    ARCH_STYLES,
+    MIN_PAIRS,
+    chart_data,
+    coinciding,
+    series,
+    wilson_interval,
+)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "explorer" / "fixtures" / "paths" / "results.json"
 

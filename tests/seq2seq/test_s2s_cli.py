@@ -49,7 +49,7 @@ def test_train_translate_eval(tmp_path, capsys):
     assert main(["seq2seq", "eval", "--run", str(run), "--json"]) == 0
     numbers = json.loads(capsys.readouterr().out)
     from seqlab.seq2seq import evaluate_translations, load_run
-    from seqlab.seq2seq.dataset import load_pairs
+    from seqlab.seq2seq.data import load_pairs
 
     loaded = load_run(run, device="cpu")
     oracle = evaluate_translations(loaded.model, load_pairs(loaded.train_config)[1], loaded.src_vocab,

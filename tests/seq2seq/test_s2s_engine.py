@@ -18,12 +18,14 @@ import torch
 from seqlab.cli import main
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.runs.log import read_jsonl
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import Seq2SeqTask, train
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 from seqlab.training import engine as engine_module
 from seqlab.training.engine import Engine
 from seqlab.training.guards import NonFiniteLossError
-from tests.training.test_faults_training import _expected_cosine  # the schedule oracle, written out
+from tests.training.test_faults_training import (
+    _expected_cosine,  # the schedule oracle, written out
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from seqlab.cli import main
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 DATA = ["--task", "reverse", "--min-len", "2", "--max-len", "5", "--train-size", "300", "--valid-size", "20",
@@ -99,28 +99,6 @@ def test_a_run_saved_with_the_old_names_resumes_and_loads(tmp_path, capsys):
     assert loaded.train_config.eval_batches == 1  # 20 pairs at batch 32
 
 
-def test_the_old_python_paths_warn_and_still_work():
-    with pytest.warns(DeprecationWarning, match="seqlab.seq2seq.train.load_run moved to seqlab.seq2seq.loading"):
-        from seqlab.seq2seq.train import load_run as old_load_run
-    from seqlab.seq2seq import load_run
-
-    assert old_load_run is load_run
-    with pytest.warns(DeprecationWarning, match="LoadedRun moved to seqlab.seq2seq.loading.Seq2SeqRun"):
-        from seqlab.seq2seq.train import LoadedRun
-    from seqlab.seq2seq.loading import Seq2SeqRun
-
-    assert LoadedRun is Seq2SeqRun
-    import seqlab.seq2seq.train as old
-
-    with pytest.raises(AttributeError, match="Seq2SeqTrainer is gone.*Engine"):
-        old.Seq2SeqTrainer
-    from seqlab.seq2seq.build import count_parameters, num_parameters
-
-    model = torch.nn.Linear(3, 2)
-    with pytest.warns(DeprecationWarning, match="count_parameters is now num_parameters"):
-        assert count_parameters(model) == num_parameters(model) == 8
-
-
 def test_the_public_api_of_seqlab_seq2seq_is_lazy_and_complete():
     import subprocess
     import sys
@@ -143,8 +121,8 @@ def test_flags_come_from_the_settings_fields():
     import argparse
     from dataclasses import fields
 
+    from seqlab.lm.settings import TrainConfig
     from seqlab.settings import add_config_arguments
-    from seqlab.training.config import TrainConfig
 
     parsers = {}
     for cls in (Seq2SeqTrainConfig, TrainConfig):

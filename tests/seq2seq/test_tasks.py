@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from seqlab.seq2seq.tasks import SYMBOLS, TASKS, make_pairs
+from seqlab.seq2seq.builtin_tasks import SYMBOLS, TASKS, make_pairs
 
 MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",

@@ -11,11 +11,11 @@ import torch.nn.functional as F
 
 from seqlab.runs.log import read_jsonl
 from seqlab.seq2seq.config import PAD_ID
-from seqlab.seq2seq.dataset import build_vocabs, load_pairs
+from seqlab.seq2seq.data import build_vocabs, load_pairs
 from seqlab.seq2seq.evaluation import evaluate_translations, masked_cross_entropy
 from seqlab.seq2seq.loading import load_run
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import train
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -150,7 +150,7 @@ def test_config_errors_name_the_setting():
 
 
 def test_tsv_pairs_with_bpe(tmp_path):
-    from seqlab.seq2seq.tasks import make_pairs
+    from seqlab.seq2seq.builtin_tasks import make_pairs
 
     path = tmp_path / "pairs.tsv"
     pairs = make_pairs("fr-en", 300, seed=0)
@@ -171,7 +171,7 @@ def test_tsv_pairs_with_bpe(tmp_path):
 def test_transformer_learns_dates_to_99_percent(tmp_path):
     """The settings of benchmarks/seq2seq_dates.py, stopping at 99.5% on 1000 validation dates (a
     margin over 99%); scored on 1000 dates never seen in training or in that validation set."""
-    from seqlab.seq2seq.tasks import make_pairs
+    from seqlab.seq2seq.builtin_tasks import make_pairs
 
     cfg = Seq2SeqTrainConfig(out_dir=str(tmp_path / "dates"), task="dates", arch="transformer", d_model=64,
                              num_layers=2, num_heads=4, max_steps=3000, batch_size=64, lr=3e-3, warmup_steps=100,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from seqlab.training.config import TrainConfig
+from seqlab.lm.settings import TrainConfig
 from tests.training.conftest import write_byte_data
 
 TINY = dict(context_length=32, d_model=32, num_layers=2, num_heads=2, batch_size=8, threads=1, progress=False,

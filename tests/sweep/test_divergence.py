@@ -52,8 +52,8 @@ def test_a_first_logged_loss_already_blown_up_is_capped_at_a_nat_above_uniform()
 def test_a_sweep_marks_a_run_that_blew_up_inside_its_first_log_interval(byte_data, tmp_path):
     """lr=10, logged every 10 steps: the first logged loss is already far above uniform and the loss
     then falls; the sweep reads the vocabulary from the data and marks the run diverged."""
+    from seqlab.lm.data import read_meta
     from seqlab.sweep import plan_sweep, run_sweep
-    from seqlab.training.data import read_meta
 
     out = tmp_path / "lr"
     base = tiny_base(byte_data, log_interval=10, max_steps=30, eval_interval=30, checkpoint_interval=30)

@@ -12,9 +12,17 @@ import seqlab.sweep.divergence
 import seqlab.sweep.grid
 import seqlab.sweep.recipes
 from seqlab.accounting.costs import count_parameters
-from seqlab.sweep.grid import GridError, Variant, check_variants, grid_variants, parse_axis, parse_grid, run_name
+from seqlab.lm.settings import TrainConfig
+from seqlab.sweep.grid import (
+    GridError,
+    Variant,
+    check_variants,
+    grid_variants,
+    parse_axis,
+    parse_grid,
+    run_name,
+)
 from seqlab.sweep.recipes import recipe_variants
-from seqlab.training.config import TrainConfig
 
 
 @pytest.mark.parametrize("module", [seqlab.sweep.grid, seqlab.sweep.recipes, seqlab.sweep.divergence])

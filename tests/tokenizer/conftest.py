@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from bpe_reference import EOT, tiktoken_from_ranks
 
 from seqlab.tokenizer import Tokenizer

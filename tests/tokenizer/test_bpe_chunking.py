@@ -6,7 +6,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
-from seqlab.tokenizer.pretokenize import make_pretokenizer, special_tokens_regex, split_on_special_tokens
+from seqlab.tokenizer.pretokenize import (
+    make_pretokenizer,
+    special_tokens_regex,
+    split_on_special_tokens,
+)
 
 SPECIALS = ["<|endoftext|>", "<|endoftext|><|endoftext|>", "<s>"]
 PARTS = st.sampled_from(["a", "b", "\n", "\n\n", " ", "  ", "\t", "\r\n", "x\ny", "é", "日本", "'s", "!", "7"] + SPECIALS + ["<|endo", "ftext|>"])

@@ -7,9 +7,9 @@ import json
 
 import pytest
 from bpe_reference import EOT, FIXTURE_TEXTS
-from test_bpe_chunking import pieces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_bpe_chunking import pieces
 
 from seqlab.cli import main
 from seqlab.tokenizer import LLAMA3_PATTERN, Tokenizer, TokenizerFileError

@@ -7,7 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqlab.tokenizer.bpe_apply import apply_merges
-from seqlab.tokenizer.pretokenize import GPT2_REGEX, gpt2_pretokenize, whitespace_pretokenize
+from seqlab.tokenizer.pretokenize import (
+    GPT2_REGEX,
+    gpt2_pretokenize,
+    whitespace_pretokenize,
+)
 
 ASCII = st.text(st.characters(max_codepoint=127), max_size=300)
 MIXED_PARTS = st.one_of(

@@ -7,12 +7,11 @@ import os
 import tracemalloc
 
 import pytest
+from bpe_reference import EOT, FIXTURE_TEXTS, tiktoken_from_ranks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqlab.tokenizer import Tokenizer, TokenizerFileError, train_bpe
-
-from bpe_reference import EOT, FIXTURE_TEXTS, tiktoken_from_ranks
 
 # Characters unassigned in Python's Unicode database ("Cn") are left out: the `regex` module and
 # tiktoken's Rust regex follow newer Unicode versions of their own, so a letter added after it (e.g.

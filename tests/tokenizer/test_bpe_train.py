@@ -10,7 +10,11 @@ import pytest
 import regex
 
 from seqlab.tokenizer import merge_trace, train_bpe, whitespace_pretokenize
-from seqlab.tokenizer.bytes_unicode import bytes_to_unicode, text_to_token, token_to_text
+from seqlab.tokenizer.bytes_unicode import (
+    bytes_to_unicode,
+    text_to_token,
+    token_to_text,
+)
 from seqlab.tokenizer.pretokenize import GPT2_PATTERN
 
 EOT = "<|endoftext|>"

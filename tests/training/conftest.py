@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seqlab.training.stories import END_OF_TEXT, generate_stories
+from seqlab.lm.stories import END_OF_TEXT, generate_stories
 
 
 def write_byte_data(directory: Path, num_train: int = 300, num_valid: int = 40) -> Path:

@@ -11,19 +11,18 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from seqlab.lm.data import get_batch, sample_windows
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.task import LanguageModelTask, Trainer, train
 from seqlab.model import gpu_path_forced
+from seqlab.runs.checkpoint import read_checkpoint
+from seqlab.runs.log import read_jsonl
 from seqlab.seq2seq.config import BOS_ID, EOS_ID, PAD_ID
 from seqlab.seq2seq.data import collate
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import Seq2SeqTask
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 from seqlab.training import engine as engine_module
-from seqlab.training.batching import get_batch, sample_windows
-from seqlab.training.checkpoint import read_checkpoint
-from seqlab.training.config import TrainConfig
-from seqlab.training.lm_task import LanguageModelTask
-from seqlab.training.logging_utils import read_jsonl
 from seqlab.training.task import Drawn
-from seqlab.training.trainer import Trainer, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 META = torch.device("meta")

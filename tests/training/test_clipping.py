@@ -96,8 +96,8 @@ def test_foreach_infinite_limit_leaves_gradients_untouched_and_empty_gives_zero(
 
 
 def test_foreach_operation_count_does_not_grow_with_the_tensors_and_never_syncs():
+    from benchmarks.instruments.op_count import OpCounter
     from seqlab.model import gpu_path_forced
-    from seqlab.model.op_count import OpCounter
 
     counts = []
     for tensors in (4, 40):

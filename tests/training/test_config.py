@@ -8,8 +8,8 @@ from dataclasses import asdict
 
 import pytest
 
+from seqlab.lm.settings import TrainConfig, config_from_argv, read_toml
 from seqlab.model import ModelConfig
-from seqlab.training.config import TrainConfig, config_from_argv, read_toml
 
 
 def test_defaults_without_file_or_flags():

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from seqlab.lm.data import PreparedData, prepare
+from seqlab.lm.stories import END_OF_TEXT, write_corpus
 from seqlab.tokenizer import Tokenizer
-from seqlab.training.data import PreparedData, prepare, token_dtype
-from seqlab.training.stories import END_OF_TEXT, write_corpus
+from seqlab.tokenizer.token_array import token_dtype
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_prepare_cli_and_missing_input(corpus, tmp_path, capsys):
 
 
 def test_story_corpus_is_seeded_and_consistent():
-    from seqlab.training.stories import generate_stories
+    from seqlab.lm.stories import generate_stories
 
     assert generate_stories(5, seed=1) == generate_stories(5, seed=1)
     assert generate_stories(5, seed=1) != generate_stories(5, seed=2)
@@ -66,7 +67,7 @@ def test_story_corpus_is_seeded_and_consistent():
 
 
 def test_token_files_that_are_not_token_ids_are_named(tmp_path):
-    from seqlab.training.data import open_tokens
+    from seqlab.tokenizer.token_array import open_tokens
 
     text = tmp_path / "valid.txt"
     text.write_text("once upon a time")

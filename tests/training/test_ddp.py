@@ -10,10 +10,10 @@ import sys
 import pytest
 import torch
 
-from seqlab.training.checkpoint import load_model_from_checkpoint, read_checkpoint
-from seqlab.training.config import config_from_argv
-from seqlab.training.logging_utils import read_jsonl
-from seqlab.training.trainer import train
+from seqlab.lm.settings import config_from_argv
+from seqlab.lm.task import train
+from seqlab.runs.checkpoint import load_model_from_checkpoint, read_checkpoint
+from seqlab.runs.log import read_jsonl
 
 COMMON = ["--context-length", "16", "--d-model", "32", "--num-layers", "2", "--num-heads", "2",
           "--max-steps", "4", "--warmup-steps", "1", "--lr", "0.01", "--eval-interval", "4",

@@ -10,12 +10,12 @@ import sys
 import time
 
 import pytest
-
-from seqlab.training.checkpoint import read_checkpoint
-from seqlab.training.config import config_from_argv
-from seqlab.training.logging_utils import read_jsonl
-from seqlab.training.trainer import train
 from test_ddp import COMMON, _free_port, _launch_two_processes
+
+from seqlab.lm.settings import config_from_argv
+from seqlab.lm.task import train
+from seqlab.runs.checkpoint import read_checkpoint
+from seqlab.runs.log import read_jsonl
 
 EXISTING = "already holds a language-model run"
 

@@ -7,11 +7,10 @@ import os
 import re
 import socket
 import threading
-from pathlib import Path
 
 import pytest
 
-from seqlab.training.download import (
+from seqlab.lm.download import (
     TINYSTORIES_FILES,
     DownloadError,
     download_file,

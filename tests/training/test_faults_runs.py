@@ -17,13 +17,13 @@ import pytest
 import torch
 
 from seqlab.cli import main
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.task import train as train_lm
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.runs.lock import RunLock
 from seqlab.runs.log import read_jsonl
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import train as train_seq2seq
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
-from seqlab.training.config import TrainConfig
-from seqlab.training.trainer import train as train_lm
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]
@@ -239,7 +239,7 @@ def _pairs(path: Path, pairs: list[tuple[str, str]]) -> Path:
 
 
 def test_resume_refuses_characters_the_vocabulary_never_saw(tmp_path, capsys):
-    from seqlab.seq2seq.tasks import make_pairs
+    from seqlab.seq2seq.builtin_tasks import make_pairs
 
     pairs = make_pairs("fr-en", 200, seed=0)
     path = _pairs(tmp_path / "pairs.tsv", pairs)
@@ -547,8 +547,8 @@ def test_a_huge_d_model_is_a_sentence_not_an_allocator_error(byte_data, tmp_path
 def test_an_engine_set_up_by_hand_holds_the_lock_until_closed(byte_data, tmp_path):
     """A probe of the step time (the demo's) sets an engine up and runs steps without `run`: it
     holds the run directory until `close`, then the real run can have it."""
+    from seqlab.lm.task import Trainer
     from seqlab.runs.lock import RunLockedError
-    from seqlab.training.trainer import Trainer
 
     run = tmp_path / "run"
     probe = Trainer(_lm(byte_data, run, max_steps=10))

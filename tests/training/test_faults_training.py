@@ -17,12 +17,13 @@ import torch
 
 from seqlab.atomic import _TEMPORARY_NAME
 from seqlab.cli import main
+from seqlab.lm.settings import TrainConfig, config_from_argv
+from seqlab.lm.task import Trainer, train
+from seqlab.runs.checkpoint import read_checkpoint
+from seqlab.runs.log import read_jsonl
 from seqlab.training import engine as engine_module
-from seqlab.training.checkpoint import read_checkpoint
-from seqlab.training.config import TrainConfig, config_from_argv
-from seqlab.training.logging_utils import read_jsonl
+from seqlab.training.guards import NonFiniteLossError
 from seqlab.training.throughput import Throughput
-from seqlab.training.trainer import NonFiniteLossError, Trainer, train
 
 TINY = dict(context_length=16, d_model=16, num_layers=1, num_heads=2, batch_size=4, threads=1,
             progress=False, eval_batches=1)

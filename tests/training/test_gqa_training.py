@@ -9,10 +9,10 @@ import json
 import numpy as np
 
 from seqlab.cli import main
-from seqlab.training.checkpoint import load_model_from_checkpoint
-from seqlab.training.config import config_from_argv
-from seqlab.training.logging_utils import read_jsonl
-from seqlab.training.trainer import train
+from seqlab.lm.settings import config_from_argv
+from seqlab.lm.task import train
+from seqlab.runs.checkpoint import load_model_from_checkpoint
+from seqlab.runs.log import read_jsonl
 
 
 def _losses(run) -> list[float]:

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from seqlab.training.interrupt import StopRequest, signals_request_stop, signals_stop_runs
+from seqlab.training.interrupt import (
+    StopRequest,
+    signals_request_stop,
+    signals_stop_runs,
+)
 
 SEQLAB = Path(__file__).resolve().parents[2] / "seqlab"
 

@@ -6,8 +6,8 @@ import copy
 import pytest
 import torch
 
+from benchmarks.instruments.op_count import OpCounter
 from seqlab.model import TransformerLM, gpu_path_forced
-from seqlab.model.op_count import OpCounter
 from seqlab.training import AdamW
 from seqlab.training.optimizer import weight_decay_groups
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from seqlab.atomic import _TEMPORARY_NAME
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.task import write_run_files
 from seqlab.tokenizer.files import TOKENIZER_FILES
-from seqlab.training.config import TrainConfig
-from seqlab.training.lm_task import write_run_files
 
 
 def _tokenizer(directory: Path, label: str) -> dict[str, str]:

@@ -10,20 +10,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.task import LanguageModelTask, Trainer
 from seqlab.model import TransformerLM, gpu_path_forced
+from seqlab.runs.log import read_jsonl
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import PAD_ID, Seq2SeqConfig
-from seqlab.seq2seq.data import collate
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import Seq2SeqTask
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 from seqlab.training import engine as engine_module
 from seqlab.training import task_loss as task_loss_module
-from seqlab.training.config import TrainConfig
-from seqlab.training.lm_task import LanguageModelTask
-from seqlab.training.logging_utils import read_jsonl
-from seqlab.training.task import Batch, Drawn
+from seqlab.training.task import Drawn
 from seqlab.training.task_loss import TaskLoss, fused_loss_wanted
-from seqlab.training.trainer import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CPU = torch.device("cpu")
@@ -228,7 +226,7 @@ def test_the_engine_compiles_model_and_loss_as_one_region(byte_data, tmp_path, m
 
 def test_vocabulary_padding_changes_neither_the_losses_nor_the_run_files(byte_data, tmp_path):
     """pad_vocab_multiple pads only the fused loss's matmul: same losses, same weight shapes."""
-    from seqlab.training.checkpoint import read_checkpoint
+    from seqlab.runs.checkpoint import read_checkpoint
 
     for multiple in (1, 128):
         Trainer(TrainConfig(data_dir=str(byte_data), out_dir=str(tmp_path / str(multiple)), max_steps=3,

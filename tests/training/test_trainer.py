@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 import torch
 
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.task import Trainer, train
+from seqlab.runs.checkpoint import load_model_from_checkpoint, read_checkpoint
+from seqlab.runs.log import read_jsonl
 from seqlab.training import task_loss as task_loss_module
-from seqlab.training.checkpoint import load_model_from_checkpoint, read_checkpoint
-from seqlab.training.config import TrainConfig
-from seqlab.training.logging_utils import read_jsonl
-from seqlab.training.trainer import NonFiniteLossError, Trainer, train
+from seqlab.training.guards import NonFiniteLossError
 
 TINY = dict(context_length=32, d_model=32, num_layers=2, num_heads=2, batch_size=8, threads=1,
             progress=False, eval_batches=2)
@@ -174,7 +175,7 @@ def test_a_crash_while_saving_leaves_the_previous_checkpoint_readable(byte_data,
 
 
 def test_ids_outside_the_vocabulary_are_rejected_at_load(byte_data, tmp_path):
-    from seqlab.training.data import load_tokens, save_tokens
+    from seqlab.tokenizer.token_array import load_tokens, save_tokens
 
     ids = np.arange(100, dtype=np.uint16) % 50
     ids[63] = 300
@@ -278,7 +279,7 @@ def test_compile_is_switched_off_with_a_message_where_unsupported(byte_data, tmp
 
 
 def test_log_records_are_ordered_and_malformed_logs_name_the_line(byte_data, tmp_path):
-    from seqlab.training.logging_utils import JsonlLog
+    from seqlab.runs.log import JsonlLog
 
     log = JsonlLog(tmp_path / "log.jsonl")
     for step in (1, 2, 3):
@@ -296,7 +297,7 @@ def test_log_records_are_ordered_and_malformed_logs_name_the_line(byte_data, tmp
 
 
 def test_resume_drops_a_torn_last_log_line_and_refuses_a_bad_line_elsewhere(tmp_path):
-    from seqlab.training.logging_utils import JsonlLog
+    from seqlab.runs.log import JsonlLog
 
     path = tmp_path / "log.jsonl"
     good = [{"step": 1, "wallclock": 0.5}, {"step": 2, "wallclock": 1.0}]

@@ -19,14 +19,15 @@ import sys
 
 import pytest
 import torch
-
-from seqlab.model import gpu_path_forced
-from seqlab.model.op_count import OpCounter
-from seqlab.training.checkpoint import read_checkpoint
-from seqlab.training.config import TrainConfig
-from seqlab.training.logging_utils import read_jsonl
-from seqlab.training.trainer import NonFiniteLossError, Trainer
 from test_ddp import _free_port
+
+from benchmarks.instruments.op_count import OpCounter
+from seqlab.lm.settings import TrainConfig
+from seqlab.lm.task import Trainer
+from seqlab.model import gpu_path_forced
+from seqlab.runs.checkpoint import read_checkpoint
+from seqlab.runs.log import read_jsonl
+from seqlab.training.guards import NonFiniteLossError
 
 TINY = dict(context_length=16, d_model=16, num_layers=1, num_heads=2, batch_size=4, threads=1,
             progress=False, eval_batches=1, warmup_steps=2, lr=1e-2)
@@ -148,8 +149,8 @@ def test_a_stop_request_on_the_gpu_path_reads_and_checks_before_saving(byte_data
 DDP_WORKER = """
 import json, sys
 from seqlab.model import gpu_path_forced
-from seqlab.training.config import config_from_argv
-from seqlab.training.trainer import Trainer
+from seqlab.lm.settings import config_from_argv
+from seqlab.lm.task import Trainer
 
 def stop_on_rank_1_at_step_3(trainer, step):
     if step == 3 and trainer.dist.rank == 1:

@@ -49,11 +49,12 @@ from seqlab.atomic import remove_stale_temporaries
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.runs.log import read_jsonl
 from seqlab.seq2seq.build import build_model, size_for_parameters
-from seqlab.seq2seq.build import num_parameters as count_parameters
+from seqlab.seq2seq.build import num_parameters
+from seqlab.seq2seq.builtin_tasks import SYMBOL_TASKS, make_pairs
 from seqlab.seq2seq.config import BOS_ID, Seq2SeqConfig
-from seqlab.seq2seq.dataset import build_vocabs, load_pairs
+from seqlab.seq2seq.data import build_vocabs, load_pairs
 from seqlab.seq2seq.evaluation import evaluate_translations
-from seqlab.seq2seq.inspect import dependency_map
+from seqlab.seq2seq.inspection import dependency_map
 from seqlab.seq2seq.loading import load_run
 from seqlab.seq2seq.metrics import accuracy_by_length
 from seqlab.seq2seq.paths.figures import draw_attention, draw_dependency, draw_paths
@@ -81,9 +82,8 @@ from seqlab.seq2seq.paths.settings import (
     model_names,
     run_name,
 )
+from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import train
-from seqlab.seq2seq.tasks import SYMBOL_TASKS, make_pairs
-from seqlab.seq2seq.train_config import Seq2SeqTrainConfig
 from seqlab.training.interrupt import StopRequest, signal_name, signals_stop_runs
 
 
@@ -114,7 +114,7 @@ def sized_configs(settings: PathsSettings, task: str, seed: int) -> dict[str, Se
     base = Seq2SeqConfig("transformer", src_vocab.size, tgt_vocab.size, d_model=settings.reference_d_model,
                          num_heads=settings.num_heads, num_encoder_layers=settings.layers,
                          num_decoder_layers=settings.layers, max_seq_len=max_seq_len)
-    target = count_parameters(build_model(base, device="meta"))
+    target = num_parameters(build_model(base, device="meta"))
     return {arch: base if arch == "transformer" else size_for_parameters(arch, target, base)
             for arch in ARCHS_COMPARED}
 
@@ -201,7 +201,7 @@ def evaluate_model(cfg: Seq2SeqTrainConfig, settings: PathsSettings, task: str, 
     pairs = evaluation_pairs(settings, task, seed, {s for s, _ in train_pairs})
     scored = evaluate_translations(run.model, pairs, run.src_vocab, run.tgt_vocab)
     by_length = accuracy_by_length(scored.hypotheses, scored.references, [len(s) for s, _ in pairs])
-    record = {"parameters": count_parameters(run.model), "d_model": run.model.config.d_model, **trained,
+    record = {"parameters": num_parameters(run.model), "d_model": run.model.config.d_model, **trained,
               "exact_match": scored.exact_match, "token_accuracy": scored.token_accuracy,
               "by_length": {str(n): v for n, v in by_length.items()}}
     if task in SYMBOL_TASKS:
@@ -326,7 +326,7 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
                                 cap = None if settings.budget_minutes is None else round(max(
                                     5.0, TRAIN_SHARE * (60 * settings.budget_minutes - (time.perf_counter() - started))
                                     / (runs_left + 1)), 1)
-                                what = f"d_model {d_model}, {count_parameters(build_model(configs[arch], device='meta')):,} parameters"
+                                what = f"d_model {d_model}, {num_parameters(build_model(configs[arch], device='meta')):,} parameters"
                             say(f"paths: {task} / {arch}: {what}")
                             cfg = train_config(settings, task, arch, d_model, out, seed, threads, progress, cap,
                                                resume=state is not None)

@@ -27,7 +27,12 @@ from typing import Any
 
 from seqlab.atomic import atomic_write_text
 from seqlab.runs.directory import read_json_object
-from seqlab.seq2seq.paths.settings import ARCHS_COMPARED, PATHS_TASKS, PathsSettings, run_name
+from seqlab.seq2seq.paths.settings import (
+    ARCHS_COMPARED,
+    PATHS_TASKS,
+    PathsSettings,
+    run_name,
+)
 
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # operations whose result the host must read (or whose output shape depends on the data)

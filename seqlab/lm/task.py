@@ -2,12 +2,13 @@
 
 Each example is a window of ``context_length + 1`` tokens at a random position of train.npy: the
 model reads the first ``context_length`` and predicts the next token at every position. Evaluation
-is the mean loss over ``eval_batches`` fixed validation batches (:mod:`seqlab.training.evaluation`).
+is the mean loss over ``eval_batches`` fixed validation batches (:mod:`seqlab.lm.evaluation`).
 The run keeps a copy of the data's tokenizer in RUN/tokenizer, which ``seqlab generate`` reads.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
@@ -16,13 +17,14 @@ import numpy as np
 import torch
 
 from seqlab.accounting.costs import training_step_flops
+from seqlab.lm.data import PreparedData, sample_windows
+from seqlab.lm.evaluation import validation_loss
+from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
 from seqlab.runs.directory import LM, copy_tokenizer, write_config
 from seqlab.tokenizer.files import TOKENIZER_FILES
-from seqlab.training.batching import sample_windows
-from seqlab.training.config import TrainConfig
-from seqlab.training.data import PreparedData
-from seqlab.training.evaluation import validation_loss
+from seqlab.training.engine import Engine
+from seqlab.training.result import TrainResult
 from seqlab.training.task import Batch, Drawn, EvalContext, Task
 
 
@@ -92,3 +94,30 @@ def write_run_files(config: TrainConfig, model_config, *, world_size: int, total
     if source.is_dir() and not ((run_dir / "tokenizer").exists() and config.resume):
         copy_tokenizer(source, run_dir, TOKENIZER_FILES)
     return run_dir
+
+
+
+class Trainer(Engine):
+    """The engine training a Transformer LM as ``config`` says (see :class:`~seqlab.training.engine.Engine`)."""
+
+    def __init__(self, config: TrainConfig, *, step_callbacks: list[Callable] | None = None,
+                 clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] | None = None):
+        super().__init__(LanguageModelTask(config), step_callbacks=step_callbacks, clock=clock, say=say)
+
+    @property
+    def data(self):
+        return self.task.data
+
+    @property
+    def model_config(self):
+        return self.task.model_config
+
+    def evaluate(self) -> float:
+        """Mean validation loss over eval_batches global batches (:mod:`seqlab.lm.evaluation`)."""
+        return self.evaluate_metrics()["val_loss"]
+
+
+def train(config: TrainConfig, *, step_callbacks: list[Callable] | None = None,
+          say: Callable[[str], None] | None = None) -> TrainResult:
+    """Train (or resume) the run described by ``config``; see :class:`Trainer`."""
+    return Trainer(config, step_callbacks=step_callbacks, say=say).run()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqlab.runs.log import JsonlLog, read_jsonl  # noqa: F401 (the run format owns log.jsonl; names kept here)
+from seqlab.runs.log import JsonlLog
 
 
 class Trackers:

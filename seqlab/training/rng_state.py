@@ -1,8 +1,5 @@
-"""The RNG states a resume needs, captured into and restored from a checkpoint's ``extra``.
-
-Writing and reading checkpoint files is the run format's (:mod:`seqlab.runs.checkpoint`); its
-names stay importable from here (``from seqlab.training.checkpoint import save_checkpoint``).
-"""
+"""The RNG states a resume needs, captured into and restored from a checkpoint's ``extra``
+(the checkpoint files themselves are :mod:`seqlab.runs.checkpoint`'s)."""
 
 from __future__ import annotations
 
@@ -11,19 +8,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from seqlab.runs.checkpoint import (  # noqa: F401 (re-exported: the names training code has always used)
-    WRAPPER_PREFIXES,
-    describe_state_dict_mismatch,
-    load_checkpoint,
-    load_model_from_checkpoint,
-    load_payload,
-    load_weights,
-    read_checkpoint,
-    save_checkpoint,
-    strip_wrapper_prefixes,
-    unwrap_model,
-)
 
 
 def capture_rng_state() -> dict[str, Any]:

@@ -19,15 +19,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from seqlab.model import TransformerLM
-from seqlab.runs.checkpoint import (  # noqa: F401 (the run format reads checkpoints; these names stay importable here)
-    WRAPPER_PREFIXES,
+from seqlab.runs.checkpoint import (
     checkpoint_path,
-    describe_state_dict_mismatch,
     load_model_from_checkpoint,
-    load_weights,
-    read_checkpoint,
-    strip_wrapper_prefixes,
-    unwrap_model,
 )
 from seqlab.runs.directory import LM, check_kind
 from seqlab.runtime import resolve_device

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from seqlab import settings as _settings
-from seqlab.model.config import ATTENTIONS, FFNS, NORM_POSITIONS, NORMS, POSITIONALS, ModelConfig, check_kv_heads
+from seqlab.model.config import (
+    ATTENTIONS,
+    FFNS,
+    NORM_POSITIONS,
+    NORMS,
+    POSITIONALS,
+    ModelConfig,
+    check_kv_heads,
+)
 from seqlab.settings import SECTIONS, EngineSettings, again, setting  # noqa: F401 (SECTIONS kept importable)
 
 # Shorthand flags for the ablations of the model, as (flag, field, value).

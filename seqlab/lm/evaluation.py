@@ -1,11 +1,8 @@
-"""Held-out loss and perplexity of a TransformerLM over a whole token split.
+"""Validation loss during training: the mean loss over fixed validation windows.
 
-The split (a 1-D array of ids, e.g. ``valid.npy`` from ``seqlab prepare``, opened as a memmap) is
-cut into deterministic, non-overlapping windows: window i holds inputs
-``data[i·n : i·n + n]`` and targets ``data[i·n + 1 : i·n + n + 1]`` with n = context_length.
-The final, shorter window takes whatever remains, so every token after the first is predicted
-exactly once. The result is the mean per-token cross-entropy (nats) and its exponential, the
-perplexity. ``seqlab eval`` (seqlab/inference/cli.py) runs it on a run or checkpoint.
+The windows come from a generator seeded with ``seed + 1``, so every evaluation of a run sees the
+same windows, whatever the step, and however the global batch is split into processes and
+micro-batches (``rows`` are this process's rows of each global batch).
 """
 
 from __future__ import annotations
@@ -17,9 +14,29 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from seqlab.lm.data import get_batch
 from seqlab.model import TransformerLM
 from seqlab.model.loss import cross_entropy
+from seqlab.runtime import autocast_context
 from seqlab.tokenizer.token_array import check_token_array
+
+
+@torch.no_grad()
+def validation_loss(model: torch.nn.Module, valid: np.ndarray, *, batches: int, global_batch: int,
+                    context_length: int, seed: int, rows: list[slice], precision: str,
+                    device: torch.device) -> float:
+    """Mean cross-entropy of ``model`` over ``batches`` global batches of this process's ``rows``."""
+    sampler = np.random.default_rng(seed + 1)
+    losses = []
+    for _ in range(batches):
+        inputs, targets = get_batch(valid, global_batch, context_length, "cpu", generator=sampler)
+        for part in rows:
+            with autocast_context(precision, device):
+                logits = model(inputs[part].to(device))
+            losses.append(cross_entropy(logits.float(), targets[part].to(device)))
+    return torch.stack(losses).mean().item()
+
+
 
 MAX_EXP = math.log(1.7e308)  # math.exp raises OverflowError above this (a float64 is at most 1.8e308)
 

@@ -28,6 +28,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from seqlab.model.config import ATTENTIONS
+from seqlab.seq2seq.builtin_tasks import (
+    DEFAULT_LENGTHS,
+    SYMBOL_TASKS,
+    TASKS,
+    check_task,
+)
 from seqlab.seq2seq.config import (
     ARCHS,
     ATTENTION_SCORES,
@@ -38,8 +45,6 @@ from seqlab.seq2seq.config import (
     POSITIONALS,
     Seq2SeqConfig,
 )
-from seqlab.model.config import ATTENTIONS
-from seqlab.seq2seq.tasks import DEFAULT_LENGTHS, SYMBOL_TASKS, TASKS, check_task
 from seqlab.settings import EngineSettings, Renamed, again, setting
 
 MODEL_DEFAULTS = {f.name: f.default for f in fields(Seq2SeqConfig)}

@@ -27,13 +27,11 @@ Worked example (a 2-layer, 2-head model, 3 tokens)::
     trace.attention[0][1, 0]   # tensor([1., 0., 0.]): the first token can only see itself
     dict(trace.shapes)["scores"]   # (1, 2, 3, 3)
 
-``attention_maps(model, ids)`` is the weights alone (``attention_weights`` is its old name, kept for
-one release: it collided with the formula ``seqlab.model.attention.attention_weights``).
+``attention_maps(model, ids)`` is the weights alone.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -111,13 +109,6 @@ def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
 def attention_maps(model: TransformerLM, ids) -> list[torch.Tensor]:
     """One (heads, T, T) tensor of attention weights per layer for the sequence ``ids``."""
     return trace_forward(model, ids).attention
-
-
-def attention_weights(model: TransformerLM, ids) -> list[torch.Tensor]:
-    """Deprecated name of :func:`attention_maps` (read for one more release)."""
-    warnings.warn("seqlab.inference.inspect.attention_weights is now attention_maps (attention_weights means "
-                  "the formula seqlab.model.attention.attention_weights)", DeprecationWarning, stacklevel=2)
-    return attention_maps(model, ids)
 
 
 @dataclass
