@@ -59,12 +59,10 @@ SHELL_OPERATORS = {"|", "||", ";", "&", ">", ">>", "<", "2>", "2>&1"}
 # argparse destinations of seqlab commands that name paths they read, or write
 READ_DESTS = ("data_dir", "run", "runs", "input", "train", "valid", "config", "tokenizer", "tokenizer_dir",
               "data", "from_run", "pairs", "paths", "src")
-WRITE_DESTS = ("out", "out_dir", "output")
+WRITE_DESTS = ("out", "out_dir", "output", "screenshot")
 # other programs the README runs: python -m MODULE -> (paths read, paths written) from its argv
 OTHER_MODULES = {
     "pytest": lambda argv: ([], []),
-    "seqlab.explorer.screenshot": lambda argv: ([argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--run"],
-                                                [a for a in argv if a.endswith(".png")][:1]),
 }
 
 

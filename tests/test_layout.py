@@ -145,3 +145,139 @@ def test_code_that_only_translates_imports_no_training_module(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "OUT [" in result.stdout  # it did translate
     assert "TRAINING []" in result.stdout, result.stdout
+
+
+# -- one layering for the whole package ---------------------------------------------------------
+# Each area of seqlab/ and the layer it sits in: a module may import its own layer and those below,
+# never a higher one. Package faces (``__init__`` files) name higher modules only lazily (strings in
+# seqlab/lazy.py's tables), which is not an import.
+LAYERS = {
+    "seqlab": 0, "atomic": 0, "lazy": 0, "cli_types": 0, "settings": 0, "runtime": 0,
+    "labs": 1, "model": 1, "tokenizer": 1,
+    "runs": 2,
+    "accounting": 3, "training": 3, "inference": 3,
+    "lm": 4, "seq2seq": 4,
+    "interpret": 5, "learn": 5,
+    "demo": 6, "sweep": 6, "interop": 6, "explorer": 6,
+    "cli": 7, "__main__": 7,
+}
+
+
+def _area(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "seqlab"
+    return parts[1]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the seqlab modules it imports (at the top or inside a function)."""
+    known = {_module_name(path) for path in modules()}
+    graph = {}
+    for path in modules():
+        me = _module_name(path)
+        graph[me] = {name for _, name in imported_modules(ast.parse(path.read_text(encoding="utf-8")))
+                     if name in known and name != me}
+    return graph
+
+
+def test_every_area_has_a_layer():
+    areas = {_area(_module_name(path)) for path in modules()}
+    missing = sorted(areas - set(LAYERS))
+    assert not missing, f"give these areas of seqlab/ a layer in tests/test_layout.py LAYERS: {missing}"
+
+
+def test_no_import_goes_up_a_layer():
+    offenders = []
+    for path in modules():
+        me = _module_name(path)
+        mine = LAYERS.get(_area(me), 0)
+        for line, name in imported_modules(ast.parse(path.read_text(encoding="utf-8"))):
+            if name.startswith("seqlab.") and LAYERS.get(_area(name), 0) > mine:
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({_area(me)}, layer {mine}) imports "
+                                 f"{name} (layer {LAYERS[_area(name)]})")
+    assert not offenders, "move the shared code down, or pass it in from above:\n" + "\n".join(offenders)
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of two or more modules that import each other, directly or around a circle (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_the_circle_finder_finds_a_circle_of_three():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert strongly_connected(graph) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle():
+    circles = strongly_connected(_import_graph())
+    assert not circles, "these modules import each other (also through imports inside functions):\n" + \
+        "\n".join(" <-> ".join(group) for group in circles)
+
+
+# the parts every model family has, under the same file names
+FAMILY_PARTS = ("settings", "task", "data", "loading", "evaluation", "inspection", "cli")
+
+
+@pytest.mark.parametrize("part", FAMILY_PARTS)
+def test_both_model_families_name_their_parts_alike(part):
+    missing = [family for family in ("lm", "seq2seq") if not (PACKAGE / family / f"{part}.py").is_file()]
+    assert not missing, f"seqlab/{{lm,seq2seq}}/{part}.py: missing in {missing}"
+
+
+def _changelog_rows(title: str) -> list[tuple[str, str]]:
+    text = (PACKAGE.parent / "CHANGELOG.md").read_text(encoding="utf-8")
+    section = text.split(f"### {title}", 1)[1].split("\n### ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`seqlab."):
+            rows.append((cells[0], cells[1]))
+    return rows
+
+
+def test_every_moved_module_is_gone_from_its_old_path_and_imports_from_its_new_one():
+    import importlib
+    import importlib.util
+    import re
+
+    rows = _changelog_rows("Modules that moved")
+    assert len(rows) >= 15
+    for old, new in rows:
+        for path in re.findall(r"`(seqlab\.[\w.]+)`", old):
+            assert importlib.util.find_spec(path) is None, f"{path} still exists; CHANGELOG.md says it moved"
+        for path in re.findall(r"`(seqlab\.[\w.]+)`", new):
+            importlib.import_module(path)

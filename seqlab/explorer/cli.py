@@ -1,5 +1,6 @@
-"""`seqlab explore [--run DIR ...] [--paths DIR] [--host 127.0.0.1] [--port 8000] [--no-browser]`,
-and the arguments of `python -m seqlab.explorer.screenshot OUT.png` (see seqlab/explorer/screenshot.py)."""
+"""`seqlab explore [--run DIR ...] [--paths DIR] [--host 127.0.0.1] [--port 8000] [--no-browser]`, and
+`seqlab explore --screenshot OUT.png [--width W] [--lang en|zh] [--section ID]` (a picture of the page
+instead of serving it; see seqlab/explorer/screenshot.py)."""
 
 from __future__ import annotations
 
@@ -27,10 +28,19 @@ def register(subparsers) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    shot = parser.add_argument_group("screenshot (needs Debian's chromium and playwright)")
+    shot.add_argument("--screenshot", metavar="OUT.png", help="write a full-page screenshot of the explorer to "
+                      "OUT.png instead of serving it (e.g. out/explorer.png)")
+    shot.add_argument("--width", type=int, default=1200, help="with --screenshot: viewport width in pixels")
+    shot.add_argument("--lang", choices=("en", "zh"), default="en", help="with --screenshot: the page's language")
+    shot.add_argument("--section", metavar="ID", help="with --screenshot: capture only this section "
+                      "(e.g. w-model, w-paths)")
     parser.set_defaults(func=run_explore)
 
 
 def run_explore(args: argparse.Namespace) -> int:
+    if args.screenshot:
+        return run_screenshot(args)
     import webbrowser
 
     from seqlab.explorer.runs import RunRegistry
@@ -68,26 +78,16 @@ def run_explore(args: argparse.Namespace) -> int:
     return 0
 
 
-def screenshot_main(argv: list[str] | None = None) -> None:
-    """``python -m seqlab.explorer.screenshot OUT.png [--width W] [--lang en|zh] [--run DIR] [--paths DIR]
-    [--section ID]``."""
+def run_screenshot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from seqlab.explorer.screenshot import take_screenshot
 
-    parser = argparse.ArgumentParser(prog="python -m seqlab.explorer.screenshot",
-                                     description="Take a screenshot of the explorer (the README writes them to "
-                                                 "out/; docs/*.png are the README's own images, replaced only "
-                                                 "on purpose).")
-    parser.add_argument("out", type=Path, help="PNG file to write (e.g. out/explorer.png)")
-    parser.add_argument("--width", type=int, default=1200, help="viewport width in pixels")
-    parser.add_argument("--lang", choices=("en", "zh"), default="en")
-    parser.add_argument("--run", action="append", default=[], metavar="DIR", help="a run for the model panels")
-    parser.add_argument("--paths", metavar="DIR", help="results of `seqlab paths --out DIR` for section 14")
-    parser.add_argument("--section", metavar="ID", help="capture only this section (e.g. w-model, w-paths)")
-    args = parser.parse_args(argv)
+    out = Path(args.screenshot)
     try:
-        size = take_screenshot(args.out, args.width, args.lang, runs=args.run, section=args.section, paths=args.paths)
+        size = take_screenshot(out, args.width, args.lang, runs=args.run, section=args.section, paths=args.paths)
     except ValueError as error:  # a section the page does not have
-        parser.error(str(error))
-    print(f"wrote {args.out} ({size / 1024:.0f} KiB)")
+        print(f"seqlab explore --screenshot: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({size / 1024:.0f} KiB)")
+    return 0

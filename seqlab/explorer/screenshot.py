@@ -1,8 +1,8 @@
 """Screenshots of the explorer, as in the README::
 
-    python -m seqlab.explorer.screenshot out/explorer.png --run demo_out/run
-    python -m seqlab.explorer.screenshot out/explorer-model.png --run demo_out/run --section w-model
-    python -m seqlab.explorer.screenshot out/paths.png --paths paths_out --section w-paths --lang zh
+    seqlab explore --screenshot out/explorer.png --run demo_out/run
+    seqlab explore --screenshot out/explorer-model.png --run demo_out/run --section w-model
+    seqlab explore --screenshot out/paths.png --paths paths_out --section w-paths --lang zh
 
 They go to ``out/`` (ignored by git); the README's images are ``docs/explorer.png`` and
 ``docs/explorer-model.png``, which a maintainer replaces with new screenshots on purpose.
@@ -78,8 +78,3 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
         image.save(tmp, format="PNG", optimize=True)
     return out.stat().st_size
 
-
-if __name__ == "__main__":  # the parser lives with the other explorer commands
-    from seqlab.explorer.cli import screenshot_main
-
-    screenshot_main()

@@ -31,7 +31,7 @@ from seqlab.interop.run_writer import write_imported_run
 from seqlab.interop.safetensors_io import WeightFiles
 from seqlab.model import ModelConfig, TransformerLM
 from seqlab.runs.directory import read_config
-from seqlab.tokenizer import Tokenizer
+from seqlab.tokenizer import read_tokenizer_json
 
 FLOAT_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 _HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -117,7 +117,7 @@ def import_hf(src: str | os.PathLike, out: str | os.PathLike) -> Path:
         raise FileExistsError(f"OUT {out} already exists; seqlab import writes a new run directory and never "
                               f"replaces one: give a new path (or remove {out})")
     config = read_llama_config(src)
-    tokenizer = Tokenizer.from_hf(src / "tokenizer.json")
+    tokenizer = read_tokenizer_json(src / "tokenizer.json")
     if tokenizer.vocab_size != config.vocab_size:
         raise UnsupportedModelError(
             f"{src / 'tokenizer.json'} has {tokenizer.vocab_size} ids but {src / 'config.json'} vocab_size is "

@@ -13,7 +13,7 @@ merge-selection rule and incremental pair counts, ``merge_trace``), ``trainer``,
 (merging one pre-token by rank), ``tokenizer``, ``parallel`` (the worker pool, ``encode_file``),
 ``token_array`` (token id files), ``streaming`` (``StreamDecoder``), ``files`` (vocab.json /
 merges.txt, written as a unit, checked to agree), ``corpus`` (a text file checked before any work),
-``npy_stream``, ``hf_format`` (Hugging Face ``tokenizer.json``: ``Tokenizer.from_hf``,
+``npy_stream``, ``hf_format`` (Hugging Face ``tokenizer.json``: ``read_tokenizer_json``,
 ``write_hf_tokenizer``), ``tiktoken_format`` (``write_tiktoken``) and ``cli`` (``seqlab bpe train``,
 ``seqlab bpe export --to hf|tiktoken``, ``seqlab tokenize``).
 

@@ -14,7 +14,7 @@ What is read (anything else is refused by name, with the file):
 
 Worked example (GPT-2's files)::
 
-    tok = Tokenizer.from_hf("gpt2/tokenizer.json")
+    tok = read_tokenizer_json("gpt2/tokenizer.json")
     tok.encode("Hello world")           # [15496, 995], as tokenizers.Tokenizer.encode(...).ids
     write_hf_tokenizer(tok, "out/")     # out/tokenizer.json, tokenizer_config.json, special_tokens_map.json
 

@@ -63,7 +63,7 @@ class Tokenizer:
     split (added to the vocabulary if missing; overlapping ones match longest first).
     ``pattern`` is the pre-tokenizer's regex (None: GPT-2's; e.g.
     :data:`~seqlab.tokenizer.pretokenize.LLAMA3_PATTERN` for a Llama 3 tokenizer read with
-    :meth:`from_hf`); text between special tokens is cut into its matches before BPE.
+    :func:`seqlab.tokenizer.read_tokenizer_json`); text between special tokens is cut into its matches before BPE.
     """
 
     def __init__(
@@ -137,14 +137,6 @@ class Tokenizer:
         merges = read_merges_txt(merges_path)
         check_files_agree(vocab, merges, special_tokens or (), vocab_path, merges_path)
         return cls(vocab, merges, special_tokens, pattern=pattern)
-
-    @classmethod
-    def from_hf(cls, path: str | os.PathLike) -> Tokenizer:
-        """Load a Hugging Face byte-level BPE ``tokenizer.json`` (a file, or a folder holding one);
-        see :func:`seqlab.tokenizer.hf_format.read_tokenizer_json` for what is accepted."""
-        from seqlab.tokenizer.hf_format import read_tokenizer_json
-
-        return read_tokenizer_json(path)
 
     def save(self, directory: str | os.PathLike) -> None:
         """Write ``vocab.json``, ``merges.txt`` (GPT-2 format) and ``special_tokens.json`` to ``directory``

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_bpe_chunking import pieces
 
 from seqlab.cli import main
-from seqlab.tokenizer import LLAMA3_PATTERN, Tokenizer, TokenizerFileError
+from seqlab.tokenizer import LLAMA3_PATTERN, Tokenizer, TokenizerFileError, read_tokenizer_json
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 from seqlab.tokenizer.pretokenize import make_pretokenizer
 
@@ -44,7 +44,7 @@ def hf_pair(request, cs336_dir, tmp_path_factory):
     hf = hf_fixture_tokenizer(cs336_dir, request.param)
     path = tmp_path_factory.mktemp(request.param) / "tokenizer.json"
     hf.save(str(path))
-    return hf, Tokenizer.from_hf(path)
+    return hf, read_tokenizer_json(path)
 
 
 def fixture_texts(cs336_dir) -> list[str]:
@@ -95,7 +95,7 @@ def test_hf_export_loads_in_tokenizers_and_transformers(cs336_dir, tmp_path, sty
     transformers = pytest.importorskip("transformers")
     hf = hf_fixture_tokenizer(cs336_dir, style)
     hf.save(str(tmp_path / "tokenizer.json"))
-    Tokenizer.from_hf(tmp_path / "tokenizer.json").save(tmp_path / "tok")  # the seqlab format
+    read_tokenizer_json(tmp_path / "tokenizer.json").save(tmp_path / "tok")  # the seqlab format
     ours = Tokenizer.load(tmp_path / "tok")
     assert main(["bpe", "export", "--to", "hf", str(tmp_path / "tok"), str(tmp_path / "hf")]) == 0
     assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == [
@@ -131,7 +131,7 @@ def test_tiktoken_export_round_trips(cs336_dir, tmp_path, style):
 
     hf = hf_fixture_tokenizer(cs336_dir, style)
     hf.save(str(tmp_path / "tokenizer.json"))
-    Tokenizer.from_hf(tmp_path / "tokenizer.json").save(tmp_path / "tok")
+    read_tokenizer_json(tmp_path / "tokenizer.json").save(tmp_path / "tok")
     ours = Tokenizer.load(tmp_path / "tok")
     assert main(["bpe", "export", "--to", "tiktoken", str(tmp_path / "tok"), str(tmp_path / "tt")]) == 0
     info = json.loads((tmp_path / "tt" / "tiktoken.json").read_text())
@@ -200,13 +200,13 @@ def _edited(cs336_dir, tmp_path, edit) -> str:
 def test_unsupported_tokenizer_json_is_refused_by_name(cs336_dir, tmp_path, edit, message):
     path = _edited(cs336_dir, tmp_path, edit)
     with pytest.raises(TokenizerFileError, match=message) as caught:
-        Tokenizer.from_hf(path)
+        read_tokenizer_json(path)
     assert str(caught.value).startswith(path)
 
 
 def test_a_missing_tokenizer_json_says_what_it_wants(tmp_path):
     with pytest.raises(FileNotFoundError, match="tokenizer.json"):
-        Tokenizer.from_hf(tmp_path)
+        read_tokenizer_json(tmp_path)
 
 
 # -- the Llama 3 pattern: pre-tokens against HF, safe cuts for file chunks and streams -------------
