@@ -1,4 +1,5 @@
-"""Run the README's commands in their written order on a fresh copy of the repository, CPU-sized.
+"""Run the guide's commands (README.md, then the pages of docs/ it links, in GUIDE's order) in their
+written order on a fresh copy of the repository, CPU-sized.
 
     python benchmarks/readme_commands.py [--keep DIR] [--clone] [--as-written] [--list]
 
@@ -51,6 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# the guide: the README, then its reference pages, read (and run) in this order
+GUIDE = ("README.md", "docs/learn.md", "docs/labs-and-explorer.md", "docs/tokenizer.md", "docs/training.md",
+         "docs/experiments.md", "docs/interop.md", "docs/seq2seq.md", "docs/interpret.md")
 MARKER = re.compile(r"<!--\s*readme-test:(.*?)-->", re.S)
 REPLACEMENT = re.compile(r'"([^"]*)"\s*->\s*"([^"]*)"')
 FENCE = re.compile(r"^```(\w*)\s*$")
@@ -82,9 +86,10 @@ class Block:
     later: list[str] = field(default_factory=list)
     needs: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    source: str = "README.md"  # the file of the guide it is in
 
     def where(self) -> str:
-        return f"README.md:{self.line} (block {self.number}, {self.lang or 'no language'})"
+        return f"{self.source}:{self.line} (block {self.number}, {self.lang or 'no language'})"
 
     def text_to_run(self, as_written: bool = False) -> str:
         text = self.text
@@ -109,11 +114,21 @@ class Command:
         return shlex.join(self.argv)
 
     def where(self) -> str:
-        return f"README.md:{self.line}: {self}"
+        return f"{self.block.source}:{self.line}: {self}"
 
 
-def read_blocks(readme: str) -> list[Block]:
-    """The README's fenced blocks with their markers parsed (problems noted on each block)."""
+def read_guide(root: Path = ROOT) -> list[Block]:
+    """The blocks of every file of :data:`GUIDE` that exists under ``root``, numbered in reading order."""
+    blocks: list[Block] = []
+    for name in GUIDE:
+        if (root / name).is_file():
+            blocks += read_blocks((root / name).read_text(encoding="utf-8"), name, first=len(blocks) + 1)
+    return blocks
+
+
+def read_blocks(readme: str, source: str = "README.md", *, first: int = 1) -> list[Block]:
+    """The fenced blocks of one file of the guide with their markers parsed (problems noted on each
+    block), numbered from ``first``."""
     lines = readme.splitlines()
     blocks: list[Block] = []
     i = 0
@@ -123,7 +138,7 @@ def read_blocks(readme: str) -> list[Block]:
             i += 1
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
-        block = Block(len(blocks) + 1, i + 1, opened.group(1), "\n".join(lines[i + 1:end]) + "\n")
+        block = Block(first + len(blocks), i + 1, opened.group(1), "\n".join(lines[i + 1:end]) + "\n", source=source)
         before = i - 1
         while before >= 0 and not lines[before].strip():
             before -= 1
@@ -184,7 +199,7 @@ def commands(block: Block, as_written: bool = False) -> list[Command]:
         try:
             words = shlex.split(logical, comments=True)
         except ValueError as error:
-            block.problems.append(f"README.md:{start}: cannot split {logical.strip()!r}: {error}")
+            block.problems.append(f"{block.source}:{start}: cannot split {logical.strip()!r}: {error}")
             continue
         part: list[str] = []
         for word in [*words, "&&"]:
@@ -284,8 +299,17 @@ def shipped_paths(root: Path = ROOT) -> set[str]:
 
 
 def check(readme: str, shipped: set[str]) -> list[str]:
-    """Every problem of the README's blocks and commands, as "README.md:LINE: ..." sentences."""
-    blocks = read_blocks(readme)
+    """Every problem of one text's blocks and commands, as "README.md:LINE: ..." sentences."""
+    return check_blocks(read_blocks(readme), shipped)
+
+
+def check_guide(root: Path = ROOT) -> list[str]:
+    """Every problem of the whole guide (README.md and its docs/ pages, read in order)."""
+    return check_blocks(read_guide(root), shipped_paths(root))
+
+
+def check_blocks(blocks: list[Block], shipped: set[str]) -> list[str]:
+    """Every problem of ``blocks`` (in reading order) and their commands, as "FILE:LINE: ..." sentences."""
     file_blocks = {b.file: b.text for b in blocks if b.action == "file"}
     problems: list[str] = []
     as_written: dict[int, list[Command]] = {}
@@ -319,7 +343,7 @@ def check(readme: str, shipped: set[str]) -> list[str]:
                 problems.append(f"{block.where()}: {error}")
         for path in block.later:
             if not _inside(path, everything_written):
-                problems.append(f"{block.where()}: 'later {path}', but no command of the README writes it")
+                problems.append(f"{block.where()}: 'later {path}', but no command of the guide writes it")
         for cmd in as_written[block.number]:
             for path in cmd.reads:
                 if not (_norm(path) in shipped or _inside(path, [*written, *given, *block.later])):
@@ -362,11 +386,10 @@ def fresh_copy(target: Path, clone: bool) -> None:
 
 def run(work: Path, *, as_written: bool = False, seqlab_from: Path | None = None, timeout_s: float = 1800,
         say=print) -> float:
-    """Run the blocks of ``work/README.md`` in ``work`` (a fresh copy), with the seqlab package of
-    ``seqlab_from`` (default: ``work``); returns the wall time. A failing command raises RuntimeError
-    naming it, with the end of its output."""
-    readme = (work / "README.md").read_text(encoding="utf-8")
-    blocks = read_blocks(readme)
+    """Run the blocks of the guide in ``work`` (a fresh copy: its README.md, then its docs/ pages), with
+    the seqlab package of ``seqlab_from`` (default: ``work``); returns the wall time. A failing command
+    raises RuntimeError naming it, with the end of its output."""
+    blocks = read_guide(work)
     package = (seqlab_from or work).resolve()
     env = {**os.environ, "PYTHONPATH": str(package), "PYTHONUNBUFFERED": "1"}
     where = subprocess.run([sys.executable, "-c", "import seqlab; print(seqlab.__file__)"], cwd=work, env=env,
@@ -377,7 +400,7 @@ def run(work: Path, *, as_written: bool = False, seqlab_from: Path | None = None
     missing: dict[str, str] = {}  # path -> why it is not there (made by a skipped command, or the reader's)
     started = time.perf_counter()
     for block in blocks:
-        label = f"block {block.number:2d} (README.md:{block.line})"
+        label = f"block {block.number:2d} ({block.source}:{block.line})"
         if block.action == "file":
             (work / block.file).parent.mkdir(parents=True, exist_ok=True)
             (work / block.file).write_text(block.text, encoding="utf-8")
@@ -403,7 +426,7 @@ def run(work: Path, *, as_written: bool = False, seqlab_from: Path | None = None
                 (f"it reads {p}; {why}" for p in cmd.reads for m, why in missing.items() if _inside(p, [m])), "")
             if why:
                 notes.append(f"left out `{' '.join(cmd.argv[:3])} ...` ({why})")
-                missing.update({_norm(p): f"README.md:{cmd.line} is left out" for p in cmd.writes})
+                missing.update({_norm(p): f"{block.source}:{cmd.line} is left out" for p in cmd.writes})
                 continue
             _execute(["bash", "-c", str(cmd)], cmd.where(), work, env, timeout_s)
             for path in cmd.writes:
@@ -428,12 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the static check's problems and the blocks; run nothing")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    problems = check((ROOT / "README.md").read_text(encoding="utf-8"), shipped_paths())
+    problems = check_guide(ROOT)
     for problem in problems:
         print(problem, file=sys.stderr)
     if args.list:
-        for block in read_blocks((ROOT / "README.md").read_text(encoding="utf-8")):
-            print(f"block {block.number:2d} README.md:{block.line} {block.lang:7s} {block.action} "
+        for block in read_guide(ROOT):
+            print(f"block {block.number:2d} {block.source}:{block.line} {block.lang:7s} {block.action} "
                   f"{block.reason or block.file}")
         return 1 if problems else 0
     if problems:
@@ -452,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"FAILED: {error}", file=sys.stderr)
             return 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"the README's commands ran in order in {seconds:.0f} s (load average {load:.1f})")
+    print(f"the guide's commands ran in order in {seconds:.0f} s (load average {load:.1f})")
     return 0
 
 

@@ -24,6 +24,9 @@ def _load():
 
 readme_commands = _load()
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# the guide: the README and its docs/ pages, in reading order (benchmarks/readme_commands.py GUIDE)
+GUIDE_TEXT = "\n".join((ROOT / name).read_text(encoding="utf-8") for name in readme_commands.GUIDE
+                        if (ROOT / name).is_file())
 
 
 def _check(text: str, shipped=frozenset({"README.md", "docs", "docs/explorer.png"})) -> list[str]:
@@ -31,11 +34,11 @@ def _check(text: str, shipped=frozenset({"README.md", "docs", "docs/explorer.png
 
 
 def test_every_block_of_the_readme_is_marked_and_every_command_parses_and_finds_its_inputs():
-    assert readme_commands.check(README, readme_commands.shipped_paths(ROOT)) == []
+    assert readme_commands.check_guide(ROOT) == []
 
 
 def test_the_readme_runs_something_of_every_kind():
-    blocks = readme_commands.read_blocks(README)
+    blocks = readme_commands.read_guide(ROOT)
     actions = {b.action for b in blocks}
     assert actions == {"run", "skip", "file"}
     ran = [str(c) for b in blocks if b.action == "run" for c in readme_commands.commands(b)]
@@ -43,7 +46,7 @@ def test_the_readme_runs_something_of_every_kind():
     assert any(c.startswith("seqlab train --data-dir data/stories --out runs/small") for c in ran), ran
     assert "seqlab train --out runs/small --resume --max-steps 40" in ran
     assert any(c.startswith("seqlab seq2seq train --task dates") for c in ran)
-    assert "seqlab export --to hf runs/small hf/ts" in ran
+    assert "seqlab export --to hf runs/small hf/small" in ran
     skipped = {b.reason for b in blocks if b.action == "skip"}
     assert any("GPU" in reason for reason in skipped) and any("2.2 GB" in reason for reason in skipped)
 
@@ -51,7 +54,7 @@ def test_the_readme_runs_something_of_every_kind():
 def test_ts_toml_is_shown_before_it_is_used_and_is_a_valid_training_config(tmp_path):
     from seqlab.lm.settings import config_from_argv
 
-    blocks = readme_commands.read_blocks(README)
+    blocks = readme_commands.read_guide(ROOT)
     (toml,) = [b for b in blocks if b.action == "file" and b.file == "ts.toml"]
     first_use = min(b.number for b in blocks if "ts.toml" in b.text and b.lang == "bash")
     assert toml.number < first_use
@@ -143,7 +146,7 @@ def test_markers_are_checked():
     text = "\n".join(problems)
     assert "README.md:2 (block 1, bash): no <!-- readme-test" in text
     assert "the replacement '--max-steps 100' is not in the block" in text
-    assert "'later runs/q', but no command of the README writes it" in text
+    assert "'later runs/q', but no command of the guide writes it" in text
     assert "README.md:12 (block 3, bash): unknown marker part 'skip'" in text
     assert "x.toml is not valid TOML" in text
     assert len(problems) == 6  # ... and block 3's marker says neither run nor skip
@@ -187,17 +190,17 @@ def test_a_failing_command_stops_the_run_and_names_it(tmp_path):
 def test_the_readme_runs_in_its_written_order_on_a_fresh_copy(tmp_path):
     assert readme_commands.main(["--keep", str(tmp_path / "seqlab")]) == 0
     assert (tmp_path / "seqlab" / "runs" / "small" / "checkpoints" / "latest.pt").exists()
-    assert (tmp_path / "seqlab" / "hf" / "ts" / "model.safetensors").exists()
+    assert (tmp_path / "seqlab" / "hf" / "small" / "model.safetensors").exists()
 
 
 def test_everything_the_readme_writes_is_ignored_by_git():
     """Following the README in a checkout leaves `git status` clean (and never overwrites docs/*.png)."""
     import subprocess
 
-    blocks = readme_commands.read_blocks(README)
+    blocks = readme_commands.read_guide(ROOT)
     written = {b.file for b in blocks if b.action == "file"}
     written |= {path for c in readme_commands.analysed_commands(blocks) for path in c.writes}
-    assert {"demo_out", "runs/small", "data/stories", "ts.toml", "hf/ts", "out/explorer.png"} <= written
+    assert {"demo_out", "runs/small", "data/stories", "ts.toml", "hf/small", "out/explorer.png"} <= written
     # as a file and as a folder (the paths do not exist here, so git cannot tell which they are)
     paths = sorted({p.rstrip("/") + end for p in written for end in ("", "/")})
     done = subprocess.run(["git", "check-ignore", "--no-index", "--verbose", "--non-matching", *paths],
@@ -212,7 +215,7 @@ def test_the_gpu_time_estimate_is_what_seqlab_accounting_prints(capsys):
 
     from seqlab.cli import main
 
-    flat = " ".join(README.split())
+    flat = " ".join(GUIDE_TEXT.split())
     found = re.search(r"`(seqlab accounting --preset tinystories [^`]*--mfu 0\.4)` estimates ([\d.]+ min) .*?"
                       r"with `--mfu 0\.1` ([\d.]+ min)", flat)
     assert found, "the README's GPU estimate sentence changed; update this test with it"
@@ -220,3 +223,15 @@ def test_the_gpu_time_estimate_is_what_seqlab_accounting_prints(capsys):
         argv = shlex.split(found.group(1).replace("--mfu 0.4", f"--mfu {mfu}"))
         assert main(argv[1:]) == 0
         assert capsys.readouterr().out.count(f"= {quoted}\n") == 1, quoted
+
+
+def test_the_readme_is_short_and_links_every_page_of_the_guide():
+    """The README: what seqlab is, the two commands, the learning path, one example per area, links;
+    the reference material lives in the guide's docs/ pages, each linked from it and each existing."""
+    assert len(README.splitlines()) <= 160
+    headings = [line for line in README.splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Quick start", "## Start here: the learning path", "## One example per area"]
+    for page in readme_commands.GUIDE[1:]:
+        assert (ROOT / page).is_file(), f"{page} is in the guide but missing"
+        assert f"]({page})" in README, f"the README does not link {page}"
+    assert "--resume --max-steps 1500   # also after Ctrl-C" not in GUIDE_TEXT  # one scenario per line
