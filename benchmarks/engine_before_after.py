@@ -15,6 +15,9 @@ slows both alike):
   layers, batch 64, 20,000 pairs).
 * ``--dates``: each tree's own ``benchmarks/seq2seq_dates.py --json`` (train until 99% validation
   exact match, then 1,000 fresh dates): steps, training wall time and CPU time.
+* ``--campaigns``: the two experiments of many runs, whole commands in a fresh process each:
+  ``seqlab paths --fast`` and the README's ``seqlab sweep --recipe lr`` (20 steps a run); wall time
+  and the children's CPU time.
 
 Times are process CPU time (``--clock cpu``, the default: other jobs on shared cores barely move it)
 or wall time; the first two steps of each process (allocation) are left out. The earlier tree is
@@ -45,8 +48,7 @@ stamps = []
 callback = lambda trainer, step: stamps.append(clock())
 out = tempfile.mkdtemp(prefix="engine-bench-")
 if kind == "lm":
-    from seqlab.lm.settings import TrainConfig
-    from seqlab.lm.task import Trainer
+    from seqlab.training import TrainConfig, Trainer   # the face: the same in every tree
     config = TrainConfig(data_dir=data_dir, out_dir=out, max_steps=steps + 3, eval_interval=10**9,
                          checkpoint_interval=10**9, threads=threads, progress=False, overwrite=True)
     Trainer(config, step_callbacks=[callback]).run()
@@ -55,8 +57,8 @@ else:
                   warmup_steps=100, eval_interval=10**9, checkpoint_interval=10**9, threads=threads, device="cpu",
                   progress=False, overwrite=True)
     try:
+        from seqlab.seq2seq import Seq2SeqTrainConfig       # the face: the same in every tree
         from seqlab.seq2seq.task import train
-        from seqlab.seq2seq.settings import Seq2SeqTrainConfig
         config = Seq2SeqTrainConfig(num_layers=2, max_steps=steps + 3, **common)
         train(config, step_callbacks=[callback], say=lambda message: None)
     except ImportError:  # before the engine: seqlab.seq2seq.train held the loop
@@ -117,6 +119,8 @@ def main(argv=None) -> int:
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     parser.add_argument("--kinds", default="lm,seq2seq", help="comma list from lm, seq2seq")
     parser.add_argument("--dates", action="store_true", help="also run both trees' seq2seq_dates.py (minutes)")
+    parser.add_argument("--campaigns", action="store_true", help="also time `seqlab paths --fast` and the README's "
+                        "`seqlab sweep --recipe lr` in both trees (minutes)")
     args = parser.parse_args(argv)
     data_dir = prepared_data()
     with tempfile.TemporaryDirectory(prefix="engine-before-") as tmp:
@@ -147,7 +151,39 @@ def main(argv=None) -> int:
                 numbers = dates_run(trees[name], args.threads)
                 print(f"| {name} | {numbers['steps']} | {numbers['train_wall_seconds']} | "
                       f"{numbers['process_cpu_seconds']} | {numbers['test_exact_match']:.2%} |", flush=True)
+        if args.campaigns:
+            print("\n| command | before wall s | after wall s | before CPU s | after CPU s | after / before (CPU) |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: |")
+            for label, argv in campaign_commands(data_dir, args.threads):
+                numbers = {name: campaign_run(trees[name], argv) for name in ("before", "after")}
+                (bw, bc), (aw, ac) = numbers["before"], numbers["after"]
+                print(f"| `{label}` | {bw:.1f} | {aw:.1f} | {bc:.1f} | {ac:.1f} | {ac / bc:.3f} |", flush=True)
     return 0
+
+
+def campaign_commands(data_dir: Path, threads: int) -> list[tuple[str, list[str]]]:
+    sweep = ["sweep", "--recipe", "lr", "--data-dir", str(data_dir), "--context-length", "64", "--d-model", "64",
+             "--num-layers", "2", "--num-heads", "4", "--batch-size", "16", "--max-steps", "20", "--warmup-steps",
+             "4", "--eval-interval", "10", "--eval-batches", "4", "--threads", str(threads)]
+    return [("seqlab paths --fast", ["paths", "--fast"]), ("seqlab sweep --recipe lr (20 steps a run)", sweep)]
+
+
+def campaign_run(tree: Path, argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, children's CPU seconds) of ``python -m seqlab ARGV --out NEW`` with ``tree``'s seqlab."""
+    import resource
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    with tempfile.TemporaryDirectory(prefix="campaign-") as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "seqlab", *argv, "--out", str(Path(out) / "x")], env=env,
+                              capture_output=True, text=True, cwd=tempfile.gettempdir())
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} in {tree} failed:\n{done.stderr[-3000:]}")
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 if __name__ == "__main__":
