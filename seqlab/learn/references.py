@@ -1,0 +1,44 @@
+"""Every reference implementation the exercises are checked against, imported in one place.
+
+An exercise's name is its reference function's name; ``seqlab learn solution NAME`` shows that
+function's source. If a module moves, only this file changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# exercise name -> module that defines the function of that name
+REFERENCE_MODULES: dict[str, str] = {
+    "scalar_recurrence": "seqlab.labs.recurrence",
+    "scalar_recurrence_backward": "seqlab.labs.recurrence",
+    "rnn_step": "seqlab.labs.rnn",
+    "rnn_forward": "seqlab.labs.rnn",
+    "rnn_bptt": "seqlab.labs.rnn",
+    "softmax_cross_entropy": "seqlab.labs.rnn",
+    "truncated_bptt": "seqlab.labs.rnn",
+    "clip_global_norm": "seqlab.labs.clipping",
+    "lstm_cell_forward": "seqlab.labs.lstm",
+    "lstm_bptt": "seqlab.labs.lstm",
+    "gru_cell_forward": "seqlab.labs.gru",
+    "gru_bptt": "seqlab.labs.gru",
+    "causal_mask": "seqlab.labs.attention",
+    "attention": "seqlab.labs.attention",
+    "attention_backward": "seqlab.labs.attention",
+    "multihead_attention": "seqlab.labs.attention",
+    "choose_merge": "seqlab.tokenizer.merges",
+    "train_bpe": "seqlab.tokenizer",
+    # the LM components in PyTorch: seqlab.model's own functions and modules
+    "softmax": "seqlab.model",
+    "scaled_dot_product_attention": "seqlab.model",
+}
+
+
+def reference(name: str):
+    """The reference function (or class) of the exercise ``name``."""
+    return getattr(importlib.import_module(REFERENCE_MODULES[name]), name)
+
+
+def helper(module: str, name: str):
+    """A lab helper the mutants and checks reuse (rnn_forward, lstm_forward, ...)."""
+    return getattr(importlib.import_module(module), name)
