@@ -49,7 +49,7 @@ SCALAR_RECURRENCE = Exercise(
 
     a: float; xs: (T,) inputs; h0: float, the state before x_1.
     Returns an ndarray (T,): h_1, ..., h_T (not h0).
-    Worked example: a=0.5, xs=[1, 0, -1] -> [0.7616, 0.3581, -0.7544].""",
+    Worked example: a=0.5, xs=[1, 0, -1] -> [0.7616, 0.3634, -0.6741].""",
     _ref("scalar_recurrence"), _recurrence_cases,
     (_mistake(M.scalar_recurrence__no_tanh, "the tanh is missing",
               "each state is a*h + x without the tanh, so states leave (-1, 1): apply np.tanh to the sum"),
@@ -57,7 +57,7 @@ SCALAR_RECURRENCE = Exercise(
               "the list holds h_0..h_{T-1}: append the new state after the update, not the old one before it")),
     returns="an ndarray of shape (T,)",
     stub_test="    out = scalar_recurrence(0.5, np.array([1.0, 0.0, -1.0]))\n"
-              "    assert np.allclose(out, [0.7615941559557649, 0.3580603329847207, -0.7544202430516698])\n")
+              "    assert np.allclose(out, [0.7615941559557649, 0.36339948438905245, -0.6741436761583508])\n")
 
 SCALAR_RECURRENCE_BACKWARD = Exercise(
     "scalar_recurrence_backward", "Backward through the one-number recurrence", "单数字循环的反向传播",
