@@ -246,7 +246,7 @@ def answer_question(args) -> int:
     if args.show:
         print(("solution: " if lang == 0 else "解答：") + q.solution[lang])
     else:
-        print(f"(the worked solution: seqlab learn answer {q.id} --show)")
+        print(f"(to see the worked answer: seqlab learn answer {q.id} --show)")
     return 1
 
 
