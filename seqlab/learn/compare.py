@@ -108,7 +108,7 @@ def leaf_pairs(expected: Any, actual: Any, name: str):
         yield name, expected, actual
 
 
-def _leaf_difference(expected, actual, rtol, atol):
+def _leaf_difference(expected, actual, rtol, atol, equal_nan=False):
     if isinstance(expected, (bytes, str)):
         return None if expected == actual else ((), expected, actual)
     e, a = _array(expected), _array(actual)
@@ -118,18 +118,19 @@ def _leaf_difference(expected, actual, rtol, atol):
         bad = e != a
     else:
         a = a.astype(np.float64)
-        bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=False)
+        bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if not bad.any():
         return None
     index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
     return index, e[index].item() if e.ndim else e.item(), a[index].item() if a.ndim else a.item()
 
 
-def first_difference(expected: Any, actual: Any, name: str, rtol: float = RTOL, atol: float = ATOL):
+def first_difference(expected: Any, actual: Any, name: str, rtol: float = RTOL, atol: float = ATOL,
+                     equal_nan: bool = False):
     """None, or (element name with index, expected, actual) of the first value outside the tolerance.
     The forms must agree already (:func:`structure_error`)."""
     for leaf_name, e, a in leaf_pairs(expected, actual, name):
-        found = _leaf_difference(e, a, rtol, atol)
+        found = _leaf_difference(e, a, rtol, atol, equal_nan)
         if found is not None:
             index, ev, av = found
             where = leaf_name + ("[" + ", ".join(map(str, index)) + "]" if index else "")
@@ -138,8 +139,10 @@ def first_difference(expected: Any, actual: Any, name: str, rtol: float = RTOL, 
 
 
 def agrees(expected: Any, actual: Any, rtol: float = RTOL, atol: float = ATOL) -> bool:
-    """Same form and every value within the tolerance."""
-    return structure_error(expected, actual, "x") is None and first_difference(expected, actual, "x", rtol, atol) is None
+    """Same form and every value within the tolerance (NaN where the other has NaN counts as agreeing:
+    a mutant that overflows is recognised by its NaNs)."""
+    return structure_error(expected, actual, "x") is None and \
+        first_difference(expected, actual, "x", rtol, atol, equal_nan=True) is None
 
 
 def show(value: Any) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from seqlab.learn import compare
-from seqlab.learn.runner import StudentRun, run_student
+from seqlab.learn.runner import StudentRun, run_students
 
 
 @dataclasses.dataclass
@@ -58,7 +58,7 @@ class Exercise:
     @property
     def arg_names(self) -> list[str]:
         inner = self.signature[self.signature.index("(") + 1:self.signature.rindex(")")]
-        return [part.split("=")[0].strip() for part in inner.split(",") if part.strip()]
+        return [part.split("=")[0].strip() for part in inner.split(",") if part.strip() not in ("", "*")]
 
 
 @dataclasses.dataclass
@@ -115,10 +115,23 @@ def diagnose(exercise: Exercise, cases: list[Case], student_outputs: list, expec
 
 def check(exercise: Exercise, path, time_limit: float | None = None, cases: list[Case] | None = None) -> Report:
     """Run the student's ``path`` on the exercise's cases and check everything the exercise names."""
-    cases = exercise.cases() if cases is None else cases
+    return check_many([(exercise, path)], time_limit, cases)[0]
+
+
+def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = None,
+               cases: list[Case] | None = None) -> list[Report]:
+    """:func:`check` of several (exercise, file) pairs with one child process for all of them.
+    ``time_limit`` (default: the exercises' own limits, added up) covers the whole batch."""
+    all_cases = [ex.cases() if cases is None else cases for ex, _ in items]
+    jobs = [{"file": path, "function": ex.name, "calls": [(c.args, c.kwargs) for c in cs], "arg_names": ex.arg_names}
+            for (ex, path), cs in zip(items, all_cases)]
+    limit = time_limit or sum(ex.time_limit for ex, _ in items)
+    runs = run_students(jobs, limit)
+    return [_report(ex, path, cs, run) for (ex, path), cs, run in zip(items, all_cases, runs)]
+
+
+def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun) -> Report:
     report = Report(exercise=exercise.name, file=str(path))
-    run: StudentRun = run_student(path, exercise.name, [(c.args, c.kwargs) for c in cases],
-                                  time_limit or exercise.time_limit, arg_names=exercise.arg_names)
     report.printed, report.printed_chars = run.printed, run.printed_chars
     if run.failure:
         report.add("runs", False, run.failure)

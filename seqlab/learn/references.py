@@ -30,7 +30,11 @@ REFERENCE_MODULES: dict[str, str] = {
     "train_bpe": "seqlab.tokenizer",
     # the LM components in PyTorch: seqlab.model's own functions and modules
     "softmax": "seqlab.model",
+    "rms_norm": "seqlab.model.rmsnorm",
+    "rotate_pairs": "seqlab.model.rope",
     "scaled_dot_product_attention": "seqlab.model",
+    "cross_entropy": "seqlab.training",
+    "lr_cosine_schedule": "seqlab.training",
 }
 
 

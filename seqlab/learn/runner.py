@@ -81,7 +81,7 @@ def _equal(a, b) -> bool:
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
     if type(a).__module__ == "torch":
-        return type(b) is type(a) and a.shape == b.shape and bool((a == b).all() | (a.isnan() & b.isnan()).all())
+        return type(b) is type(a) and a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
     return a == b
 
 
@@ -104,13 +104,10 @@ def _short_traceback(error: BaseException, path: str) -> str:
     return f"{where}{type(error).__name__}: {error}"
 
 
-def _child(request_path: str, result_path: str) -> None:
-    sys.dont_write_bytecode = True
-    with open(request_path, "rb") as f:
-        request = pickle.load(f)
+def _run_job(job: dict) -> StudentRun:
+    path, function = job["file"], job["function"]
     writer = _CappedWriter()
     sys.stdout = sys.stderr = writer
-    path, function = request["file"], request["function"]
     calls: list[CallResult] = []
     failure = None
     try:
@@ -123,9 +120,9 @@ def _child(request_path: str, result_path: str) -> None:
     except BaseException as error:  # noqa: BLE001 - any failure of student code is a report
         failure = f"importing {path} failed: {_short_traceback(error, path)}"
     if failure is None:
-        for args, kwargs in request["calls"]:
-            names = request.get("arg_names") or [f"argument {i + 1}" for i in range(len(args))]
-            names = list(names)[:len(args)] + [f"argument {i + 1}" for i in range(len(names), len(args))]
+        for args, kwargs in job["calls"]:
+            names = list(job.get("arg_names") or [])[:len(args)]
+            names += [f"argument {i + 1}" for i in range(len(names), len(args))]
             before = copy.deepcopy(args)
             given = copy.deepcopy(args)
             kw = copy.deepcopy(kwargs)
@@ -150,10 +147,74 @@ def _child(request_path: str, result_path: str) -> None:
             calls.append(result)
             if result.not_implemented:
                 break
-    run = StudentRun(calls=calls, failure=failure, printed="".join(writer.kept), printed_chars=writer.size)
-    with open(result_path + ".part", "wb") as f:
-        pickle.dump(run, f)
-    os.replace(result_path + ".part", result_path)
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    return StudentRun(calls=calls, failure=failure, printed="".join(writer.kept), printed_chars=writer.size)
+
+
+def _child(request_path: str, result_path: str) -> None:
+    sys.dont_write_bytecode = True
+    with open(request_path, "rb") as f:
+        jobs = pickle.load(f)
+    runs = []
+    for job in jobs:
+        runs.append(_run_job(job))
+        with open(result_path + ".part", "wb") as f:     # what is done so far survives a later hang
+            pickle.dump(runs, f)
+        os.replace(result_path + ".part", result_path)
+
+
+def run_students(jobs: list[dict], time_limit: float = 10.0) -> list[StudentRun]:
+    """Several runs in one child process (the import of numpy or torch is paid once): each job is
+    {"file", "function", "calls": [(args, kwargs), ...], "arg_names"}. ``time_limit`` is for all
+    of them; a job not finished by then reports the time limit, and so do the jobs after it."""
+    jobs = [{**job, "file": os.path.abspath(os.fspath(job["file"]))} for job in jobs]
+    missing = {i: StudentRun(calls=[], failure=f"{job['file']} does not exist")
+               for i, job in enumerate(jobs) if not os.path.isfile(job["file"])}
+    todo = [job for i, job in enumerate(jobs) if i not in missing]
+    done: list[StudentRun] = []
+    timed_out, died = False, None
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="seqlab-learn-") as scratch:
+            request, result = os.path.join(scratch, "request.pkl"), os.path.join(scratch, "result.pkl")
+            with open(request, "wb") as f:
+                pickle.dump(todo, f)
+            env = dict(os.environ)
+            root = str(Path(__file__).resolve().parents[2])
+            env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            output = os.path.join(scratch, "fd-output.txt")
+            with open(output, "wb") as out:
+                child = subprocess.Popen([sys.executable, "-m", "seqlab.learn.runner", request, result],
+                                         stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, cwd=scratch)
+                try:
+                    child.wait(timeout=time_limit)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+                    timed_out = True
+            if os.path.exists(result):
+                with open(result, "rb") as f:
+                    done = pickle.load(f)
+            if not timed_out and len(done) < len(todo):
+                with open(output, "rb") as f:
+                    tail = f.read()[-PRINT_LIMIT:].decode("utf-8", "replace").strip()
+                died = f"died (exit status {child.returncode})" + (f": {tail.splitlines()[-1]}" if tail else "")
+    runs, k = [], 0
+    for i, job in enumerate(jobs):
+        if i in missing:
+            runs.append(missing[i])
+            continue
+        if k < len(done):
+            runs.append(done[k])
+        elif timed_out:
+            runs.append(StudentRun(calls=[], timed_out=True, failure=(
+                f"{job['function']}() did not finish within {time_limit:g} s: an endless loop? "
+                "(a loop whose condition never changes, or a while over the wrong variable)")))
+        else:
+            runs.append(StudentRun(calls=[], failure=f"the process running {job['function']}() from "
+                                                     f"{job['file']} {died}"))
+        k += 1
+    return runs
 
 
 def run_student(path: str | os.PathLike, function: str, calls: list[tuple[tuple, dict]],
@@ -161,37 +222,8 @@ def run_student(path: str | os.PathLike, function: str, calls: list[tuple[tuple,
     """Call ``function`` of the file ``path`` on each ``(args, kwargs)`` of ``calls``, in a child
     process killed after ``time_limit`` seconds. ``arg_names`` name the positional arguments in
     messages about inputs changed in place."""
-    path = os.path.abspath(os.fspath(path))
-    if not os.path.isfile(path):
-        return StudentRun(calls=[], failure=f"{path} does not exist")
-    with tempfile.TemporaryDirectory(prefix="seqlab-learn-") as scratch:
-        request, result = os.path.join(scratch, "request.pkl"), os.path.join(scratch, "result.pkl")
-        with open(request, "wb") as f:
-            pickle.dump({"file": path, "function": function, "calls": calls, "arg_names": arg_names}, f)
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        with open(os.path.join(scratch, "fd-output.txt"), "wb") as out:
-            child = subprocess.Popen([sys.executable, "-m", "seqlab.learn.runner", request, result],
-                                     stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
-                                     cwd=scratch)
-            try:
-                child.wait(timeout=time_limit)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-                return StudentRun(calls=[], timed_out=True, failure=(
-                    f"{function}() did not finish within {time_limit:g} s: an endless loop? "
-                    "(a loop whose condition never changes, or a while over the wrong variable)"))
-        if not os.path.exists(result):
-            with open(os.path.join(scratch, "fd-output.txt"), "rb") as f:
-                tail = f.read()[-PRINT_LIMIT:].decode("utf-8", "replace").strip()
-            return StudentRun(calls=[], failure=(
-                f"the process running {function}() from {path} died (exit status {child.returncode})"
-                + (f": {tail.splitlines()[-1]}" if tail else "")))
-        with open(result, "rb") as f:
-            return pickle.load(f)
+    return run_students([{"file": path, "function": function, "calls": calls, "arg_names": arg_names}],
+                        time_limit)[0]
 
 
 def jsonable(value: Any) -> Any:

@@ -8,13 +8,14 @@ import textwrap
 import pytest
 
 from seqlab.learn.catalog import NUMPY_NAMES, exercise
-from seqlab.learn.exercise import check
+from seqlab.learn.exercise import check, check_many
 from seqlab.learn.numpy_exercises import EXERCISES
 from seqlab.learn.references import REFERENCE_MODULES
 from seqlab.learn.workspace import start
 
 
 def _write(tmp_path, name, source):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(source), encoding="utf-8")
     return path
@@ -25,22 +26,44 @@ def test_the_catalog_names_every_numpy_exercise_once():
     assert all(exercise(n).name == n for n in NUMPY_NAMES)
 
 
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """Every student file of this module checked in one child process (the cost is its start)."""
+    root = tmp_path_factory.mktemp("batch")
+    items, keys = [], []
+    for ex in EXERCISES:
+        stub_dir = root / "stub"
+        path, written = start(stub_dir, ex)
+        assert written
+        items.append((ex, path))
+        keys.append(("stub", ex.name))
+        items.append((ex, _write(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n")))
+        keys.append(("reference", ex.name))
+        for m in ex.mistakes:
+            source = f"from seqlab.learn.mistakes import {ex.name}__{m.id} as {ex.name}\n"
+            items.append((ex, _write(root / f"mutant-{m.id}", ex.name, source)))
+            keys.append(("mutant", ex.name, m.id))
+        if ex.name in LOOPS:
+            items.append((ex, _write(root / "loops", ex.name, LOOPS[ex.name])))
+            keys.append(("loops", ex.name))
+    return dict(zip(keys, check_many(items)))
+
+
 @pytest.mark.parametrize("name", NUMPY_NAMES)
-def test_the_stub_fails_with_not_implemented_yet(tmp_path, name):
+def test_the_stub_fails_with_not_implemented_yet(batch, name):
     ex = exercise(name)
-    path, written = start(tmp_path, ex)
-    assert written and path.read_text().count("raise NotImplementedError") == 1
-    assert f"def {ex.signature}:" in path.read_text()
-    report = check(ex, path)
+    report = batch["stub", name]
+    text = open(report.file).read()
+    assert text.count("raise NotImplementedError") == 1
+    assert f"def {ex.signature}:" in text
     assert not report.passed
     assert report.checks[-1]["name"] == "runs" and "not implemented yet" in report.checks[-1]["message"]
 
 
 @pytest.mark.parametrize("name", NUMPY_NAMES)
-def test_the_reference_passes_every_check(tmp_path, name):
+def test_the_reference_passes_every_check(batch, name):
     ex = exercise(name)
-    path = _write(tmp_path, name, f"from {REFERENCE_MODULES[name]} import {name}\n")
-    report = check(ex, path)
+    report = batch["reference", name]
     assert report.passed, report.checks
     names = [c["name"] for c in report.checks]
     assert {"runs", "inputs unchanged", "shapes and types", "values (worked example)", "values (random inputs)"} <= set(names)
@@ -52,9 +75,8 @@ MUTANTS = [(e.name, m.id) for e in EXERCISES for m in e.mistakes]
 
 
 @pytest.mark.parametrize(("name", "mistake"), MUTANTS, ids=[f"{n}-{m}" for n, m in MUTANTS])
-def test_each_catalogued_mistake_fails_with_its_own_diagnosis(tmp_path, name, mistake):
-    path = _write(tmp_path, name, f"from seqlab.learn.mistakes import {name}__{mistake} as {name}\n")
-    report = check(exercise(name), path)
+def test_each_catalogued_mistake_fails_with_its_own_diagnosis(batch, name, mistake):
+    report = batch["mutant", name, mistake]
     assert not report.passed
     assert report.diagnosis is not None and report.diagnosis["mistake"] == mistake, report.diagnosis
 
@@ -240,6 +262,6 @@ LOOPS = {
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
-def test_an_independent_loop_style_implementation_passes(tmp_path, name):
-    report = check(exercise(name), _write(tmp_path, name, LOOPS[name]))
+def test_an_independent_loop_style_implementation_passes(batch, name):
+    report = batch["loops", name]
     assert report.passed, (report.checks, report.diagnosis)

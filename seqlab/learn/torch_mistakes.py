@@ -1,0 +1,128 @@
+"""Common mistakes in the LM components, each written as the PyTorch implementation a student would
+write with that mistake (no torch.nn.functional, like seqlab's own). Names: EXERCISE__MISTAKE."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def _softmax(x, dim=-1):
+    e = (x - x.amax(dim, keepdim=True)).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def softmax__wrong_axis(x, dim=-1):
+    return _softmax(x, 0)
+
+
+def softmax__max_not_subtracted(x, dim=-1):
+    e = x.exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def rms_norm__eps_outside_the_root(x, weight, eps=1e-5):
+    return x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * weight
+
+
+def rms_norm__mean_subtracted(x, weight, eps=1e-5):
+    centred = x - x.mean(-1, keepdim=True)                 # that is LayerNorm's first step
+    return centred / (centred.pow(2).mean(-1, keepdim=True) + eps).sqrt() * weight
+
+
+def rms_norm__weight_missing(x, weight, eps=1e-5):
+    return x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+
+
+def rotate_pairs__half_split_pairs(x, cos, sin):
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]                    # pairs (k, k + d/2), the GPT-NeoX layout
+    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+
+def rotate_pairs__rotated_backwards(x, cos, sin):
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack((even * cos + odd * sin, -even * sin + odd * cos), dim=-1).flatten(-2)
+
+
+def _sdpa(Q, K, V, mask, causal, *, scale=True, dim=-1, shift=0, invert=False):
+    scores = Q @ K.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(Q.shape[-1])
+    n, m = Q.shape[-2], K.shape[-2]
+    visible = torch.ones(n, m, dtype=torch.bool)
+    if mask is not None:
+        visible = visible & (~mask if invert else mask)
+    if causal:
+        rows = torch.arange(n)[:, None] + (m - n)
+        visible = visible & (torch.arange(m)[None, :] <= rows + shift)
+    scores = scores.masked_fill(~visible, float("-inf"))
+    top = scores.amax(dim, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    e = (scores - top).exp()
+    total = e.sum(dim, keepdim=True)
+    weights = torch.where(total > 0, e / total.clamp_min(1e-300), torch.zeros_like(e))
+    return weights @ V
+
+
+def scaled_dot_product_attention__missing_scale(Q, K, V, mask=None, *, causal=False):
+    return _sdpa(Q, K, V, mask, causal, scale=False)
+
+
+def scaled_dot_product_attention__softmax_over_queries(Q, K, V, mask=None, *, causal=False):
+    return _sdpa(Q, K, V, mask, causal, dim=-2)
+
+
+def scaled_dot_product_attention__causal_mask_excludes_current(Q, K, V, mask=None, *, causal=False):
+    return _sdpa(Q, K, V, mask, causal, shift=-1)
+
+
+def scaled_dot_product_attention__causal_mask_includes_next(Q, K, V, mask=None, *, causal=False):
+    return _sdpa(Q, K, V, mask, causal, shift=1)
+
+
+def scaled_dot_product_attention__mask_inverted(Q, K, V, mask=None, *, causal=False):
+    return _sdpa(Q, K, V, mask, causal, invert=True)
+
+
+def _log_softmax(x, dim=-1):
+    top = x.amax(dim, keepdim=True)
+    return x - top - (x - top).exp().sum(dim, keepdim=True).log()
+
+
+def cross_entropy__summed_not_averaged(logits, targets):
+    logp = _log_softmax(logits.reshape(-1, logits.shape[-1]))
+    return -logp.gather(-1, targets.reshape(-1, 1).long()).sum()
+
+
+def cross_entropy__log_softmax_over_wrong_axis(logits, targets):
+    flat = logits.reshape(-1, logits.shape[-1])
+    logp = _log_softmax(flat, 0)
+    return -logp.gather(-1, targets.reshape(-1, 1).long()).mean()
+
+
+def lr_cosine_schedule__warmup_off_by_one(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
+    if it < warmup_iters:
+        return max_learning_rate * (it + 1) / warmup_iters
+    from seqlab.learn.references import reference
+    return reference("lr_cosine_schedule")(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters)
+
+
+def lr_cosine_schedule__cosine_over_the_whole_run(it, max_learning_rate, min_learning_rate, warmup_iters,
+                                                  cosine_cycle_iters):
+    if it < warmup_iters:
+        return max_learning_rate * it / warmup_iters
+    if it > cosine_cycle_iters:
+        return min_learning_rate
+    progress = it / cosine_cycle_iters                     # the warm-up steps are counted in the cosine
+    return min_learning_rate + 0.5 * (1 + math.cos(math.pi * progress)) * (max_learning_rate - min_learning_rate)
+
+
+def lr_cosine_schedule__full_cosine_period(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
+    if it < warmup_iters:
+        return max_learning_rate * it / warmup_iters
+    if it > cosine_cycle_iters:
+        return min_learning_rate
+    progress = (it - warmup_iters) / max(1, cosine_cycle_iters - warmup_iters)
+    return min_learning_rate + 0.5 * (1 + math.cos(2 * math.pi * progress)) * (max_learning_rate - min_learning_rate)
