@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from seqlab.learn.workspace import DEFAULT_WORKSPACE
+DEFAULT_WORKSPACE = "seqlab-learn"     # = seqlab.learn.workspace.DEFAULT_WORKSPACE (no import at the top)
 
 _LANGS = {"en": 0, "zh": 1}
 

@@ -263,3 +263,8 @@ def test_attention_invariants_are_checked(tmp_path):
     (inv,) = [c for c in report.checks if c["name"] == "invariants"]
     assert not inv["passed"] and "must sum to 1" in inv["message"]
     assert np.isclose(0.9, float(inv["message"].split("sums to ")[1].split(";")[0]))
+
+
+def test_the_default_workspace_is_the_same_in_the_command_and_the_library():
+    from seqlab.learn import cli, workspace
+    assert cli.DEFAULT_WORKSPACE == workspace.DEFAULT_WORKSPACE
