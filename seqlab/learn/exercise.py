@@ -126,11 +126,21 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
     jobs = [{"file": path, "function": ex.name, "calls": [(c.args, c.kwargs) for c in cs], "arg_names": ex.arg_names}
             for (ex, path), cs in zip(items, all_cases)]
     limit = time_limit or sum(ex.time_limit for ex, _ in items)
-    runs = run_students(jobs, limit)
-    return [_report(ex, path, cs, run) for (ex, path), cs, run in zip(items, all_cases, runs)]
+    expected: dict[str, list] = {}
+
+    def references():
+        for (ex, _), cs in zip(items, all_cases):
+            if ex.name not in expected:
+                function = ex.reference()
+                expected[ex.name] = [ex.compared(_call(function, case)) for case in cs]
+
+    runs = run_students(jobs, limit, meanwhile=references)
+    return [_report(ex, path, cs, run, expected[ex.name] if cases is None else
+                    [ex.compared(_call(ex.reference(), c)) for c in cs])
+            for (ex, path), cs, run in zip(items, all_cases, runs)]
 
 
-def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun) -> Report:
+def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun, expected: list) -> Report:
     report = Report(exercise=exercise.name, file=str(path))
     report.printed, report.printed_chars = run.printed, run.printed_chars
     if run.failure:
@@ -150,8 +160,6 @@ def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun) -> Rep
     report.add("inputs unchanged", not mutated, "" if not mutated else (
         f"{exercise.name}() changed its input {', '.join(mutated)} in place; the caller still needs it: "
         "work on a copy (x = x.copy(), or build new arrays) instead of assigning into it"))
-    reference = exercise.reference()
-    expected = [exercise.compared(_call(reference, case)) for case in cases]
     outputs = []
     for case, call, ref in zip(cases, run.calls, expected):
         out, error = _compared(exercise, call.output)
