@@ -122,21 +122,26 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
                cases: list[Case] | None = None) -> list[Report]:
     """:func:`check` of several (exercise, file) pairs with one child process for all of them.
     ``time_limit`` (default: the exercises' own limits, added up) covers the whole batch."""
-    all_cases = [ex.cases() if cases is None else cases for ex, _ in items]
-    jobs = [{"file": path, "function": ex.name, "calls": [(c.args, c.kwargs) for c in cs], "arg_names": ex.arg_names}
-            for (ex, path), cs in zip(items, all_cases)]
+    # The child makes the exercises' cases itself (they are deterministic), so this process can
+    # import numpy or torch and compute the reference's outputs while the child works.
+    jobs = [{"file": path, "function": ex.name, "arg_names": ex.arg_names,
+             **({"cases_of": ex.name} if cases is None else {"calls": [(c.args, c.kwargs) for c in cases]})}
+            for ex, path in items]
     limit = time_limit or sum(ex.time_limit for ex, _ in items)
+    all_cases: list[list[Case]] = []
     expected: dict[str, list] = {}
 
     def references():
-        for (ex, _), cs in zip(items, all_cases):
-            if ex.name not in expected:
+        made: dict[str, list[Case]] = {}
+        for ex, _ in items:
+            if ex.name not in made:
+                made[ex.name] = ex.cases() if cases is None else cases
                 function = ex.reference()
-                expected[ex.name] = [ex.compared(_call(function, case)) for case in cs]
+                expected[ex.name] = [ex.compared(_call(function, case)) for case in made[ex.name]]
+            all_cases.append(made[ex.name])
 
     runs = run_students(jobs, limit, meanwhile=references)
-    return [_report(ex, path, cs, run, expected[ex.name] if cases is None else
-                    [ex.compared(_call(ex.reference(), c)) for c in cs])
+    return [_report(ex, path, cs, run, expected[ex.name])
             for (ex, path), cs, run in zip(items, all_cases, runs)]
 
 

@@ -6,9 +6,6 @@ float64, so the reference and the student's code agree to 1e-6 unless one of the
 
 from __future__ import annotations
 
-import torch
-
-from seqlab.learn import torch_mistakes as M
 from seqlab.learn.exercise import Case, Exercise, Mistake
 from seqlab.learn.references import reference
 
@@ -20,25 +17,34 @@ def _ref(name):
     return lambda: reference(name)
 
 
-def _mistake(function, title, explanation):
-    return Mistake(function.__name__.split("__", 1)[1], title, explanation, function)
+def _mistake(name, title, explanation):
+    """A mistake of seqlab.learn.torch_mistakes, imported (with torch) only when it is run: the
+    command's own process imports torch while the child runs the student's code, not before."""
+    def implementation(*args, **kwargs):
+        from seqlab.learn import torch_mistakes
+        return getattr(torch_mistakes, name)(*args, **kwargs)
+    return Mistake(name.split("__", 1)[1], title, explanation, implementation)
 
 
 def _gen(seed):
+    import torch
     return torch.Generator().manual_seed(seed)
 
 
 def _randn(*shape, seed, scale=1.0):
+    import torch
     return torch.randn(*shape, generator=_gen(seed), dtype=torch.float64) * scale
 
 
 def _softmax_cases():
+    import torch
     return [Case("the worked example", (torch.tensor([[1.0, 2.0, 3.0], [1000.0, 1000.0, 1001.0]], dtype=torch.float64),)),
             Case("random inputs 1", (_randn(2, 3, 5, seed=1, scale=3),), {"dim": 1}),
             Case("random inputs 2", (_randn(4, 6, seed=2, scale=50),), {"dim": -1})]
 
 
 def _softmax_invariants(case, out):
+    import torch
     dim = case.kwargs.get("dim", -1)
     sums = out.sum(dim)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-9):
@@ -51,14 +57,15 @@ SOFTMAX = Exercise(
     """exp(x - max) / sum(exp(x - max)) along `dim`; x any shape -> the same shape.
     Subtract the maximum along `dim` first, so logits of 1000 give no inf or NaN.""" + _RULE,
     _ref("softmax"), _softmax_cases,
-    (_mistake(M.softmax__wrong_axis, "softmax over the wrong axis",
+    (_mistake("softmax__wrong_axis", "softmax over the wrong axis",
               "normalize along the `dim` argument (the last axis by default), not axis 0"),
-     _mistake(M.softmax__max_not_subtracted, "the maximum is not subtracted",
+     _mistake("softmax__max_not_subtracted", "the maximum is not subtracted",
               "exp(1000) overflows to inf and inf/inf is NaN: subtract x.amax(dim, keepdim=True) first")),
     returns="a tensor of x's shape", invariants=_softmax_invariants, imports=_IMPORTS, kind="torch", time_limit=30.0)
 
 
 def _rms_cases():
+    import torch
     return [Case("the worked example", (torch.tensor([[3.0, 4.0], [1e-3, -1e-3]], dtype=torch.float64),
                                         torch.tensor([1.0, 2.0], dtype=torch.float64)), {"eps": 1e-5}),
             Case("random inputs 1", (_randn(2, 3, 8, seed=3), _randn(8, seed=4) + 1)),
@@ -71,21 +78,23 @@ RMS_NORM = Exercise(
     """x / sqrt(mean(x^2 over the last dim) + eps) * weight; x (..., d), weight (d,) -> (..., d).
     eps goes INSIDE the square root. [3, 4] with weight 1 -> [3, 4] / sqrt(12.5 + eps).""" + _RULE,
     _ref("rms_norm"), _rms_cases,
-    (_mistake(M.rms_norm__eps_outside_the_root, "RMSNorm without the epsilon inside the root",
+    (_mistake("rms_norm__eps_outside_the_root", "RMSNorm without the epsilon inside the root",
               "the formula is x / sqrt(mean(x^2) + eps); sqrt(mean(x^2)) + eps differs for small inputs"),
-     _mistake(M.rms_norm__mean_subtracted, "the mean is subtracted (that is LayerNorm)",
+     _mistake("rms_norm__mean_subtracted", "the mean is subtracted (that is LayerNorm)",
               "RMSNorm does not centre: divide x itself by its root mean square"),
-     _mistake(M.rms_norm__weight_missing, "the gain is not applied", "multiply the normalized x by weight (d,)")),
+     _mistake("rms_norm__weight_missing", "the gain is not applied", "multiply the normalized x by weight (d,)")),
     returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
 
 
 def _rope_tables(seq, half, theta=10000.0):
+    import torch
     inv = theta ** (-torch.arange(0, 2 * half, 2, dtype=torch.float64) / (2 * half))
     angles = torch.arange(seq, dtype=torch.float64)[:, None] * inv
     return angles.cos(), angles.sin()
 
 
 def _rope_cases():
+    import torch
     cos, sin = _rope_tables(3, 2)
     cases = [Case("the worked example", (torch.tensor([[1.0, 0.0, 0.0, 1.0]] * 3, dtype=torch.float64), cos, sin))]
     cos, sin = _rope_tables(5, 4)
@@ -100,15 +109,16 @@ ROTATE_PAIRS = Exercise(
     (a, b) -> (a cos - b sin, a sin + b cos). cos, sin: (seq, d/2), broadcast over x's leading dims.
     Returns a tensor of x's shape, the pairs interleaved as in x.""" + _RULE,
     _ref("rotate_pairs"), _rope_cases,
-    (_mistake(M.rotate_pairs__half_split_pairs, "RoPE on half-split instead of interleaved pairs",
+    (_mistake("rotate_pairs__half_split_pairs", "RoPE on half-split instead of interleaved pairs",
               "the pairs are (2k, 2k+1), adjacent entries, as in the paper and in seqlab; (k, k + d/2) is another layout "
               "whose weights need a permutation"),
-     _mistake(M.rotate_pairs__rotated_backwards, "the rotation goes the other way",
+     _mistake("rotate_pairs__rotated_backwards", "the rotation goes the other way",
               "(a, b) -> (a cos - b sin, a sin + b cos): the minus sign is on b in the first component")),
     returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
 
 
 def _sdpa_cases():
+    import torch
     eye = torch.eye(2, dtype=torch.float64)
     V = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)
     cases = [Case("the worked example", (eye, eye, V), {"causal": True})]
@@ -129,22 +139,23 @@ SDPA = Exercise(
     keys after each query (query i sees keys 0..i when n == m). A row with no visible key outputs 0.
     Worked example: Q = K = I, V = [[1, 2], [3, 4]], causal -> [[1, 2], [2.34, 3.34]].""" + _RULE,
     _ref("scaled_dot_product_attention"), _sdpa_cases,
-    (_mistake(M.scaled_dot_product_attention__missing_scale, "a missing 1/sqrt(d_k)",
+    (_mistake("scaled_dot_product_attention__missing_scale", "a missing 1/sqrt(d_k)",
               "divide the scores Q K^T by sqrt(d_k) before the softmax"),
-     _mistake(M.scaled_dot_product_attention__softmax_over_queries, "softmax over the wrong axis",
+     _mistake("scaled_dot_product_attention__softmax_over_queries", "softmax over the wrong axis",
               "normalize each query's row over the keys (dim=-1), not over the queries (dim=-2)"),
-     _mistake(M.scaled_dot_product_attention__causal_mask_excludes_current,
+     _mistake("scaled_dot_product_attention__causal_mask_excludes_current",
               "causal mask off by one: the current position excluded",
               "query i may attend key i itself: keep j <= i (torch.tril with diagonal=0)"),
-     _mistake(M.scaled_dot_product_attention__causal_mask_includes_next,
+     _mistake("scaled_dot_product_attention__causal_mask_includes_next",
               "causal mask off by one: the next (future) position included",
               "query i must not see key i+1: j <= i, not j <= i + 1"),
-     _mistake(M.scaled_dot_product_attention__mask_inverted, "the mask read inverted",
+     _mistake("scaled_dot_product_attention__mask_inverted", "the mask read inverted",
               "True means MAY attend: fill -inf where the mask is False")),
     returns="a tensor (..., n, d_v)", imports=_IMPORTS, kind="torch", time_limit=30.0)
 
 
 def _ce_cases():
+    import torch
     gen = _gen(18)
     return [Case("the worked example", (torch.tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]], dtype=torch.float64),
                                         torch.tensor([0, 1]))),
@@ -157,9 +168,9 @@ CROSS_ENTROPY = Exercise(
     """Mean over every position of -log softmax(logits)[target]. logits (..., vocab) float, targets (...)
     ints -> a 0-d tensor. Use log-sum-exp with the maximum subtracted, so logits of 1000 stay finite.""" + _RULE,
     _ref("cross_entropy"), _ce_cases,
-    (_mistake(M.cross_entropy__summed_not_averaged, "the loss is summed, not averaged",
+    (_mistake("cross_entropy__summed_not_averaged", "the loss is summed, not averaged",
               "divide by the number of positions (the mean over every leading dimension)"),
-     _mistake(M.cross_entropy__log_softmax_over_wrong_axis, "log-softmax over the wrong axis",
+     _mistake("cross_entropy__log_softmax_over_wrong_axis", "log-softmax over the wrong axis",
               "normalize over the vocabulary (the last dimension), not over the positions")),
     returns="a 0-d tensor", imports=_IMPORTS, kind="torch", time_limit=30.0)
 
@@ -180,11 +191,11 @@ LR_COSINE_SCHEDULE = Exercise(
     progress = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters);
     it > cosine_cycle_iters: min.""",
     _ref("lr_cosine_schedule"), _schedule_cases,
-    (_mistake(M.lr_cosine_schedule__warmup_off_by_one, "the warm-up is off by one",
+    (_mistake("lr_cosine_schedule__warmup_off_by_one", "the warm-up is off by one",
               "step 0 has learning rate 0: max * it / warmup_iters, not max * (it + 1) / warmup_iters"),
-     _mistake(M.lr_cosine_schedule__cosine_over_the_whole_run, "the cosine counts the warm-up steps",
+     _mistake("lr_cosine_schedule__cosine_over_the_whole_run", "the cosine counts the warm-up steps",
               "progress = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters): the cosine starts after the warm-up"),
-     _mistake(M.lr_cosine_schedule__full_cosine_period, "a full cosine period instead of half",
+     _mistake("lr_cosine_schedule__full_cosine_period", "a full cosine period instead of half",
               "cos(pi * progress) goes from max down to min once; cos(2 pi progress) comes back up")),
     returns="a float", imports="import math", kind="torch", time_limit=30.0)
 
