@@ -208,12 +208,15 @@ def check_exercise(args) -> int:
 def show_solution(args) -> int:
     import inspect
 
-    from seqlab.learn.references import REFERENCE_MODULES, reference
+    from seqlab.learn.references import REFERENCE_MODULES, SOLUTION_SOURCES, helper, reference
     if args.name not in REFERENCE_MODULES:
         return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
-    function = reference(args.name)
-    print(f"# {inspect.getsourcefile(function)}\n")
-    print(inspect.getsource(function))
+    shown = [reference(args.name)]
+    if args.name in SOLUTION_SOURCES:
+        shown.append(helper(*SOLUTION_SOURCES[args.name]))
+    for function in shown:
+        print(f"# {inspect.getsourcefile(function)}\n")
+        print(inspect.getsource(function))
     return 0
 
 

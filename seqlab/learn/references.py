@@ -35,7 +35,26 @@ REFERENCE_MODULES: dict[str, str] = {
     "scaled_dot_product_attention": "seqlab.model",
     "cross_entropy": "seqlab.training",
     "lr_cosine_schedule": "seqlab.training",
+    "adamw_step": "seqlab.learn.references",
 }
+
+# exercises whose reference is a wrapper: `seqlab learn solution` shows this (module, name) too
+SOLUTION_SOURCES: dict[str, tuple[str, str]] = {"adamw_step": ("seqlab.training", "AdamW")}
+
+
+def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    """One update of seqlab.training.AdamW on the tensor p from the state (m, v) after step - 1 steps.
+    Returns the new (p, m, v); the arguments are not changed."""
+    import torch
+
+    from seqlab.training import AdamW
+    param = torch.nn.Parameter(p.detach().clone())
+    optimizer = AdamW([param], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False)
+    optimizer.state[param] = {"step": step - 1, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+    param.grad = grad.clone()
+    optimizer.step()
+    state = optimizer.state[param]
+    return param.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
 
 
 def reference(name: str):

@@ -200,4 +200,34 @@ LR_COSINE_SCHEDULE = Exercise(
     returns="a float", imports="import math", kind="torch", time_limit=30.0)
 
 
-EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE)
+def _adamw_cases():
+    import torch
+    cases = []
+    for k, (seed, step, wd) in enumerate(((0, 1, 0.1), (1, 5, 0.01), (2, 40, 0.3))):
+        p, g = _randn(3, 4, seed=seed), _randn(3, 4, seed=seed + 10)
+        m = torch.zeros(3, 4, dtype=torch.float64) if step == 1 else _randn(3, 4, seed=seed + 20, scale=0.1)
+        v = torch.zeros(3, 4, dtype=torch.float64) if step == 1 else _randn(3, 4, seed=seed + 30, scale=0.1) ** 2
+        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}", (p, g, m, v, step, 0.01),
+                          {"weight_decay": wd}))
+    return cases
+
+
+ADAMW_STEP = Exercise(
+    "adamw_step", "One AdamW step", "AdamW 的一步",
+    "adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)",
+    """One AdamW update of the tensor p, as seqlab.training.AdamW does it. step: this update's number, 1-based.
+    p <- p - lr * weight_decay * p           (decoupled weight decay: on the PARAMETER, not in the gradient)
+    m <- beta1 m + (1 - beta1) grad;  v <- beta2 v + (1 - beta2) grad^2
+    p <- p - lr * m_hat / (sqrt(v_hat) + eps), m_hat = m / (1 - beta1^step), v_hat = v / (1 - beta2^step)
+    Returns new tensors (p, m, v); do not change the arguments.""" + _RULE + " No torch.optim.",
+    _ref("adamw_step"), _adamw_cases,
+    (_mistake("adamw_step__decay_on_the_moment", "AdamW weight decay applied to the moment instead of the parameter",
+              "adding weight_decay * p to the gradient is L2 regularisation (Adam), and it is rescaled by v; AdamW "
+              "decays the parameter itself: p <- p - lr * weight_decay * p"),
+     _mistake("adamw_step__no_bias_correction", "no bias correction",
+              "divide m by 1 - beta1^step and v by 1 - beta2^step: early steps are otherwise far too small"),
+     _mistake("adamw_step__no_weight_decay", "the weight decay is missing", "apply p <- p - lr * weight_decay * p")),
+    returns="a tuple (p, m, v) of tensors", imports=_IMPORTS, kind="torch", time_limit=30.0)
+
+
+EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE, ADAMW_STEP)

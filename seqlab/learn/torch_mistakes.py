@@ -126,3 +126,27 @@ def lr_cosine_schedule__full_cosine_period(it, max_learning_rate, min_learning_r
         return min_learning_rate
     progress = (it - warmup_iters) / max(1, cosine_cycle_iters - warmup_iters)
     return min_learning_rate + 0.5 * (1 + math.cos(2 * math.pi * progress)) * (max_learning_rate - min_learning_rate)
+
+
+def _adamw(p, grad, m, v, step, lr, betas, eps, weight_decay, *, decay="parameter", correct=True, eps_inside=False):
+    beta1, beta2 = betas
+    if decay == "moment":
+        grad = grad + weight_decay * p                     # L2 in the gradient: it reaches m and v
+    new_p = p * (1 - lr * weight_decay) if decay == "parameter" else p.clone()
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    m_hat, v_hat = (m / (1 - beta1 ** step), v / (1 - beta2 ** step)) if correct else (m, v)
+    denom = (v_hat + eps).sqrt() if eps_inside else v_hat.sqrt() + eps
+    return new_p - lr * m_hat / denom, m, v
+
+
+def adamw_step__decay_on_the_moment(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    return _adamw(p, grad, m, v, step, lr, betas, eps, weight_decay, decay="moment")
+
+
+def adamw_step__no_bias_correction(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    return _adamw(p, grad, m, v, step, lr, betas, eps, weight_decay, correct=False)
+
+
+def adamw_step__no_weight_decay(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    return _adamw(p, grad, m, v, step, lr, betas, eps, 0.0)

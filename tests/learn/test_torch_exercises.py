@@ -68,6 +68,21 @@ OTHERS = {
                 return min_learning_rate + (max_learning_rate - min_learning_rate) * (math.cos(angle) + 1) / 2
             return min_learning_rate
     """,
+    "adamw_step": """
+        import math
+        import torch
+        def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+            b1, b2 = betas
+            p, m, v = p.clone().flatten(), m.clone().flatten(), v.clone().flatten()
+            g = grad.flatten()
+            for i in range(p.numel()):
+                p[i] = p[i] - lr * weight_decay * p[i]
+                m[i] = b1 * m[i] + (1 - b1) * g[i]
+                v[i] = b2 * v[i] + (1 - b2) * g[i] ** 2
+                p[i] = p[i] - lr * (m[i] / (1 - b1 ** step)) / (math.sqrt(v[i] / (1 - b2 ** step)) + eps)
+            shape = grad.shape
+            return p.reshape(shape), m.reshape(shape), v.reshape(shape)
+    """,
 }
 
 
@@ -128,3 +143,18 @@ def test_the_issue_s_lm_mistakes_are_catalogued():
     assert ("rotate_pairs", "half_split_pairs") in ids and ("rms_norm", "eps_outside_the_root") in ids
     assert ("scaled_dot_product_attention", "causal_mask_excludes_current") in ids
     assert ("scaled_dot_product_attention", "causal_mask_includes_next") in ids
+    assert ("adamw_step", "decay_on_the_moment") in ids
+
+
+def test_adamw_step_s_reference_is_seqlab_s_adamw_against_torch_optim():
+    import torch
+
+    from seqlab.learn.references import adamw_step
+    p, g = torch.randn(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+    new_p, m, v = adamw_step(p, g, torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64), 1, 0.1,
+                             weight_decay=0.2)
+    oracle = torch.nn.Parameter(p.clone())
+    opt = torch.optim.AdamW([oracle], lr=0.1, weight_decay=0.2)
+    oracle.grad = g.clone()
+    opt.step()
+    assert torch.allclose(new_p, oracle.detach()) and torch.allclose(m, opt.state[oracle]["exp_avg"])
