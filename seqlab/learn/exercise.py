@@ -54,6 +54,7 @@ class Exercise:
     imports: str = "import numpy as np"
     stub_test: str = ""                 # the body of the student's own test in the stub
     kind: str = "numpy"
+    may_change: tuple[str, ...] = ()    # arguments the function may change (a random generator's state)
 
     @property
     def arg_names(self) -> list[str]:
@@ -161,7 +162,7 @@ def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun, expect
             report.add("runs", False, f"{exercise.name}() raised on {case.label}: {call.error}")
             return report
     report.add("runs", True)
-    mutated = sorted({name for call in run.calls for name in call.mutated})
+    mutated = sorted({name for call in run.calls for name in call.mutated if name not in exercise.may_change})
     report.add("inputs unchanged", not mutated, "" if not mutated else (
         f"{exercise.name}() changed its input {', '.join(mutated)} in place; the caller still needs it: "
         "work on a copy (x = x.copy(), or build new arrays) instead of assigning into it"))

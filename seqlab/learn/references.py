@@ -36,6 +36,7 @@ REFERENCE_MODULES: dict[str, str] = {
     "cross_entropy": "seqlab.training",
     "lr_cosine_schedule": "seqlab.training",
     "adamw_step": "seqlab.learn.references",
+    "get_batch": "seqlab.training",
 }
 
 # exercises whose reference is a wrapper: `seqlab learn solution` shows this (module, name) too

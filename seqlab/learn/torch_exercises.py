@@ -230,4 +230,32 @@ ADAMW_STEP = Exercise(
     returns="a tuple (p, m, v) of tensors", imports=_IMPORTS, kind="torch", time_limit=30.0)
 
 
-EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE, ADAMW_STEP)
+def _batch_cases():
+    import numpy as np
+    worked = np.arange(10, 20, dtype=np.int64)
+    return [Case("the worked example", (worked, 4, 3, "cpu"), {"generator": np.random.default_rng(0)}),
+            Case("random inputs 1", (np.random.default_rng(1).integers(0, 50, 40), 8, 5, "cpu"),
+                 {"generator": np.random.default_rng(2)}),
+            Case("random inputs 2", (np.arange(60, dtype=np.int64) * 7 % 23, 6, 4, "cpu"),
+                 {"generator": np.random.default_rng(3)})]
+
+
+GET_BATCH = Exercise(
+    "get_batch", "Training batches", "训练批次", "get_batch(dataset, batch_size, context_length, device, *, generator=None)",
+    """batch_size windows at random starts of the 1-D token array dataset -> (inputs, targets), both int64
+    tensors (batch_size, context_length) on device, with targets[i, j] = dataset[start_i + j + 1] (the
+    next token). Draw the starts as generator.integers(0, len(dataset) - context_length, size=batch_size)
+    (a window needs context_length + 1 tokens), so your batch is the reference's.""",
+    _ref("get_batch"), _batch_cases,
+    (_mistake("get_batch__targets_not_shifted", "the targets are not shifted",
+              "a language model predicts the NEXT token: targets = dataset[start + 1 : start + context_length + 1]"),
+     _mistake("get_batch__one_start_too_many", "one start too many",
+              "the last window would need a token after the end: draw starts from 0 to len(dataset) - context_length (exclusive)"),
+     _mistake("get_batch__inputs_and_targets_swapped", "inputs and targets swapped",
+              "return (inputs, targets): the inputs start at start, the targets one token later")),
+    returns="a tuple (inputs, targets) of int64 tensors", imports="import numpy as np\nimport torch",
+    kind="torch", time_limit=30.0, may_change=("generator",))
+
+
+EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE, ADAMW_STEP,
+                                   GET_BATCH)

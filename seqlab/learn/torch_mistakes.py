@@ -150,3 +150,24 @@ def adamw_step__no_bias_correction(p, grad, m, v, step, lr, betas=(0.9, 0.999), 
 
 def adamw_step__no_weight_decay(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
     return _adamw(p, grad, m, v, step, lr, betas, eps, 0.0)
+
+
+def _windows(dataset, batch_size, context_length, generator, *, extra_start=0, shift=1):
+    import numpy as np
+    starts = generator.integers(0, len(dataset) - context_length + extra_start, size=batch_size)
+    rows = np.stack([np.asarray(dataset[s:s + context_length + 1], dtype=np.int64) for s in starts])
+    rows = torch.from_numpy(rows)
+    return rows[:, :context_length], rows[:, shift:shift + context_length]
+
+
+def get_batch__targets_not_shifted(dataset, batch_size, context_length, device, *, generator=None):
+    return _windows(dataset, batch_size, context_length, generator, shift=0)
+
+
+def get_batch__one_start_too_many(dataset, batch_size, context_length, device, *, generator=None):
+    return _windows(dataset, batch_size, context_length, generator, extra_start=1)
+
+
+def get_batch__inputs_and_targets_swapped(dataset, batch_size, context_length, device, *, generator=None):
+    inputs, targets = _windows(dataset, batch_size, context_length, generator)
+    return targets, inputs

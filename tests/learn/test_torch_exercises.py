@@ -83,6 +83,18 @@ OTHERS = {
             shape = grad.shape
             return p.reshape(shape), m.reshape(shape), v.reshape(shape)
     """,
+    "get_batch": """
+        import torch
+        def get_batch(dataset, batch_size, context_length, device, *, generator=None):
+            starts = generator.integers(0, len(dataset) - context_length, size=batch_size)
+            inputs = torch.zeros(batch_size, context_length, dtype=torch.int64)
+            targets = torch.zeros(batch_size, context_length, dtype=torch.int64)
+            for i, s in enumerate(starts):
+                for j in range(context_length):
+                    inputs[i, j] = int(dataset[s + j])
+                    targets[i, j] = int(dataset[s + j + 1])
+            return inputs.to(device), targets.to(device)
+    """,
 }
 
 
