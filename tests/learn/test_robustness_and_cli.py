@@ -268,3 +268,25 @@ def test_attention_invariants_are_checked(tmp_path):
 def test_the_default_workspace_is_the_same_in_the_command_and_the_library():
     from seqlab.learn import cli, workspace
     assert cli.DEFAULT_WORKSPACE == workspace.DEFAULT_WORKSPACE
+
+
+def test_a_batch_reports_the_files_done_before_one_that_hangs(tmp_path):
+    from seqlab.learn.runner import run_students
+    ok = _student(tmp_path / "a", "causal_mask", "def causal_mask(n):\n    return n * 2\n")
+    hangs = _student(tmp_path / "b", "causal_mask", "def causal_mask(n):\n    while True:\n        pass\n")
+    runs = run_students([{"file": ok, "function": "causal_mask", "calls": [((3,), {})]},
+                         {"file": hangs, "function": "causal_mask", "calls": [((3,), {})]},
+                         {"file": ok, "function": "causal_mask", "calls": [((4,), {})]}], time_limit=2.0)
+    assert runs[0].calls[0].output == 6 and runs[0].failure is None
+    assert runs[1].timed_out and "did not finish within 2 s" in runs[1].failure
+    assert runs[2].timed_out
+
+
+def test_check_with_a_time_limit_from_the_command_line(tmp_path, capsys):
+    ws = tmp_path / "ws"
+    path = _student(ws, "rnn_step", "def rnn_step(params, x, h_prev):\n    while True:\n        pass\n")
+    before = path.read_bytes()
+    assert _cli("check", "rnn_step", "--workspace", ws, "--time-limit", "1") == 1
+    assert "did not finish within 1 s" in capsys.readouterr().out
+    assert path.read_bytes() == before and json.loads((ws / "progress.json").read_text())
+    assert _cli("check", "rnn_step", "--workspace", ws, "--time-limit", "0") == 2
