@@ -208,7 +208,12 @@ def check_exercise(args) -> int:
 def show_solution(args) -> int:
     import inspect
 
-    from seqlab.learn.references import REFERENCE_MODULES, SOLUTION_SOURCES, helper, reference
+    from seqlab.learn.references import (
+        REFERENCE_MODULES,
+        SOLUTION_SOURCES,
+        helper,
+        reference,
+    )
     if args.name not in REFERENCE_MODULES:
         return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
     shown = [reference(args.name)]

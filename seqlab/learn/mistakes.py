@@ -207,12 +207,12 @@ def lstm_cell_forward__gate_order_ifog(params, x, h_prev, c_prev):
 
 
 def lstm_cell_forward__h_without_tanh(params, x, h_prev, c_prev):
-    h, c, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
+    _, c, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
     return cache["o"] * c, c, cache
 
 
 def lstm_cell_forward__gates_swapped(params, x, h_prev, c_prev):
-    h, c, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
+    _, _, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
     c = cache["i"] * c_prev + cache["f"] * cache["g"]      # forget gate on the new content
     return cache["o"] * np.tanh(c), c, cache
 

@@ -259,9 +259,15 @@ def _clip_invariants(case, out):
     grads, threshold = case.args
     clipped = out[0]
     arrays = [clipped] if isinstance(clipped, np.ndarray) else list(clipped)
+    originals = [grads] if isinstance(grads, np.ndarray) else list(grads)
     norm = float(np.sqrt(sum(np.sum(np.asarray(a, dtype=float) ** 2) for a in arrays)))
     if norm > threshold * (1 + 1e-9):
         return f"the clipped gradients have global norm {norm:.6g} > threshold {threshold}"
+    flat = np.concatenate([np.ravel(a) for a in arrays]).astype(float)
+    before = np.concatenate([np.ravel(a) for a in originals]).astype(float)
+    factor = float(flat @ before / (before @ before)) if before.any() else 1.0
+    if not np.allclose(flat, factor * before, rtol=1e-9, atol=1e-12):
+        return "the clipped gradients point in another direction: every entry must be scaled by the same factor"
     return None
 
 

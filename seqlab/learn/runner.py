@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import importlib.util
 import io
+import math
 import os
 import pickle
 import subprocess
@@ -246,7 +247,7 @@ def jsonable(value: Any) -> Any:
         return value.decode("latin-1")
     if hasattr(value, "tolist"):
         return value.detach().tolist() if hasattr(value, "detach") else value.tolist()
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and math.isnan(value):
         return None
     return value
 
@@ -262,5 +263,7 @@ def run_student_json(path: str | os.PathLike, function: str, calls: list[tuple[t
 
 
 if __name__ == "__main__":
-    from seqlab.learn.runner import _child as child   # pickle the classes under their real module
+    from seqlab.learn.runner import (
+        _child as child,  # pickle the classes under their real module
+    )
     child(sys.argv[1], sys.argv[2])
