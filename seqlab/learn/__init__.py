@@ -14,5 +14,6 @@ from seqlab.lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.learn.catalog": ("all_exercises", "exercise"),
     "seqlab.learn.exercise": ("check",),
-    "seqlab.learn.runner": ("run_student", "run_student_json"),
+    "seqlab.learn.runner": ("run_student", "run_student_json", "run_students"),
+    "seqlab.learn.side_by_side": ("yours_and_reference",),
 })

@@ -290,3 +290,20 @@ def test_check_with_a_time_limit_from_the_command_line(tmp_path, capsys):
     assert "did not finish within 1 s" in capsys.readouterr().out
     assert path.read_bytes() == before and json.loads((ws / "progress.json").read_text())
     assert _cli("check", "rnn_step", "--workspace", ws, "--time-limit", "0") == 2
+
+
+def test_yours_beside_the_reference_for_the_explorer(tmp_path):
+    from seqlab.learn import yours_and_reference
+    ws = tmp_path / "ws"
+    _student(ws, "attention", """
+        from seqlab.learn.mistakes import attention__missing_scale as attention
+        """)
+    q, keys, values = np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0])
+    data = yours_and_reference(ws, "attention", [((q, keys, values), {})])
+    json.dumps(data)
+    (call,) = data["calls"]
+    assert data["implemented"] and call["error"] is None
+    assert np.allclose(call["reference"]["weights"], [0.6698, 0.3302], atol=1e-4)
+    assert np.allclose(call["yours"]["weights"], np.exp([1, 0]) / np.exp([1, 0]).sum())
+    assert call["difference"]["where"] == "output['scores'][0]"
+    assert yours_and_reference(tmp_path / "empty", "attention", [])["implemented"] is False
