@@ -56,6 +56,10 @@ BAD_CODE = {
         def causal_mask(n):
             os._exit(3)
         """, ["runs", "died (exit status 3)"]),
+    "syntax error": ("""
+        def causal_mask(n):
+            return (n
+        """, ["runs", "importing", "SyntaxError", "line 3"]),
     "no such function": ("""
         def mask(n):
             return None
