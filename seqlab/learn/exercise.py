@@ -95,23 +95,46 @@ def _compared(exercise: Exercise, output):
         return None, f"the output must be {exercise.returns or 'like the reference'}; got a {type(output).__name__}"
 
 
+def _agreeing_leaves(exercise: Exercise, implementation: Callable, cases: list[Case], outputs: list) -> int:
+    """How many (case, output part) pairs of ``implementation`` agree with the student's outputs."""
+    count = 0
+    for case, out in zip(cases, outputs):
+        try:
+            theirs = exercise.compared(_call(implementation, case))
+        except Exception:  # noqa: BLE001 - a mutant that cannot run on a case agrees with nothing there
+            continue
+        if compare.structure_error(theirs, out, "x"):
+            continue
+        for _, a, b in compare.leaf_pairs(theirs, out, "x"):
+            count += compare.agrees(a, b, exercise.rtol, exercise.atol)
+    return count
+
+
 def diagnose(exercise: Exercise, cases: list[Case], student_outputs: list, expected: list) -> dict | None:
-    """The catalogued mistake whose outputs match the student's on every case, or None."""
-    for mistake in exercise.mistakes:
-        matched = True
-        for case, out, ref in zip(cases, student_outputs, expected):
-            try:
-                mutant = exercise.compared(_call(mistake.implementation, case))
-            except Exception:  # noqa: BLE001 - a mutant that cannot run on a case never matches it
-                matched = False
-                break
-            if not compare.agrees(mutant, out, exercise.rtol, exercise.atol):
-                matched = False
-                break
-        if matched and not all(compare.agrees(r, o, exercise.rtol, exercise.atol)
-                               for r, o in zip(expected, student_outputs)):
-            return {"mistake": mistake.id, "title": mistake.title, "explanation": mistake.explanation}
-    return None
+    """The catalogued mistake that best explains the student's outputs, or None.
+
+    A mistake whose outputs match the student's on every case is the diagnosis. Otherwise the
+    mistake that agrees with the most parts of the outputs (each case's weights, scores, ...) is the
+    likely one, if it agrees with more of them than the reference does: a student's code often has
+    one catalogued mistake plus a slip of its own (e.g. the wrong softmax axis and no care for
+    fully masked rows).
+    """
+    if all(compare.agrees(r, o, exercise.rtol, exercise.atol) for r, o in zip(expected, student_outputs)):
+        return None
+    total = sum(len(list(compare.leaf_pairs(r, r, "x"))) for r in expected)
+    reference_score = sum(compare.agrees(a, b, exercise.rtol, exercise.atol)
+                          for r, o in zip(expected, student_outputs) for _, a, b in compare.leaf_pairs(r, o, "x"))
+    scored = [(_agreeing_leaves(exercise, m.implementation, cases, student_outputs), m) for m in exercise.mistakes]
+    if not scored:
+        return None
+    best = max(score for score, _ in scored)
+    winners = [m for score, m in scored if score == best]
+    if best <= reference_score or len(winners) != 1:
+        return None
+    mistake = winners[0]
+    likely = "" if best == total else f" (it explains {best} of {total} checked values)"
+    return {"mistake": mistake.id, "title": mistake.title + likely, "explanation": mistake.explanation,
+            "exact": best == total}
 
 
 def check(exercise: Exercise, path, time_limit: float | None = None, cases: list[Case] | None = None) -> Report:

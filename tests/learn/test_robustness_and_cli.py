@@ -311,3 +311,26 @@ def test_yours_beside_the_reference_for_the_explorer(tmp_path):
     assert np.allclose(call["yours"]["weights"], np.exp([1, 0]) / np.exp([1, 0]).sum())
     assert call["difference"]["where"] == "output['scores'][0]"
     assert yours_and_reference(tmp_path / "empty", "attention", [])["implemented"] is False
+
+
+def test_a_catalogued_mistake_plus_a_slip_of_its_own_is_still_diagnosed(tmp_path):
+    # softmax over the queries' axis, and no care for masked rows: not the mutant exactly
+    path = _student(tmp_path, "attention", """
+        import numpy as np
+        def attention(q, keys, values, mask=None):
+            q2 = np.atleast_2d(q)
+            s = q2 @ np.asarray(keys).T / np.sqrt(q2.shape[1])
+            if mask is not None:
+                s = np.where(mask, s, -np.inf)
+            e = np.exp(s - s.max(axis=0, keepdims=True))
+            w = e / e.sum(axis=0, keepdims=True)
+            out = w @ np.asarray(values)
+            if np.ndim(q) == 1:
+                o = out[0]
+                return {"scores": s[0], "weights": w[0], "output": float(o) if np.ndim(o) == 0 else o,
+                        "fully_masked_rows": []}
+            return {"scores": s, "weights": w, "output": out, "fully_masked_rows": []}
+        """)
+    report = check(exercise("attention"), path)
+    assert report.diagnosis["mistake"] == "softmax_over_queries" and not report.diagnosis["exact"]
+    assert "explains" in report.diagnosis["title"]
