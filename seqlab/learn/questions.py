@@ -75,7 +75,17 @@ def _vanishing():
     return [rec.repeated_factor(0.5, 10), rec.repeated_factor(2.0, 10)]
 
 
+def _perplexity():
+    return [math.exp(1.0)]
+
+
 QUESTIONS: tuple[Question, ...] = (
+    Question("trace_perplexity", ("Loss and perplexity", "损失与困惑度"),
+             ("`seqlab eval` reports a validation loss of 1.0 (mean cross-entropy in nats per token). What is the "
+              "perplexity?", "`seqlab eval` 报告验证损失为 1.0（每个词元的平均交叉熵，单位为奈特）。困惑度是多少？"),
+             _perplexity, ("Perplexity is exp(mean cross-entropy).", "困惑度 = exp(平均交叉熵)。"),
+             ("exp(1.0) = 2.718: the model is as unsure as a uniform choice among e tokens.",
+              "exp(1.0) = 2.718：模型的不确定程度相当于在 e 个词元中均匀选择。")),
     Question("trace_recurrence", ("Trace the recurrence", "追踪循环递推"),
              ("h_t = tanh(a h_{t-1} + x_t) with a = 0.5, h0 = 0 and inputs 1, 0, -1. What is h_3?",
               "h_t = tanh(a h_{t-1} + x_t)，a = 0.5，h0 = 0，输入 1, 0, -1。h_3 是多少？"),
@@ -132,6 +142,12 @@ QUESTIONS: tuple[Question, ...] = (
 )
 
 CARDS: tuple[Card, ...] = (
+    Card("explain_bidirectional", "explain", ("Bidirectional RNNs", "双向循环神经网络"),
+         ("A bidirectional RNN reads the sequence both ways. Why can it encode a source sentence but not be a "
+          "language model?", "双向循环神经网络从两个方向读取序列。为什么它可以编码源句子，却不能作为语言模型？"),
+         ("Its backward direction has read the future tokens: predicting the next token from it would be "
+          "cheating. An encoder sees the whole source anyway, so there it helps.",
+          "它的反向部分已经读过未来的词元：用它预测下一个词元等于作弊。编码器本来就能看到整个源序列，所以在那里有用。")),
     Card("explain_order", "explain", ("Why order matters", "为什么顺序重要"),
          ("Recurrence with a = 0.5, h0 = 0: why do inputs 1, 0, -1 and -1, 0, 1 end in different h_3?",
           "a = 0.5、h0 = 0 的循环：为什么输入 1, 0, -1 与 -1, 0, 1 得到的 h_3 不同？"),

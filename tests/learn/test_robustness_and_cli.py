@@ -207,6 +207,7 @@ def test_solution_shows_the_labs_own_source(capsys):
     ("trace_attention_weights", "0.6698, 0.3302", "0.5, 0.5"),
     ("trace_causal_count", "6", "9"),
     ("trace_head_shapes", "3 x 2, 3 x 3, 3 x 4", "3 x 4, 3 x 3, 3 x 4"),
+    ("trace_perplexity", "2.718", "2.0"),
 ])
 def test_trace_questions_accept_the_right_number_and_hint_on_a_wrong_one(tmp_path, capsys, name, right, wrong):
     ws = tmp_path / "ws"
