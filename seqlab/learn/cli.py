@@ -95,9 +95,18 @@ def _known(kind: str) -> str:
     return ", ".join(s.id for s in STEPS if s.kind == kind)
 
 
+def _state(progress, step) -> str:
+    """A command step is passed when its own card is, or when the question or card after it is."""
+    from seqlab.learn.workspace import state_of
+    state = state_of(progress, step.id)
+    if step.kind == "command" and state != "passed":
+        after = state_of(progress, step.then)
+        return "passed" if after == "passed" else state
+    return state
+
+
 def show_path(args) -> int:
     from seqlab.learn.path import STEPS
-    from seqlab.learn.workspace import state_of
     progress = _progress(args)
     if progress is None:
         return 2
@@ -105,9 +114,9 @@ def show_path(args) -> int:
     marks = {"todo": " ", "started": "~", "passed": "x"}
     print(("The path (workspace: {ws})" if lang == 0 else "学习路径（工作区：{ws}）").format(ws=_workspace(args)))
     for number, step in enumerate(STEPS, 1):
-        state = state_of(progress, step.id)
+        state = _state(progress, step)
         print(f"  [{marks[state]}] {number:2d}. {step.title[lang]:<46} {step.kind:<9} {step.id:<28} {state}")
-    done = sum(state_of(progress, s.id) == "passed" for s in STEPS)
+    done = sum(_state(progress, s) == "passed" for s in STEPS)
     print(f"{done} of {len(STEPS)} passed. " + ("Next: seqlab learn next" if lang == 0 else "下一步：seqlab learn next"))
     return 0
 
@@ -133,12 +142,11 @@ def _print_step(step, lang: int, number: int) -> None:
 
 def show_next(args) -> int:
     from seqlab.learn.path import STEPS
-    from seqlab.learn.workspace import state_of
     progress = _progress(args)
     if progress is None:
         return 2
     for number, step in enumerate(STEPS, 1):
-        if state_of(progress, step.id) != "passed":
+        if _state(progress, step) != "passed":
             _print_step(step, _lang(args), number)
             return 0
     print("Every step is passed. Well done." if _lang(args) == 0 else "所有步骤都已通过。做得好。")

@@ -335,3 +335,12 @@ def test_a_catalogued_mistake_plus_a_slip_of_its_own_is_still_diagnosed(tmp_path
     report = check(exercise("attention"), path)
     assert report.diagnosis["mistake"] == "softmax_over_queries" and not report.diagnosis["exact"]
     assert "explains" in report.diagnosis["title"]
+
+
+def test_a_command_step_is_passed_by_the_question_after_it(tmp_path, capsys):
+    ws = tmp_path / "ws"
+    assert _cli("answer", "trace_perplexity", "2.71828", "--workspace", ws) == 0
+    capsys.readouterr()
+    assert _cli("--workspace", ws) == 0
+    (line,) = [row for row in capsys.readouterr().out.splitlines() if " train_small " in row]
+    assert line.rstrip().endswith("passed")
