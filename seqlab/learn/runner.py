@@ -111,6 +111,9 @@ def _run_job(job: dict) -> StudentRun:
     sys.stdout = sys.stderr = writer
     calls: list[CallResult] = []
     failure = None
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.append(folder)        # the student's other files import each other (after everything else)
     try:
         spec = importlib.util.spec_from_file_location(f"student_{function}", path)
         module = importlib.util.module_from_spec(spec)

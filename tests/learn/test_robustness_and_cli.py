@@ -344,3 +344,41 @@ def test_a_command_step_is_passed_by_the_question_after_it(tmp_path, capsys):
     assert _cli("--workspace", ws) == 0
     (line,) = [row for row in capsys.readouterr().out.splitlines() if " train_small " in row]
     assert line.rstrip().endswith("passed")
+
+
+def test_a_student_file_may_import_the_student_s_other_files(tmp_path):
+    ws = tmp_path / "ws"
+    _student(ws, "rnn_bptt", "from seqlab.labs.rnn import rnn_bptt\n")
+    path = _student(ws, "truncated_bptt", """
+        import numpy as np
+        from rnn_bptt import rnn_bptt             # the student's own file beside this one
+        from seqlab.labs.rnn import rnn_forward, softmax_cross_entropy
+
+        def truncated_bptt(params, xs, targets, h0=None, chunk_length=2, carry_state=True, loss_steps=None):
+            T = len(xs)
+            h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=float)
+            counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(float)
+            grads = {k: np.zeros_like(v) for k, v in params.items()}
+            grads["xs"], grads["h0"] = np.zeros_like(xs), np.zeros_like(h0)
+            loss, state, starts = 0.0, h0, []
+            for a in range(0, T, chunk_length):
+                b = min(a + chunk_length, T)
+                start = state.copy() if carry_state else h0
+                starts.append(start)
+                out = rnn_forward(params, xs[a:b], start)
+                _, dys, probs = softmax_cross_entropy(out["ys"], targets[a:b], normalizer=T)
+                w = counted[a:b]
+                loss -= float(np.sum(w * np.log(probs[np.arange(b - a), targets[a:b]]))) / T
+                g = rnn_bptt(params, xs[a:b], start, dys * w[:, None])
+                for k in params:
+                    grads[k] += g[k]
+                grads["xs"][a:b] = g["xs"]
+                if a == 0:
+                    grads["h0"] = g["h0"]
+                state = out["hs"][-1]
+            return loss, grads, starts
+        """)
+    before = _snapshot(ws)
+    report = check(exercise("truncated_bptt"), path)
+    assert report.passed, (report.checks, report.diagnosis)
+    assert _snapshot(ws) == before             # no __pycache__ beside the imported file
