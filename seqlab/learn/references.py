@@ -37,10 +37,14 @@ REFERENCE_MODULES: dict[str, str] = {
     "lr_cosine_schedule": "seqlab.training",
     "adamw_step": "seqlab.learn.references",
     "get_batch": "seqlab.training",
+    "causal_multihead_self_attention": "seqlab.learn.references",
 }
 
 # exercises whose reference is a wrapper: `seqlab learn solution` shows this (module, name) too
-SOLUTION_SOURCES: dict[str, tuple[str, str]] = {"adamw_step": ("seqlab.training", "AdamW")}
+SOLUTION_SOURCES: dict[str, tuple[str, str]] = {
+    "adamw_step": ("seqlab.training", "AdamW"),
+    "causal_multihead_self_attention": ("seqlab.model", "MultiHeadAttention"),
+}
 
 
 def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
@@ -66,3 +70,18 @@ def reference(name: str):
 def helper(module: str, name: str):
     """A lab helper the mutants and checks reuse (rnn_forward, lstm_forward, ...)."""
     return getattr(importlib.import_module(module), name)
+
+
+
+def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+    """seqlab.model.MultiHeadAttention (causal, no RoPE) with the given (out, in) weights, on x (..., seq, d_model)."""
+    import torch
+
+    from seqlab.model import MultiHeadAttention
+    d_model = x.shape[-1]
+    layer = MultiHeadAttention(d_model, num_heads, causal=True, attention="reference", dtype=x.dtype)
+    with torch.no_grad():
+        for linear, weight in ((layer.q_proj, q_weight), (layer.k_proj, k_weight), (layer.v_proj, v_weight),
+                               (layer.output_proj, o_weight)):
+            linear.weight.copy_(weight)
+        return layer(x)

@@ -257,5 +257,36 @@ GET_BATCH = Exercise(
     kind="torch", time_limit=30.0, may_change=("generator",))
 
 
+def _mhsa_cases():
+    cases = []
+    for k, (seed, shape, heads) in enumerate(((0, (1, 3, 4), 2), (1, (2, 5, 8), 2), (2, (2, 4, 12), 3))):
+        d = shape[-1]
+        weights = tuple(_randn(d, d, seed=seed * 10 + i, scale=d ** -0.5) for i in range(4))
+        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
+                          (_randn(*shape, seed=seed + 100), *weights, heads)))
+    return cases
+
+
+CAUSAL_MHSA = Exercise(
+    "causal_multihead_self_attention", "Causal multi-head self-attention (PyTorch)", "因果多头自注意力（PyTorch）",
+    "causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads)",
+    """x (batch..., seq, d_model); each weight (d_model, d_model) in torch's (out, in) layout: Q = x @ q_weight.T, ...
+    Head h takes the contiguous columns h*w:(h+1)*w (w = d_model / num_heads: a view as (..., seq, heads, w));
+    each head: causal scaled dot-product attention with scale 1/sqrt(w); concatenate the heads in order;
+    output = concat @ o_weight.T -> (batch..., seq, d_model). No loop over heads or positions: batched ops.""" + _RULE,
+    _ref("causal_multihead_self_attention"), _mhsa_cases,
+    (_mistake("causal_multihead_self_attention__heads_split_interleaved", "heads split as interleaved columns",
+              "view the projection as (..., seq, heads, w): head h is columns h*w:(h+1)*w, not every heads-th column"),
+     _mistake("causal_multihead_self_attention__scaled_by_d_model", "scores scaled by 1/sqrt(d_model)",
+              "each head's d_k is its width w = d_model / num_heads"),
+     _mistake("causal_multihead_self_attention__causal_mask_excludes_current",
+              "causal mask off by one: the current position excluded", "position i attends to 0..i, itself included"),
+     _mistake("causal_multihead_self_attention__causal_mask_includes_next",
+              "causal mask off by one: the next (future) position included", "position i must not see i+1"),
+     _mistake("causal_multihead_self_attention__no_output_projection", "the output projection is missing",
+              "after concatenating the heads, multiply by o_weight.T")),
+    returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
+
+
 EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE, ADAMW_STEP,
-                                   GET_BATCH)
+                                   GET_BATCH, CAUSAL_MHSA)

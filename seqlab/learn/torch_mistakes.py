@@ -171,3 +171,48 @@ def get_batch__one_start_too_many(dataset, batch_size, context_length, device, *
 def get_batch__inputs_and_targets_swapped(dataset, batch_size, context_length, device, *, generator=None):
     inputs, targets = _windows(dataset, batch_size, context_length, generator)
     return targets, inputs
+
+
+def _mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads, *, interleaved=False, scale_width=True, shift=0,
+          project=True):
+    *batch, seq, d_model = x.shape
+    width = d_model // num_heads
+
+    def heads(t):
+        if interleaved:                                    # column h, h + H, h + 2H, ... for head h
+            return t.view(*batch, seq, width, num_heads).transpose(-1, -2).transpose(-3, -2)
+        return t.view(*batch, seq, num_heads, width).transpose(-3, -2)
+
+    q, k, v = heads(x @ q_weight.T), heads(x @ k_weight.T), heads(x @ v_weight.T)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(width if scale_width else d_model)
+    visible = torch.ones(seq, seq, dtype=torch.bool).tril(shift)
+    scores = scores.masked_fill(~visible, float("-inf"))
+    weights = _softmax(scores, -1)
+    weights = torch.nan_to_num(weights, nan=0.0)
+    out = weights @ v                                      # (..., heads, seq, width)
+    if interleaved:
+        merged = out.transpose(-3, -2).transpose(-1, -2).reshape(*batch, seq, d_model)
+    else:
+        merged = out.transpose(-3, -2).reshape(*batch, seq, d_model)
+    return merged @ o_weight.T if project else merged
+
+
+def causal_multihead_self_attention__heads_split_interleaved(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+    return _mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads, interleaved=True)
+
+
+def causal_multihead_self_attention__scaled_by_d_model(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+    return _mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads, scale_width=False)
+
+
+def causal_multihead_self_attention__causal_mask_excludes_current(x, q_weight, k_weight, v_weight, o_weight,
+                                                                   num_heads):
+    return _mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads, shift=-1)
+
+
+def causal_multihead_self_attention__causal_mask_includes_next(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+    return _mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads, shift=1)
+
+
+def causal_multihead_self_attention__no_output_projection(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+    return _mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads, project=False)

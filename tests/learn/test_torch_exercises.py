@@ -95,6 +95,19 @@ OTHERS = {
                     targets[i, j] = int(dataset[s + j + 1])
             return inputs.to(device), targets.to(device)
     """,
+    "causal_multihead_self_attention": """
+        import torch
+        def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+            d = x.shape[-1]
+            w = d // num_heads
+            q, k, v = x @ q_weight.T, x @ k_weight.T, x @ v_weight.T
+            outs = []
+            for h in range(num_heads):
+                cols = slice(h * w, (h + 1) * w)
+                outs.append(torch.nn.functional.scaled_dot_product_attention(
+                    q[..., cols], k[..., cols], v[..., cols], is_causal=True))
+            return torch.cat(outs, dim=-1) @ o_weight.T
+    """,
 }
 
 
