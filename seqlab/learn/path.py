@@ -111,6 +111,8 @@ STEPS: tuple[Step, ...] = (
         "从这里开始是 Transformer 语言模型的 PyTorch 组件，不用 torch.nn.functional。"), "w-model"),
     _s("rms_norm", "implement", ("LM components: RMSNorm", "语言模型组件：RMSNorm"),
        ("Root-mean-square normalization with the epsilon inside the root.", "均方根归一化，epsilon 在根号内。"), "w-model"),
+    _s("swiglu", "implement", ("LM components: SwiGLU", "语言模型组件：SwiGLU"),
+       ("The feed-forward layer: a SiLU-gated linear unit.", "前馈层：以 SiLU 门控的线性单元。"), "w-model"),
     _s("rotate_pairs", "implement", ("LM components: RoPE", "语言模型组件：旋转位置编码"),
        ("Rotary positional encoding rotates adjacent pairs by position-dependent angles.",
         "旋转位置编码按与位置相关的角度旋转相邻的分量对。"), "w-model"),

@@ -38,12 +38,14 @@ REFERENCE_MODULES: dict[str, str] = {
     "adamw_step": "seqlab.learn.references",
     "get_batch": "seqlab.training",
     "causal_multihead_self_attention": "seqlab.learn.references",
+    "swiglu": "seqlab.learn.references",
 }
 
 # exercises whose reference is a wrapper: `seqlab learn solution` shows this (module, name) too
 SOLUTION_SOURCES: dict[str, tuple[str, str]] = {
     "adamw_step": ("seqlab.training", "AdamW"),
     "causal_multihead_self_attention": ("seqlab.model", "MultiHeadAttention"),
+    "swiglu": ("seqlab.model", "SwiGLU"),
 }
 
 
@@ -83,5 +85,17 @@ def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, n
     with torch.no_grad():
         for linear, weight in ((layer.q_proj, q_weight), (layer.k_proj, k_weight), (layer.v_proj, v_weight),
                                (layer.output_proj, o_weight)):
+            linear.weight.copy_(weight)
+        return layer(x)
+
+
+def swiglu(x, w1_weight, w2_weight, w3_weight):
+    """seqlab.model.SwiGLU with the given (out, in) weights: w1, w3 (d_ff, d_model), w2 (d_model, d_ff)."""
+    import torch
+
+    from seqlab.model import SwiGLU
+    layer = SwiGLU(x.shape[-1], w1_weight.shape[0], dtype=x.dtype)
+    with torch.no_grad():
+        for linear, weight in ((layer.w1, w1_weight), (layer.w2, w2_weight), (layer.w3, w3_weight)):
             linear.weight.copy_(weight)
         return layer(x)

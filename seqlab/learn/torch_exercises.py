@@ -288,5 +288,29 @@ CAUSAL_MHSA = Exercise(
     returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
 
 
+def _swiglu_cases():
+    cases = []
+    for k, (seed, shape, d_ff) in enumerate(((0, (2, 4), 6), (1, (2, 3, 8), 16), (2, (5, 6), 12))):
+        d = shape[-1]
+        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
+                          (_randn(*shape, seed=seed), _randn(d_ff, d, seed=seed + 10, scale=d ** -0.5),
+                           _randn(d, d_ff, seed=seed + 20, scale=d_ff ** -0.5),
+                           _randn(d_ff, d, seed=seed + 30, scale=d ** -0.5))))
+    return cases
+
+
+SWIGLU = Exercise(
+    "swiglu", "SwiGLU feed-forward (PyTorch)", "SwiGLU 前馈网络（PyTorch）", "swiglu(x, w1_weight, w2_weight, w3_weight)",
+    """w2(silu(w1 x) * w3 x), silu(a) = a * sigmoid(a); weights in torch's (out, in) layout: w1, w3 (d_ff, d_model),
+    w2 (d_model, d_ff), so w1 x = x @ w1_weight.T. x (..., d_model) -> (..., d_model).""" + _RULE,
+    _ref("swiglu"), _swiglu_cases,
+    (_mistake("swiglu__sigmoid_instead_of_silu", "sigmoid instead of SiLU",
+              "SiLU(a) = a * sigmoid(a); sigmoid(a) alone is GLU's gate"),
+     _mistake("swiglu__gate_on_the_other_branch", "the SiLU on the w3 branch",
+              "the SiLU goes on w1 x; w3 x is the linear branch it multiplies"),
+     _mistake("swiglu__no_gate", "the w3 branch is missing", "multiply SiLU(w1 x) elementwise by w3 x before w2")),
+    returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
+
+
 EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE, ADAMW_STEP,
-                                   GET_BATCH, CAUSAL_MHSA)
+                                   GET_BATCH, CAUSAL_MHSA, SWIGLU)

@@ -216,3 +216,18 @@ def causal_multihead_self_attention__causal_mask_includes_next(x, q_weight, k_we
 
 def causal_multihead_self_attention__no_output_projection(x, q_weight, k_weight, v_weight, o_weight, num_heads):
     return _mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads, project=False)
+
+
+def swiglu__sigmoid_instead_of_silu(x, w1_weight, w2_weight, w3_weight):
+    a, b = x @ w1_weight.T, x @ w3_weight.T
+    return (torch.sigmoid(a) * b) @ w2_weight.T            # GLU's gate, not SiLU(a) = a * sigmoid(a)
+
+
+def swiglu__gate_on_the_other_branch(x, w1_weight, w2_weight, w3_weight):
+    a, b = x @ w1_weight.T, x @ w3_weight.T
+    return (a * (b * torch.sigmoid(b))) @ w2_weight.T
+
+
+def swiglu__no_gate(x, w1_weight, w2_weight, w3_weight):
+    a = x @ w1_weight.T
+    return (a * torch.sigmoid(a)) @ w2_weight.T

@@ -108,6 +108,13 @@ OTHERS = {
                     q[..., cols], k[..., cols], v[..., cols], is_causal=True))
             return torch.cat(outs, dim=-1) @ o_weight.T
     """,
+    "swiglu": """
+        import torch
+        def swiglu(x, w1_weight, w2_weight, w3_weight):
+            a = torch.nn.functional.linear(x, w1_weight)
+            return torch.nn.functional.linear(torch.nn.functional.silu(a) * torch.nn.functional.linear(x, w3_weight),
+                                              w2_weight)
+    """,
 }
 
 
