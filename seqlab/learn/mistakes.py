@@ -1,0 +1,416 @@
+"""Common mistakes, each written as the implementation a student would write with that mistake.
+
+A failed check runs these on the same inputs as the student's code; the one whose outputs match
+names the diagnosis. Each function has the exercise's exact signature. Names: EXERCISE__MISTAKE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab.labs import attention as _att
+from seqlab.labs import gru as _gru
+from seqlab.labs import lstm as _lstm
+from seqlab.labs import rnn as _rnn
+from seqlab.labs.lstm import sigmoid
+
+
+# --- the one-number recurrence --------------------------------------------------------------------------
+def scalar_recurrence__no_tanh(a, xs, h0=0.0):
+    states, h = [], float(h0)
+    for x in np.asarray(xs, dtype=np.float64):
+        h = a * h + x
+        states.append(h)
+    return np.array(states)
+
+
+def scalar_recurrence__states_shifted(a, xs, h0=0.0):
+    states, h = [], float(h0)
+    for x in np.asarray(xs, dtype=np.float64):
+        states.append(h)                 # records h_{t-1}, not h_t
+        h = np.tanh(a * h + x)
+    return np.array(states)
+
+
+def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
+    xs = np.asarray(xs, dtype=np.float64)
+    hs = _rec().scalar_recurrence(a, xs, h0)
+    prev = np.concatenate([[float(h0)], hs[:-1]])
+    dh, dxs = 1.0, np.zeros_like(xs)
+    da = 0.0
+    for t in reversed(range(len(xs))):
+        dpre = dh * (1 - hs[t] ** 2)
+        da = dpre * prev[t]              # overwritten each step instead of summed
+        dxs[t] = dpre
+        dh = dpre * a
+    return {"a": da, "xs": dxs, "h0": dh}
+
+
+def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
+    xs = np.asarray(xs, dtype=np.float64)
+    hs = _rec().scalar_recurrence(a, xs, h0)
+    prev = np.concatenate([[float(h0)], hs[:-1]])
+    dh, dxs, da = 1.0, np.zeros_like(xs), 0.0
+    for t in reversed(range(len(xs))):
+        dpre = dh                        # tanh' forgotten
+        da += dpre * prev[t]
+        dxs[t] = dpre
+        dh = dpre * a
+    return {"a": da, "xs": dxs, "h0": dh}
+
+
+def _rec():
+    from seqlab.labs import recurrence
+    return recurrence
+
+
+# --- the RNN ------------------------------------------------------------------------------------------------
+def rnn_step__no_tanh(params, x, h_prev):
+    return params["Wh"] @ h_prev + params["Wx"] @ x + params["b"]
+
+
+def rnn_step__transposed_recurrent_weight(params, x, h_prev):
+    return np.tanh(params["Wh"].T @ h_prev + params["Wx"] @ x + params["b"])
+
+
+def rnn_forward__state_not_carried(params, xs, h0=None):
+    xs = np.asarray(xs, dtype=np.float64)
+    h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
+    hs = np.array([_rnn.rnn_step(params, x, h0) for x in xs])   # every step from h0
+    return {"hs": hs, "ys": hs @ params["Wy"].T + params["by"]}
+
+
+def rnn_forward__output_from_previous_state(params, xs, h0=None):
+    out = _rnn.rnn_forward(params, xs, h0)
+    h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
+    previous = np.vstack([h0[None], out["hs"][:-1]])
+    return {"hs": out["hs"], "ys": previous @ params["Wy"].T + params["by"]}
+
+
+def _rnn_bptt_variant(params, xs, h0, dys, dh_last, *, future=True, summed=True, tanh_of="h"):
+    xs = np.asarray(xs, dtype=np.float64)
+    h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
+    dys = np.asarray(dys, dtype=np.float64)
+    hs = _rnn.rnn_hidden_forward(params, xs, h0)
+    Wx, Wh = params["Wx"], params["Wh"]
+    g = {"Wx": np.zeros_like(Wx), "Wh": np.zeros_like(Wh), "b": np.zeros_like(params["b"]),
+         "xs": np.zeros_like(xs)}
+    dh_future = np.zeros(Wh.shape[0]) if dh_last is None else np.asarray(dh_last, dtype=np.float64)
+    for t in reversed(range(len(xs))):
+        h_prev = hs[t - 1] if t > 0 else h0
+        dh = dys[t] @ params["Wy"] + (dh_future if future or t == len(xs) - 1 else 0.0)
+        dpre = dh * (1 - (hs[t] if tanh_of == "h" else h_prev) ** 2)
+        for name, value in (("Wx", np.outer(dpre, xs[t])), ("Wh", np.outer(dpre, h_prev)), ("b", dpre)):
+            g[name] = g[name] + value if summed else value
+        g["xs"][t] = Wx.T @ dpre
+        dh_future = Wh.T @ dpre
+    g["h0"] = dh_future
+    g["Wy"] = dys.T @ hs if summed else np.outer(dys[0], hs[0])
+    g["by"] = dys.sum(axis=0) if summed else dys[0].copy()
+    return g
+
+
+def rnn_bptt__no_future_gradient(params, xs, h0, dys, dh_last=None):
+    return _rnn_bptt_variant(params, xs, h0, dys, dh_last, future=False)
+
+
+def rnn_bptt__shared_weights_not_summed(params, xs, h0, dys, dh_last=None):
+    return _rnn_bptt_variant(params, xs, h0, dys, dh_last, summed=False)
+
+
+def rnn_bptt__tanh_derivative_of_previous_state(params, xs, h0, dys, dh_last=None):
+    return _rnn_bptt_variant(params, xs, h0, dys, dh_last, tanh_of="h_prev")
+
+
+# --- cross-entropy -----------------------------------------------------------------------------------------
+def softmax_cross_entropy__divided_twice(logits, targets, normalizer=None):
+    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
+    n = len(logits) if normalizer is None else normalizer
+    return loss, dlogits / n, probs
+
+
+def softmax_cross_entropy__wrong_softmax_axis(logits, targets, normalizer=None):
+    logits = np.asarray(logits, dtype=np.float64)
+    e = np.exp(logits - logits.max(axis=0, keepdims=True))
+    probs = e / e.sum(axis=0, keepdims=True)           # over the rows instead of the classes
+    n = len(logits) if normalizer is None else normalizer
+    rows = np.arange(len(targets))
+    d = probs.copy()
+    d[rows, targets] -= 1
+    return float(-np.log(probs[rows, targets]).sum() / n), d / n, probs
+
+
+def softmax_cross_entropy__not_averaged(logits, targets, normalizer=None):
+    return _rnn.softmax_cross_entropy(logits, targets, 1)
+
+
+# --- truncated BPTT ----------------------------------------------------------------------------------------
+def truncated_bptt__divided_by_T_twice(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
+                                       loss_steps=None):
+    loss, grads, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
+    T = len(xs)
+    return loss / T, {k: v / T for k, v in grads.items()}, starts
+
+
+def truncated_bptt__gradient_crosses_chunks(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
+                                            loss_steps=None):
+    loss, _, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
+    T = len(xs)
+    counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(float)
+    out = _rnn.rnn_forward(params, xs, h0)
+    _, dys, _ = _rnn.softmax_cross_entropy(out["ys"], targets)
+    return loss, _rnn.rnn_bptt(params, xs, h0, dys * counted[:, None]), starts
+
+
+def truncated_bptt__state_reset_each_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
+                                           loss_steps=None):
+    return _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, False, loss_steps)
+
+
+# --- clipping ------------------------------------------------------------------------------------------------
+def clip_global_norm__coordinatewise(grads, threshold):
+    from seqlab.labs.clipping import clip_coordinatewise, global_norm
+    norm = global_norm(grads)
+    if isinstance(grads, np.ndarray):
+        return clip_coordinatewise(grads, threshold), norm
+    return [clip_coordinatewise(g, threshold) for g in grads], norm
+
+
+def clip_global_norm__each_array_its_own_norm(grads, threshold):
+    from seqlab.labs.clipping import clip_global_norm, global_norm
+    if isinstance(grads, np.ndarray):
+        return clip_global_norm(grads, threshold)
+    return [clip_global_norm(np.asarray(g, dtype=np.float64), threshold)[0] for g in grads], global_norm(grads)
+
+
+def clip_global_norm__always_rescaled(grads, threshold):
+    from seqlab.labs.clipping import global_norm
+    norm = global_norm(grads)
+    if isinstance(grads, np.ndarray):
+        return grads * (threshold / norm), norm
+    return [np.asarray(g, dtype=np.float64) * (threshold / norm) for g in grads], norm
+
+
+def clip_global_norm__norm_after_clipping(grads, threshold):
+    from seqlab.labs.clipping import clip_global_norm, global_norm
+    clipped, _ = clip_global_norm(grads, threshold)
+    return clipped, global_norm(clipped)
+
+
+# --- LSTM ------------------------------------------------------------------------------------------------------
+def lstm_cell_forward__gate_order_ifog(params, x, h_prev, c_prev):
+    H = h_prev.shape[0]
+    pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]
+    i, f, o, g = sigmoid(pre[:H]), sigmoid(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), np.tanh(pre[3 * H:])
+    c = f * c_prev + i * g
+    return o * np.tanh(c), c, {}
+
+
+def lstm_cell_forward__h_without_tanh(params, x, h_prev, c_prev):
+    _, c, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
+    return cache["o"] * c, c, cache
+
+
+def lstm_cell_forward__gates_swapped(params, x, h_prev, c_prev):
+    _, _, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
+    c = cache["i"] * c_prev + cache["f"] * cache["g"]      # forget gate on the new content
+    return cache["o"] * np.tanh(c), c, cache
+
+
+def _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, *, carry_h=True, carry_c=True, tanh_prime=True):
+    xs, h0, c0 = _lstm._initial_states(params, xs, h0, c0)
+    caches = _lstm.lstm_forward(params, xs, h0, c0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in _lstm.LSTM_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    dh_next, dc_next = np.zeros_like(h0), np.zeros_like(c0)
+    for t in reversed(range(len(xs))):
+        cache = caches[t]
+        dh = dhs[t] + (dh_next if carry_h else 0.0)
+        dc = (dc_next if carry_c else 0.0) + (0.0 if dcs is None else dcs[t])
+        i, f, gg, o, tc = cache["i"], cache["f"], cache["g"], cache["o"], cache["tanh_c"]
+        do = dh * tc
+        dct = dc + dh * o * ((1 - tc ** 2) if tanh_prime else 1.0)
+        dpre = np.concatenate([dct * gg * i * (1 - i), dct * cache["c_prev"] * f * (1 - f),
+                               dct * i * (1 - gg ** 2), do * o * (1 - o)])
+        g["Wx"] += np.outer(dpre, cache["x"])
+        g["Wh"] += np.outer(dpre, cache["h_prev"])
+        g["bx"] += dpre
+        g["bh"] += dpre
+        g["xs"][t], dh_next, dc_next = params["Wx"].T @ dpre, params["Wh"].T @ dpre, dct * f
+    g["h0"], g["c0"] = dh_next, dc_next
+    return g
+
+
+def lstm_bptt__no_cell_gradient_from_future(params, xs, dhs, h0=None, c0=None, dcs=None):
+    return _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, carry_c=False)
+
+
+def lstm_bptt__no_future_gradient(params, xs, dhs, h0=None, c0=None, dcs=None):
+    return _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, carry_h=False)
+
+
+def lstm_bptt__tanh_derivative_of_cell_missing(params, xs, dhs, h0=None, c0=None, dcs=None):
+    return _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, tanh_prime=False)
+
+
+# --- GRU ------------------------------------------------------------------------------------------------------
+_FLIPPED = _gru.GRUConvention("before", False)
+
+
+def gru_cell_forward__update_gate_other_convention(params, x, h_prev, convention="paper"):
+    return _gru.gru_cell_forward(params, x, h_prev, _FLIPPED)
+
+
+def gru_cell_forward__reset_after_matmul(params, x, h_prev, convention="paper"):
+    return _gru.gru_cell_forward(params, x, h_prev, "pytorch")
+
+
+def gru_bptt__update_gate_other_convention(params, xs, dhs, h0=None, convention="paper"):
+    return _gru.gru_bptt(params, xs, dhs, h0, _FLIPPED)
+
+
+def gru_bptt__no_future_gradient(params, xs, dhs, h0=None, convention="paper"):
+    xs, h0 = _gru._initial_state(params, xs, h0)
+    caches = _gru.gru_forward(params, xs, h0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in _gru.GRU_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    dh_prev = np.zeros_like(h0)
+    for t in reversed(range(len(xs))):
+        g["xs"][t], dh_prev = _gru.gru_cell_backward(params, caches[t], dhs[t], g)   # dh_next dropped
+    g["h0"] = dh_prev
+    return g
+
+
+# --- masks and attention ----------------------------------------------------------------------------------------
+def causal_mask__current_position_excluded(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)
+
+
+def causal_mask__one_future_position_included(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=1)
+
+
+def causal_mask__transposed(n):
+    return np.triu(np.ones((n, n), dtype=bool))
+
+
+def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, invert=False):
+    single = np.ndim(q) == 1
+    Q = np.atleast_2d(np.asarray(q, dtype=np.float64))
+    K = np.asarray(keys, dtype=np.float64)
+    scalar_values = np.ndim(values) == 1
+    V = np.asarray(values, dtype=np.float64).reshape(len(K), -1)
+    d = Q.shape[1]
+    scores = Q @ K.T * {"sqrt": 1 / np.sqrt(d), "none": 1.0, "d": 1 / d}[scale]
+    visible = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), scores.shape)
+    if invert and mask is not None:
+        visible = ~visible
+    s = scores if mask_after else np.where(visible, scores, -np.inf)
+    m = s.max(axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(m), m, 0.0))
+    tot = e.sum(axis=axis, keepdims=True)
+    w = np.divide(e, tot, out=np.zeros_like(e), where=tot > 0)
+    if mask_after:
+        w = np.where(visible, w, 0.0)
+    fully = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
+    out = w @ V
+    if scalar_values:
+        out = out[:, 0]
+    if single:
+        scores, w, out = scores[0], w[0], out[0]
+        out = float(out) if np.ndim(out) == 0 else out
+    return {"scores": scores, "weights": w, "output": out, "fully_masked_rows": fully}
+
+
+def attention__softmax_over_queries(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, axis=0)
+
+
+def attention__missing_scale(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, scale="none")
+
+
+def attention__divided_by_d(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, scale="d")
+
+
+def attention__mask_after_softmax(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, mask_after=True)
+
+
+def attention__mask_inverted(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, invert=True)
+
+
+def attention_backward__missing_scale(q, keys, values, d_output, mask=None):
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
+    dO = np.asarray(d_output, dtype=np.float64)
+    P, _ = _att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
+    dP = dO @ V.T
+    dS = P * (dP - np.sum(dP * P, axis=-1, keepdims=True))
+    return {"q": dS @ K, "keys": dS.T @ Q, "values": P.T @ dO}
+
+
+def attention_backward__softmax_jacobian_diagonal_only(q, keys, values, d_output, mask=None):
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
+    dO = np.asarray(d_output, dtype=np.float64)
+    scale = 1 / np.sqrt(Q.shape[1])
+    P, _ = _att.masked_softmax(Q @ K.T * scale, mask)
+    dS = P * (dO @ V.T)                                    # the -sum_j dP_j P_j term is missing
+    return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": P.T @ dO}
+
+
+def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False, width_scale=False):
+    x_q, x_kv = np.asarray(x_q, dtype=np.float64), np.asarray(x_kv, dtype=np.float64)
+    d_model = params["Wq"].shape[0]
+    Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
+    width = d_model // num_heads
+    cols = [np.arange(h, d_model, num_heads) if interleaved else np.arange(h * width, (h + 1) * width)
+            for h in range(num_heads)]
+    outs = []
+    for c in cols:
+        q = Q[:, c] * (np.sqrt(width) / np.sqrt(d_model) if width_scale else 1.0)
+        outs.append(_att.attention(q, K[:, c], V[:, c], mask)["output"])
+    concat = np.concatenate(outs, axis=1)
+    if interleaved:                                        # merged back in the same strided order
+        merged = np.empty_like(concat)
+        for h, c in enumerate(cols):
+            merged[:, c] = concat[:, h * width:(h + 1) * width]
+        concat = merged
+    return {"q": Q, "k": K, "v": V, "concat": concat, "output": concat @ params["Wo"]}
+
+
+def multihead_attention__heads_split_interleaved(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, interleaved=True)
+
+
+def multihead_attention__scaled_by_d_model(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, width_scale=True)
+
+
+# --- BPE ----------------------------------------------------------------------------------------------------------
+def choose_merge__tie_to_smaller_pair(pair_counts, token_bytes):
+    return max(pair_counts, key=lambda p: (pair_counts[p], [-b for b in token_bytes[p[0]]] + [1],
+                                           [-b for b in token_bytes[p[1]]] + [1]))
+
+
+def choose_merge__tie_to_first_counted(pair_counts, token_bytes):
+    return max(pair_counts, key=lambda p: pair_counts[p])
+
+
+def train_bpe__merges_across_special_tokens(input_path, vocab_size, special_tokens):
+    from collections import Counter
+
+    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
+    from seqlab.tokenizer.trainer import train_bpe_from_counts
+    with open(input_path, encoding="utf-8") as f:
+        text = f.read()
+    return train_bpe_from_counts(Counter(gpt2_pretokenize(text)), vocab_size, special_tokens)
+
+
+def train_bpe__special_tokens_after_bytes(input_path, vocab_size, special_tokens):
+    from seqlab.tokenizer import train_bpe
+    vocab, merges = train_bpe(input_path, vocab_size, special_tokens)
+    n = len(special_tokens)
+    order = list(range(n, 256 + n)) + list(range(n)) + list(range(256 + n, len(vocab)))
+    return {i: vocab[j] for i, j in enumerate(order)}, merges

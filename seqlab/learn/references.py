@@ -1,0 +1,101 @@
+"""Every reference implementation the exercises are checked against, imported in one place.
+
+An exercise's name is its reference function's name; ``seqlab learn solution NAME`` shows that
+function's source. If a module moves, only this file changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# exercise name -> module that defines the function of that name
+REFERENCE_MODULES: dict[str, str] = {
+    "scalar_recurrence": "seqlab.labs.recurrence",
+    "scalar_recurrence_backward": "seqlab.labs.recurrence",
+    "rnn_step": "seqlab.labs.rnn",
+    "rnn_forward": "seqlab.labs.rnn",
+    "rnn_bptt": "seqlab.labs.rnn",
+    "softmax_cross_entropy": "seqlab.labs.rnn",
+    "truncated_bptt": "seqlab.labs.rnn",
+    "clip_global_norm": "seqlab.labs.clipping",
+    "lstm_cell_forward": "seqlab.labs.lstm",
+    "lstm_bptt": "seqlab.labs.lstm",
+    "gru_cell_forward": "seqlab.labs.gru",
+    "gru_bptt": "seqlab.labs.gru",
+    "causal_mask": "seqlab.labs.attention",
+    "attention": "seqlab.labs.attention",
+    "attention_backward": "seqlab.labs.attention",
+    "multihead_attention": "seqlab.labs.attention",
+    "choose_merge": "seqlab.tokenizer.merges",
+    "train_bpe": "seqlab.tokenizer",
+    # the LM components in PyTorch: seqlab.model's own functions and modules
+    "softmax": "seqlab.model",
+    "rms_norm": "seqlab.model.rmsnorm",
+    "rotate_pairs": "seqlab.model.rope",
+    "scaled_dot_product_attention": "seqlab.model",
+    "cross_entropy": "seqlab.training",
+    "lr_cosine_schedule": "seqlab.training",
+    "adamw_step": "seqlab.learn.references",
+    "get_batch": "seqlab.training",
+    "causal_multihead_self_attention": "seqlab.learn.references",
+    "swiglu": "seqlab.learn.references",
+}
+
+# exercises whose reference is a wrapper: `seqlab learn solution` shows this (module, name) too
+SOLUTION_SOURCES: dict[str, tuple[str, str]] = {
+    "adamw_step": ("seqlab.training", "AdamW"),
+    "causal_multihead_self_attention": ("seqlab.model", "MultiHeadAttention"),
+    "swiglu": ("seqlab.model", "SwiGLU"),
+}
+
+
+def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    """One update of seqlab.training.AdamW on the tensor p from the state (m, v) after step - 1 steps.
+    Returns the new (p, m, v); the arguments are not changed."""
+    import torch
+
+    from seqlab.training import AdamW
+    param = torch.nn.Parameter(p.detach().clone())
+    optimizer = AdamW([param], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False)
+    optimizer.state[param] = {"step": step - 1, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+    param.grad = grad.clone()
+    optimizer.step()
+    state = optimizer.state[param]
+    return param.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
+
+
+def reference(name: str):
+    """The reference function (or class) of the exercise ``name``."""
+    return getattr(importlib.import_module(REFERENCE_MODULES[name]), name)
+
+
+def helper(module: str, name: str):
+    """A lab helper the mutants and checks reuse (rnn_forward, lstm_forward, ...)."""
+    return getattr(importlib.import_module(module), name)
+
+
+
+def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+    """seqlab.model.MultiHeadAttention (causal, no RoPE) with the given (out, in) weights, on x (..., seq, d_model)."""
+    import torch
+
+    from seqlab.model import MultiHeadAttention
+    d_model = x.shape[-1]
+    layer = MultiHeadAttention(d_model, num_heads, causal=True, attention="reference", dtype=x.dtype)
+    with torch.no_grad():
+        for linear, weight in ((layer.q_proj, q_weight), (layer.k_proj, k_weight), (layer.v_proj, v_weight),
+                               (layer.output_proj, o_weight)):
+            linear.weight.copy_(weight)
+        return layer(x)
+
+
+def swiglu(x, w1_weight, w2_weight, w3_weight):
+    """seqlab.model.SwiGLU with the given (out, in) weights: w1, w3 (d_ff, d_model), w2 (d_model, d_ff)."""
+    import torch
+
+    from seqlab.model import SwiGLU
+    layer = SwiGLU(x.shape[-1], w1_weight.shape[0], dtype=x.dtype)
+    with torch.no_grad():
+        for linear, weight in ((layer.w1, w1_weight), (layer.w2, w2_weight), (layer.w3, w3_weight)):
+            linear.weight.copy_(weight)
+        return layer(x)

@@ -1,0 +1,192 @@
+"""Every LM-component exercise (PyTorch): the stub fails with "not implemented yet", seqlab.model's
+reference passes, every catalogued mistake fails with its own diagnosis, and implementations
+written here (loops, or torch.nn.functional where the library may not use it) pass."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from seqlab.learn.catalog import TORCH_NAMES, exercise
+from seqlab.learn.exercise import check_many
+from seqlab.learn.references import REFERENCE_MODULES
+from seqlab.learn.torch_exercises import EXERCISES
+from seqlab.learn.workspace import start
+
+# independent implementations: torch.nn.functional is allowed in tests as an oracle
+OTHERS = {
+    "softmax": """
+        import torch
+        def softmax(x, dim=-1):
+            return torch.nn.functional.softmax(x, dim=dim)
+    """,
+    "rms_norm": """
+        import math
+        import torch
+        def rms_norm(x, weight, eps=1e-5):
+            rows = x.reshape(-1, x.shape[-1])
+            out = torch.empty_like(rows)
+            for r in range(rows.shape[0]):
+                ms = sum(float(v) ** 2 for v in rows[r]) / rows.shape[1]
+                out[r] = rows[r] / math.sqrt(ms + eps) * weight
+            return out.reshape(x.shape)
+    """,
+    "rotate_pairs": """
+        import torch
+        def rotate_pairs(x, cos, sin):
+            out = x.clone()
+            for k in range(x.shape[-1] // 2):
+                a, b = x[..., 2 * k], x[..., 2 * k + 1]
+                out[..., 2 * k] = a * cos[:, k] - b * sin[:, k]
+                out[..., 2 * k + 1] = a * sin[:, k] + b * cos[:, k]
+            return out
+    """,
+    "scaled_dot_product_attention": """
+        import torch
+        def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
+            n, m = Q.shape[-2], K.shape[-2]
+            allowed = torch.ones(n, m, dtype=torch.bool)
+            if mask is not None:
+                allowed = allowed & mask
+            if causal:
+                allowed = allowed & torch.ones(n, m, dtype=torch.bool).tril(m - n)
+            return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=allowed)
+    """,
+    "cross_entropy": """
+        import torch
+        def cross_entropy(logits, targets):
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    """,
+    "lr_cosine_schedule": """
+        import math
+        def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
+            if it < warmup_iters:
+                return it / warmup_iters * max_learning_rate
+            if it <= cosine_cycle_iters:
+                angle = math.pi * (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
+                return min_learning_rate + (max_learning_rate - min_learning_rate) * (math.cos(angle) + 1) / 2
+            return min_learning_rate
+    """,
+    "adamw_step": """
+        import math
+        import torch
+        def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+            b1, b2 = betas
+            p, m, v = p.clone().flatten(), m.clone().flatten(), v.clone().flatten()
+            g = grad.flatten()
+            for i in range(p.numel()):
+                p[i] = p[i] - lr * weight_decay * p[i]
+                m[i] = b1 * m[i] + (1 - b1) * g[i]
+                v[i] = b2 * v[i] + (1 - b2) * g[i] ** 2
+                p[i] = p[i] - lr * (m[i] / (1 - b1 ** step)) / (math.sqrt(v[i] / (1 - b2 ** step)) + eps)
+            shape = grad.shape
+            return p.reshape(shape), m.reshape(shape), v.reshape(shape)
+    """,
+    "get_batch": """
+        import torch
+        def get_batch(dataset, batch_size, context_length, device, *, generator=None):
+            starts = generator.integers(0, len(dataset) - context_length, size=batch_size)
+            inputs = torch.zeros(batch_size, context_length, dtype=torch.int64)
+            targets = torch.zeros(batch_size, context_length, dtype=torch.int64)
+            for i, s in enumerate(starts):
+                for j in range(context_length):
+                    inputs[i, j] = int(dataset[s + j])
+                    targets[i, j] = int(dataset[s + j + 1])
+            return inputs.to(device), targets.to(device)
+    """,
+    "causal_multihead_self_attention": """
+        import torch
+        def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+            d = x.shape[-1]
+            w = d // num_heads
+            q, k, v = x @ q_weight.T, x @ k_weight.T, x @ v_weight.T
+            outs = []
+            for h in range(num_heads):
+                cols = slice(h * w, (h + 1) * w)
+                outs.append(torch.nn.functional.scaled_dot_product_attention(
+                    q[..., cols], k[..., cols], v[..., cols], is_causal=True))
+            return torch.cat(outs, dim=-1) @ o_weight.T
+    """,
+    "swiglu": """
+        import torch
+        def swiglu(x, w1_weight, w2_weight, w3_weight):
+            a = torch.nn.functional.linear(x, w1_weight)
+            return torch.nn.functional.linear(torch.nn.functional.silu(a) * torch.nn.functional.linear(x, w3_weight),
+                                              w2_weight)
+    """,
+}
+
+
+def _write(folder, name, source):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("torch-batch")
+    items, keys = [], []
+    for ex in EXERCISES:
+        items.append((ex, start(root / "stub", ex)[0]))
+        keys.append(("stub", ex.name))
+        items.append((ex, _write(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n")))
+        keys.append(("reference", ex.name))
+        items.append((ex, _write(root / "other", ex.name, OTHERS[ex.name])))
+        keys.append(("other", ex.name))
+        for m in ex.mistakes:
+            items.append((ex, _write(root / f"mutant-{m.id}", ex.name,
+                                     f"from seqlab.learn.torch_mistakes import {ex.name}__{m.id} as {ex.name}\n")))
+            keys.append(("mutant", ex.name, m.id))
+    return dict(zip(keys, check_many(items)))
+
+
+def test_the_catalog_names_every_torch_exercise():
+    assert [e.name for e in EXERCISES] == list(TORCH_NAMES)
+
+
+@pytest.mark.parametrize("name", TORCH_NAMES)
+def test_the_stub_fails_with_not_implemented_yet(batch, name):
+    report = batch["stub", name]
+    assert not report.passed and "not implemented yet" in report.checks[-1]["message"]
+    assert f"def {exercise(name).signature}:" in open(report.file).read()
+
+
+@pytest.mark.parametrize("name", TORCH_NAMES)
+def test_the_reference_and_an_independent_implementation_pass(batch, name):
+    assert batch["reference", name].passed, batch["reference", name].checks
+    assert batch["other", name].passed, (batch["other", name].checks, batch["other", name].diagnosis)
+
+
+MUTANTS = [(e.name, m.id) for e in EXERCISES for m in e.mistakes]
+
+
+@pytest.mark.parametrize(("name", "mistake"), MUTANTS, ids=[f"{n}-{m}" for n, m in MUTANTS])
+def test_each_catalogued_mistake_fails_with_its_own_diagnosis(batch, name, mistake):
+    report = batch["mutant", name, mistake]
+    assert not report.passed
+    assert report.diagnosis is not None and report.diagnosis["mistake"] == mistake, report.diagnosis
+
+
+def test_the_issue_s_lm_mistakes_are_catalogued():
+    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    assert ("rotate_pairs", "half_split_pairs") in ids and ("rms_norm", "eps_outside_the_root") in ids
+    assert ("scaled_dot_product_attention", "causal_mask_excludes_current") in ids
+    assert ("scaled_dot_product_attention", "causal_mask_includes_next") in ids
+    assert ("adamw_step", "decay_on_the_moment") in ids
+
+
+def test_adamw_step_s_reference_is_seqlab_s_adamw_against_torch_optim():
+    import torch
+
+    from seqlab.learn.references import adamw_step
+    p, g = torch.randn(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+    new_p, m, v = adamw_step(p, g, torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64), 1, 0.1,
+                             weight_decay=0.2)
+    oracle = torch.nn.Parameter(p.clone())
+    opt = torch.optim.AdamW([oracle], lr=0.1, weight_decay=0.2)
+    oracle.grad = g.clone()
+    opt.step()
+    assert torch.allclose(new_p, oracle.detach()) and torch.allclose(m, opt.state[oracle]["exp_avg"])
