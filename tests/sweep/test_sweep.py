@@ -54,9 +54,9 @@ def finished(byte_data, tmp_path_factory):
 
 def test_a_three_value_grid_lists_three_finished_runs_with_their_logs_numbers(finished, byte_data, tmp_path):
     out, outcome = finished
-    assert outcome.status == "finished" and outcome.trained == NAMES and outcome.skipped == []
+    assert outcome.status == "completed" and outcome.trained == NAMES and outcome.skipped == []
     document = _sweep_json(out)
-    assert document["status"] == "finished" and document["axes"] == ["lr"] and document["grid"] == GRID
+    assert document["status"] == "completed" and document["axes"] == ["lr"] and document["grid"] == GRID
     runs = document["runs"]
     assert [r["name"] for r in runs] == NAMES and [r["status"] for r in runs] == ["finished"] * 3
     for run, lr in zip(runs, (3e-3, 1e-2, 3e-2)):
@@ -92,7 +92,7 @@ def test_a_second_invocation_trains_nothing(finished, byte_data):
     numbers = _numbers(out)
     lines: list[str] = []
     outcome = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), say=lines.append)
-    assert outcome.trained == [] and outcome.skipped == NAMES and outcome.status == "finished"
+    assert outcome.trained == [] and outcome.skipped == NAMES and outcome.status == "completed"
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert _numbers(out) == numbers
     assert all("already; skipped" in line for line in lines) and len(lines) == 3
@@ -114,7 +114,7 @@ def test_a_sweep_stopped_mid_run_and_rerun_gives_the_uninterrupted_numbers(finis
     assert not (out / NAMES[2]).exists()
     lines: list[str] = []
     second = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), say=lines.append)
-    assert second.status == "finished" and second.skipped == NAMES[:1] and second.trained == NAMES[1:]
+    assert second.status == "completed" and second.skipped == NAMES[:1] and second.trained == NAMES[1:]
     assert any("lr=0.01: resuming (logged up to step 15 of 30)" in line for line in lines)
     assert _numbers(out) == _numbers(finished[0])
 
@@ -171,7 +171,7 @@ def test_diverging_learning_rates_are_marked_and_the_sweep_goes_on(byte_data, tm
     # lr=1e10: NaN at once (NonFiniteLossError); lr=10: the loss climbs above its start after warm-up
     out = tmp_path / "lr"
     outcome = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=["lr=1e10,10,1e-2"]), say=_quiet)
-    assert outcome.status == "finished" and outcome.trained == ["lr=1e10", "lr=10", "lr=0.01"]
+    assert outcome.status == "completed" and outcome.trained == ["lr=1e10", "lr=10", "lr=0.01"]
     document = _sweep_json(out)
     runs = {r["name"]: r for r in document["runs"]}
     assert [r["status"] for r in runs.values()] == ["diverged", "diverged", "finished"]
@@ -278,7 +278,7 @@ def test_a_run_out_of_gpu_memory_is_recorded_as_failed_and_the_sweep_goes_on(byt
     monkeypatch.setattr(seqlab.training, "train", train_or_run_out_of_memory)
     out = tmp_path / "bs"
     outcome = run_sweep(plan_sweep(tiny_base(byte_data, max_steps=4), out, grid=["batch_size=4,16,2"]), say=_quiet)
-    assert outcome.status == "finished"
+    assert outcome.status == "completed"
     runs = {r["name"]: r for r in _sweep_json(out)["runs"]}
     assert [r["status"] for r in runs.values()] == ["finished", "failed", "finished"]
     assert runs["batch_size=16"]["reason"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
@@ -307,5 +307,5 @@ def test_a_second_sweep_into_the_same_out_is_refused_while_the_first_runs(finish
     outcome = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), step_callbacks=[second_sweep_at_step_5],
                         say=_quiet)
     assert refused and f"{out} is in use: process {os.getpid()} (`seqlab sweep`" in refused[0]
-    assert outcome.status == "finished" and outcome.trained == NAMES and not (out / ".lock").exists()
+    assert outcome.status == "completed" and outcome.trained == NAMES and not (out / ".lock").exists()
     assert _numbers(out) == _numbers(finished[0])  # the first sweep went on undisturbed
