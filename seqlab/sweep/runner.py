@@ -301,7 +301,8 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
         progress.skip(point.index, record)
         outcome.skipped.append(point.variant.name)
 
-    def train_one(point: _Point, resume: bool, callbacks: list[Callable], engine_say: Callable[[str], None]):
+    def train_one(point: _Point, state: object, callbacks: list[Callable], engine_say: Callable[[str], None]):
+        resume = state is not None
         config = variant_config(plan.base, point.variant, out_dir=str(point.run_dir), resume=resume)
         before, steps = records[point.index], config.total_steps()
         note = (f"resuming (logged up to step {before.steps or 0} of {steps})" if resume else

@@ -17,7 +17,7 @@ Example (the command supplies the five steps; ``p.run_dir`` is each point's run 
     campaign = Campaign("sweeps/lr", "seqlab sweep", what="the sweep", check=check_out)
     status = campaign.run(points, recorded=lambda p: outcomes.get(p.name),
                           reached_end=lambda p, state: state.step >= p.steps,
-                          train_one=lambda p, resume, callbacks, say: train(p.config(resume), ...),
+                          train_one=lambda p, state, callbacks, say: train(p.config(resume=state is not None), ...),
                           record=lambda p, result, state: outcomes.update({p.name: ...}),
                           summarize=lambda status: write_summary(status))
     status                 # Status.COMPLETED, or Status.INTERRUPTED (then campaign.exit_status is 130/143)
@@ -68,7 +68,7 @@ def saved_state(run_dir: str | Path) -> TrainState | None:
 def interrupted_line(result: Any) -> str:
     """What a stop did to the run in training: its one step number (how to go on is said once, at
     the end: :attr:`Campaign.hint`)."""
-    return f"interrupted at step {result.steps} (checkpoint saved)"
+    return f"interrupted at step {result.steps} of {result.total_steps} (checkpoint saved)"
 
 
 class Campaign:
@@ -99,7 +99,7 @@ class Campaign:
 
     def run(self, points: Iterable[Point], *, recorded: Callable[[Point], Any],
             reached_end: Callable[[Point, TrainState], bool],
-            train_one: Callable[[Point, bool, list[Callable], Callable[[str], None]], Any],
+            train_one: Callable[[Point, TrainState | None, list[Callable], Callable[[str], None]], Any],
             record: Callable[[Point, Any, TrainState | None], None],
             summarize: Callable[[Status], None], prepare: Callable[[Any], None] | None = None,
             skipped: Callable[[Point, Any], None] | None = None,
@@ -107,7 +107,8 @@ class Campaign:
         """Train every point not done yet (see the module docstring); returns the final status.
 
         ``recorded(p)``: p's recorded outcome, None when it has none (then it trains or resumes);
-        ``train_one(p, resume, callbacks, say)``: train it, passing ``callbacks`` to the engine, and
+        ``train_one(p, state, callbacks, say)``: train it (``--resume`` from its checkpoint's
+        ``state`` when that is not None), passing ``callbacks`` and ``say`` to the engine, and
         return an object with ``.status`` (a TrainResult, or the command's outcome of a failed run);
         ``record(p, result, state)``: record a run that ended (``result`` None when only its
         checkpoint ``state`` says so); ``summarize(status)``: write the summary."""
@@ -154,7 +155,7 @@ class Campaign:
                     skipped(point, recorded(point))
                 summarize(Status.RUNNING)
                 continue
-            result = train_one(point, state is not None, [self.stop.engine_callback], self.engine_say(""))
+            result = train_one(point, state, [self.stop.engine_callback], self.engine_say(""))
             if self.stop.note(result):
                 if getattr(result, "status", None) == Status.INTERRUPTED and interrupted is not None:
                     interrupted(point, result)
