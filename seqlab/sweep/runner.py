@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -72,6 +73,7 @@ from seqlab.runs.status import Status
 # change them (e.g. add --wandb) and is still the same sweep
 NOT_IDENTITY = ("out_dir", "resume", "overwrite", "reschedule", "progress", "wandb", "wandb_project",
                 "tensorboard", "threads")
+MAX_RUNS = 10_000  # a grid larger than this is refused with its count (its plan alone would take long)
 SWEEP_FILES = (SWEEP_FILE, "report.md", "curves.png", "final.png")
 
 
@@ -117,10 +119,16 @@ def plan_sweep(base: TrainConfig, out: str | Path, *, grid: list[str] | tuple[st
         if any(axis.key in v.settings for v in recipe_runs):
             raise GridError(f"--grid {axis.key}=...: --recipe {recipe} already sets {axis.key}; sweep it with one "
                             "or the other")
+    count = math.prod(len(axis.values) for axis in axes) * max(1, len(recipe_runs))
+    if count > MAX_RUNS:
+        sizes = " x ".join([str(len(recipe_runs))] * bool(recipe_runs) + [str(len(a.values)) for a in axes])
+        raise GridError(f"the sweep has {count:,} runs ({sizes}); at most {MAX_RUNS:,} are planned at once: give "
+                        "fewer values, or split it into several sweeps")
     variants = combine(recipe_runs, grid_variants(axes) if axes else [])
     if not variants:
         raise GridError("nothing to sweep: give --grid KEY=V1,V2,... (repeatable) or --recipe lr|batch-size|ablations")
     check_variants(base, variants)
+    check_machine(base, variants)
     for variant in variants:
         data_dir = variant_config(base, variant).data_dir
         if not data_dir:
@@ -130,6 +138,25 @@ def plan_sweep(base: TrainConfig, out: str | Path, *, grid: list[str] | tuple[st
             raise GridError(f"run {variant.name}: data_dir {data_dir} is not a directory (make one with "
                             "`seqlab prepare` or `seqlab demo`)")
     return SweepPlan(Path(out), base, variants, list(variants[0].point), recipe, list(grid))
+
+
+def check_machine(base: TrainConfig, variants: list[Variant]) -> None:
+    """Every run's device and precision must exist on this machine (``device=bogus``, ``cuda``
+    without CUDA), checked before the first run trains; the error names the run."""
+    from seqlab.runtime import resolve_device, resolve_precision
+
+    checked: set[tuple[str, str]] = set()
+    for variant in variants:
+        config = variant_config(base, variant)
+        if (config.device, config.precision) in checked:
+            continue
+        try:
+            resolve_precision(config.precision, resolve_device(config.device))
+        except (RuntimeError, ValueError) as error:
+            shown = ", ".join(f"{k}={format_value(v)}" for k, v in variant.settings.items())
+            raise GridError(f"run {variant.name} ({shown}): {str(error).splitlines()[0]}; no run has trained "
+                            "yet") from None
+        checked.add((config.device, config.precision))
 
 
 # -- the sweep folder ------------------------------------------------------------------------------
