@@ -321,3 +321,70 @@ def test_bad_paths_flags_are_refused_before_anything_is_written(tmp_path, capsys
     assert code == 2 and message in capsys.readouterr().err
     assert not out.exists()
 
+
+
+_TINY_SCRIPT = """
+import sys
+from seqlab.seq2seq.paths import run_paths
+from tests.seq2seq.test_paths_faults import TINY
+sys.exit(0 if run_paths(sys.argv[1], settings=TINY, tasks=("reverse",), progress=False)["status"] == "completed"
+         else 3)
+"""
+
+
+def _log_steps_once(run: Path, steps: int) -> None:
+    """RUN/log.jsonl ends complete, each step's record once, the final evaluation last."""
+    text = (run / "log.jsonl").read_text()
+    assert text.endswith("\n")
+    records = [json.loads(line) for line in text.splitlines()]
+    stepped = [r["step"] for r in records if "step" in r and "train_loss" in r]
+    assert stepped == sorted(set(stepped)) and stepped[-1] == steps
+    assert records[-1]["step"] == steps and "val_loss" in records[-1]
+
+
+@pytest.mark.parametrize("signum", [pytest.param(signal.SIGKILL, marks=pytest.mark.slow), signal.SIGTERM])
+def test_killed_mid_model_and_rerun_equals_the_uninterrupted_experiment(reference, tmp_path, signum):
+    """SIGKILL (no checkpoint of the model in training: it starts over) or SIGTERM (it saves one and
+    resumes) while the second model trains; the same command again gives the reference's numbers,
+    each model once in results.json, each log step once."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = tmp_path / "paths"
+    command = [sys.executable, "-c", _TINY_SCRIPT, str(out)]
+    process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "runs" / "reverse_rnn-attention" / "log.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.is_file() and log.read_text().count("\n") >= 1):  # the second model is training
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.002)
+    process.send_signal(signum)
+    process.communicate(timeout=120)
+    assert process.returncode in ((-signal.SIGKILL,) if signum == signal.SIGKILL else (3,))  # 3: the script saw "interrupted"
+    rerun = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    results, expected = _results(out), _results(reference)
+    assert results["status"] == "completed" and list(results["tasks"]["reverse"]["archs"]) == ARCHS
+    assert results["trained"] == {} and results.get("caps") == {}
+    assert {a: _numbers(r) for a, r in results["tasks"]["reverse"]["archs"].items()} == \
+        {a: _numbers(r) for a, r in expected["tasks"]["reverse"]["archs"].items()}
+    for arch in ARCHS:
+        _log_steps_once(out / "runs" / f"reverse_{arch}", TINY.symbol_steps)
+        torch.testing.assert_close(_weights(out / "runs" / f"reverse_{arch}"),
+                                   _weights(reference / "runs" / f"reverse_{arch}"), rtol=0, atol=0)
+
+
+def test_a_task_named_twice_is_trained_once(reference, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "paths"
+    shutil.copytree(reference, out)
+    lines: list[str] = []
+    results = _run(out, tasks=("reverse", "reverse"), say=lines.append)
+    assert any("3 of 3 models done earlier" in line for line in lines)  # not "3 of 6"
+    assert list(results["tasks"]) == ["reverse"] and list(results["tasks"]["reverse"]["archs"]) == ARCHS
+    # the command says so, and hands the experiment each task once
+    import seqlab.seq2seq.paths as paths_package
+
+    asked = []
+    monkeypatch.setattr(paths_package, "run_paths", lambda out, **kw: asked.append(kw["tasks"]) or
+                        {"total_seconds": 0.0, "status": "completed"})
+    assert main(["paths", "--out", str(tmp_path / "other"), "--fast", "--tasks", "copy,copy,reverse"]) == 0
+    assert asked == [("copy", "reverse")]
+    assert "--tasks names copy more than once; each task is trained once" in capsys.readouterr().err

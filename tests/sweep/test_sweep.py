@@ -325,7 +325,7 @@ def _steps_once(run_dir: Path, total: int, log_interval: int = 5, eval_interval:
     assert records[-1]["step"] == total and "val_loss" in records[-1]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [pytest.param(signal.SIGKILL, marks=pytest.mark.slow), signal.SIGTERM])
 def test_killed_mid_run_and_rerun_every_log_holds_each_step_once(finished, byte_data, tmp_path, signum):
     """Killed between two checkpoints (log records past the last one), then rerun: the logs are the
     uninterrupted sweep's, each step once, and sweep.json lists every run once, finished."""
