@@ -44,21 +44,6 @@ class Point(Protocol):
     run_dir: Path
 
 
-OLD_WORDS = {"finished": Status.COMPLETED, "complete": Status.COMPLETED, "time limit": Status.TIME_BUDGET,
-             "stopped": Status.INTERRUPTED}
-
-
-def read_status(word: Any, default: Status = Status.PENDING) -> Status:
-    """The :class:`Status` of a word a summary file holds, older words included ("complete",
-    "finished", "time limit", "stopped"); ``default`` for anything else."""
-    if isinstance(word, str) and word in OLD_WORDS:
-        return OLD_WORDS[word]
-    try:
-        return Status(word)
-    except ValueError:
-        return default
-
-
 def saved_state(run_dir: str | Path) -> TrainState | None:
     """The :class:`TrainState` of ``run_dir/checkpoints/latest.pt``; None when it has none."""
     latest = Path(run_dir) / "checkpoints" / "latest.pt"

@@ -13,7 +13,8 @@ import pytest
 from seqlab.runs.state import TrainState
 from seqlab.runs.status import Status
 from seqlab.training import campaign as campaign_module
-from seqlab.training.campaign import Campaign, read_status
+from seqlab.runs.status import read_status
+from seqlab.training.campaign import Campaign
 
 
 @dataclass

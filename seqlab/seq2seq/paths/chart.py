@@ -139,7 +139,6 @@ def chart_data(results: dict[str, Any]) -> dict[str, Any]:
 
 def _status_word(word: object) -> str:
     """The experiment's status in today's words ("complete" of older results reads "completed")."""
-    from seqlab.training.campaign import read_status
-    from seqlab.runs.status import Status
+    from seqlab.runs.status import Status, read_status
 
     return read_status(word, Status.COMPLETED).value

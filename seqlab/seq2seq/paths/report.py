@@ -3,8 +3,7 @@ each chosen by comparing the measured numbers (no sentence is written before the
 
 from __future__ import annotations
 
-from seqlab.runs.status import Status
-from seqlab.training.campaign import read_status
+from seqlab.runs.status import Status, read_status
 
 from pathlib import Path
 from typing import Any
