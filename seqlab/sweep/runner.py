@@ -336,8 +336,7 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
                 f"training {steps} steps" if config.time_budget_s is None else
                 f"training for {config.time_budget_s:g} s (at most {steps} steps)")
         progress.start(point.index, point.variant.name, note)
-        watch = DivergenceWatch(point.run_dir / "log.jsonl", config.warmup_steps,
-                                _vocab_size(config))
+        watch = DivergenceWatch(point.run_dir / "log.jsonl", config.warmup_steps, _vocab_size(config))
         started[point.index] = (time.perf_counter(), before)
         outcome.trained.append(point.variant.name)
         try:
@@ -353,9 +352,7 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
         device, peak = _device_peak(variant_config(plan.base, point.variant))
         status, reason = (result.status, result.reason) if isinstance(result, _Ended) else ("finished", None)
         write_outcome(point.run_dir, status, reason=reason, peak_flops=peak, device=device)
-        _report_end(point, reread(point))
-
-    def _report_end(point: _Point, record: RunRecord) -> None:
+        record = reread(point)
         if point.index in started:
             at, before = started[point.index]
             trained_tokens = max(0, (record.tokens or 0) - (before.tokens or 0))
@@ -368,10 +365,8 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
     def summarize(status: Status) -> None:
         write_summary(plan, read_records(plan), status, figures=status is not Status.RUNNING)
 
-    def reached_end(point: _Point, state: object) -> bool:
-        return _log_is_final(records[point.index])
-
-    outcome.status = campaign.run(points, prepare=prepare, recorded=recorded, reached_end=reached_end,
+    outcome.status = campaign.run(points, prepare=prepare, recorded=recorded,
+                                  reached_end=lambda point, state: _log_is_final(records[point.index]),
                                   train_one=train_one, record=record, summarize=summarize, skipped=skipped,
                                   interrupted=interrupted)
     outcome.stop_signal = campaign.stop.signal

@@ -252,15 +252,15 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
                              "checkpoint)",
                         check=lambda: check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite))
     results: dict[str, Any] = {}
-    started = time.perf_counter()
+    started, earlier = time.perf_counter(), [0.0]  # seconds of this and of earlier invocations
     tasks_seen: dict[str, tuple[dict[str, Any], dict[str, Seq2SeqConfig], tuple[str, str]]] = {}
     left = {"runs": 0}
 
     def save_results(status: Status | None = None) -> None:
         if status is not None:
             results["status"] = status.value
-        results["total_seconds"] = round(results["earlier_seconds"] + time.perf_counter() - started, 1)
-        write_results(out, {k: v for k, v in results.items() if k != "earlier_seconds"})
+        results["total_seconds"] = round(earlier[0] + time.perf_counter() - started, 1)
+        write_results(out, results)
 
     def prepare(saved: dict[str, Any] | None) -> None:
         if saved is None and overwrite:
@@ -268,9 +268,9 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
         results.update(saved or new_results(settings, fast=fast, seed=seed))
         results.update(status=Status.RUNNING.value, stop_signal=None, machine={
             "processor": platform.processor() or platform.machine(), "threads": threads, "torch": torch.__version__})
-        results.setdefault("trained", {})
-        results.setdefault("caps", {})
-        results["earlier_seconds"] = float(results.get("total_seconds") or 0.0)
+        for key in ("trained", "caps"):  # models trained but not evaluated; time caps of started models
+            results.setdefault(key, {})
+        earlier[0] = float(results.get("total_seconds") or 0.0)
         names = model_names(tasks)
         todo = [(t, a) for t, a in names if a not in results["tasks"].get(t, {}).get("archs", {})]
         points[:] = [_Model(t, a, out / "runs" / run_name(t, a)) for t, a in todo]
@@ -354,7 +354,7 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
                      train_one=train_one, record=record, summarize=summarize, interrupted=interrupted)
     finally:
         torch.set_num_threads(saved_threads)
-    return {k: v for k, v in results.items() if k != "earlier_seconds"}
+    return results
 
 
 def _run_status(result: Any) -> Status:
