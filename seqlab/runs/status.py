@@ -5,6 +5,8 @@ paths), the explorer and ``seqlab compare``.
     (True, False)
     >>> Status("time budget") is Status.TIME_BUDGET
     True
+    >>> read_status("complete")          # an older summary's word
+    <Status.COMPLETED: 'completed'>
 """
 
 from __future__ import annotations
@@ -30,3 +32,18 @@ class Status(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+OLD_WORDS = {"finished": Status.COMPLETED, "complete": Status.COMPLETED, "time limit": Status.TIME_BUDGET,
+             "stopped": Status.INTERRUPTED}
+
+
+def read_status(word: object, default: Status = Status.PENDING) -> Status:
+    """The :class:`Status` of a word a summary file holds, older words included ("complete",
+    "finished", "time limit", "stopped"); ``default`` for anything else."""
+    if isinstance(word, str) and word in OLD_WORDS:
+        return OLD_WORDS[word]
+    try:
+        return Status(word)
+    except ValueError:
+        return default

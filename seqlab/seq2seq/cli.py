@@ -398,6 +398,9 @@ def _run_paths(args: argparse.Namespace) -> int:
     if unknown:
         return _error(f"--tasks: unknown {', '.join(unknown)}; choose from {', '.join(PATHS_TASKS)}", 2)
     tasks = tuple(dict.fromkeys(given))  # a task named twice is trained once
+    if len(tasks) < len(given):
+        twice = sorted({t for t in given if given.count(t) > 1})
+        print(f"note: --tasks names {', '.join(twice)} more than once; each task is trained once", file=sys.stderr)
     from seqlab.seq2seq.paths import run_paths
 
     try:
@@ -406,9 +409,8 @@ def _run_paths(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RuntimeError) as error:  # FileExistsError: another experiment's --out, ...
         return _error(str(error))
     print(f"{results['total_seconds']:.0f} s; report: {os.path.join(args.out, 'report.md')}")
-    if results["status"] == "complete":
+    if results["status"] == "completed":
         return 0
-    print("stopped; rerun the same command to continue", file=sys.stderr)
     from seqlab.training.interrupt import stopped_exit_status
 
     return stopped_exit_status(results.get("stop_signal"))

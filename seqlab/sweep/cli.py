@@ -105,9 +105,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
         print(f"best: {outcome.best.name}, final val loss {outcome.best.final_val_loss:.4f}")
     written = [n for n in ("sweep.json", "report.md", "curves.png", "final.png") if os.path.exists(os.path.join(out, n))]
     print(f"wrote {', '.join(os.path.join(out, n) for n in written)}")
-    if outcome.status == "finished":
+    if outcome.status == "completed":
         return 0
-    print(f"stopped; rerun the same command to continue", file=sys.stderr)
     from seqlab.training.interrupt import stopped_exit_status
 
     return stopped_exit_status(outcome.stop_signal)

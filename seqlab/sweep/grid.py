@@ -146,12 +146,14 @@ def parse_axis(spec: str) -> Axis:
         raise GridError(f"{where}: the list of values for {key} is empty; give one or more, "
                         f"for example --grid {key}=V1,V2")
     values: list[Any] = []
+    seen: set[tuple[type, Any]] = set()  # (type, value): 1 and 1.0 are two values
     for number, text in enumerate(values_text.split(","), 1):
         if not text.strip():
             raise GridError(f"{where}: value {number} of {key} is empty (two commas in a row, or one at an end)")
         value = parse_value(key, text, where)
-        if any(value == seen and type(value) is type(seen) for seen in values):
+        if (type(value), value) in seen:
             raise GridError(f"{where}: {key}={format_value(value)} is given twice")
+        seen.add((type(value), value))
         values.append(value)
     return Axis(key, tuple(values))
 

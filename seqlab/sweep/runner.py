@@ -13,10 +13,12 @@ climbs above its starting value after warm-up (:mod:`seqlab.sweep.divergence`); 
 why and goes on with the next run. A run that runs out of GPU memory (a batch-size sweep reaching
 the memory limit) is recorded as failed, and the sweep goes on too.
 
-Ctrl-C or SIGTERM stops the *whole* sweep: the run in progress finishes its step and saves its
-checkpoint, sweep.json and report.md record where things stand, and :func:`run_sweep` returns
-status "interrupted" with the signal (``seqlab sweep`` then exits 130 or 143). A second signal
-quits at once. Rerunning the command continues exactly where it stopped.
+The loop itself (the lock on ``DIR``, stale files, signals, resume, the summary when stopped) is
+:class:`seqlab.training.campaign.Campaign`. Ctrl-C or SIGTERM stops the *whole* sweep: the run in
+progress finishes its step and saves its checkpoint, sweep.json and report.md record where things
+stand, and :func:`run_sweep` returns ``Status.INTERRUPTED`` with the signal (``seqlab sweep`` then
+exits 130 or 143). A second signal quits at once. Rerunning the command continues exactly where it
+stopped.
 
 ``sweep.json`` remembers the sweep's settings; a rerun with other settings into the same ``DIR``
 is refused (give another ``--out``, or ``overwrite=True`` to delete this sweep's runs and start
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -64,12 +67,13 @@ from seqlab.sweep.report import (
     write_figures,
     write_json,
 )
-from seqlab.training.interrupt import StopRequest, signals_stop_runs
+from seqlab.runs.status import Status
 
 # TrainConfig fields that change where or how a run is shown, not what it trains: a rerun may
 # change them (e.g. add --wandb) and is still the same sweep
 NOT_IDENTITY = ("out_dir", "resume", "overwrite", "reschedule", "progress", "wandb", "wandb_project",
                 "tensorboard", "threads")
+MAX_RUNS = 10_000  # a grid larger than this is refused with its count (its plan alone would take long)
 SWEEP_FILES = (SWEEP_FILE, "report.md", "curves.png", "final.png")
 
 
@@ -97,7 +101,7 @@ class SweepPlan:
 
 @dataclass
 class SweepOutcome:
-    status: str                                   # "finished" | "interrupted"
+    status: Status                                # COMPLETED | INTERRUPTED
     records: list[RunRecord]
     trained: list[str] = field(default_factory=list)  # runs that trained in this invocation
     skipped: list[str] = field(default_factory=list)  # runs that were already done
@@ -115,10 +119,16 @@ def plan_sweep(base: TrainConfig, out: str | Path, *, grid: list[str] | tuple[st
         if any(axis.key in v.settings for v in recipe_runs):
             raise GridError(f"--grid {axis.key}=...: --recipe {recipe} already sets {axis.key}; sweep it with one "
                             "or the other")
+    count = math.prod(len(axis.values) for axis in axes) * max(1, len(recipe_runs))
+    if count > MAX_RUNS:
+        sizes = " x ".join([str(len(recipe_runs))] * bool(recipe_runs) + [str(len(a.values)) for a in axes])
+        raise GridError(f"the sweep has {count:,} runs ({sizes}); at most {MAX_RUNS:,} are planned at once: give "
+                        "fewer values, or split it into several sweeps")
     variants = combine(recipe_runs, grid_variants(axes) if axes else [])
     if not variants:
         raise GridError("nothing to sweep: give --grid KEY=V1,V2,... (repeatable) or --recipe lr|batch-size|ablations")
     check_variants(base, variants)
+    check_machine(base, variants)
     for variant in variants:
         data_dir = variant_config(base, variant).data_dir
         if not data_dir:
@@ -128,6 +138,25 @@ def plan_sweep(base: TrainConfig, out: str | Path, *, grid: list[str] | tuple[st
             raise GridError(f"run {variant.name}: data_dir {data_dir} is not a directory (make one with "
                             "`seqlab prepare` or `seqlab demo`)")
     return SweepPlan(Path(out), base, variants, list(variants[0].point), recipe, list(grid))
+
+
+def check_machine(base: TrainConfig, variants: list[Variant]) -> None:
+    """Every run's device and precision must exist on this machine (``device=bogus``, ``cuda``
+    without CUDA), checked before the first run trains; the error names the run."""
+    from seqlab.runtime import resolve_device, resolve_precision
+
+    checked: set[tuple[str, str]] = set()
+    for variant in variants:
+        config = variant_config(base, variant)
+        if (config.device, config.precision) in checked:
+            continue
+        try:
+            resolve_precision(config.precision, resolve_device(config.device))
+        except (RuntimeError, ValueError) as error:
+            shown = ", ".join(f"{k}={format_value(v)}" for k, v in variant.settings.items())
+            raise GridError(f"run {variant.name} ({shown}): {str(error).splitlines()[0]}; no run has trained "
+                            "yet") from None
+        checked.add((config.device, config.precision))
 
 
 # -- the sweep folder ------------------------------------------------------------------------------
@@ -181,8 +210,9 @@ def read_records(plan: SweepPlan) -> list[RunRecord]:
     return [read_run(plan.out / v.name, name=v.name, settings=v.settings, point=v.point) for v in plan.variants]
 
 
-def write_summary(plan: SweepPlan, records: list[RunRecord], status: str, *, figures: bool) -> None:
+def write_summary(plan: SweepPlan, records: list[RunRecord], status: Status, *, figures: bool) -> None:
     """sweep.json and report.md (and with ``figures``, curves.png and final.png), each atomically."""
+    status = Status(status).value
     best = best_run(records)
     document = {"sweep": plan.name, "status": status, "recipe": plan.recipe, "grid": plan.grid, "axes": plan.axes,
                 "base": plan.identity()["base"], "runs": [r.summary() for r in records],
@@ -246,100 +276,102 @@ def _log_is_final(record: RunRecord) -> bool:
     return record.status == "finished" and bool(record.val) and record.val[-1][0] == record.steps
 
 
+@dataclass
+class _Point:
+    index: int
+    variant: Variant
+    run_dir: Path
+
+
+@dataclass
+class _Ended:
+    """How a run that raised ended (diverged, out of memory): what :func:`write_outcome` records."""
+
+    status: str
+    reason: str
+
+
 def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[Callable] | tuple = (),
               say: Callable[[str], None] | None = None) -> SweepOutcome:
-    """Train (or resume, or skip) every run of ``plan``; see the module docstring.
-    ``step_callbacks`` go to every run's trainer, after the sweep's own. ``plan.out`` is locked
-    while the sweep runs (:class:`seqlab.runs.lock.RunLock`): a second sweep into it is refused
-    (``RunLockedError``) instead of both training and writing sweep.json."""
-    from seqlab.runs.lock import RunLock
-
-    check_out(plan, overwrite=overwrite)  # a file or another folder is refused before OUT is created
-    with RunLock(plan.out, "seqlab sweep"):
-        return _run_locked(plan, overwrite=overwrite, step_callbacks=step_callbacks, say=say)
-
-
-def _run_locked(plan: SweepPlan, *, overwrite: bool, step_callbacks: list[Callable] | tuple,
-                say: Callable[[str], None] | None) -> SweepOutcome:
+    """Train (or resume, or skip) every run of ``plan`` through the campaign loop
+    (:class:`seqlab.training.campaign.Campaign`: ``plan.out`` locked, signals, resume); see the
+    module docstring. ``step_callbacks`` go to every run's trainer, after the sweep's own."""
     from seqlab.training import NonFiniteLossError, train
+    from seqlab.training.campaign import Campaign, interrupted_line
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    check_out(plan, overwrite=overwrite)  # again, under the lock: what a process that held it wrote
-    plan.out.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(plan.out)
-    if overwrite:
-        start_over(plan)
-    records = read_records(plan)
-    configs = [variant_config(plan.base, v, out_dir=str(plan.out / v.name)) for v in plan.variants]
-    done = [(plan.out / v.name / OUTCOME_FILE).is_file() for v in plan.variants]
-    progress = SweepProgress(len(plan.variants), [Work() if d else _work(c, r)
-                                                  for d, c, r in zip(done, configs, records)], say)
-    write_summary(plan, records, "running", figures=False)
-    outcome = SweepOutcome("finished", records)
-    stop = StopRequest()
+    campaign = Campaign(plan.out, "seqlab sweep", what="the sweep", say=say,
+                        check=lambda: check_out(plan, overwrite=overwrite))
+    points = [_Point(i, v, plan.out / v.name) for i, v in enumerate(plan.variants)]
+    outcome = SweepOutcome(Status.COMPLETED, [])
+    records: list[RunRecord] = []
+    started: dict[int, tuple[float, RunRecord]] = {}
+    progress = SweepProgress(len(points), [], say)
 
-    try:
-        with signals_stop_runs(stop, say, "the sweep"):
-            for index, (variant, config) in enumerate(zip(plan.variants, configs)):
-                run_dir = plan.out / variant.name
-                if done[index]:
-                    progress.skip(index, records[index])
-                    outcome.skipped.append(variant.name)
-                    continue
-                if stop.signal is not None:
-                    break
-                device, peak = _device_peak(config)
-                before = records[index]
-                resume = (run_dir / "checkpoints" / "latest.pt").is_file()
-                if resume and _log_is_final(before):
-                    write_outcome(run_dir, "finished", reason=None, peak_flops=peak, device=device)
-                    records[index] = read_run(run_dir, name=variant.name, settings=variant.settings,
-                                              point=variant.point)
-                    progress.skip(index, records[index])
-                    outcome.skipped.append(variant.name)
-                    continue
-                run_config = variant_config(plan.base, variant, out_dir=str(run_dir), resume=resume)
-                steps = run_config.total_steps()
-                note = (f"resuming (logged up to step {before.steps or 0} of {steps})" if resume else
-                        f"training {steps} steps" if run_config.time_budget_s is None else
-                        f"training for {run_config.time_budget_s:g} s (at most {steps} steps)")
-                progress.start(index, variant.name, note)
-                watch = DivergenceWatch(run_dir / "log.jsonl", run_config.warmup_steps, _vocab_size(run_config))
-                status, reason, started = None, None, time.perf_counter()
-                outcome.trained.append(variant.name)
-                try:
-                    with tracker_group(run_config, plan.name):
-                        result = train(run_config, step_callbacks=[watch, stop.engine_callback, *step_callbacks])
-                except NonFiniteLossError as error:
-                    status, reason = "diverged", str(error)
-                except _out_of_memory() as error:
-                    status, reason = "failed", f"out of memory: {str(error).splitlines()[0][:200]}"
-                else:
-                    if watch.reason is not None:
-                        status, reason = "diverged", watch.reason
-                    elif result.status == "completed":
-                        status = "finished"
-                    elif stop.note(result):  # stopped by a signal, or by a step callback of the caller
-                        outcome.status = "interrupted"
-                if status is not None:
-                    write_outcome(run_dir, status, reason=reason, peak_flops=peak, device=device)
-                record = read_run(run_dir, name=variant.name, settings=variant.settings, point=variant.point)
-                records[index] = record
-                trained_tokens = max(0, (record.tokens or 0) - (before.tokens or 0))
-                progress.end(index, record, time.perf_counter() - started, trained_tokens)
-                if outcome.status == "interrupted":
-                    break
-                write_summary(plan, records, "running", figures=False)
-        if stop.signal is not None:
-            outcome.status = "interrupted"
-        outcome.stop_signal = stop.signal
-    except BaseException:
-        with contextlib.suppress(Exception):  # record what is known; the error itself matters more
-            write_summary(plan, read_records(plan), "stopped", figures=False)
-        raise
+    def prepare(_: object) -> None:
+        if overwrite:
+            start_over(plan)
+        records[:] = read_records(plan)
+        done = [(p.run_dir / OUTCOME_FILE).is_file() for p in points]
+        progress.left = [Work() if d else _work(variant_config(plan.base, p.variant), r)
+                         for d, p, r in zip(done, points, records)]
+
+    def reread(point: _Point) -> RunRecord:
+        records[point.index] = read_run(point.run_dir, name=point.variant.name, settings=point.variant.settings,
+                                        point=point.variant.point)
+        return records[point.index]
+
+    def recorded(point: _Point) -> RunRecord | None:
+        return records[point.index] if (point.run_dir / OUTCOME_FILE).is_file() else None
+
+    def skipped(point: _Point, record: RunRecord) -> None:
+        progress.skip(point.index, record)
+        outcome.skipped.append(point.variant.name)
+
+    def train_one(point: _Point, state: object, callbacks: list[Callable], engine_say: Callable[[str], None]):
+        resume = state is not None
+        config = variant_config(plan.base, point.variant, out_dir=str(point.run_dir), resume=resume)
+        before, steps = records[point.index], config.total_steps()
+        note = (f"resuming (logged up to step {before.steps or 0} of {steps})" if resume else
+                f"training {steps} steps" if config.time_budget_s is None else
+                f"training for {config.time_budget_s:g} s (at most {steps} steps)")
+        progress.start(point.index, point.variant.name, note)
+        watch = DivergenceWatch(point.run_dir / "log.jsonl", config.warmup_steps, _vocab_size(config))
+        started[point.index] = (time.perf_counter(), before)
+        outcome.trained.append(point.variant.name)
+        try:
+            with tracker_group(config, plan.name):
+                result = train(config, step_callbacks=[watch, *callbacks, *step_callbacks], say=engine_say)
+        except NonFiniteLossError as error:
+            return _Ended("diverged", str(error))
+        except _out_of_memory() as error:
+            return _Ended("failed", f"out of memory: {str(error).splitlines()[0][:200]}")
+        return _Ended("diverged", watch.reason) if watch.reason is not None else result
+
+    def record(point: _Point, result: object, state: object) -> None:
+        device, peak = _device_peak(variant_config(plan.base, point.variant))
+        status, reason = (result.status, result.reason) if isinstance(result, _Ended) else ("finished", None)
+        write_outcome(point.run_dir, status, reason=reason, peak_flops=peak, device=device)
+        record = reread(point)
+        if point.index in started:
+            at, before = started[point.index]
+            trained_tokens = max(0, (record.tokens or 0) - (before.tokens or 0))
+            progress.end(point.index, record, time.perf_counter() - at, trained_tokens)
+
+    def interrupted(point: _Point, result: object) -> None:
+        reread(point)
+        say(f"[{point.index + 1}/{len(points)}] {point.variant.name}: {interrupted_line(result)}")
+
+    def summarize(status: Status) -> None:
+        write_summary(plan, read_records(plan), status, figures=status is not Status.RUNNING)
+
+    outcome.status = campaign.run(points, prepare=prepare, recorded=recorded,
+                                  reached_end=lambda point, state: _log_is_final(records[point.index]),
+                                  train_one=train_one, record=record, summarize=summarize, skipped=skipped,
+                                  interrupted=interrupted)
+    outcome.stop_signal = campaign.stop.signal
     outcome.records = read_records(plan)
     outcome.best = best_run(outcome.records)
-    write_summary(plan, outcome.records, outcome.status, figures=True)
     return outcome
 
 

@@ -73,7 +73,7 @@ def test_coinciding_lines_are_found():
 def test_chart_data_of_a_results_file():
     raw = json.loads(FIXTURE.read_text())
     data = chart_data(raw)
-    assert data["min_pairs"] == MIN_PAIRS and data["fast"] and data["status"] == "complete"
+    assert data["min_pairs"] == MIN_PAIRS and data["fast"] and data["status"] == "completed"
     assert {arch: style["color"] for arch, style in data["styles"].items()} == \
         {arch: style.color for arch, style in ARCH_STYLES.items()}
     dates = next(t for t in data["tasks"] if t["task"] == "dates")

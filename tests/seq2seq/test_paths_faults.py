@@ -69,7 +69,7 @@ def reference(tmp_path_factory):
     """An uninterrupted experiment on reverse: the oracle of every resumed one."""
     out = tmp_path_factory.mktemp("reference") / "paths"
     results = _run(out)
-    assert results["status"] == "complete" and list(results["tasks"]["reverse"]["archs"]) == ARCHS
+    assert results["status"] == "completed" and list(results["tasks"]["reverse"]["archs"]) == ARCHS
     return out
 
 
@@ -87,7 +87,7 @@ def test_a_foreign_non_empty_out_is_refused_and_left_alone(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "runs"]
     # --overwrite writes the experiment there: its own runs are replaced, other files stay
     results = _run(out, overwrite=True)
-    assert results["status"] == "complete" and (out / "notes.txt").read_text() == "my notes"
+    assert results["status"] == "completed" and (out / "notes.txt").read_text() == "my notes"
     assert read_checkpoint(out / "runs" / "reverse_rnn" / "checkpoints" / "latest.pt")["iteration"] == TINY.symbol_steps
 
 
@@ -132,7 +132,7 @@ def test_stopped_midway_and_rerun_gives_the_uninterrupted_experiment(reference, 
     rnn_checkpoint = _signature(out / "runs" / "reverse_rnn" / "checkpoints" / "latest.pt")
     lines: list[str] = []
     second = _run(out, say=lines.append)
-    assert second["status"] == "complete"
+    assert second["status"] == "completed"
     assert any("1 of 3 models done earlier" in line for line in lines)
     assert any("reverse / rnn-attention: resuming at step 6 of 12" in line for line in lines)
     assert not any("reverse / rnn: d_model" in line for line in lines)  # the finished model was not retrained
@@ -185,7 +185,7 @@ def test_killed_between_training_and_evaluation_evaluates_without_training(refer
     trained = _signature(checkpoint)
     lines: list[str] = []
     results = _run(out, say=lines.append)
-    assert results["status"] == "complete" and results["trained"] == {}
+    assert results["status"] == "completed" and results["trained"] == {}
     assert _signature(checkpoint) == trained and not any("reverse / transformer: d_model" in line for line in lines)
     expected = _results(reference)["tasks"]["reverse"]["archs"]
     assert _numbers(results["tasks"]["reverse"]["archs"]["transformer"]) == _numbers(expected["transformer"])
@@ -236,7 +236,8 @@ def test_sigterm_stops_the_paths_command_with_143_and_a_rerun_finishes_it(tmp_pa
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == status, stderr[-3000:]
-    assert "rerun the same command to continue" in stderr
+    said = stdout + stderr  # one instruction, not the engine's "--resume" besides the command's own
+    assert said.count("rerun the same command to continue") == 1 and "--resume" not in said
     saved = _results(out)
     assert saved["status"] == "interrupted" and saved["stop_signal"] == signum
     assert list(saved["tasks"]["reverse"]["archs"]) in (["rnn"], ["rnn", "rnn-attention"])
@@ -244,7 +245,7 @@ def test_sigterm_stops_the_paths_command_with_143_and_a_rerun_finishes_it(tmp_pa
     rnn_checkpoint = _signature(out / "runs" / "reverse_rnn" / "checkpoints" / "latest.pt")
     rerun = subprocess.run(_paths_command(out), env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert _results(out)["status"] == "complete" and list(_results(out)["tasks"]["reverse"]["archs"]) == ARCHS
+    assert _results(out)["status"] == "completed" and list(_results(out)["tasks"]["reverse"]["archs"]) == ARCHS
     assert _signature(out / "runs" / "reverse_rnn" / "checkpoints" / "latest.pt") == rnn_checkpoint
 
 
@@ -261,8 +262,10 @@ def test_ctrl_c_during_training_makes_the_paths_command_exit_130(tmp_path, monke
     monkeypatch.setattr(experiment_module, "train", ctrl_c_at_step_3)
     assert main(["paths", "--out", str(out), "--fast", "--tasks", "reverse", "--no-progress"]) == 130
     captured = capsys.readouterr()
-    assert "rerun the same command to continue" in captured.err
-    assert "Ctrl-C: saving a checkpoint" in captured.out and "interrupted at step 3 of 40" in captured.out
+    said = captured.out + captured.err
+    assert said.count("rerun the same command to continue") == 1 and "--resume" not in said
+    assert "Ctrl-C: saving a checkpoint" in captured.out and "interrupted at step 3 of 40 (checkpoint saved)" in said
+    assert "at step 4" not in said and "at step 2" not in said  # one step number
     saved = _results(out)
     assert (saved["status"], saved["stop_signal"], list(saved["tasks"]["reverse"]["archs"])) == \
         ("interrupted", signal.SIGINT, ["rnn"])
@@ -285,7 +288,7 @@ def test_a_second_experiment_into_the_same_out_is_refused_while_the_first_runs(r
 
     results = _run(out, step_callbacks=[second_experiment_at_step_3])
     assert refused
-    assert results["status"] == "complete" and list(_results(out)["tasks"]) == ["reverse"]
+    assert results["status"] == "completed" and list(_results(out)["tasks"]) == ["reverse"]
     assert not (out / "runs" / "copy_rnn").exists() and not (out / ".lock").exists()
     expected = _results(reference)["tasks"]["reverse"]["archs"]
     assert {a: _numbers(r) for a, r in _results(out)["tasks"]["reverse"]["archs"].items()} == \
@@ -318,3 +321,70 @@ def test_bad_paths_flags_are_refused_before_anything_is_written(tmp_path, capsys
     assert code == 2 and message in capsys.readouterr().err
     assert not out.exists()
 
+
+
+_TINY_SCRIPT = """
+import sys
+from seqlab.seq2seq.paths import run_paths
+from tests.seq2seq.test_paths_faults import TINY
+sys.exit(0 if run_paths(sys.argv[1], settings=TINY, tasks=("reverse",), progress=False)["status"] == "completed"
+         else 3)
+"""
+
+
+def _log_steps_once(run: Path, steps: int) -> None:
+    """RUN/log.jsonl ends complete, each step's record once, the final evaluation last."""
+    text = (run / "log.jsonl").read_text()
+    assert text.endswith("\n")
+    records = [json.loads(line) for line in text.splitlines()]
+    stepped = [r["step"] for r in records if "step" in r and "train_loss" in r]
+    assert stepped == sorted(set(stepped)) and stepped[-1] == steps
+    assert records[-1]["step"] == steps and "val_loss" in records[-1]
+
+
+@pytest.mark.parametrize("signum", [pytest.param(signal.SIGKILL, marks=pytest.mark.slow), signal.SIGTERM])
+def test_killed_mid_model_and_rerun_equals_the_uninterrupted_experiment(reference, tmp_path, signum):
+    """SIGKILL (no checkpoint of the model in training: it starts over) or SIGTERM (it saves one and
+    resumes) while the second model trains; the same command again gives the reference's numbers,
+    each model once in results.json, each log step once."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = tmp_path / "paths"
+    command = [sys.executable, "-c", _TINY_SCRIPT, str(out)]
+    process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "runs" / "reverse_rnn-attention" / "log.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.is_file() and log.read_text().count("\n") >= 1):  # the second model is training
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.002)
+    process.send_signal(signum)
+    process.communicate(timeout=120)
+    assert process.returncode in ((-signal.SIGKILL,) if signum == signal.SIGKILL else (3,))  # 3: the script saw "interrupted"
+    rerun = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    results, expected = _results(out), _results(reference)
+    assert results["status"] == "completed" and list(results["tasks"]["reverse"]["archs"]) == ARCHS
+    assert results["trained"] == {} and results.get("caps") == {}
+    assert {a: _numbers(r) for a, r in results["tasks"]["reverse"]["archs"].items()} == \
+        {a: _numbers(r) for a, r in expected["tasks"]["reverse"]["archs"].items()}
+    for arch in ARCHS:
+        _log_steps_once(out / "runs" / f"reverse_{arch}", TINY.symbol_steps)
+        torch.testing.assert_close(_weights(out / "runs" / f"reverse_{arch}"),
+                                   _weights(reference / "runs" / f"reverse_{arch}"), rtol=0, atol=0)
+
+
+def test_a_task_named_twice_is_trained_once(reference, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "paths"
+    shutil.copytree(reference, out)
+    lines: list[str] = []
+    results = _run(out, tasks=("reverse", "reverse"), say=lines.append)
+    assert any("3 of 3 models done earlier" in line for line in lines)  # not "3 of 6"
+    assert list(results["tasks"]) == ["reverse"] and list(results["tasks"]["reverse"]["archs"]) == ARCHS
+    # the command says so, and hands the experiment each task once
+    import seqlab.seq2seq.paths as paths_package
+
+    asked = []
+    monkeypatch.setattr(paths_package, "run_paths", lambda out, **kw: asked.append(kw["tasks"]) or
+                        {"total_seconds": 0.0, "status": "completed"})
+    assert main(["paths", "--out", str(tmp_path / "other"), "--fast", "--tasks", "copy,copy,reverse"]) == 0
+    assert asked == [("copy", "reverse")]
+    assert "--tasks names copy more than once; each task is trained once" in capsys.readouterr().err

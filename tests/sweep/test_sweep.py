@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,9 +55,9 @@ def finished(byte_data, tmp_path_factory):
 
 def test_a_three_value_grid_lists_three_finished_runs_with_their_logs_numbers(finished, byte_data, tmp_path):
     out, outcome = finished
-    assert outcome.status == "finished" and outcome.trained == NAMES and outcome.skipped == []
+    assert outcome.status == "completed" and outcome.trained == NAMES and outcome.skipped == []
     document = _sweep_json(out)
-    assert document["status"] == "finished" and document["axes"] == ["lr"] and document["grid"] == GRID
+    assert document["status"] == "completed" and document["axes"] == ["lr"] and document["grid"] == GRID
     runs = document["runs"]
     assert [r["name"] for r in runs] == NAMES and [r["status"] for r in runs] == ["finished"] * 3
     for run, lr in zip(runs, (3e-3, 1e-2, 3e-2)):
@@ -92,7 +93,7 @@ def test_a_second_invocation_trains_nothing(finished, byte_data):
     numbers = _numbers(out)
     lines: list[str] = []
     outcome = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), say=lines.append)
-    assert outcome.trained == [] and outcome.skipped == NAMES and outcome.status == "finished"
+    assert outcome.trained == [] and outcome.skipped == NAMES and outcome.status == "completed"
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert _numbers(out) == numbers
     assert all("already; skipped" in line for line in lines) and len(lines) == 3
@@ -114,7 +115,7 @@ def test_a_sweep_stopped_mid_run_and_rerun_gives_the_uninterrupted_numbers(finis
     assert not (out / NAMES[2]).exists()
     lines: list[str] = []
     second = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), say=lines.append)
-    assert second.status == "finished" and second.skipped == NAMES[:1] and second.trained == NAMES[1:]
+    assert second.status == "completed" and second.skipped == NAMES[:1] and second.trained == NAMES[1:]
     assert any("lr=0.01: resuming (logged up to step 15 of 30)" in line for line in lines)
     assert _numbers(out) == _numbers(finished[0])
 
@@ -171,7 +172,7 @@ def test_diverging_learning_rates_are_marked_and_the_sweep_goes_on(byte_data, tm
     # lr=1e10: NaN at once (NonFiniteLossError); lr=10: the loss climbs above its start after warm-up
     out = tmp_path / "lr"
     outcome = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=["lr=1e10,10,1e-2"]), say=_quiet)
-    assert outcome.status == "finished" and outcome.trained == ["lr=1e10", "lr=10", "lr=0.01"]
+    assert outcome.status == "completed" and outcome.trained == ["lr=1e10", "lr=10", "lr=0.01"]
     document = _sweep_json(out)
     runs = {r["name"]: r for r in document["runs"]}
     assert [r["status"] for r in runs.values()] == ["diverged", "diverged", "finished"]
@@ -278,7 +279,7 @@ def test_a_run_out_of_gpu_memory_is_recorded_as_failed_and_the_sweep_goes_on(byt
     monkeypatch.setattr(seqlab.training, "train", train_or_run_out_of_memory)
     out = tmp_path / "bs"
     outcome = run_sweep(plan_sweep(tiny_base(byte_data, max_steps=4), out, grid=["batch_size=4,16,2"]), say=_quiet)
-    assert outcome.status == "finished"
+    assert outcome.status == "completed"
     runs = {r["name"]: r for r in _sweep_json(out)["runs"]}
     assert [r["status"] for r in runs.values()] == ["finished", "failed", "finished"]
     assert runs["batch_size=16"]["reason"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
@@ -307,5 +308,79 @@ def test_a_second_sweep_into_the_same_out_is_refused_while_the_first_runs(finish
     outcome = run_sweep(plan_sweep(tiny_base(byte_data), out, grid=GRID), step_callbacks=[second_sweep_at_step_5],
                         say=_quiet)
     assert refused and f"{out} is in use: process {os.getpid()} (`seqlab sweep`" in refused[0]
-    assert outcome.status == "finished" and outcome.trained == NAMES and not (out / ".lock").exists()
+    assert outcome.status == "completed" and outcome.trained == NAMES and not (out / ".lock").exists()
     assert _numbers(out) == _numbers(finished[0])  # the first sweep went on undisturbed
+
+
+def _steps_once(run_dir: Path, total: int, log_interval: int = 5, eval_interval: int = 10) -> None:
+    """RUN/log.jsonl ends complete (every line whole, the last step's evaluation at its end) and holds
+    each train and eval step exactly once."""
+    text = (run_dir / "log.jsonl").read_text()
+    assert text.endswith("\n")
+    records = [json.loads(line) for line in text.splitlines()]
+    train_steps = [r["step"] for r in records if "train_loss" in r]
+    eval_steps = [r["step"] for r in records if "val_loss" in r]
+    assert train_steps == list(range(log_interval, total + 1, log_interval))
+    assert eval_steps == list(range(eval_interval, total + 1, eval_interval))
+    assert records[-1]["step"] == total and "val_loss" in records[-1]
+
+
+@pytest.mark.parametrize("signum", [pytest.param(signal.SIGKILL, marks=pytest.mark.slow), signal.SIGTERM])
+def test_killed_mid_run_and_rerun_every_log_holds_each_step_once(finished, byte_data, tmp_path, signum):
+    """Killed between two checkpoints (log records past the last one), then rerun: the logs are the
+    uninterrupted sweep's, each step once, and sweep.json lists every run once, finished."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = tmp_path / "killed"
+    process = subprocess.Popen(_sweep_command(out, byte_data), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    log = out / "lr=3e-3" / "log.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.is_file() and '"step": 15' in log.read_text()):  # past the checkpoint at step 10
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.002)
+    process.send_signal(signum)
+    process.communicate(timeout=120)
+    assert process.returncode == (-signal.SIGKILL if signum == signal.SIGKILL else 143)
+    rerun = subprocess.run(_sweep_command(out, byte_data), env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    for name in NAMES[:2]:
+        _steps_once(out / name, 30)
+        losses = [[(r["step"], r.get("train_loss"), r.get("val_loss")) for r in _log(run / name)]
+                  for run in (out, finished[0])]
+        assert losses[0] == losses[1]  # the resumed run's losses are the uninterrupted run's
+    document = _sweep_json(out)
+    assert document["status"] == "completed"
+    assert [(r["name"], r["status"]) for r in document["runs"]] == [(n, "finished") for n in NAMES[:2]]
+    assert _numbers(out) == _numbers(finished[0])[:2]
+
+
+def test_ctrl_c_says_one_step_number_and_one_instruction(byte_data, tmp_path, capsys):
+    def ctrl_c_at_step_12(engine, step):
+        if step == 12:
+            os.kill(os.getpid(), signal.SIGINT)  # the engine's handler: it saves after this step
+
+    lines: list[str] = []
+    outcome = run_sweep(plan_sweep(tiny_base(byte_data), tmp_path / "lr", grid=GRID), say=lines.append,
+                        step_callbacks=[ctrl_c_at_step_12])
+    said = "\n".join(lines) + capsys.readouterr().out
+    assert outcome.status == "interrupted" and outcome.stop_signal == signal.SIGINT
+    assert said.count("rerun the same command to continue") == 1 and "--resume" not in said
+    assert set(re.findall(r"at step (\d+)", said)) == {"12"}, said
+    assert "[1/3] lr=3e-3: interrupted at step 12 of 30 (checkpoint saved)" in said
+
+
+def test_an_invalid_grid_value_is_refused_before_any_run_trains(byte_data, tmp_path, capsys):
+    out = tmp_path / "dev"
+    code = main(["sweep", "--data-dir", str(byte_data), "--grid", "device=cpu,bogus", *TINY_FLAGS, "--out", str(out)])
+    assert code == 2 and not out.exists()  # the cpu run did not train first
+    assert "run device=bogus (device=bogus)" in capsys.readouterr().err
+
+
+def test_a_million_point_grid_is_refused_with_its_count(byte_data, tmp_path):
+    from seqlab.sweep.grid import GridError
+
+    lrs = ",".join(f"{i}e-6" for i in range(1, 1001))
+    seeds = ",".join(str(i) for i in range(1000))
+    with pytest.raises(GridError, match=r"the sweep has 1,000,000 runs \(1000 x 1000\)"):
+        plan_sweep(tiny_base(byte_data), tmp_path / "big", grid=[f"lr={lrs}", f"seed={seeds}"])
+    assert not (tmp_path / "big").exists()

@@ -147,7 +147,7 @@ function setupPaths(given) {
           ...pathsNotes(task, data.min_pairs).map((text) => el("p", { class: "note", text }))));
     }));
     const notes = [t(data.fast ? "paths.fast" : "paths.note"), t("paths.interval", { min: data.min_pairs })];
-    if (data.status !== "complete") notes.push(t("paths.unfinished"));
+    if (data.status !== "completed") notes.push(t("paths.unfinished"));
     $("paths-note").textContent = notes.join(" ");
   });
   if (!given) {

@@ -95,7 +95,7 @@ def chart_data(results: dict[str, Any]) -> dict[str, Any]:
     """Everything either chart draws, from a results.json document::
 
         {"styles": {arch: {"color", "dash", "marker", "offset"}}, "min_pairs": 5, "fast": bool,
-         "status": "complete" | "running" | "interrupted",
+         "status": "completed" | "running" | "interrupted",   (older words read as these)
          "tasks": [{"task", "train_lengths", "test_max_len", "complete", "missing": [arch, ...],
                     "archs": [{"arch", "parameters", "exact_match", "pairs",
                                "points": [[length, exact_match, count], ...],   # every length measured
@@ -134,4 +134,11 @@ def chart_data(results: dict[str, Any]) -> dict[str, Any]:
     styles = {arch: {**asdict(arch_style(arch)), "dash": list(arch_style(arch).dash)}
               for arch in [*ARCHS_COMPARED, *(a for a in used if a not in ARCHS_COMPARED)]}
     return {"styles": styles, "min_pairs": MIN_PAIRS, "fast": bool(results.get("fast")),
-            "status": results.get("status", "complete"), "tasks": tasks}
+            "status": _status_word(results.get("status")), "tasks": tasks}
+
+
+def _status_word(word: object) -> str:
+    """The experiment's status in today's words ("complete" of older results reads "completed")."""
+    from seqlab.runs.status import Status, read_status
+
+    return read_status(word, Status.COMPLETED).value

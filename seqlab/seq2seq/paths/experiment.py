@@ -28,7 +28,8 @@ command run again continues where the last one stopped:
 2. **evaluate** on test pairs never trained on, by source length, with attention and dependency maps;
 3. **done**: the record joins its task in results.json; a rerun skips it.
 
-Ctrl-C or SIGTERM stops the whole experiment (:func:`seqlab.training.interrupt.signals_stop_runs`):
+The loop (lock, stale files, signals, resume) is :class:`seqlab.training.campaign.Campaign`.
+Ctrl-C or SIGTERM stops the whole experiment:
 the model in training saves its checkpoint, a model being evaluated finishes its evaluation, no
 other model starts, results.json, report.md and paths.png say where it stands, and ``seqlab
 paths`` exits 130 or 143. A second signal quits at once.
@@ -36,17 +37,17 @@ paths`` exits 130 or 143. A second signal quits at once.
 
 from __future__ import annotations
 
-import contextlib
 import platform
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from seqlab.atomic import remove_stale_temporaries
-from seqlab.runs.checkpoint import read_checkpoint
+from seqlab.runs.state import TrainState
+from seqlab.runs.status import Status
 from seqlab.runs.log import read_jsonl
 from seqlab.seq2seq.build import build_model, size_for_parameters
 from seqlab.seq2seq.build import num_parameters
@@ -84,7 +85,7 @@ from seqlab.seq2seq.paths.settings import (
 )
 from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import train
-from seqlab.training.interrupt import StopRequest, signal_name, signals_stop_runs
+from seqlab.training.campaign import RESUME_HINT, Campaign, interrupted_line
 
 
 def train_config(settings: PathsSettings, task: str, arch: str, d_model: int, out: Path, seed: int,
@@ -171,22 +172,6 @@ def example_dependency(run, example: tuple[str, str]) -> torch.Tensor:
     return dependency_map(run.model, torch.tensor(src_ids), torch.tensor(tgt_ids)).detach().float()
 
 
-def saved_progress(run_dir: Path) -> dict[str, Any] | None:
-    """Where an interrupted model's run stands, from its checkpoint: {"step", "wallclock",
-    "max_steps", "time_budget_s", "finished"}; None when it has no checkpoint."""
-    latest = run_dir / "checkpoints" / "latest.pt"
-    if not latest.is_file():
-        return None
-    payload = read_checkpoint(latest, mmap=True)
-    extra, step = payload["extra"], int(payload["iteration"])
-    config = extra.get("config") or {}
-    budget, wallclock = config.get("time_budget_s"), float(extra.get("wallclock") or 0.0)
-    max_steps = config.get("max_steps")
-    finished = (isinstance(max_steps, int) and step >= max_steps) or (budget is not None and wallclock >= budget)
-    return {"step": step, "wallclock": wallclock, "max_steps": max_steps, "time_budget_s": budget,
-            "finished": finished}
-
-
 def _last_train_loss(run_dir: Path) -> float | None:
     records = read_jsonl(run_dir / "log.jsonl", drop_torn_last_line=True) if (run_dir / "log.jsonl").is_file() else []
     return next((r["train_loss"] for r in reversed(records) if isinstance(r.get("train_loss"), (int, float))), None)
@@ -237,7 +222,7 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
               say: Callable[[str], None] | None = None, overwrite: bool = False,
               step_callbacks: list[Callable] | tuple = ()) -> dict[str, Any]:
     """Run the experiment into ``out`` (or continue the one there); returns the results written to
-    ``results.json``. Their ``"status"`` is "complete", or "interrupted" (by a signal, then
+    ``results.json``. Their ``"status"`` is "completed", or "interrupted" (by a signal, then
     ``"stop_signal"`` holds it, or by a step callback's stop request).
 
     ``out`` must be new, empty, or this experiment's own folder: the same settings and seed
@@ -249,15 +234,10 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
     training engine (they may ``request_stop``, which stops the experiment as a signal does).
     ``threads`` defaults to 1: these models are small, and one thread is the fastest on a shared
     2-core machine (more threads mostly wait on each other)."""
-    from seqlab.runs.lock import RunLock
-
     settings = settings or (FAST if fast else FULL)
-    out = Path(out)
-    check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite)  # refusals before OUT is created
-    with RunLock(out, "seqlab paths"):  # a second `seqlab paths` into OUT is refused (RunLockedError)
-        return _run_locked(out, tasks=tasks, seed=seed, fast=fast, threads=threads, progress=progress,
-                           settings=settings, say=say or _say_default, overwrite=overwrite,
-                           step_callbacks=step_callbacks)
+    return _run_locked(Path(out), tasks=tuple(dict.fromkeys(tasks)), seed=seed, fast=fast, threads=threads,
+                       progress=progress, settings=settings, say=say or _say_default, overwrite=overwrite,
+                       step_callbacks=step_callbacks)
 
 
 def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, threads: int | None, progress: bool,
@@ -266,103 +246,139 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
     import matplotlib
 
     matplotlib.use("Agg")
-    saved = check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite)  # again, under the lock
-    out.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
-    if saved is None and overwrite:
-        start_over(out)
     threads = threads or 1
-    results = saved or new_results(settings, fast=fast, seed=seed)
-    results.update(status="running", stop_signal=None, machine={
-        "processor": platform.processor() or platform.machine(), "threads": threads, "torch": torch.__version__})
-    results.setdefault("trained", {})
-    earlier = float(results.get("total_seconds") or 0.0)
-    started = time.perf_counter()
+    campaign = Campaign(out, "seqlab paths", what="the paths experiment", say=say, prefix="paths: ",
+                        hint=f"{RESUME_HINT} (finished models are kept, the interrupted one resumes from its "
+                             "checkpoint)",
+                        check=lambda: check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite))
+    results: dict[str, Any] = {}
+    started, earlier = time.perf_counter(), [0.0]  # seconds of this and of earlier invocations
+    tasks_seen: dict[str, tuple[dict[str, Any], dict[str, Seq2SeqConfig], tuple[str, str]]] = {}
+    left = {"runs": 0}
 
-    def save_results(status: str | None = None) -> None:
+    def save_results(status: Status | None = None) -> None:
         if status is not None:
-            results["status"] = status
-        results["total_seconds"] = round(earlier + time.perf_counter() - started, 1)
+            results["status"] = status.value
+        results["total_seconds"] = round(earlier[0] + time.perf_counter() - started, 1)
         write_results(out, results)
 
-    save_results()  # from here on OUT is this experiment's folder: a rerun continues it
-    todo = [(t, a) for t, a in model_names(tasks) if a not in results["tasks"].get(t, {}).get("archs", {})]
-    if saved is not None:
-        done = len(model_names(tasks)) - len(todo)
-        others = [t for t in results["tasks"] if t not in tasks]
-        say(f"paths: continuing the experiment in {out}: {done} of {len(model_names(tasks))} models done earlier"
-            + (f"; the results of {', '.join(others)} are kept" if others else ""))
-    runs_left = sum(model_key(t, a) not in results["trained"] for t, a in todo)
-    saved_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    stop = StopRequest()
-    try:
-        with signals_stop_runs(stop, say, "the paths experiment"):
-            for task in tasks:
-                pending = [a for t, a in todo if t == task]
-                if not pending or stop.stopped:
-                    continue
-                entry = task_entry(results, task, settings, symbol=task in SYMBOL_TASKS)
-                configs = sized_configs(settings, task, seed)
-                example = example_pair(task, settings, seed)
-                for arch in pending:
-                    if stop.stopped:
-                        break
-                    key, run_dir = model_key(task, arch), out / "runs" / run_name(task, arch)
-                    d_model = configs[arch].d_model
-                    trained = results["trained"].get(key)
-                    if trained is None:
-                        state = saved_progress(run_dir)
-                        if state is not None and state["finished"]:  # killed between training and its record
-                            trained = {"steps": state["step"], "train_seconds": round(state["wallclock"], 2),
-                                       "status": "completed" if state["step"] >= (state["max_steps"] or 0)
-                                       else "time limit", "final_train_loss": _last_train_loss(run_dir)}
-                        else:
-                            runs_left -= 1
-                            if state is not None:
-                                cap = state["time_budget_s"]  # the run's own cap: its schedule follows it
-                                what = f"resuming at step {state['step']} of {state['max_steps']}"
-                            else:
-                                cap = None if settings.budget_minutes is None else round(max(
-                                    5.0, TRAIN_SHARE * (60 * settings.budget_minutes - (time.perf_counter() - started))
-                                    / (runs_left + 1)), 1)
-                                what = f"d_model {d_model}, {num_parameters(build_model(configs[arch], device='meta')):,} parameters"
-                            say(f"paths: {task} / {arch}: {what}")
-                            cfg = train_config(settings, task, arch, d_model, out, seed, threads, progress, cap,
-                                               resume=state is not None)
-                            result = train(cfg, step_callbacks=[stop.engine_callback, *step_callbacks],
-                                           say=lambda message, name=f"{task} / {arch}": say(f"paths: {name}: {message}"))
-                            if stop.note(result):
-                                say(f"paths: {task} / {arch}: interrupted at step {result.steps} of {result.total_steps} "
-                                    f"(checkpoint saved)")
-                                break
-                            trained = {"steps": result.steps, "train_seconds": round(result.elapsed, 2),
-                                       "status": "time limit" if result.stopped_by == "time budget" else result.status,
-                                       "final_train_loss": result.train_loss}
-                        results["trained"][key] = trained
-                        save_results()
-                    cfg = train_config(settings, task, arch, d_model, out, seed, threads, progress, None)
-                    record = evaluate_model(cfg, settings, task, arch, seed, trained, example, out)
-                    add_record(results, task, arch, record, entry)
-                    save_results()
-                    say(f"paths: {task} / {arch}: {trained['steps']} steps in {trained['train_seconds']:.0f} s, "
-                        f"exact match {record['exact_match']:.1%}")
-                if all(a in entry["archs"] for a in ARCHS_COMPARED):
-                    draw_task_dependency(out, task, example, {a: out / "runs" / run_name(task, a) for a in ARCHS_COMPARED})
-        results["stop_signal"] = stop.signal
-        status = "interrupted" if stop.stopped else "complete"
-        if status == "interrupted":
-            say(f"paths: stopped{' by ' + signal_name(stop.signal) if stop.signal else ''}; rerun the same command "
-                "to continue (finished models are kept, the interrupted one resumes from its checkpoint)")
+    def prepare(saved: dict[str, Any] | None) -> None:
+        if saved is None and overwrite:
+            start_over(out)
+        results.update(saved or new_results(settings, fast=fast, seed=seed))
+        results.update(status=Status.RUNNING.value, stop_signal=None, machine={
+            "processor": platform.processor() or platform.machine(), "threads": threads, "torch": torch.__version__})
+        for key in ("trained", "caps"):  # models trained but not evaluated; time caps of started models
+            results.setdefault(key, {})
+        earlier[0] = float(results.get("total_seconds") or 0.0)
+        names = model_names(tasks)
+        todo = [(t, a) for t, a in names if a not in results["tasks"].get(t, {}).get("archs", {})]
+        points[:] = [_Model(t, a, out / "runs" / run_name(t, a)) for t, a in todo]
+        left["runs"] = sum(model_key(t, a) not in results["trained"] for t, a in todo)
+        if saved is not None:
+            others = [t for t in results["tasks"] if t not in tasks]
+            say(f"paths: continuing the experiment in {out}: {len(names) - len(todo)} of {len(names)} models done "
+                "earlier" + (f"; the results of {', '.join(others)} are kept" if others else ""))
+
+    def task_setup(task: str):
+        if task not in tasks_seen:
+            entry = task_entry(results, task, settings, symbol=task in SYMBOL_TASKS)
+            tasks_seen[task] = (entry, sized_configs(settings, task, seed), example_pair(task, settings, seed))
+        return tasks_seen[task]
+
+    def reached_end(model: _Model, state: TrainState) -> bool:
+        cap = results["caps"].get(model.key)
+        steps = settings.symbol_steps if model.task in SYMBOL_TASKS else settings.dates_steps
+        return model.key in results["trained"] or state.step >= steps or (cap is not None and state.elapsed >= cap)
+
+    def train_one(model: _Model, state: TrainState | None, callbacks: list[Callable], engine_say: Callable[[str], None]):
+        _, configs, _ = task_setup(model.task)
+        d_model = configs[model.arch].d_model
+        left["runs"] -= 1
+        steps = settings.symbol_steps if model.task in SYMBOL_TASKS else settings.dates_steps
+        if state is not None:
+            cap = results["caps"].get(model.key)  # the run's own cap: its schedule follows it
+            what = f"resuming at step {state.step} of {steps}"
+        else:
+            cap = None if settings.budget_minutes is None else round(max(
+                5.0, TRAIN_SHARE * (60 * settings.budget_minutes - (time.perf_counter() - started)) / (left["runs"] + 1)), 1)
+            what = f"d_model {d_model}, {num_parameters(build_model(configs[model.arch], device='meta')):,} parameters"
+            results["caps"][model.key] = cap
+            save_results()
+        say(f"paths: {model.name}: {what}")
+        cfg = train_config(settings, model.task, model.arch, d_model, out, seed, threads, progress, cap,
+                           resume=state is not None)
+        return train(cfg, step_callbacks=[*callbacks, *step_callbacks],
+                     say=lambda message: engine_say(f"paths: {model.name}: {message}"))
+
+    def record(model: _Model, result: Any, state: TrainState | None) -> None:
+        entry, configs, example = task_setup(model.task)
+        trained = results["trained"].get(model.key)
+        if result is not None:
+            trained = {"steps": result.steps, "train_seconds": round(result.elapsed, 2),
+                       "status": _run_status(result).value, "final_train_loss": result.train_loss}
+        elif trained is None:  # killed between training and its record: its checkpoint says how it ended
+            steps = settings.symbol_steps if model.task in SYMBOL_TASKS else settings.dates_steps
+            trained = {"steps": state.step, "train_seconds": round(state.elapsed, 2),
+                       "status": (Status.COMPLETED if state.step >= steps else Status.TIME_BUDGET).value,
+                       "final_train_loss": _last_train_loss(model.run_dir)}
+        results["trained"][model.key] = trained
+        save_results()
+        cfg = train_config(settings, model.task, model.arch, configs[model.arch].d_model, out, seed, threads,
+                           progress, None)
+        evaluated = evaluate_model(cfg, settings, model.task, model.arch, seed, trained, example, out)
+        add_record(results, model.task, model.arch, evaluated, entry)
+        results["caps"].pop(model.key, None)
+        save_results()
+        say(f"paths: {model.name}: {trained['steps']} steps in {trained['train_seconds']:.0f} s, "
+            f"exact match {evaluated['exact_match']:.1%}")
+        if all(a in entry["archs"] for a in ARCHS_COMPARED):
+            draw_task_dependency(out, model.task, example,
+                                 {a: out / "runs" / run_name(model.task, a) for a in ARCHS_COMPARED})
+
+    def interrupted(model: _Model, result: Any) -> None:
+        say(f"paths: {model.name}: {interrupted_line(result)}")
+
+    def summarize(status: Status) -> None:
+        results["stop_signal"] = campaign.stop.signal
         save_results(status)
-        if results["tasks"]:
+        if status is not Status.RUNNING and results["tasks"]:
             draw_paths(out / FIGURE_FILE, results)
             write_report(out / REPORT_FILE, results)
-    except BaseException:
-        results["stop_signal"] = stop.signal
-        with contextlib.suppress(Exception):  # the error itself matters more
-            save_results("interrupted")  # what is done stays done; the same command continues
-        raise
+
+    points: list[_Model] = []
+    saved_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        campaign.run(points, prepare=prepare, recorded=lambda model: None, reached_end=reached_end,
+                     train_one=train_one, record=record, summarize=summarize, interrupted=interrupted)
     finally:
         torch.set_num_threads(saved_threads)
     return results
+
+
+def _run_status(result: Any) -> Status:
+    """A finished run's :class:`Status`: the engine says "completed" also when a time budget or a
+    target ended it (``stopped_by`` tells which)."""
+    if result.stopped_by == "time budget":
+        return Status.TIME_BUDGET
+    if result.stopped_by == "target reached":
+        return Status.TARGET_REACHED
+    return Status(result.status)
+
+
+@dataclass
+class _Model:
+    """One model of the experiment: a point of its campaign."""
+
+    task: str
+    arch: str
+    run_dir: Path
+
+    @property
+    def key(self) -> str:
+        return model_key(self.task, self.arch)
+
+    @property
+    def name(self) -> str:
+        return f"{self.task} / {self.arch}"

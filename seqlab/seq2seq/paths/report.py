@@ -3,6 +3,8 @@ each chosen by comparing the measured numbers (no sentence is written before the
 
 from __future__ import annotations
 
+from seqlab.runs.status import Status, read_status
+
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +34,12 @@ def write_report(path: Path, results: dict[str, Any]) -> str:
              f"{s['test_max_len']} ({s['test_per_length']} pairs per length).", ""]
     unfinished = [f"{task} ({', '.join(a for a in ARCHS_COMPARED if a not in info['archs'])} not yet evaluated)"
                   for task, info in results["tasks"].items() if any(a not in info["archs"] for a in ARCHS_COMPARED)]
-    if results.get("status", "complete") != "complete" or unfinished:
+    if read_status(results.get("status"), Status.COMPLETED) is not Status.COMPLETED or unfinished:
         lines += [f"**Unfinished** (status: {results.get('status')}){': ' + '; '.join(unfinished) if unfinished else ''}. "
                   "Rerun the same `seqlab paths` command to continue: finished models are kept, an interrupted one "
                   "resumes from its checkpoint.", ""]
     capped = [f"{task}/{arch} ({run['steps']} steps)" for task, info in results["tasks"].items()
-              for arch, run in info["archs"].items() if run["status"] == "time limit"]
+              for arch, run in info["archs"].items() if read_status(run.get("status")) is Status.TIME_BUDGET]
     if capped:
         lines += [f"Stopped by the time cap before their planned steps ({s['symbol_steps']} for the symbol tasks, "
                   f"{s['dates_steps']} for dates; the machine was slower than planned): {', '.join(capped)}. "
@@ -118,7 +120,7 @@ def findings(task: str, info: dict[str, Any]) -> list[str]:
                        f"({listing(better)}), consistent with the bottleneck; {', '.join(worse)} also falls "
                        f"({listing(worse)}), so attention alone did not remove the drop at this budget"
                        + ("; it stopped at the time cap, so it may simply be undertrained." if any(
-                           archs[a].get("status") == "time limit" for a in worse) else "."))
+                           read_status(archs[a].get("status")) is Status.TIME_BUDGET for a in worse) else "."))
         elif drop >= 0.2:
             out.append(f"The plain RNN falls {span}, but the other architectures are not clearly better on the "
                        f"longest sources ({listing(worse)}): long sources are hard for every model at this "

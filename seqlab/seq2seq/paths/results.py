@@ -4,7 +4,7 @@ experiment's own folder. Standard library only.
 The document::
 
     {"settings": PathsSettings fields, "fast": bool, "seed": int,
-     "status": "running" | "interrupted" | "complete",
+     "status": "running" | "interrupted" | "completed",   ("complete" in older results)
      "tasks": {task: {"train_lengths", "test_max_len", "archs": {arch: record}}},   # evaluated models
      "trained": {"task/arch": training outcome},   # trained, not yet evaluated (a kill in between)
      "machine": {...}, "total_seconds": float}     # seconds summed over every invocation
