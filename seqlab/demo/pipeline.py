@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from seqlab.atomic import atomic_directory, atomic_write_text
+from seqlab.atomic import atomic_write_text
 from seqlab.inference.generate import generate
 from seqlab.runs.checkpoint import load_model_from_checkpoint
 from seqlab.tokenizer import Tokenizer
@@ -95,12 +95,13 @@ def choose_threads() -> int:
 
 def run_demo(out: str | Path = "demo_out", *, minutes: float = DEFAULT_MINUTES, fast: bool = False, seed: int = 0,
              progress: bool = True, overwrite: bool = False) -> Path:
-    """Run the demo into ``out`` (replacing it whole when ``overwrite``) and return the path of report.md."""
+    """Run the demo into ``out`` and return the path of report.md. ``out`` follows :mod:`seqlab.outdir`'s
+    rule: new, empty, an earlier demo (replaced whole), or anything with ``overwrite``."""
+    from seqlab.outdir import holds_only, output_folder
+
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        raise FileExistsError(f"--out {out} already exists; pass --overwrite to replace it (the new demo is built "
-                              "beside it and swapped in whole), or choose another --out")
-    with atomic_directory(out, replaceable=DEMO_FILES) as building:
+    recognise = holds_only(DEMO_FILES, ["report.md", "run"])  # a demo from before the marker
+    with output_folder(out, "seqlab demo", overwrite=overwrite, recognise=recognise, flag="--out") as building:
         _build(building, out, minutes=minutes, fast=fast, seed=seed, progress=progress)
     report = out / "report.md"
     _say(f"wrote {report}")

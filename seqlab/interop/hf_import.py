@@ -27,9 +27,10 @@ import torch
 
 from seqlab.interop.hf_config import UnsupportedModelError, from_llama_config
 from seqlab.interop.llama_layout import halves_to_pairs, llama_names
-from seqlab.interop.run_writer import write_imported_run
+from seqlab.interop.run_writer import IMPORT_COMMAND, write_imported_run
 from seqlab.interop.safetensors_io import WeightFiles
 from seqlab.model import ModelConfig, TransformerLM
+from seqlab.outdir import check_out_folder
 from seqlab.runs.directory import read_config
 from seqlab.tokenizer import Tokenizer
 
@@ -104,18 +105,17 @@ def read_weights(files: WeightFiles, config: ModelConfig, plan: list[tuple[str, 
     return state
 
 
-def import_hf(src: str | os.PathLike, out: str | os.PathLike) -> Path:
+def import_hf(src: str | os.PathLike, out: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Read the local transformers Llama folder ``src`` and write the seqlab run directory ``out``.
 
-    ``out`` must not exist. Raises :class:`~seqlab.interop.hf_config.UnsupportedModelError` (a model
+    ``out`` follows :mod:`seqlab.outdir`'s rule (new, empty, an earlier import that has not been
+    trained since, or ``overwrite``). Raises :class:`~seqlab.interop.hf_config.UnsupportedModelError` (a model
     or field seqlab cannot run), FileNotFoundError / FileExistsError, or ValueError (damaged or
     inconsistent files), each naming the file and the field or tensor; nothing is written then.
     """
     src, out = Path(src), Path(out)
     check_source(src)
-    if out.exists():
-        raise FileExistsError(f"OUT {out} already exists; seqlab import writes a new run directory and never "
-                              f"replaces one: give a new path (or remove {out})")
+    check_out_folder(out, IMPORT_COMMAND, overwrite=overwrite)
     config = read_llama_config(src)
     tokenizer = Tokenizer.from_hf(src / "tokenizer.json")
     if tokenizer.vocab_size != config.vocab_size:
@@ -132,4 +132,4 @@ def import_hf(src: str | os.PathLike, out: str | os.PathLike) -> Path:
     del state
     if config.tie_embeddings:  # assign=True made two Parameter objects of the one tensor: one again
         model.token_embeddings.weight = model.lm_head.weight
-    return write_imported_run(out, model, tokenizer, source=str(src.resolve()))
+    return write_imported_run(out, model, tokenizer, source=str(src.resolve()), overwrite=overwrite)

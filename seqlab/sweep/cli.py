@@ -124,7 +124,9 @@ def _register_compare(subparsers) -> None:
                     "OUT/compare.json, OUT/report.md (a table sorted by validation loss) and OUT/curves.png "
                     "(training and validation loss against steps and wall-clock time, one line per run).")
     compare.add_argument("runs", nargs="+", metavar="RUN", help="run directories (or sweep directories)")
-    compare.add_argument("--out", required=True, metavar="DIR", help="where to write the comparison")
+    compare.add_argument("--out", required=True, metavar="DIR",
+                         help="where to write the comparison: a new or empty folder, or an earlier comparison")
+    compare.add_argument("--overwrite", action="store_true", help="replace --out whole, whatever it holds")
     compare.set_defaults(func=_run_compare)
 
 
@@ -132,7 +134,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     from seqlab.sweep.report import compare_runs
 
     try:
-        records = compare_runs(args.runs, args.out)
+        records = compare_runs(args.runs, args.out, overwrite=args.overwrite)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

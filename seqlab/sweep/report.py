@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seqlab.atomic import atomic_write_text, remove_stale_temporaries
+from seqlab.atomic import atomic_write_text
 from seqlab.sweep.grid import format_value
 from seqlab.runs.directory import read_json_object
 from seqlab.sweep.records import RunRecord, read_run
@@ -147,20 +147,27 @@ def compare_run_dirs(paths: list[str | Path]) -> list[tuple[str, Path]]:
     return [(p.name if names.count(p.name) == 1 else given, p) for given, p in found]
 
 
-def compare_runs(paths: list[str | Path], out: str | Path) -> list[RunRecord]:
-    """``seqlab compare``: read every run, write OUT/compare.json, OUT/report.md and OUT/curves.png."""
+COMPARE_FILES = (COMPARE_FILE, "report.md", "curves.png")
+
+
+def compare_runs(paths: list[str | Path], out: str | Path, *, overwrite: bool = False) -> list[RunRecord]:
+    """``seqlab compare``: read every run, write OUT/compare.json, OUT/report.md and OUT/curves.png.
+
+    OUT follows :mod:`seqlab.outdir`'s rule (new, empty, an earlier comparison, or ``overwrite``), so
+    a sweep's own report.md or a user's file is never written over."""
+    from seqlab.outdir import check_out_folder, holds_only, output_folder
+
     out = Path(out)
+    rule = dict(overwrite=overwrite, recognise=holds_only(COMPARE_FILES, [COMPARE_FILE]), flag="--out")
+    check_out_folder(out, "seqlab compare", **rule)
     records = [read_run(path, name=name) for name, path in compare_run_dirs(paths)]
     if not records:
         raise ValueError("no runs to compare")
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out {out} is a file; give a directory (it is created if missing)")
-    out.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
     title = f"Comparison of {len(records)} runs"
-    write_json(out / COMPARE_FILE, {"runs": [r.summary() for r in records],
-                                    "best": getattr(best_run(records), "name", None)})
-    figures = write_figures(out, records, None, title=title)
-    intro = [f"Runs: {', '.join(f'`{r.run_dir}`' for r in records)}."]
-    atomic_write_text(out / "report.md", report_markdown(title, intro, records, [], figures))
+    with output_folder(out, "seqlab compare", **rule) as building:
+        write_json(building / COMPARE_FILE, {"runs": [r.summary() for r in records],
+                                             "best": getattr(best_run(records), "name", None)})
+        figures = write_figures(building, records, None, title=title)
+        intro = [f"Runs: {', '.join(f'`{r.run_dir}`' for r in records)}."]
+        atomic_write_text(building / "report.md", report_markdown(title, intro, records, [], figures))
     return records

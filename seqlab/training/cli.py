@@ -75,7 +75,8 @@ def _register_prepare(subparsers) -> None:
     vocabulary.add_argument("--tokenizer", metavar="DIR",
                             help="encode with this tokenizer (a tokenizer directory or a run, e.g. one made by "
                                  "`seqlab import`, to fine-tune it) instead of training one")
-    prep.add_argument("--out", required=True, metavar="DIR")
+    prep.add_argument("--out", required=True, metavar="DIR", help="new, empty, or a folder this command wrote")
+    prep.add_argument("--overwrite", action="store_true", help="replace --out whole, whatever it holds")
     prep.add_argument("--special-token", action="append", metavar="T",
                       help="special token (repeatable; default <|endoftext|>)")
     prep.add_argument("--workers", type=int, default=None, help="processes for BPE and encoding")
@@ -93,7 +94,8 @@ def _run_prepare(args: argparse.Namespace) -> int:
     specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
-                       workers=args.workers, progress=not args.no_progress, tokenizer_dir=args.tokenizer)
+                       workers=args.workers, progress=not args.no_progress, tokenizer_dir=args.tokenizer,
+                       overwrite=args.overwrite)
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -14,7 +14,7 @@ from seqlab.inference.generate import generate
 from seqlab.inference.loading import load_model
 from tests.interop.conftest import NORM_EPS, ROPE_THETA, hf_greedy, hf_logits, seqlab_logits
 
-FILES = ["config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
+FILES = [".seqlab-out.json", "config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
          "tokenizer.json", "tokenizer_config.json"]
 
 
