@@ -398,6 +398,9 @@ def _run_paths(args: argparse.Namespace) -> int:
     if unknown:
         return _error(f"--tasks: unknown {', '.join(unknown)}; choose from {', '.join(PATHS_TASKS)}", 2)
     tasks = tuple(dict.fromkeys(given))  # a task named twice is trained once
+    repeated = sorted({t for t in given if given.count(t) > 1})
+    if repeated:
+        print(f"note: --tasks names {', '.join(repeated)} more than once; each task is trained once", file=sys.stderr)
     from seqlab.seq2seq.paths import run_paths
 
     try:
