@@ -40,3 +40,61 @@ def test_a_byte_order_mark_inside_a_pairs_file_says_how_to_remove_it(tmp_path):
     command = message[message.index("sed -i"):].split("\n")[0]
     subprocess.run(["sh", "-c", command], check=True)  # the fix it gives works
     assert read_pairs_tsv(joined) == ([("Go.", "Va !"), ("Run!", "Cours !")], [])
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than Python's recursion limit lets json parse
+
+
+def test_the_json_reader_names_the_file_for_every_fault(tmp_path):
+    from seqlab.jsonfile import parse_json, read_json
+
+    for text, words in ((DEEP, "too deeply nested"), ("[1, 2]", "expected a JSON object, found list"),
+                        ('{"a": 1,}', "line 1: invalid JSON"), (b"\xff{}", "not UTF-8 text")):
+        path = tmp_path / "x.json"
+        path.write_bytes(text.encode() if isinstance(text, str) else text)
+        with pytest.raises(ValueError) as info:
+            read_json(path, expected=dict)
+        assert str(info.value).startswith(f"{path}") and words in str(info.value)
+    with pytest.raises(ValueError, match=r"log.jsonl, line 7: too deeply nested"):
+        parse_json(DEEP, "log.jsonl", line=7)
+    assert parse_json('{"a": [1]}', "f") == {"a": [1]}  # the oracle: what json itself gives
+    assert parse_json("[" * 50 + "]" * 50, "f") == eval("[" * 50 + "]" * 50)
+
+
+@pytest.mark.parametrize("where", ["config.json", "model.safetensors.index.json", "tokenizer.json"])
+def test_deeply_nested_json_in_an_import_source_is_an_error_naming_the_file(where, tmp_path, capsys):
+    src = tmp_path / "hf"
+    src.mkdir()
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 300, "hidden_size": 16,
+              "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "max_position_embeddings": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0}
+    import json
+
+    (src / "config.json").write_text(json.dumps(config))
+    (src / "tokenizer.json").write_text("{}")
+    (src / "model.safetensors.index.json").write_text('{"weight_map": {}}')
+    (src / where).write_text(DEEP)
+    if where == "model.safetensors.index.json":  # read after tokenizer.json: ask the weights reader itself
+        from seqlab.interop.safetensors_io import WeightFiles
+
+        with pytest.raises(ValueError, match="too deeply nested") as info:
+            WeightFiles(src)
+        assert str(info.value).startswith(str(src / where))
+        return
+    assert main(["import", "--from", "hf", str(src), str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert f"{src / where}: too deeply nested" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("line, words", [("[1, 2, 3]", "line 2: expected a JSON object (a log record), found list"),
+                                         (DEEP, "line 2: too deeply nested")])
+def test_a_log_line_that_is_a_list_or_too_deep_is_named_by_compare(line, words, tmp_path, capsys):
+    from tests.test_outdir import _tiny_run
+
+    run = _tiny_run(tmp_path / "r", [3.0, 2.0, 1.5])
+    lines = (run / "log.jsonl").read_text().splitlines()
+    lines[1] = line
+    (run / "log.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["compare", str(run), "--out", str(tmp_path / "cmp")]) == 1
+    err = capsys.readouterr().err
+    assert f"{run / 'log.jsonl'}, {words}" in err and not (tmp_path / "cmp").exists()

@@ -26,10 +26,9 @@ def read_meta(data_dir: str | Path) -> dict:
     path = Path(data_dir) / "meta.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; create the data directory with `seqlab prepare`")
-    try:
-        meta = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    from seqlab.jsonfile import read_json
+
+    meta = read_json(path)
     if not isinstance(meta, dict) or not isinstance(meta.get("vocab_size"), int):
         raise ValueError(f"{path}: expected a JSON object with an integer \"vocab_size\"")
     return meta
