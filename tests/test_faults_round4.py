@@ -98,3 +98,42 @@ def test_a_log_line_that_is_a_list_or_too_deep_is_named_by_compare(line, words, 
     assert main(["compare", str(run), "--out", str(tmp_path / "cmp")]) == 1
     err = capsys.readouterr().err
     assert f"{run / 'log.jsonl'}, {words}" in err and not (tmp_path / "cmp").exists()
+
+
+@pytest.mark.parametrize("argv, usage, hint", [
+    (["train", "--lr-rate", "3e-3"], "usage: seqlab train", "(did you mean --lr?)"),
+    (["seq2seq", "train", "--batchsize", "8"], "usage: seqlab seq2seq train", "(did you mean --batch-size?)"),
+    (["bpe", "export", "--to", "hf", "a", "b", "--ovewrite"], "usage: seqlab bpe export", "did you mean --overwrite?"),
+    (["compare", "a", "--out", "o", "--zzzzzz"], "usage: seqlab compare", "unrecognized arguments: --zzzzzz"),
+])
+def test_a_wrong_flag_gets_the_subcommands_usage_and_the_closest_flag(argv, usage, hint, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith(usage) and hint in err
+    assert "usage: seqlab [-h]" not in err  # not the top-level usage
+
+
+def test_generate_and_eval_exit_1_on_runtime_failures_and_2_on_usage_errors(tmp_path, capsys):
+    import numpy as np
+
+    from tests.test_faults_inference import write_run
+
+    run = write_run(tmp_path, vocab_size=257)
+    np.save(tmp_path / "valid.npy", np.arange(40, dtype=np.uint16))
+    bad = np.arange(40, dtype=np.uint16)
+    bad[3] = 999  # an id the model does not have: the data fails, not the command line
+    np.save(tmp_path / "bad.npy", bad)
+    cases = [
+        (["generate", "--run", str(tmp_path / "missing")], 1),
+        (["eval", "--run", str(tmp_path / "missing"), "--data", str(tmp_path / "valid.npy")], 1),
+        (["eval", "--run", str(run), "--data", str(tmp_path / "bad.npy")], 1),
+        (["eval", "--run", str(run), "--data", str(tmp_path / "nothing.npy")], 1),
+        (["generate", "--run", str(run), "--temperature", "-1"], 2),
+        (["generate", "--checkpoint", str(run / "checkpoints" / "latest.pt")], 2),  # needs --tokenizer
+        (["eval", "--checkpoint", str(run), "--data", str(tmp_path / "valid.npy")], 2),  # a folder
+        (["eval", "--run", str(run), "--data", str(tmp_path / "valid.npy")], 0),
+    ]
+    for argv, expected in cases:
+        assert main(argv) == expected, (argv, capsys.readouterr().err)
+        capsys.readouterr()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -15,6 +16,25 @@ from seqlab.cli_types import check_text, finite_float, positive_int
 
 # errors a handler reports as one line (exit 2) instead of a traceback
 USER_ERRORS = (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
+# exit statuses: 2 when the command line is wrong (a flag's value, the wrong kind of run for the
+# command, a folder given as a checkpoint), 1 when the command fails on what it reads or runs
+USAGE, FAILURE = 2, 1
+
+
+def _usage_checks(args: argparse.Namespace, command: str) -> None:
+    """What can be refused from the command line alone, before a file is read."""
+    from seqlab.runkind import check_run_kind
+
+    check_run_kind(args.run or args.checkpoint, "lm", command, run_dir=args.run is not None)
+    from seqlab.runtime import resolve_device
+
+    resolve_device(args.device)  # a device this machine lacks
+
+
+def _usage_status(error: BaseException) -> int:
+    """A run that does not exist (or cannot be read) fails (1); anything else refused up front is the
+    command line's fault (2)."""
+    return FAILURE if isinstance(error, (FileNotFoundError, PermissionError)) else USAGE
 
 
 def register(subparsers: Any) -> None:
@@ -52,18 +72,24 @@ def _register_generate(subparsers: Any) -> None:
 
 
 def _run_generate(args: argparse.Namespace) -> int:
-    import os
-
     try:
-        from seqlab.runkind import check_run_kind
+        _usage_checks(args, "seqlab generate")
+        if args.checkpoint and not args.tokenizer:
+            raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
+        from seqlab.inference.sampling import check_sampling_args
 
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab generate", run_dir=args.run is not None)
+        check_sampling_args(args.temperature, args.top_p, args.top_k)
+        if args.max_tokens < 0:
+            raise ValueError(f"--max-tokens (max_new_tokens) must be >= 0, got {args.max_tokens}")
+        check_text(args.prompt, "--prompt")
+    except USER_ERRORS as exc:
+        print(f"seqlab generate: error: {exc}", file=sys.stderr)
+        return _usage_status(exc)
+    try:
         from seqlab.inference.generate import generate_stream
         from seqlab.inference.loading import check_vocabularies, load_model
 
         model, tokenizer, _ = load_model(args.run, args.checkpoint, args.device, args.tokenizer)
-        if tokenizer is None and args.checkpoint:
-            raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
         if tokenizer is None:
             raise FileNotFoundError(f"tokenizer directory {os.path.join(args.run, 'tokenizer')} does not exist")
         # everything is checked before the first byte is printed
@@ -90,7 +116,7 @@ def _run_generate(args: argparse.Namespace) -> int:
         out.flush()
     except USER_ERRORS as exc:
         print(f"seqlab generate: error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_status(exc) if isinstance(exc, IsADirectoryError) else FAILURE  # a folder given as the checkpoint
     return 0
 
 
@@ -114,9 +140,11 @@ def _run_eval(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     try:
-        from seqlab.runkind import check_run_kind
-
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab eval", run_dir=args.run is not None)
+        _usage_checks(args, "seqlab eval")
+    except USER_ERRORS as exc:
+        print(f"seqlab eval: error: {exc}", file=sys.stderr)
+        return _usage_status(exc)
+    try:
         from seqlab.inference.evaluate import evaluate
         from seqlab.inference.loading import load_model
         from seqlab.tokenizer.token_array import open_tokens
@@ -127,7 +155,7 @@ def _run_eval(args: argparse.Namespace) -> int:
                           name=args.data)
     except USER_ERRORS as exc:
         print(f"seqlab eval: error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_status(exc) if isinstance(exc, IsADirectoryError) else FAILURE  # a folder given as the checkpoint
     finite = math.isfinite(result.loss)
     if args.json:  # strict JSON: a non-finite number is written as null
         fields = {key: value if not isinstance(value, float) or math.isfinite(value) else None
