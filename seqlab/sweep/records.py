@@ -37,6 +37,7 @@ from seqlab.runs.directory import CONFIG_FILE, read_config, read_json_object
 from seqlab.runs.log import read_jsonl
 
 OUTCOME_FILE = "sweep_outcome.json"
+SWEEP_FILE = "sweep.json"
 STATUSES = ("finished", "diverged", "failed", "unfinished", "pending", "unknown")
 
 
@@ -73,6 +74,19 @@ class RunRecord:
     @property
     def label(self) -> str:
         return self.name + (" (diverged)" if self.status == "diverged" else "")
+
+
+def sweep_runs(path: str | Path) -> list[tuple[str, Path]] | None:
+    """(name, run directory) of every run of the sweep directory ``path`` (its sweep.json lists them),
+    None when ``path`` is not a sweep's directory. A damaged sweep.json raises ValueError naming it."""
+    path = Path(path)
+    sweep = read_json_object(path / SWEEP_FILE) if path.is_dir() else None
+    if sweep is None:
+        return None
+    runs = sweep.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
+        raise ValueError(f"{path / SWEEP_FILE}: \"runs\" must be a list of objects with a \"name\"")
+    return [(r["name"], path / r["name"]) for r in runs]
 
 
 def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops: float | None,

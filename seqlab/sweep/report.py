@@ -22,10 +22,8 @@ from typing import Any
 
 from seqlab.atomic import atomic_write_text
 from seqlab.sweep.grid import format_value
-from seqlab.runs.directory import read_json_object
-from seqlab.sweep.records import RunRecord, read_run
+from seqlab.sweep.records import SWEEP_FILE, RunRecord, read_run, sweep_runs  # noqa: F401 (SWEEP_FILE: kept here)
 
-SWEEP_FILE = "sweep.json"
 COMPARE_FILE = "compare.json"
 
 
@@ -168,15 +166,12 @@ def compare_run_dirs(paths: list[str | Path]) -> list[tuple[str, Path]]:
         if (path / "log.jsonl").is_file() or (path / "config.json").is_file():
             found.append((str(given), path))
             continue
-        sweep = read_json_object(path / SWEEP_FILE) if path.is_dir() else None
-        if sweep is None:
+        runs = sweep_runs(path)
+        if runs is None:
             what = "does not exist" if not path.exists() else "holds no log.jsonl, config.json or sweep.json"
             raise FileNotFoundError(f"{given} {what}; give the directory of a run (from `seqlab train` or "
                                     "`seqlab sweep`) or of a sweep")
-        runs = sweep.get("runs")
-        if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
-            raise ValueError(f"{path / SWEEP_FILE}: \"runs\" must be a list of objects with a \"name\"")
-        found += [(str(Path(given) / r["name"]), path / r["name"]) for r in runs]
+        found += [(str(Path(given) / name), run) for name, run in runs]
     names = [p.name for _, p in found]
     return [(p.name if names.count(p.name) == 1 else given, p) for given, p in found]
 
