@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from seqlab.progressbar import progress_bar as tqdm
 
 from seqlab.model import TransformerLM
 from seqlab.model.loss import cross_entropy
