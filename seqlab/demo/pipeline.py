@@ -147,7 +147,7 @@ def _build(work: Path, out: Path, *, minutes: float, fast: bool, seed: int, prog
                  f"training still gets {budget:.0f} s, so the demo runs over its {minutes:g} minutes")
         _say(f"[3/5] training for {budget:.0f} s (~{expected} steps at {step_time * 1000:.0f} ms/step measured, "
              f"{threads} CPU thread(s))")
-    result = train(config)
+    result = train(config, say=lambda message: _say(_final_paths(message, work, out)))
     _point_run_at(out, run_dir)
 
     _say("[4/5] evaluating and sampling a story")
@@ -165,6 +165,14 @@ def _build(work: Path, out: Path, *, minutes: float, fast: bool, seed: int, prog
                  parameters=model.num_parameters(), total_seconds=time.perf_counter() - started,
                  minutes=None if fast else minutes)
     _say(sample)
+
+
+def _final_paths(message: str, work: Path, out: Path) -> str:
+    """``message`` naming the paths the demo will have once swapped in (``out/run/...``), not the
+    temporary folder it is built in (``.demo_out.tmp4242/run/...``)."""
+    for built, final in ((work.resolve(), out.resolve()), (work, out)):
+        message = message.replace(str(built), str(final))
+    return message
 
 
 def _point_run_at(out: Path, run_dir: Path) -> None:

@@ -14,9 +14,22 @@ from seqlab.cli import main
 from seqlab.training.logging_utils import read_jsonl
 
 
-def test_demo_fast_writes_a_report(tmp_path, capsys):
+def test_demo_fast_writes_a_report(tmp_path, capsys, monkeypatch):
+    import seqlab.demo.pipeline as pipeline
+
+    real_train = pipeline.train
+
+    def train_naming_its_folder(config, say=None, **kwargs):  # what the engine says at a time budget's end
+        result = real_train(config, say=say, **kwargs)
+        (say or print)(f"time budget: saved {config.out_dir}/checkpoints/latest.pt at step 40")
+        return result
+
+    monkeypatch.setattr(pipeline, "train", train_naming_its_folder)
     out = tmp_path / "demo"
     assert main(["demo", "--fast", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr()
+    assert ".tmp" not in printed.out + printed.err  # the final paths, never the folder it is built in
+    assert f"saved {out / 'run'}/checkpoints/latest.pt" in printed.err
     report = (out / "report.md").read_text()
     assert "![loss curve](run/loss_curve.png)" in report and (out / "run" / "loss_curve.png").is_file()
     val_loss = float(re.search(r"final validation loss \| ([0-9.]+)", report).group(1))
