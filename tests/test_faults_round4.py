@@ -137,3 +137,24 @@ def test_generate_and_eval_exit_1_on_runtime_failures_and_2_on_usage_errors(tmp_
     for argv, expected in cases:
         assert main(argv) == expected, (argv, capsys.readouterr().err)
         capsys.readouterr()
+
+
+def _accounting(capsys, *argv):
+    import json
+
+    assert main(["accounting", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_accounting_tinystories_defaults_to_cs336s_token_budget(capsys):
+    report = _accounting(capsys, "--preset", "tinystories")
+    time = report["training_time"]
+    assert time["steps"] * time["batch_size"] * 256 == 327_680_000  # CS336: 40,000 x 32 x 256 tokens
+    # the oracle: (training FLOPs of 32 sequences + AdamW's 14 per parameter) x steps / (MFU x peak)
+    per_step = report["training_step_flops"] * 32 + 14 * report["parameters"]
+    assert time["seconds"] == pytest.approx(per_step * 40_000 / (0.5 * 19.5e12), rel=1e-9)
+    assert "327.68M tokens" in report["note"]
+    given = _accounting(capsys, "--preset", "tinystories", "--steps", "10")["training_time"]
+    assert (given["steps"], given["batch_size"]) == (10, 32)
+    other = _accounting(capsys, "--preset", "gpt2-small")["training_time"]
+    assert (other["steps"], other["batch_size"]) == (400_000, 1024)
