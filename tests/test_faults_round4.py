@@ -158,3 +158,40 @@ def test_accounting_tinystories_defaults_to_cs336s_token_budget(capsys):
     assert (given["steps"], given["batch_size"]) == (10, 32)
     other = _accounting(capsys, "--preset", "gpt2-small")["training_time"]
     assert (other["steps"], other["batch_size"]) == (400_000, 1024)
+
+
+def test_batched_eval_matches_a_window_by_window_oracle_and_takes_threads(tmp_path, capsys, monkeypatch):
+    import math
+
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from seqlab.inference import load_model
+    from seqlab.inference.evaluate import evaluate
+    from tests.test_faults_inference import write_run
+
+    run = write_run(tmp_path, vocab_size=257)  # context 16
+    model = load_model(run=run).model
+    data = np.random.default_rng(1).integers(0, 257, 16 * 7 + 5).astype(np.uint16)
+    total, count = 0.0, 0
+    with torch.no_grad():  # the oracle: each window on its own, torch's cross-entropy summed
+        for start in range(0, len(data) - 1, 16):
+            ids = torch.from_numpy(data[start:start + 17].astype(np.int64))[None]
+            logits = model(ids[:, :-1])
+            total += float(F.cross_entropy(logits[0], ids[0, 1:], reduction="sum"))
+            count += ids.shape[1] - 1
+    for batch_size in (1, 3, 32):
+        result = evaluate(model, data, batch_size)
+        assert result.tokens == count == len(data) - 1
+        assert result.loss == pytest.approx(total / count, rel=1e-5) and result.perplexity == pytest.approx(
+            math.exp(total / count), rel=1e-5)
+    np.save(tmp_path / "valid.npy", data)
+    asked = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (asked.append(n), real(n)))
+    assert main(["eval", "--run", str(run), "--data", str(tmp_path / "valid.npy"), "--threads", "1", "--json"]) == 0
+    assert asked == [1]
+    import json
+
+    assert json.loads(capsys.readouterr().out)["loss"] == pytest.approx(total / count, rel=1e-5)

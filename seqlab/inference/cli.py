@@ -132,6 +132,8 @@ def _register_eval(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=positive_int, default=32, help="windows per batch (32)")
     p.add_argument("--context-length", type=positive_int, default=None,
                    help="window length, at most the model's (default: the model's)")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="torch CPU threads (default: torch's choice; on a busy machine 1 can be faster)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run_eval)
 
@@ -149,6 +151,10 @@ def _run_eval(args: argparse.Namespace) -> int:
         from seqlab.inference.loading import load_model
         from seqlab.tokenizer.token_array import open_tokens
 
+        if args.threads is not None:
+            import torch
+
+            torch.set_num_threads(args.threads)
         model = load_model(args.run, args.checkpoint, args.device).model
         data = open_tokens(args.data)
         result = evaluate(model, data, args.batch_size, args.context_length, progress=True,
