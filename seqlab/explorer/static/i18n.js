@@ -330,6 +330,8 @@ const STRINGS = {
   "tr.hint.copy": ["This run copies strings of the letters a–j, {lo} to {hi} long (the lengths it trained on): type one.", "该运行复制由字母 a–j 组成、长度 {lo} 到 {hi}（训练时的长度）的字符串：请输入一个。"],
   "tr.hint.reverse": ["This run writes strings of the letters a–j backwards, {lo} to {hi} long (the lengths it trained on): type one.", "该运行把由字母 a–j 组成、长度 {lo} 到 {hi}（训练时的长度）的字符串倒过来写：请输入一个。"],
   "tr.hint.sort": ["This run sorts strings of the letters a–j, {lo} to {hi} long (the lengths it trained on): type one.", "该运行对由字母 a–j 组成、长度 {lo} 到 {hi}（训练时的长度）的字符串排序：请输入一个。"],
+  "tr.none": ["Train a seq2seq run (about a minute: `seqlab seq2seq train --task dates --out runs/dates`), then start `seqlab explore --run runs/dates` to translate with it here.",
+              "先训练一个 seq2seq 运行（约一分钟：`seqlab seq2seq train --task dates --out runs/dates`），再用 `seqlab explore --run runs/dates` 启动，即可在此用它翻译。"],
   "tr.hint.dates": ["This run turns a date between 1900 and 2099 into YYYY-MM-DD. Write it in one of the task's formats, such as “{example}”, “29/11/2026”, “Nov 29, 2026” (`seqlab seq2seq vocab` lists all {n}).", "该运行把 1900 到 2099 年之间的日期转换为 YYYY-MM-DD。请使用该任务的格式之一书写，例如“{example}”“29/11/2026”“Nov 29, 2026”（`seqlab seq2seq vocab` 列出全部 {n} 种）。"],
   "tr.hint.fr-en": ["This run translates French sentences of a small grammar ({n} words, e.g. “{example}”): determiner + noun + adjective after it + verb (+ object after voit/aime/suit). `seqlab seq2seq vocab` lists the words.", "该运行翻译一个小型语法中的法语句子（{n} 个词，例如“{example}”）：限定词 + 名词 + 后置形容词 + 动词（voit/aime/suit 之后接宾语）。`seqlab seq2seq vocab` 列出所有词。"],
   "tr.hint.pairs": ["This run was trained on the pairs in {file}: type a source sentence like those, e.g. “{example}”.", "该运行在 {file} 中的句对上训练：请输入类似的源句子，例如“{example}”。"],

@@ -287,6 +287,7 @@ function setupTranslate(s2sRuns, noRun) {
   $("tr-beam").value = 1;
   let info = null;  // the selected run's seq2seq/info
   const hint = () => {
+    if (!s2sRuns.length) { $("tr-hint").textContent = t("tr.none"); return; }  // a hint, as section 14 gives
     if (!info) { $("tr-hint").textContent = ""; return; }
     const task = info.task || "pairs";
     $("tr-hint").textContent = t("tr.hint." + task, { lo: info.lengths[0], hi: info.lengths[1], example: info.example,
@@ -296,8 +297,11 @@ function setupTranslate(s2sRuns, noRun) {
     for (const id of ["tr-output", "tr-step", "tr-hover", "tr-note"]) $(id).textContent = "";
     for (const id of ["tr-map", "tr-grid", "tr-notes"]) $(id).replaceChildren();
   };
+  if (!s2sRuns.length) {  // nothing to translate with: the hint alone, no empty menus
+    for (const node of $("w-translate").querySelectorAll(".controls, .facts, .cols, #tr-notes")) node.style.display = "none";
+  }
   const w = widget("w-translate", () => {
-    if (!s2sRuns.length) throw apiError(noRun, {});
+    if (!s2sRuns.length) { hint(); return null; }
     if (!$("tr-text").value && !info) return null;
     return ["seq2seq/translate", { run: select.value, text: $("tr-text").value, beam: Number($("tr-beam").value) }];
   }, (data) => draw(data));
