@@ -330,6 +330,7 @@ const STRINGS = {
   "tr.hint.copy": ["This run copies strings of the letters a–j, {lo} to {hi} long (the lengths it trained on): type one.", "该运行复制由字母 a–j 组成、长度 {lo} 到 {hi}（训练时的长度）的字符串：请输入一个。"],
   "tr.hint.reverse": ["This run writes strings of the letters a–j backwards, {lo} to {hi} long (the lengths it trained on): type one.", "该运行把由字母 a–j 组成、长度 {lo} 到 {hi}（训练时的长度）的字符串倒过来写：请输入一个。"],
   "tr.hint.sort": ["This run sorts strings of the letters a–j, {lo} to {hi} long (the lengths it trained on): type one.", "该运行对由字母 a–j 组成、长度 {lo} 到 {hi}（训练时的长度）的字符串排序：请输入一个。"],
+  "attn.bar_max": ["each row's largest weight", "每行的最大权重"],
   "tr.none": ["Train a seq2seq run (`seqlab seq2seq train --task dates --out runs/dates`), then start `seqlab explore --run runs/dates` to translate with it here.",
               "先训练一个 seq2seq 运行（`seqlab seq2seq train --task dates --out runs/dates`），再用 `seqlab explore --run runs/dates` 启动，即可在此用它翻译。"],
   "tr.hint.dates": ["This run turns a date between 1900 and 2099 into YYYY-MM-DD. Write it in one of the task's formats, such as “{example}”, “29/11/2026”, “Nov 29, 2026” (`seqlab seq2seq vocab` lists all {n}).", "该运行把 1900 到 2099 年之间的日期转换为 YYYY-MM-DD。请使用该任务的格式之一书写，例如“{example}”“29/11/2026”“Nov 29, 2026”（`seqlab seq2seq vocab` 列出全部 {n} 种）。"],
