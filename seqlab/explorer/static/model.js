@@ -55,6 +55,7 @@ function attnColor(f) {
 function attnColorBar(width) {
   const svg = svgRoot(width, 30);
   svg.classList.add("attn-bar");
+  svg.style.maxWidth = `${width}px`;  // drawn at its own size, like the map above it
   const steps = 40;
   for (let s = 0; s < steps; s++) {
     svg.append(svgEl("rect", { x: 4 + (s * (width - 8)) / steps, y: 2, width: (width - 8) / steps + 0.5, height: 10,
