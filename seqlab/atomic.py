@@ -31,6 +31,11 @@ from pathlib import Path
 _TEMPORARY_NAME = re.compile(r"\.(?P<stem>.+)\.(?P<kind>tmp|old)(?P<pid>[0-9]+)(?P<suffix>\.[^.]*)?")
 
 
+def is_temporary_name(name: str) -> bool:
+    """Whether ``name`` is one of seqlab's temporaries (``.train.tmp4242.npy``, ``.tok.old4242``)."""
+    return _TEMPORARY_NAME.fullmatch(name) is not None
+
+
 def _temporary_name(path: Path, kind: str = "tmp") -> Path:
     return path.with_name(f".{path.stem}.{kind}{os.getpid()}{path.suffix}")
 

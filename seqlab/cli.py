@@ -31,8 +31,35 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+class SeqlabParser(argparse.ArgumentParser):
+    """An ArgumentParser whose subcommands (``add_subparsers`` makes them of the same class) note
+    themselves on the namespace, so that an unknown flag is reported by the subcommand it was given
+    to, with that subcommand's usage and the closest flag it has (:func:`unknown_flags_error`)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if not hasattr(namespace, "_seqlab_parser"):  # the innermost subcommand sets it first
+            namespace._seqlab_parser = self
+        return namespace, extras
+
+
+def unknown_flags_error(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """"unrecognized arguments: --lr-rate 3 (did you mean --lr?)": the closest of ``parser``'s
+    option strings for each unknown flag (difflib), e.g. under `seqlab train`."""
+    import difflib
+
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    flags = [extra.split("=", 1)[0] for extra in extras if extra.startswith("-")]
+    hints = []
+    for flag in flags:
+        close = difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+        if close:
+            hints.append(f"did you mean {close[0]}?" if len(flags) == 1 else f"{flag}: did you mean {close[0]}?")
+    return f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else "")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SeqlabParser(
         prog="seqlab",
         description="Sequence models from a one-number RNN to a trained Transformer LM.",
     )
@@ -63,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    used = vars(args).pop("_seqlab_parser", parser)
+    if extras:
+        used.error(unknown_flags_error(used, extras))  # that subcommand's usage, exit status 2
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help()

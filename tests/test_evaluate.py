@@ -96,6 +96,6 @@ def test_cli_eval_on_a_checkpoint(tmp_path, capsys):
     bad = data.copy()
     bad[10] = 500
     np.save(tmp_path / "bad.npy", bad)
-    assert main(["eval", "--checkpoint", str(ckpt), "--data", str(tmp_path / "bad.npy")]) == 2
+    assert main(["eval", "--checkpoint", str(ckpt), "--data", str(tmp_path / "bad.npy")]) == 1
     assert "token id 500 at position 10" in capsys.readouterr().err
-    assert main(["eval", "--checkpoint", str(tmp_path / "missing.pt"), "--data", "x.npy"]) == 2
+    assert main(["eval", "--checkpoint", str(tmp_path / "missing.pt"), "--data", "x.npy"]) == 1

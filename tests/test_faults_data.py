@@ -98,7 +98,7 @@ def test_1_prepare_failing_midway_leaves_the_old_directory_untouched(texts, tmp_
     monkeypatch.undo()
     # the new dataset replaces the old one whole: tokenizer, both splits and meta agree
     assert prepare_cli(texts["stories"], texts["valid"], 300, out) == 0
-    assert sorted(os.listdir(out)) == ["meta.json", "tokenizer", "train.npy", "valid.npy"]
+    assert sorted(os.listdir(out)) == [".seqlab-out.json", "meta.json", "tokenizer", "train.npy", "valid.npy"]
     tokenizer = Tokenizer.load(out / "tokenizer")
     assert json.loads((out / "meta.json").read_text())["vocab_size"] == tokenizer.vocab_size == 300
     for split in ("train", "valid"):
@@ -166,7 +166,7 @@ def test_3_prepare_removes_temporaries_of_dead_processes(texts, tmp_path):
     (tmp_path / f".data.tmp{dead}").mkdir()  # a killed run's half-built directory
     assert prepare_cli(texts["stories"], texts["valid"], 300, out) == 0
     assert sorted(os.listdir(tmp_path)) == ["data"]
-    assert sorted(os.listdir(out)) == ["meta.json", "tokenizer", "train.npy", "valid.npy"]
+    assert sorted(os.listdir(out)) == [".seqlab-out.json", "meta.json", "tokenizer", "train.npy", "valid.npy"]
 
 
 # -- 4. tokenize --out ------------------------------------------------------------------------

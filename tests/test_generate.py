@@ -244,7 +244,7 @@ def test_cli_generate_streams_the_decoded_continuation(tmp_path, capsys):
 
     assert main(["generate", "--checkpoint", str(run / "checkpoints" / "latest.pt")]) == 2
     assert "--tokenizer" in capsys.readouterr().err
-    assert main(["generate", "--run", str(tmp_path / "nope")]) == 2
+    assert main(["generate", "--run", str(tmp_path / "nope")]) == 1
     assert "latest.pt" in capsys.readouterr().err
     if not torch.cuda.is_available():  # an absent device is named, not an AssertionError traceback
         assert main(["generate", "--run", str(run), "--device", "cuda"]) == 2

@@ -36,9 +36,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, default=1, help="batch for FLOPs and memory (default 1)")
     p.add_argument("--memory-gb", type=finite_float, default=DEFAULT_MEMORY_GB,
                    help="accelerator memory for the largest batch (default 80 GB = 80e9 bytes)")
-    p.add_argument("--steps", type=int, default=DEFAULT_TRAIN_STEPS, help="training steps (400000)")
-    p.add_argument("--train-batch-size", type=int, default=DEFAULT_TRAIN_BATCH,
-                   help="batch for the training-time estimate (1024)")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"training steps (default: the preset's own budget, e.g. tinystories 40000 x 32 sequences "
+                        f"= CS336's 327.68M tokens; else {DEFAULT_TRAIN_STEPS})")
+    p.add_argument("--train-batch-size", type=int, default=None,
+                   help=f"batch for the training-time estimate (default: the preset's, else {DEFAULT_TRAIN_BATCH})")
     p.add_argument("--mfu", type=finite_float, default=DEFAULT_MFU, help="model FLOPs utilization (0.5)")
     p.add_argument("--peak-flops", type=finite_float, default=DEFAULT_PEAK_FLOPS,
                    help="peak FLOP/s (19.5e12, A100 float32)")
@@ -64,7 +66,7 @@ def _check_config_kind(path: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from seqlab.accounting.presets import PRESETS, preset_note
+    from seqlab.accounting.presets import PRESETS, preset_note, training_budget
     from seqlab.accounting.report import (
         ReportOptions,
         account,
@@ -78,6 +80,8 @@ def _run(args: argparse.Namespace) -> int:
             _check_config_kind(args.config)
         fields_ = dict(PRESETS[args.preset]) if args.preset else load_config_file(args.config)
         shape = as_model_config(fields_)
+        args.steps, args.train_batch_size, budget_source = training_budget(args.preset, args.steps,
+                                                                           args.train_batch_size)
         positive = {"--batch-size": args.batch_size, "--context-length": args.context_length,
                     "--steps": args.steps, "--train-batch-size": args.train_batch_size,
                     "--memory-gb": args.memory_gb}
@@ -93,6 +97,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"seqlab accounting: error: {where}{exc}", file=sys.stderr)
         return 2
     note = preset_note(args.preset, report["parameters"]) if args.preset else None
+    if budget_source:
+        note = (note + "; " if note else "") + (f"training time for {budget_source} ({args.steps:,} steps of "
+                                                f"{args.train_batch_size}); change it with --steps and "
+                                                "--train-batch-size")
     if args.json:
         print(json.dumps({**report, "note": note} if note else report))
     else:

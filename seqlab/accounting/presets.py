@@ -46,6 +46,28 @@ PRESET_HELP = ("named model shapes; the gpt2-* presets take GPT-2's sizes (layer
                "small: 124M), gpt2-xl 2.13B (GPT-2 XL: 1.56B)")
 
 
+# The training budget a preset comes with, the default of `seqlab accounting --preset NAME`: CS336's
+# TinyStories run is 40,000 steps of 32 sequences of 256 tokens = 327,680,000 tokens.
+PRESET_BUDGETS: dict[str, dict[str, Any]] = {
+    "tinystories": dict(steps=40_000, batch_size=32, source="CS336's TinyStories budget, 327.68M tokens"),
+}
+
+
+def training_budget(name: str | None, steps: int | None, batch_size: int | None) -> tuple[int, int, str | None]:
+    """(steps, batch size, where the defaults came from) for the training-time estimate: the given
+    values, else the preset's own budget (:data:`PRESET_BUDGETS`), else the generic defaults.
+
+    >>> training_budget("tinystories", None, None)
+    (40000, 32, "CS336's TinyStories budget, 327.68M tokens")
+    """
+    budget = PRESET_BUDGETS.get(name or "")
+    if budget is None or (steps is not None and batch_size is not None):
+        return (DEFAULT_TRAIN_STEPS if steps is None else steps,
+                DEFAULT_TRAIN_BATCH if batch_size is None else batch_size, None)
+    return (budget["steps"] if steps is None else steps, budget["batch_size"] if batch_size is None else batch_size,
+            budget["source"])
+
+
 def preset_note(name: str, parameters: int) -> str | None:
     """What a preset is, when its name could mislead: the gpt2-* presets are GPT-2's sizes in this
     toolkit's architecture, not GPT-2 (``parameters``: the preset's own count, for the comparison)."""

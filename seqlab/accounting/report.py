@@ -167,7 +167,7 @@ def load_config_file(path: str) -> dict[str, Any]:
             data = tomllib.loads(raw.decode("utf-8"))
         else:
             data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"{path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}: {exc}") from exc
     if isinstance(data, dict) and isinstance(data.get("model"), dict):
         data = data["model"]

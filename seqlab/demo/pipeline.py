@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from seqlab.atomic import atomic_directory, atomic_write_text
+from seqlab.atomic import atomic_write_text
 from seqlab.inference.generate import generate
 from seqlab.lm.data import prepare
 from seqlab.lm.settings import TrainConfig
@@ -96,12 +96,13 @@ def choose_threads() -> int:
 
 def run_demo(out: str | Path = "demo_out", *, minutes: float = DEFAULT_MINUTES, fast: bool = False, seed: int = 0,
              progress: bool = True, overwrite: bool = False) -> Path:
-    """Run the demo into ``out`` (replacing it whole when ``overwrite``) and return the path of report.md."""
+    """Run the demo into ``out`` and return the path of report.md. ``out`` follows :mod:`seqlab.outdir`'s
+    rule: new, empty, an earlier demo (replaced whole), or anything with ``overwrite``."""
+    from seqlab.outdir import holds_only, output_folder
+
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        raise FileExistsError(f"--out {out} already exists; pass --overwrite to replace it (the new demo is built "
-                              "beside it and swapped in whole), or choose another --out")
-    with atomic_directory(out, replaceable=DEMO_FILES) as building:
+    recognise = holds_only(DEMO_FILES, ["report.md", "run"])  # a demo from before the marker
+    with output_folder(out, "seqlab demo", overwrite=overwrite, recognise=recognise, flag="--out") as building:
         _build(building, out, minutes=minutes, fast=fast, seed=seed, progress=progress)
     report = out / "report.md"
     _say(f"wrote {report}")
@@ -147,7 +148,7 @@ def _build(work: Path, out: Path, *, minutes: float, fast: bool, seed: int, prog
                  f"training still gets {budget:.0f} s, so the demo runs over its {minutes:g} minutes")
         _say(f"[3/5] training for {budget:.0f} s (~{expected} steps at {step_time * 1000:.0f} ms/step measured, "
              f"{threads} CPU thread(s))")
-    result = train(config)
+    result = train(config, say=lambda message: _say(_final_paths(message, work, out)))
     _point_run_at(out, run_dir)
 
     _say("[4/5] evaluating and sampling a story")
@@ -165,6 +166,14 @@ def _build(work: Path, out: Path, *, minutes: float, fast: bool, seed: int, prog
                  parameters=model.num_parameters(), total_seconds=time.perf_counter() - started,
                  minutes=None if fast else minutes)
     _say(sample)
+
+
+def _final_paths(message: str, work: Path, out: Path) -> str:
+    """``message`` naming the paths the demo will have once swapped in (``out/run/...``), not the
+    temporary folder it is built in (``.demo_out.tmp4242/run/...``)."""
+    for built, final in ((work.resolve(), out.resolve()), (work, out)):
+        message = message.replace(str(built), str(final))
+    return message
 
 
 def _point_run_at(out: Path, run_dir: Path) -> None:

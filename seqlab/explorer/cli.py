@@ -65,7 +65,9 @@ def run_explore(args: argparse.Namespace) -> int:
     print(f"seqlab explorer at {server.url}  (Ctrl+C to stop)", flush=True)
     if not run_ids:
         print(f"no model runs: the model panels explain how to make one (`seqlab demo --fast`)", file=sys.stderr)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    from seqlab.explorer.server import is_loopback
+
+    if not is_loopback(args.host):
         print(f"warning: listening on {args.host}, reachable from other machines", file=sys.stderr)
     if not args.no_browser:
         webbrowser.open(server.url)

@@ -63,6 +63,25 @@ def describe_run(run_id: str) -> Run:
         f"from `seqlab train`) or with vocab.json (a model from `seqlab seq2seq train`)", "run_not_run", run=run_id))
 
 
+def expand_sweeps(run_ids: list[str] | tuple[str, ...]) -> list[str]:
+    """``run_ids`` with each sweep directory (``seqlab sweep --out DIR``, as ``seqlab compare``
+    takes them) replaced by its runs that have a checkpoint, e.g. ["sweeps/lr"] ->
+    ["sweeps/lr/lr=0.001", "sweeps/lr/lr=0.003"]. A sweep with no trained run yet stays as given
+    (its panels then say what is wrong)."""
+    from seqlab.sweep.records import sweep_runs
+
+    expanded = []
+    for run_id in run_ids:
+        path = Path(run_id).expanduser()
+        try:
+            runs = None if (path / "checkpoints").is_dir() else sweep_runs(path)
+        except ValueError:
+            runs = None  # a damaged sweep.json: describe_run names the folder
+        trained = [str(Path(run_id) / name) for name, run in runs or [] if (run / "checkpoints" / "latest.pt").is_file()]
+        expanded += trained or [run_id]
+    return expanded
+
+
 @dataclass
 class ExplorerLM:
     """A language-model run, ready to use: the model (eval mode, CPU), its tokenizer and files."""
@@ -154,7 +173,7 @@ class RunRegistry:
     serves it), so no panel shows a stale model."""
 
     def __init__(self, run_ids: list[str] | tuple[str, ...] = (), paths_dir: str | None = None):
-        self.runs = [describe_run(run_id) for run_id in dict.fromkeys(run_ids)]
+        self.runs = [describe_run(run_id) for run_id in dict.fromkeys(expand_sweeps(run_ids))]
         self.paths_dir = paths_dir
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()

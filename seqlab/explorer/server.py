@@ -26,6 +26,21 @@ from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 REQUEST_TIMEOUT_S = 10  # a client that stops sending mid-body is dropped, never waited on forever
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to ``host`` keeps the server on this machine: "localhost" or any loopback
+    address (all of 127.0.0.0/8, ::1, ::ffff:127.x.y.z), e.g. is_loopback("127.0.0.2") is True."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip().strip("[]").split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 LISTEN_BACKLOG = 128
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                  ".png": "image/png", ".json": "application/json"}
@@ -273,7 +288,7 @@ class ExplorerServer(ThreadingHTTPServer):
         host = address[0]
         # Bound to loopback: only loopback names may appear in Host. Bound elsewhere on
         # purpose (--host): the user chose to expose it, so any Host is accepted.
-        self.allowed_hosts = set(LOOPBACK_HOSTS) | {host.lower()} if host in LOOPBACK_HOSTS else None
+        self.allowed_hosts = set(LOOPBACK_HOSTS) | {host.lower()} if is_loopback(host) else None
 
     def handle_error(self, request, client_address) -> None:
         """A client that hangs up (closed tab, reload, curl | head) is normal: at most one line

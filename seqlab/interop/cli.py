@@ -15,10 +15,11 @@ def register(subparsers) -> None:
                     "(LlamaConfig), model.safetensors, generation_config.json, tokenizer.json, "
                     "tokenizer_config.json, special_tokens_map.json. transformers loads it with "
                     "LlamaForCausalLM.from_pretrained(OUT) and AutoTokenizer.from_pretrained(OUT). "
-                    "OUT is built beside and swapped in whole.")
+                    "OUT is built beside and swapped in whole; it must be new, empty or an earlier export (or --overwrite).")
     export.add_argument("--to", required=True, choices=("hf",), help="the format (hf: transformers Llama)")
     export.add_argument("run", metavar="RUN", help="a `seqlab train` run directory")
-    export.add_argument("out", metavar="OUT", help="output folder (new, or an earlier export)")
+    export.add_argument("out", metavar="OUT", help="output folder: new, empty, or an earlier export")
+    export.add_argument("--overwrite", action="store_true", help="replace OUT whole, whatever it holds")
     export.set_defaults(func=_run_export)
 
     imp = subparsers.add_parser(
@@ -30,7 +31,9 @@ def register(subparsers) -> None:
     imp.add_argument("--from", dest="source_format", required=True, choices=("hf",),
                      help="the format (hf: transformers Llama)")
     imp.add_argument("src", metavar="SRC", help="a downloaded model folder")
-    imp.add_argument("out", metavar="OUT", help="the run directory to create (must not exist)")
+    imp.add_argument("out", metavar="OUT", help="the run directory to create: new, empty, or an earlier import "
+                     "not trained since")
+    imp.add_argument("--overwrite", action="store_true", help="replace OUT whole, whatever it holds")
     imp.set_defaults(func=_run_import)
 
 
@@ -40,7 +43,7 @@ def _run_export(args: argparse.Namespace) -> int:
             export_hf,  # it names a seq2seq run as one, not by its fields
         )
 
-        return export_hf(args.run, args.out)
+        return export_hf(args.run, args.out, overwrite=args.overwrite)
 
     return _report(convert, f"exported {args.run}", "load with transformers: LlamaForCausalLM.from_pretrained({out!r})")
 
@@ -49,7 +52,7 @@ def _run_import(args: argparse.Namespace) -> int:
     def convert():
         from seqlab.interop.hf_import import import_hf
 
-        return import_hf(args.src, args.out)
+        return import_hf(args.src, args.out, overwrite=args.overwrite)
 
     return _report(convert, f"imported {args.src}", "try: seqlab generate --run {out} --prompt 'Hello'")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
+from seqlab.atomic import atomic_write_text
 from seqlab.interop.hf_config import (
     UnsupportedModelError,
     check_llama_expressible,
@@ -34,6 +34,7 @@ from seqlab.interop.llama_layout import llama_names, pairs_to_halves
 from seqlab.interop.safetensors_io import save_safetensors
 from seqlab.lm.loading import check_vocabularies
 from seqlab.model.config import ModelConfig
+from seqlab.outdir import check_out_folder, output_folder
 from seqlab.runkind import check_run_kind
 from seqlab.runs.checkpoint import (
     checkpoint_path,
@@ -67,14 +68,19 @@ def llama_state_dict(state: dict[str, torch.Tensor], config: ModelConfig, source
     return out
 
 
-def export_hf(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+EXPORT_COMMAND = "seqlab export --to hf"
+
+
+def export_hf(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write the run's latest checkpoint and tokenizer as a transformers Llama folder ``out_dir``.
 
     Raises :class:`~seqlab.interop.hf_config.UnsupportedModelError` (a model Llama cannot express),
     FileNotFoundError (no checkpoint or tokenizer) or ValueError (damaged files), all naming the
-    file and, where there is one, the field; ``out_dir`` is then left as it was.
+    file and, where there is one, the field; ``out_dir`` is then left as it was. ``out_dir`` follows
+    :mod:`seqlab.outdir`'s rule: new, empty, an earlier export, or ``overwrite``.
     """
     run_dir, out = Path(run_dir), Path(out_dir)
+    check_out_folder(out, EXPORT_COMMAND, overwrite=overwrite)
     check_run_kind(run_dir, "lm", "seqlab export --to hf", run_dir=False)  # a seq2seq run is named as one
     path = checkpoint_path(run=run_dir)
     payload = read_checkpoint(path, mmap=True)  # the optimizer's moments are never read
@@ -92,8 +98,7 @@ def export_hf(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     eos = tokenizer.eot_id
     llama = to_llama_config(config, bos_token_id=eos, eos_token_id=eos, dtype=dtypes.pop() if len(dtypes) == 1 else "float32")
     generation = {"bos_token_id": eos, "eos_token_id": eos, "pad_token_id": eos}
-    remove_stale_temporaries(out.parent)
-    with atomic_directory(out, EXPORT_FILES) as building:
+    with output_folder(out, EXPORT_COMMAND, overwrite=overwrite) as building:
         save_safetensors(tensors, building / "model.safetensors")
         atomic_write_text(building / "config.json", json.dumps(llama, indent=2) + "\n")
         atomic_write_text(building / "generation_config.json", json.dumps(generation, indent=2) + "\n")

@@ -20,6 +20,7 @@ equivalent and are refused by field.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from seqlab.model.config import ModelConfig
@@ -83,14 +84,47 @@ def to_llama_config(config: ModelConfig, *, bos_token_id: int | None, eos_token_
     }
 
 
+def json_type(value: Any) -> str:
+    """What a JSON value is, in words: 'the string "16"', 'a list', 'true'."""
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)}"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"the fractional number {value!r}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
 def _number(values: dict[str, Any], key: str, source: str, kind: type = int) -> Any:
     value = values.get(key, _DEFAULTS.get(key))
     if value is None:
         raise UnsupportedModelError(f"{source}: {key} is missing")
     if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
         raise UnsupportedModelError(f"{source}: {key} must be {'a number' if kind is float else 'an integer'}, "
-                                    f"got {value!r}")
+                                    f"got {json_type(value)}")
     return kind(value)
+
+
+def _check_architecture(values: dict[str, Any], source: str) -> None:
+    """``architectures`` must be ["LlamaForCausalLM"] (or absent, with model_type "llama")."""
+    model_type = values.get("model_type")
+    if "architectures" in values:
+        architectures = values["architectures"]
+        if not isinstance(architectures, list):
+            raise UnsupportedModelError(f"{source}: architectures must be a list, e.g. [\"{ARCHITECTURE}\"], got "
+                                        f"{json_type(architectures)}")
+        if architectures != [ARCHITECTURE]:
+            raise UnsupportedModelError(f"{source}: architectures {architectures!r} is not supported; seqlab "
+                                        f"imports {ARCHITECTURE} (model_type \"llama\") only")
+    elif model_type is None:
+        raise UnsupportedModelError(f"{source} has neither \"architectures\" nor \"model_type\", so it is not a "
+                                    f"transformers model config; seqlab imports {ARCHITECTURE} folders (config.json "
+                                    f"with \"architectures\": [\"{ARCHITECTURE}\"])")
+    if model_type not in (None, "llama"):
+        raise UnsupportedModelError(f"{source}: model_type {model_type!r} is not supported; seqlab imports "
+                                    f"{ARCHITECTURE} (model_type \"llama\") only")
 
 
 def _rope_theta(values: dict[str, Any], source: str) -> float:
@@ -120,12 +154,7 @@ def from_llama_config(values: Any, source: str) -> dict[str, Any]:
     """
     if not isinstance(values, dict):
         raise UnsupportedModelError(f"{source}: expected a JSON object of LlamaConfig fields")
-    architectures = values.get("architectures") or []
-    model_type = values.get("model_type")
-    if architectures != [ARCHITECTURE] or model_type not in (None, "llama"):
-        found = architectures if architectures else f"model_type {model_type!r}"
-        raise UnsupportedModelError(f"{source}: architectures {found!r} is not supported; seqlab imports "
-                                    f"{ARCHITECTURE} (model_type 'llama') only")
+    _check_architecture(values, source)
     for key, harmless, has in (("attention_bias", (None, False), "no biases"), ("mlp_bias", (None, False), "no biases"),
                                ("sliding_window", (None,), "no sliding window"),
                                ("use_sliding_window", (None, False), "no sliding window"),
@@ -140,6 +169,8 @@ def from_llama_config(values: Any, source: str) -> dict[str, Any]:
     if heads < 1 or hidden % heads:
         raise UnsupportedModelError(f"{source}: hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
     head_dim = values.get("head_dim")
+    if head_dim is not None:
+        head_dim = _number(values, "head_dim", source)
     if head_dim is not None and head_dim != hidden // heads:
         raise UnsupportedModelError(f"{source}: head_dim {head_dim} is not supported (seqlab's heads are "
                                     f"hidden_size / num_attention_heads = {hidden // heads} wide)")

@@ -26,10 +26,12 @@ from pathlib import Path
 import torch
 
 from seqlab.interop.hf_config import UnsupportedModelError, from_llama_config
+from seqlab.interop.limits import check_finite, check_fits_in_memory
 from seqlab.interop.llama_layout import halves_to_pairs, llama_names
-from seqlab.interop.run_writer import write_imported_run
+from seqlab.interop.run_writer import IMPORT_COMMAND, write_imported_run
 from seqlab.interop.safetensors_io import WeightFiles
 from seqlab.model import ModelConfig, TransformerLM
+from seqlab.outdir import check_out_folder
 from seqlab.runs.directory import read_config
 from seqlab.tokenizer import read_tokenizer_json
 
@@ -60,22 +62,25 @@ def read_llama_config(src: Path) -> ModelConfig:
         raise FileNotFoundError(f"{path} does not exist; SRC must be a transformers model folder")
     fields = from_llama_config(read_config(src), str(path))  # a JSON object, or an error naming the line
     try:
-        return ModelConfig(**fields)
+        config = ModelConfig(**fields)
     except ValueError as error:
         raise UnsupportedModelError(f"{path}: {error}") from None
+    check_fits_in_memory(config, str(path))  # before anything the size of the model is built
+    return config
 
 
 def plan_weights(files: WeightFiles, config: ModelConfig) -> list[tuple[str, str, str | None]]:
     """``llama_names`` for ``config``, after checking every tensor's presence, shape and dtype
     against the model (built on the meta device: shapes, no memory) and that nothing is left over."""
     tied = config.tie_embeddings
-    expected = {name: tuple(t.shape) for name, t in TransformerLM.from_config(config, device="meta").state_dict().items()}
     plan = llama_names(config.num_layers, tied=tied)
     available = set(files.names())
-    for ours, theirs, _ in plan:
+    for _, theirs, _ in plan:  # first: a config.json of a million layers is refused here, quickly
         if theirs not in available:
             raise ValueError(f"{files.folder}: tensor {theirs} is missing (config.json implies it: "
                              f"num_hidden_layers={config.num_layers}, tie_word_embeddings={str(tied).lower()})")
+    expected = {name: tuple(t.shape) for name, t in TransformerLM.from_config(config, device="meta").state_dict().items()}
+    for ours, theirs, _ in plan:
         if files.shape(theirs) != expected[ours]:
             raise ValueError(f"{files.file_of(theirs)}: tensor {theirs} has shape {list(files.shape(theirs))}, but "
                              f"config.json implies {list(expected[ours])}")
@@ -94,28 +99,29 @@ def plan_weights(files: WeightFiles, config: ModelConfig) -> list[tuple[str, str
 
 def read_weights(files: WeightFiles, config: ModelConfig, plan: list[tuple[str, str, str | None]]
                  ) -> dict[str, torch.Tensor]:
-    """seqlab's float32 state dict, read tensor by tensor (each converted as soon as it is read)."""
+    """seqlab's float32 state dict, read tensor by tensor (each converted as soon as it is read and
+    checked to hold only finite values)."""
     heads = {"q": config.num_heads, "k": config.num_kv_heads or config.num_heads}
     state: dict[str, torch.Tensor] = {}
     for ours, theirs, rope in plan:
         tensor = files.tensor(theirs).to(torch.float32)
+        check_finite(tensor, theirs, str(files.file_of(theirs)))
         state[ours] = halves_to_pairs(tensor, heads[rope]) if rope else tensor.contiguous()
         del tensor
     return state
 
 
-def import_hf(src: str | os.PathLike, out: str | os.PathLike) -> Path:
+def import_hf(src: str | os.PathLike, out: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Read the local transformers Llama folder ``src`` and write the seqlab run directory ``out``.
 
-    ``out`` must not exist. Raises :class:`~seqlab.interop.hf_config.UnsupportedModelError` (a model
+    ``out`` follows :mod:`seqlab.outdir`'s rule (new, empty, an earlier import that has not been
+    trained since, or ``overwrite``). Raises :class:`~seqlab.interop.hf_config.UnsupportedModelError` (a model
     or field seqlab cannot run), FileNotFoundError / FileExistsError, or ValueError (damaged or
     inconsistent files), each naming the file and the field or tensor; nothing is written then.
     """
     src, out = Path(src), Path(out)
     check_source(src)
-    if out.exists():
-        raise FileExistsError(f"OUT {out} already exists; seqlab import writes a new run directory and never "
-                              f"replaces one: give a new path (or remove {out})")
+    check_out_folder(out, IMPORT_COMMAND, overwrite=overwrite)
     config = read_llama_config(src)
     tokenizer = read_tokenizer_json(src / "tokenizer.json")
     if tokenizer.vocab_size != config.vocab_size:
@@ -132,4 +138,4 @@ def import_hf(src: str | os.PathLike, out: str | os.PathLike) -> Path:
     del state
     if config.tie_embeddings:  # assign=True made two Parameter objects of the one tensor: one again
         model.token_embeddings.weight = model.lm_head.weight
-    return write_imported_run(out, model, tokenizer, source=str(src.resolve()))
+    return write_imported_run(out, model, tokenizer, source=str(src.resolve()), overwrite=overwrite)

@@ -23,26 +23,28 @@ from pathlib import Path
 
 import numpy as np
 
-from seqlab.atomic import atomic_directory
 from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
+from seqlab.outdir import check_out_folder, output_folder
 from seqlab.runs.checkpoint import save_checkpoint
 from seqlab.runs.directory import LM, TOKENIZER_DIR, write_config
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.optimizer import AdamW, weight_decay_groups
 from seqlab.training.run_state import run_extra
 
+IMPORT_COMMAND = "seqlab import --from hf"
+
 
 def write_imported_run(out: str | os.PathLike, model: TransformerLM, tokenizer: Tokenizer, *,
-                       source: str, seed: int = 0) -> Path:
-    """Write the run directory ``out`` (which must not exist) for ``model`` and ``tokenizer``.
+                       source: str, seed: int = 0, overwrite: bool = False) -> Path:
+    """Write the run directory ``out`` for ``model`` and ``tokenizer`` (``out``: new, empty, an
+    earlier import untouched since, or ``overwrite``; :mod:`seqlab.outdir`).
 
     ``source`` (where the model came from) is recorded in config.json and the checkpoint's extra
     as ``imported_from``. ``model``'s tensors are saved as they are (no copy is made).
     """
     out = Path(out)
-    if out.exists():
-        raise FileExistsError(f"{out} already exists; give a new directory for the run")
+    check_out_folder(out, IMPORT_COMMAND, overwrite=overwrite)
     train_fields = {f.name for f in fields(TrainConfig)}
     shape = {name: value for name, value in asdict(model.config).items() if name in train_fields}
     config = TrainConfig(out_dir=str(out), seed=seed, **shape)
@@ -51,7 +53,7 @@ def write_imported_run(out: str | os.PathLike, model: TransformerLM, tokenizer: 
     extra = run_extra(config=config, sampler_state=np.random.default_rng(seed).bit_generator.state, tokens=0,
                       wallclock=0.0, global_batch=None, world_size=1, schedule_steps=None, scaler=None)
     extra["imported_from"] = source
-    with atomic_directory(out) as building:
+    with output_folder(out, IMPORT_COMMAND, overwrite=overwrite) as building:
         write_config(building, {**config.to_dict(), "model": asdict(model.config), "world_size": 1,
                                 "total_steps": 0, "imported_from": source}, kind=LM)
         save_checkpoint(model, optimizer, 0, building / "checkpoints" / "latest.pt", extra=extra)

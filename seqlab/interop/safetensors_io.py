@@ -14,12 +14,13 @@ converts tensor by tensor holds one converted model plus one tensor, never two m
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from seqlab.jsonfile import read_json
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -60,11 +61,8 @@ class WeightFiles:
             raise FileNotFoundError(f"{self.folder} has neither {SINGLE_FILE} nor {INDEX_FILE}{hint}")
 
     def _read_index(self, index: Path) -> None:
-        try:
-            table = json.loads(index.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ValueError(f"{index}: not a JSON index ({error})") from None
-        weight_map = table.get("weight_map") if isinstance(table, dict) else None
+        table = read_json(index, expected=dict, expected_text="a JSON index object ({\"weight_map\": ...})")
+        weight_map = table.get("weight_map")
         if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
             raise ValueError(f"{index}: weight_map must map tensor names to shard file names")
         for shard in sorted(set(weight_map.values())):

@@ -87,7 +87,8 @@ def _register_prepare(subparsers) -> None:
     vocabulary.add_argument("--tokenizer", metavar="DIR",
                             help="encode with this tokenizer (a tokenizer directory or a run, e.g. one made by "
                                  "`seqlab import`, to fine-tune it) instead of training one")
-    prep.add_argument("--out", required=True, metavar="DIR")
+    prep.add_argument("--out", required=True, metavar="DIR", help="new, empty, or a folder this command wrote")
+    prep.add_argument("--overwrite", action="store_true", help="replace --out whole, whatever it holds")
     prep.add_argument("--special-token", action="append", metavar="T",
                       help="special token (repeatable; default <|endoftext|>)")
     prep.add_argument("--workers", type=int, default=None, help="processes for BPE and encoding")
@@ -105,7 +106,8 @@ def _run_prepare(args: argparse.Namespace) -> int:
     specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
-                       workers=args.workers, progress=not args.no_progress, tokenizer_dir=args.tokenizer)
+                       workers=args.workers, progress=not args.no_progress, tokenizer_dir=args.tokenizer,
+                       overwrite=args.overwrite)
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -171,6 +173,25 @@ def train_summary(result) -> str:
 
 # errors a handler reports as one line (exit 2) instead of a traceback
 USER_ERRORS = (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
+# exit statuses: 2 when the command line is wrong (a flag's value, the wrong kind of run for the
+# command, a folder given as a checkpoint), 1 when the command fails on what it reads or runs
+USAGE, FAILURE = 2, 1
+
+
+def _usage_checks(args: argparse.Namespace, command: str) -> None:
+    """What can be refused from the command line alone, before a file is read."""
+    from seqlab.runkind import check_run_kind
+
+    check_run_kind(args.run or args.checkpoint, "lm", command, run_dir=args.run is not None)
+    from seqlab.runtime import resolve_device
+
+    resolve_device(args.device)  # a device this machine lacks
+
+
+def _usage_status(error: BaseException) -> int:
+    """A run that does not exist (or cannot be read) fails (1); anything else refused up front is the
+    command line's fault (2)."""
+    return FAILURE if isinstance(error, (FileNotFoundError, PermissionError)) else USAGE
 
 
 def _add_model_source(parser: argparse.ArgumentParser) -> None:
@@ -203,18 +224,24 @@ def _register_generate(subparsers: Any) -> None:
 
 
 def _run_generate(args: argparse.Namespace) -> int:
-    import os
-
     try:
-        from seqlab.runkind import check_run_kind
+        _usage_checks(args, "seqlab generate")
+        if args.checkpoint and not args.tokenizer:
+            raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
+        from seqlab.inference.sampling import check_sampling_args
 
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab generate", run_dir=args.run is not None)
+        check_sampling_args(args.temperature, args.top_p, args.top_k)
+        if args.max_tokens < 0:
+            raise ValueError(f"--max-tokens (max_new_tokens) must be >= 0, got {args.max_tokens}")
+        check_text(args.prompt, "--prompt")
+    except USER_ERRORS as exc:
+        print(f"seqlab generate: error: {exc}", file=sys.stderr)
+        return _usage_status(exc)
+    try:
         from seqlab.inference.generate import generate_stream
         from seqlab.lm.loading import check_vocabularies, load_model
 
         model, tokenizer, _ = load_model(args.run, args.checkpoint, args.device, args.tokenizer)
-        if tokenizer is None and args.checkpoint:
-            raise ValueError("--checkpoint needs --tokenizer DIR to turn text into ids")
         if tokenizer is None:
             raise FileNotFoundError(f"tokenizer directory {os.path.join(args.run, 'tokenizer')} does not exist")
         # everything is checked before the first byte is printed
@@ -241,7 +268,7 @@ def _run_generate(args: argparse.Namespace) -> int:
         out.flush()
     except USER_ERRORS as exc:
         print(f"seqlab generate: error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_status(exc) if isinstance(exc, IsADirectoryError) else FAILURE  # a folder given as the checkpoint
     return 0
 
 
@@ -257,6 +284,8 @@ def _register_eval(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=positive_int, default=32, help="windows per batch (32)")
     p.add_argument("--context-length", type=positive_int, default=None,
                    help="window length, at most the model's (default: the model's)")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="torch CPU threads (default: torch's choice; on a busy machine 1 can be faster)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run_eval)
 
@@ -265,20 +294,26 @@ def _run_eval(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     try:
-        from seqlab.runkind import check_run_kind
-
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab eval", run_dir=args.run is not None)
+        _usage_checks(args, "seqlab eval")
+    except USER_ERRORS as exc:
+        print(f"seqlab eval: error: {exc}", file=sys.stderr)
+        return _usage_status(exc)
+    try:
         from seqlab.lm.evaluation import evaluate
         from seqlab.lm.loading import load_model
         from seqlab.tokenizer.token_array import open_tokens
 
+        if args.threads is not None:
+            import torch
+
+            torch.set_num_threads(args.threads)
         model = load_model(args.run, args.checkpoint, args.device).model
         data = open_tokens(args.data)
         result = evaluate(model, data, args.batch_size, args.context_length, progress=True,
                           name=args.data)
     except USER_ERRORS as exc:
         print(f"seqlab eval: error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_status(exc) if isinstance(exc, IsADirectoryError) else FAILURE  # a folder given as the checkpoint
     finite = math.isfinite(result.loss)
     if args.json:  # strict JSON: a non-finite number is written as null
         fields = {key: value if not isinstance(value, float) or math.isfinite(value) else None

@@ -26,10 +26,9 @@ def read_meta(data_dir: str | Path) -> dict:
     path = Path(data_dir) / "meta.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; create the data directory with `seqlab prepare`")
-    try:
-        meta = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    from seqlab.jsonfile import read_json
+
+    meta = read_json(path)
     if not isinstance(meta, dict) or not isinstance(meta.get("vocab_size"), int):
         raise ValueError(f"{path}: expected a JSON object with an integer \"vocab_size\"")
     return meta
@@ -71,7 +70,8 @@ PREPARED_FILES = ("tokenizer", "train.npy", "valid.npy", "meta.json")
 
 def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int | None, out_dir: str | Path,
             special_tokens: tuple[str, ...] | list[str] = DEFAULT_SPECIAL_TOKENS, *,
-            workers: int | None = None, progress: bool = True, tokenizer_dir: str | Path | None = None) -> dict:
+            workers: int | None = None, progress: bool = True, tokenizer_dir: str | Path | None = None,
+            overwrite: bool = False) -> dict:
     """Train BPE on the train text, encode both splits, write the data directory; returns meta.
 
     With ``tokenizer_dir`` (a tokenizer directory, or a run holding ``tokenizer/``) no BPE is
@@ -80,16 +80,12 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int | No
     special tokens are the tokenizer's). meta's ``vocab_size`` is then one past the largest id.
 
     Every input is checked first (both texts exist, are not empty and are UTF-8; the special
-    tokens can be saved; ``out_dir`` holds nothing but an earlier prepared directory). The new
+    tokens can be saved; ``out_dir`` is new, empty, an earlier prepared directory, or ``overwrite``). The new
     directory is built beside ``out_dir`` and swapped in whole, so a failure at any point leaves
     an existing ``out_dir`` exactly as it was: never one dataset's tokenizer beside another's ids.
     """
-    from seqlab.atomic import (
-        atomic_directory,
-        atomic_write_text,
-        check_replaceable,
-        remove_stale_temporaries,
-    )
+    from seqlab.atomic import atomic_write_text, remove_stale_temporaries
+    from seqlab.outdir import check_out_folder, holds_only, output_folder
     from seqlab.tokenizer import Tokenizer, train_bpe
     from seqlab.tokenizer.corpus import check_text_file
     from seqlab.tokenizer.files import check_special_tokens, tokenizer_dir_of
@@ -102,10 +98,11 @@ def prepare(train_path: str | Path, valid_path: str | Path, vocab_size: int | No
     for name, path in (("train", train_path), ("valid", valid_path)):
         check_text_file(path, f"{name} text")
     check_special_tokens(special_tokens)
-    check_replaceable(out_dir, PREPARED_FILES)
-    remove_stale_temporaries(out_dir.parent)
+    # a prepared folder from before the marker is recognised by its files (meta.json among them)
+    rule = dict(overwrite=overwrite, recognise=holds_only(PREPARED_FILES, ["meta.json"]), flag="--out")
+    check_out_folder(out_dir, "seqlab prepare", **rule)
     remove_stale_temporaries(out_dir)
-    with atomic_directory(out_dir, PREPARED_FILES) as building:
+    with output_folder(out_dir, "seqlab prepare", **rule) as building:
         started = time.perf_counter()
         if given is None:
             vocab, merges = train_bpe(str(train_path), vocab_size, special_tokens, num_workers=workers,

@@ -31,7 +31,7 @@ def download_file(url: str, dest: str | Path, *, progress: bool = True, timeout:
 
     Returns the final path. An existing complete ``dest`` is kept as is.
     """
-    from tqdm import tqdm
+    from seqlab.progressbar import progress_bar as tqdm
 
     dest = Path(dest)
     if dest.exists():

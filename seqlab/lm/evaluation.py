@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from seqlab.lm.data import get_batch
 from seqlab.model import TransformerLM
+from seqlab.progressbar import progress_bar as tqdm
 from seqlab.model.loss import cross_entropy
 from seqlab.runtime import autocast_context
 from seqlab.tokenizer.token_array import check_token_array
@@ -61,8 +61,10 @@ def evaluate(model: TransformerLM, data: np.ndarray, batch_size: int = 32, conte
              progress: bool = False, name: str = "data") -> EvalResult:
     """Mean per-token loss and perplexity of ``model`` over all of ``data`` (1-D integer array).
 
-    Windows of ``context_length`` (default the model's) are batched ``batch_size`` at a time, with
-    no gradient; the shorter last window runs in its own batch. ``progress`` shows a tqdm bar.
+    Windows of ``context_length`` (default the model's) are batched ``batch_size`` at a time, in
+    inference mode (no autograd bookkeeping at all); a batch's windows are one strided view of
+    ``data`` copied once, and the shorter last window runs in its own batch. ``progress`` shows a
+    progress bar.
     """
     data = np.asarray(data)  # a memmap stays on disk (a view, no copy)
     if data.ndim != 1:
@@ -89,11 +91,13 @@ def evaluate(model: TransformerLM, data: np.ndarray, batch_size: int = 32, conte
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad():
+        with torch.inference_mode():
             for batch in tqdm(batches, desc=f"eval {name}", unit="batch", disable=not progress):
-                length = batch[0][1]
-                rows = [np.asarray(data[start:start + length + 1], dtype=np.int64) for start, _ in batch]
-                tokens = torch.from_numpy(np.stack(rows)).to(device)
+                (first, length), count_rows = batch[0], len(batch)
+                # rows first + i·length .. + length + 1 (consecutive windows overlap by one target token)
+                span = data[first:first + count_rows * length + 1]
+                rows = np.lib.stride_tricks.sliding_window_view(span, length + 1)[::length][:count_rows]
+                tokens = torch.from_numpy(rows.astype(np.int64)).to(device)
                 logits = model(tokens[:, :-1])
                 loss = cross_entropy(logits.float(), tokens[:, 1:])  # mean over this batch
                 count = tokens.shape[0] * length

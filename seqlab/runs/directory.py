@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
+from seqlab.jsonfile import read_json
 
 LM, SEQ2SEQ = "lm", "seq2seq"
 KINDS = (LM, SEQ2SEQ)
@@ -50,24 +51,15 @@ def read_json_object(path: str | Path, expected: str = "a JSON object") -> dict[
     """The JSON object in ``path``, None when the file is missing: the one reader of the JSON files
     of runs and of the commands that make them (config.json, sweep.json, sweep_outcome.json, the
     paths experiment's results.json). Damage is a ValueError naming the file: the line of invalid
-    JSON, bytes that are not UTF-8, or a value that is not ``expected``.
+    JSON, bytes that are not UTF-8, JSON nested too deeply to parse, or a value that is not
+    ``expected`` (:func:`seqlab.jsonfile.parse_json`).
 
     Example: a file holding ``[1, 2]`` raises "FILE: expected a JSON object, found list".
     """
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_json(path, expected=dict, expected_text=expected)
     except FileNotFoundError:
         return None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected {expected}, found {type(data).__name__}")
-    return data
 
 
 def read_config(run: str | Path) -> dict[str, Any]:
@@ -150,8 +142,8 @@ def read_vocab_json(run: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: is {path.parent} a run of `seqlab seq2seq train`?")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        data = read_json(path)
+    except ValueError as error:
         raise ValueError(f"{path} is not a seq2seq vocabulary file ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("source"), dict) or not isinstance(data.get("target"), dict):
         raise ValueError(f"{path} is not a seq2seq vocabulary file (expected {{\"source\": ..., \"target\": ...}})")

@@ -75,7 +75,7 @@ class RunLock:
         try:
             holder = json.loads(self.path.read_text(encoding="utf-8"))
             who = f"process {int(holder['pid'])} (`{holder['command']}`, since {holder['since']})"
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             who = "another process"
         return (f"{self.run} is in use: {who} is training it; wait until it finishes, stop it, or give "
                 "another --out (two runs in one directory would mix their checkpoints and logs)")

@@ -18,6 +18,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from seqlab.jsonfile import parse_json
+
 
 def read_jsonl(path: str | Path, *, drop_torn_last_line: bool = False) -> list[dict[str, Any]]:
     """The records of a JSONL file; a line that is not JSON raises ValueError naming it.
@@ -30,13 +32,19 @@ def read_jsonl(path: str | Path, *, drop_torn_last_line: bool = False) -> list[d
     records = []
     for index, (number, line) in enumerate(lines):
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
             if drop_torn_last_line and index == len(lines) - 1:
                 warnings.warn(f"{path}, line {number}: the last line is incomplete JSON (a write cut short by "
                               "a kill or a full disk); dropped it", RuntimeWarning, stacklevel=2)
                 break
             raise ValueError(f"{path}, line {number}: invalid JSON ({exc})") from None
+        except RecursionError:
+            parse_json(line, path, line=number)  # raises its "too deeply nested" error
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, line {number}: expected a JSON object (a log record), found "
+                             f"{type(record).__name__}")
+        records.append(record)
     return records
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,7 +137,8 @@ def read_pairs_tsv(path: str | os.PathLike, *, skip_bad_lines: bool = False, dro
                 continue
             if BOM in line:
                 problems.append(f"{path}:{number}: byte-order mark (U+FEFF) at column {line.index(BOM) + 1}, "
-                                "inside the file: were two files joined (cat a.tsv b.tsv)? remove it")
+                                "inside the file: were two files joined (cat a.tsv b.tsv)? remove every one with "
+                                f"sed -i 's/\\xef\\xbb\\xbf//g' {shlex.quote(str(path))}")
                 continue
             if not line.strip():
                 continue

@@ -120,23 +120,36 @@ def _register_compare(subparsers) -> None:
         "compare", help="the table and loss curves of any runs side by side",
         description="Read the config.json and log.jsonl of each RUN (from `seqlab train`, `seqlab demo`, "
                     "`seqlab sweep`, ...; a sweep's directory stands for all its runs) and write "
-                    "OUT/compare.json, OUT/report.md (a table sorted by validation loss) and OUT/curves.png "
+                    "OUT/compare.json, OUT/report.md (a table sorted by validation loss, finished runs first; runs of "
+                    "another kind of model, vocabulary or validation set are ranked in groups of their own) and "
+                    "OUT/curves.png "
                     "(training and validation loss against steps and wall-clock time, one line per run).")
     compare.add_argument("runs", nargs="+", metavar="RUN", help="run directories (or sweep directories)")
-    compare.add_argument("--out", required=True, metavar="DIR", help="where to write the comparison")
+    compare.add_argument("--out", required=True, metavar="DIR",
+                         help="where to write the comparison: a new or empty folder, or an earlier comparison")
+    compare.add_argument("--overwrite", action="store_true", help="replace --out whole, whatever it holds")
     compare.set_defaults(func=_run_compare)
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from seqlab.sweep.report import compare_runs
+    from seqlab.sweep.report import best_by_group, compare_runs, groups
 
     try:
-        records = compare_runs(args.runs, args.out)
+        records = compare_runs(args.runs, args.out, overwrite=args.overwrite)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     for record in records:
         loss = "—" if record.final_val_loss is None else f"{record.final_val_loss:.4f}"
-        print(f"{record.name}: {record.status}, step {record.steps or 0}, final val loss {loss}")
+        print(f"{record.name}: {record.status}, step {record.steps or 0}, final val loss {loss}"
+              + (f" ({record.reason})" if record.reason and record.status == "finished" else ""))
+    grouped = groups(records)
+    if len(grouped) > 1:
+        print(f"note: these runs fall into {len(grouped)} groups whose losses cannot be compared (another kind of "
+              "model, vocabulary or validation set); each is ranked on its own:")
+        best = best_by_group(records)
+        for name, group in grouped.items():
+            winner = f"best {best[name].name}" if name in best else "no finished run"
+            print(f"  {name}: {', '.join(r.name for r in group)}; {winner}")
     print(f"wrote {os.path.join(args.out, 'report.md')}, {os.path.join(args.out, 'curves.png')}")
     return 0

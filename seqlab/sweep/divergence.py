@@ -105,9 +105,11 @@ class LogTail:
         records = []
         for line in lines:
             try:
-                records.append(json.loads(line))
-            except ValueError:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
                 continue  # a torn line left by a killed run; the trainer drops it on resume
+            if isinstance(record, dict):  # read_jsonl names any other line when the run is read
+                records.append(record)
         return records
 
 

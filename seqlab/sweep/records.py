@@ -9,7 +9,8 @@ peak FLOP/s of the device it trained on, which makes its MFU known.
 
 Status of a run:
 
-    finished    it reached its last step (or spent its time budget), or its outcome file says so
+    finished    it reached its last step (or spent its time budget, or a seq2seq run reached its
+                --target-exact-match), or its outcome file says so
     diverged    its outcome file says so (non-finite loss, or the loss rose above its start)
     failed      its outcome file says so (the device ran out of memory)
     unfinished  its log stops before the last step (killed, interrupted, still training)
@@ -36,6 +37,7 @@ from seqlab.runs.directory import CONFIG_FILE, read_config, read_json_object
 from seqlab.runs.log import read_jsonl
 
 OUTCOME_FILE = "sweep_outcome.json"
+SWEEP_FILE = "sweep.json"
 STATUSES = ("finished", "diverged", "failed", "unfinished", "pending", "unknown")
 
 
@@ -44,7 +46,8 @@ class RunRecord:
     name: str
     run_dir: str
     status: str
-    reason: str | None = None                  # why a run diverged
+    reason: str | None = None                  # why a run diverged (or finished early)
+    group: str = ""                            # what its loss is comparable with (:func:`comparison_group`)
     settings: dict[str, Any] = field(default_factory=dict)   # what a sweep changed for this run
     point: dict[str, Any] = field(default_factory=dict)      # its value on each swept axis
     steps: int | None = None                   # the last logged step (a checkpoint may be a few steps on)
@@ -71,6 +74,19 @@ class RunRecord:
     @property
     def label(self) -> str:
         return self.name + (" (diverged)" if self.status == "diverged" else "")
+
+
+def sweep_runs(path: str | Path) -> list[tuple[str, Path]] | None:
+    """(name, run directory) of every run of the sweep directory ``path`` (its sweep.json lists them),
+    None when ``path`` is not a sweep's directory. A damaged sweep.json raises ValueError naming it."""
+    path = Path(path)
+    sweep = read_json_object(path / SWEEP_FILE) if path.is_dir() else None
+    if sweep is None:
+        return None
+    runs = sweep.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
+        raise ValueError(f"{path / SWEEP_FILE}: \"runs\" must be a list of objects with a \"name\"")
+    return [(r["name"], path / r["name"]) for r in runs]
 
 
 def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops: float | None,
@@ -130,16 +146,57 @@ def _model_costs(config: dict[str, Any]) -> tuple[int | None, float | None]:
         return None, None
 
 
+def _settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The training settings of config.json: a seq2seq run keeps them under "train"."""
+    train = config.get("train")
+    return train if isinstance(train, dict) else config
+
+
+def _target_reached(config: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+    """A seq2seq run that stopped because its last evaluation reached --target-exact-match."""
+    target = _number(_settings(config).get("target_exact_match"))
+    evals = [r for r in records if _number(r.get("val_exact_match")) is not None]
+    return target is not None and bool(evals) and evals[-1]["val_exact_match"] >= target
+
+
 def _status(config: dict[str, Any], steps: int | None, wallclock: float | None) -> str:
     if steps is None:
         return "pending"
     total = config.get("total_steps", config.get("max_steps"))
     if not isinstance(total, int):
         return "unknown"
-    budget = config.get("time_budget_s")
+    budget = _settings(config).get("time_budget_s")
     if steps >= total or (isinstance(budget, (int, float)) and wallclock is not None and wallclock >= budget):
         return "finished"
     return "unfinished"
+
+
+def comparison_group(config: dict[str, Any], run_dir: Path) -> str:
+    """What a run's validation loss can be compared with, in words: runs of one kind (a language model
+    or a seq2seq model), one vocabulary and one validation set. Example: "language model, 320-token
+    vocabulary, validation data /data/ts (valid.npy, 4,287 tokens)". A loss in nats per token of one
+    vocabulary says nothing about a loss over another's tokens, or over other data."""
+    if isinstance(config.get("train"), dict) and isinstance(config.get("model_config"), dict):
+        vocab = config.get("vocab") if isinstance(config.get("vocab"), dict) else {}
+        data = config.get("data") if isinstance(config.get("data"), dict) else {}
+        task = config["train"].get("task") or config["train"].get("pairs")
+        return (f"seq2seq, {vocab.get('kind', '?')} vocabularies of {vocab.get('source_size', '?')}/"
+                f"{vocab.get('target_size', '?')}, data {task} (fingerprint {data.get('fingerprint', '?')})")
+    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    vocab = model.get("vocab_size", config.get("vocab_size", "?"))
+    data_dir = config.get("data_dir")
+    if not isinstance(data_dir, str):
+        return f"language model, {vocab}-token vocabulary, unknown validation data"
+    where = Path(data_dir)  # as training read it
+    try:
+        meta = read_json_object(where / "meta.json") or {}
+    except ValueError:
+        meta = {}
+    valid = (meta.get("splits") or {}).get("valid") if isinstance(meta.get("splits"), dict) else None
+    if isinstance(valid, dict) and isinstance(valid.get("tokens"), int):
+        source = Path(str(valid.get("source", "valid"))).name
+        return f"language model, {vocab}-token vocabulary, validation data {source} ({valid['tokens']:,} tokens)"
+    return f"language model, {vocab}-token vocabulary, validation data {where.resolve()}"
 
 
 def read_run(run_dir: str | Path, *, name: str | None = None, settings: dict[str, Any] | None = None,
@@ -170,6 +227,9 @@ def read_run(run_dir: str | Path, *, name: str | None = None, settings: dict[str
     rates = [r["tokens_per_second"] for r in records if (_number(r.get("tokens_per_second")) or 0) > 0]
     record.tokens_per_second = statistics.median(rates) if rates else None
     record.status = _status(config, record.steps, record.wall_time_s)
+    if record.status == "unfinished" and _target_reached(config, records):
+        record.status, record.reason = "finished", "reached --target-exact-match"
+    record.group = comparison_group(config, run_dir) if config else ""
     outcome = read_json_object(run_dir / OUTCOME_FILE)
     if outcome is not None and outcome.get("status") in STATUSES:
         record.status, record.reason = outcome["status"], outcome.get("reason")

@@ -8,7 +8,10 @@ The table of report.md, for a learning-rate sweep::
     | lr=3e-3 | 3e-3 | finished | 2.1043 | 2.1043 (300) | 2.0871 | 300 | 307,200 | ...
     | lr=0.3 | 0.3 | diverged | 5.9012 | 5.7420 (50) | 7.0310 | 60 | 61,440 | ...
 
-Finished and unfinished runs come first, by final validation loss; diverged and failed runs last.
+Runs are ranked within groups of comparable runs (one kind of model, one vocabulary, one validation
+set: :func:`seqlab.sweep.records.comparison_group`); in each, finished runs come first by final
+validation loss, then unfinished ones, diverged and failed runs last. The best run of a group is the
+first row of its table, so the two always agree.
 """
 
 from __future__ import annotations
@@ -17,27 +20,47 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seqlab.atomic import atomic_write_text, remove_stale_temporaries
-from seqlab.runs.directory import read_json_object
+from seqlab.atomic import atomic_write_text
 from seqlab.sweep.grid import format_value
-from seqlab.sweep.records import RunRecord, read_run
+from seqlab.sweep.records import SWEEP_FILE, RunRecord, read_run, sweep_runs  # noqa: F401 (SWEEP_FILE: kept here)
 
-SWEEP_FILE = "sweep.json"
 COMPARE_FILE = "compare.json"
 
 
-def best_run(records: list[RunRecord]) -> RunRecord | None:
-    """The finished run with the lowest final validation loss (None when no run has one)."""
-    done = [r for r in records if r.status == "finished" and r.final_val_loss is not None]
-    return min(done, key=lambda r: r.final_val_loss) if done else None
+def groups(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    """The records by comparison group, in the order the groups first appear."""
+    found: dict[str, list[RunRecord]] = {}
+    for r in records:
+        found.setdefault(r.group, []).append(r)
+    return found
 
 
 def ranked(records: list[RunRecord]) -> list[RunRecord]:
-    """Runs with a validation loss by that loss, then runs without one; diverged runs last."""
+    """Finished runs by final validation loss, then unfinished ones (by loss), then runs without a
+    loss; diverged and failed runs last. Records of several groups stay grouped."""
     def key(r: RunRecord) -> tuple:
-        return (r.status in ("diverged", "failed"), r.final_val_loss is None, r.final_val_loss or 0.0)
+        ended = 2 if r.status in ("diverged", "failed") else 0 if r.status == "finished" else 1
+        return (ended, r.final_val_loss is None, r.final_val_loss or 0.0)
 
-    return sorted(records, key=key)
+    return [r for group in groups(records).values() for r in sorted(group, key=key)]
+
+
+def best_by_group(records: list[RunRecord]) -> dict[str, RunRecord]:
+    """Each group's best run: the first of its :func:`ranked` rows, where it finished with a loss."""
+    best = {}
+    for name, group in groups(records).items():
+        first = ranked(group)[0]
+        if first.status == "finished" and first.final_val_loss is not None:
+            best[name] = first
+    return best
+
+
+def best_run(records: list[RunRecord]) -> RunRecord | None:
+    """The best run (None when no run finished with a validation loss, or when the runs fall into
+    several groups whose losses cannot be compared: see :func:`best_by_group`)."""
+    if len(groups(records)) > 1:
+        return None
+    return next(iter(best_by_group(records).values()), None)
 
 
 def _duration(seconds: float | None) -> str:
@@ -83,14 +106,23 @@ def report_markdown(title: str, intro: list[str], records: list[RunRecord], axes
     """report.md: the title, ``intro`` lines, the best setting, the table, the diverged and failed runs
     with the reason of each, the figures."""
     lines = [f"# {title}", "", *intro, ""]
-    best = best_run(records)
-    if best is not None:
-        setting = ", ".join(f"{k}={format_value(v)}" for k, v in best.point.items()) or best.name
-        lines += [f"**Best: `{setting}`**: final validation loss {best.final_val_loss:.4f} "
-                  f"(best {best.best_val_loss:.4f} at step {best.best_val_step}).", ""]
-    else:
-        lines += ["No run has finished with a validation loss yet.", ""]
-    lines += results_table(records, axes) + [""]
+    grouped = groups(records)
+    best = best_by_group(records)
+    if len(grouped) > 1:
+        lines += [f"These runs fall into {len(grouped)} groups whose losses cannot be compared with each other "
+                  "(a loss is per token of one vocabulary, on one validation set, for one kind of model); each "
+                  "group is ranked on its own.", ""]
+    for name, group in grouped.items():
+        if len(grouped) > 1:
+            lines += [f"## {name}", ""]
+        if name in best:
+            winner = best[name]
+            setting = ", ".join(f"{k}={format_value(v)}" for k, v in winner.point.items()) or winner.name
+            lines += [f"**Best: `{setting}`**: final validation loss {winner.final_val_loss:.4f} "
+                      f"(best {winner.best_val_loss:.4f} at step {winner.best_val_step}).", ""]
+        else:
+            lines += ["No run has finished with a validation loss yet.", ""]
+        lines += results_table(group, axes) + [""]
     for status, heading in (("diverged", "Diverged"), ("failed", "Failed")):
         ended = [r for r in records if r.status == status]
         if ended:
@@ -134,33 +166,38 @@ def compare_run_dirs(paths: list[str | Path]) -> list[tuple[str, Path]]:
         if (path / "log.jsonl").is_file() or (path / "config.json").is_file():
             found.append((str(given), path))
             continue
-        sweep = read_json_object(path / SWEEP_FILE) if path.is_dir() else None
-        if sweep is None:
+        runs = sweep_runs(path)
+        if runs is None:
             what = "does not exist" if not path.exists() else "holds no log.jsonl, config.json or sweep.json"
             raise FileNotFoundError(f"{given} {what}; give the directory of a run (from `seqlab train` or "
                                     "`seqlab sweep`) or of a sweep")
-        runs = sweep.get("runs")
-        if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
-            raise ValueError(f"{path / SWEEP_FILE}: \"runs\" must be a list of objects with a \"name\"")
-        found += [(str(Path(given) / r["name"]), path / r["name"]) for r in runs]
+        found += [(str(Path(given) / name), run) for name, run in runs]
     names = [p.name for _, p in found]
     return [(p.name if names.count(p.name) == 1 else given, p) for given, p in found]
 
 
-def compare_runs(paths: list[str | Path], out: str | Path) -> list[RunRecord]:
-    """``seqlab compare``: read every run, write OUT/compare.json, OUT/report.md and OUT/curves.png."""
+COMPARE_FILES = (COMPARE_FILE, "report.md", "curves.png")
+
+
+def compare_runs(paths: list[str | Path], out: str | Path, *, overwrite: bool = False) -> list[RunRecord]:
+    """``seqlab compare``: read every run, write OUT/compare.json, OUT/report.md and OUT/curves.png.
+
+    OUT follows :mod:`seqlab.outdir`'s rule (new, empty, an earlier comparison, or ``overwrite``), so
+    a sweep's own report.md or a user's file is never written over."""
+    from seqlab.outdir import check_out_folder, holds_only, output_folder
+
     out = Path(out)
+    rule = dict(overwrite=overwrite, recognise=holds_only(COMPARE_FILES, [COMPARE_FILE]), flag="--out")
+    check_out_folder(out, "seqlab compare", **rule)
     records = [read_run(path, name=name) for name, path in compare_run_dirs(paths)]
     if not records:
         raise ValueError("no runs to compare")
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out {out} is a file; give a directory (it is created if missing)")
-    out.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
     title = f"Comparison of {len(records)} runs"
-    write_json(out / COMPARE_FILE, {"runs": [r.summary() for r in records],
-                                    "best": getattr(best_run(records), "name", None)})
-    figures = write_figures(out, records, None, title=title)
-    intro = [f"Runs: {', '.join(f'`{r.run_dir}`' for r in records)}."]
-    atomic_write_text(out / "report.md", report_markdown(title, intro, records, [], figures))
+    with output_folder(out, "seqlab compare", **rule) as building:
+        write_json(building / COMPARE_FILE, {
+            "runs": [r.summary() for r in records], "best": getattr(best_run(records), "name", None),
+            "best_by_group": {group: r.name for group, r in best_by_group(records).items()}})
+        figures = write_figures(building, records, None, title=title)
+        intro = [f"Runs: {', '.join(f'`{r.run_dir}`' for r in records)}."]
+        atomic_write_text(building / "report.md", report_markdown(title, intro, records, [], figures))
     return records

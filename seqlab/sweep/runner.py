@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqlab.atomic import atomic_write_text, remove_stale_temporaries
+from seqlab.atomic import atomic_write_text
 from seqlab.lm.settings import TrainConfig
 from seqlab.runs.directory import read_json_object
 from seqlab.sweep.divergence import DivergenceWatch

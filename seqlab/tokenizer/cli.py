@@ -21,7 +21,8 @@ def register(subparsers) -> None:
     train.add_argument("--vocab-size", type=int, required=True, help="total ids: special tokens + 256 bytes + merges")
     train.add_argument("--special-token", action="append", default=[], metavar="T",
                        help="special token (repeatable; id order = given order), e.g. '<|endoftext|>'")
-    train.add_argument("--out", required=True, help="output directory")
+    train.add_argument("--out", required=True, help="output directory: new, empty, or a tokenizer this command wrote")
+    train.add_argument("--overwrite", action="store_true", help="replace --out whole, whatever it holds")
     train.add_argument("--workers", type=int, default=None, help="pre-tokenization processes (default: all cores)")
     train.add_argument("--no-progress", action="store_true", help="no progress bars")
     train.set_defaults(func=_run_train)
@@ -33,11 +34,13 @@ def register(subparsers) -> None:
         "directory's tokenizer/ is found too) to the folder OUT: --to hf writes tokenizer.json, "
         "tokenizer_config.json and special_tokens_map.json (tokenizers.Tokenizer.from_file and "
         "transformers.AutoTokenizer load them); --to tiktoken writes tokenizer.tiktoken and "
-        "tiktoken.json (pat_str and special_tokens for tiktoken.Encoding). OUT is replaced whole.",
+        "tiktoken.json (pat_str and special_tokens for tiktoken.Encoding). OUT is replaced whole: it must be "
+        "new, empty or an earlier export of the same format (or --overwrite).",
     )
     export.add_argument("--to", required=True, choices=("hf", "tiktoken"), help="the format to write")
     export.add_argument("tokenizer_dir", metavar="TOKENIZER_DIR", help="a seqlab tokenizer directory (or a run)")
-    export.add_argument("out", metavar="OUT", help="output folder (new, or one written by this command)")
+    export.add_argument("out", metavar="OUT", help="output folder: new, empty, or one this command wrote")
+    export.add_argument("--overwrite", action="store_true", help="replace OUT whole, whatever it holds")
     export.set_defaults(func=_run_export)
 
     tokenize = subparsers.add_parser(
@@ -68,21 +71,27 @@ def _peak_rss_mib() -> tuple[float, float] | None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from seqlab.atomic import check_replaceable, remove_stale_temporaries
+    from seqlab.atomic import remove_stale_temporaries
+    from seqlab.outdir import check_out_folder, holds_only, output_folder
     from seqlab.tokenizer import Tokenizer, train_bpe
     from seqlab.tokenizer.files import TOKENIZER_FILES, check_special_tokens
+
+    # a tokenizer from before the marker: seqlab's files only, with its special_tokens.json (a GPT-2
+    # folder of vocab.json and merges.txt is someone else's)
+    rule = dict(overwrite=args.overwrite, recognise=holds_only(TOKENIZER_FILES, ["special_tokens.json"]),
+                flag="--out")
 
     started = time.perf_counter()
     try:
         # everything that can be refused is refused now, not after minutes of training
-        check_replaceable(args.out, TOKENIZER_FILES)
+        check_out_folder(args.out, "seqlab bpe train", **rule)
         check_special_tokens(args.special_token)
-        remove_stale_temporaries(os.path.dirname(os.path.abspath(args.out)))
         remove_stale_temporaries(args.out)
         vocab, merges = train_bpe(args.input, args.vocab_size, args.special_token,
                                   num_workers=args.workers, progress=not args.no_progress)
         tokenizer = Tokenizer(vocab, merges, args.special_token)
-        tokenizer.save(args.out)
+        with output_folder(args.out, "seqlab bpe train", **rule) as building:
+            tokenizer.save(building)
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -100,7 +109,7 @@ def _run_train(args: argparse.Namespace) -> int:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from seqlab.atomic import atomic_directory, remove_stale_temporaries
+    from seqlab.outdir import check_out_folder, holds_only, output_folder
     from seqlab.tokenizer import Tokenizer
 
     if args.to == "hf":
@@ -111,10 +120,13 @@ def _run_export(args: argparse.Namespace) -> int:
         from seqlab.tokenizer.tiktoken_format import write_tiktoken as write
     from seqlab.tokenizer.files import tokenizer_dir_of
 
+    command = f"seqlab bpe export --to {args.to}"
+    # tiktoken.json is seqlab's own file: a folder of only those two is an export from before the marker
+    recognise = holds_only(files, files) if args.to == "tiktoken" else None
     try:
+        check_out_folder(args.out, command, overwrite=args.overwrite, recognise=recognise)
         tokenizer = Tokenizer.load(tokenizer_dir_of(args.tokenizer_dir))
-        remove_stale_temporaries(os.path.dirname(os.path.abspath(args.out)))
-        with atomic_directory(args.out, files) as building:
+        with output_folder(args.out, command, overwrite=args.overwrite, recognise=recognise) as building:
             write(tokenizer, building)
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

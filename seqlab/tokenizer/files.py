@@ -27,6 +27,7 @@ from typing import Any
 import regex
 
 from seqlab.atomic import atomic_directory, atomic_write_text
+from seqlab.jsonfile import parse_json
 from seqlab.tokenizer.bytes_unicode import text_to_token, token_to_text
 
 MERGES_HEADER = "#version: 0.2"
@@ -60,9 +61,9 @@ def _read_text(path: Path, what: str) -> str:
 
 def _parse_json(path: Path, raw: str):
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise TokenizerFileError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+        return parse_json(raw, path)
+    except ValueError as error:
+        raise TokenizerFileError(str(error)) from None
 
 
 def _entry_line(path: Path, raw: str, text: str) -> str:

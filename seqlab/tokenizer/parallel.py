@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-from tqdm import tqdm
+from seqlab.progressbar import progress_bar as tqdm
 
 from seqlab.tokenizer.chunking import find_chunk_boundaries, read_chunk
 

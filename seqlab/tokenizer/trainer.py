@@ -75,9 +75,9 @@ def count_file_pretokens(
 
 
 def _progress_bar(enabled: bool, **kwargs):
-    from tqdm import tqdm
+    from seqlab.progressbar import progress_bar
 
-    return tqdm(disable=not enabled, **kwargs)
+    return progress_bar(disable=not enabled, **kwargs)
 
 
 def train_bpe_from_counts(

@@ -163,7 +163,7 @@ class Engine:
         if cfg.resume:
             state = restore_run(self.ckpt_dir / "latest.pt", self.raw_model, self.optimizer, self.sampler,
                                 self.scaler, global_batch=self.global_batch, say=self._say, check=task.check_resume,
-                                config=cfg)
+                                config=cfg, total_steps=self.total_steps)
         self.step, self.tokens_seen, self.elapsed_before = state.step, state.tokens_seen, state.elapsed_before
         self.log_window = state.log_window
         # --overwrite: the old run's files stay until this run has saved its first checkpoint

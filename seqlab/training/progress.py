@@ -44,11 +44,11 @@ class StepReporter:
                  tokens_per_step: int, flops_per_step: float | None, peak_flops: float | None,
                  time_budget_s: float | None = None, window: list[float] | None = None,
                  label: str = "train") -> None:
-        from tqdm import tqdm
+        from seqlab.progressbar import progress_bar
 
         self.run_log = run_log
         self.time_budget_s = time_budget_s
-        self.bar = tqdm(total=None if time_budget_s else total, initial=initial, desc=label, unit="step",
+        self.bar = progress_bar(total=None if time_budget_s else total, initial=initial, desc=label, unit="step",
                         dynamic_ncols=True, disable=not show_bar, file=sys.stderr)
         self.speed = Throughput(tokens_per_step)
         self.flops_per_token = flops_per_step / tokens_per_step if flops_per_step and tokens_per_step else None

@@ -55,7 +55,7 @@ def run_extra(*, config: EngineSettings, sampler_state: dict, tokens: int, wallc
 def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                 sampler: np.random.Generator, scaler: torch.amp.GradScaler | None, *, global_batch: int,
                 say: Callable[[str], None], check: Callable[[dict, Path], None] | None = None,
-                config: EngineSettings | None = None) -> RunState:
+                config: EngineSettings | None = None, total_steps: int | None = None) -> RunState:
     """Load ``latest`` into the model, optimizer, sampler, RNGs and scaler; return the run's state.
     ``check(saved_config, latest)`` may refuse the resume first (settings that contradict the
     checkpoint); ``say`` tells the user where the run continues (and when its global batch or, given
@@ -66,6 +66,10 @@ def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Opt
     extra = payload["extra"]
     if check is not None:
         check(extra.get("config") or {}, latest)
+    state = RunState(int(payload["iteration"]), int(extra.get("tokens", 0)), float(extra.get("wallclock", 0.0)),
+                     extra.get("schedule_steps"), [float(v) for v in extra.get("log_window", [])])
+    if config is not None and total_steps is not None:
+        check_work_left(config, state, total_steps)  # "nothing to do" is decided before anything is announced
     # the optimizer was built from this invocation's settings; load_state_dict would bring back the
     # saved run's betas, eps and weight decay while config.json records the new ones
     fresh = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
@@ -77,8 +81,6 @@ def restore_run(latest: Path, model: torch.nn.Module, optimizer: torch.optim.Opt
         restore_rng_state(extra["rng"])
     if scaler is not None and extra.get("grad_scaler"):
         scaler.load_state_dict(extra["grad_scaler"])
-    state = RunState(int(payload["iteration"]), int(extra.get("tokens", 0)), float(extra.get("wallclock", 0.0)),
-                     extra.get("schedule_steps"), [float(v) for v in extra.get("log_window", [])])
     if config is not None:
         changed = changed_optimizer_settings(extra.get("config") or {}, config)
         if changed:

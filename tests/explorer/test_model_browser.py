@@ -169,7 +169,13 @@ def test_without_a_run_the_panels_say_how_to_make_one(browser, tmp_path):
             for panel in PANELS:
                 expect(page.locator(f"{panel} > .error")).to_contain_text("seqlab demo --fast")
             assert page.inner_text("#model-run") == "no run given"
-            expect(page.locator("#w-translate > .error")).to_contain_text("seqlab seq2seq train --out DIR")
+            # section 13 without a seq2seq run: a calm hint as section 14 gives, no error box, no empty menus
+            expect(page.locator("#tr-hint")).to_contain_text("seqlab seq2seq train --task dates --out runs/dates")
+            assert page.locator("#w-translate .error:visible").count() == 0
+            assert page.locator("#w-translate select:visible").count() == 0
+            page.click("#lang-zh")
+            expect(page.locator("#tr-hint")).to_contain_text("先训练一个 seq2seq 运行")
+            page.click("#lang-en")
             assert page.inner_text("#paths-note").startswith("Run `seqlab paths --out DIR`")
             # the lesson widgets are unaffected
             assert page.locator("#att-weights td").all_inner_texts() == ["0.669762", "0.330238"]

@@ -20,7 +20,7 @@ from tests.interop.conftest import (
     seqlab_logits,
 )
 
-FILES = ["config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
+FILES = [".seqlab-out.json", "config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
          "tokenizer.json", "tokenizer_config.json"]
 
 

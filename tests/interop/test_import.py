@@ -317,7 +317,7 @@ def test_an_existing_out_a_hub_name_and_pickled_weights_are_refused(folder, tmp_
     existing = tmp_path / "existing"
     existing.mkdir()
     (existing / "keep.txt").write_text("mine")
-    _refused(folder, existing, capsys, "OUT", "already exists")
+    _refused(folder, existing, capsys, "OUT", "is not empty and was not written by `seqlab import --from hf`", "--overwrite")
     assert [p.name for p in existing.iterdir()] == ["keep.txt"]
     monkeypatch.chdir(tmp_path)
     _refused("HuggingFaceTB/SmolLM-135M", tmp_path / "run", capsys, "never downloads",

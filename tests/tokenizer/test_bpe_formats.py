@@ -99,7 +99,7 @@ def test_hf_export_loads_in_tokenizers_and_transformers(cs336_dir, tmp_path, sty
     ours = Tokenizer.load(tmp_path / "tok")
     assert main(["bpe", "export", "--to", "hf", str(tmp_path / "tok"), str(tmp_path / "hf")]) == 0
     assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == [
-        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+        ".seqlab-out.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
     back = tokenizers.Tokenizer.from_file(str(tmp_path / "hf" / "tokenizer.json"))
     auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
     assert auto.eos_token == EOT and auto.eos_token_id == 50256 and len(auto) == 50258

@@ -287,6 +287,7 @@ def test_resume_at_or_past_max_steps_is_refused_without_touching_the_run(byte_da
         captured = capsys.readouterr()
         assert f"nothing to do: the run is at step 3 and --max-steps is {steps}" in captured.err
         assert "completed" not in captured.out
+        assert "resume: continuing" not in captured.out + captured.err  # decided before it is announced
     assert _files(run) == before  # config.json not rewritten, nothing else touched
     # --resume with --overwrite: the run was resumed and --overwrite silently ignored
     assert main([*resume, "--resume", "--overwrite", "--max-steps", "5", "--out", str(run), "--no-progress"]) == 2

@@ -40,6 +40,33 @@ async function apiStream(name, body, onLine) {
 
 // An attention map: one SVG cell per (row, column) pair shaded by its weight; data-w holds the
 // API's number for each cell. causal: the upper triangle (future keys) is left empty.
+// The heatmap's colours: a sequential ramp (ColorBrewer Blues, light to dark, ordered in
+// lightness), each row scaled to its own largest weight, so a row spread over 34 tokens shows its
+// structure as clearly as a row that puts everything on one token. attnColor(0) is the palest
+// stop, attnColor(1) the darkest: "rgb(8, 48, 107)".
+const ATTN_RAMP = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
+function attnColor(f) {
+  const x = Math.max(0, Math.min(1, f)) * (ATTN_RAMP.length - 1), i = Math.min(ATTN_RAMP.length - 2, Math.floor(x));
+  const mix = ATTN_RAMP[i].map((v, c) => Math.round(v + (x - i) * (ATTN_RAMP[i + 1][c] - v)));
+  return `rgb(${mix[0]}, ${mix[1]}, ${mix[2]})`;
+}
+
+// The colour bar under a heatmap: the ramp from 0 to each row's largest weight.
+function attnColorBar(width) {
+  const svg = svgRoot(width, 30);
+  svg.classList.add("attn-bar");
+  svg.style.maxWidth = `${width}px`;  // drawn at its own size, like the map above it
+  const steps = 40;
+  for (let s = 0; s < steps; s++) {
+    svg.append(svgEl("rect", { x: 4 + (s * (width - 8)) / steps, y: 2, width: (width - 8) / steps + 0.5, height: 10,
+      fill: attnColor(s / (steps - 1)) }));
+  }
+  svg.append(svgEl("text", { x: 4, y: 26, class: "attn-label" }, "0"));
+  svg.append(svgEl("text", { x: width - 4, y: 26, class: "attn-label", "text-anchor": "end", "data-i18n": "attn.bar_max" },
+    t("attn.bar_max")));
+  return svg;
+}
+
 function attentionMap(container, rowLabels, colLabels, weights, causal, onHover) {
   const rows = rowLabels.length, cols = colLabels.length;
   const cell = Math.max(4, Math.min(26, Math.floor(480 / Math.max(rows, cols))));
@@ -56,11 +83,13 @@ function attentionMap(container, rowLabels, colLabels, weights, causal, onHover)
       transform: `translate(${pad + c * cell + cell * 0.7}, ${pad - 4}) rotate(-90)` }, visible(label).slice(0, 9))));
   }
   for (let q = 0; q < rows; q++) {
-    for (let k = 0; k < (causal ? q + 1 : cols); k++) {
+    const shown = causal ? q + 1 : cols;
+    const rowMax = Math.max(...weights[q].slice(0, shown).map((w) => (Number.isFinite(w) ? w : 0)), 0);
+    for (let k = 0; k < shown; k++) {
       const w = weights[q][k];
+      const shade = rowMax > 0 ? Math.max(0, w) / rowMax : 0;
       svg.append(svgEl("rect", { x: pad + k * cell, y: pad + q * cell, width: cell - 1, height: cell - 1,
-        class: "attn-cell", fill: `rgba(37, 99, 235, ${0.03 + 0.97 * Math.max(0, Math.min(1, w))})`,
-        "data-q": q, "data-k": k, "data-w": w }));
+        class: "attn-cell", fill: attnColor(shade), "data-q": q, "data-k": k, "data-w": w, "data-shade": shade }));
     }
   }
   svg.addEventListener("mousemove", (event) => {
@@ -71,7 +100,7 @@ function attentionMap(container, rowLabels, colLabels, weights, causal, onHover)
     }
   });
   svg.addEventListener("mouseout", (event) => { if (event.target.classList) event.target.classList.remove("hover"); });
-  container.replaceChildren(svg);
+  container.replaceChildren(svg, attnColorBar(Math.min(pad + cols * cell + 4, 320)));
 }
 
 // A small canvas thumbnail of one head's weights (no labels), for comparing heads at a glance.
@@ -287,6 +316,7 @@ function setupTranslate(s2sRuns, noRun) {
   $("tr-beam").value = 1;
   let info = null;  // the selected run's seq2seq/info
   const hint = () => {
+    if (!s2sRuns.length) { $("tr-hint").textContent = t("tr.none"); return; }  // a hint, as section 14 gives
     if (!info) { $("tr-hint").textContent = ""; return; }
     const task = info.task || "pairs";
     $("tr-hint").textContent = t("tr.hint." + task, { lo: info.lengths[0], hi: info.lengths[1], example: info.example,
@@ -296,8 +326,11 @@ function setupTranslate(s2sRuns, noRun) {
     for (const id of ["tr-output", "tr-step", "tr-hover", "tr-note"]) $(id).textContent = "";
     for (const id of ["tr-map", "tr-grid", "tr-notes"]) $(id).replaceChildren();
   };
+  if (!s2sRuns.length) {  // nothing to translate with: the hint alone, no empty menus
+    for (const node of $("w-translate").querySelectorAll(".controls, .facts, .cols, #tr-notes")) node.style.display = "none";
+  }
   const w = widget("w-translate", () => {
-    if (!s2sRuns.length) throw apiError(noRun, {});
+    if (!s2sRuns.length) { hint(); return null; }
     if (!$("tr-text").value && !info) return null;
     return ["seq2seq/translate", { run: select.value, text: $("tr-text").value, beam: Number($("tr-beam").value) }];
   }, (data) => draw(data));
