@@ -28,9 +28,9 @@ from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
 from seqlab.runs.checkpoint import save_checkpoint
 from seqlab.runs.directory import LM, TOKENIZER_DIR, write_config
+from seqlab.runs.state import TrainState
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.optimizer import AdamW, weight_decay_groups
-from seqlab.runs.state import TrainState
 from seqlab.training.run_state import run_extra
 
 

@@ -53,7 +53,9 @@ class LanguageModelTask(Task):
 
     def step_limit(self, total_steps: int) -> str:
         budget = self.config.token_budget
-        return super().step_limit(total_steps) if budget is None else f"--token-budget {budget} ends at step {total_steps}"
+        if budget is None:
+            return super().step_limit(total_steps)
+        return f"--token-budget {budget} ends at step {total_steps}"
 
     def draw(self, sampler: np.random.Generator, rows: int, *, pin_memory: bool = False) -> Drawn[torch.Tensor]:
         """``rows`` windows of context_length + 1 tokens, one (rows, T + 1) tensor."""

@@ -75,8 +75,7 @@ from seqlab.training.progress import StepReporter, start_message
 from seqlab.training.result import TrainResult
 from seqlab.training.run_log import RunLog
 from seqlab.training.run_state import check_work_left, restore_run, run_extra
-from seqlab.training.schedule import RunSchedule
-from seqlab.training.schedule import plan_schedule
+from seqlab.training.schedule import RunSchedule, plan_schedule
 from seqlab.training.task import Drawn, EvalContext, Facts, Task
 from seqlab.training.task_loss import TaskLoss, fused_loss_wanted
 
