@@ -329,3 +329,24 @@ def test_each_ablation_trains_and_is_recorded(byte_data, tmp_path, ablation):
         assert json.loads((run / "config.json").read_text())["model"][key] == value
     if ablation == {"norm": "none"}:
         assert not any("ln" in name for name in payload["model"])  # no norm gains at all
+
+
+def test_an_engine_has_every_attribute_before_and_after_build(byte_data, tmp_path):
+    """Engine(task) sets every attribute prepare() sets (none appears later); Engine.build is a
+    context manager that holds the run's lock while it trains and releases it on leaving."""
+    from seqlab.runs.lock import RunLock, RunLockedError
+
+    config = _config(byte_data, tmp_path / "run", max_steps=3)
+    fresh = Trainer(config)
+    before = set(vars(fresh))
+    with Trainer.build(config) as engine:
+        assert set(vars(engine)) == before and engine.prepared and engine.lock is not None
+        with pytest.raises(RunLockedError):
+            RunLock(tmp_path / "run", "another").acquire()
+        loss, grad_norm, lr = engine.train_step(0)
+        assert math.isfinite(float(loss)) and float(grad_norm) > 0 and lr == engine.learning_rate(0)
+        assert engine.step_tokens == 8 * 32
+    assert engine.lock is None
+    other = RunLock(tmp_path / "run", "another")
+    other.acquire()  # free again
+    other.release()
