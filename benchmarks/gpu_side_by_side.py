@@ -240,7 +240,7 @@ def _trainer_stepper(mode: str, shape: Shape, device, precision: str, compiled: 
                          progress=False, overwrite=True)
     notes: list[str] = []
     trainer = Trainer(config, say=notes.append)
-    trainer._setup()
+    trainer.prepare()
     counter = itertools.count()
     info = {"fused_loss": trainer.fused_loss, "compiled": trainer.compiled, "notes": notes,
             "parameters": trainer.raw_model_parameters}

@@ -52,9 +52,9 @@ def test_a_training_step_makes_one_pinned_host_to_device_copy(tmp_path):
     from torch.profiler import ProfilerActivity, profile
 
     trainer = _trainer(tmp_path, "copies")
-    trainer._setup()
+    trainer.prepare()
     try:
-        assert trainer.fused_loss and trainer.task.pin_memory
+        assert trainer.fused_loss and trainer.pin_memory
         for step in range(3):
             trainer.train_step(step)
         torch.cuda.synchronize()

@@ -152,7 +152,8 @@ def test_code_that_only_translates_imports_no_training_module(tmp_path):
 # never a higher one. Package faces (``__init__`` files) name higher modules only lazily (strings in
 # seqlab/lazy.py's tables), which is not an import.
 LAYERS = {
-    "seqlab": 0, "atomic": 0, "lazy": 0, "cli_types": 0, "settings": 0, "runtime": 0,
+    "seqlab": 0, "atomic": 0, "lazy": 0, "cli_types": 0, "settings": 0, "runtime": 0, "jsonfile": 0,
+    "outdir": 0, "progressbar": 0,
     "labs": 1, "model": 1, "tokenizer": 1,
     "runs": 2,
     "accounting": 3, "training": 3, "inference": 3,
@@ -281,3 +282,40 @@ def test_every_moved_module_is_gone_from_its_old_path_and_imports_from_its_new_o
             assert importlib.util.find_spec(path) is None, f"{path} still exists; CHANGELOG.md says it moved"
         for path in re.findall(r"`(seqlab\.[\w.]+)`", new):
             importlib.import_module(path)
+
+
+def test_the_engine_reads_no_attribute_by_name():
+    """Every attribute of the engine is set in its constructor; no getattr(self, ...) guesses one,
+    and the engine reads no task attribute by name (getattr(task / config, "..."))."""
+    found = []
+    for path in modules(PACKAGE / "training"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                    and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id in ("task", "config", "cfg"):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} getattr(..., {node.args[1].value!r})")
+    assert not found, found
+
+
+def test_the_task_interface_holds_no_presentation_strings():
+    """The words about a run come from seqlab.runs.kinds.KINDS, filled with Task.facts()."""
+    from seqlab.lm.task import LanguageModelTask
+    from seqlab.seq2seq.task import Seq2SeqTask
+    from seqlab.training.task import Task
+
+    removed = ("command", "out_flag", "progress_label", "describe", "plot_title", "start_details",
+               "tokens_per_step_text", "forward_hidden", "pin_memory")
+    for cls in (Task, LanguageModelTask, Seq2SeqTask):
+        assert [name for name in removed if hasattr(cls, name)] == [], cls
+    assert "facts" in Task.__abstractmethods__ and "forward" in Task.__abstractmethods__
+
+
+def test_callers_never_reach_into_the_engine_setup():
+    root = PACKAGE.parent
+    files = [*modules(PACKAGE), *sorted((root / "benchmarks").rglob("*.py")), *sorted((root / "tests").rglob("*.py"))]
+    found = [str(path.relative_to(root)) for path in files
+             if path.name != "test_layout.py" and "._setup()" in path.read_text()]
+    assert found == []

@@ -72,7 +72,7 @@ def _say(message: str) -> None:
 def time_steps(config: TrainConfig, num_steps: int = 3) -> float:
     """Median seconds per training step of ``config`` (the first step, which allocates, is left out)."""
     probe = Trainer(TrainConfig(**{**config.to_dict(), "max_steps": 10, "progress": False, "time_budget_s": None}))
-    probe._setup()
+    probe.prepare()
     times = []
     try:
         for step in range(num_steps):

@@ -28,6 +28,7 @@ from seqlab.model import TransformerLM
 from seqlab.outdir import check_out_folder, output_folder
 from seqlab.runs.checkpoint import save_checkpoint
 from seqlab.runs.directory import LM, TOKENIZER_DIR, write_config
+from seqlab.runs.state import TrainState
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.optimizer import AdamW, weight_decay_groups
 from seqlab.training.run_state import run_extra
@@ -50,8 +51,8 @@ def write_imported_run(out: str | os.PathLike, model: TransformerLM, tokenizer: 
     config = TrainConfig(out_dir=str(out), seed=seed, **shape)
     optimizer = AdamW(weight_decay_groups(model), lr=config.lr, betas=(config.beta1, config.beta2), eps=config.eps,
                       weight_decay=config.weight_decay)  # moments appear at the first step
-    extra = run_extra(config=config, sampler_state=np.random.default_rng(seed).bit_generator.state, tokens=0,
-                      wallclock=0.0, global_batch=None, world_size=1, schedule_steps=None, scaler=None)
+    extra = run_extra(config=config, state=TrainState(sampler=np.random.default_rng(seed).bit_generator.state),
+                      global_batch=None, world_size=1, scaler=None)
     extra["imported_from"] = source
     with output_folder(out, IMPORT_COMMAND, overwrite=overwrite) as building:
         write_config(building, {**config.to_dict(), "model": asdict(model.config), "world_size": 1,

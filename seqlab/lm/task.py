@@ -8,6 +8,7 @@ The run keeps a copy of the data's tokenizer in RUN/tokenizer, which ``seqlab ge
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,11 +26,11 @@ from seqlab.runs.directory import LM, copy_tokenizer, write_config
 from seqlab.tokenizer.files import TOKENIZER_FILES
 from seqlab.training.engine import Engine
 from seqlab.training.result import TrainResult
-from seqlab.training.task import Batch, Drawn, EvalContext, Task
+from seqlab.training.task import Batch, Drawn, EvalContext, Facts, Output, Task
 
 
 class LanguageModelTask(Task):
-    kind, command, out_flag = LM, "seqlab train", "--out"
+    kind = LM
     config: TrainConfig
 
     def prepare(self, say: Callable[[str], None]) -> None:
@@ -43,27 +44,38 @@ class LanguageModelTask(Task):
     def build_model(self, device: torch.device | str) -> TransformerLM:
         return TransformerLM.from_config(self.model_config, device=device)
 
-    def draw(self, sampler: np.random.Generator, rows: int) -> Drawn:
-        """``rows`` windows of context_length + 1 tokens, one (rows, T + 1) tensor (pinned for a GPU)."""
-        T = self.config.context_length
-        return Drawn(sample_windows(self.data.train, rows, T, generator=sampler, pin_memory=self.pin_memory),
-                     rows, rows * T)
+    def resume_data_note(self, saved: dict, step: int) -> str | None:
+        old, new = saved.get("data_dir"), self.config.data_dir
+        if old and new and os.path.abspath(old) != os.path.abspath(new):
+            return (f"resume: --data-dir {new} now (the run trained on {old} up to step {step}); its "
+                    "batches and its val loss come from the new data from here")
+        return None
 
-    def select(self, drawn: Drawn, rows: slice, device: torch.device) -> Batch:
+    def step_limit(self, total_steps: int) -> str:
+        budget = self.config.token_budget
+        if budget is None:
+            return super().step_limit(total_steps)
+        return f"--token-budget {budget} ends at step {total_steps}"
+
+    def draw(self, sampler: np.random.Generator, rows: int, *, pin_memory: bool = False) -> Drawn[torch.Tensor]:
+        """``rows`` windows of context_length + 1 tokens, one (rows, T + 1) tensor."""
+        T = self.config.context_length
+        return Drawn(sample_windows(self.data.train, rows, T, generator=sampler, pin_memory=pin_memory),
+                     rows, rows * T, pinned=pin_memory)
+
+    def select(self, drawn: Drawn[torch.Tensor], rows: slice,
+               device: torch.device) -> Batch[tuple[torch.Tensor, torch.Tensor]]:
         """One copy to the device; inputs and targets are two views of the copied windows."""
         windows = drawn.data[rows].to(device, non_blocking=True)
         return Batch((windows[:, :-1], windows[:, 1:]), windows.shape[0] * (windows.shape[1] - 1))
 
-    def forward(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, model: torch.nn.Module, batch: Batch[tuple[torch.Tensor, torch.Tensor]]) -> Output:
         inputs, targets = batch.inputs
-        return model(inputs), targets
+        return Output(model(inputs, return_hidden=True), model.lm_head.weight, targets)
 
-    def forward_hidden(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        inputs, targets = batch.inputs
-        return model(inputs, return_hidden=True), model.lm_head.weight, targets
-
-    def tokens_per_step_text(self, world_size: int) -> int:
-        return self.config.tokens_per_step(world_size)
+    def facts(self, global_batch: int) -> Facts:
+        return Facts(model="transformer", data=str(self.config.data_dir), examples=len(self.data.train),
+                     tokens_per_step=global_batch * self.config.context_length)
 
     def flops_per_token(self) -> float:
         T = self.config.context_length

@@ -33,7 +33,7 @@ from seqlab.runs.directory import SEQ2SEQ, read_config, write_config, write_voca
 from seqlab.runtime import autocast_context
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import PAD_ID
-from seqlab.seq2seq.data import collate, prepare_data, unknown_characters
+from seqlab.seq2seq.data import Example, Seq2SeqBatch, collate, prepare_data, unknown_characters
 from seqlab.seq2seq.evaluation import (
     evaluate_translations,
     is_text_task,
@@ -43,17 +43,13 @@ from seqlab.seq2seq.loading import read_vocabs
 from seqlab.seq2seq.settings import FIXED_ON_RESUME, Seq2SeqTrainConfig
 from seqlab.training.engine import Engine
 from seqlab.training.result import TrainResult
-from seqlab.training.task import Batch, Drawn, EvalContext, Task
+from seqlab.training.task import Batch, Drawn, EvalContext, Facts, Output, Task
 
 
 class Seq2SeqTask(Task):
-    kind, command, out_flag, ignore_index = SEQ2SEQ, "seqlab seq2seq train", "--out", PAD_ID
+    kind, ignore_index = SEQ2SEQ, PAD_ID
     keep_step_checkpoints = False  # small models: latest.pt only
     config: Seq2SeqTrainConfig
-
-    @property
-    def progress_label(self) -> str:
-        return f"seq2seq {self.config.arch}"
 
     def prepare(self, say: Callable[[str], None]) -> None:
         cfg, run = self.config, Path(self.config.out_dir)
@@ -99,29 +95,26 @@ class Seq2SeqTask(Task):
     def build_model(self, device: torch.device | str) -> torch.nn.Module:
         return build_model(self.model_config, device=device)
 
-    def draw(self, sampler: np.random.Generator, rows: int) -> Drawn:
+    def draw(self, sampler: np.random.Generator, rows: int, *, pin_memory: bool = False) -> Drawn[list[Example]]:
         examples = self.data.train_examples
         chosen = [examples[i] for i in sampler.integers(0, len(examples), rows)]
-        return Drawn(chosen, rows, sum(len(target) + 1 for _, target in chosen))  # + EOS
+        return Drawn(chosen, rows, sum(len(target) + 1 for _, target in chosen), pinned=pin_memory)  # + EOS
 
-    def select(self, drawn: Drawn, rows: slice, device: torch.device) -> Batch:
-        """The rows padded into one host buffer (pinned for a GPU) and copied to the device at once."""
-        batch = collate(drawn.data[rows], device=device, pin_memory=self.pin_memory)
+    def select(self, drawn: Drawn[list[Example]], rows: slice, device: torch.device) -> Batch[Seq2SeqBatch]:
+        """The rows padded into one host buffer (page-locked when ``drawn.pinned``), copied at once."""
+        batch = collate(drawn.data[rows], device=device, pin_memory=drawn.pinned)
         return Batch(batch, batch.target_tokens)
 
-    def forward(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, model: torch.nn.Module, batch: Batch[Seq2SeqBatch]) -> Output:
         b = batch.inputs
-        return model(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out
+        hidden = model(b.src, b.tgt_in, b.src_mask, b.tgt_mask, return_hidden=True)
+        return Output(hidden, model.lm_head.weight, b.tgt_out)
 
-    def forward_hidden(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        b = batch.inputs
-        return model(b.src, b.tgt_in, b.src_mask, b.tgt_mask, return_hidden=True), model.lm_head.weight, b.tgt_out
-
-    def tokens_per_step_text(self, world_size: int) -> str:
+    def facts(self, global_batch: int) -> Facts:
         examples = self.data.train_examples
         mean = sum(len(t) + 1 for _, t in examples) / len(examples)
-        rows = self.config.batch_size * self.config.grad_accum_steps * world_size
-        return f"about {rows * mean:,.0f} target tokens/step"
+        return Facts(model=self.config.arch, data=str(self.config.task or self.config.pairs),
+                     examples=len(self.data.train_pairs), tokens_per_step=global_batch * mean)
 
     def flops_per_token(self) -> float:
         """The usual 6 x parameters per trained token (an estimate: it leaves out attention scores)."""
@@ -148,10 +141,6 @@ class Seq2SeqTask(Task):
             return False
         return is_text_task(self.config)
 
-    def describe(self, metrics: dict[str, float]) -> str:
-        text = f"val loss {metrics['val_loss']:.4f}, exact match {metrics['val_exact_match']:.1%}"
-        return text + (f", BLEU {metrics['val_bleu']:.1f}" if "val_bleu" in metrics else "")
-
     def early_stop(self, metrics: dict[str, float]) -> str | None:
         target = self.config.target_exact_match
         return "target reached" if target is not None and metrics["val_exact_match"] >= target else None
@@ -167,13 +156,6 @@ class Seq2SeqTask(Task):
             "parameters": parameters, "world_size": world_size, "total_steps": total_steps}, kind=SEQ2SEQ)
         if not cfg.resume:
             write_vocab_json(run_dir, {"source": data.src_vocab.to_dict(), "target": data.tgt_vocab.to_dict()})
-
-    def plot_title(self, run_dir: Path, parameters: int) -> str:
-        return f"{self.config.arch} on {self.config.task or Path(self.config.pairs).name}: {parameters:,} parameters"
-
-    def start_details(self) -> str:
-        return f"{self.config.arch} on {self.config.task or self.config.pairs}, {len(self.data.train_pairs):,} " \
-               "training pairs"
 
 
 def train(config: Seq2SeqTrainConfig, *, step_callbacks: list[Callable] | None = None,

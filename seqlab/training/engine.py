@@ -1,44 +1,25 @@
 """The training loop behind ``seqlab train`` and ``seqlab seq2seq train``: one engine, any task.
 
-A task (:mod:`seqlab.training.task`) says what is learned: the model, the batches, which logits
-predict which targets, the evaluation and the run files. The engine does everything else, the
-same for every task: warm-up and cosine (by steps or by elapsed time), AdamW and clipping,
-precision and autocast (with a GradScaler for fp16), torch.compile with an eager fallback, DDP and
-gradient accumulation, signals, the time budget, evaluation and checkpoint cadence, non-finite
-guards, deferred host reads, exact resume, ``--overwrite`` deferral, the run lock, the run log,
-the progress bar, tokens/s and MFU.
+A task (:mod:`seqlab.training.task`) says what is learned; the engine does the rest, the same for
+every task: schedule, AdamW, clipping, precision, compile, DDP and accumulation, signals, the time
+budget, evaluation and checkpoints, non-finite guards, exact resume, the run lock, log and progress::
 
-One optimizer step draws one *global* batch of ``batch_size * grad_accum_steps * world_size``
-examples from a seeded NumPy generator, identical on every process. Process ``r`` takes its rows
-and splits them into ``grad_accum_steps`` micro-batches; each micro-batch's mean loss is weighted
-by its share of the global batch's target tokens and DDP averages over processes, so the update
-equals one step on the whole global batch, whatever the split. The generator's state is part of
-every checkpoint, so a resumed run draws exactly the batches the uninterrupted run would have drawn.
+    result = Engine(LanguageModelTask(config)).run()       # TrainResult: status, steps, losses
 
-The next step's batch is drawn as soon as a step's work is queued (before any host read), so on a
-GPU the host samples it while the device computes; a checkpoint holds the generator's state from
-before that draw, so the batch drawn ahead is drawn again on resume. On a GPU the batch is drawn
-into page-locked memory and copied with one asynchronous copy per micro-batch (``Task.pin_memory``).
+    with Engine.build(task) as engine:                     # a probe of the step time
+        loss, grad_norm, lr = engine.train_step(0)
 
-The loss: the model and its loss are one module (:class:`~seqlab.training.task_loss.TaskLoss`),
-which is what ``--compile`` compiles (one region, the loss inside) and DDP wraps. ``fused_loss``
-chooses how the output layer meets the loss: fused (``linear_cross_entropy``, never every token's
-logits at once) on the GPU path, full logits and ``cross_entropy`` on a CPU ("auto").
+One optimizer step draws one global batch of ``batch_size * grad_accum_steps * world_size`` examples
+from a seeded NumPy generator, the same on every process; each process takes its rows, and each
+micro-batch's loss is weighted by its share of the batch's target tokens, so any split equals one
+step on the whole batch. The generator's state is in every checkpoint: a resumed run draws exactly
+the batches an uninterrupted one would. The next batch is drawn while the device computes (a
+checkpoint holds the state from before that draw).
 
-Step numbers in logs and checkpoints count completed optimizer steps (1 = after the first update).
-
-Stopping early: Ctrl-C or SIGTERM (see :mod:`seqlab.training.interrupt`) finishes the step, saves
-and returns "interrupted" (the CLI exits 130 or 143); ``time_budget_s`` ends the run when its
-seconds are spent; a task's target metric ends it after an evaluation; a non-finite loss or
-gradient norm stops it without saving (:mod:`seqlab.training.guards`).
-
-``--overwrite``: the old run's config.json, log.jsonl, tokenizer/ or vocab.json and checkpoints stay
-until this run saves its first checkpoint, when they are replaced together (a run of the other
-kind loses its own files then too); a new run that fails before that leaves the old one whole.
-
-On the GPU path losses are read from the device only at log, eval, checkpoint and last steps and
-before a save (:class:`~seqlab.training.guards.StepReader`); under DDP there a stop request is agreed
-on only at those steps, so it is honoured at the next one (one process stops at once).
+On the GPU path losses are read from the device only at log, eval, checkpoint and last steps
+(:class:`~seqlab.training.guards.StepReader`); under DDP a stop request is agreed on at those steps.
+``--overwrite`` keeps the old run's files until this run saves its first checkpoint, so a new run
+that fails early leaves the old one whole.
 """
 
 from __future__ import annotations
@@ -71,7 +52,10 @@ from seqlab.runs.directory import (
     remove_run_temporaries,
     run_kind,
 )
+from seqlab.runs.kinds import KINDS, Kind, describe_metrics
 from seqlab.runs.lock import RunLock, RunLockedError
+from seqlab.runs.state import TrainState
+from seqlab.runs.status import Status
 from seqlab.runtime import compile_model, peak_flops, resolve_device, resolve_precision
 from seqlab.training.clipping import clip_grad_norm
 from seqlab.training.distributed import (
@@ -90,9 +74,9 @@ from seqlab.training.optimizer import AdamW, weight_decay_groups
 from seqlab.training.progress import StepReporter, start_message
 from seqlab.training.result import TrainResult
 from seqlab.training.run_log import RunLog
-from seqlab.training.run_state import RunState, check_work_left, restore_run, run_extra
-from seqlab.training.schedule import plan_schedule
-from seqlab.training.task import Drawn, EvalContext, Task
+from seqlab.training.run_state import check_work_left, restore_run, run_extra
+from seqlab.training.schedule import RunSchedule, plan_schedule
+from seqlab.training.task import Drawn, EvalContext, Facts, Task
 from seqlab.training.task_loss import TaskLoss, fused_loss_wanted
 
 __all__ = ["Engine", "NonFiniteLossError", "TrainResult"]
@@ -112,23 +96,74 @@ class Engine:
                  clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] | None = None):
         self.task = task
         self.config = task.config
+        self.text = KINDS[Kind(task.kind)]  # the words of every message about this kind of run
         self.step_callbacks = list(step_callbacks or [])
         self._clock = clock
         self._say_to = say
         self._stop_reason: str | None = None
         self._stop_signal: int | None = None
         self.lock: RunLock | None = None
+        self.run_dir = Path(self.config.out_dir)
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        # set by prepare(): until then messages are the main process's and nothing is built
+        self.prepared = False
+        self.dist = DistributedContext()
+        self.device: torch.device = torch.device("cpu")
+        self.precision = "fp32"
+        self.pin_memory = False           # batches drawn into page-locked memory (a CUDA device)
+        self.total_steps = 0
+        self.raw_model: torch.nn.Module | None = None
+        self.model: torch.nn.Module | None = None   # what a step calls: TaskLoss, maybe compiled, maybe DDP
+        self.compiled = False
+        self._compile_tried = False
+        self.fused_loss = False
+        self.optimizer: AdamW | None = None
+        self.scaler: torch.amp.GradScaler | None = None
+        self.sampler = np.random.default_rng(self.config.seed)
+        self._ahead: tuple[dict, Drawn] | None = None  # (sampler state before it, the next step's batch)
+        self.step = 0                      # completed optimizer steps
+        self.tokens_seen = 0
+        self.step_tokens = 0               # the last step's target tokens over all processes
+        self.elapsed_before = 0.0          # training seconds before this session
+        self.shared_elapsed = 0.0          # the same on every process (it sets the rate)
+        self.log_window: list[float] = []
+        self.old_checkpoints: list[Path] = []  # --overwrite: the old run's, replaced at the first save
+        self.schedule: RunSchedule | None = None
+        self.schedule_notes: list[str] = []
+        self.last_checkpoint: tuple[int, Path] | None = None
+        self.run_log: RunLog | None = None
+        self.report: StepReporter | None = None
+        self._started = clock()
+
+    @classmethod
+    def build(cls, task: Task, **options) -> Engine:
+        """An engine with everything set up (:meth:`prepare`), ready for :meth:`train_step`; use it
+        as a context manager, or call :meth:`close`."""
+        engine = cls(task, **options)
+        try:
+            engine.prepare()
+        except BaseException:
+            engine.close()
+            raise
+        return engine
+
+    def __enter__(self) -> Engine:
+        if not self.prepared:
+            self.prepare()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def request_stop(self, reason: str = "stop requested") -> None:
         self._stop_reason = reason
 
     # -- setup ------------------------------------------------------------------------------
-    def _setup(self) -> None:
-        cfg, task = self.config, self.task
-        self.dist = DistributedContext()  # until set up below (messages before that are the main process's)
-        self.run_dir = Path(cfg.out_dir)
-        self.ckpt_dir = self.run_dir / "checkpoints"
-        check_out_dir(self.run_dir, resume=cfg.resume, flag=task.out_flag, command=task.command)
+    def prepare(self) -> None:
+        """Check the run directory and take its lock, set up the device and processes, read the
+        data, build the model and optimizer, and restore the checkpoint on ``--resume``."""
+        cfg, task, text = self.config, self.task, self.text
+        check_out_dir(self.run_dir, resume=cfg.resume, flag=text.out_flag, command=text.train_command)
         if cfg.resume:
             check_kind(self.run_dir, task.kind, "resume")
         if cfg.threads:
@@ -143,7 +178,7 @@ class Engine:
         self.total_steps = cfg.total_steps(self.dist.world_size)
         torch.manual_seed(cfg.seed)  # same initial weights on every process
         self.raw_model = build_if_it_fits(task.build_model, device, "choose a smaller --d-model or --num-layers")
-        task.pin_memory = device.type == "cuda"  # batches drawn into page-locked memory: asynchronous copies
+        self.pin_memory = device.type == "cuda"  # batches drawn into page-locked memory: asynchronous copies
         self.fused_loss = fused_loss_wanted(cfg.fused_loss, next(self.raw_model.parameters()))
         self.optimizer = AdamW(weight_decay_groups(self.raw_model), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
                                eps=cfg.eps, weight_decay=cfg.weight_decay)
@@ -155,34 +190,36 @@ class Engine:
             what = DESCRIPTIONS[found] if found else "a run"
             go_on = "continue it with --resume" if found in (None, task.kind) else kind_hint(found, "resume", self.run_dir)
             raise FileExistsError(f"{self.run_dir} already holds {what} ({self.ckpt_dir / 'latest.pt'}); {go_on}, start "
-                                  f"over with --overwrite, or choose another {task.out_flag}")
+                                  f"over with --overwrite, or choose another {text.out_flag}")
         self._lock_run_dir()
         if self.dist.is_main:
             remove_run_temporaries(self.run_dir)
-        state = RunState()
+        state = TrainState()
         if cfg.resume:
             state = restore_run(self.ckpt_dir / "latest.pt", self.raw_model, self.optimizer, self.sampler,
                                 self.scaler, global_batch=self.global_batch, say=self._say, check=task.check_resume,
-                                config=cfg, total_steps=self.total_steps)
-        self.step, self.tokens_seen, self.elapsed_before = state.step, state.tokens_seen, state.elapsed_before
+                                config=cfg, data_note=task.resume_data_note,
+                                work_left=lambda saved: check_work_left(cfg, saved, self.total_steps,
+                                                                        task.step_limit(self.total_steps)))
+        self.step, self.tokens_seen, self.elapsed_before = state.step, state.tokens, state.elapsed
         self.log_window = state.log_window
         # --overwrite: the old run's files stay until this run has saved its first checkpoint
         self.old_checkpoints = checkpoint_files(self.ckpt_dir) if cfg.overwrite and not cfg.resume else []
-        check_work_left(cfg, state, self.total_steps)
+        check_work_left(cfg, state, self.total_steps, task.step_limit(self.total_steps))
         self.schedule, self.schedule_notes = plan_schedule(
             lr=cfg.lr, min_lr=cfg.final_lr, warmup_steps=cfg.warmup_steps, total_steps=self.total_steps,
-            saved_horizon=state.schedule_steps, reschedule=cfg.reschedule, time_budget_s=cfg.time_budget_s)
+            saved_horizon=state.horizon, reschedule=cfg.reschedule, time_budget_s=cfg.time_budget_s)
         self.shared_elapsed = self.elapsed_before  # the same on every process (it sets the rate)
         self.last_checkpoint = (self.step, self.ckpt_dir / "latest.pt") if cfg.resume else None
-        self.run_log: RunLog | None = None
-        self._compile_tried = False
         self.model = self._wrap(self.raw_model)
+        self._started = self._clock()
+        self.prepared = True
 
     def _lock_run_dir(self) -> None:
         """Take the run directory's lock (main process); every process stops if it is held elsewhere."""
         refused = None
         if self.dist.is_main:
-            self.lock = RunLock(self.run_dir, self.task.command)
+            self.lock = RunLock(self.run_dir, self.text.train_command)
             try:
                 self.lock.acquire()
             except RunLockedError as error:
@@ -286,7 +323,8 @@ class Engine:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if step + 1 < self.total_steps:  # the device is busy with this step: draw the next batch now
-            self._ahead = (self.sampler.bit_generator.state, task.draw(self.sampler, self.global_batch))
+            self._ahead = (self.sampler.bit_generator.state, task.draw(self.sampler, self.global_batch,
+                                                                          pin_memory=self.pin_memory))
         # the gradient norm is the same on every process (DDP averaged the gradients); the loss is
         # averaged over processes when it is read
         return loss_sum, grad_norm.to(self.device, torch.float32), lr
@@ -296,7 +334,7 @@ class Engine:
         if self._ahead is not None:
             drawn, self._ahead = self._ahead[1], None
             return drawn
-        return self.task.draw(self.sampler, self.global_batch)
+        return self.task.draw(self.sampler, self.global_batch, pin_memory=self.pin_memory)
 
     @property
     def sampler_state(self) -> dict:
@@ -323,11 +361,8 @@ class Engine:
         if not self.dist.is_main:
             return None
         check_finite_weights(self.raw_model.parameters(), step, self.last_checkpoint)
-        window = self.report.window if getattr(self, "report", None) is not None else self.log_window
-        extra = run_extra(config=self.config, sampler_state=self.sampler_state, tokens=self.tokens_seen,
-                          wallclock=self.elapsed(), global_batch=self.global_batch,
-                          world_size=self.dist.world_size, schedule_steps=self.schedule.horizon, scaler=self.scaler,
-                          log_window=window)
+        extra = run_extra(config=self.config, state=self.train_state(), global_batch=self.global_batch,
+                          world_size=self.dist.world_size, scaler=self.scaler)
         latest = self.ckpt_dir / "latest.pt"
         path = self.ckpt_dir / f"step_{step:07d}.pt" if self.task.keep_step_checkpoints else latest
         try:
@@ -346,6 +381,12 @@ class Engine:
         if self.run_log is not None:
             self.run_log.commit()
         return latest
+
+    def train_state(self) -> TrainState:
+        """What a checkpoint of this moment saves besides weights and optimizer."""
+        window = self.report.window if self.report is not None else self.log_window
+        return TrainState(step=self.step, tokens=self.tokens_seen, elapsed=self.elapsed(), sampler=self.sampler_state,
+                          log_window=list(window), horizon=self.schedule.horizon)
 
     def _write_run_files(self) -> None:
         if self.config.overwrite and not self.config.resume:  # a run of the other kind leaves nothing behind
@@ -368,7 +409,7 @@ class Engine:
         the user reads the message once."""
         try:
             try:
-                self._setup()
+                self.prepare()
             except (ValueError, OSError, RunLockedError) as error:  # settings, files: the same on every process
                 leave_to_main_process(error)
                 raise
@@ -385,31 +426,33 @@ class Engine:
 
     def close(self) -> None:
         """Release the run directory and leave the process group (``run`` does; call it after using
-        ``_setup`` and ``train_step`` directly, as a probe of the step time does)."""
+        :meth:`prepare` and :meth:`train_step` directly, as a probe of the step time does)."""
         if self.lock is not None:
             self.lock.release()
             self.lock = None
-        cleanup_distributed(getattr(self, "dist", DistributedContext()))
+        cleanup_distributed(self.dist)
 
     def _loop(self) -> TrainResult:
         cfg, task, main = self.config, self.task, self.dist.is_main
         self._started = self._clock()
         parameters = self.raw_model_parameters
+        facts = task.facts(self.global_batch)
         if main:
             if not self.old_checkpoints:  # with an old run to overwrite, at the first save (see save)
                 self._write_run_files()
             self.run_log = RunLog(self.run_dir, cfg.to_dict(), resume_step=self.step if cfg.resume else None,
-                                  plot_title=task.plot_title(self.run_dir, parameters),
+                                  plot_title=self._plot_title(facts, parameters),
                                   staged=bool(self.old_checkpoints))
         # MFU on a GPU: model FLOPs per token times tokens/s, as a share of the peak
         peak = peak_flops(self.device, self.precision)
         per_token = task.flops_per_token() if peak else None
-        result = TrainResult(self.run_dir, self.step, self.total_steps, "completed", parameters=parameters)
+        result = TrainResult(self.run_dir, self.step, self.total_steps, Status.COMPLETED, parameters=parameters)
         self.report = report = StepReporter(
             self.run_log, total=self.total_steps, initial=self.step, show_bar=main and cfg.progress,
-            tokens_per_step=1, flops_per_step=per_token / self.dist.world_size if per_token else None,
-            peak_flops=peak, time_budget_s=cfg.time_budget_s, window=self.log_window, label=task.progress_label)
-        self._say_start()
+            flops_per_token=per_token / self.dist.world_size if per_token else None,  # this process's share
+            peak_flops=peak, time_budget_s=cfg.time_budget_s, window=self.log_window,
+            label=self.text.progress_label.format(model=facts.model))
+        self._say_start(facts)
         reader = StepReader(self.dist, grad_scaler=self.scaler is not None)
         read_every_step = not on_gpu_path(next(self.raw_model.parameters()))
         try:
@@ -440,7 +483,7 @@ class Engine:
                     result.metrics = self.evaluate_metrics()
                     result.val_loss = result.metrics.get("val_loss")
                     report.evaluation(done, result.metrics, wallclock=self.elapsed(), tokens=self.tokens_seen,
-                                      describe=task.describe(result.metrics))
+                                      describe=describe_metrics(result.metrics))
                     target = None if last else task.early_stop(result.metrics)
                 if save or target:
                     self.save(done)
@@ -460,7 +503,7 @@ class Engine:
                 if (read or not self.dist.enabled) and any_true(asked, self.dist, self.device) and not last:
                     report.take(reader.read(self.last_checkpoint)[0])  # a NaN since the last read stops it unsaved
                     self.save(done)
-                    result.status, result.stopped_by = "interrupted", self._stop_reason or "stopped"
+                    result.status, result.stopped_by = Status.INTERRUPTED, self._stop_reason or "stopped"
                     result.stop_signal = self._stop_signal
                     self._say(f"{result.stopped_by}: saved {self.ckpt_dir / 'latest.pt'} at step "
                               f"{done}; continue with --resume")
@@ -471,15 +514,20 @@ class Engine:
         result.train_loss, result.train_loss_steps = report.final_loss()
         result.tokens_per_second, result.excluded_steps = report.speed.tokens_per_second, report.speed.excluded
         result.history = self.run_log.history if self.run_log is not None else []
-        result.headline = task.describe(result.metrics) if result.metrics else None
+        result.headline = describe_metrics(result.metrics) if result.metrics else None
         return result
 
-    def _say_start(self) -> None:
+    def _plot_title(self, facts: Facts, parameters: int) -> str:
+        return self.text.plot_title.format(run_name=self.run_dir.name, model=facts.model, data=Path(facts.data).name,
+                                           parameters=parameters)
+
+    def _say_start(self, facts: Facts) -> None:
         """The start line, the schedule's notes, and a word before a first step that compiles."""
         if self.step == 0:
-            details = self.task.start_details()
-            self._say(start_message(self.raw_model_parameters, self.total_steps, self.config.time_budget_s,
-                                    self.task.tokens_per_step_text(self.dist.world_size),
+            text = self.text
+            details = text.start_details.format(model=facts.model, data=facts.data, examples=facts.examples)
+            size = text.step_size.format(tokens=facts.tokens_per_step, rows=self.global_batch)
+            self._say(start_message(self.raw_model_parameters, self.total_steps, self.config.time_budget_s, size,
                                     f"{self.device}, {self.precision}") + (f"; {details}" if details else ""))
         for note in self.schedule_notes:
             self._say(note)

@@ -12,15 +12,14 @@ from seqlab.training.run_log import RunLog
 from seqlab.training.throughput import Throughput
 
 
-def start_message(parameters: int, total_steps: int, time_budget_s: float | None, tokens_per_step: int | str,
+def start_message(parameters: int, total_steps: int, time_budget_s: float | None, step_size: str,
                   where: str) -> str:
     """E.g. "training 1,234 parameters for 300 s (at most 4000 steps) (2,048 tokens/step) on cpu, fp32"
-    (``tokens_per_step`` may be a text, e.g. "about 640 target tokens/step")."""
+    (``step_size``: what one step holds, in words, e.g. "about 640 target tokens/step")."""
     length = f"{total_steps} steps"
     if time_budget_s is not None:
         length = f"{time_budget_s:g} s (at most {total_steps} steps)"
-    tokens = tokens_per_step if isinstance(tokens_per_step, str) else f"{tokens_per_step:,} tokens/step"
-    return f"training {parameters:,} parameters for {length} ({tokens}) on {where}"
+    return f"training {parameters:,} parameters for {length} ({step_size}) on {where}"
 
 
 class StepReporter:
@@ -36,12 +35,12 @@ class StepReporter:
 
     ``window`` holds the per-step losses since the last train record; a checkpoint saves it, so the
     first record after a resume averages the same steps as in an uninterrupted run. MFU is
-    ``flops_per_step`` (this process's model FLOPs for ``tokens_per_step`` tokens of the whole step)
-    times the tokens/s, over the GPU's peak.
+    ``flops_per_token`` (this process's model FLOPs per token of the whole step) times the tokens/s
+    (``step_tokens`` of each step), over the GPU's peak.
     """
 
     def __init__(self, run_log: RunLog | None, *, total: int, initial: int, show_bar: bool,
-                 tokens_per_step: int, flops_per_step: float | None, peak_flops: float | None,
+                 flops_per_token: float | None, peak_flops: float | None, tokens_per_step: int = 1,
                  time_budget_s: float | None = None, window: list[float] | None = None,
                  label: str = "train") -> None:
         from seqlab.progressbar import progress_bar
@@ -51,7 +50,7 @@ class StepReporter:
         self.bar = progress_bar(total=None if time_budget_s else total, initial=initial, desc=label, unit="step",
                         dynamic_ncols=True, disable=not show_bar, file=sys.stderr)
         self.speed = Throughput(tokens_per_step)
-        self.flops_per_token = flops_per_step / tokens_per_step if flops_per_step and tokens_per_step else None
+        self.flops_per_token = flops_per_token
         self.peak_flops = peak_flops
         self.window: list[float] = list(window or [])
         self.latest_loss: float | None = None

@@ -6,14 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seqlab.runs.status import Status
+
 
 @dataclass
 class TrainResult:
     run_dir: Path
     steps: int                      # completed optimizer steps
     total_steps: int
-    status: str                     # "completed" | "interrupted"
-    stopped_by: str | None = None    # "time budget", "target reached", "interrupted (SIGTERM)", a callback's reason
+    status: Status                  # COMPLETED (all steps, or its time budget or target) | INTERRUPTED
+    stopped_by: str | None = None    # the detail: "time budget", "target reached", "interrupted (SIGTERM)", ...
     stop_signal: int | None = None   # the signal that stopped the run (CLI exit status 128 + it)
     train_loss: float | None = None  # mean over the last train_loss_steps steps of the run
     train_loss_steps: int = 0
@@ -40,15 +42,15 @@ class TrainResult:
         143 for SIGTERM; 130 for a stop asked another way)."""
         from seqlab.training.interrupt import stopped_exit_status
 
-        return 0 if self.status == "completed" else stopped_exit_status(self.stop_signal)
+        return 0 if self.status == Status.COMPLETED else stopped_exit_status(self.stop_signal)
 
     def summary(self, tokens: str = "tokens") -> str:
         """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps)
         2.3100, val loss 2.4000, 1,234 tokens/s; run: runs/a"."""
-        text = f"{self.status} at step {self.steps}/{self.total_steps}"
+        text = f"{Status(self.status).value} at step {self.steps}/{self.total_steps}"
         if self.stopped_by == "time budget":
             text += " (time budget spent)"
-        elif self.stopped_by and self.status == "completed":
+        elif self.stopped_by and self.status == Status.COMPLETED:
             text += f" ({self.stopped_by})"
         if self.train_loss is not None:
             text += f", {self.train_loss_label} {self.train_loss:.4f}"

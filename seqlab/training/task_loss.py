@@ -2,23 +2,17 @@
 
     loss = TaskLoss(model, task, precision="bf16", device=device, fused=True)(batch)   # scalar
 
-Two ways to the same mean cross-entropy of the batch's targets:
+Two ways to the same mean cross-entropy of :meth:`Task.forward`'s targets:
 
-* ``fused=False`` (the readable path, the CPU default): the model's logits (``Task.forward``), then
-  :func:`~seqlab.model.loss.cross_entropy` on them in float32. Every token's logits exist at once:
+* ``fused=False`` (the CPU default): the logits ``hidden @ weight.T``, then
+  :func:`~seqlab.model.loss.cross_entropy` in float32. Every token's logits exist at once:
   32,768 tokens x vocab 10,000 are 1.3 GB of float32, and as much again for their gradient.
-* ``fused=True`` (the GPU default): the output layer's input and weight (``Task.forward_hidden``),
-  then :func:`~seqlab.model.loss.linear_cross_entropy`, which computes the logits a block of tokens
-  at a time and recomputes them in the backward pass, never holding all of them (0.13 GB there).
-  ``pad_vocab_multiple`` rounds the vocabulary of that matmul up (see ``linear_cross_entropy``).
+* ``fused=True`` (the GPU default): :func:`~seqlab.model.loss.linear_cross_entropy` on hidden and
+  weight, a block of tokens at a time, never holding all logits (0.13 GB there).
 
-Both run the model under the run's autocast. The engine compiles this module, not the model alone,
-so with ``--compile`` the loss is traced into the same graph as the model: one compiled region, no
-graph break between them (tests/training/test_task_loss.py counts the graphs).
-
-Which one "auto" picks (:func:`fused_loss_wanted`): fused on the GPU path (CUDA, MPS, and CPU tensors
-under ``seqlab.model.gpu_path_forced``), full logits on a CPU, where the fused loss measured 1.2x
-slower (it does 4 matmuls against 3; BENCHMARKS.md, "Issue 18 kernels").
+The engine compiles this module, not the model alone, so with ``--compile`` the loss is traced into
+the same graph as the model. "auto" (:func:`fused_loss_wanted`) is fused on the GPU path only: on a
+CPU the fused loss measured 1.2x slower (4 matmuls against 3).
 """
 
 from __future__ import annotations
@@ -47,8 +41,7 @@ class TaskLoss(nn.Module):
     """forward(batch) -> the mean loss of ``batch``'s targets (a scalar, float32 at least).
 
     ``model`` is a submodule (its parameters are this module's, so DDP and the optimizer see the
-    same tensors); ``task`` supplies ``forward`` / ``forward_hidden`` and ``ignore_index``. A task
-    whose ``forward_hidden`` returns None always gets the logits path.
+    same tensors); ``task`` supplies ``forward`` and ``ignore_index``.
     """
 
     def __init__(self, model: nn.Module, task, *, precision: str, device: torch.device, fused: bool,
@@ -63,16 +56,15 @@ class TaskLoss(nn.Module):
     def forward(self, batch) -> torch.Tensor:
         ignore_index = self.task.ignore_index
         with autocast_context(self.precision, self.device):
-            hidden = self.task.forward_hidden(self.model, batch) if self.fused else None
-            if hidden is not None:
+            out = self.task.forward(self.model, batch)
+            if self.fused:
                 # inside autocast: the blocks' matmuls run in the autocast dtype, the softmax in float32
-                states, weight, targets = hidden
-                return linear_cross_entropy(states, weight, targets, ignore_index=ignore_index,
+                return linear_cross_entropy(out.hidden, out.weight, out.targets, ignore_index=ignore_index,
                                             pad_vocab_multiple=self.pad_vocab_multiple)
-            logits, targets = self.task.forward(self.model, batch)
+            logits = out.logits
         if ignore_index is None:
-            return cross_entropy(logits.float(), targets)
-        return cross_entropy(logits.float(), targets, ignore_index=ignore_index)
+            return cross_entropy(logits.float(), out.targets)
+        return cross_entropy(logits.float(), out.targets, ignore_index=ignore_index)
 
     def extra_repr(self) -> str:
         return f"fused={self.fused}, precision={self.precision!r}, pad_vocab_multiple={self.pad_vocab_multiple}"

@@ -63,8 +63,7 @@ def test_lm_windows_reach_the_device_in_one_asynchronous_copy(pins):
     data = np.arange(1000, dtype=np.uint16)
     task = LanguageModelTask(TrainConfig(data_dir="unused", context_length=8))
     task.data = type("Data", (), {"train": data})()
-    task.pin_memory = True
-    drawn = task.draw(np.random.default_rng(3), 6)
+    drawn = task.draw(np.random.default_rng(3), 6, pin_memory=True)
     assert pins == [(6, 9)] and drawn.tokens == 48  # one pinned (rows, T + 1) buffer per draw
     # the same starts as get_batch draws with the same generator
     x, y = get_batch(data, 6, 8, "cpu", generator=np.random.default_rng(3))
@@ -105,9 +104,8 @@ def test_a_seq2seq_batch_is_one_asynchronous_copy_of_one_buffer_and_equals_plain
         assert got.dtype == want.dtype and torch.equal(got, want)
     assert batch.target_tokens == 4 + 2 + 1
     task = Seq2SeqTask(Seq2SeqTrainConfig(task="reverse"))
-    task.pin_memory = True
     with DeviceCopies() as recorder:
-        task.select(Drawn(examples, 3, 7), slice(0, 2), META)
+        task.select(Drawn(examples, 3, 7, pinned=True), slice(0, 2), META)
     assert recorder.copies == [("aten._to_copy", True)] and len(pins) == 2
 
 
@@ -132,7 +130,7 @@ def test_the_next_batch_is_drawn_after_the_step_is_queued_and_before_the_host_re
                                                                                       monkeypatch):
     events: list[str] = []
     real_draw = LanguageModelTask.draw
-    monkeypatch.setattr(LanguageModelTask, "draw", lambda self, *a: events.append("draw") or real_draw(self, *a))
+    monkeypatch.setattr(LanguageModelTask, "draw", lambda self, *a, **k: events.append("draw") or real_draw(self, *a, **k))
 
     class Reader(engine_module.StepReader):
         def read(self, *args, **kwargs):

@@ -553,7 +553,7 @@ def test_an_engine_set_up_by_hand_holds_the_lock_until_closed(byte_data, tmp_pat
 
     run = tmp_path / "run"
     probe = Trainer(_lm(byte_data, run, max_steps=10))
-    probe._setup()
+    probe.prepare()
     probe.train_step(0)
     with pytest.raises(RunLockedError, match=f"process {os.getpid()}"):
         train_lm(_lm(byte_data, run, max_steps=2))

@@ -134,7 +134,7 @@ def test_3_a_nan_gradient_with_a_finite_loss_stops_and_is_never_saved(byte_data,
     assert payload["iteration"] == 4 and all(torch.isfinite(t).all() for t in payload["model"].values())
     # and a save of non-finite weights is refused outright
     trainer = Trainer(_config(byte_data, tmp_path / "other", max_steps=5))
-    trainer._setup()
+    trainer.prepare()
     trainer._started = 0.0
     with torch.no_grad():
         next(trainer.raw_model.parameters()).view(-1)[3] = float("inf")
@@ -151,7 +151,7 @@ def test_4_schedule_min_lr_warmup_clamp_and_resume_horizon(byte_data, tmp_path, 
         config_from_argv(["--lr", "0.003", "--min-lr", "1.0"])
     # --max-steps 30 with the default 100 warm-up steps: warm up for 3, say so, and decay
     trainer = Trainer(_config(byte_data, tmp_path / "short", max_steps=30, lr=1e-2, min_lr=1e-3))
-    trainer._setup()
+    trainer.prepare()
     assert trainer.schedule_notes == ["schedule: --warmup-steps 100 would leave no decay in a 30-step schedule; "
                                       "warming up for 3 steps instead"]
     assert [trainer.learning_rate(s) for s in range(30)] == pytest.approx(
@@ -322,9 +322,9 @@ def test_11_time_budget_bar_shows_seconds_left_not_the_step_cap_eta():
     from seqlab.training.progress import StepReporter
 
     capped = StepReporter(None, total=100_000, initial=0, show_bar=True, tokens_per_step=10,
-                          flops_per_step=None, peak_flops=None)
+                          flops_per_token=None, peak_flops=None)
     budget = StepReporter(None, total=100_000, initial=0, show_bar=True, tokens_per_step=10,
-                          flops_per_step=None, peak_flops=None, time_budget_s=120.0)
+                          flops_per_token=None, peak_flops=None, time_budget_s=120.0)
     try:
         budget.step(1, losses=[2.5], lr=1e-3, grad_norm=1.0, seconds=0.5, compiling=False, write_log=False,
                     wallclock=20.25, tokens=10)

@@ -81,13 +81,17 @@ def test_loss_and_gradients_equal_torch_cross_entropy(name, fused, pad):
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_hidden_states_are_the_output_layers_input(name):
-    """forward(..., return_hidden=True) @ lm_head.weight.T is forward()'s logits, bit for bit."""
+    """Task.forward's hidden @ weight.T is the model's own logits, bit for bit."""
     model, task, batch, _ = CASES[name]()
-    hidden, weight, targets = task.forward_hidden(model, batch)
-    logits, same_targets = task.forward(model, batch)
-    assert weight is model.lm_head.weight and torch.equal(targets, same_targets)
-    assert hidden.shape == (*logits.shape[:-1], weight.shape[1])
-    assert torch.equal(model.lm_head(hidden), logits)
+    out = task.forward(model, batch)
+    if isinstance(batch.inputs, tuple):  # the LM: (inputs, targets)
+        logits, targets = model(batch.inputs[0]), batch.inputs[1]
+    else:
+        b = batch.inputs
+        logits, targets = model(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out
+    assert out.weight is model.lm_head.weight and torch.equal(out.targets, targets)
+    assert out.hidden.shape == (*logits.shape[:-1], out.weight.shape[1])
+    assert torch.equal(model.lm_head(out.hidden), logits) and torch.equal(out.logits, logits)
 
 
 def test_bf16_autocast_fused_and_logits_agree():

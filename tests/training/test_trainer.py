@@ -54,14 +54,14 @@ def test_tiny_run_learns_and_writes_the_run_directory(byte_data, tmp_path):
     model, payload = load_model_from_checkpoint(run / "checkpoints" / "latest.pt")
     assert payload["iteration"] == 40 and payload["extra"]["config"]["d_model"] == 32
     probe = Trainer(_config(byte_data, tmp_path / "probe", max_steps=1))
-    probe._setup()
+    probe.prepare()
     probe.raw_model.load_state_dict(model.state_dict())
     assert probe.evaluate() == pytest.approx(result.val_loss, abs=1e-6)
 
 
 def test_learning_rate_warms_up_and_ends_at_min_lr_on_the_last_step(byte_data, tmp_path):
     trainer = Trainer(_config(byte_data, tmp_path, max_steps=10, warmup_steps=3, lr=1e-2, min_lr=1e-3))
-    trainer._setup()
+    trainer.prepare()
     lrs = [trainer.learning_rate(step) for step in range(10)]
     assert lrs[:3] == pytest.approx([1e-2 / 3, 2e-2 / 3, 1e-2])
     assert lrs[-1] == pytest.approx(1e-3) and all(a >= b for a, b in zip(lrs[2:], lrs[3:]))
@@ -152,7 +152,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits(byte_data, tmp_path):
 def test_a_crash_while_saving_leaves_the_previous_checkpoint_readable(byte_data, tmp_path, monkeypatch):
     run = tmp_path / "run"
     trainer = Trainer(_config(byte_data, run, max_steps=10))
-    trainer._setup()
+    trainer.prepare()
     trainer._started = 0.0
     trainer.train_step(0)
     trainer.save(1)
@@ -329,3 +329,24 @@ def test_each_ablation_trains_and_is_recorded(byte_data, tmp_path, ablation):
         assert json.loads((run / "config.json").read_text())["model"][key] == value
     if ablation == {"norm": "none"}:
         assert not any("ln" in name for name in payload["model"])  # no norm gains at all
+
+
+def test_an_engine_has_every_attribute_before_and_after_build(byte_data, tmp_path):
+    """Engine(task) sets every attribute prepare() sets (none appears later); Engine.build is a
+    context manager that holds the run's lock while it trains and releases it on leaving."""
+    from seqlab.runs.lock import RunLock, RunLockedError
+
+    config = _config(byte_data, tmp_path / "run", max_steps=3)
+    fresh = Trainer(config)
+    before = set(vars(fresh))
+    with Trainer.build(config) as engine:
+        assert set(vars(engine)) == before and engine.prepared and engine.lock is not None
+        with pytest.raises(RunLockedError):
+            RunLock(tmp_path / "run", "another").acquire()
+        loss, grad_norm, lr = engine.train_step(0)
+        assert math.isfinite(float(loss)) and float(grad_norm) > 0 and lr == engine.learning_rate(0)
+        assert engine.step_tokens == 8 * 32
+    assert engine.lock is None
+    other = RunLock(tmp_path / "run", "another")
+    other.acquire()  # free again
+    other.release()
