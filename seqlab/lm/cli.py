@@ -206,9 +206,9 @@ def _run_generate(args: argparse.Namespace) -> int:
     import os
 
     try:
-        from seqlab.runkind import check_run_kind
+        from seqlab.runs.kinds import check_kind
 
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab generate", run_dir=args.run is not None)
+        check_kind(args.run or args.checkpoint, "lm", "seqlab generate", run_dir=args.run is not None)
         from seqlab.inference.generate import generate_stream
         from seqlab.lm.loading import check_vocabularies, load_model
 
@@ -265,9 +265,9 @@ def _run_eval(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     try:
-        from seqlab.runkind import check_run_kind
+        from seqlab.runs.kinds import check_kind
 
-        check_run_kind(args.run or args.checkpoint, "lm", "seqlab eval", run_dir=args.run is not None)
+        check_kind(args.run or args.checkpoint, "lm", "seqlab eval", run_dir=args.run is not None)
         from seqlab.lm.evaluation import evaluate
         from seqlab.lm.loading import load_model
         from seqlab.tokenizer.token_array import open_tokens

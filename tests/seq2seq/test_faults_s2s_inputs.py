@@ -203,7 +203,7 @@ def test_accounting_on_a_language_model_run_directory_names_its_config(tmp_path,
 
 
 def test_run_kind_reads_the_files(tmp_path, tiny_s2s_run, lm_run_dir):
-    from seqlab.runs.directory import run_kind
+    from seqlab.runs.kinds import run_kind
 
     assert run_kind(tiny_s2s_run) == run_kind(tiny_s2s_run / "config.json") == "seq2seq"
     assert run_kind(tiny_s2s_run / "checkpoints" / "latest.pt") == "seq2seq"
