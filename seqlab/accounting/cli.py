@@ -52,7 +52,7 @@ def _check_config_kind(path: str) -> None:
     """A run directory, or a seq2seq run's config.json, gets a message saying what to give instead."""
     import os
 
-    from seqlab.runkind import commands_for, run_kind
+    from seqlab.runs.kinds import commands_for, run_kind
 
     kind = run_kind(path)
     if kind == "seq2seq":

@@ -39,8 +39,8 @@ class Run:
 
 def describe_run(run_id: str) -> Run:
     """Classify a run directory by its config.json's kind, or failing that its files (nothing is
-    loaded; see :func:`seqlab.runs.directory.run_kind`)."""
-    from seqlab.runs.directory import run_kind
+    loaded; see :func:`seqlab.runs.kinds.run_kind`)."""
+    from seqlab.runs.kinds import run_kind
 
     path = Path(run_id).expanduser()
     if path.exists() and not path.is_dir():
@@ -48,7 +48,7 @@ def describe_run(run_id: str) -> Run:
             f"{run_id} is a file, not a run directory: give the folder that `seqlab train`, `seqlab demo` or "
             "`seqlab seq2seq train` wrote", "run_missing", run=run_id))
     if not path.is_dir():
-        from seqlab.runkind import how_to_make
+        from seqlab.runs.kinds import how_to_make
 
         return Run(run_id, path, "invalid", RequestError(
             f"run directory {run_id} does not exist; {how_to_make(run_id)}, then run `seqlab explore --run "

@@ -35,7 +35,7 @@ from seqlab.interop.safetensors_io import save_safetensors
 from seqlab.lm.loading import check_vocabularies
 from seqlab.model.config import ModelConfig
 from seqlab.outdir import check_out_folder, output_folder
-from seqlab.runkind import check_run_kind
+from seqlab.runs.kinds import check_kind
 from seqlab.runs.checkpoint import (
     checkpoint_path,
     read_checkpoint,
@@ -81,7 +81,7 @@ def export_hf(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *, overwri
     """
     run_dir, out = Path(run_dir), Path(out_dir)
     check_out_folder(out, EXPORT_COMMAND, overwrite=overwrite)
-    check_run_kind(run_dir, "lm", "seqlab export --to hf", run_dir=False)  # a seq2seq run is named as one
+    check_kind(run_dir, "lm", "seqlab export --to hf")  # a seq2seq run is named as one
     path = checkpoint_path(run=run_dir)
     payload = read_checkpoint(path, mmap=True)  # the optimizer's moments are never read
     if not payload.get("model_config"):

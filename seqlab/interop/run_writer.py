@@ -27,7 +27,8 @@ from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
 from seqlab.outdir import check_out_folder, output_folder
 from seqlab.runs.checkpoint import save_checkpoint
-from seqlab.runs.directory import LM, TOKENIZER_DIR, write_config
+from seqlab.runs.directory import TOKENIZER_DIR, write_config
+from seqlab.runs.kinds import Kind
 from seqlab.runs.state import TrainState
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.optimizer import AdamW, weight_decay_groups
@@ -56,7 +57,7 @@ def write_imported_run(out: str | os.PathLike, model: TransformerLM, tokenizer: 
     extra["imported_from"] = source
     with output_folder(out, IMPORT_COMMAND, overwrite=overwrite) as building:
         write_config(building, {**config.to_dict(), "model": asdict(model.config), "world_size": 1,
-                                "total_steps": 0, "imported_from": source}, kind=LM)
+                                "total_steps": 0, "imported_from": source}, kind=Kind.LM)
         save_checkpoint(model, optimizer, 0, building / "checkpoints" / "latest.pt", extra=extra)
         tokenizer.save(building / TOKENIZER_DIR)
     return out

@@ -180,9 +180,9 @@ USAGE, FAILURE = 2, 1
 
 def _usage_checks(args: argparse.Namespace, command: str) -> None:
     """What can be refused from the command line alone, before a file is read."""
-    from seqlab.runkind import check_run_kind
+    from seqlab.runs.kinds import check_kind
 
-    check_run_kind(args.run or args.checkpoint, "lm", command, run_dir=args.run is not None)
+    check_kind(args.run or args.checkpoint, "lm", command, run_dir=args.run is not None)
     from seqlab.runtime import resolve_device
 
     resolve_device(args.device)  # a device this machine lacks

@@ -23,7 +23,7 @@ from seqlab.runs.checkpoint import (
     checkpoint_path,
     load_model_from_checkpoint,
 )
-from seqlab.runs.directory import LM, check_kind
+from seqlab.runs.kinds import Kind, check_kind
 from seqlab.runtime import resolve_device
 from seqlab.tokenizer import Tokenizer
 
@@ -64,7 +64,7 @@ def load_model(run: str | Path | None = None, checkpoint: str | Path | None = No
     has one; otherwise it is None (evaluation needs no tokenizer).
     """
     if run is not None:
-        check_kind(run, LM, "use")  # a seq2seq run: say which command reads it
+        check_kind(run, Kind.LM, "use")  # a seq2seq run: say which command reads it
     path = checkpoint_path(run, checkpoint)
     model, payload = load_model_from_checkpoint(path, device=resolve_device(device))
     model.set_attention(attention)

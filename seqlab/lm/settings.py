@@ -137,11 +137,11 @@ class TrainConfig(EngineSettings):
     def saved_settings(cls, out_dir: Path, notes: list[str]) -> dict[str, Any] | None:
         """The run's config.json under the flags of a ``--resume`` (a seq2seq run is refused, naming
         the command that continues it)."""
-        from seqlab.runs.directory import LM, check_kind
+        from seqlab.runs.kinds import check_kind
 
         if not (out_dir / "config.json").is_file():
             return None
-        check_kind(out_dir, LM, "resume")
+        check_kind(out_dir, "lm", "resume")
         return cls.from_json(out_dir / "config.json").to_dict()
 
 

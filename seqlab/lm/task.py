@@ -22,7 +22,8 @@ from seqlab.lm.data import PreparedData, sample_windows
 from seqlab.lm.evaluation import validation_loss
 from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
-from seqlab.runs.directory import LM, copy_tokenizer, write_config
+from seqlab.runs.directory import copy_tokenizer, write_config
+from seqlab.runs.kinds import Kind
 from seqlab.tokenizer.files import TOKENIZER_FILES
 from seqlab.training.engine import Engine
 from seqlab.training.result import TrainResult
@@ -30,7 +31,7 @@ from seqlab.training.task import Batch, Drawn, EvalContext, Facts, Output, Task
 
 
 class LanguageModelTask(Task):
-    kind = LM
+    kind = Kind.LM
     config: TrainConfig
 
     def prepare(self, say: Callable[[str], None]) -> None:
@@ -101,7 +102,7 @@ def write_run_files(config: TrainConfig, model_config, *, world_size: int, total
     """
     run_dir = Path(config.out_dir)
     write_config(run_dir, {**config.to_dict(), "model": asdict(model_config), "world_size": world_size,
-                           "total_steps": total_steps}, kind=LM)
+                           "total_steps": total_steps}, kind=Kind.LM)
     source = Path(config.data_dir) / "tokenizer"
     if source.is_dir() and not ((run_dir / "tokenizer").exists() and config.resume):
         copy_tokenizer(source, run_dir, TOKENIZER_FILES)

@@ -36,14 +36,8 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
         "save_checkpoint",
         "unwrap_model",
     ),
-    "seqlab.runs.directory": (
-        "KINDS",
-        "RunKindError",
-        "check_kind",
-        "read_config",
-        "run_kind",
-        "write_config",
-    ),
+    "seqlab.runs.directory": ("read_config", "write_config"),
+    "seqlab.runs.kinds": ("KINDS", "Kind", "RunKindError", "check_kind", "how_to_make", "run_kind"),
     "seqlab.runs.lock": ("RunLock", "RunLockedError"),
     "seqlab.runs.log": ("JsonlLog", "read_jsonl"),
 })

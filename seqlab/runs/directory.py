@@ -6,16 +6,13 @@ Two kinds of run share the layout (see :mod:`seqlab.runs`)::
     kind "lm"        seqlab train          config.json: TrainConfig fields + "model"    + tokenizer/
     kind "seq2seq"   seqlab seq2seq train  config.json: {"train": ..., "model_config": ...} + vocab.json
 
-config.json names its kind (``"kind": "lm"``). Runs written before that key existed are told apart
-by the shape of their config.json, and failing that by their files, so every command can say
-"this is a seq2seq run: use ``seqlab seq2seq translate --run RUN``" instead of failing obscurely.
+config.json names its kind (``"kind": "lm"``); the words about kinds, and telling a run's kind,
+are :mod:`seqlab.runs.kinds`.
 Standard library only: reading a run's kind or settings does not import torch.
 
 Worked example::
 
     write_config(run, {"max_steps": 100, ...}, kind="lm")   # RUN/config.json, atomically
-    run_kind(run)                                            # "lm"
-    check_kind(run, "seq2seq", "resume")   # RunKindError: RUN is a language-model run (`seqlab train`) ...
 """
 
 from __future__ import annotations
@@ -27,24 +24,10 @@ from typing import Any
 
 from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
 from seqlab.jsonfile import read_json
+from seqlab.runs.kinds import KINDS, Kind
 
-LM, SEQ2SEQ = "lm", "seq2seq"
-KINDS = (LM, SEQ2SEQ)
-NAMES = {LM: "a language-model run", SEQ2SEQ: "a seq2seq run"}
-DESCRIPTIONS = {LM: f"{NAMES[LM]} (written by `seqlab train`)", SEQ2SEQ: f"{NAMES[SEQ2SEQ]} (written by `seqlab seq2seq train`)"}
-# what to do with a run of each kind: continue training it, or use it
-NEXT_COMMANDS = {(LM, "resume"): "continue it with `seqlab train --resume --out {run}`",
-                 (LM, "use"): "use `seqlab generate --run {run}` or `seqlab eval --run {run}`",
-                 (SEQ2SEQ, "resume"): "continue it with `seqlab seq2seq train --resume --out {run}`",
-                 (SEQ2SEQ, "use"): "use `seqlab seq2seq translate --run {run}` or `seqlab seq2seq eval --run {run}`"}
-# the files that only one kind of run has (the other kind's are removed when a run is overwritten)
-KIND_FILES = {LM: ("tokenizer",), SEQ2SEQ: ("vocab.json",)}
 TOKENIZER_DIR, VOCAB_FILE, CONFIG_FILE = "tokenizer", "vocab.json", "config.json"
 CHECKPOINTS_DIR = "checkpoints"
-
-
-class RunKindError(ValueError):
-    """A run directory of one kind was given to a command for the other kind."""
 
 
 def read_json_object(path: str | Path, expected: str = "a JSON object") -> dict[str, Any] | None:
@@ -71,61 +54,13 @@ def read_config(run: str | Path) -> dict[str, Any]:
     return data
 
 
-def config_kind(data: dict[str, Any]) -> str | None:
-    """The kind a config.json's contents describe: its "kind" key, else its shape; None if neither."""
-    kind = data.get("kind")
-    if kind in KINDS:
-        return kind
-    if "train" in data and "model_config" in data:
-        return SEQ2SEQ
-    if "model" in data or "data_dir" in data:
-        return LM
-    return None
-
-
-def run_kind(run: str | Path) -> str | None:
-    """"lm", "seq2seq", or None when ``run`` holds neither kind of run (nothing is loaded). ``run`` may
-    also be a run's config.json or a checkpoint in its checkpoints/ (the kind of the run holding it)."""
-    run = Path(run)
-    if run.suffix == ".pt" and run.parent.name == CHECKPOINTS_DIR:
-        run = run.parent.parent
-    elif run.name == CONFIG_FILE and run.is_file():
-        run = run.parent
-    if not run.is_dir():
-        return None
-    try:
-        kind = config_kind(read_config(run))
-    except (OSError, ValueError):
-        kind = None
-    if kind is not None:
-        return kind
-    if (run / TOKENIZER_DIR).is_dir():
-        return LM
-    if (run / VOCAB_FILE).is_file():
-        return SEQ2SEQ
-    return None
-
-
-def kind_hint(kind: str, purpose: str, run: str | Path) -> str:
-    """What to do with a run of ``kind``: ``purpose`` is "resume" (train it on) or "use" it."""
-    return NEXT_COMMANDS[(kind, purpose)].format(run=run)
-
-
-def check_kind(run: str | Path, kind: str, purpose: str) -> None:
-    """Raise :class:`RunKindError` when ``run`` is a run of the other kind, saying which command fits it."""
-    found = run_kind(run)
-    if found is not None and found != kind:
-        raise RunKindError(f"{run} is {DESCRIPTIONS[found]}, not {NAMES[kind]}; "
-                           f"{kind_hint(found, purpose, run)}")
-
-
 def write_config(run: str | Path, settings: dict[str, Any], *, kind: str) -> Path:
     """Write RUN/config.json (``{"kind": kind, **settings}``) atomically; creates RUN."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if kind not in (Kind.LM.value, Kind.SEQ2SEQ.value):
+        raise ValueError(f"kind must be one of {[k.value for k in Kind]}, got {kind!r}")
     path = Path(run) / CONFIG_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps({"kind": kind, **settings}, indent=2) + "\n")
+    atomic_write_text(path, json.dumps({"kind": Kind(kind).value, **settings}, indent=2) + "\n")
     return path
 
 
@@ -166,10 +101,10 @@ def remove_foreign_files(run: str | Path, kind: str) -> list[Path]:
     """Remove what only a run of the *other* kind has (a seq2seq run written over an LM run must
     not keep its tokenizer/, nor an LM run a vocab.json); returns the paths removed."""
     removed = []
-    for other, names in KIND_FILES.items():
+    for other, text in KINDS.items():
         if other == kind:
             continue
-        for name in names:
+        for name in text.files:
             path = Path(run) / name
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)

@@ -16,12 +16,20 @@ words, so no task holds presentation strings:
     'seq2seq transformer'
     >>> describe_metrics({"val_loss": 0.03125, "val_exact_match": 0.996})
     'val loss 0.0312, exact match 99.6%'
+
+The kind of a run on disk (:func:`run_kind`) comes from config.json's "kind", else (runs written
+before that key) the shape of config.json, else its files: ``tokenizer/`` means a language model,
+``vocab.json`` a seq2seq model. :func:`check_kind` turns a run of the wrong kind into a
+:class:`RunKindError` naming the command that fits it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
+from typing import Any
 
 
 class Kind(str, Enum):
@@ -83,3 +91,110 @@ def describe_metrics(metrics: dict[str, float]) -> str:
     if "val_bleu" in metrics:
         parts.append(f"BLEU {metrics['val_bleu']:.1f}")
     return ", ".join(parts)
+
+
+# The built-in seq2seq tasks' names, held here as data so that messages about a missing run can
+# suggest one without importing seqlab.seq2seq (a test checks they equal builtin_tasks.TASKS).
+SEQ2SEQ_TASKS = ("copy", "reverse", "sort", "dates", "fr-en")
+PURPOSES = ("resume", "use")
+
+
+class RunKindError(ValueError):
+    """A run of one kind was given to a command for the other kind; the message names the command for it."""
+
+
+def commands_for(kind: Kind | str, run: str) -> str:
+    """The commands that use a run of ``kind``, for messages."""
+    if Kind(kind) is Kind.LM:
+        return (f"`seqlab generate --run {run}` with --prompt TEXT (or `seqlab eval --run {run} --data FILE.npy`, "
+                f"`seqlab explore --run {run}`)")
+    return f"`seqlab seq2seq translate --run {run}` with TEXT (or `seqlab seq2seq eval --run {run}`)"
+
+
+def kind_hint(kind: Kind | str, purpose: str, run: str | Path) -> str:
+    """What to do with a run of ``kind``: ``purpose`` is "resume" (train it on) or "use" it."""
+    text = KINDS[Kind(kind)]
+    return (text.resume_hint if purpose == "resume" else text.use_hint).format(run=run)
+
+
+def config_kind(data: dict[str, Any]) -> Kind | None:
+    """The kind a config.json's contents describe: its "kind" key, else (files written before that key)
+    its shape; None if neither."""
+    kind = data.get("kind")
+    if kind in (Kind.LM.value, Kind.SEQ2SEQ.value):
+        return Kind(kind)
+    if "train" in data and "model_config" in data:
+        return Kind.SEQ2SEQ
+    if "model" in data or "data_dir" in data:
+        return Kind.LM
+    return None
+
+
+def run_kind(run: str | os.PathLike) -> Kind | None:
+    """The kind of the run at ``run``, None when it holds neither kind (nothing is loaded). ``run`` may
+    also be a run's config.json or a checkpoint in its checkpoints/ (the kind of the run holding it)."""
+    from seqlab.runs.directory import CHECKPOINTS_DIR, CONFIG_FILE, TOKENIZER_DIR, VOCAB_FILE, read_config
+
+    run = Path(run)
+    if run.suffix == ".pt" and run.parent.name == CHECKPOINTS_DIR:
+        run = run.parent.parent
+    elif run.name == CONFIG_FILE and run.is_file():
+        run = run.parent
+    if not run.is_dir():
+        return None
+    try:
+        kind = config_kind(read_config(run))
+    except (OSError, ValueError):
+        kind = None
+    if kind is not None:
+        return kind
+    if (run / TOKENIZER_DIR).is_dir():
+        return Kind.LM
+    if (run / VOCAB_FILE).is_file():
+        return Kind.SEQ2SEQ
+    return None
+
+
+def check_kind(run: str | os.PathLike, kind: Kind | str, purpose: str, *, run_dir: bool = False) -> None:
+    """Raise :class:`RunKindError` when ``run`` is a run of the other kind. ``purpose`` is "resume" or
+    "use" (the message says how to go on with the run found) or the command that needs ``kind``
+    (the message names it and the commands for the run found). With ``run_dir`` (``run`` was given as
+    a run directory) a missing ``run`` is a FileNotFoundError saying how to make it. A path whose kind
+    cannot be told is left to the loader (its own errors name the file)."""
+    kind = Kind(kind)
+    if run_dir and not os.path.exists(run):
+        checkpoint = os.path.join(run, "checkpoints", "latest.pt")
+        raise FileNotFoundError(f"run directory {run} does not exist (so there is no {checkpoint}); "
+                                f"{how_to_make(run, kind)}")
+    found = run_kind(run)
+    if found is None or found is kind:
+        return
+    if purpose in PURPOSES:
+        raise RunKindError(f"{run} is {KINDS[found].description}, not {KINDS[kind].run}; "
+                           f"{kind_hint(found, purpose, run)}")
+    raise RunKindError(f"{run} is {KINDS[found].description}, not {KINDS[kind].model}: `{purpose}` needs a run "
+                       f"of {KINDS[kind].made_by}; for this run use {commands_for(found, str(run))}")
+
+
+def how_to_make(path: str | os.PathLike, kind: Kind | str | None = None,
+                tasks: tuple[str, ...] = SEQ2SEQ_TASKS) -> str:
+    """How to make the run a missing ``path`` was meant to be: the ``kind`` the command needs, else a
+    directory named after a built-in seq2seq task (runs/dates, runs/fr-en) suggests ``seqlab seq2seq
+    train``, others both kinds.
+
+    >>> how_to_make("runs/small", "seq2seq")
+    'train it with `seqlab seq2seq train --task TASK --out runs/small` (a seq2seq model; TASK: copy, reverse, sort, dates, fr-en, or --pairs FILE.tsv)'
+    """
+    kind = Kind(kind) if kind is not None else None
+    name = Path(path).name.lower()
+    task = next((t for t in tasks if t in name), None)
+    if kind is Kind.SEQ2SEQ and task is None:
+        return (f"train it with `seqlab seq2seq train --task TASK --out {path}` (a seq2seq model; TASK: "
+                f"{', '.join(tasks)}, or --pairs FILE.tsv)")
+    if kind is Kind.LM and task is None:
+        return f"make it with `seqlab train --out {path}` (or `seqlab demo --fast`, which writes demo_out/run)"
+    if task is not None:
+        return (f"train it with `seqlab seq2seq train --task {task} --out {path}` (a seq2seq model), or "
+                f"make a language model with `seqlab demo --fast` or `seqlab train`")
+    return (f"make a language model with `seqlab demo --fast` (writes demo_out/run) or `seqlab train`, or a "
+            f"seq2seq model with `seqlab seq2seq train --out {path}`")

@@ -141,9 +141,9 @@ def _token_labels(vocab, ids: list[int]) -> list[str]:
 
 def _check_run(run: str, command: str) -> None:
     """The run must be a seq2seq run: an LM run's error names `seqlab generate` / `seqlab eval`."""
-    from seqlab.runkind import check_run_kind
+    from seqlab.runs.kinds import check_kind
 
-    check_run_kind(run, "seq2seq", command)
+    check_kind(run, "seq2seq", command, run_dir=True)
 
 
 def _run_translate(args: argparse.Namespace) -> int:

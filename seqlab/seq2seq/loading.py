@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from seqlab.runs.checkpoint import load_payload, read_checkpoint
-from seqlab.runs.directory import SEQ2SEQ, check_kind, read_vocab_json
+from seqlab.runs.directory import read_vocab_json
+from seqlab.runs.kinds import Kind, check_kind
 from seqlab.runtime import resolve_device
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import Seq2SeqConfig
@@ -60,7 +61,7 @@ def load_run(run_dir: str | Path, *, device: str | torch.device | None = None) -
                                 "train --out` wrote")
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist")
-    check_kind(run_dir, SEQ2SEQ, "use")
+    check_kind(run_dir, Kind.SEQ2SEQ, "use")
     ckpt = run_dir / "checkpoints" / "latest.pt"
     payload = read_checkpoint(ckpt)
     if not payload.get("model_config"):

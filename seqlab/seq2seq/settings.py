@@ -204,12 +204,13 @@ class Seq2SeqTrainConfig(EngineSettings):
     def saved_settings(cls, out_dir: Path, notes: list[str]) -> dict[str, Any]:
         """The settings in the run's config.json (``"train"``), under the flags of a ``--resume``.
         A language-model run, a missing file or one of the wrong shape is a message naming it."""
-        from seqlab.runs.directory import SEQ2SEQ, check_kind, read_config
+        from seqlab.runs.directory import read_config
+        from seqlab.runs.kinds import check_kind
 
         path = out_dir / "config.json"
         if not path.is_file():
             raise FileNotFoundError(f"--resume: {path} does not exist (nothing to resume in {out_dir})")
-        check_kind(out_dir, SEQ2SEQ, "resume")
+        check_kind(out_dir, "seq2seq", "resume")
         saved = read_config(out_dir).get("train")
         if not isinstance(saved, dict):
             raise ValueError(f"{path}: field 'train' must be a JSON object of settings, found "

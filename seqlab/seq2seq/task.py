@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab.runs.directory import SEQ2SEQ, read_config, write_config, write_vocab_json
+from seqlab.runs.directory import read_config, write_config, write_vocab_json
+from seqlab.runs.kinds import Kind
 from seqlab.runtime import autocast_context
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import PAD_ID
@@ -47,7 +48,7 @@ from seqlab.training.task import Batch, Drawn, EvalContext, Facts, Output, Task
 
 
 class Seq2SeqTask(Task):
-    kind, ignore_index = SEQ2SEQ, PAD_ID
+    kind, ignore_index = Kind.SEQ2SEQ, PAD_ID
     keep_step_checkpoints = False  # small models: latest.pt only
     config: Seq2SeqTrainConfig
 
@@ -153,7 +154,7 @@ class Seq2SeqTask(Task):
                       "target_size": data.tgt_vocab.size},
             "data": {"train_pairs": len(data.train_pairs), "valid_pairs": len(data.valid_pairs),
                      "dropped_too_long": data.dropped, "fingerprint": data.fingerprint},
-            "parameters": parameters, "world_size": world_size, "total_steps": total_steps}, kind=SEQ2SEQ)
+            "parameters": parameters, "world_size": world_size, "total_steps": total_steps}, kind=Kind.SEQ2SEQ)
         if not cfg.resume:
             write_vocab_json(run_dir, {"source": data.src_vocab.to_dict(), "target": data.tgt_vocab.to_dict()})
 

@@ -57,9 +57,9 @@ def _base_config(args: argparse.Namespace):
     from seqlab.lm.settings import TrainConfig, config_from_args
 
     if args.from_run:
-        from seqlab.runkind import check_run_kind
+        from seqlab.runs.kinds import check_kind
 
-        check_run_kind(args.from_run, "lm", "seqlab sweep --from", run_dir=False)  # a seq2seq run, named as one
+        check_kind(args.from_run, "lm", "seqlab sweep --from")  # a seq2seq run, named as one
         if not os.path.isfile(os.path.join(args.from_run, "config.json")):
             raise FileNotFoundError(f"--from {args.from_run}: no config.json there (give the directory of a run "
                                     "made by `seqlab train`, `seqlab demo` or `seqlab sweep`)")

@@ -43,16 +43,8 @@ from seqlab.runs.checkpoint import (
     remove_old_checkpoints,
     save_checkpoint,
 )
-from seqlab.runs.directory import (
-    DESCRIPTIONS,
-    check_kind,
-    check_out_dir,
-    kind_hint,
-    remove_foreign_files,
-    remove_run_temporaries,
-    run_kind,
-)
-from seqlab.runs.kinds import KINDS, Kind, describe_metrics
+from seqlab.runs.directory import check_out_dir, remove_foreign_files, remove_run_temporaries
+from seqlab.runs.kinds import KINDS, Kind, check_kind, describe_metrics, kind_hint, run_kind
 from seqlab.runs.lock import RunLock, RunLockedError
 from seqlab.runs.state import TrainState
 from seqlab.runs.status import Status
@@ -187,7 +179,7 @@ class Engine:
         self._ahead: tuple[dict, Drawn] | None = None  # (sampler state before it, the next step's batch)
         if not cfg.resume and (self.ckpt_dir / "latest.pt").exists() and not cfg.overwrite:
             found = run_kind(self.run_dir)
-            what = DESCRIPTIONS[found] if found else "a run"
+            what = KINDS[found].description if found else "a run"
             go_on = "continue it with --resume" if found in (None, task.kind) else kind_hint(found, "resume", self.run_dir)
             raise FileExistsError(f"{self.run_dir} already holds {what} ({self.ckpt_dir / 'latest.pt'}); {go_on}, start "
                                   f"over with --overwrite, or choose another {text.out_flag}")

@@ -340,7 +340,7 @@ def test_settings_every_model_reads_still_train_and_a_resume_is_not_asked_again(
 
 def test_a_seq2seq_run_written_over_an_lm_run_keeps_none_of_its_files(byte_data, tmp_path):
     from seqlab.explorer.runs import describe_run
-    from seqlab.runs.directory import run_kind
+    from seqlab.runs.kinds import run_kind
 
     run = tmp_path / "run"
     train_lm(_lm(byte_data, run, max_steps=2, checkpoint_interval=1))
