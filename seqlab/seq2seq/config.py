@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seqlab.model.config import ATTENTIONS, default_d_ff
+from seqlab.model.config import ATTENTIONS, NORMS as ALL_NORMS, default_d_ff
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 NUM_SPECIAL_IDS = 4
 
 ARCHS = ("rnn", "rnn-attention", "transformer")
-NORMS = ("layernorm", "rmsnorm")
+NORMS = tuple(name for name in ALL_NORMS if name != "none")  # the seq2seq subset of the one list of norms
 NORM_POSITIONS = ("post", "pre")
 POSITIONALS = ("sinusoidal", "learned", "rope")
 FFNS = ("relu", "swiglu")
