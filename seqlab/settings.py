@@ -289,6 +289,11 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type[Settings]) -
         for name, rule in cls.RENAMED.items():
             target = known[rule.new]
             how = f" ({rule.how})" if rule.how else ""
+            if _base_type(target) is bool:
+                old.add_argument("--" + name.replace("_", "-"), dest=f"renamed_{name}",
+                                 action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                                 help=f"now {flag_names(target)[0]}")
+                continue
             old.add_argument("--" + name.replace("_", "-"), dest=f"renamed_{name}", type=_flag_type(target),
                              default=argparse.SUPPRESS, metavar=name.upper(),
                              help=f"now {flag_names(target)[0]}{how}")

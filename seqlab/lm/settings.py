@@ -20,15 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from seqlab import settings as _settings
-from seqlab.model.config import (
-    ATTENTIONS,
-    FFNS,
-    NORM_POSITIONS,
-    NORMS,
-    POSITIONALS,
-    ModelConfig,
-    check_kv_heads,
-)
+from seqlab.model.config import ModelConfig, check_kv_heads, model_setting_fields
 from seqlab.settings import SECTIONS, EngineSettings, again, setting  # noqa: F401 (SECTIONS kept importable)
 
 # Shorthand flags for the ablations of the model, as (flag, field, value).
@@ -41,32 +33,14 @@ ABLATION_FLAGS = (
 
 
 @dataclass
+@model_setting_fields(ModelConfig, "model")
 class TrainConfig(EngineSettings):
-    """Everything ``seqlab train`` needs: the engine's settings (:class:`seqlab.settings.EngineSettings`)
-    and the data and model of a Transformer LM."""
+    """Everything ``seqlab train`` needs: the engine's settings (:class:`seqlab.settings.EngineSettings`),
+    the data, and every field of :class:`seqlab.model.ModelConfig` (added from its declaration, with
+    its defaults and help; ``vocab_size`` None = the data's vocabulary size from meta.json)."""
 
     # data
     data_dir: str = setting("", "data", "prepared data directory (train.npy, valid.npy, meta.json, tokenizer/)")
-    # model shape (vocab_size None = the data's vocabulary size from meta.json)
-    vocab_size: int | None = setting(None, "model", "vocabulary size (default: from the data's meta.json)")
-    context_length: int = setting(128, "model", "tokens per training sequence")
-    d_model: int = setting(128, "model", "model width")
-    num_layers: int = setting(4, "model", "Transformer blocks")
-    num_heads: int = setting(4, "model", "attention heads")
-    num_kv_heads: int | None = setting(None, "model", "key/value heads, dividing num_heads (default: num_heads; "
-                                       "fewer = grouped-query attention, 1 = multi-query)")
-    tie_embeddings: bool = setting(False, "model", "the output layer reuses the token embedding matrix")
-    d_ff: int | None = setting(None, "model", "feed-forward width (default: 8/3 d_model for SwiGLU, 4 d_model for SiLU)")
-    rope_theta: float = setting(10000.0, "model", "RoPE base")
-    norm_eps: float = setting(1e-5, "model", "RMSNorm epsilon (added to the mean square)")
-    norm: str = setting("rmsnorm", "model", " | ".join(NORMS), choices=NORMS)
-    norm_position: str = setting("pre", "model", " | ".join(NORM_POSITIONS), choices=NORM_POSITIONS)
-    positional: str = setting("rope", "model", " | ".join(POSITIONALS), choices=POSITIONALS)
-    ffn: str = setting("swiglu", "model", " | ".join(FFNS), choices=FFNS)
-    attention: str = setting("auto", "model", "attention backend: auto (chunked on CPU, sdpa on CUDA, reference on "
-                             "MPS and under --compile on CPU) | reference (the formula) | chunked (cache-blocked CPU "
-                             "kernel) | sdpa (torch's fused kernel) | flash (Triton FlashAttention-2; a padded batch "
-                             "falls back to auto's choice); not part of the weights", choices=ATTENTIONS)
     # length by tokens instead of steps
     max_steps: int | None = again(EngineSettings, "max_steps", 1000,
                                   help="optimizer steps (a --max-steps flag replaces a TOML token_budget)")

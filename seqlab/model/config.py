@@ -1,11 +1,19 @@
-"""Model hyperparameters as one dataclass, validated up front."""
+"""Model hyperparameters as one dataclass, validated up front.
+
+Each field also carries what a training command needs to offer it as a setting (metadata ``help``,
+``choices``, and ``setting_default`` for a field the model requires but a run may leave out):
+``seqlab train``'s flags and TOML keys are made from these fields, so a field added here becomes
+``--field-name`` with no other edit (:func:`model_setting_fields`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-NORMS = ("rmsnorm", "none")
+# every normalisation layer of seqlab.model.norm.make_norm; each family allows a subset
+NORMS = ("layernorm", "rmsnorm", "none")
+LM_NORMS = tuple(name for name in NORMS if name != "layernorm")  # the LM: RMSNorm or none (ablation)
 NORM_POSITIONS = ("pre", "post")
 POSITIONALS = ("rope", "nope")
 FFNS = ("swiglu", "silu")
@@ -43,23 +51,44 @@ def default_d_ff(d_model: int, ffn: str) -> int:
     return max(64, int(round(8 * d_model / 3 / 64)) * 64)
 
 
+def _field(default: Any, help: str, **metadata: Any) -> Any:
+    """A ModelConfig field with the help text (and choices) of its training setting."""
+    return field(default=default, metadata={"help": help, **metadata})
+
+
+def _required(help: str, setting_default: Any) -> Any:
+    """A field every ModelConfig must be given; a training run that leaves it out gets ``setting_default``."""
+    return field(metadata={"help": help, "setting_default": setting_default})
+
+
+def _choices(values: tuple[str, ...]) -> str:
+    return " | ".join(values)
+
+
 @dataclass
 class ModelConfig:
-    vocab_size: int
-    context_length: int
-    d_model: int
-    num_layers: int
-    num_heads: int
-    d_ff: int | None = None
-    rope_theta: float = 10000.0
-    norm: str = "rmsnorm"          # "rmsnorm" | "none"
-    norm_position: str = "pre"     # "pre" | "post"
-    positional: str = "rope"       # "rope" | "nope"
-    ffn: str = "swiglu"            # "swiglu" | "silu"
-    attention: str = "auto"        # "auto" | "reference" | "chunked" | "sdpa" | "flash" (how, not what: no weights)
-    num_kv_heads: int | None = None  # key/value heads (GQA); None = num_heads (MHA), 1 = MQA
-    tie_embeddings: bool = False     # lm_head reuses the token embedding matrix (one parameter)
-    norm_eps: float = 1e-5         # RMSNorm epsilon (added to the mean square); checkpoints without it: 1e-5
+    """The shape and options of a :class:`seqlab.model.TransformerLM` (its only list of them)."""
+
+    vocab_size: int = _required("vocabulary size (default: from the data's meta.json)", None)
+    context_length: int = _required("tokens per training sequence", 128)
+    d_model: int = _required("model width", 128)
+    num_layers: int = _required("Transformer blocks", 4)
+    num_heads: int = _required("attention heads", 4)
+    d_ff: int | None = _field(None, "feed-forward width (default: 8/3 d_model for SwiGLU, 4 d_model for SiLU)")
+    rope_theta: float = _field(10000.0, "RoPE base")
+    norm: str = _field("rmsnorm", _choices(LM_NORMS), choices=LM_NORMS)
+    norm_position: str = _field("pre", _choices(NORM_POSITIONS), choices=NORM_POSITIONS)
+    positional: str = _field("rope", _choices(POSITIONALS), choices=POSITIONALS)
+    ffn: str = _field("swiglu", _choices(FFNS), choices=FFNS)
+    attention: str = _field(
+        "auto", "attention backend: auto (chunked on CPU, sdpa on CUDA, reference on MPS and under --compile on "
+        "CPU) | reference (the formula) | chunked (cache-blocked CPU kernel) | sdpa (torch's fused kernel) | flash "
+        "(Triton FlashAttention-2; a padded batch falls back to auto's choice); not part of the weights",
+        choices=ATTENTIONS)
+    num_kv_heads: int | None = _field(None, "key/value heads, dividing num_heads (default: num_heads; fewer = "
+                                            "grouped-query attention, 1 = multi-query)")
+    tie_embeddings: bool = _field(False, "the output layer reuses the token embedding matrix")
+    norm_eps: float = _field(1e-5, "RMSNorm epsilon (added to the mean square); checkpoints without it: 1e-5")
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads"):
@@ -67,7 +96,7 @@ class ModelConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
         for name, value, allowed in (
-            ("norm", self.norm, NORMS),
+            ("norm", self.norm, LM_NORMS),
             ("norm_position", self.norm_position, NORM_POSITIONS),
             ("positional", self.positional, POSITIONALS),
             ("ffn", self.ffn, FFNS),
@@ -133,3 +162,34 @@ class ModelConfig:
     def d_kv(self) -> int:
         """Width of the key (and of the value) projection: num_kv_heads * d_head."""
         return self.num_kv_heads * self.d_head
+
+
+def model_setting_fields(config_class: type, section: str, *, skip: tuple[str, ...] = ()):
+    """A class decorator (applied before ``@dataclass``) giving a settings class one field per field of
+    the dataclass ``config_class``, except ``skip``: the same name, type, default (``setting_default``
+    for a required one, which then also accepts None when its default is None), help and choices, in
+    ``section``. The model's fields are so declared once, in ``config_class``.
+
+    Example: ``TrainConfig`` gets ``d_model: int = 128`` with the help "model width" from
+    ``ModelConfig.d_model``, hence ``--d-model`` and the TOML key ``d_model`` (flat or in ``[model]``).
+    """
+    def add(cls: type) -> type:
+        annotations = cls.__dict__.get("__annotations__", {})
+        cls.__annotations__ = annotations
+        for f in fields(config_class):
+            if f.name in skip:
+                continue
+            if f.name in annotations:
+                raise TypeError(f"{cls.__name__}.{f.name} is declared twice: it is a field of {config_class.__name__}")
+            default = f.metadata.get("setting_default", f.default)
+            if default is MISSING:
+                raise TypeError(f"{config_class.__name__}.{f.name} needs a default or a setting_default")
+            kind = str(f.type)
+            if default is None and "None" not in kind:
+                kind = f"{kind} | None"
+            annotations[f.name] = kind
+            metadata = {key: value for key, value in f.metadata.items() if key != "setting_default"}
+            setattr(cls, f.name, field(default=default, metadata={"section": section, **metadata}))
+        return cls
+
+    return add

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 from torch import nn
 
+from seqlab.model.config import NORMS
 from seqlab.model.layernorm import LayerNorm
 from seqlab.model.rmsnorm import Identity, RMSNorm
 
-NORM_KINDS = ("layernorm", "rmsnorm", "none")
-
 
 def make_norm(kind: str, d_model: int, device=None, dtype=None, *, eps: float = 1e-5) -> nn.Module:
-    """The norm layer called ``kind`` (one of NORM_KINDS) over the last dimension, d_model wide."""
+    """The norm layer called ``kind`` (one of seqlab.model.config.NORMS) over the last dimension, d_model wide."""
     if kind == "layernorm":
         return LayerNorm(d_model, eps=eps, device=device, dtype=dtype)
     if kind == "rmsnorm":
         return RMSNorm(d_model, eps=eps, device=device, dtype=dtype)
     if kind == "none":
         return Identity()
-    raise ValueError(f"unknown norm {kind!r}; expected one of {NORM_KINDS}")
+    raise ValueError(f"unknown norm {kind!r}; expected one of {NORMS}")

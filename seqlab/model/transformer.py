@@ -19,7 +19,7 @@ from seqlab.model.rmsnorm import Identity
 class TransformerLM(nn.Module):
     """token_embeddings -> num_layers x TransformerBlock -> ln_final -> lm_head.
 
-    Ablations (keyword arguments, also fields of ModelConfig):
+    Built from a ModelConfig (its fields are the model's only list of settings). Ablations:
       norm="none"           no RMSNorm anywhere (ln1, ln2, ln_final are identities)
       norm_position="post"  post-norm blocks; no final norm, as in the original post-norm Transformer
       positional="nope"     no positional information at all (causal mask only)
@@ -41,39 +41,42 @@ class TransformerLM(nn.Module):
     checkpoint saved with another backend (seqlab.inference.load_model does, to "auto" by default).
     """
 
-    def __init__(self, vocab_size: int, context_length: int, d_model: int, num_layers: int,
-                 num_heads: int, d_ff: int | None = None, rope_theta: float = 10000.0, *,
-                 norm: str = "rmsnorm", norm_position: str = "pre", positional: str = "rope",
-                 ffn: str = "swiglu", attention: str = "auto", num_kv_heads: int | None = None,
-                 tie_embeddings: bool = False, norm_eps: float = 1e-5, device=None, dtype=None):
+    def __init__(self, config: ModelConfig | int | None = None, *fields, device=None, dtype=None, **named):
+        """``TransformerLM(config)`` builds the model a :class:`ModelConfig` describes; the fields of
+        one may be given instead, as ModelConfig takes them: ``TransformerLM(50, 16, 32, 2, 4,
+        norm="none")`` is ``TransformerLM(ModelConfig(50, 16, 32, 2, 4, norm="none"))``."""
         super().__init__()
-        self.config = ModelConfig(
-            vocab_size=vocab_size, context_length=context_length, d_model=d_model,
-            num_layers=num_layers, num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta,
-            norm=norm, norm_position=norm_position, positional=positional, ffn=ffn, attention=attention,
-            num_kv_heads=num_kv_heads, tie_embeddings=tie_embeddings, norm_eps=norm_eps,
-        )
-        cfg = self.config
+        if isinstance(config, ModelConfig):
+            if fields or named:
+                raise TypeError("TransformerLM(config) takes no other model fields; change them in the "
+                                "ModelConfig (dataclasses.replace(config, ...))")
+            config = ModelConfig(**asdict(config))  # a copy: set_attention changes the model's own
+        elif config is None:
+            config = ModelConfig(*fields, **named)
+        else:
+            config = ModelConfig(config, *fields, **named)
+        self.config = cfg = config
         theta = cfg.rope_theta if cfg.positional == "rope" else None
-        self.token_embeddings = Embedding(vocab_size, d_model, device=device, dtype=dtype)
+        self.token_embeddings = Embedding(cfg.vocab_size, cfg.d_model, device=device, dtype=dtype)
         self.layers = nn.ModuleList(
-            TransformerBlock(d_model, num_heads, cfg.d_ff, context_length, theta, norm=norm,
-                             norm_position=norm_position, ffn=ffn, attention=attention,
+            TransformerBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.context_length, theta, norm=cfg.norm,
+                             norm_position=cfg.norm_position, ffn=cfg.ffn, attention=cfg.attention,
                              num_kv_heads=cfg.num_kv_heads, norm_eps=cfg.norm_eps, device=device,
                              dtype=dtype)
-            for _ in range(num_layers)
+            for _ in range(cfg.num_layers)
         )
-        if norm_position == "post":
+        if cfg.norm_position == "post":
             self.ln_final = Identity()
         else:
-            self.ln_final = make_norm(norm, d_model, device=device, dtype=dtype, eps=cfg.norm_eps)
-        self.lm_head = Linear(d_model, vocab_size, device=device, dtype=dtype)
-        if tie_embeddings:
+            self.ln_final = make_norm(cfg.norm, cfg.d_model, device=device, dtype=dtype, eps=cfg.norm_eps)
+        self.lm_head = Linear(cfg.d_model, cfg.vocab_size, device=device, dtype=dtype)
+        if cfg.tie_embeddings:
             self.token_embeddings.weight = self.lm_head.weight
 
     @classmethod
     def from_config(cls, config: ModelConfig, device=None, dtype=None) -> "TransformerLM":
-        return cls(**asdict(config), device=device, dtype=dtype)
+        """The same as ``TransformerLM(config, device=device, dtype=dtype)``."""
+        return cls(config, device=device, dtype=dtype)
 
     @property
     def context_length(self) -> int:

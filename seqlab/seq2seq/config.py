@@ -10,26 +10,31 @@ Every seq2seq vocabulary (characters or BPE) reserves the first four ids:
 Example: the target "2026" with digits at ids 4..13 is trained as
 decoder input  [BOS, '2', '0', '2', '6']  ->  decoder target  ['2', '0', '2', '6', EOS].
 
-`asdict(config)` is stored in checkpoints as ``model_config`` and `Seq2SeqConfig(**d)` rebuilds it.
+`asdict(config)` is stored in checkpoints as ``model_config`` and `Seq2SeqConfig.from_dict(d)` rebuilds it
+(also from the names seqlab 0.1.0 saved: ``max_seq_len`` and ``tie_output``, see OLD_NAMES).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, fields
+from typing import Any
 
-from seqlab.model.config import ATTENTIONS, default_d_ff
+from seqlab.model.config import ATTENTIONS, NORMS as ALL_NORMS, default_d_ff
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 NUM_SPECIAL_IDS = 4
 
 ARCHS = ("rnn", "rnn-attention", "transformer")
-NORMS = ("layernorm", "rmsnorm")
+NORMS = tuple(name for name in ALL_NORMS if name != "none")  # the seq2seq subset of the one list of norms
 NORM_POSITIONS = ("post", "pre")
 POSITIONALS = ("sinusoidal", "learned", "rope")
 FFNS = ("relu", "swiglu")
 CELLS = ("gru", "lstm", "rnn")
 ATTENTION_SCORES = ("dot", "additive")
 GRU_RESETS = ("after", "before")
+# fields renamed to the LM's names of the same ideas; configs saved under the old names still load
+OLD_NAMES = {"max_seq_len": "context_length", "tie_output": "tie_embeddings"}
 
 
 @dataclass
@@ -42,14 +47,14 @@ class Seq2SeqConfig:
     num_encoder_layers   Transformer encoder layers / stacked RNN layers of the encoder
     num_decoder_layers   Transformer decoder layers / stacked RNN layers of the decoder
     d_ff                 feed-forward width; None = 4 * d_model (relu) or ~8/3 * d_model (swiglu)
-    max_seq_len          longest source or target the position tables cover (Transformer)
+    context_length       longest source or target the position tables cover (Transformer)
     norm, norm_position, positional, ffn   Transformer options (see TransformerSeq2Seq)
     cell                 recurrent cell of the RNN models: "gru", "lstm" or "rnn" (tanh)
     attention_score      RNN attention: "dot" (scaled dot product) or "additive" (Bahdanau)
     gru_reset            GRU cells: reset gate applied "after" the hidden matmul (PyTorch) or
                          "before" it (paper/d2l); saved with the model so a checkpoint rebuilds it
     shared_embeddings    one embedding table for source and target (needs equal vocab sizes)
-    tie_output           the output layer reuses the target embedding matrix
+    tie_embeddings       the output layer reuses the target embedding matrix
     attention            Transformer attention backend, as the LM's (seqlab.model.config.ATTENTIONS:
                          auto | reference | chunked | sdpa | flash); how, not what: no weights
                          (checkpoints written before the field existed read as "auto")
@@ -63,7 +68,7 @@ class Seq2SeqConfig:
     num_encoder_layers: int = 2
     num_decoder_layers: int = 2
     d_ff: int | None = None
-    max_seq_len: int = 64
+    context_length: int = 64
     norm: str = "layernorm"
     norm_position: str = "post"
     positional: str = "sinusoidal"
@@ -72,7 +77,7 @@ class Seq2SeqConfig:
     attention_score: str = "dot"
     gru_reset: str = "after"
     shared_embeddings: bool = False
-    tie_output: bool = False
+    tie_embeddings: bool = False
     attention: str = "auto"
 
     def __post_init__(self) -> None:
@@ -90,7 +95,7 @@ class Seq2SeqConfig:
             if value not in allowed:
                 raise ValueError(f"Seq2SeqConfig.{name} must be one of {allowed}, got {value!r}")
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "num_encoder_layers",
-                     "num_decoder_layers", "max_seq_len"):
+                     "num_decoder_layers", "context_length"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"Seq2SeqConfig.{name} must be a positive integer, got {value!r}")
@@ -103,7 +108,7 @@ class Seq2SeqConfig:
         if self.d_ff is not None and (isinstance(self.d_ff, bool) or not isinstance(self.d_ff, int)
                                       or self.d_ff <= 0):
             raise ValueError(f"Seq2SeqConfig.d_ff must be a positive integer or None, got {self.d_ff!r}")
-        for name in ("shared_embeddings", "tie_output"):
+        for name in ("shared_embeddings", "tie_embeddings"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"Seq2SeqConfig.{name} must be True or False, got {getattr(self, name)!r}")
         if self.shared_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -129,3 +134,35 @@ class Seq2SeqConfig:
     def resolved_d_ff(self) -> int:
         """d_ff, or its default for the chosen feed-forward: 4 * d_model (relu), ~8/3 * d_model (swiglu)."""
         return default_d_ff(self.d_model, self.ffn) if self.d_ff is None else self.d_ff
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], *, source: str = "model config",
+                  notes: list[str] | None = None) -> "Seq2SeqConfig":
+        """A Seq2SeqConfig from a dict of its fields (a checkpoint's ``model_config``); the old names
+        of OLD_NAMES are read with a note (in ``notes``, else a warning); unknown fields name ``source``.
+
+        Example: ``Seq2SeqConfig.from_dict({"arch": "rnn", ..., "max_seq_len": 20})`` has
+        ``context_length == 20`` and notes "model config: max_seq_len is now context_length"."""
+        if not isinstance(values, dict):
+            raise ValueError(f"{source}: expected a dict of Seq2SeqConfig fields, got {type(values).__name__}")
+        renamed: dict[str, Any] = {}
+        for key, value in values.items():
+            new = OLD_NAMES.get(key, key)
+            if new != key:
+                if new in values:
+                    raise ValueError(f"{source}: {new} is given twice (once under its old name {key})")
+                note = f"{source}: {key} is now {new} (the name seqlab 0.1.0 saved; read as {new})"
+                if notes is None:
+                    warnings.warn(note, UserWarning, stacklevel=2)
+                else:
+                    notes.append(note)
+            renamed[new] = value
+        known = [f.name for f in fields(cls)]
+        unknown = [key for key in renamed if key not in known]
+        if unknown:
+            raise ValueError(f"{source}: unknown seq2seq model config field(s) {', '.join(map(repr, unknown))}; "
+                             f"this seqlab knows {', '.join(known)} (a newer seqlab may have written it)")
+        try:
+            return cls(**renamed)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{source}: {error}") from None

@@ -27,7 +27,7 @@ def _check_max_len(model: Seq2SeqModel, max_len: int) -> None:
         raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
     limit = model.max_target_length
     if limit is not None and max_len > limit:
-        raise ValueError(f"max_len={max_len} exceeds the model's max_seq_len={limit}; lower max_len")
+        raise ValueError(f"max_len={max_len} exceeds the model's context_length={limit}; lower max_len")
 
 
 def _strip(rows: list[list[int]]) -> list[list[int]]:

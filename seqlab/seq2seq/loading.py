@@ -66,10 +66,7 @@ def load_run(run_dir: str | Path, *, device: str | torch.device | None = None) -
     payload = read_checkpoint(ckpt)
     if not payload.get("model_config"):
         raise ValueError(f"{ckpt} has no model_config: it is not a seq2seq checkpoint")
-    try:
-        model_config = Seq2SeqConfig(**payload["model_config"])
-    except TypeError as error:
-        raise ValueError(f"{ckpt}: model_config does not describe a seq2seq model ({error})") from None
+    model_config = Seq2SeqConfig.from_dict(payload["model_config"], source=f"{ckpt}: model_config")
     src_vocab, tgt_vocab = read_vocabs(run_dir)
     if (src_vocab.size, tgt_vocab.size) != (model_config.src_vocab_size, model_config.tgt_vocab_size):
         raise ValueError(f"{run_dir / 'vocab.json'} has {src_vocab.size}/{tgt_vocab.size} source/target ids but the "

@@ -116,7 +116,7 @@ class RNNSeq2Seq(Seq2SeqModel):
 
     Submodules: src_embeddings, tgt_embeddings (the same module when shared_embeddings), encoder,
     decoder (RecurrentLayer), attention (RNNAttention, "rnn-attention" only), lm_head (its weight
-    is tgt_embeddings.weight when tie_output).
+    is tgt_embeddings.weight when tie_embeddings).
     """
 
     def __init__(self, config: Seq2SeqConfig, *, device=None, dtype=None):
@@ -134,7 +134,7 @@ class RNNSeq2Seq(Seq2SeqModel):
         self.attention = (RNNAttention(d, config.attention_score, **kw)
                           if config.arch == "rnn-attention" else None)
         self.lm_head = Linear(d, config.tgt_vocab_size, **kw)
-        if config.tie_output:
+        if config.tie_embeddings:
             self.lm_head.weight = self.tgt_embeddings.weight
 
     def _initial_decoder_state(self, encoder_final: State) -> State:

@@ -10,7 +10,8 @@ Renamed settings work for one more release under their old names, with a note::
 
     steps       -> max_steps
     layers      -> num_layers          (encoder and decoder layers; RNN: stacked layers)
-    max_seq_len -> context_length      (Seq2SeqConfig, the *model's* config, keeps max_seq_len)
+    max_seq_len -> context_length      (as in Seq2SeqConfig, the model's config, and the LM)
+    tie_output  -> tie_embeddings      (as in Seq2SeqConfig and the LM)
     max_minutes -> time_budget_s       (minutes * 60)
     eval_size   -> eval_batches        (pairs / batch_size, rounded up)
 
@@ -50,7 +51,7 @@ from seqlab.settings import EngineSettings, Renamed, again, setting
 MODEL_DEFAULTS = {f.name: f.default for f in fields(Seq2SeqConfig)}
 # Seq2SeqTrainConfig fields passed to Seq2SeqConfig under the same name
 MODEL_FIELDS = ("arch", "d_model", "num_heads", "d_ff", "norm", "norm_position", "positional", "ffn", "cell",
-                "attention_score", "tie_output")
+                "attention_score", "tie_embeddings")
 # what a resumed run cannot change: its data and its model (the checkpoint was trained on them)
 FIXED_ON_RESUME = ("task", "tokenize", "tokenizer", "bpe_vocab_size", "train_size", "valid_size", "valid_fraction",
                    "min_len", "max_len", "seed", "num_layers", "context_length", *MODEL_FIELDS)
@@ -133,7 +134,8 @@ class Seq2SeqTrainConfig(EngineSettings):
     cell: str = setting(MODEL_DEFAULTS["cell"], "model", f"RNN cell: {_choices(CELLS)}", choices=CELLS)
     attention_score: str = setting(MODEL_DEFAULTS["attention_score"], "model",
                                    f"rnn-attention scoring: {_choices(ATTENTION_SCORES)}", choices=ATTENTION_SCORES)
-    tie_output: bool = setting(MODEL_DEFAULTS["tie_output"], "model", "output layer reuses the target embeddings")
+    tie_embeddings: bool = setting(MODEL_DEFAULTS["tie_embeddings"], "model",
+                                   "output layer reuses the target embeddings")
     attention: str = setting(MODEL_DEFAULTS["attention"], "model",
                              f"Transformer attention backend: {_choices(ATTENTIONS)}, as for `seqlab train` (flash "
                              "falls back to auto's choice wherever a padding mask is given); not part of the weights, "
@@ -155,6 +157,7 @@ class Seq2SeqTrainConfig(EngineSettings):
         "steps": Renamed("max_steps"),
         "layers": Renamed("num_layers"),
         "max_seq_len": Renamed("context_length"),
+        "tie_output": Renamed("tie_embeddings"),
         "max_minutes": Renamed("time_budget_s", lambda minutes, _: 60.0 * minutes, "minutes * 60 = seconds"),
         "eval_size": Renamed("eval_batches", lambda pairs, settings: max(1, math.ceil(pairs / settings["batch_size"])),
                              "validation pairs / batch_size, rounded up"),
@@ -188,7 +191,7 @@ class Seq2SeqTrainConfig(EngineSettings):
 
     def model_config(self, src_vocab_size: int, tgt_vocab_size: int, context_length: int) -> Seq2SeqConfig:
         """The :class:`Seq2SeqConfig` this run trains (``num_layers`` encoder and decoder layers)."""
-        return Seq2SeqConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, max_seq_len=context_length,
+        return Seq2SeqConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, context_length=context_length,
                              num_encoder_layers=self.num_layers, num_decoder_layers=self.num_layers,
                              attention=self.attention, **{name: getattr(self, name) for name in MODEL_FIELDS})
 

@@ -136,7 +136,7 @@ class TransformerSeq2Seq(Seq2SeqModel):
 
     Options: norm "layernorm" | "rmsnorm"; norm_position "post" | "pre"; positional "sinusoidal" |
     "learned" | "rope" (rotary in the self-attentions, nothing added to embeddings); ffn "relu" |
-    "swiglu"; shared_embeddings (one table for source and target); tie_output (lm_head uses the
+    "swiglu"; shared_embeddings (one table for source and target); tie_embeddings (lm_head uses the
     target embedding matrix); attention, the backend of every attention (not part of the weights;
     set_attention switches it). Linear layers have no bias. d_ff=None: 4 * d_model (relu).
     Embeddings are initialised with std d_model^-0.5, so after the sqrt(d_model) scale they have
@@ -144,16 +144,16 @@ class TransformerSeq2Seq(Seq2SeqModel):
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int, num_heads: int,
-                 num_encoder_layers: int, num_decoder_layers: int, d_ff: int | None, max_seq_len: int, *,
+                 num_encoder_layers: int, num_decoder_layers: int, d_ff: int | None, context_length: int, *,
                  norm: str = "layernorm", norm_position: str = "post", positional: str = "sinusoidal",
-                 ffn: str = "relu", shared_embeddings: bool = False, tie_output: bool = False,
+                 ffn: str = "relu", shared_embeddings: bool = False, tie_embeddings: bool = False,
                  attention: str = "auto", device=None, dtype=None):
         super().__init__()
         self.config = config = Seq2SeqConfig(
             "transformer", src_vocab_size, tgt_vocab_size, d_model=d_model, num_heads=num_heads,
             num_encoder_layers=num_encoder_layers, num_decoder_layers=num_decoder_layers, d_ff=d_ff,
-            max_seq_len=max_seq_len, norm=norm, norm_position=norm_position, positional=positional,
-            ffn=ffn, shared_embeddings=shared_embeddings, tie_output=tie_output, attention=attention,
+            context_length=context_length, norm=norm, norm_position=norm_position, positional=positional,
+            ffn=ffn, shared_embeddings=shared_embeddings, tie_embeddings=tie_embeddings, attention=attention,
         )
         kw = dict(device=device, dtype=dtype)
         self.embedding_scale = math.sqrt(d_model)
@@ -164,22 +164,22 @@ class TransformerSeq2Seq(Seq2SeqModel):
             trunc_normal_(table.weight, std=d_model ** -0.5)
         theta = None
         if positional == "sinusoidal":
-            self.positions = SinusoidalPositionalEncoding(d_model, max_seq_len, **kw)
+            self.positions = SinusoidalPositionalEncoding(d_model, context_length, **kw)
         elif positional == "learned":
-            self.src_positions = LearnedPositionalEmbedding(d_model, max_seq_len, **kw)
-            self.tgt_positions = LearnedPositionalEmbedding(d_model, max_seq_len, **kw)
+            self.src_positions = LearnedPositionalEmbedding(d_model, context_length, **kw)
+            self.tgt_positions = LearnedPositionalEmbedding(d_model, context_length, **kw)
         else:  # rope: every self-attention rotates its queries and keys (buffers, no parameters)
             theta = ROPE_THETA
         layer_kw = dict(norm=norm, norm_position=norm_position, ffn=ffn, theta=theta, attention=config.attention,
                         **kw)
         d_ff = config.resolved_d_ff
         # an encoder layer is the language model's block without the causal mask
-        self.encoder = _Stack([TransformerBlock(d_model, num_heads, d_ff, max_seq_len, causal=False, **layer_kw)
+        self.encoder = _Stack([TransformerBlock(d_model, num_heads, d_ff, context_length, causal=False, **layer_kw)
                                for _ in range(num_encoder_layers)], norm, norm_position, d_model, **kw)
-        self.decoder = _Stack([DecoderLayer(d_model, num_heads, d_ff, max_seq_len, **layer_kw)
+        self.decoder = _Stack([DecoderLayer(d_model, num_heads, d_ff, context_length, **layer_kw)
                                for _ in range(num_decoder_layers)], norm, norm_position, d_model, **kw)
         self.lm_head = Linear(d_model, tgt_vocab_size, **kw)
-        if tie_output:
+        if tie_embeddings:
             self.lm_head.weight = self.tgt_embeddings.weight
 
     @classmethod
@@ -187,14 +187,14 @@ class TransformerSeq2Seq(Seq2SeqModel):
         if config.arch != "transformer":
             raise ValueError(f"TransformerSeq2Seq builds arch 'transformer', got {config.arch!r}")
         return cls(config.src_vocab_size, config.tgt_vocab_size, config.d_model, config.num_heads,
-                   config.num_encoder_layers, config.num_decoder_layers, config.d_ff, config.max_seq_len,
+                   config.num_encoder_layers, config.num_decoder_layers, config.d_ff, config.context_length,
                    norm=config.norm, norm_position=config.norm_position, positional=config.positional,
-                   ffn=config.ffn, shared_embeddings=config.shared_embeddings, tie_output=config.tie_output,
+                   ffn=config.ffn, shared_embeddings=config.shared_embeddings, tie_embeddings=config.tie_embeddings,
                    attention=config.attention, device=device, dtype=dtype)
 
     @property
     def max_target_length(self) -> int:
-        return self.config.max_seq_len
+        return self.config.context_length
 
     def set_attention(self, attention: str) -> None:
         """Switch every attention (encoder, decoder self- and cross-attention) to the backend
@@ -207,14 +207,14 @@ class TransformerSeq2Seq(Seq2SeqModel):
     def _add_positions(self, x: torch.Tensor, which: str, offset: int = 0) -> torch.Tensor:
         """x (B, L, d) already scaled -> plus the position vectors of offset..offset+L-1."""
         length = x.shape[1]
+        if offset + length > self.config.context_length:  # checked here for a message in the config's words
+            raise ValueError(f"{which} positions {offset}..{offset + length - 1} exceed context_length="
+                             f"{self.config.context_length}; raise context_length or shorten the sequence")
         if self.config.positional == "sinusoidal":
             return x + self.positions(length, offset).to(x.dtype)
         if self.config.positional == "learned":
             table = self.src_positions if which == "src" else self.tgt_positions
             return x + table(length, offset)
-        if offset + length > self.config.max_seq_len:  # rope: checked here for a clear message
-            raise ValueError(f"{which} positions {offset}..{offset + length - 1} exceed max_seq_len="
-                             f"{self.config.max_seq_len}; raise max_seq_len or shorten the sequence")
         return x
 
     def encode_memory(self, src_embeddings: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:

@@ -186,8 +186,11 @@ def test_a_seq2seq_checkpoint_from_before_the_merge_loads_and_gives_the_same_log
 
     payload = read_checkpoint(OLD / f"{name}.pt")
     assert "attention" not in payload["model_config"]
-    model = build_model(Seq2SeqConfig(**payload["model_config"]))
+    assert {"max_seq_len", "tie_output"} <= set(payload["model_config"])  # saved under the 0.1.0 names
+    notes: list[str] = []
+    model = build_model(Seq2SeqConfig.from_dict(payload["model_config"], notes=notes))
     assert model.config.attention == "auto"
+    assert model.config.context_length == payload["model_config"]["max_seq_len"] and len(notes) == 2
     assert set(model.state_dict()) == set(payload["model"])
     assert load_payload(payload, model, source=name) == 5
     model.eval()

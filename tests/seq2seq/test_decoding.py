@@ -125,9 +125,9 @@ def test_beam_search_is_batched_with_padding(arch):
 
 
 def test_decoding_rejects_too_long_outputs_and_bad_beams():
-    model = _model("transformer", max_seq_len=8)
+    model = _model("transformer", context_length=8)
     src, mask = _sources()
-    with pytest.raises(ValueError, match=r"max_len=9 exceeds the model's max_seq_len=8"):
+    with pytest.raises(ValueError, match=r"max_len=9 exceeds the model's context_length=8"):
         greedy_decode(model, src, mask, max_len=9)
     with pytest.raises(ValueError, match="beam_size must be a positive integer"):
         beam_search(model, src, mask, beam_size=0, max_len=4)

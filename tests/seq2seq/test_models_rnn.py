@@ -133,7 +133,7 @@ def test_attention_maps_are_distributions_over_real_source_positions():
 
 
 def test_shared_embeddings_and_tied_output_share_one_tensor():
-    config = Seq2SeqConfig("rnn-attention", 12, 12, d_model=8, shared_embeddings=True, tie_output=True)
+    config = Seq2SeqConfig("rnn-attention", 12, 12, d_model=8, shared_embeddings=True, tie_embeddings=True)
     model = build_model(config)
     assert model.src_embeddings.weight is model.tgt_embeddings.weight is model.lm_head.weight
     keys = set(model.state_dict())
@@ -163,8 +163,8 @@ def test_config_validation_names_the_field_and_round_trips():
         Seq2SeqConfig("rnn", 20, 21, shared_embeddings=True)
     with pytest.raises(ValueError, match=r"tgt_vocab_size = 4 leaves no room"):
         Seq2SeqConfig("rnn", 20, 4)
-    with pytest.raises(ValueError, match=r"Seq2SeqConfig.max_seq_len must be a positive integer"):
-        Seq2SeqConfig("rnn", 20, 20, max_seq_len=0)
+    with pytest.raises(ValueError, match=r"Seq2SeqConfig.context_length must be a positive integer"):
+        Seq2SeqConfig("rnn", 20, 20, context_length=0)
 
 
 def test_bad_inputs_name_the_shape():

@@ -143,7 +143,7 @@ def test_attention_maps_equal_torch_cross_attention_weights():
 VARIANTS = [
     dict(),
     dict(norm_position="pre", norm="rmsnorm", ffn="swiglu"),
-    dict(positional="learned", shared_embeddings=True, tie_output=True),
+    dict(positional="learned", shared_embeddings=True, tie_embeddings=True),
     dict(positional="rope", norm_position="pre"),
 ]
 
@@ -151,7 +151,7 @@ VARIANTS = [
 def _variant(kw):
     torch.manual_seed(1)
     vocab = SRC_V if kw.get("shared_embeddings") else TGT_V
-    config = Seq2SeqConfig("transformer", SRC_V, vocab, d_model=D, num_heads=HEADS, d_ff=D_FF, max_seq_len=16, **kw)
+    config = Seq2SeqConfig("transformer", SRC_V, vocab, d_model=D, num_heads=HEADS, d_ff=D_FF, context_length=16, **kw)
     return build_model(config, dtype=torch.float64)
 
 
@@ -227,10 +227,10 @@ def test_state_dict_keys_follow_the_contract():
     assert pre == expected | finals
 
 
-def test_positions_beyond_max_seq_len_are_reported():
+def test_positions_beyond_context_length_are_reported():
     for positional in ("sinusoidal", "learned", "rope"):
         model = _variant(dict(positional=positional))
-        with pytest.raises(ValueError, match="max_seq_len=16"):
+        with pytest.raises(ValueError, match="context_length=16"):
             model(torch.full((1, 17), 5), torch.full((1, 2), 5))
 
 

@@ -38,7 +38,7 @@ def test_old_flags_still_work_with_a_note(tmp_path, capsys):
             saved["eval_batches"]) == (3, 1, 20, 30.0, 3)
     assert not set(OLD_TO_NEW) & set(saved)
     model = json.loads((run / "config.json").read_text())["model_config"]
-    assert (model["max_seq_len"], model["num_encoder_layers"], model["num_decoder_layers"]) == (20, 1, 1)
+    assert "max_seq_len" not in model and (model["context_length"], model["num_encoder_layers"], model["num_decoder_layers"]) == (20, 1, 1)
 
 
 def test_an_old_and_a_new_name_together_is_an_error(tmp_path, capsys):
@@ -137,3 +137,46 @@ def test_flags_come_from_the_settings_fields():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert Seq2SeqTrainConfig().device == "auto"
+
+
+def test_the_model_config_shares_the_lm_names_and_reads_the_old_ones(tmp_path, capsys):
+    """Seq2SeqConfig says context_length and tie_embeddings, as ModelConfig does; a 0.1.0 checkpoint
+    or config.json whose model_config says max_seq_len / tie_output loads with a note; a TOML or
+    flag under the old setting name still works."""
+    from dataclasses import asdict, fields
+
+    from seqlab.model.config import ModelConfig
+    from seqlab.seq2seq.config import OLD_NAMES, Seq2SeqConfig
+
+    s2s, lm = {f.name for f in fields(Seq2SeqConfig)}, {f.name for f in fields(ModelConfig)}
+    assert {"context_length", "tie_embeddings", "d_model", "num_heads", "norm", "attention"} <= s2s & lm
+    assert not set(OLD_NAMES) & s2s
+    notes: list[str] = []
+    old = {"arch": "transformer", "src_vocab_size": 20, "tgt_vocab_size": 20, "max_seq_len": 24, "tie_output": True}
+    config = Seq2SeqConfig.from_dict(old, source="ckpt.pt", notes=notes)
+    assert (config.context_length, config.tie_embeddings) == (24, True)
+    assert notes == ["ckpt.pt: max_seq_len is now context_length (the name seqlab 0.1.0 saved; read as context_length)",
+                     "ckpt.pt: tie_output is now tie_embeddings (the name seqlab 0.1.0 saved; read as tie_embeddings)"]
+    assert Seq2SeqConfig.from_dict(asdict(config)) == config
+    with pytest.raises(ValueError, match="ckpt.pt: context_length is given twice"):
+        Seq2SeqConfig.from_dict({**old, "context_length": 24}, source="ckpt.pt")
+    with pytest.raises(ValueError, match="ckpt.pt: unknown seq2seq model config field\\(s\\) 'flash'"):
+        Seq2SeqConfig.from_dict({**old, "flash": True}, source="ckpt.pt")
+
+    # a run whose checkpoint's model_config has the old names loads (with a warning) and translates
+    run = tmp_path / "run"
+    assert main(["seq2seq", "train", *DATA, "--max-steps", "2", "--tie-output", "--out", str(run)]) == 0
+    assert "flags: --tie-output is now --tie-embeddings" in capsys.readouterr().err
+    assert _saved(run)["tie_embeddings"] is True
+    ckpt = run / "checkpoints" / "latest.pt"
+    payload = torch.load(ckpt, weights_only=False)
+    model_config = payload["model_config"]
+    model_config["max_seq_len"] = model_config.pop("context_length")
+    model_config["tie_output"] = model_config.pop("tie_embeddings")
+    torch.save(payload, ckpt)
+    from seqlab.seq2seq.loading import load_run
+
+    with pytest.warns(UserWarning, match="max_seq_len is now context_length"):
+        loaded = load_run(run, device="cpu")
+    assert loaded.model.config.tie_embeddings is True
+    assert loaded.model.config.context_length == model_config["max_seq_len"]

@@ -41,7 +41,7 @@ def lm_case(tie: bool = False, seed: int = 0):
 def s2s_case(arch: str, tie: bool = False, seed: int = 0):
     torch.manual_seed(seed)
     config = Seq2SeqConfig(arch=arch, src_vocab_size=20, tgt_vocab_size=23, d_model=16, num_heads=2,
-                           num_encoder_layers=1, num_decoder_layers=1, tie_output=tie)
+                           num_encoder_layers=1, num_decoder_layers=1, tie_embeddings=tie)
     model = build_model(config)
     task = Seq2SeqTask(Seq2SeqTrainConfig(task="reverse"))
     rng = np.random.default_rng(seed)
@@ -197,7 +197,7 @@ def test_seq2seq_trains_the_same_with_the_fused_loss_and_with_logits(tmp_path, a
 
     common = dict(task="reverse", min_len=2, max_len=5, train_size=300, valid_size=20, eval_batches=1, arch=arch,
                   d_model=16, num_heads=2, num_layers=1, batch_size=16, lr=1e-2, warmup_steps=2, progress=False,
-                  threads=1, max_steps=4, eval_interval=100, checkpoint_interval=100, log_interval=1, tie_output=True)
+                  threads=1, max_steps=4, eval_interval=100, checkpoint_interval=100, log_interval=1, tie_embeddings=True)
     for setting in ("on", "off"):
         train(Seq2SeqTrainConfig(out_dir=str(tmp_path / setting), fused_loss=setting, **common), say=lambda m: None)
     assert _losses(tmp_path / "on") == pytest.approx(_losses(tmp_path / "off"), rel=1e-5)

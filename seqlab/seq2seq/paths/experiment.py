@@ -114,7 +114,7 @@ def sized_configs(settings: PathsSettings, task: str, seed: int) -> dict[str, Se
     max_seq_len = settings.test_max_len + 2 if task in SYMBOL_TASKS else 64
     base = Seq2SeqConfig("transformer", src_vocab.size, tgt_vocab.size, d_model=settings.reference_d_model,
                          num_heads=settings.num_heads, num_encoder_layers=settings.layers,
-                         num_decoder_layers=settings.layers, max_seq_len=max_seq_len)
+                         num_decoder_layers=settings.layers, context_length=max_seq_len)
     target = num_parameters(build_model(base, device="meta"))
     return {arch: base if arch == "transformer" else size_for_parameters(arch, target, base)
             for arch in ARCHS_COMPARED}
