@@ -13,8 +13,8 @@ backends compute the same thing faster (same contract, tested equal in values an
                  batches, every seq2seq cross-attention with a source mask) or where it cannot run
                  (no triton, a CPU without the interpreter, head_dim > 256) it falls back to what
                  "auto" picks, silently and per call.
-    "auto"       chunked on a CPU in eager mode; sdpa on CUDA (torch's fused kernel; the flash
-                 vs sdpa choice on CUDA is not yet measured, see BENCHMARKS.md); the reference on
+    "auto"       chunked on a CPU in eager mode; sdpa on CUDA (torch's fused kernel; flash vs
+                 sdpa on CUDA is not yet measured); the reference on
                  MPS, under torch.compile on a CPU and on the forced GPU path
                  (seqlab.model.checks.gpu_path_forced)
 
