@@ -319,3 +319,25 @@ def test_callers_never_reach_into_the_engine_setup():
     found = [str(path.relative_to(root)) for path in files
              if path.name != "test_layout.py" and "._setup()" in path.read_text()]
     assert found == []
+
+
+def _docstring_problems() -> list[str]:
+    import re
+    root = Path(__file__).resolve().parent.parent / "seqlab"
+    reference = re.compile(r"\b[Ii]ssues? \d+|BENCHMARKS\.md")
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        doc = ast.get_docstring(ast.parse(text), clean=False)
+        if doc and doc.count("\n") + 1 > 20:
+            problems.append(f"{path}: module docstring of {doc.count(chr(10)) + 1} lines (at most 20)")
+        for number, line in enumerate(text.splitlines(), 1):
+            if reference.search(line):
+                problems.append(f"{path}:{number}: issue number or BENCHMARKS.md in code: {line.strip()}")
+    return problems
+
+
+@pytest.mark.xfail(strict=False, reason="other files are still being rewritten")
+def test_docstrings_short_and_without_tracker_references():
+    problems = _docstring_problems()
+    assert not problems, "\n".join(problems)

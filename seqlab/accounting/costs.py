@@ -1,26 +1,13 @@
-"""What does a Transformer LM cost? Parameters, FLOPs and memory from its config.
+"""What does a Transformer LM cost? Parameters, FLOPs and memory, derived from its config.
 
-Everything here is derived from the model configuration (the fields of
-``seqlab.model.ModelConfig``: vocab_size, context_length, d_model, num_layers,
-num_heads, num_kv_heads, d_ff, norm, norm_position, positional, ffn, tie_embeddings); nothing is
-tabulated.
-A ``ModelConfig`` or a plain dict of its fields works.
+Takes a ``ModelConfig`` or a dict of its fields; nothing is tabulated. Conventions (CS336's): an
+(m, n) @ (n, p) matmul costs ``2·m·n·p`` FLOPs and only matmuls are counted; attention counts the
+full n×n products (``Q Kᵀ`` and ``A V``, ``2·n·n·d_model`` each per layer) despite the causal
+mask; backward costs twice the forward (a training step is ``3 ×`` forward); float32 everywhere
+(4 bytes a value), AdamW keeping m and v per parameter.
 
-Conventions (those of the CS336 assignment):
-
-- A matrix multiply of an (m, n) by an (n, p) matrix costs ``2·m·n·p`` FLOPs
-  (one multiply and one add per term). Only matrix multiplies are counted in the
-  forward pass; norms, softmax and activations are ignored.
-- Attention counts the full n×n products: the scores ``Q Kᵀ`` cost
-  ``2·n·n·d_model`` per layer (all heads together) and the weighted values
-  ``A V`` the same, even though the causal mask zeroes half of them.
-- Backward costs twice the forward, so a training step is ``3 ×`` forward.
-- float32 everywhere: 4 bytes per parameter, gradient, optimizer value and
-  activation. AdamW keeps two values (m, v) per parameter.
-
-Shapes below: n = sequence length, d = d_model, f = d_ff, V = vocab_size,
-L = num_layers, h = num_heads, B = batch size, and d_kv = num_kv_heads·d_head, the width of
-the key and of the value projection (= d without grouped-query attention).
+Shapes: n = sequence length, d = d_model, f = d_ff, V = vocab_size, L = num_layers, h = num_heads,
+B = batch size, d_kv = num_kv_heads·d_head (= d without grouped-query attention).
 """
 
 from __future__ import annotations

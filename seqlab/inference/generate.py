@@ -1,28 +1,14 @@
 """Sampling text from a TransformerLM, with a KV cache for incremental decoding.
 
 ``generate(model, prompt_ids, max_new_tokens, ...)`` samples continuations; ``generate_stream``
-yields them one id at a time. ``seqlab generate`` (seqlab/lm/cli.py) streams decoded text to the terminal.
-
-How a step works: the prompt is run once ("prefill"), filling the model's KV cache with every
-layer's keys and values; each later step feeds only the newest token, whose query attends to the
-cached keys. That turns each step from O(window) token computations into O(1).
-
-Sliding window: the model only knows positions 0..context_length-1. When a row's next token would
-not fit (its window already holds context_length tokens), that row's window slides: its last
-``keep = context_length - slide`` tokens are re-prefilled at positions 0..keep-1, then decoding
-continues one token at a time until the window is full again. ``slide`` defaults to a quarter of
-the context, so a re-prefill (one full forward) happens once every ``slide`` tokens rather than on
-every token, and every token still sees at least ``keep`` tokens of context. In a batch each row
-slides on its own schedule (seqlab/inference/windows.py), so a row's output never depends on the
-other prompts. Without the cache (``use_cache=False``) the same windows are recomputed in full at
-every step, so both paths give the same logits.
-
-On CUDA, a decoding step is a few dozen small kernels, each costing host time to launch: at batch 1
-the GPU waits for the host. ``static_cache=True`` decodes through a cache allocated once
-(:class:`~seqlab.model.kv_cache.StaticKVCache`), so every step has the same shapes; ``compile=True``
-then compiles that step once per batch size with ``torch.compile(mode="reduce-overhead")``, which
-on CUDA records it as a CUDA graph and replays it with one launch per token. Greedy outputs, and
-samples for a seed, are those of the dynamic cache (tests/test_generate_static.py compares them).
+yields them one id at a time. The prompt is prefilled once into the KV cache, then each step feeds
+only the newest token. When a row's window is full it slides: its last ``keep = context_length -
+slide`` tokens are re-prefilled (``slide`` defaults to a quarter of the context, so a full forward
+happens once every ``slide`` tokens); each row slides on its own (seqlab/inference/windows.py).
+``use_cache=False`` recomputes the same windows in full and gives the same logits.
+``static_cache=True`` decodes through a cache allocated once, and ``compile=True`` compiles that
+step with ``mode="reduce-overhead"`` (CUDA graphs: one launch per token, as at batch 1 the GPU
+otherwise waits for the host); outputs equal the dynamic cache's.
 
     generate(model, prompt, 256, temperature=0, compile=True)   # static cache + CUDA graphs
 """

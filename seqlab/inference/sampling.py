@@ -1,16 +1,10 @@
 """Turning next-token logits into a next token: temperature, top-k, nucleus (top-p), greedy.
 
-Worked example, one row of logits ``[2.0, 1.0, 0.0]`` at temperature 1: softmax gives
-``[0.665, 0.245, 0.090]``. top_k=2 drops the last token and renormalizes to ``[0.731, 0.269, 0]``.
-top_p=0.7 keeps the smallest most-probable set with mass >= 0.7: ``0.665 < 0.7``, so the first two
-tokens stay. temperature 0 means greedy: the argmax, here token 0. top_k 0 (or None) means no
-top-k filter, the usual convention (``seqlab generate --top-k 0`` and the explorer's slider at 0).
-
-A tiny positive temperature is the limit it tends to: ``(logits - max) / temperature`` sends every
-token below the maximum to -inf, so the top token gets probability 1 (tied top tokens share it)
-instead of ``logits / 1e-300`` overflowing into inf and NaN. Temperatures below float32's smallest
-normal number (1.2e-38) are computed as that number, which gives the same distribution.
-
+Worked example, logits ``[2.0, 1.0, 0.0]`` at temperature 1: softmax gives ``[0.665, 0.245,
+0.090]``; top_k=2 renormalizes to ``[0.731, 0.269, 0]``; top_p=0.7 keeps the first two tokens
+(0.665 < 0.7); temperature 0 is greedy, token 0. top_k 0 (or None) means no top-k filter.
+A tiny positive temperature sends every token below the maximum to -inf rather than overflowing
+into NaN; temperatures below 1.2e-38 are computed as that number (same distribution).
 :func:`check_sampling_args` is the one place the arguments are validated.
 """
 

@@ -1,35 +1,14 @@
 """Per-row sliding windows: decoding a batch of prompts, each row as if it were alone.
 
-The model only knows positions 0..context_length-1, so every row of a batch conditions on a
-*window*: its last ``n`` tokens, at positions 0..n-1. A row's window grows by one token per step.
-When it would outgrow the context (n > context_length) THAT row slides: its window restarts at its
-own last ``keep`` tokens, which are run again ("re-prefilled") at positions 0..keep-1. The other
-rows are untouched, so every row gets exactly the logits it would get if generated alone.
-
-Layout: rows are right-aligned. ``history`` holds each row's window tokens with the newest token
-of every row in the same column; the KV cache holds each row's keys in its LAST n columns, and the
-columns to their left are masked as padding. Worked example, context 8, keep 6, windows of 7 and 5
-tokens (``.`` = padding, ``k`` = a cached key, ``n`` = the key decoded this step, ``r`` = a
-re-prefilled key)::
-
-    step  window lengths  cache after the step   what happened
-    -     7, 5            k k k k k k k          prefill; row 1 is left-padded by 2
-                          . . k k k k k
-    0     8, 6            k k k k k k k n        both rows decode one token through the cache
-                          . . k k k k k n
-    1     6, 7            . r r r r r r          row 0 overflowed (9 > 8): its last 6 tokens are
-                          k k k k k k n          re-prefilled alone (r) and spliced into the cache;
-                                                 row 1 decoded; the all-padding column was dropped
-
-Window lengths do not depend on which tokens are sampled, so :func:`iter_slides` knows every
-step's sliding rows before the step: the decoding loop never reads a value back from the device to
-decide what to do, and nothing loops over rows in Python per token.
-
-Nothing is sized by the number of tokens requested: the schedule is planned ``context_length``
-steps at a time (copied to the device once per chunk) and ``history`` holds at most two contexts
-of columns, its newest ``context_length`` columns moved to the front when it fills up. So the
-first token of a request for 10**9 tokens comes as fast as for 10, and memory stays bounded by the
-context.
+Every row conditions on a window, its last n tokens at positions 0..n-1. When a row would outgrow
+the context, THAT row slides: its last ``keep`` tokens are re-prefilled at positions 0..keep-1 and
+the other rows are untouched, so each row gets the logits it would get alone. Rows are
+right-aligned: the newest token of every row shares a column, and the KV cache holds each row's
+keys in its last n columns, the rest masked as padding. Window lengths do not depend on sampled
+tokens, so :func:`iter_slides` plans every step's sliding rows ahead: the loop never reads a value
+back from the device, and nothing loops over rows per token. The schedule is planned
+``context_length`` steps at a time and ``history`` holds at most two contexts, so memory and the
+first token's latency do not grow with the number of tokens requested.
 """
 
 from __future__ import annotations

@@ -1,29 +1,13 @@
 """How seqlab's TransformerLM and Hugging Face's ``LlamaForCausalLM`` lay out the same weights.
 
-Names (``L`` = layer index)::
-
-    token_embeddings.weight          model.embed_tokens.weight
-    layers.L.attn.q_proj.weight      model.layers.L.self_attn.q_proj.weight    (rows permuted, below)
-    layers.L.attn.k_proj.weight      model.layers.L.self_attn.k_proj.weight    (rows permuted, below)
-    layers.L.attn.v_proj.weight      model.layers.L.self_attn.v_proj.weight
-    layers.L.attn.output_proj.weight model.layers.L.self_attn.o_proj.weight
-    layers.L.ffn.w1.weight           model.layers.L.mlp.gate_proj.weight       (SwiGLU: silu(w1 x) * w3 x)
-    layers.L.ffn.w3.weight           model.layers.L.mlp.up_proj.weight
-    layers.L.ffn.w2.weight           model.layers.L.mlp.down_proj.weight
-    layers.L.ln1.weight              model.layers.L.input_layernorm.weight
-    layers.L.ln2.weight              model.layers.L.post_attention_layernorm.weight
-    ln_final.weight                  model.norm.weight
-    lm_head.weight                   lm_head.weight                            (absent when tied)
-
-Both store a linear map as ``(out_features, in_features)``, so no weight is transposed.
-
-RoPE: both rotate dimension pairs of each head by the same angles (pair k by position * theta^(-2k/d)),
-but pick the pairs differently. seqlab rotates adjacent dimensions (0, 1), (2, 3), ...; Llama's
-``rotate_half`` rotates (0, d/2), (1, d/2 + 1), .... Attention scores are dot products of rotated
-queries and keys, so reordering the dimensions of every query and key head the same way changes
-nothing; reordering the *rows* of q_proj and k_proj (their output dimensions) makes the two
-layouts agree. For d_head = 4, seqlab's rows [r0, r1, r2, r3] (pairs (r0, r1) and (r2, r3))
-become Llama's [r0, r2, r1, r3] (pairs (r0, r1) at dims (0, 2), (r2, r3) at dims (1, 3)).
+Names map one to one (``layers.L.attn.q_proj`` <-> ``model.layers.L.self_attn.q_proj``, ``ffn.w1``
+/ ``w3`` / ``w2`` <-> ``mlp.gate_proj`` / ``up_proj`` / ``down_proj``, ``ln1`` / ``ln2`` <->
+``input_layernorm`` / ``post_attention_layernorm``, ``ln_final`` <-> ``model.norm``; ``lm_head``
+is absent when tied). Both store linear maps as ``(out_features, in_features)``: nothing is
+transposed. RoPE rotates the same angles but different pairs: seqlab adjacent dimensions (0, 1),
+(2, 3), ...; Llama's ``rotate_half`` (0, d/2), (1, d/2 + 1), .... Permuting the rows of q_proj
+and k_proj makes the layouts agree (scores are dot products, unchanged by a shared reordering):
+for d_head = 4 seqlab's rows [r0, r1, r2, r3] become Llama's [r0, r2, r1, r3].
 """
 
 from __future__ import annotations

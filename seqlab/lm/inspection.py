@@ -1,33 +1,15 @@
 """Look inside a TransformerLM's forward pass: per-head attention weights, tensor shapes, and the
 top candidates for the next token.
 
-The model's own forward never keeps the (T, T) attention weights (its backends recompute them in
-blocks or never form them). ``trace_forward`` runs the model block by block, asking each block's
-attention for its weights (``need_weights=True``: the same module, its fused projections, RoPE and
-grouped heads, with the reference formula instead of a fast backend), and keeps what a student
-wants to see:
+The model's forward never keeps the (T, T) attention weights, so ``trace_forward`` runs it block
+by block, asking each block's attention for its weights (``need_weights=True``: the same module
+with the reference formula), and records the shapes on the way. Row i of a layer's weights is
+query i's distribution over keys 0..i. ``attention_maps(model, ids)`` is the weights alone.
 
-    x = token_embeddings(ids)                                  (1, T, d_model)
-    for each block:
-        h = ln1(x)            (pre-norm; a post-norm block attends over x itself)
-        Q, K, V = q_proj(h), k_proj(h), v_proj(h), split into heads    (1, heads, T, d_head)
-                              (K, V with grouped-query attention: (1, kv_heads, T, d_head), each
-                               shared by heads / kv_heads consecutive query heads)
-        Q, K = rope(Q), rope(K)                   (when the model uses RoPE)
-        weights = softmax(Q K^T / sqrt(d_head) with the future masked)   (1, heads, T, T)
-        x = the block's output (attention output through output_proj, residual, feed-forward)
-    logits = lm_head(ln_final(x))                              (1, T, vocab)
-
-Row i of a layer's weights is query i's distribution over keys 0..i; the upper triangle is 0.
-
-Worked example (a 2-layer, 2-head model, 3 tokens)::
-
-    trace = trace_forward(model, [5, 17, 2])
-    trace.attention[0].shape   # (2, 3, 3): layer 0, heads x queries x keys
-    trace.attention[0][1, 0]   # tensor([1., 0., 0.]): the first token can only see itself
+    trace = trace_forward(model, [5, 17, 2])     # a 2-layer, 2-head model
+    trace.attention[0].shape       # (2, 3, 3): layer 0, heads x queries x keys
+    trace.attention[0][1, 0]       # tensor([1., 0., 0.]): the first token can only see itself
     dict(trace.shapes)["scores"]   # (1, 2, 3, 3)
-
-``attention_maps(model, ids)`` is the weights alone.
 """
 
 from __future__ import annotations

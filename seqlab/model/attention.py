@@ -1,27 +1,16 @@
-"""Attention, the formula: softmax(Q K^T / sqrt(d_k)) V, and multi-head attention built on it.
+"""Attention, softmax(Q K^T / sqrt(d_k)) V, and the multi-head attention built on it.
 
-`scaled_dot_product_attention` below is the reference: the formula as written in "Attention Is All
-You Need", vectorised over every batch and head dimension, autograd doing the backward. Other
-backends compute the same thing faster (same contract, tested equal in values and gradients):
+`scaled_dot_product_attention` is the reference: the formula as written, vectorised over batch and
+heads, autograd doing the backward. Other backends compute the same (tested equal in values and
+gradients): "chunked" (cache-blocked, fast on a CPU), "sdpa" (torch's fused kernel), "flash"
+(Triton FlashAttention-2; takes no mask, so with a padding mask or where it cannot run it falls
+back to what "auto" picks, per call). "auto" is chunked on a CPU in eager mode, sdpa on CUDA
+(flash vs sdpa on CUDA is not yet measured), the reference on MPS, under torch.compile on a CPU
+and on the forced GPU path. `attention_backend(attention, x, has_mask=...)` says which one runs.
 
-    "reference"  the formula below (few, large kernels; what torch.compile traces on a CPU)
-    "chunked"    seqlab.model.chunked_attention: cache-blocked, recomputing backward (fast on a CPU)
-    "sdpa"       seqlab.model.sdpa_attention: torch's fused scaled_dot_product_attention (the one
-                 torch fused kernel the model may call)
-    "flash"      seqlab.model.flash_attention: FlashAttention-2 written in Triton (CUDA; on a CPU
-                 only in Triton's interpreter). It takes no mask: with a padding mask (padded
-                 batches, every seq2seq cross-attention with a source mask) or where it cannot run
-                 (no triton, a CPU without the interpreter, head_dim > 256) it falls back to what
-                 "auto" picks, silently and per call.
-    "auto"       chunked on a CPU in eager mode; sdpa on CUDA (torch's fused kernel; the flash
-                 vs sdpa choice on CUDA is not yet measured, see BENCHMARKS.md); the reference on
-                 MPS, under torch.compile on a CPU and on the forced GPU path
-                 (seqlab.model.checks.gpu_path_forced)
-
-`attention_backend(attention, x, has_mask=...)` says which one runs. `MultiHeadAttention` is the one multi-head attention of seqlab: causal or
-bidirectional self-attention with RoPE, grouped-query heads and a KV cache (the LM, the seq2seq
-encoder and decoder), and cross-attention to another sequence's keys and values (the seq2seq
-decoder), with a key-padding mask and, on request, its attention weights.
+`MultiHeadAttention` is seqlab's one multi-head attention: causal or bidirectional self-attention
+with RoPE, grouped-query heads and a KV cache, and cross-attention to another sequence, with a
+key-padding mask and, on request, its attention weights.
 """
 
 from __future__ import annotations

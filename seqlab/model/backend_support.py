@@ -1,22 +1,9 @@
 """Which attention backend can run which inputs.
 
-Every backend has the reference's calling convention, ``fn(Q, K, V, mask=None, *, causal=False)``
-with Q (..., heads, n, d), K and V (..., kv_heads, m, d), mask bool (True = may attend), causal =
-the n queries are the last n of the m positions; a query row with no visible key gives zeros:
-
-    reference  seqlab.model.attention.scaled_dot_product_attention  (the formula; any input)
-    chunked    seqlab.model.chunked_attention.chunked_attention     (cache-blocked, CPU-fast; any input)
-    sdpa       seqlab.model.sdpa_attention.sdpa_attention            (torch's fused kernel; any input,
-               and grouped-query K/V with fewer heads)
-    flash      seqlab.model.flash_attention.flash_attention          (Triton FlashAttention-2; no mask,
-               CUDA or the CPU interpreter; grouped-query K/V)
-
-reference and chunked broadcast K/V against Q (a single K/V head serves all heads) but take no
-grouped K/V with 1 < kv_heads < heads; expand those first.
-
-A dispatcher asks ``attention_backend_supports(name, device, dtype, has_mask)`` before calling a
-backend and falls back: seqlab.model.attention.attention_backend sends flash
-with a padding mask (or where it cannot run) to what "auto" picks, sdpa on CUDA:
+Every backend takes ``fn(Q, K, V, mask=None, *, causal=False)``: Q (..., heads, n, d), K and V
+(..., kv_heads, m, d), mask bool (True = may attend). reference and chunked take any input but
+only broadcast K/V (1 or all heads); sdpa takes any input and grouped-query K/V; flash takes no
+mask and needs CUDA or the CPU interpreter. A dispatcher asks before calling and falls back:
 
     >>> attention_backend_supports("flash", "cpu", torch.float32, has_mask=True)
     False

@@ -1,31 +1,15 @@
 """Cache-blocked attention for CPUs: the reference formula, computed a few (batch, head) slices at a time.
 
-`chunked_attention(Q, K, V, mask, causal=...)` returns exactly what
-`seqlab.model.attention.scaled_dot_product_attention` returns (same contract, tested equal in values
-and gradients); only the order of work differs. It is the fast path of the CPU in eager mode:
+`chunked_attention(Q, K, V, mask, causal=...)` returns what the reference returns (tested equal in
+values and gradients); only the order of work differs. Scores for ~SCORES_PER_CHUNK pairs (~1 MB)
+are formed at a time so each block stays in cache. The backward recomputes P = exp(Q K^T s - lse)
+chunk by chunk, except for a small call (at most KEEP_PROBS_SCORES scores) which keeps P: fwd+bwd
+of (32 x 8 heads, 40 x 40) took 6.6 ms recomputing, 5.3 ms keeping P; at 8 x 16 x 256 x 256
+recomputing wins, 56 vs 96 ms. With `causal`, query blocks multiply only the keys they can see;
+grouped-query heads share one bmm per key/value head. The Python loop over chunks suits a CPU,
+not a GPU, where "auto" picks the reference.
 
-* Scores for ~SCORES_PER_CHUNK (query, key) pairs are formed at a time (~1 MB of float32), so each
-  (n, m) block stays in the CPU cache while it is masked, exponentiated, normalised and multiplied
-  by V, instead of streaming a (batch, heads, n, m) tensor through memory several times.
-* The (n, m) probabilities are not stored: the forward keeps only each query row's
-  log-sum-exp (lse), and the backward recomputes P = exp(Q K^T s - lse) chunk by chunk
-  (the FlashAttention idea, here blocked over heads and query blocks). Exception: a small call,
-  at most KEEP_PROBS_SCORES scores in all (4 MB of float32, e.g. a seq2seq batch of short
-  sentences), keeps each chunk's P and its backward skips the recomputation: there the memory
-  does not matter and the recomputation cost more than it saved (fwd+bwd of (32 x 8 heads,
-  40 x 40): 6.6 ms recomputing, 5.6 ms for the reference, 5.3 ms keeping P; from ~2-4 M scores
-  on, recomputing wins: 56 vs 96 ms at 8 x 16 x 256 x 256).
-* With `causal`, long query ranges are cut into CAUSAL_BLOCKS blocks and each block is multiplied
-  only with the keys it can see (skipping ~3/8 of the score matrix).
-* Grouped-query attention (K, V broadcast over Q's last batch dimension, see query_group): the
-  group's queries are stacked as extra rows of one slice, so one bmm serves every query head of a
-  key/value head and K, V are neither copied per query head nor reread.
-
-Its Python loop runs over chunks, so the number of launched kernels grows with batch * heads: good on
-a CPU, wrong on a GPU, where `attention="auto"` picks the reference instead.
-
-Backward (s = 1/sqrt(d_k), using rowsum(P * dP) = dO . O):
-    dV = P^T dO,   dS = P * (dO V^T - rowsum(dO * O)),   dQ = dS K s,   dK = dS^T Q s.
+Backward (s = 1/sqrt(d_k)): dV = P^T dO, dS = P * (dO V^T - rowsum(dO * O)), dQ = dS K s, dK = dS^T Q s.
 """
 
 from __future__ import annotations

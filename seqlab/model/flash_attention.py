@@ -1,31 +1,13 @@
-"""FlashAttention-2, written from scratch in Triton (CS336 assignment 2): the `flash` attention backend.
+"""FlashAttention-2, written from scratch in Triton: the `flash` attention backend.
 
-softmax(Q K^T / sqrt(d)) V without ever storing the (n, m) scores: each program of the forward kernel
-takes a tile of queries, walks over the key/value tiles keeping a running row max, row sum and
-output (the online softmax), and saves one number per query, the log-sum-exp L of its scores. The
-backward kernels recompute P = exp(Q K^T / sqrt(d) - L) tile by tile (kernels and the tiling rules:
-seqlab.model.flash_kernels):
-
-    delta = rowsum(dO * O)                      (PyTorch, one reduction)
-    dV = P^T dO,  dS = P * (dO V^T - delta),  dK = dS^T Q / sqrt(d)      (one program per key tile)
-    dQ = dS K / sqrt(d)                         (one program per query tile)
-
-What it takes (the same calling convention as seqlab.model.attention.scaled_dot_product_attention):
-Q (..., heads, n, d), K and V (..., kv_heads, m, d) with heads % kv_heads == 0 (grouped-query
-attention: query head h uses key/value head h // (heads // kv_heads)); float32, bfloat16 or float16;
-causal=True with the n queries the last n of m positions (a KV cache: m > n), tiles above the
-diagonal skipped; a query with no visible key gets a zero output. It takes NO mask: a padding mask
-makes `flash_attention` raise, and the dispatcher falls back to another backend
-(seqlab.model.backend_support.attention_backend_supports("flash", ..., has_mask=True) is False).
-
-Devices: CUDA, or a CPU with TRITON_INTERPRET=1 set before triton is first imported (Triton's
-interpreter, float32 only, slow: for tests). triton is imported only when a kernel first runs, so
-``import seqlab.model`` works without it. The launches sit inside two torch custom operators
-(seqlab::flash_forward, seqlab::flash_backward), so torch.compile keeps a model using this backend
-in one graph.
-
-CS336's interface is `FlashAttentionTriton.apply(Q, K, V, is_causal)` with Q, K, V of shape
-(batch, n, d) (or (batch, heads, n, d)); it saves the log-sum-exp of shape (batch, n).
+The forward walks over key/value tiles with an online softmax and saves only each query's
+log-sum-exp L, never the (n, m) scores; the backward recomputes P = exp(Q K^T / sqrt(d) - L) tile
+by tile (kernels: seqlab.model.flash_kernels). Same calling convention as the reference, with
+grouped-query K/V and causal = the n queries are the last n of m positions. It takes NO mask
+(the dispatcher falls back to another backend). Runs on CUDA, or on a CPU under TRITON_INTERPRET=1
+(float32, slow: for tests); triton is imported only when a kernel first runs. The launches are
+torch custom operators, so torch.compile keeps the model in one graph. `FlashAttentionTriton.apply(
+Q, K, V, is_causal)` is CS336's interface.
 
 Example (values as the reference; run on a GPU, or on a CPU under TRITON_INTERPRET=1):
 

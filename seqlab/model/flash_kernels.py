@@ -1,25 +1,12 @@
 """The Triton kernels of seqlab's FlashAttention-2 (seqlab.model.flash_attention calls them).
 
-Importing this module imports triton and defines the kernels; seqlab.model.flash_attention imports
-it only when a flash kernel first runs, so ``import seqlab.model`` never needs triton. Triton reads
-TRITON_INTERPRET when a jitted function is defined (its own triton.language helpers when triton is
-first imported, these kernels when this module is): with TRITON_INTERPRET=1 set before triton is
-imported, the kernels run on CPU tensors in Triton's interpreter (float32 only; how the tests check
-them on a machine without a GPU, see tests/conftest.py). INTERPRETED records which it was.
-
-Every kernel works on (batch, heads, positions, head_dim) tensors given by their strides (the last
-one need not be 1, but 1 is fastest), the head dimension padded to a power of two BLOCK_D >= 16 by
-masked loads. Softmax arithmetic is float32 in base 2: scores are multiplied by
-scale * log2(e) so exp2 replaces exp, and the saved log-sum-exp is converted back to base e.
-
-Causal layout: the n queries are the last n of the m key positions, so query i sits at position
-i + m - n and sees keys j <= i + m - n. A query tile stops at the last key its last row can see
-(the tiles above the diagonal are never loaded), and a key tile starts at the first query tile
-that can see it. A query that sees no key (i + m - n < 0) gets output 0 and log-sum-exp +inf, so
-its recomputed probabilities exp(s - lse) are 0 in the backward pass.
-
-Grouped-query attention: query head h reads key/value head h // group; the dK/dV kernel runs once
-per key/value head and loops over the `group` query heads that share it, so no atomics are needed.
+Importing this module imports triton; with TRITON_INTERPRET=1 set before triton is imported the
+kernels run on CPU tensors in Triton's interpreter (float32 only; how tests check them without a
+GPU). INTERPRETED records which it was. Tensors are (batch, heads, positions, head_dim) by
+strides, head_dim padded to a power of two BLOCK_D >= 16. Softmax is float32 in base 2 (exp2).
+Causal: query i sits at position i + m - n; tiles above the diagonal are never loaded, and a query
+that sees no key gets output 0 and log-sum-exp +inf. Grouped-query: the dK/dV kernel runs once per
+key/value head over the query heads sharing it, so no atomics are needed.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, *, ignore_index: 
 
 
 # linear_cross_entropy on a CPU in eager mode: tokens per block when chunk_size is None, chosen with
-# benchmarks/linear_cross_entropy.py (see BENCHMARKS.md); a block's float32 logits take
+# benchmarks/linear_cross_entropy.py; a block's float32 logits take
 # LINEAR_CE_CPU_ROWS * vocab * 4 bytes (20 MB at vocab 10,000)
 LINEAR_CE_CPU_ROWS = 512
 # on the GPU path (and under torch.compile) the tokens are cut into this many blocks instead, so the

@@ -1,21 +1,10 @@
-"""Recurrent cells (RNN, GRU, LSTM) in torch with PyTorch's parameter layout, and a stacked layer
-that runs them over a padded batch.
+"""Recurrent cells (RNN, GRU, LSTM) in torch with PyTorch's parameter layout, and a stacked layer.
 
-Every cell holds four tensors named as in torch.nn.RNNCell/GRUCell/LSTMCell, so weights copy over
-one to one:
-
-    weight_ih (G*H, D)   weight_hh (G*H, H)   bias_ih (G*H,)   bias_hh (G*H,)
-
-with G gate blocks stacked in PyTorch's order:
-
-    RNNCell   G = 1   h = tanh(W_ih x + b_ih + W_hh h_prev + b_hh)
-    GRUCell   G = 3   (r, z, n): r = sigmoid(.), z = sigmoid(.), h = (1 - z) * n + z * h_prev
-              reset="after" (PyTorch): n = tanh(W_in x + b_in + r * (W_hn h_prev + b_hn))
-              reset="before" (Cho et al. 2014, d2l): n = tanh(W_in x + b_in + W_hn (r * h_prev) + b_hn)
-    LSTMCell  G = 4   (i, f, g, o): c = f * c_prev + i * g, h = o * tanh(c), g = tanh(.), others sigmoid
-
-The input projection W_ih x + b_ih does not depend on the previous state, so `RecurrentLayer`
-computes it for all time steps in one matmul and loops over time only for the recurrent part.
+Each cell holds weight_ih (G*H, D), weight_hh (G*H, H), bias_ih, bias_hh as in torch.nn.*Cell, so
+weights copy one to one, with G gate blocks in PyTorch's order: RNN G = 1; GRU G = 3 (r, z, n),
+reset="after" (PyTorch) or "before" (Cho et al. 2014, d2l); LSTM G = 4 (i, f, g, o).
+`RecurrentLayer` computes the input projection W_ih x + b_ih for all time steps in one matmul and
+loops over time only for the recurrent part.
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """The `sdpa` attention backend: PyTorch's fused torch.nn.functional.scaled_dot_product_attention.
 
-This is the ONE place where seqlab's model path calls a fused torch kernel (everything else is written
-from scratch; seqlab.model.attention.scaled_dot_product_attention is the readable reference and
-seqlab.model.flash_attention the from-scratch fused kernel). On CUDA torch picks FlashAttention-2,
-memory-efficient attention or its math path by the inputs; on a CPU its own fused kernel.
-
-`sdpa_attention(Q, K, V, mask, causal=...)` keeps the reference's calling convention, bridging the
-two places where torch's differs:
-
-* causal alignment: torch's ``is_causal`` aligns the causal mask top-left (query i sees keys <= i),
-  seqlab's bottom-right: the n queries are the LAST n of the m positions (a KV cache, m > n), query
-  i sees keys <= i + m - n. The two agree for n == m, where ``is_causal=True`` is passed (no mask is
-  built, so CUDA's flash kernel can run); for n == 1 every key is visible (no mask at all); otherwise
-  the bottom-right mask is passed explicitly.
-* a query row with no visible key: the reference returns zeros. Such rows (possible with a padding
-  mask, or causal with n > m) are given every key before the kernel and their output is then set
-  to 0, so neither the output nor any gradient can become NaN, whatever torch's kernel does with an
-  empty row.
-
-Grouped-query attention: K and V may have fewer heads than Q (heads % kv_heads == 0, query head h
-uses key/value head h // group): torch >= 2.5 gets ``enable_gqa=True``; older torch gets K and V
-expanded to Q's heads.
-
-Example: the reference's worked example gives the same numbers.
+The one place where seqlab's model path calls a fused torch kernel. `sdpa_attention(Q, K, V, mask,
+causal=...)` keeps the reference's convention where torch's differs: causal is aligned
+bottom-right (the n queries are the last n of m positions; ``is_causal=True`` is passed only for
+n == m, so CUDA's flash kernel can run), and a query row with no visible key gives zeros (and no
+NaN gradient) whatever torch's kernel does with an empty row. Grouped-query K/V use
+``enable_gqa=True`` on torch >= 2.5 and are expanded to Q's heads on older torch.
 
     >>> q = k = torch.eye(2)[None]; v = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]])
     >>> sdpa_attention(q, k, v, causal=True)

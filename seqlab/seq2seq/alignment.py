@@ -1,16 +1,9 @@
 """Word-level attention of a character model: the lecture's French -> English alignment figure.
 
-A character model's cross-attention has one row per output character and one column per source
-character. Words are easier to read: the weight of output word i on source word j is the weight
-its characters put on j's characters, summed over j's characters (attention mass on the word) and
-averaged over i's characters (each character's row sums to 1, so the mean does too)::
-
-    W_words = A_out @ W_chars @ S_src      A_out (words_out, T): 1/len(word) on the word's characters
-                                           S_src (S, words_src): 1 on the word's characters
-
-The last row, ``</s>``, is the end-of-sequence step and stays a row of its own. Spaces belong to
-no word, so a row of ``W_words`` sums to 1 minus the weight on the source's spaces. Worked example,
-source "ab c", output "x" (rows "x" and "</s>")::
+The weight of output word i on source word j is the weight i's characters put on j's characters,
+summed over j's characters and averaged over i's (``W_words = A_out @ W_chars @ S_src``). The last
+row, ``</s>``, stays a row of its own; spaces belong to no word, so a row sums to 1 minus the
+weight on the source's spaces. Source "ab c", output "x"::
 
     >>> import torch
     >>> weights = torch.tensor([[0.5, 0.25, 0.0, 0.25],

@@ -1,26 +1,14 @@
 """Built-in sequence-to-sequence tasks: seeded generators of (source, target) text pairs, no download.
 
-Five tasks, each a pure function of the seed (the same seed gives the same pairs on every machine):
-
-* ``copy``    ``"cadb" -> "cadb"``    the target repeats the source;
-* ``reverse`` ``"cadb" -> "bdac"``    the target is the source backwards (the first output depends on
-  the last input: the hardest case for a model that squeezes the source into one vector);
-* ``sort``    ``"cadb" -> "abcd"``    the target is the source's symbols in alphabetical order;
-* ``dates``   ``"Sunday 29th of November 2026" -> "2026-11-29"``: one date written in one of many
-  human formats, translated to ISO 8601 (the classic toy translation task);
-* ``fr-en``   ``"le chat noir dort" -> "the black cat sleeps"``: a small French grammar and its English
-  translation. French puts most adjectives after the noun and English before it, so a model
-  must *reorder* words, which shows in its cross-attention.
-
-Worked example::
+``copy``, ``reverse``, ``sort`` (symbol strings, length drawn uniformly from ``lengths``, so a
+model can be tested on unseen lengths), ``dates`` (a human-written date -> ISO 8601) and ``fr-en``
+(a small French grammar -> English; adjectives move, so the model must reorder words). Each is a
+pure function of the seed::
 
     >>> make_pairs("reverse", 2, seed=0, lengths=(3, 5))
     [('afiei', 'ieifa'), ('ccijf', 'fjicc')]
     >>> make_pairs("dates", 1, seed=1)
     [('Jan 15, 2020', '2020-01-15')]
-
-The symbol tasks (copy, reverse, sort) draw their length uniformly from ``lengths`` (inclusive),
-so a model can be tested on lengths it never saw in training.
 """
 
 from __future__ import annotations

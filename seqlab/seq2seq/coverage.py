@@ -1,13 +1,9 @@
 """What a seq2seq run was trained on, and whether an input lies inside it.
 
-A model translates anything it is given, and outside its training it translates with the same
-confidence: the fr-en run reads "le petit chien mange" as "the fast dog eats", because "petit" is
-not a word of its grammar. :func:`check_input` says so: characters outside the source vocabulary
-(they become UNK), words or sentences outside the built-in ``fr-en`` grammar, dates in none of the
-``dates`` formats, symbol strings longer or shorter than the trained lengths. ``seqlab seq2seq
-translate`` prints these notes, the explorer shows them (their ``code`` and ``params`` are
-translated by the page), and :func:`known_inputs` lists what the run covers (``seqlab seq2seq
-vocab``)::
+A model translates anything with the same confidence, in its training or not. :func:`check_input`
+notes characters outside the source vocabulary, words or sentences outside the ``fr-en`` grammar,
+dates in none of the ``dates`` formats, symbol strings outside the trained lengths;
+:func:`known_inputs` lists what the run covers (``seqlab seq2seq vocab``)::
 
     >>> from seqlab.seq2seq.vocab import CharVocab
     >>> from seqlab.seq2seq.settings import Seq2SeqTrainConfig

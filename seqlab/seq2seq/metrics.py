@@ -1,15 +1,11 @@
 """How good are the translations: exact match, token accuracy, accuracy by length, BLEU.
 
-Worked example (hypotheses from a model, references from the data)::
+    exact_match(["2026-11-29", "1999-01-02"], ["2026-11-29", "1999-01-20"])      -> 0.5
+    token_accuracy(["2026-11-29", "1999-01-02"], ["2026-11-29", "1999-01-20"])   -> 0.9 (18 of 20)
 
-    hyps = ["2026-11-29", "1999-01-02"]
-    refs = ["2026-11-29", "1999-01-20"]
-    exact_match(hyps, refs)     -> 0.5      one of two outputs is exactly right
-    token_accuracy(hyps, refs)  -> 0.9      18 of 20 positions agree ("02" vs "20")
-
-Token accuracy compares position by position and divides by the longer of the two sequences,
-so a missing or extra token counts as an error. BLEU (sacrebleu's corpus BLEU, 0..100) suits
-the text tasks, where a nearly-right sentence deserves partial credit.
+Token accuracy compares position by position over the longer sequence, so a missing or extra
+token is an error. BLEU (sacrebleu's corpus BLEU, 0..100) gives a nearly-right sentence partial
+credit, which suits the text tasks.
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """RNN encoder-decoder, with or without attention (Sutskever et al. 2014; Bahdanau et al. 2015;
 Luong et al. 2015).
 
-Encoder: source embeddings -> stacked GRU/LSTM/RNN over the padded batch -> the states h_1..h_S
-and each layer's final state.
+"rnn": the decoder starts from the encoder's final state and sees the source through nothing
+else (the context bottleneck). "rnn-attention": at every step t the decoder's top output s_t
+attends over all encoder states (Luong's global attention, after the decoder step)::
 
-"rnn" (the context bottleneck): the decoder starts from the encoder's final state and sees the
-source through nothing else. Whatever it needs about a 30-character input must fit in that one
-d_model-sized vector.
+    score(s_t, h_j) = s_t . h_j / sqrt(H) ("dot")  or  v . tanh(W_q s_t + W_k h_j) ("additive")
+    a_t = softmax_j(score) (padding gets 0);  c_t = sum_j a_tj h_j;  logits = lm_head(tanh(W_c [c_t; s_t]))
 
-"rnn-attention": the same decoder, then at every target step t its top-layer output s_t looks at
-all encoder states (Luong's "global attention", scoring after the decoder step):
-
-    score(s_t, h_j) = s_t . h_j / sqrt(H)                 ("dot", scaled)
-                    = v . tanh(W_q s_t + W_k h_j)           ("additive", Bahdanau)
-    a_t = softmax_j(score)  (padded source positions get weight 0)
-    c_t = sum_j a_tj h_j
-    o_t = tanh(W_c [c_t; s_t])  ->  logits = lm_head(o_t)
-
-Because the weights a_t do not feed back into the recurrence, the decoder RNN runs over the whole
-target in one pass and attention for all T steps is one batched matmul (no per-step loop); the
-test checks this against a naive step-by-step loop.
-
-Layers: decoder layer i starts from the final state of encoder layer i (or of the encoder's top
-layer when the decoder has more layers than the encoder).
+The weights do not feed back into the recurrence, so the decoder runs over the whole target in
+one pass and attention is one batched matmul. Decoder layer i starts from encoder layer i's final
+state (or the top layer's, when the decoder has more layers).
 """
 
 from __future__ import annotations

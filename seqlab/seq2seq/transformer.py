@@ -4,30 +4,13 @@
     target ids -> embeddings * sqrt(d) + positions -> M decoder layers (each also reads memory)
                -> lm_head -> logits (B, T, tgt_vocab)
 
-Encoder layer: self-attention over the source (padding hidden), then the feed-forward (the LM's
-`seqlab.model.block.TransformerBlock` with causal=False).
-Decoder layer: causal self-attention over the target so far, then cross-attention (queries from
-the target, keys/values from the encoder memory, source padding hidden), then the feed-forward.
-Each sublayer is wrapped in a residual connection and a norm:
-
-    post-norm (the paper):  x = norm(x + sublayer(x))
-    pre-norm:               x = x + sublayer(norm(x)), and one final norm after the last layer
-
-Example: with d_model=64, num_heads=4, the 8-character source "29/11/26" becomes memory of shape
-(1, 8, 64); decoding "2026-11-29" reads it through 4 heads of cross-attention in every decoder layer,
-and `attention_maps` returns those weights, (1, 4, T, 8) per layer, to draw the alignment.
-
-Incremental decoding (`encode` + `decode_step`) computes each layer's cross-attention keys/values
-from the memory once and keeps the self-attention keys/values of past target positions in a
-KVCache, so a step costs one position per layer instead of re-running the whole prefix.
-
-The pieces are the language model's (seqlab.model): every attention is a
-`seqlab.model.attention.MultiHeadAttention` (encoder: causal=False; decoder: causal self-attention
-and cross-attention), the feed-forward comes from `seqlab.model.ffn.make_ffn` and each sublayer is
-wrapped by `seqlab.model.residual.residual`. So `attention=` picks the same backends as the LM
-("auto" | "reference" | "chunked" | "sdpa" | "flash"). A padding mask sends "flash" to auto's
-choice (sdpa on CUDA, chunked on a CPU): the encoder and the cross-attention use flash only for a
-batch given without source padding mask, the decoder's self-attention only without target mask.
+Encoder layers: self-attention over the source, then the feed-forward. Decoder layers: causal
+self-attention, cross-attention to the memory, the feed-forward. Each sublayer is post-norm (the
+paper) or pre-norm. `encode` + `decode_step` decode incrementally: cross-attention keys/values are
+computed once and past self-attention keys/values kept in a KVCache. The pieces are the LM's
+(MultiHeadAttention, make_ffn, residual), so `attention=` picks the same backends; a padding mask
+sends "flash" to auto's choice. `attention_maps` returns the cross-attention weights,
+(1, heads, T, S) per layer, to draw the alignment.
 """
 
 from __future__ import annotations

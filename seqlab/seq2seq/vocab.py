@@ -1,25 +1,17 @@
 """Seq2seq vocabularies: text <-> ids, with PAD, BOS, EOS, UNK at ids 0..3.
 
-Two kinds, one interface (``encode``, ``decode``, ``size``, ``to_dict``):
+:class:`CharVocab` has one id per training character (unknown ones become UNK, decoded ``"⁇"``);
+:class:`BpeVocab` is seqlab's byte-level BPE for real sentences (a tokenizer trained by
+:func:`train_bpe_vocab` puts the specials first; any other is shifted up by 4). Both have
+``encode``, ``decode``, ``size``, ``to_dict``; :func:`vocab_from_dict` rebuilds either kind::
 
-* :class:`CharVocab`, one id per character seen in the training text::
-
-      >>> v = CharVocab.from_texts(["2026-11-29"])
-      >>> v.chars                      # ids 4, 5, 6, ... in sorted order
-      ['-', '0', '1', '2', '6', '9']
-      >>> v.encode("2029")
-      [7, 5, 7, 9]
-      >>> v.decode([7, 5, 7, 9, 2])    # EOS (2) and other special ids are dropped
-      '2029'
-
-  A character outside the vocabulary becomes UNK (3), decoded as ``"⁇"``.
-
-* :class:`BpeVocab`, seqlab's byte-level BPE (:mod:`seqlab.tokenizer`), for real sentence pairs.
-  A tokenizer trained here (:func:`train_bpe_vocab`) puts the four special tokens first, so its ids
-  are the seq2seq ids; any other tokenizer directory (``seqlab bpe train``) is shifted up by 4.
-
-``vocab.json`` in a run directory holds ``{"source": v.to_dict(), "target": ...}``;
-:func:`vocab_from_dict` rebuilds either kind.
+    >>> v = CharVocab.from_texts(["2026-11-29"])
+    >>> v.chars                      # ids 4, 5, 6, ... in sorted order
+    ['-', '0', '1', '2', '6', '9']
+    >>> v.encode("2029")
+    [7, 5, 7, 9]
+    >>> v.decode([7, 5, 7, 9, 2])    # EOS (2) and other special ids are dropped
+    '2029'
 """
 
 from __future__ import annotations

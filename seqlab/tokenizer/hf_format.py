@@ -1,26 +1,15 @@
 """Hugging Face ``tokenizer.json``: reading a byte-level BPE into a :class:`Tokenizer`, and writing one.
 
-What is read (anything else is refused by name, with the file):
-
-    model           {"type": "BPE"}, no dropout, no subword prefix/suffix, no byte fallback
-    normalizer      none
-    pre_tokenizer   ByteLevel with GPT-2's regex (``use_regex: true``: GPT-2 style), or
-                    Sequence[Split(Regex, "Isolated"), ByteLevel(use_regex: false)] (Llama 3 style:
-                    the Split's regex becomes the Tokenizer's ``pattern``); no ``add_prefix_space``
-    decoder         ByteLevel (or none)
-    added_tokens    become special tokens (matched before pre-tokenization, longest first, as
-                    Hugging Face does); ``lstrip``/``rstrip``/``single_word`` are refused
-    post_processor  ignored: seqlab's ``encode`` adds no BOS/EOS, like ``add_special_tokens=False``
-
-Worked example (GPT-2's files)::
+Read: a BPE model (no dropout, subword affixes or byte fallback), no normalizer, a ByteLevel
+pre-tokenizer with GPT-2's regex or Split(Regex, "Isolated") + ByteLevel (Llama 3 style: the regex
+becomes ``pattern``), a ByteLevel decoder, added tokens as special tokens; anything else is
+refused by name. The post-processor is ignored (``encode`` adds no BOS/EOS). A written file sets
+``ignore_merges: true`` (a pre-token that is a whole token is that token, as in seqlab), so
+Hugging Face gives the same ids and ``AutoTokenizer.from_pretrained(out)`` loads it::
 
     tok = read_tokenizer_json("gpt2/tokenizer.json")
     tok.encode("Hello world")           # [15496, 995], as tokenizers.Tokenizer.encode(...).ids
     write_hf_tokenizer(tok, "out/")     # out/tokenizer.json, tokenizer_config.json, special_tokens_map.json
-
-A written ``tokenizer.json`` sets ``ignore_merges: true``: like seqlab (and tiktoken), a pre-token
-that is a whole vocabulary token is that token, so Hugging Face gives the same ids whatever the
-vocabulary. ``AutoTokenizer.from_pretrained(out)`` loads the folder with no custom code.
 """
 
 from __future__ import annotations

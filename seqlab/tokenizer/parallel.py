@@ -29,8 +29,8 @@ class Tokenizer(Protocol):
 
     def id_dtype(self) -> np.dtype: ...
 
-# ``workers=None`` uses all cores from this file size on, one process below it. BENCHMARKS.md
-# (2 idle cores, GPT-2 vocabulary): encoding 2 MB took 0.20-0.22 s with one or two processes, 4 MB
+# ``workers=None`` uses all cores from this file size on, one process below it. Measured by
+# benchmarks/bpe_encode.py (2 idle cores, GPT-2 vocabulary): encoding 2 MB took 0.20-0.22 s with one or two processes, 4 MB
 # 0.37 s with one and 0.24-0.25 s with two; for BPE training pool start-up and result transfer
 # cost ~0.03 s while pre-tokenizing runs at ~0.05 s/MB, so below 4 MB a pool gains little either way.
 PARALLEL_MIN_BYTES = 1 << 22

@@ -35,8 +35,8 @@ def clip_grad_norm(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float,
     operations, whatever the number of tensors), as torch.nn.utils.clip_grad_norm_ does: the norm is
     that of the per-tensor norms, which can differ from the loop's sqrt(sum of squares) in the last
     bits. False runs the readable per-tensor loop below. None (default) picks foreach on every
-    device: unlike AdamW's, it was measured faster on a CPU too (1.5-1.9x, benchmarks/adamw_foreach.py,
-    BENCHMARKS.md), as it forms no float32 copy of each gradient.
+    device: unlike AdamW's, it was measured faster on a CPU too (1.5-1.9x, measured by
+    benchmarks/adamw_foreach.py), as it forms no float32 copy of each gradient.
 
     Example: gradients [3, 0] and [4] have norm 5; with max_l2_norm=1 both are scaled by
     1 / (5 + 1e-6): [0.6, 0] and [0.8].

@@ -13,7 +13,7 @@ bucketed first:
 any non-CPU device) and on the forced GPU path (seqlab.model.gpu_path_forced), the per-tensor loop
 on a CPU, where benchmarks/adamw_foreach.py measured the foreach AdamW 2.2x slower (torch's CPU
 foreach kernels run op by op over every tensor, so each op streams all the optimizer state through
-memory, where the loop keeps one parameter's tensors in cache; BENCHMARKS.md).
+memory, where the loop keeps one parameter's tensors in cache).
 """
 
 from __future__ import annotations
