@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.tokenizer.cli",  # bpe train, bpe export, tokenize
     "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
     "seqlab.interop.cli",  # export, import
+    "seqlab.interpret.cli",  # interpret lens|attribute|patch|knockout|heads|depends
 )
 
 
