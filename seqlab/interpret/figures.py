@@ -4,6 +4,7 @@ layers and heads), a colour bar saying what the numbers are, and a title saying 
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Sequence
 
 from seqlab.atomic import atomic_path
@@ -22,7 +23,7 @@ def heatmap(values, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
 
     data = np.asarray(values, dtype=float)
     rows, cols = data.shape
-    width = min(24.0, 2.5 + 0.45 * cols + (0.4 * cols if cells is not None else 0))
+    width = min(24.0, 6.5 + 0.45 * cols + (0.4 * cols if cells is not None else 0))
     height = min(18.0, 2.0 + 0.35 * rows)
     fig, ax = plt.subplots(figsize=(width, height))
     if diverging:
@@ -39,7 +40,7 @@ def heatmap(values, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
             for c in range(cols):
                 ax.text(c, r, cells[r][c], ha="center", va="center", fontsize=6, color="white")
     fig.colorbar(image, ax=ax, label=colorbar)
-    ax.set_title(title, fontsize=10)
+    ax.set_title("\n".join(textwrap.wrap(title, int(width * 9))), fontsize=10)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
