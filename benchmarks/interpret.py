@@ -27,9 +27,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seqlab.interpret import direct_logit_attribution, head_scores, knockout, logit_lens, patch  # noqa: E402
-from seqlab.model import TransformerLM  # noqa: E402
-from tests.interpret.test_patching import naive_knockout  # noqa: E402
+from seqlab.interpret import (
+    direct_logit_attribution,
+    head_scores,
+    knockout,
+    logit_lens,
+    patch,
+)
+from seqlab.model import TransformerLM
+from tests.interpret.test_patching import naive_knockout
 
 SHAPES = {
     "demo": dict(vocab_size=1024, context_length=128, d_model=128, num_layers=4, num_heads=4),
@@ -56,7 +62,7 @@ def naive_patch(model, clean, corrupt, target, baseline):
         finally:
             if handle:
                 handle.remove()
-    metric = lambda logits: float(logits[target] - logits[baseline])  # noqa: E731
+    metric = lambda logits: float(logits[target] - logits[baseline])
     m_clean, m_corrupt = metric(last_logits(clean)), metric(last_logits(corrupt))
     out = torch.zeros(len(model.layers), len(clean))
     for l, layer in enumerate(model.layers):
@@ -98,7 +104,7 @@ def bench(name: str, repeats: int, naive_repeats: int) -> None:
     naive = timed(lambda: naive_knockout(model, long, 127, top), naive_repeats)
     rows.append((f"knockout, 128 tokens ({len(model.layers)} x 128 edges)", batched, naive))
     print(f"\n{name}: {model.num_parameters():,} parameters, {torch.get_num_threads()} threads")
-    print(f"| request | batched | naive loop | naive / batched |\n| --- | ---: | ---: | ---: |")
+    print("| request | batched | naive loop | naive / batched |\n| --- | ---: | ---: | ---: |")
     for label, ours, loop in rows:
         ratio = f"{loop / ours:.1f}x" if loop else ""
         print(f"| {label} | {ours * 1000:.0f} ms | {'' if loop is None else f'{loop * 1000:.0f} ms'} | {ratio} |")

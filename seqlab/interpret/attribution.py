@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import torch
 
-from seqlab.interpret.cache import (as_batch, check_model, check_position, check_token, norm_gain,
-                                    run_with_cache)
+from seqlab.interpret.cache import (
+    as_batch,
+    check_model,
+    check_position,
+    check_token,
+    norm_gain,
+    run_with_cache,
+)
 from seqlab.model import TransformerLM
 
 

@@ -140,11 +140,12 @@ class AttentionParts:
 
 
 def attention(block, x: torch.Tensor, *, blocked: torch.Tensor | None = None, keep_pattern: bool = False,
-              keep_heads: bool = False) -> AttentionParts:
+              keep_heads: bool = False, last_query: bool = False) -> AttentionParts:
     """The block's causal self-attention of its input x (rows, seq, d), the reference formula.
 
     blocked: (rows, seq, seq) bool or None; True hides that key from that query in every head (as
-    the causal mask does), which is how knockout cuts an edge. Rows are split into chunks when the
+    the causal mask does), which is how knockout cuts an edge. last_query=True computes the last
+    position's query only (out (rows, 1, d)): all a metric read there needs from the last layer. Rows are split into chunks when the
     scores would exceed SCORE_ELEMENTS_PER_CHUNK elements.
     """
     attn = block.attn
@@ -153,7 +154,8 @@ def attention(block, x: torch.Tensor, *, blocked: torch.Tensor | None = None, ke
     step = max(1, SCORE_ELEMENTS_PER_CHUNK // per_row)
     if rows > step:  # a loop over row chunks (memory), not over positions, layers or heads
         parts = [attention(block, x[i:i + step], blocked=None if blocked is None else blocked[i:i + step],
-                           keep_pattern=keep_pattern, keep_heads=keep_heads) for i in range(0, rows, step)]
+                           keep_pattern=keep_pattern, keep_heads=keep_heads, last_query=last_query)
+                 for i in range(0, rows, step)]
         return AttentionParts(torch.cat([p.out for p in parts]),
                               torch.cat([p.pattern for p in parts]) if keep_pattern else None,
                               torch.cat([p.head_out for p in parts]) if keep_heads else None)
@@ -163,13 +165,15 @@ def attention(block, x: torch.Tensor, *, blocked: torch.Tensor | None = None, ke
     v = attn.v_proj(x).view(rows, seq, kv_heads, d_head).transpose(1, 2)
     if attn.rope is not None:
         q, k = attn.rope(q), attn.rope(k)
+    if last_query:
+        q = q[:, :, -1:]
     if kv_heads != heads:  # query head h reads key/value head h // group
         group = heads // kv_heads
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     scores = (q / math.sqrt(d_head)) @ k.transpose(-2, -1)  # (rows, H, seq, seq)
-    hidden = torch.ones(seq, seq, dtype=torch.bool, device=x.device).triu(1)
+    hidden = torch.ones(seq, seq, dtype=torch.bool, device=x.device).triu(1)[-q.shape[2]:]
     if blocked is not None:
-        hidden = hidden | blocked[:, None]
+        hidden = hidden | blocked[:, None, -q.shape[2]:]
     scores = scores.masked_fill(hidden, float("-inf"))
     pattern = softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1).to(v.dtype)
     z = pattern @ v  # (rows, H, seq, d_head)
@@ -179,7 +183,7 @@ def attention(block, x: torch.Tensor, *, blocked: torch.Tensor | None = None, ke
         head_out = torch.einsum("rhsk,dhk->rshd", z, w_o)
         out = head_out.sum(2)
     else:
-        out = attn.output_proj(z.transpose(1, 2).reshape(rows, seq, d))
+        out = attn.output_proj(z.transpose(1, 2).reshape(rows, z.shape[2], d))
     return AttentionParts(out, pattern if keep_pattern else None, head_out)
 
 
@@ -249,16 +253,16 @@ def _forward(model: TransformerLM, ids: torch.Tensor, keep_heads: bool) -> Cache
     return Cache(embed=embed, final_norm_scale=norm_scale(model.ln_final, x), logits=unembed(model, x), **stacked)
 
 
-def run_stages(model: TransformerLM, entries: dict[int, tuple[torch.Tensor, torch.Tensor | None]],
-               positions: torch.Tensor | int = -1) -> torch.Tensor:
-    """The final residual, at ``positions``, of rows that join the forward at different stages.
+def run_stages(model: TransformerLM, entries: dict[int, tuple[torch.Tensor, torch.Tensor | None]]) -> torch.Tensor:
+    """The final residual at the last position of rows that join the forward at different stages.
 
     Stage 2l is layer l's attention sublayer, stage 2l + 1 its feed-forward, stage 2L the end.
     ``entries[s] = (state, blocked)``: rows (n, seq, d) whose residual just before stage s is
     ``state``; blocked (n, seq, seq) bool or None is applied in the attention of stage s (an even
     stage) to those rows only. Rows already running have no mask. Each stage runs once on all the
     rows running at it, so a patch at layer l pays for layers l.. only (the layers before are the
-    corrupted run's cache). Returns (rows, d) in the order of the entries' stages (then rows).
+    corrupted run's cache). The last layer computes the last position only (nothing else reaches
+    it). Returns (rows, d) in the order of the entries' stages (then rows).
     """
     stages = 2 * len(model.layers)
     running = None
@@ -266,6 +270,8 @@ def run_stages(model: TransformerLM, entries: dict[int, tuple[torch.Tensor, torc
     for stage in range(stages + 1):
         if stage in entries:
             state, blocked = entries[stage]
+            if stage > stages - 2:  # after the last attention only the last position is carried
+                state = state[:, -1:]
             if blocked is not None and stage % 2:
                 raise ValueError(f"stage {stage} is a feed-forward sublayer; only attention stages take a mask")
             if blocked is not None or mask is not None:
@@ -280,9 +286,10 @@ def run_stages(model: TransformerLM, entries: dict[int, tuple[torch.Tensor, torc
             continue
         block = model.layers[stage // 2]
         if stage % 2 == 0:
-            out = attention(block, attention_input(block, running), blocked=mask).out
-            running = after_attention(block, running, out)
+            last = stage == stages - 2
+            out = attention(block, attention_input(block, running), blocked=mask, last_query=last).out
+            running = after_attention(block, running[:, -1:] if last else running, out)
             mask = None  # a mask applies at its entry stage only
         else:
             running = after_mlp(block, running, mlp(block, running))
-    return running[:, positions]
+    return running[:, -1]

@@ -13,9 +13,19 @@ from __future__ import annotations
 
 import torch
 
-from seqlab.interpret.cache import (after_attention, after_mlp, as_batch, attention, attention_input, check_model,
-                                    check_position, check_token, mlp, unembed)
-from seqlab.interpret.knockout import log_probs
+from seqlab.interpret.cache import (
+    after_attention,
+    after_mlp,
+    as_batch,
+    attention,
+    attention_input,
+    check_model,
+    check_position,
+    check_token,
+    mlp,
+    unembed,
+)
+from seqlab.interpret.edge_knockout import log_probs
 from seqlab.model import TransformerLM
 
 

@@ -57,7 +57,7 @@ def head_scores(model: TransformerLM, *, tokens: torch.Tensor | None = None, seq
     if not torch.equal(tokens[:, :half], tokens[:, half:]):
         raise ValueError("tokens must repeat: the second half of each row must equal the first")
     pattern = run_with_cache(model, tokens, head_out=False).pattern.float()  # (L, batch, H, 2n, 2n)
-    diagonal = lambda offset: torch.diagonal(pattern, offset=-offset, dim1=-2, dim2=-1)  # noqa: E731
+    diagonal = lambda offset: torch.diagonal(pattern, offset=-offset, dim1=-2, dim2=-1)
     return {
         "previous_token": diagonal(1).mean((1, 3)),
         "duplicate_token": diagonal(half).mean((1, 3)),

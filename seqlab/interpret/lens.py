@@ -6,7 +6,13 @@ from dataclasses import dataclass
 
 import torch
 
-from seqlab.interpret.cache import as_batch, check_model, check_token, run_with_cache, unembed
+from seqlab.interpret.cache import (
+    as_batch,
+    check_model,
+    check_token,
+    run_with_cache,
+    unembed,
+)
 from seqlab.model import TransformerLM, softmax
 
 

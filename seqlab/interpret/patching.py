@@ -7,8 +7,16 @@ from collections.abc import Callable
 
 import torch
 
-from seqlab.interpret.cache import (after_attention, after_mlp, as_batch, check_model, check_token,
-                                    run_stages, run_with_cache, unembed)
+from seqlab.interpret.cache import (
+    after_attention,
+    after_mlp,
+    as_batch,
+    check_model,
+    check_token,
+    run_stages,
+    run_with_cache,
+    unembed,
+)
 from seqlab.model import TransformerLM
 
 WHERE = ("resid_pre", "head_out", "mlp_out")
@@ -81,7 +89,7 @@ def patch(model: TransformerLM, clean_ids, corrupt_ids, *, target: int | None = 
                 attn_out = bad.attn_out[layer] + eye[None, :, :, None] * delta[:, None]  # (H, seq, seq, d)
                 attn_out = attn_out.reshape(heads * seq, seq, -1)
                 entries[2 * layer + 1] = (after_attention(block, bad.resid_pre[layer], attn_out), None)
-        final = run_stages(model, entries, -1)
+        final = run_stages(model, entries)
         values = metric(unembed(model, final)).reshape(-1)
         recovery = (values - m_corrupt) / (m_clean - m_corrupt)
     shape = (num_layers, model.config.num_heads, seq) if keep_heads else (num_layers, seq)

@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqlab.interpret import direct_logit_attribution, logit_lens, run_with_cache, token_dependencies
+from seqlab.interpret import (
+    direct_logit_attribution,
+    logit_lens,
+    run_with_cache,
+    token_dependencies,
+)
 from tests.interpret.conftest import small_model
 
 IDS = torch.tensor([5, 17, 42, 9, 17, 88, 3, 42, 9, 100])
@@ -34,7 +39,7 @@ def test_one_heads_attribution_is_its_output_read_with_the_frozen_scale(model):
     with torch.no_grad():
         final = cache.resid_post[-1, 0, 4]
         scale = final.pow(2).mean().add(model.config.norm_eps).rsqrt()
-        readout = lambda r: float((r * scale * model.ln_final.weight) @ model.lm_head.weight[42])  # noqa: E731
+        readout = lambda r: float((r * scale * model.ln_final.weight) @ model.lm_head.weight[42])
         expected = readout(final) - readout(final - cache.head_out[1, 0, 4, 2])
     ours = direct_logit_attribution(model, IDS, position=4, target=42)
     assert abs(float(ours["heads"][1, 2]) - expected) < 1e-5

@@ -36,7 +36,7 @@ def captured(model, ids, module, pre: bool):
 
 
 def naive_patch(model, where, target, baseline):
-    metric = lambda logits: float(logits[target] - logits[baseline])  # noqa: E731
+    metric = lambda logits: float(logits[target] - logits[baseline])
     m_clean, m_corrupt = metric(forward_logits(model, CLEAN)), metric(forward_logits(model, CORRUPT))
     seq, heads, d_head = len(CLEAN), model.config.num_heads, model.config.d_head
     rows = []
@@ -86,9 +86,9 @@ def test_patching_matches_one_forward_per_patch(where, extra):
 
 
 def test_a_custom_metric_replaces_the_logit_difference(model):
-    metric = lambda logits: logits.float().log_softmax(-1)[:, 42]  # noqa: E731
+    metric = lambda logits: logits.float().log_softmax(-1)[:, 42]
     ours = patch(model, CLEAN, CORRUPT, metric=metric)
-    logp = lambda ids: float(forward_logits(model, ids).log_softmax(-1)[42])  # noqa: E731
+    logp = lambda ids: float(forward_logits(model, ids).log_softmax(-1)[42])
 
     def hook(m, a):
         value = a[0].clone()
@@ -105,7 +105,7 @@ def naive_knockout(model, ids, position, target):
     import torch.nn.functional as F
 
     ids = ids[:position + 1]
-    logp = lambda hooks=(): forward_logits_at(model, ids, hooks).log_softmax(-1)[target]  # noqa: E731
+    logp = lambda hooks=(): forward_logits_at(model, ids, hooks).log_softmax(-1)[target]
     base = float(logp())
     out = torch.zeros(len(model.layers), len(ids) + 0)
     cfg = model.config

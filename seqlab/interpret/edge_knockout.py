@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import torch
-
 import math
 
-from seqlab.interpret.cache import (after_attention, after_mlp, as_batch, attention_input, check_model, check_position,
-                                    check_token, mlp, run_with_cache, unembed)
-from seqlab.model import softmax
-from seqlab.model import TransformerLM
+import torch
+
+from seqlab.interpret.cache import (
+    after_attention,
+    after_mlp,
+    as_batch,
+    attention_input,
+    check_model,
+    check_position,
+    check_token,
+    mlp,
+    run_with_cache,
+    unembed,
+)
+from seqlab.model import TransformerLM, softmax
 
 
 def log_probs(logits: torch.Tensor) -> torch.Tensor:
