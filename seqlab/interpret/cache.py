@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from seqlab.model import RMSNorm, TransformerLM, softmax
+from seqlab.runs import unwrap_model
 from seqlab.model.rmsnorm import Identity
 
 # scores (rows * heads * seq * seq) one attention call may hold before rows are split into chunks
@@ -56,7 +57,9 @@ class Cache:
 
 
 def check_model(model) -> TransformerLM:
-    """``model`` if this package can read it, else a TypeError/ValueError naming what is not supported."""
+    """``model`` (the plain module inside torch.compile / DDP wrappers) if this package can read it,
+    else a TypeError/ValueError naming what is not supported."""
+    model = unwrap_model(model)
     if not isinstance(model, TransformerLM):
         raise TypeError(f"seqlab.interpret works on a seqlab.model.TransformerLM, got {type(model).__name__}")
     norm = model.ln_final

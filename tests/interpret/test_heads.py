@@ -72,7 +72,9 @@ def test_scores_match_a_loop_over_heads_and_positions(extra):
     ours, expected = head_scores(model, tokens=tokens), naive_scores(model, tokens)
     for name in expected:
         torch.testing.assert_close(ours[name], expected[name], rtol=0, atol=1e-5)
-    drawn = head_scores(model, seq_len=12, batches=3, seed=5)
+    wrapped = torch.nn.ModuleDict({"x": model})
+    wrapped.module = model  # as DDP holds it: the eval hook of a training run may pass the wrapper
+    drawn = head_scores(wrapped, seq_len=12, batches=3, seed=5)
     for name in expected:
         torch.testing.assert_close(drawn[name], expected[name], rtol=0, atol=1e-5)
 
