@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.seq2seq.cli",  # seq2seq train/translate/eval, paths
     "seqlab.interop.cli",  # export, import
     "seqlab.learn.cli",  # learn
+    "seqlab.interpret.cli",  # interpret lens|attribute|patch|knockout|heads|depends
 )
 
 

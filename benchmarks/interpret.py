@@ -1,0 +1,127 @@
+"""seqlab.interpret: lens, attribution, patching, knockout and head scores, batched vs a naive loop.
+
+    python benchmarks/interpret.py [--model demo|cs336-17m|both] [--repeats 3] [--naive-repeats 1] [--threads 2]
+
+Models (random weights of the shape; the timings do not depend on the values):
+  demo       seqlab demo's model: vocab 1,024, context 128, d_model 128, 4 layers, 4 heads
+  cs336-17m  the CS336 TinyStories shape (accounting preset "tinystories"): vocab 10,000, context 256,
+             d_model 512, 4 layers, 16 heads, d_ff 1,344
+
+Times per request (median of --repeats): logit_lens, direct_logit_attribution and head_scores
+(8 x 32 repeated tokens) on a 64-token prompt; patch (resid_pre, every layer x position) of a
+128-token prompt; knockout at the last position of a 128-token prompt. Beside patching and
+knockout, the naive loop of the tests: one forward of the model per patch (a forward pre-hook
+swapping the clean residual in) or per cut edge (a forward hook recomputing that layer's attention
+with torch's SDPA and the edge masked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from seqlab.interpret import (
+    direct_logit_attribution,
+    head_scores,
+    knockout,
+    logit_lens,
+    patch,
+)
+from seqlab.model import TransformerLM
+from tests.interpret.test_patching import naive_knockout
+
+SHAPES = {
+    "demo": dict(vocab_size=1024, context_length=128, d_model=128, num_layers=4, num_heads=4),
+    "cs336-17m": dict(vocab_size=10_000, context_length=256, d_model=512, num_layers=4, num_heads=16, d_ff=1344),
+}
+
+
+def timed(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def naive_patch(model, clean, corrupt, target, baseline):
+    """One forward per (layer, position): the layer's input at that position swapped for the clean one."""
+    def last_logits(ids, hook=None, module=None):
+        handle = module.register_forward_pre_hook(hook) if hook else None
+        try:
+            with torch.no_grad():
+                return model(ids[None])[0, -1]
+        finally:
+            if handle:
+                handle.remove()
+    metric = lambda logits: float(logits[target] - logits[baseline])
+    m_clean, m_corrupt = metric(last_logits(clean)), metric(last_logits(corrupt))
+    out = torch.zeros(len(model.layers), len(clean))
+    for l, layer in enumerate(model.layers):
+        seen = []
+        last_logits(clean, lambda m, a: seen.append(a[0]), layer)
+        for p in range(len(clean)):
+            def swap(m, a, p=p):
+                x = a[0].clone()
+                x[0, p] = seen[0][0, p]
+                return (x,) + a[1:]
+            out[l, p] = (metric(last_logits(corrupt, swap, layer)) - m_corrupt) / (m_clean - m_corrupt)
+    return out
+
+
+def bench(name: str, repeats: int, naive_repeats: int) -> None:
+    torch.manual_seed(0)
+    model = TransformerLM(**SHAPES[name]).eval()
+    vocab = model.config.vocab_size
+    gen = torch.Generator().manual_seed(1)
+    short = torch.randint(0, vocab, (64,), generator=gen)
+    long = torch.randint(0, vocab, (128,), generator=gen)
+    corrupt = long.clone()
+    corrupt[40] = (corrupt[40] + 1) % vocab
+    with torch.no_grad():
+        moved = model(long[None])[0, -1] - model(corrupt[None])[0, -1]
+    target, baseline = int(moved.argmax()), int(moved.argmin())
+    rows = [
+        ("logit_lens, 64 tokens", timed(lambda: logit_lens(model, short), repeats), None),
+        ("direct_logit_attribution, 64 tokens",
+         timed(lambda: direct_logit_attribution(model, short, target=1, baseline=2), repeats), None),
+        ("head_scores, 8 x 2 x 32 tokens", timed(lambda: head_scores(model), repeats), None),
+    ]
+    batched = timed(lambda: patch(model, long, corrupt, target=target, baseline=baseline), repeats)
+    naive = timed(lambda: naive_patch(model, long, corrupt, target, baseline), naive_repeats)
+    rows.append((f"patch resid_pre, 128 tokens ({len(model.layers)} x 128 patches)", batched, naive))
+    with torch.no_grad():
+        top = int(model(long[None])[0, -1].argmax())
+    batched = timed(lambda: knockout(model, long, target=top), repeats)
+    naive = timed(lambda: naive_knockout(model, long, 127, top), naive_repeats)
+    rows.append((f"knockout, 128 tokens ({len(model.layers)} x 128 edges)", batched, naive))
+    print(f"\n{name}: {model.num_parameters():,} parameters, {torch.get_num_threads()} threads")
+    print("| request | batched | naive loop | naive / batched |\n| --- | ---: | ---: | ---: |")
+    for label, ours, loop in rows:
+        ratio = f"{loop / ours:.1f}x" if loop else ""
+        print(f"| {label} | {ours * 1000:.0f} ms | {'' if loop is None else f'{loop * 1000:.0f} ms'} | {ratio} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=("demo", "cs336-17m", "both"), default="both")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--naive-repeats", type=int, default=1, help="repeats of the (slow) naive loops (1)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    for name in (("demo", "cs336-17m") if args.model == "both" else (args.model,)):
+        bench(name, args.repeats, args.naive_repeats)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
