@@ -24,10 +24,8 @@ from typing import Any
 
 from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
 from seqlab.jsonfile import read_json
-from seqlab.runs.kinds import KINDS, Kind
+from seqlab.runs.kinds import CHECKPOINTS_DIR, CONFIG_FILE, KINDS, TOKENIZER_DIR, VOCAB_FILE, Kind  # noqa: F401 (the names of a run's files)
 
-TOKENIZER_DIR, VOCAB_FILE, CONFIG_FILE = "tokenizer", "vocab.json", "config.json"
-CHECKPOINTS_DIR = "checkpoints"
 
 
 def read_json_object(path: str | Path, expected: str = "a JSON object") -> dict[str, Any] | None:

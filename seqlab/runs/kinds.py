@@ -32,6 +32,11 @@ from pathlib import Path
 from typing import Any
 
 
+# the names in a run directory (seqlab.runs.directory reads and writes them)
+TOKENIZER_DIR, VOCAB_FILE, CONFIG_FILE = "tokenizer", "vocab.json", "config.json"
+CHECKPOINTS_DIR = "checkpoints"
+
+
 class Kind(str, Enum):
     """A ``str`` enum: ``Kind.LM == "lm"``, and JSON writes its value."""
 
@@ -133,7 +138,7 @@ def config_kind(data: dict[str, Any]) -> Kind | None:
 def run_kind(run: str | os.PathLike) -> Kind | None:
     """The kind of the run at ``run``, None when it holds neither kind (nothing is loaded). ``run`` may
     also be a run's config.json or a checkpoint in its checkpoints/ (the kind of the run holding it)."""
-    from seqlab.runs.directory import CHECKPOINTS_DIR, CONFIG_FILE, TOKENIZER_DIR, VOCAB_FILE, read_config
+    from seqlab.jsonfile import read_json
 
     run = Path(run)
     if run.suffix == ".pt" and run.parent.name == CHECKPOINTS_DIR:
@@ -143,7 +148,7 @@ def run_kind(run: str | os.PathLike) -> Kind | None:
     if not run.is_dir():
         return None
     try:
-        kind = config_kind(read_config(run))
+        kind = config_kind(read_json(run / CONFIG_FILE, expected=dict))
     except (OSError, ValueError):
         kind = None
     if kind is not None:
