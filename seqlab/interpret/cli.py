@@ -14,7 +14,8 @@ from typing import Any
 
 from seqlab.cli_types import check_text, positive_int
 
-USER_ERRORS = (ValueError, TypeError, FileNotFoundError, IsADirectoryError, PermissionError, KeyError, RuntimeError)
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
+               PermissionError, KeyError, RuntimeError)
 TOKEN_HELP = "a token: text that is exactly one token (e.g. ' cat'), or id:N"
 
 
@@ -27,7 +28,9 @@ def register(subparsers: Any) -> None:
         q = sub.add_parser(name, help=help_text, description=help_text)
         q.add_argument("--run", required=True, metavar="DIR", help="a language-model run directory")
         q.add_argument("--device", default="cpu", help="torch device (default cpu)")
-        q.add_argument("--out", metavar="DIR", help=f"also write {name}.png and {name}.json here")
+        q.add_argument("--out", metavar="DIR", help=f"also write {name}.png and {name}.json here (a new or empty "
+                       "folder, or one holding only other analyses' files)")
+        q.add_argument("--overwrite", action="store_true", help="with --out: replace the folder whole, whatever it holds")
         for flag in texts:
             q.add_argument(flag, required=True, help="prompt text")
         q.set_defaults(func=_run, analysis=name)
@@ -67,15 +70,7 @@ def _run(args: argparse.Namespace) -> int:
         report = ANALYSES[args.analysis](model, _Tokens(tokenizer, model.config.vocab_size), args)
         print(report["table"])
         if args.out:
-            from seqlab.atomic import atomic_write_text, remove_stale_temporaries
-            from seqlab.interpret.figures import heatmap
-
-            out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
-            remove_stale_temporaries(out)
-            heatmap(path=out / f"{args.analysis}.png", **report["figure"])
-            atomic_write_text(out / f"{args.analysis}.json", json.dumps(report["json"], indent=1) + "\n")
-            print(f"wrote {out / (args.analysis + '.png')} and {out / (args.analysis + '.json')}")
+            _write(Path(args.out), args.analysis, report, overwrite=args.overwrite)
     except USER_ERRORS as exc:
         print(f"seqlab interpret {args.analysis}: error: {exc}", file=sys.stderr)
         return 2
@@ -277,5 +272,29 @@ def _depends(model, tokens: _Tokens, args) -> dict:
                      "saliency": result.T.tolist(), "note": "saliency[layer][source], layer 0 = embedding"}}
 
 
+def _write(out: Path, analysis: str, report: dict, *, overwrite: bool) -> None:
+    """NAME.png and NAME.json into ``out`` under the one OUT rule (:mod:`seqlab.outdir`): a folder that
+    holds anything but the analyses' own files is refused unless ``overwrite``, which replaces it whole;
+    the analyses of one prompt may share a folder."""
+    import contextlib
+
+    import os
+
+    from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
+    from seqlab.interpret.figures import heatmap
+    from seqlab.outdir import check_out_folder, holds_only
+
+    ours = [f"{name}.{ext}" for name in ANALYSES for ext in ("png", "json")]
+    check_out_folder(out, COMMAND, overwrite=overwrite, recognise=holds_only(ours), flag="--out")
+    replace = overwrite and out.is_dir()
+    with atomic_directory(out, replaceable=os.listdir(out)) if replace else contextlib.nullcontext(out) as folder:
+        folder.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(folder)
+        heatmap(path=folder / f"{analysis}.png", **report["figure"])
+        atomic_write_text(folder / f"{analysis}.json", json.dumps(report["json"], indent=1) + "\n")
+    print(f"wrote {out / (analysis + '.png')} and {out / (analysis + '.json')}")
+
+
+COMMAND = "seqlab interpret"
 ANALYSES = {"lens": _lens, "attribute": _attribute, "patch": _patch, "knockout": _knockout, "heads": _heads,
             "depends": _depends}

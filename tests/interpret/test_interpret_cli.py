@@ -53,3 +53,21 @@ def test_bad_input_is_one_line(byte_run, capsys, argv, message):
     assert main(["interpret", argv[0], "--run", str(byte_run), *argv[1:]]) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith(f"seqlab interpret {argv[0]}: error:")
+
+
+def test_out_follows_the_one_out_rule(byte_run, tmp_path, capsys):
+    """--out takes a new or empty folder or one of the analyses' own files; another program's folder
+    is refused before anything is written, and --overwrite replaces it whole."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "report.md").write_text("mine\n")
+    argv = ["interpret", "lens", "--run", str(byte_run), "--text", "hello", "--out", str(theirs)]
+    assert main(argv) == 2
+    assert "report.md" in capsys.readouterr().err and (theirs / "report.md").read_text() == "mine\n"
+    assert sorted(p.name for p in theirs.iterdir()) == ["report.md"]
+    shared = tmp_path / "shared"  # two analyses of one prompt share a folder
+    for analysis in ("lens", "depends"):
+        assert main(["interpret", analysis, "--run", str(byte_run), "--text", "hello", "--out", str(shared)]) == 0
+    assert sorted(p.name for p in shared.iterdir()) == ["depends.json", "depends.png", "lens.json", "lens.png"]
+    assert main([*argv, "--overwrite"]) == 0
+    assert sorted(p.name for p in theirs.iterdir()) == ["lens.json", "lens.png"]
