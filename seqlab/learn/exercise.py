@@ -149,7 +149,8 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
     # The child makes the exercises' cases itself (they are deterministic), so this process can
     # import numpy or torch and compute the reference's outputs while the child works.
     jobs = [{"file": path, "function": ex.name, "arg_names": ex.arg_names,
-             **({"cases_of": ex.name} if cases is None else {"calls": [(c.args, c.kwargs) for c in cases]})}
+             **({"cases_of": ex.name, "catalog": "seqlab.learn.catalog"} if cases is None
+                else {"calls": [(c.args, c.kwargs) for c in cases]})}
             for ex, path in items]
     limit = time_limit or sum(ex.time_limit for ex, _ in items)
     all_cases: list[list[Case]] = []
