@@ -321,9 +321,8 @@ def test_callers_never_reach_into_the_engine_setup():
     assert found == []
 
 
-def _docstring_problems() -> list[str]:
+def _docstring_problems(root: Path = PACKAGE) -> list[str]:
     import re
-    root = Path(__file__).resolve().parent.parent / "seqlab"
     reference = re.compile(r"\b[Ii]ssues? \d+|BENCHMARKS\.md")
     problems = []
     for path in sorted(root.rglob("*.py")):
@@ -337,7 +336,28 @@ def _docstring_problems() -> list[str]:
     return problems
 
 
-@pytest.mark.xfail(strict=False, reason="other files are still being rewritten")
+# module docstrings still longer than 20 lines, to be shortened (the list may only shrink)
+LONG_DOCSTRINGS_LEFT = {
+    "cli_types.py", "interpret/cache.py", "runs/checkpoint.py", "runs/kinds.py", "seq2seq/paths/chart.py",
+    "seq2seq/paths/experiment.py", "seq2seq/settings.py", "settings.py", "sweep/divergence.py", "sweep/recipes.py",
+    "sweep/records.py", "sweep/runner.py", "training/campaign.py", "training/engine.py", "training/task.py",
+}
+
+
 def test_docstrings_short_and_without_tracker_references():
     problems = _docstring_problems()
-    assert not problems, "\n".join(problems)
+    left = {problem.split(": module docstring")[0] for problem in problems if ": module docstring" in problem}
+    new = [problem for problem in problems if problem.split(": module docstring")[0] not in
+           {str(PACKAGE / name) for name in LONG_DOCSTRINGS_LEFT}]
+    assert not new, "\n".join(new)
+    shortened = sorted(name for name in LONG_DOCSTRINGS_LEFT if str(PACKAGE / name) not in left)
+    assert not shortened, f"these are short now: remove them from LONG_DOCSTRINGS_LEFT: {shortened}"
+
+
+def test_the_docstring_check_catches_a_long_docstring_and_an_issue_number(tmp_path):
+    (tmp_path / "long.py").write_text('"""' + "line\n" * 25 + '"""\n')
+    (tmp_path / "short.py").write_text('"""Short."""\n# measured in BENCHMARKS.md, see issue 12\n')
+    (tmp_path / "fine.py").write_text('"""Short."""\nx = 1\n')
+    problems = _docstring_problems(tmp_path)
+    assert len(problems) == 2
+    assert "long.py: module docstring of 26 lines" in problems[0] and "short.py:2: issue number" in problems[1]
