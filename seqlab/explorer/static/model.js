@@ -122,12 +122,13 @@ function attentionMap(container, rowLabels, colLabels, weights, causal, onHover,
 
 // A small canvas thumbnail of one head's weights (no labels), for comparing heads at a glance.
 // causal: only the lower triangle (a square self-attention map); otherwise any rows x columns, with
-// cells up to twice as tall as wide so that a short target still gives a thumbnail one can read.
+// cells stretched up to twice along the shorter side so that a short target or source still gives a thumbnail one can read.
 // size: the longer side in pixels, about.
 function attentionThumb(weights, selected, causal = true, size = 96) {
   const rows = weights.length, cols = rows ? weights[0].length : 0;
-  const pw = Math.max(1, Math.floor(size / Math.max(rows, cols, 1)));
-  const ph = causal ? pw : Math.max(pw, Math.min(2 * pw, Math.floor(size / Math.max(rows, 1))));
+  const px = Math.max(1, Math.floor(size / Math.max(rows, cols, 1)));
+  const stretch = (n) => (causal ? px : Math.max(px, Math.min(2 * px, Math.floor(size / Math.max(n, 1)))));
+  const pw = stretch(cols), ph = stretch(rows);
   const canvas = el("canvas", { width: cols * pw, height: rows * ph,
     class: "thumb" + (causal ? "" : " rect") + (selected ? " selected" : "") });
   const ctx = canvas.getContext("2d");
