@@ -67,20 +67,37 @@ function attnColorBar(width) {
   return svg;
 }
 
-function attentionMap(container, rowLabels, colLabels, weights, causal, onHover) {
+// flat (the translate panel): horizontal 12 px labels over a rectangular map; a column is widened
+// to its longest label while the map stays under 720 px, otherwise only every n-th column is
+// labelled, so that no two labels overlap (the hover line names every cell).
+function attentionMap(container, rowLabels, colLabels, weights, causal, onHover, { flat = false } = {}) {
   const rows = rowLabels.length, cols = colLabels.length;
   const cell = Math.max(4, Math.min(26, Math.floor(480 / Math.max(rows, cols))));
-  const labels = cell >= 11;
-  const pad = labels ? 72 : 8;
-  const svg = svgRoot(pad + cols * cell + 4, pad + rows * cell + 4);
+  const labels = flat || cell >= 11;
+  const text = (label) => visible(label).slice(0, 9);
+  const font = 12, charW = font * 0.62;  // the monospace advance, generously
+  const longest = (ls) => Math.max(1, ...ls.map((l) => text(l).length)) * charW;
+  const colW = flat && cols * (longest(colLabels) + 6) <= 720 ? Math.max(cell, Math.ceil(longest(colLabels) + 6)) : cell;
+  const colStep = flat ? Math.max(1, Math.ceil((longest(colLabels) + 6) / colW)) : 1;
+  const rowStep = flat ? Math.max(1, Math.ceil((font + 2) / cell)) : 1;
+  const left = !labels ? 8 : flat ? Math.ceil(longest(rowLabels)) + 10 : 72;
+  const top = !labels ? 8 : flat ? font + 8 : 72;
+  const width = left + cols * colW + 4;
+  const svg = svgRoot(width, top + rows * cell + 4);
   svg.classList.add("attn");
-  svg.style.maxWidth = `${pad + cols * cell + 4}px`;
-  svg.append(svgEl("rect", { x: pad, y: pad, width: cols * cell, height: rows * cell, class: "attn-bg" }));
-  if (labels) {
-    rowLabels.forEach((label, r) => svg.append(svgEl("text", { x: pad - 4, y: pad + r * cell + cell * 0.7,
-      class: "attn-label", "text-anchor": "end" }, visible(label).slice(0, 9))));
+  if (flat) svg.classList.add("flat");
+  svg.style.maxWidth = `${width}px`;
+  svg.append(svgEl("rect", { x: left, y: top, width: cols * colW, height: rows * cell, class: "attn-bg" }));
+  if (labels && flat) {
+    rowLabels.forEach((label, r) => { if (r % rowStep === 0) svg.append(svgEl("text", { x: left - 5, y: top + r * cell + cell / 2,
+      class: "attn-label row", "text-anchor": "end", "dominant-baseline": "central" }, text(label))); });
+    colLabels.forEach((label, c) => { if (c % colStep === 0) svg.append(svgEl("text", { x: left + c * colW + colW / 2, y: top - 5,
+      class: "attn-label col", "text-anchor": "middle" }, text(label))); });
+  } else if (labels) {
+    rowLabels.forEach((label, r) => svg.append(svgEl("text", { x: left - 4, y: top + r * cell + cell * 0.7,
+      class: "attn-label", "text-anchor": "end" }, text(label))));
     colLabels.forEach((label, c) => svg.append(svgEl("text", { x: 0, y: 0, class: "attn-label",
-      transform: `translate(${pad + c * cell + cell * 0.7}, ${pad - 4}) rotate(-90)` }, visible(label).slice(0, 9))));
+      transform: `translate(${left + c * cell + cell * 0.7}, ${top - 4}) rotate(-90)` }, text(label))));
   }
   for (let q = 0; q < rows; q++) {
     const shown = causal ? q + 1 : cols;
@@ -88,7 +105,7 @@ function attentionMap(container, rowLabels, colLabels, weights, causal, onHover)
     for (let k = 0; k < shown; k++) {
       const w = weights[q][k];
       const shade = rowMax > 0 ? Math.max(0, w) / rowMax : 0;
-      svg.append(svgEl("rect", { x: pad + k * cell, y: pad + q * cell, width: cell - 1, height: cell - 1,
+      svg.append(svgEl("rect", { x: left + k * colW, y: top + q * cell, width: colW - 1, height: cell - 1,
         class: "attn-cell", fill: attnColor(shade), "data-q": q, "data-k": k, "data-w": w, "data-shade": shade }));
     }
   }
@@ -100,23 +117,30 @@ function attentionMap(container, rowLabels, colLabels, weights, causal, onHover)
     }
   });
   svg.addEventListener("mouseout", (event) => { if (event.target.classList) event.target.classList.remove("hover"); });
-  container.replaceChildren(svg, attnColorBar(Math.min(pad + cols * cell + 4, 320)));
+  container.replaceChildren(svg, attnColorBar(Math.min(width, 320)));
 }
 
 // A small canvas thumbnail of one head's weights (no labels), for comparing heads at a glance.
-// causal: only the lower triangle (a square self-attention map); otherwise any rows x columns.
-function attentionThumb(weights, selected, causal = true) {
+// causal: only the lower triangle (a square self-attention map); otherwise any rows x columns, with
+// cells stretched up to twice along the shorter side so that a short target or source still gives a thumbnail one can read.
+// size: the longer side in pixels, about.
+function attentionThumb(weights, selected, causal = true, size = 96) {
   const rows = weights.length, cols = rows ? weights[0].length : 0;
-  const px = Math.max(1, Math.floor(96 / Math.max(rows, cols, 1)));
-  const canvas = el("canvas", { width: cols * px, height: rows * px,
+  const px = Math.max(1, Math.floor(size / Math.max(rows, cols, 1)));
+  const stretch = (n) => (causal ? px : Math.max(px, Math.min(2 * px, Math.floor(size / Math.max(n, 1)))));
+  const pw = stretch(cols), ph = stretch(rows);
+  const canvas = el("canvas", { width: cols * pw, height: rows * ph,
     class: "thumb" + (causal ? "" : " rect") + (selected ? " selected" : "") });
   const ctx = canvas.getContext("2d");
   ctx.fillStyle = "#f1f3f6";
-  ctx.fillRect(0, 0, cols * px, rows * px);
+  ctx.fillRect(0, 0, cols * pw, rows * ph);
   for (let q = 0; q < rows; q++) {
+    // a cross-attention thumbnail is shaded like the map above it: each row scaled to its largest weight
+    const rowMax = causal ? 1 : Math.max(...weights[q].map((w) => (Number.isFinite(w) ? w : 0)), 0);
     for (let k = 0; k < (causal ? q + 1 : cols); k++) {
-      ctx.fillStyle = `rgba(37, 99, 235, ${0.03 + 0.97 * Math.max(0, Math.min(1, weights[q][k]))})`;
-      ctx.fillRect(k * px, q * px, px, px);
+      ctx.fillStyle = causal ? `rgba(37, 99, 235, ${0.03 + 0.97 * Math.max(0, Math.min(1, weights[q][k]))})`
+        : attnColor(rowMax > 0 ? Math.max(0, weights[q][k]) / rowMax : 0);
+      ctx.fillRect(k * pw, q * ph, pw, ph);
     }
   }
   return canvas;
@@ -365,7 +389,7 @@ function setupTranslate(s2sRuns, noRun) {
       t(view === "head" ? "tr.showing_head" : "tr.showing_mean", { l: layer, h: head });
     attentionMap($("tr-map"), output, source, weights, false, (q, k, wt) => {
       $("tr-hover").textContent = t("tr.hover", { q, k, a: visible(output[q]), b: visible(source[k]), w: fmt(wt) });
-    });
+    }, { flat: true });
     $("tr-hover").textContent = t("model.hover_hint");
     $("tr-grid").replaceChildren(...heads.map((layerHeads, l) => el("div", { class: "grid-row" },
       el("span", { class: "grid-label", text: t("model.layer_n", { l }) }),
@@ -373,7 +397,7 @@ function setupTranslate(s2sRuns, noRun) {
         const chosen = kind === "head" ? view === "head" && l === layer && h === head : view !== "head" && l === layer;
         const thumb = el("button", { type: "button", class: "thumb-button", id: kind === "head" ? `tr-thumb-${l}-${h}` : `tr-thumb-${l}-mean`,
           title: kind === "head" ? t("model.layer_head", { l, h }) : t("tr.layer_mean", { l }) },
-          attentionThumb(hw, chosen, false), el("span", { text: kind === "head" ? t("model.head_n", { h }) : t("tr.mean") }));
+          attentionThumb(hw, chosen, false, 168), el("span", { text: kind === "head" ? t("model.head_n", { h }) : t("tr.mean") }));
         thumb.addEventListener("click", () => {
           $("tr-view").value = kind === "head" ? "head" : (l === heads.length - 1 ? "last" : "mean");
           $("tr-layer").value = String(l);
