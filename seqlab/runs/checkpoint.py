@@ -5,9 +5,8 @@ A checkpoint is a ``torch.save`` dict::
     {"model": state dict, "optimizer": state dict or None, "iteration": completed steps,
      "model_config": the model's config fields (rebuilds the model), "extra": run state}
 
-Weights saved from a ``torch.compile``d or DDP-wrapped model are stored under the plain keys, so
-every checkpoint loads into a plain model (and the other way round). ``extra`` holds what the
-training engine needs to resume exactly (see :mod:`seqlab.training.run_state`).
+Weights of a compiled or DDP-wrapped model are stored under the plain keys, so every checkpoint
+loads into a plain model; ``extra`` holds what a resume needs (:mod:`seqlab.runs.state`).
 
 Worked example::
 
@@ -16,9 +15,8 @@ Worked example::
     load_payload(payload, model, optimizer)                          # -> 100
     model, payload = load_model_from_checkpoint("RUN/checkpoints/latest.pt")   # a TransformerLM
 
-A disk that fills up during a save raises :class:`DiskFullError`, which says so in words (torch's
-own message names an ``inline_container.cc`` line); the file the save would have replaced is
-untouched.
+A disk that fills up during a save raises :class:`DiskFullError`, which says so in words; the file
+the save would have replaced is untouched.
 """
 
 from __future__ import annotations

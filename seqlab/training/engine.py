@@ -12,14 +12,11 @@ budget, evaluation and checkpoints, non-finite guards, exact resume, the run loc
 One optimizer step draws one global batch of ``batch_size * grad_accum_steps * world_size`` examples
 from a seeded NumPy generator, the same on every process; each process takes its rows, and each
 micro-batch's loss is weighted by its share of the batch's target tokens, so any split equals one
-step on the whole batch. The generator's state is in every checkpoint: a resumed run draws exactly
-the batches an uninterrupted one would. The next batch is drawn while the device computes (a
-checkpoint holds the state from before that draw).
+step on the whole batch. The generator's state is in every checkpoint (from before the batch drawn
+ahead while the device computes), so a resumed run draws exactly the batches of an uninterrupted one.
 
 On the GPU path losses are read from the device only at log, eval, checkpoint and last steps
 (:class:`~seqlab.training.guards.StepReader`); under DDP a stop request is agreed on at those steps.
-``--overwrite`` keeps the old run's files until this run saves its first checkpoint, so a new run
-that fails early leaves the old one whole.
 """
 
 from __future__ import annotations

@@ -14,10 +14,9 @@ One optimizer step, as the engine runs it::
     clip, AdamW step                                                    # equals the whole batch
     drawn = task.draw(...)                              # the next step's batch, while the device computes
 
-``sampler`` is the engine's seeded NumPy generator, saved in every checkpoint, so a resumed run
-draws exactly the batches the uninterrupted run would have drawn. With ``pin_memory`` the batch is
-built in page-locked memory, so ``select`` copies it with one asynchronous copy. Examples: the
-language model (:mod:`seqlab.lm.task`) and the seq2seq task (:mod:`seqlab.seq2seq.task`).
+``sampler`` is the engine's seeded generator, saved in every checkpoint (a resume draws the same
+batches); with ``pin_memory`` the batch is built in page-locked memory, so ``select`` copies it with
+one asynchronous copy. Examples: :mod:`seqlab.lm.task`, :mod:`seqlab.seq2seq.task`.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 (:mod:`seqlab.seq2seq.paths.figures`) and the explorer's section 14 (``POST /api/paths``), which
 only draw it. Standard library only.
 
-- **One style per architecture** (:data:`ARCH_STYLES`): a colour (Okabe-Ito, readable with
-  colour-blind eyes), a dash pattern and a marker, so lines stay apart even where they coincide,
-  and a small sideways offset of its points (``offset``, in source-length units), so points with
-  the same value at the same length sit side by side instead of on top of each other.
+- **One style per architecture** (:data:`ARCH_STYLES`): an Okabe-Ito colour (readable with
+  colour-blind eyes), a dash pattern, a marker and a small sideways offset of its points, so lines
+  and points that coincide stay apart.
 - **One rule for small samples**: a length with fewer than :data:`MIN_PAIRS` test pairs is left
   out (a 0 of 3 says little), and every point shown carries its 95% Wilson interval and its
   number of pairs.
