@@ -63,7 +63,9 @@ def _report(convert, done: str, hint: str) -> int:
     try:
         out = convert()
     except (OSError, ValueError) as error:
+        from seqlab.runs.kinds import RunKindError
+
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, RunKindError) else 1  # the wrong kind of run is the command line's fault
     print(f"{done} -> {out} in {time.perf_counter() - started:.1f} s ({hint.format(out=str(out))})")
     return 0

@@ -108,8 +108,8 @@ def _state(progress, step) -> str:
 def show_path(args) -> int:
     from seqlab.learn.path import STEPS
     progress = _progress(args)
-    if progress is None:
-        return 2
+    if progress is None:  # progress.json cannot be read
+        return 1
     lang = _lang(args)
     marks = {"todo": " ", "started": "~", "passed": "x"}
     print(("The path (workspace: {ws})" if lang == 0 else "学习路径（工作区：{ws}）").format(ws=_workspace(args)))
@@ -143,8 +143,8 @@ def _print_step(step, lang: int, number: int) -> None:
 def show_next(args) -> int:
     from seqlab.learn.path import STEPS
     progress = _progress(args)
-    if progress is None:
-        return 2
+    if progress is None:  # progress.json cannot be read
+        return 1
     for number, step in enumerate(STEPS, 1):
         if _state(progress, step) != "passed":
             _print_step(step, _lang(args), number)

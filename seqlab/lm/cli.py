@@ -102,7 +102,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
     if args.tokenizer is not None and args.special_token is not None:
         print(f"error: --special-token cannot be given with --tokenizer (the special tokens are those of "
               f"{args.tokenizer})", file=sys.stderr)
-        return 1
+        return 2
     specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
@@ -147,9 +147,9 @@ def _run_train(args: argparse.Namespace) -> int:
 
     try:
         config = config_from_args(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError) as error:  # a missing --config file or run fails (1)
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, FileNotFoundError) else 2
     from seqlab.lm.task import train
     from seqlab.training.guards import NonFiniteLossError
 

@@ -86,9 +86,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
     try:
         plan = plan_sweep(_base_config(args), out, grid=args.grid, recipe=args.recipe)
-    except (GridError, ValueError, FileNotFoundError) as error:
+    except (GridError, ValueError, FileNotFoundError) as error:  # a missing --config file fails (1)
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, FileNotFoundError) else 2
     print(f"sweep {plan.name}: {len(plan.variants)} runs into {out}/ (swept: {', '.join(plan.axes)})",
           file=sys.stderr)
     try:

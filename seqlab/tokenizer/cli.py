@@ -85,7 +85,11 @@ def _run_train(args: argparse.Namespace) -> int:
     try:
         # everything that can be refused is refused now, not after minutes of training
         check_out_folder(args.out, "seqlab bpe train", **rule)
-        check_special_tokens(args.special_token)
+        try:
+            check_special_tokens(args.special_token)
+        except ValueError as error:  # a --special-token that cannot be one
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         remove_stale_temporaries(args.out)
         vocab, merges = train_bpe(args.input, args.vocab_size, args.special_token,
                                   num_workers=args.workers, progress=not args.no_progress)
@@ -162,6 +166,13 @@ def _run_tokenize(args: argparse.Namespace) -> int:
                 os.path.exists(args.out) and os.path.exists(args.input) and os.path.samefile(args.out, args.input)):
             raise ValueError(f"--out {args.out!r} is the --input file; it would replace the text with its "
                              f"token ids: give another .npy path")
+    except (IsADirectoryError, ValueError) as error:  # the flags themselves are wrong
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
         remove_stale_temporaries(out_dir)
         tokenizer = Tokenizer.load(args.tokenizer)
         with NpyStreamWriter(args.out, tokenizer.id_dtype()) as writer:
