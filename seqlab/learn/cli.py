@@ -185,7 +185,8 @@ def check_exercise(args) -> int:
         return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
     path = _workspace(args) / f"{ex.name}.py"
     if not path.is_file():
-        return _usage(f"{path} does not exist; write it first with: seqlab learn start {ex.name}")
+        print(f"error: {path} does not exist; write it first with: seqlab learn start {ex.name}", file=sys.stderr)
+        return 1
     if args.time_limit is not None and not args.time_limit > 0:
         return _usage(f"--time-limit must be > 0, got {args.time_limit}")
     report = check(ex, path, time_limit=args.time_limit)

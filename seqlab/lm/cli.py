@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from seqlab.cli_types import check_text, finite_float, positive_int
+from seqlab.cli_types import check_text, file_given_as_folder, finite_float, positive_int
 
 
 def register(subparsers) -> None:
@@ -50,6 +50,9 @@ def _run_data_tinystories(args: argparse.Namespace) -> int:
         link_local_files,
     )
 
+    if args.input and len(args.input) == 1 and not os.path.exists(args.input[0]):
+        print(f"error: --input {args.input[0]} does not exist", file=sys.stderr)
+        return 1
     try:
         if args.input:
             paths = link_local_files(args.input, args.out)
@@ -59,7 +62,7 @@ def _run_data_tinystories(args: argparse.Namespace) -> int:
                                          splits=splits, progress=not args.no_progress)
     except (DownloadError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, ValueError) else 1  # ValueError: --input is neither a folder nor TRAIN VALID
     for split, path in paths.items():
         print(f"{split}: {path}")
     if {"train", "valid"} <= set(paths):
@@ -102,6 +105,8 @@ def _run_prepare(args: argparse.Namespace) -> int:
     if args.tokenizer is not None and args.special_token is not None:
         print(f"error: --special-token cannot be given with --tokenizer (the special tokens are those of "
               f"{args.tokenizer})", file=sys.stderr)
+        return 2
+    if file_given_as_folder(args.out, "--out"):
         return 2
     specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
     try:

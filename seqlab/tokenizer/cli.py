@@ -7,6 +7,8 @@ import os
 import sys
 import time
 
+from seqlab.cli_types import file_given_as_folder
+
 
 def register(subparsers) -> None:
     bpe = subparsers.add_parser("bpe", help="byte-level BPE tokenizer tools")
@@ -81,6 +83,8 @@ def _run_train(args: argparse.Namespace) -> int:
     rule = dict(overwrite=args.overwrite, recognise=holds_only(TOKENIZER_FILES, ["special_tokens.json"]),
                 flag="--out")
 
+    if file_given_as_folder(args.out, "--out"):
+        return 2
     started = time.perf_counter()
     try:
         # everything that can be refused is refused now, not after minutes of training
@@ -127,6 +131,8 @@ def _run_export(args: argparse.Namespace) -> int:
     command = f"seqlab bpe export --to {args.to}"
     # tiktoken.json is seqlab's own file: a folder of only those two is an export from before the marker
     recognise = holds_only(files, files) if args.to == "tiktoken" else None
+    if file_given_as_folder(args.out, "--out"):
+        return 2
     try:
         check_out_folder(args.out, command, overwrite=args.overwrite, recognise=recognise)
         tokenizer = Tokenizer.load(tokenizer_dir_of(args.tokenizer_dir))
