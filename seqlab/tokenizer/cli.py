@@ -131,7 +131,7 @@ def _run_export(args: argparse.Namespace) -> int:
     command = f"seqlab bpe export --to {args.to}"
     # tiktoken.json is seqlab's own file: a folder of only those two is an export from before the marker
     recognise = holds_only(files, files) if args.to == "tiktoken" else None
-    if file_given_as_folder(args.out, "--out"):
+    if file_given_as_folder(args.out, "OUT"):
         return 2
     try:
         check_out_folder(args.out, command, overwrite=args.overwrite, recognise=recognise)
