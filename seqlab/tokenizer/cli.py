@@ -91,7 +91,10 @@ def _run_train(args: argparse.Namespace) -> int:
         check_out_folder(args.out, "seqlab bpe train", **rule)
         try:
             check_special_tokens(args.special_token)
-        except ValueError as error:  # a --special-token that cannot be one
+            from seqlab.tokenizer.trainer import _check_vocab_size
+
+            _check_vocab_size(args.vocab_size, args.special_token)
+        except ValueError as error:  # a --special-token that cannot be one, a --vocab-size too small for the bytes
             print(f"error: {error}", file=sys.stderr)
             return 2
         remove_stale_temporaries(args.out)
