@@ -200,7 +200,7 @@ def test_5_a_one_byte_special_token_is_refused_before_training(texts, tmp_path, 
                  EOT, "--special-token", "(", "--out", str(tmp_path / "tok"), "--no-progress"]) == 2
     assert "special token '(' is the single byte b'('" in capsys.readouterr().err
     assert main(["prepare", "--train", str(texts["stories"]), "--valid", str(texts["valid"]), "--vocab-size",
-                 "300", "--special-token", "\n", "--out", str(tmp_path / "data"), "--no-progress"]) == 1
+                 "300", "--special-token", "\n", "--out", str(tmp_path / "data"), "--no-progress"]) == 2
     assert "special token '\\n' is the single byte b'\\n'" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
     monkeypatch.undo()

@@ -109,6 +109,16 @@ def _run_prepare(args: argparse.Namespace) -> int:
     if file_given_as_folder(args.out, "--out"):
         return 2
     specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
+    if args.tokenizer is None:  # flags that cannot make a tokenizer are refused as such (2), as by `bpe train`
+        from seqlab.tokenizer.files import check_special_tokens
+        from seqlab.tokenizer.trainer import _check_vocab_size
+
+        try:
+            check_special_tokens(specials)
+            _check_vocab_size(args.vocab_size, specials)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
                        workers=args.workers, progress=not args.no_progress, tokenizer_dir=args.tokenizer,
