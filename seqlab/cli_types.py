@@ -57,6 +57,19 @@ def check_text(text: str, name: str) -> str:
     return text
 
 
+def file_given_as_folder(path: str, flag: str) -> int | None:
+    """2 (the usage-error status), after saying why, when the folder ``path`` to write is an existing
+    file; None otherwise. Checked by the handler so that every writing command answers alike."""
+    import os
+    import sys
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        print(f"error: {flag} {path} exists and is not a directory; give a folder (it is created if missing)",
+              file=sys.stderr)
+        return 2
+    return None
+
+
 def positive_int(text: str) -> int:
     """``int(text)`` >= 1, for counts where 0 or a negative number would mean nothing (or, used as a
     slice bound, something else: ``pairs[:-1]``)."""

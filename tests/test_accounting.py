@@ -213,9 +213,9 @@ def test_cli_json_and_table(capsys, tmp_path):
 
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    assert main(["accounting", "--config", str(bad)]) == 2
+    assert main(["accounting", "--config", str(bad)]) == 1  # a damaged or missing input fails (1)
     assert "bad.json" in capsys.readouterr().err
-    assert main(["accounting", "--config", str(tmp_path / "none.json")]) == 2
+    assert main(["accounting", "--config", str(tmp_path / "none.json")]) == 1
     assert capsys.readouterr().err.count("none.json") == 1  # named once, not repeated
     assert main(["accounting", "--preset", "gpt2-xl", "--steps", "-5", "--memory-gb", "0"]) == 2
     assert "must be positive: --steps -5, --memory-gb 0" in capsys.readouterr().err

@@ -181,11 +181,11 @@ def test_4_tokenize_refuses_to_overwrite_its_input_or_write_a_non_npy(texts, tmp
     os.link(source, link)
     for out in (source, tmp_path / "." / "corpus.npy", link):
         assert main(["tokenize", "--tokenizer", str(tmp_path / "tok"), "--input", str(source),
-                     "--out", str(out), "--no-progress"]) == 1
+                     "--out", str(out), "--no-progress"]) == 2  # a usage error
         assert "is the --input file" in capsys.readouterr().err
     assert source.read_text() == "Once upon a time"
     assert main(["tokenize", "--tokenizer", str(tmp_path / "tok"), "--input", str(texts["valid"]),
-                 "--out", str(tmp_path / "valid.txt"), "--no-progress"]) == 1
+                 "--out", str(tmp_path / "valid.txt"), "--no-progress"]) == 2
     assert "does not end in .npy" in capsys.readouterr().err and not (tmp_path / "valid.txt").exists()
 
 
@@ -197,10 +197,10 @@ def test_5_a_one_byte_special_token_is_refused_before_training(texts, tmp_path, 
 
     monkeypatch.setattr(seqlab.tokenizer, "train_bpe", lambda *a, **k: pytest.fail("trained anyway"))
     assert main(["bpe", "train", "--input", str(texts["stories"]), "--vocab-size", "300", "--special-token",
-                 EOT, "--special-token", "(", "--out", str(tmp_path / "tok"), "--no-progress"]) == 1
+                 EOT, "--special-token", "(", "--out", str(tmp_path / "tok"), "--no-progress"]) == 2
     assert "special token '(' is the single byte b'('" in capsys.readouterr().err
     assert main(["prepare", "--train", str(texts["stories"]), "--valid", str(texts["valid"]), "--vocab-size",
-                 "300", "--special-token", "\n", "--out", str(tmp_path / "data"), "--no-progress"]) == 1
+                 "300", "--special-token", "\n", "--out", str(tmp_path / "data"), "--no-progress"]) == 2
     assert "special token '\\n' is the single byte b'\\n'" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
     monkeypatch.undo()

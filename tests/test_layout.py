@@ -20,7 +20,7 @@ ARGPARSE_ALLOWED = {PACKAGE / "lm" / "settings.py", PACKAGE / "settings.py"}
 # seqlab modules that themselves import only the standard library (a cli.py may import them at the top)
 LIGHT_SEQLAB = {"seqlab", "seqlab.__version__", "seqlab.atomic", "seqlab.atomic.atomic_path", "seqlab.cli_types",
                 "seqlab.cli_types.finite_float", "seqlab.cli_types.check_text", "seqlab.cli_types.positive_int",
-                "seqlab.cli_types.non_negative_int"}
+                "seqlab.cli_types.non_negative_int", "seqlab.cli_types.file_given_as_folder"}
 
 
 def modules(root: Path = PACKAGE) -> list[Path]:

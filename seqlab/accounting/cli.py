@@ -78,7 +78,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.config:
             _check_config_kind(args.config)
-        fields_ = dict(PRESETS[args.preset]) if args.preset else load_config_file(args.config)
+        try:
+            fields_ = dict(PRESETS[args.preset]) if args.preset else load_config_file(args.config)
+        except (ValueError, TypeError) as exc:  # a missing or damaged --config file fails (1)
+            print(f"seqlab accounting: error: {exc}", file=sys.stderr)
+            return 1
         shape = as_model_config(fields_)
         args.steps, args.train_batch_size, budget_source = training_budget(args.preset, args.steps,
                                                                            args.train_batch_size)

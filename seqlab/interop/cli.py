@@ -7,6 +7,8 @@ import argparse
 import sys
 import time
 
+from seqlab.cli_types import file_given_as_folder
+
 
 def register(subparsers) -> None:
     export = subparsers.add_parser(
@@ -45,7 +47,8 @@ def _run_export(args: argparse.Namespace) -> int:
 
         return export_hf(args.run, args.out, overwrite=args.overwrite)
 
-    return _report(convert, f"exported {args.run}", "load with transformers: LlamaForCausalLM.from_pretrained({out!r})")
+    return _report(convert, f"exported {args.run}", "load with transformers: LlamaForCausalLM.from_pretrained({out!r})",
+                   args.out)
 
 
 def _run_import(args: argparse.Namespace) -> int:
@@ -54,16 +57,20 @@ def _run_import(args: argparse.Namespace) -> int:
 
         return import_hf(args.src, args.out, overwrite=args.overwrite)
 
-    return _report(convert, f"imported {args.src}", "try: seqlab generate --run {out} --prompt 'Hello'")
+    return _report(convert, f"imported {args.src}", "try: seqlab generate --run {out} --prompt 'Hello'", args.out)
 
 
-def _report(convert, done: str, hint: str) -> int:
+def _report(convert, done: str, hint: str, out_arg: str) -> int:
     """Run ``convert`` (returns the folder written); print one line on success, the error otherwise."""
+    if file_given_as_folder(out_arg, "OUT"):
+        return 2
     started = time.perf_counter()
     try:
         out = convert()
     except (OSError, ValueError) as error:
+        from seqlab.runs.kinds import RunKindError
+
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, RunKindError) else 1  # the wrong kind of run is the command line's fault
     print(f"{done} -> {out} in {time.perf_counter() - started:.1f} s ({hint.format(out=str(out))})")
     return 0

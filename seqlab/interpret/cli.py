@@ -61,19 +61,33 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # exit 2 for the command line (a device, the wrong kind of run, an analysis flag), 1 for a run that
+    # cannot be read or an --out that cannot be written
+    usage = True
     try:
-        from seqlab.inference import load_model
+        from seqlab.runtime import resolve_device
 
-        model, tokenizer, _ = load_model(run=args.run, device=args.device)
+        resolve_device(args.device)
+        usage = False
+        from seqlab.inference import load_model
+        from seqlab.runs.kinds import RunKindError
+
+        try:
+            model, tokenizer, _ = load_model(run=args.run, device=args.device)
+        except RunKindError:
+            usage = True
+            raise
         if tokenizer is None:
             raise FileNotFoundError(f"{Path(args.run) / 'tokenizer'} does not exist: the run has no tokenizer")
+        usage = True
         report = ANALYSES[args.analysis](model, _Tokens(tokenizer, model.config.vocab_size), args)
         print(report["table"])
+        usage = False
         if args.out:
             _write(Path(args.out), args.analysis, report, overwrite=args.overwrite)
     except USER_ERRORS as exc:
         print(f"seqlab interpret {args.analysis}: error: {exc}", file=sys.stderr)
-        return 2
+        return 2 if usage and not isinstance(exc, (FileNotFoundError, PermissionError)) else 1
     return 0
 
 

@@ -120,9 +120,9 @@ def run_labs(args: argparse.Namespace) -> int:
             return 2
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
+        except OSError as error:  # the folder cannot be made: a failure, like a write that fails later
             print(_output_error(out_dir, error), file=sys.stderr)
-            return 2
+            return 1
     run = collect(args.only)
     written = []
     if out_dir is not None:   # files first: the report may go to a closed pipe (| head)

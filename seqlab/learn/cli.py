@@ -80,6 +80,16 @@ def _progress(args):
         return None
 
 
+def _set_state(args, step_id: str, state: str) -> None:
+    """Record progress; a progress.json that cannot be read or written is a warning, not a failure of the
+    step (as in `check`)."""
+    from seqlab.learn.workspace import ProgressError, set_state
+    try:
+        set_state(_workspace(args), step_id, state)
+    except (OSError, ProgressError) as error:
+        print(f"warning: progress not saved: {error}", file=sys.stderr)
+
+
 def _usage(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -108,8 +118,8 @@ def _state(progress, step) -> str:
 def show_path(args) -> int:
     from seqlab.learn.path import STEPS
     progress = _progress(args)
-    if progress is None:
-        return 2
+    if progress is None:  # progress.json cannot be read
+        return 1
     lang = _lang(args)
     marks = {"todo": " ", "started": "~", "passed": "x"}
     print(("The path (workspace: {ws})" if lang == 0 else "学习路径（工作区：{ws}）").format(ws=_workspace(args)))
@@ -143,8 +153,8 @@ def _print_step(step, lang: int, number: int) -> None:
 def show_next(args) -> int:
     from seqlab.learn.path import STEPS
     progress = _progress(args)
-    if progress is None:
-        return 2
+    if progress is None:  # progress.json cannot be read
+        return 1
     for number, step in enumerate(STEPS, 1):
         if _state(progress, step) != "passed":
             _print_step(step, _lang(args), number)
@@ -163,12 +173,16 @@ def show_step(args) -> int:
 
 
 def start_exercise(args) -> int:
-    from seqlab.learn.workspace import set_state, start
+    from seqlab.learn.workspace import start
     ex = _exercise(args.name)
     if ex is None:
         return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
-    path, written = start(_workspace(args), ex)
-    set_state(_workspace(args), ex.name, "started")
+    try:
+        path, written = start(_workspace(args), ex)
+    except OSError as error:  # the workspace cannot hold the file
+        print(f"error: cannot write {_workspace(args) / (ex.name + '.py')}: {error}", file=sys.stderr)
+        return 1
+    _set_state(args, ex.name, "started")
     if written:
         print(f"wrote {path}: fill in {ex.signature}, then run: seqlab learn check {ex.name}"
               + (f" --workspace {_workspace(args)}" if getattr(args, "workspace", None) else ""))
@@ -183,11 +197,12 @@ def check_exercise(args) -> int:
     ex = _exercise(args.name)
     if ex is None:
         return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
-    path = _workspace(args) / f"{ex.name}.py"
-    if not path.is_file():
-        return _usage(f"{path} does not exist; write it first with: seqlab learn start {ex.name}")
     if args.time_limit is not None and not args.time_limit > 0:
         return _usage(f"--time-limit must be > 0, got {args.time_limit}")
+    path = _workspace(args) / f"{ex.name}.py"
+    if not path.is_file():
+        print(f"error: {path} does not exist; write it first with: seqlab learn start {ex.name}", file=sys.stderr)
+        return 1
     report = check(ex, path, time_limit=args.time_limit)
     try:
         set_state(_workspace(args), ex.name, "passed" if report.passed else "started")
@@ -235,7 +250,6 @@ def show_solution(args) -> int:
 
 def answer_question(args) -> int:
     from seqlab.learn.questions import QUESTION_BY_ID, grade, parse_numbers
-    from seqlab.learn.workspace import set_state
     q = QUESTION_BY_ID.get(args.name)
     if q is None:
         return _usage(f"no Trace question {args.name!r}; the questions are: {', '.join(QUESTION_BY_ID)}")
@@ -252,7 +266,7 @@ def answer_question(args) -> int:
     except ValueError as error:
         return _usage(str(error))
     correct, what = grade(q, given)
-    set_state(_workspace(args), q.id, "passed" if correct else "started")
+    _set_state(args, q.id, "passed" if correct else "started")
     if correct:
         print("right." if lang == 0 else "正确。")
         if args.show:
@@ -269,7 +283,6 @@ def answer_question(args) -> int:
 def show_card(args) -> int:
     from seqlab.learn.path import STEP_BY_ID
     from seqlab.learn.questions import CARD_BY_ID
-    from seqlab.learn.workspace import set_state
     lang = _lang(args)
     card = CARD_BY_ID.get(args.name)
     step = STEP_BY_ID.get(args.name)
@@ -278,14 +291,14 @@ def show_card(args) -> int:
     if card is None:                       # a command step: done when the student says so
         print(f"{step.title[lang]}: {step.command}")
         if args.reveal:
-            set_state(_workspace(args), step.id, "passed")
+            _set_state(args, step.id, "passed")
             print("marked done." if lang == 0 else "已标记完成。")
         return 0
     print(f"{card.kind.capitalize()}: {card.title[lang]}\n  {card.question[lang]}")
     if args.reveal:
         print(("  answer: " if lang == 0 else "  答案：") + card.answer[lang])
-        set_state(_workspace(args), card.id, "passed")
+        _set_state(args, card.id, "passed")
     else:
-        set_state(_workspace(args), card.id, "started")
+        _set_state(args, card.id, "started")
         print(f"  (think it through, then: seqlab learn card {card.id} --reveal)")
     return 0

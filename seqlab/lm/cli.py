@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from seqlab.cli_types import check_text, finite_float, positive_int
+from seqlab.cli_types import check_text, file_given_as_folder, finite_float, positive_int
 
 
 def register(subparsers) -> None:
@@ -50,6 +50,9 @@ def _run_data_tinystories(args: argparse.Namespace) -> int:
         link_local_files,
     )
 
+    if args.input and len(args.input) == 1 and not os.path.exists(args.input[0]):
+        print(f"error: --input {args.input[0]} does not exist", file=sys.stderr)
+        return 1
     try:
         if args.input:
             paths = link_local_files(args.input, args.out)
@@ -59,7 +62,7 @@ def _run_data_tinystories(args: argparse.Namespace) -> int:
                                          splits=splits, progress=not args.no_progress)
     except (DownloadError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, ValueError) else 1  # ValueError: --input is neither a folder nor TRAIN VALID
     for split, path in paths.items():
         print(f"{split}: {path}")
     if {"train", "valid"} <= set(paths):
@@ -102,8 +105,20 @@ def _run_prepare(args: argparse.Namespace) -> int:
     if args.tokenizer is not None and args.special_token is not None:
         print(f"error: --special-token cannot be given with --tokenizer (the special tokens are those of "
               f"{args.tokenizer})", file=sys.stderr)
-        return 1
+        return 2
+    if file_given_as_folder(args.out, "--out"):
+        return 2
     specials = args.special_token if args.special_token is not None else list(DEFAULT_SPECIAL_TOKENS)
+    if args.tokenizer is None:  # flags that cannot make a tokenizer are refused as such (2), as by `bpe train`
+        from seqlab.tokenizer.files import check_special_tokens
+        from seqlab.tokenizer.trainer import _check_vocab_size
+
+        try:
+            check_special_tokens(specials)
+            _check_vocab_size(args.vocab_size, specials)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     try:
         meta = prepare(args.train, args.valid, args.vocab_size, args.out, specials,
                        workers=args.workers, progress=not args.no_progress, tokenizer_dir=args.tokenizer,
@@ -147,9 +162,9 @@ def _run_train(args: argparse.Namespace) -> int:
 
     try:
         config = config_from_args(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError) as error:  # a missing --config file or run fails (1)
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, FileNotFoundError) else 2
     from seqlab.lm.task import train
     from seqlab.training.guards import NonFiniteLossError
 

@@ -57,8 +57,8 @@ def _run_train(args: argparse.Namespace) -> int:
 
     try:
         config, notes = resolve_settings(Seq2SeqTrainConfig, args)
-    except (ValueError, FileNotFoundError) as error:
-        return _error(str(error), 2)
+    except (ValueError, FileNotFoundError) as error:  # a missing --config file or run fails (1)
+        return _error(str(error), 1 if isinstance(error, FileNotFoundError) else 2)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     from seqlab.seq2seq.task import train
@@ -314,8 +314,8 @@ def _run_vocab(args: argparse.Namespace) -> int:
             raise ValueError(f"{run / 'config.json'} is not the config.json of a seq2seq run (no \"train\" settings)")
         cfg = Seq2SeqTrainConfig.from_saved(saved, source=str(run / "config.json"), notes=[])
         src_vocab, tgt_vocab = read_vocabs(run)
-    except (FileNotFoundError, ValueError) as error:
-        return _error(str(error), 2)
+    except (FileNotFoundError, ValueError) as error:  # a missing run or file fails (1)
+        return _error(str(error), 1 if isinstance(error, FileNotFoundError) else 2)
     info = known_inputs(cfg, src_vocab, tgt_vocab)
     if args.json:
         print(json.dumps(info, ensure_ascii=False))

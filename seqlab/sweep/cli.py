@@ -9,6 +9,8 @@ import argparse
 import os
 import sys
 
+from seqlab.cli_types import file_given_as_folder
+
 RECIPE_CHOICES = ("lr", "batch-size", "ablations")
 
 
@@ -80,15 +82,17 @@ def _run_sweep(args: argparse.Namespace) -> int:
         print("error: seqlab sweep takes no --resume: rerunning the same sweep resumes its unfinished runs "
               "by itself", file=sys.stderr)
         return 2
+    if file_given_as_folder(out, "--out"):
+        return 2
     overwrite = bool(vars(args).get("overwrite", False))
     from seqlab.sweep.grid import GridError
     from seqlab.sweep.runner import plan_sweep, run_sweep
 
     try:
         plan = plan_sweep(_base_config(args), out, grid=args.grid, recipe=args.recipe)
-    except (GridError, ValueError, FileNotFoundError) as error:
+    except (GridError, ValueError, FileNotFoundError) as error:  # a missing --config file fails (1)
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, FileNotFoundError) else 2
     print(f"sweep {plan.name}: {len(plan.variants)} runs into {out}/ (swept: {', '.join(plan.axes)})",
           file=sys.stderr)
     try:
@@ -134,6 +138,8 @@ def _register_compare(subparsers) -> None:
 def _run_compare(args: argparse.Namespace) -> int:
     from seqlab.sweep.report import best_by_group, compare_runs, groups
 
+    if file_given_as_folder(args.out, "--out"):
+        return 2
     try:
         records = compare_runs(args.runs, args.out, overwrite=args.overwrite)
     except (ValueError, OSError) as error:

@@ -7,6 +7,8 @@ import os
 import sys
 import time
 
+from seqlab.cli_types import file_given_as_folder
+
 
 def register(subparsers) -> None:
     bpe = subparsers.add_parser("bpe", help="byte-level BPE tokenizer tools")
@@ -81,11 +83,20 @@ def _run_train(args: argparse.Namespace) -> int:
     rule = dict(overwrite=args.overwrite, recognise=holds_only(TOKENIZER_FILES, ["special_tokens.json"]),
                 flag="--out")
 
+    if file_given_as_folder(args.out, "--out"):
+        return 2
     started = time.perf_counter()
     try:
         # everything that can be refused is refused now, not after minutes of training
         check_out_folder(args.out, "seqlab bpe train", **rule)
-        check_special_tokens(args.special_token)
+        try:
+            check_special_tokens(args.special_token)
+            from seqlab.tokenizer.trainer import _check_vocab_size
+
+            _check_vocab_size(args.vocab_size, args.special_token)
+        except ValueError as error:  # a --special-token that cannot be one, a --vocab-size too small for the bytes
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         remove_stale_temporaries(args.out)
         vocab, merges = train_bpe(args.input, args.vocab_size, args.special_token,
                                   num_workers=args.workers, progress=not args.no_progress)
@@ -123,6 +134,8 @@ def _run_export(args: argparse.Namespace) -> int:
     command = f"seqlab bpe export --to {args.to}"
     # tiktoken.json is seqlab's own file: a folder of only those two is an export from before the marker
     recognise = holds_only(files, files) if args.to == "tiktoken" else None
+    if file_given_as_folder(args.out, "OUT"):
+        return 2
     try:
         check_out_folder(args.out, command, overwrite=args.overwrite, recognise=recognise)
         tokenizer = Tokenizer.load(tokenizer_dir_of(args.tokenizer_dir))
@@ -162,6 +175,13 @@ def _run_tokenize(args: argparse.Namespace) -> int:
                 os.path.exists(args.out) and os.path.exists(args.input) and os.path.samefile(args.out, args.input)):
             raise ValueError(f"--out {args.out!r} is the --input file; it would replace the text with its "
                              f"token ids: give another .npy path")
+    except (IsADirectoryError, ValueError) as error:  # the flags themselves are wrong
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
         remove_stale_temporaries(out_dir)
         tokenizer = Tokenizer.load(args.tokenizer)
         with NpyStreamWriter(args.out, tokenizer.id_dtype()) as writer:

@@ -176,7 +176,7 @@ def test_grouped_query_and_tied_models_export(trained_run, tmp_path, cs336_dir, 
 
 def test_a_seq2seq_run_is_named_not_read_as_fields(tiny_s2s_run, tmp_path, capsys):
     """A seq2seq run printed its model fields as 'unknown model config fields 'arch', ...'."""
-    assert main(["export", "--to", "hf", str(tiny_s2s_run), str(tmp_path / "hf")]) == 1
+    assert main(["export", "--to", "hf", str(tiny_s2s_run), str(tmp_path / "hf")]) == 2  # the wrong kind of run
     err = capsys.readouterr().err
     assert f"{tiny_s2s_run} is a seq2seq run (written by `seqlab seq2seq train`)" in err
     assert "`seqlab export --to hf` needs a run of `seqlab train` or `seqlab demo`" in err and "unknown" not in err

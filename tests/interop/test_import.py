@@ -197,7 +197,7 @@ def test_train_resume_fine_tunes_the_imported_run(sharded, hf_tokenizer, cs336_d
         assert np.load(data / f"{split}.npy").tolist() == hf_tokenizer.encode(text.read_text(encoding="utf-8")).ids
     capsys.readouterr()
     assert main(["prepare", "--tokenizer", str(run), "--special-token", "<s>", "--train", str(texts["train"]),
-                 "--valid", str(texts["valid"]), "--out", str(tmp_path / "other")]) == 1
+                 "--valid", str(texts["valid"]), "--out", str(tmp_path / "other")]) == 2
     assert "--special-token cannot be given with --tokenizer" in capsys.readouterr().err
     assert not (tmp_path / "other").exists()
     before = load_model(run=run).model.state_dict()

@@ -174,11 +174,11 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     ws = tmp_path / "ws"
     assert _cli("check", "no_such_exercise", "--workspace", ws) == 2
     assert "no Implement exercise" in capsys.readouterr().err
-    assert _cli("check", "rnn_step", "--workspace", ws) == 2
+    assert _cli("check", "rnn_step", "--workspace", ws) == 1  # a missing input file is a failure
     assert "seqlab learn start rnn_step" in capsys.readouterr().err
     ws.mkdir()
     (ws / "progress.json").write_text("{not json")
-    assert _cli("--workspace", ws) == 2
+    assert _cli("--workspace", ws) == 1  # so is a damaged one
     assert "progress.json is not valid JSON" in capsys.readouterr().err
 
 

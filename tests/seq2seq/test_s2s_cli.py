@@ -98,7 +98,7 @@ def test_errors_are_clear(tmp_path, capsys):
     assert "apply to the symbol tasks" in capsys.readouterr().err
     assert main(["seq2seq", "translate", "--run", str(tmp_path / "nothing"), "x"]) == 1
     assert "does not exist" in capsys.readouterr().err
-    assert main(["seq2seq", "train", "--resume", "--out", str(tmp_path / "nothing")]) == 2
+    assert main(["seq2seq", "train", "--resume", "--out", str(tmp_path / "nothing")]) == 1  # no run to read
     assert "nothing to resume" in capsys.readouterr().err
 
 

@@ -53,16 +53,16 @@ def test_cli_errors(tmp_path, capsys):
     text = tmp_path / "t.txt"
     text.write_text("hello")
     assert main(["bpe", "train", "--input", str(text), "--vocab-size", "100", "--out", str(tmp_path / "o"),
-                 "--no-progress"]) == 1
+                 "--no-progress"]) == 2  # a usage error
     assert "too small" in capsys.readouterr().err
     assert main(["tokenize", "--tokenizer", str(tmp_path / "nope"), "--input", str(text),
                  "--out", str(tmp_path / "ids.npy"), "--no-progress"]) == 1
     assert "nope" in capsys.readouterr().err
     assert main(["bpe", "train", "--input", str(text), "--vocab-size", "300", "--out", str(text),
-                 "--no-progress"]) == 1
-    assert "t.txt' is a file" in capsys.readouterr().err
+                 "--no-progress"]) == 2  # a usage error: a file given as the folder
+    assert "t.txt exists and is not a directory" in capsys.readouterr().err
     assert main(["tokenize", "--tokenizer", str(tmp_path / "nope"), "--input", str(text),
-                 "--out", str(tmp_path), "--no-progress"]) == 1
+                 "--out", str(tmp_path), "--no-progress"]) == 2
     assert "is a directory" in capsys.readouterr().err
     assert main(["tokenize", "--tokenizer", str(tmp_path / "nope"), "--input", str(text),
                  "--out", str(tmp_path / "missing" / "ids.npy"), "--no-progress"]) == 1
