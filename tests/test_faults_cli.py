@@ -26,7 +26,7 @@ def test_labs_output_that_cannot_be_written_is_a_message(tmp_path, capsys, monke
         (tmp_path / "file").write_text("x")
         output = tmp_path / "file" / "out"
     monkeypatch.setattr(seqlab.labs.results, "collect", lambda *a: pytest.fail("labs ran before the check"))
-    assert main(["labs", "--only", "recurrence", "--output", str(output)]) == 2
+    assert main(["labs", "--only", "recurrence", "--output", str(output)]) == 1  # a folder that cannot be made: a failure
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write to --output {output}: ") and "Traceback" not in err
 
