@@ -27,8 +27,8 @@ from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
 from seqlab.outdir import check_out_folder, output_folder
 from seqlab.runs.checkpoint import save_checkpoint
-from seqlab.runs.directory import TOKENIZER_DIR, write_config
-from seqlab.runs.kinds import Kind
+from seqlab.runs.directory import write_config
+from seqlab.runs.kinds import TOKENIZER_DIR, Kind
 from seqlab.runs.state import TrainState
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.optimizer import AdamW, weight_decay_groups

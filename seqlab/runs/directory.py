@@ -24,7 +24,7 @@ from typing import Any
 
 from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
 from seqlab.jsonfile import read_json
-from seqlab.runs.kinds import CHECKPOINTS_DIR, CONFIG_FILE, KINDS, TOKENIZER_DIR, VOCAB_FILE, Kind  # noqa: F401 (the names of a run's files)
+from seqlab.runs.kinds import CONFIG_FILE, KINDS, TOKENIZER_DIR, VOCAB_FILE, Kind
 
 
 

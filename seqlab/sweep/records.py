@@ -33,7 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqlab.runs.directory import CONFIG_FILE, read_config, read_json_object
+from seqlab.runs.directory import read_config, read_json_object
+from seqlab.runs.kinds import CONFIG_FILE
 from seqlab.runs.log import read_jsonl
 
 OUTCOME_FILE = "sweep_outcome.json"

@@ -22,7 +22,7 @@ from typing import Any
 
 from seqlab.atomic import atomic_write_text
 from seqlab.sweep.grid import format_value
-from seqlab.sweep.records import SWEEP_FILE, RunRecord, read_run, sweep_runs  # noqa: F401 (SWEEP_FILE: kept here)
+from seqlab.sweep.records import RunRecord, read_run, sweep_runs
 
 COMPARE_FILE = "compare.json"
 

@@ -59,9 +59,8 @@ from seqlab.sweep.grid import (
 )
 from seqlab.sweep.progress import SweepProgress, Work
 from seqlab.sweep.recipes import recipe_variants
-from seqlab.sweep.records import OUTCOME_FILE, RunRecord, read_run, write_outcome
+from seqlab.sweep.records import OUTCOME_FILE, SWEEP_FILE, RunRecord, read_run, write_outcome
 from seqlab.sweep.report import (
-    SWEEP_FILE,
     best_run,
     report_markdown,
     write_figures,
