@@ -7,7 +7,7 @@
 
 const LEARN = {
   listing: null,        // the promise of POST /api/learn/workspace (asked once, at the first render)
-  panels: new Map(),    // "scopeId:exercise" -> {node, serial, result}
+  panels: new Map(),    // "scopeId:exercise" -> {node, name, result, busy, next}
 };
 
 // Names for the parts of a tuple output (the exercise's return value), by exercise.
@@ -83,7 +83,8 @@ function learnCallRows(call, label, parts) {
       yoursCell = k === 0 ? el("td", { class: "learn-cell learn-diff mono", rowspan: leaves.length,
         text: JSON.stringify(call.yours).slice(0, 300) }) : null;
     } else yoursCell = el("td", {}, learnLeafTable(mine === undefined ? null : mine, path, marks, "yours", call.reference));
-    rows.push(el("tr", {}, el("th", { class: "mono", text: (label ? label + ": " : "") + name }),
+    const title = label ? (name === "output" ? label : `${label}: ${name}`) : name;
+    rows.push(el("tr", {}, el("th", { class: "mono", text: title }),
       el("td", {}, learnLeafTable(ref, path, marks, "reference", call.reference)), yoursCell));
   });
   return rows;
@@ -123,21 +124,28 @@ async function learnUpdate(scope, endpoint, name, body) {
     const node = el("div", { class: "learn-yours", id: `learn-${scope.id}-${name}`, "data-exercise": name });
     const errorBox = scope.querySelector(":scope > .error");
     if (errorBox) scope.insertBefore(node, errorBox); else scope.append(node);
-    panel = { node, name, serial: 0, result: null };
+    panel = { node, name, result: null, busy: false, next: null };
     LEARN.panels.set(key, panel);
     learnRender(panel);
   }
-  const serial = ++panel.serial;
-  let result;
-  try {
-    result = await api("learn/yours", { widget: endpoint, exercise: name, inputs: body });
-  } catch (err) {
-    result = { exercise: name, file: panel.result ? panel.result.file : name + ".py", failure: errorText(err),
-      calls: [], labels: [] };
+  // One request per panel at a time (the student's code may run up to the time limit): inputs that
+  // change meanwhile wait, and only the newest of them is sent next.
+  panel.next = { endpoint, body };
+  if (panel.busy) return;
+  panel.busy = true;
+  while (panel.next) {
+    const wanted = panel.next;
+    panel.next = null;
+    let result;
+    try {
+      result = await api("learn/yours", { widget: wanted.endpoint, exercise: name, inputs: wanted.body });
+    } catch (err) {
+      result = { exercise: name, file: panel.result ? panel.result.file : name + ".py", failure: errorText(err),
+        calls: [], labels: [] };
+    }
+    if (!panel.next) { panel.result = result; learnRender(panel); }
   }
-  if (serial !== panel.serial) return;  // a newer input's answer is on its way
-  panel.result = result;
-  learnRender(panel);
+  panel.busy = false;
 }
 
 document.addEventListener("seqlab:rendered", async (event) => {
