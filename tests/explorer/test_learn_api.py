@@ -283,3 +283,23 @@ def test_explore_takes_a_workspace_and_every_label_of_the_panel_exists():
 
     used = set(re.findall(r'\bt\("([\w.]+\w)"', (STATIC_DIR / "learn.js").read_text(encoding="utf-8")))
     assert len(used) >= 9 and used <= set(_strings())
+
+
+def test_a_child_that_dies_is_reported_and_the_server_answers(learn, ws):
+    _write(ws, "lstm_cell_forward", "import os\nos._exit(3)\n")
+    data = learn.ok("learn/yours", {"widget": "lstm", "exercise": "lstm_cell_forward", "inputs": {}})
+    assert "died (exit status 3)" in data["failure"] and not data["implemented"]
+    assert learn.ok("learn/workspace", {})["exercises"]["lstm_cell_forward"]["present"]
+
+
+def test_explore_keeps_the_workspace_on_the_server(monkeypatch, capsys, tmp_path):
+    from seqlab.explorer import server as server_module
+
+    seen = []
+    monkeypatch.setattr(server_module.ExplorerServer, "serve_forever", lambda self: seen.append(self.workspace))
+    missing = tmp_path / "not-made-yet"
+    args = build_parser().parse_args(["explore", "--port", "0", "--no-browser", "--workspace", str(missing)])
+    assert args.func(args) == 0 and seen == [str(missing)]
+    assert f"warning: --workspace {missing} is not a directory" in capsys.readouterr().err
+    args = build_parser().parse_args(["explore", "--port", "0", "--no-browser"])
+    assert args.func(args) == 0 and seen[-1] is None
