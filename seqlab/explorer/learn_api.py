@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -160,7 +161,7 @@ def _bpe(p: Payload, name: str) -> tuple[Calls, list[str]]:
 def _bpe_shown(result: dict, calls: Calls) -> None:
     """Pairs of ids as the pieces they name ("s", "t"), in the values and the messages."""
     for entry, ((_, token_bytes), _) in zip(result["calls"], calls):
-        def text(pair):
+        def text(pair, token_bytes=token_bytes):
             if not isinstance(pair, list):
                 return pair
             return [token_bytes[i].decode("utf-8", "replace") if isinstance(i, int) and 0 <= i < len(token_bytes)

@@ -119,7 +119,8 @@ class ExplorerHandler(BaseHTTPRequestHandler):
             return lambda data: run_endpoint(name, data)
         if name in MODEL_ENDPOINTS:
             return lambda data: run_model_endpoint(name, data, self.server.runs)
-        from seqlab.explorer.learn_api import LEARN_ENDPOINTS, run_learn_endpoint  # the "yours" panels
+        # the "yours" panels of `seqlab explore --workspace DIR`
+        from seqlab.explorer.learn_api import LEARN_ENDPOINTS, run_learn_endpoint
 
         if name in LEARN_ENDPOINTS:
             return lambda data: run_learn_endpoint(name, data, getattr(self.server, "workspace", None))

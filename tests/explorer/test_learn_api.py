@@ -15,7 +15,6 @@ from seqlab.cli import build_parser
 from seqlab.explorer.learn_api import TIME_LIMIT, WIDGET_EXERCISES
 from seqlab.explorer.server import STATIC_DIR
 from seqlab.learn.references import REFERENCE_MODULES
-
 from tests.explorer.conftest import client_for, serving
 
 # an attention written here, in loops, with the 1/sqrt(d) scale forgotten

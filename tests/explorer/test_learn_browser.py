@@ -15,9 +15,9 @@ pytestmark = [
 ]
 pytest.importorskip("playwright.sync_api", reason="Python playwright is not installed")
 
-from tests.explorer.browsing import browser, open_page, set_value, settled  # noqa: E402,F401 (fixture)
-from tests.explorer.conftest import serving  # noqa: E402
-from tests.explorer.test_learn_api import NO_SCALE, _reference_file, _write  # noqa: E402
+from tests.explorer.browsing import browser, open_page, set_value, settled  # noqa: F401 (fixture)
+from tests.explorer.conftest import serving
+from tests.explorer.test_learn_api import NO_SCALE, _reference_file, _write
 
 PANEL = "#learn-w-attention-attention"
 
