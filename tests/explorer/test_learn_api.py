@@ -302,3 +302,14 @@ def test_explore_keeps_the_workspace_on_the_server(monkeypatch, capsys, tmp_path
     assert f"warning: --workspace {missing} is not a directory" in capsys.readouterr().err
     args = build_parser().parse_args(["explore", "--port", "0", "--no-browser"])
     assert args.func(args) == 0 and seen[-1] is None
+
+
+def test_nan_and_infinity_in_yours_come_back_as_json(learn, ws):
+    _write(ws, "clip_global_norm", "import numpy as np\ndef clip_global_norm(grads, threshold):\n"
+                                   "    return grads * np.array([np.nan, np.inf]), -np.inf\n")
+    status, data = learn.post("learn/yours", {"widget": "clipping", "exercise": "clip_global_norm",
+                                              "inputs": {"vector": [3.0, 4.0], "threshold": 2.0}})
+    assert status == 200
+    (call,) = data["calls"]
+    assert call["yours"] == [["NaN", "inf"], "-inf"] and call["marks"] == [[0, 0], [0, 1], [1]]
+    assert call["difference"]["message"] == "output[0][0]: expected 1.2, got nan"
