@@ -24,6 +24,8 @@ def register(subparsers) -> None:
                         f"`seqlab demo`, or a seq2seq model from `seqlab seq2seq train`; default {DEMO_RUN} "
                         "when it exists")
     parser.add_argument("--paths", metavar="DIR", help="results of `seqlab paths --out DIR` to draw")
+    parser.add_argument("--workspace", metavar="DIR", help="a `seqlab learn` workspace: each widget whose "
+                        "exercise DIR holds shows your function's output beside the reference (e.g. seqlab-learn)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
@@ -62,6 +64,10 @@ def run_explore(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"seqlab explore: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    server.workspace = getattr(args, "workspace", None)  # the "yours" panels (explorer/learn_api.py)
+    if server.workspace and not os.path.isdir(server.workspace):
+        print(f"warning: --workspace {server.workspace} is not a directory; `seqlab learn start NAME "
+              f"--workspace {server.workspace}` makes it", file=sys.stderr)
     print(f"seqlab explorer at {server.url}  (Ctrl+C to stop)", flush=True)
     if not run_ids:
         print(f"no model runs: the model panels explain how to make one (`seqlab demo --fast`)", file=sys.stderr)

@@ -119,6 +119,11 @@ class ExplorerHandler(BaseHTTPRequestHandler):
             return lambda data: run_endpoint(name, data)
         if name in MODEL_ENDPOINTS:
             return lambda data: run_model_endpoint(name, data, self.server.runs)
+        # the "yours" panels of `seqlab explore --workspace DIR`
+        from seqlab.explorer.learn_api import LEARN_ENDPOINTS, run_learn_endpoint
+
+        if name in LEARN_ENDPOINTS:
+            return lambda data: run_learn_endpoint(name, data, getattr(self.server, "workspace", None))
         return None
 
     def _allowed_methods(self, path: str) -> str | None:

@@ -83,6 +83,8 @@ function widget(sectionId, request, render, scopeId) {
       scope.classList.remove("failed");
       render(data, body);
       if (w.onRendered) w.onRendered();
+      // for other files' panels on a widget (learn.js: the student's code on these inputs)
+      document.dispatchEvent(new CustomEvent("seqlab:rendered", { detail: { endpoint, body, data, scope } }));
     } catch (err) {
       if (serial !== w.serial) return;
       w.fail(err);

@@ -429,6 +429,19 @@ const STRINGS = {
 
   "gl.title": ["Glossary", "术语表"],
   "gl.lead": ["Switch the page language at the top right. Terms used in the course:", "在右上角切换页面语言。课程中的术语："],
+
+  "learn.title": ["Yours: {name}() from {file}", "你的实现：{file} 中的 {name}()"],
+  "learn.reference": ["reference", "参考实现"],
+  "learn.yours": ["yours", "你的结果"],
+  "learn.running": ["running your code on these inputs…", "正在用这些输入运行你的代码……"],
+  "learn.same": ["✓ yours equals the reference on these inputs", "✓ 在这些输入上，你的结果与参考实现一致"],
+  "learn.differs": ["✗ {msg}", "✗ 与参考实现不同：{msg}"],
+  "learn.stub": ["not implemented yet — seqlab learn start {name} / edit {file}", "尚未实现 —— seqlab learn start {name} / 编辑 {file}"],
+  "learn.failed": ["your code did not run: {msg}", "你的代码没有运行完：{msg}"],
+  "learn.raised": ["your function raised an error: {msg}", "你的函数抛出了错误：{msg}"],
+  "learn.expected": ["expected {v}", "期望值 {v}"],
+  "err.learn_no_workspace": ["No workspace is open: start the explorer with seqlab explore --workspace DIR.",
+                             "没有打开工作区：请用 seqlab explore --workspace DIR 启动探索页面。"],
 };
 
 const GLOSSARY = [

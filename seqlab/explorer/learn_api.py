@@ -1,0 +1,256 @@
+"""The explorer's "yours" panels (``seqlab explore --workspace DIR``): the student's own function of
+an Implement exercise (``DIR/NAME.py``, see ``seqlab learn``) on the inputs a lab widget has now,
+beside the reference, with every differing element named.
+
+    POST /api/learn/workspace {}  ->  {"workspace": "seqlab-learn" | null, "widgets": {widget: [NAME, ...]},
+                                       "exercises": {NAME: {"present", "stub", "file", "title"}}}
+    POST /api/learn/yours {"widget": "attention", "exercise": "attention", "inputs": {...}}
+                                  ->  seqlab.learn.side_by_side.yours_and_reference(...) and "labels"
+
+``inputs`` is the body the widget itself sends to ``/api/<widget>``; it is validated with the same
+limits, then mapped to the exercise function's arguments (the widget's LSTM gates become the biases
+of a one-unit cell with zero weights, so the cell's gates are exactly the sliders). The student's
+code runs in a child process with a time limit (``seqlab.learn.runner``): a crash, an endless loop
+or a wrong shape is a message in the answer, and the server stays up.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seqlab.explorer import api
+from seqlab.explorer.validation import Payload, RequestError
+
+TIME_LIMIT = 4.0   # seconds for one widget's call of the student's code (numpy's import included)
+# A page opening asks for every panel at once: at most this many child processes run together.
+_RUNNING = threading.BoundedSemaphore(3)
+
+# widget (its /api/<name>) -> the exercises whose "yours" it shows, in order
+WIDGET_EXERCISES: dict[str, tuple[str, ...]] = {
+    "recurrence": ("scalar_recurrence", "scalar_recurrence_backward"),
+    "clipping": ("clip_global_norm",),
+    "lstm": ("lstm_cell_forward",),
+    "gru": ("gru_cell_forward",),
+    "attention": ("attention",),
+    "cross_attention": ("attention",),
+    "causal_mask": ("causal_mask",),
+    "multihead": ("multihead_attention",),
+    "bpe": ("choose_merge",),
+}
+
+Calls = list[tuple[tuple, dict]]
+
+
+# --- widget inputs -> the exercise's calls ---------------------------------------------------------
+def _recurrence(p: Payload, name: str) -> tuple[Calls, list[str]]:
+    d = api.DEFAULTS["recurrence"]
+    a = p.number("a", d["a"], -10, 10)
+    h0 = p.number("h0", d["h0"], -1, 1)
+    xs = np.array(p.vector("xs", d["xs"], 1, api.MAX_SEQUENCE, -api.MAX_VALUE, api.MAX_VALUE))
+    p.finish()
+    return [((a, xs), {"h0": h0})], [""]
+
+
+def _clipping(p: Payload, name: str) -> tuple[Calls, list[str]]:
+    d = api.DEFAULTS["clipping"]
+    vector = np.array(p.vector("vector", d["vector"], 1, api.MAX_DIM, -api.MAX_VALUE, api.MAX_VALUE))
+    threshold = p.number("threshold", d["threshold"], 1e-6, api.MAX_VALUE)
+    p.finish()
+    return [((vector, threshold), {})], [""]
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-12), 1 - 1e-12)   # a gate of exactly 0 or 1 needs an infinite bias
+    return math.log(p / (1 - p))
+
+
+def _atanh(x: float) -> float:
+    return math.atanh(min(max(x, -1 + 1e-12), 1 - 1e-12))
+
+
+def _lstm(p: Payload, name: str) -> tuple[Calls, list[str]]:
+    d = api.DEFAULTS["lstm"]
+    c_prev = p.number("c_prev", d["c_prev"], -api.MAX_VALUE, api.MAX_VALUE)
+    f, i, g, o = (p.number("f", d["f"], 0, 1), p.number("i", d["i"], 0, 1),
+                  p.number("g", d["g"], -1, 1), p.number("o", d["o"], 0, 1))
+    p.finish()
+    # one unit, zero weights: the gate pre-activations are the biases, stacked (i, f, g, o)
+    params = {"Wx": np.zeros((4, 1)), "Wh": np.zeros((4, 1)), "bh": np.zeros(4),
+              "bx": np.array([_logit(i), _logit(f), _atanh(g), _logit(o)])}
+    return [((params, np.zeros(1), np.zeros(1), np.array([c_prev])), {})], [""]
+
+
+def _gru(p: Payload, name: str) -> tuple[Calls, list[str]]:
+    d = api.DEFAULTS["gru"]
+    h_prev = p.number("h_prev", d["h_prev"], -api.MAX_VALUE, api.MAX_VALUE)
+    z = p.number("z", d["z"], 0, 1)
+    candidate = p.number("candidate", d["candidate"], -1, 1)
+    convention = p.choice("convention", d["convention"], api.GRU_CONVENTIONS)
+    p.finish()
+    keep_old = z if convention == "keep_old" else 1.0 - z   # the exercise's z keeps the OLD state
+    # one unit, zero weights: r (irrelevant then), z and the candidate n come from the biases (r, z, n)
+    params = {"Wx": np.zeros((3, 1)), "Wh": np.zeros((3, 1)), "bh": np.zeros(3),
+              "bx": np.array([0.0, _logit(keep_old), _atanh(candidate)])}
+    return [((params, np.zeros(1), np.array([h_prev])), {})], [""]
+
+
+def _attention(p: Payload, name: str, cross: bool = False) -> tuple[Calls, list[str]]:
+    d = api.DEFAULTS["cross_attention" if cross else "attention"]
+    queries, keys, values = api._attention_inputs(p, d)
+    causal = False if cross else p.boolean("causal", d["causal"])
+    reverse_mask = False if cross else p.boolean("reverse_mask", d["reverse_mask"])
+    padding = p.boolean("padding", d["padding"])
+    valid_length = p.integer("valid_length", d["valid_length"], 0, api.MAX_TOKENS)
+    p.finish()
+    mask = api._attention_mask(len(queries), len(keys), causal, reverse_mask, padding, valid_length)
+    return [((queries, keys, values), {} if mask is None else {"mask": np.asarray(mask, dtype=bool)})], [""]
+
+
+def _causal_mask(p: Payload, name: str) -> tuple[Calls, list[str]]:
+    tokens = p.strings("tokens", api.DEFAULTS["causal_mask"]["tokens"], 1, api.MAX_TOKENS, 12)
+    p.finish()
+    return [((len(tokens),), {})], [""]
+
+
+MULTIHEAD_SEED = 0
+
+
+def _multihead(p: Payload, name: str) -> tuple[Calls, list[str]]:
+    from seqlab.labs.attention import init_multihead_params
+
+    d = api.DEFAULTS["multihead"]
+    n = p.integer("n", d["n"], 1, 16)
+    d_model = p.integer("d_model", d["d_model"], 1, 64)
+    num_heads = p.integer("num_heads", d["num_heads"], 1, 16)
+    p.finish()
+    if num_heads > d_model or d_model % num_heads:
+        raise RequestError(f"d_model {d_model} must split evenly into num_heads {num_heads} heads")
+    # the widget traces shapes; the functions need numbers: seeded random X and weights of those shapes
+    rng = np.random.default_rng(MULTIHEAD_SEED)
+    params = init_multihead_params(d_model, rng)
+    x = rng.normal(size=(n, d_model))
+    return [((x, x.copy(), params, num_heads), {})], [""]
+
+
+def _bpe(p: Payload, name: str) -> tuple[Calls, list[str]]:
+    from seqlab.tokenizer import merge_trace
+
+    d = api.DEFAULTS["bpe"]
+    word_counts = p.word_counts("word_counts", d["word_counts"], 12, 24, 10_000)
+    num_merges = p.integer("num_merges", d["num_merges"], 1, 40)
+    p.finish()
+    calls, labels = [], []
+    for k, step in enumerate(merge_trace(word_counts, num_merges), 1):
+        # the step's pieces get ids 0, 1, ... in order of appearance; token_bytes[id] is the piece's bytes
+        pieces: list[str] = []
+        for left, right, _ in step["pair_counts"]:
+            pieces += [s for s in (left, right) if s not in pieces]
+        ids = {s: i for i, s in enumerate(pieces)}
+        counts = {(ids[left], ids[right]): int(count) for left, right, count in step["pair_counts"]}
+        calls.append(((counts, [s.encode("utf-8") for s in pieces]), {}))
+        labels.append(f"merge {k}")
+    return calls, labels
+
+
+def _bpe_shown(result: dict, calls: Calls) -> None:
+    """Pairs of ids as the pieces they name ("s", "t"), in the values and the messages."""
+    for entry, ((_, token_bytes), _) in zip(result["calls"], calls):
+        def text(pair, token_bytes=token_bytes):
+            if not isinstance(pair, list):
+                return pair
+            return [token_bytes[i].decode("utf-8", "replace") if isinstance(i, int) and 0 <= i < len(token_bytes)
+                    else i for i in pair]
+        entry["reference"], entry["yours"] = text(entry["reference"]), text(entry["yours"])
+        if entry["difference"] and entry["yours"] is not None:
+            expected, got = (" ".join(map(str, v)) for v in (entry["reference"], entry["yours"]))
+            entry["difference"]["message"] = f"the chosen pair: expected “{expected}”, got “{got}”"
+
+
+MAPPINGS: dict[str, Callable[[Payload, str], tuple[Calls, list[str]]]] = {
+    "recurrence": _recurrence, "clipping": _clipping, "lstm": _lstm, "gru": _gru,
+    "attention": _attention, "cross_attention": lambda p, name: _attention(p, name, cross=True),
+    "causal_mask": _causal_mask, "multihead": _multihead, "bpe": _bpe,
+}
+SHOWN = {"bpe": _bpe_shown}
+
+
+# --- endpoints -----------------------------------------------------------------------------------------
+def _no_workspace() -> RequestError:
+    return RequestError("no workspace is open: start the explorer with `seqlab explore --workspace DIR` "
+                        "(DIR holds your exercises, e.g. seqlab-learn)", "learn_no_workspace")
+
+
+def workspace(data: dict[str, Any], folder: str | None) -> dict:
+    """Which exercises the widgets can show, and which of them the workspace has a file for."""
+    Payload(data).finish()
+    from seqlab.learn.catalog import exercise
+
+    names = sorted({name for names in WIDGET_EXERCISES.values() for name in names})
+    exercises = {}
+    for name in names:
+        ex = exercise(name)
+        path = Path(folder) / f"{name}.py" if folder else None
+        present = bool(path and path.is_file())
+        stub = False
+        if present:
+            try:
+                stub = f'raise NotImplementedError("{name}: write this function")' in path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                stub = False
+        exercises[name] = {"present": present, "stub": stub, "file": str(path) if path else None,
+                           "title": [ex.title, ex.title_zh]}
+    return {"workspace": folder, "widgets": {w: list(n) for w, n in WIDGET_EXERCISES.items()},
+            "exercises": exercises}
+
+
+def yours(data: dict[str, Any], folder: str | None) -> dict:
+    """The student's function and the reference on one widget's inputs (see the module's docstring)."""
+    from seqlab.learn.side_by_side import yours_and_reference
+
+    unknown = sorted(set(data) - {"widget", "exercise", "inputs"})
+    if unknown:
+        raise RequestError(f"unknown field(s): {', '.join(unknown)}; expected widget, exercise, inputs")
+    name = data.get("exercise")
+    if not isinstance(name, str):
+        raise RequestError("exercise must be the name of an exercise, e.g. \"attention\"")
+    shown_by = [w for w, names in WIDGET_EXERCISES.items() if name in names]
+    if not shown_by:
+        known = sorted({n for names in WIDGET_EXERCISES.values() for n in names})
+        raise RequestError(f"no widget shows the exercise {name[:40]!r}; the explorer shows: {', '.join(known)}")
+    widget = data.get("widget", shown_by[0])
+    if widget not in shown_by:
+        raise RequestError(f"the widget {str(widget)[:40]!r} does not show {name}; it is shown by {', '.join(shown_by)}")
+    inputs = data.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise RequestError(f"inputs must be an object (the body the {widget} widget sends), "
+                           f"got {type(inputs).__name__}")
+    if folder is None:
+        raise _no_workspace()
+    calls, labels = MAPPINGS[widget](Payload(inputs), name)
+    with _RUNNING:
+        try:
+            result = yours_and_reference(folder, name, calls, time_limit=TIME_LIMIT)
+        except ValueError as exc:   # the reference rejects these inputs, with a message naming them
+            raise RequestError(str(exc)) from None
+    if widget in SHOWN:
+        SHOWN[widget](result, calls)
+    result.update(exercise=name, widget=widget, file=str(Path(folder) / f"{name}.py"), labels=labels,
+                  start=f"seqlab learn start {name} --workspace {folder}")
+    return result
+
+
+LEARN_ENDPOINTS: dict[str, Callable[[dict[str, Any], str | None], dict]] = {
+    "learn/workspace": workspace,
+    "learn/yours": yours,
+}
+
+
+def run_learn_endpoint(name: str, data: dict[str, Any], folder: str | None) -> dict:
+    """Run ``/api/<name>`` for the workspace ``folder`` (None: the explorer has none)."""
+    return LEARN_ENDPOINTS[name](data, folder)
