@@ -348,8 +348,9 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
         return _Ended("diverged", watch.reason) if watch.reason is not None else result
 
     def record(point: _Point, result: object, state: object) -> None:
-        device, peak = _device_peak(variant_config(plan.base, point.variant))
-        status, reason = (result.status, result.reason) if isinstance(result, _Ended) else ("finished", None)
+        config = variant_config(plan.base, point.variant)
+        device, peak = _device_peak(config)
+        status, reason = _ending(result, config, records[point.index])
         write_outcome(point.run_dir, status, reason=reason, peak_flops=peak, device=device)
         record = reread(point)
         if point.index in started:
@@ -372,6 +373,18 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
     outcome.records = read_records(plan)
     outcome.best = best_run(outcome.records)
     return outcome
+
+
+def _ending(result: object, config: TrainConfig, record: RunRecord) -> tuple[str, str | None]:
+    """(status, reason) for sweep_outcome.json: "diverged" or "failed" of a run that raised, else its
+    :class:`Status` word ("completed", "time budget"); ``result`` None: its final log says it ended."""
+    if isinstance(result, _Ended):
+        return result.status, result.reason
+    if result is None:
+        spent = config.time_budget_s is not None and (record.steps or 0) < config.total_steps()
+        return (Status.TIME_BUDGET.value, "time budget") if spent else (Status.COMPLETED.value, None)
+    status = Status(result.status)
+    return status.value, result.stopped_by if status is not Status.COMPLETED else None
 
 
 def _vocab_size(config: TrainConfig) -> int | None:

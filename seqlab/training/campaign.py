@@ -72,7 +72,7 @@ class Campaign:
     @property
     def exit_status(self) -> int:
         """0 when the campaign completed, else 128 + the stopping signal (130 without one)."""
-        return 0 if self.status is Status.COMPLETED else stopped_exit_status(self.stop.signal)
+        return 0 if self.status.finished else stopped_exit_status(self.stop.signal)
 
     def engine_say(self, prefix: str) -> Callable[[str], None]:
         """``say`` for a run's engine, each line under ``prefix``; the engine's own "continue with

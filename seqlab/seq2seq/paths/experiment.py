@@ -316,7 +316,7 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
         trained = results["trained"].get(model.key)
         if result is not None:
             trained = {"steps": result.steps, "train_seconds": round(result.elapsed, 2),
-                       "status": _run_status(result).value, "final_train_loss": result.train_loss}
+                       "status": Status(result.status).value, "final_train_loss": result.train_loss}
         elif trained is None:  # killed between training and its record: its checkpoint says how it ended
             steps = settings.symbol_steps if model.task in SYMBOL_TASKS else settings.dates_steps
             trained = {"steps": state.step, "train_seconds": round(state.elapsed, 2),
@@ -355,16 +355,6 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
     finally:
         torch.set_num_threads(saved_threads)
     return results
-
-
-def _run_status(result: Any) -> Status:
-    """A finished run's :class:`Status`: the engine says "completed" also when a time budget or a
-    target ended it (``stopped_by`` tells which)."""
-    if result.stopped_by == "time budget":
-        return Status.TIME_BUDGET
-    if result.stopped_by == "target reached":
-        return Status.TARGET_REACHED
-    return Status(result.status)
 
 
 @dataclass
