@@ -38,8 +38,9 @@ class TrainResult:
 
     @property
     def exit_status(self) -> int:
-        """0 when finished (all steps, its time budget or its target); 128 + the signal that stopped it, as a shell reports one (130 for Ctrl-C,
-        143 for SIGTERM; 130 for a stop asked another way)."""
+        """0 when finished (all steps, its time budget or its target); else 128 + the signal that
+        stopped it, as a shell reports one (130 for Ctrl-C, 143 for SIGTERM; 130 for a stop asked
+        another way)."""
         from seqlab.training.interrupt import stopped_exit_status
 
         return 0 if Status(self.status).finished else stopped_exit_status(self.stop_signal)

@@ -71,7 +71,7 @@ def test_outcome_words_old_and_new_read_as_the_record_status(tmp_path):
     for word, (status, reason) in expected.items():
         run = _tiny_run(tmp_path / word.replace(" ", "_"), [3.0, 2.0])
         config = json.loads((run / "config.json").read_text())
-        (run / "config.json").write_text(json.dumps({**config, "max_steps": 3, "total_steps": 3}))  # its log stops early
+        (run / "config.json").write_text(json.dumps({**config, "max_steps": 3, "total_steps": 3}))  # log: 2 of 3
         said = reason if word not in ("finished", "completed", "interrupted") else None
         write_outcome(run, word, reason=said, peak_flops=None, device=None)
         record = read_run(run)

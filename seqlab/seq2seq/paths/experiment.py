@@ -206,8 +206,9 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
     ``"stop_signal"`` holds it, or by a step callback's stop request).
 
     ``out`` must be new, empty, or this experiment's own folder: the same settings and seed
-    continue it (finished models are kept, an interrupted one resumes, new ``tasks`` are added to
-    the earlier ones); anything else is refused unless ``overwrite``, which starts over (see
+    continue it (finished models are kept, an interrupted one resumes with its own time cap, so
+    without a cap to the weights of an uninterrupted run; new ``tasks`` are added to the earlier
+    ones); anything else is refused unless ``overwrite``, which starts over (see
     :func:`seqlab.seq2seq.paths.results.check_out`). ``out`` is locked while the experiment runs
     (:class:`seqlab.runs.lock.RunLock`): a second one into it is refused (``RunLockedError``), so
     two processes never merge their results.json over each other. ``step_callbacks`` go to every model's
