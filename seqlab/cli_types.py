@@ -1,25 +1,15 @@
 """Argument types shared by every ``cli.py`` (standard library only, so ``seqlab --help`` stays fast).
 
-``float("nan")`` and ``float("inf")`` parse without complaint, and a NaN then slips through every
-range check (``nan > 0`` and ``nan < 0`` are both False). :func:`finite_float` refuses them when the
-command line is parsed::
+:func:`finite_float` refuses NaN and infinities as the command line is parsed: a NaN would slip
+through every range check (``nan > 0`` and ``nan < 0`` are both False)::
 
-    >>> finite_float("3e-4")
-    0.0003
     >>> finite_float("nan")
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: 'nan' is not a finite number; give a value such as 0.5 or 3e-4
 
-Text arguments are decoded from the command line's bytes with ``surrogateescape``: a byte that is
-not UTF-8 becomes a lone surrogate (0xff -> U+DCFF) that fails later, deep in an encoder, with an
-internal message. :func:`check_text` names it first (it also serves the explorer, whose JSON
-strings can hold lone surrogates written as ``\\ud800``)::
-
-    >>> check_text("caf\\udce9", "--prompt")
-    Traceback (most recent call last):
-    ...
-    ValueError: --prompt is not valid UTF-8: byte 0xe9 at character 4 (text in another encoding, e.g. Latin-1?); give UTF-8 text
+:func:`check_text` names a byte that is not UTF-8 (a lone surrogate after ``surrogateescape``)
+before it fails deep in an encoder with an internal message; the explorer uses it too.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
-"""The forward pass of a TransformerLM re-executed step by step from its own submodules, keeping
-named activations (``run_with_cache``), and the staged form of the same forward that patching and
-knockout use to start batch rows at different layers.
+"""A TransformerLM's forward pass re-run from its own submodules, keeping named activations
+(``run_with_cache``), and the staged form of it that patching and knockout use to start batch rows
+at different layers. The model itself is never hooked; attention is written as softmax(Q K^T /
+sqrt(d_head)) V so that the weights and each head's output are visible, and the cached logits equal
+``model(ids)`` up to rounding (tested).
 
-The model's own ``forward`` is never changed or hooked: this module calls the same submodules
-(``token_embeddings``, each block's ``ln1``, ``attn.q_proj/k_proj/v_proj/output_proj``, ``attn.rope``,
-``ln2``, ``ffn``, then ``ln_final`` and ``lm_head``) in the same order, with attention written as the
-reference formula softmax(Q K^T / sqrt(d_head)) V so that the weights and each head's output are
-visible. The cached logits equal ``model(ids)`` up to rounding (tested).
-
-Shapes (``L`` layers, ``H`` query heads, ``d`` = d_model): ``embed`` (batch, seq, d); per layer,
-stacked on a leading layer axis, ``resid_pre``, ``attn_out``, ``resid_mid``, ``mlp_out``,
-``resid_post`` (L, batch, seq, d), ``head_out`` (L, batch, seq, H, d): each head's output through its
-slice of the output projection, summing over heads to ``attn_out``; ``pattern`` (L, batch, H, seq,
-seq), row = query, column = key; ``final_norm_scale`` (batch, seq): the factor 1 / rms the final
-RMSNorm multiplies the last residual by (before its gain), 1 where the model has no final norm.
+Shapes (``L`` layers, ``H`` query heads, ``d`` = d_model): ``embed`` (batch, seq, d); stacked over
+layers, ``resid_pre``, ``attn_out``, ``resid_mid``, ``mlp_out``, ``resid_post`` (L, batch, seq, d),
+``head_out`` (L, batch, seq, H, d), summing over heads to ``attn_out``; ``pattern`` (L, batch, H,
+seq, seq), row = query; ``final_norm_scale`` (batch, seq): the final RMSNorm's 1 / rms (1 without it).
 
 Pre-norm block:  resid_mid = resid_pre + attn_out,        attn_out = attn(ln1(resid_pre))
                  resid_post = resid_mid + mlp_out,        mlp_out = ffn(ln2(resid_mid))

@@ -409,8 +409,9 @@ def _run_paths(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RuntimeError) as error:  # FileExistsError: another experiment's --out, ...
         return _error(str(error))
     print(f"{results['total_seconds']:.0f} s; report: {os.path.join(args.out, 'report.md')}")
-    if results["status"] == "completed":
-        return 0
+    from seqlab.runs.status import read_status
     from seqlab.training.interrupt import stopped_exit_status
 
+    if read_status(results["status"]).finished:
+        return 0
     return stopped_exit_status(results.get("stop_signal"))

@@ -109,7 +109,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         print(f"best: {outcome.best.name}, final val loss {outcome.best.final_val_loss:.4f}")
     written = [n for n in ("sweep.json", "report.md", "curves.png", "final.png") if os.path.exists(os.path.join(out, n))]
     print(f"wrote {', '.join(os.path.join(out, n) for n in written)}")
-    if outcome.status == "completed":
+    if outcome.status.finished:
         return 0
     from seqlab.training.interrupt import stopped_exit_status
 

@@ -1,34 +1,16 @@
-"""The three experiments of CS336 assignment 1 as sweeps around a base config (``--recipe``).
+"""The three experiments of CS336 assignment 1 as sweeps around a base config (``--recipe``):
 
-``lr``
-    The peak learning rate times 1/10, 1/3, 1, 10/3, ... up to 1000 (half decades, rounded to two
-    significant digits): from clearly too small to past the edge of divergence, so the figure shows
-    the U-shape and where it ends. Small models tolerate surprisingly large rates (a 2-layer,
-    d_model 64 model on the built-in stories first diverges at about 3), so the grid climbs far; a
-    run that diverges stops at once, so the runs past the edge cost little. An explicit ``min_lr``
-    is scaled with the rate (the cosine keeps its ratio).
-
-``batch-size``
-    1, then the base batch size times 1/16, 1/4, 1 and 4 (whole numbers, each once), all at the
-    base run's number of *tokens*: a run with a four times larger batch takes a quarter of the
-    steps (``token_budget``), unless the base trains for a time budget, which is then the same
-    for every run. The learning rate stays the base one; sweep it too with ``--grid lr=...``.
-
-``ablations``
-    The base model and the four ablations of the assignment at equal steps: ``no-rmsnorm``
-    (``norm=none``), ``post-norm`` (``norm_position=post``), ``nope`` (``positional=nope``) and
-    ``silu-ffn`` (``ffn=silu`` with ``d_ff`` 3/2 of the SwiGLU width, given or default, so the
-    two-matrix SiLU network has exactly the parameters of the three-matrix SwiGLU one; CS336's
-    ``4 * d_model`` is this for a SwiGLU width of ``8/3 * d_model``). An ablation the base
-    already has is left out. A time budget would give the runs unequal steps, so it is refused.
+- ``lr``: the peak learning rate x1/10 to x1000 in half decades (two significant digits), far past
+  the edge of divergence: small models tolerate rates near 3, and a diverged run stops at once;
+- ``batch-size``: 1 and the base batch size x1/16, 1/4, 1 and 4, all at the base run's number of
+  tokens (or its time budget);
+- ``ablations``: the base model and the assignment's four, ``no-rmsnorm``, ``post-norm``, ``nope``
+  and ``silu-ffn`` (as many parameters as SwiGLU), at equal steps.
 
 Example, around the default learning rate 3e-3::
 
-    >>> from seqlab.training import TrainConfig
     >>> [v.name for v in recipe_variants("lr", TrainConfig(data_dir="d"))]
     ['lr=3e-4', 'lr=1e-3', 'lr=3e-3', 'lr=0.01', 'lr=0.03', 'lr=0.1', 'lr=0.3', 'lr=1', 'lr=3']
-    >>> [v.name for v in recipe_variants("batch-size", TrainConfig(data_dir="d", batch_size=32))]
-    ['batch_size=1', 'batch_size=2', 'batch_size=8', 'batch_size=32', 'batch_size=128']
 """
 
 from __future__ import annotations
@@ -56,6 +38,7 @@ def _round(value: float) -> float:
 
 
 def lr_variants(base: TrainConfig) -> list[Variant]:
+    """One run per factor of :data:`LR_FACTORS`; an explicit ``min_lr`` scales with the rate."""
     variants = []
     for factor in LR_FACTORS:
         lr = _round(base.lr * factor)
@@ -67,6 +50,7 @@ def lr_variants(base: TrainConfig) -> list[Variant]:
 
 
 def batch_size_variants(base: TrainConfig) -> list[Variant]:
+    """Equal tokens (``token_budget``): a 4x batch takes 1/4 of the steps; the lr stays the base one."""
     sizes = sorted({1} | {max(1, round(base.batch_size * factor)) for factor in BATCH_FACTORS})
     tokens = None
     if base.time_budget_s is None:  # equal tokens: each run's steps follow from its batch size
@@ -81,6 +65,7 @@ def batch_size_variants(base: TrainConfig) -> list[Variant]:
 
 
 def ablation_variants(base: TrainConfig) -> list[Variant]:
+    """The baseline and each ablation the base is not already; a time budget is refused (unequal steps)."""
     if base.time_budget_s is not None:
         raise GridError(f"--recipe ablations compares the runs at equal steps, but --time-budget-s "
                         f"{base.time_budget_s:g} would stop each after its own number of steps; drop it "

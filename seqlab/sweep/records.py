@@ -36,6 +36,7 @@ from typing import Any
 from seqlab.runs.directory import read_config, read_json_object
 from seqlab.runs.kinds import CONFIG_FILE
 from seqlab.runs.log import read_jsonl
+from seqlab.runs.status import read_status
 
 OUTCOME_FILE = "sweep_outcome.json"
 SWEEP_FILE = "sweep.json"
@@ -232,8 +233,10 @@ def read_run(run_dir: str | Path, *, name: str | None = None, settings: dict[str
         record.status, record.reason = "finished", "reached --target-exact-match"
     record.group = comparison_group(config, run_dir) if config else ""
     outcome = read_json_object(run_dir / OUTCOME_FILE)
-    if outcome is not None and outcome.get("status") in STATUSES:
-        record.status, record.reason = outcome["status"], outcome.get("reason")
+    said = outcome.get("status") if outcome is not None else None
+    said = "finished" if read_status(said).finished else said  # a run's Status word: "completed", "time budget"
+    if outcome is not None and said in STATUSES:
+        record.status, record.reason = said, outcome.get("reason")
         peak = _number(outcome.get("peak_flops"))
         world = config.get("world_size") if isinstance(config.get("world_size"), int) else 1
         if peak and flops_per_token and record.tokens_per_second:

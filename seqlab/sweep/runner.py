@@ -1,32 +1,17 @@
-"""Running a sweep: every run of the plan, one after another, through ``seqlab.training.train``.
+"""Running a sweep: every run of the plan, one after another, through ``seqlab.training.train``, each
+in ``DIR/<run name>/``, an ordinary run directory (``seqlab generate --run DIR/lr=1e-3`` works).
 
-``DIR/<run name>/`` is an ordinary run directory (``seqlab generate --run DIR/lr=1e-3`` works).
-Rerunning the same sweep continues it:
+The loop is :class:`seqlab.training.campaign.Campaign`: a rerun of the same sweep skips a run with
+``sweep_outcome.json`` (its :class:`~seqlab.runs.status.Status` word, or "diverged" / "failed"),
+resumes one with ``checkpoints/latest.pt`` (the same batches and schedule as if it never stopped)
+and starts the others; Ctrl-C or SIGTERM stops the whole sweep, which then exits 130 or 143.
 
-- a run with ``sweep_outcome.json`` (finished, diverged or failed) is skipped;
-- a run with ``checkpoints/latest.pt`` is resumed with ``--resume`` (the same batches, RNG and
-  schedule as if it had never stopped), unless its log already ends with the final evaluation;
-- any other run starts from scratch.
-
-A run is diverged when the trainer raises ``NonFiniteLossError`` or when its logged training loss
-climbs above its starting value after warm-up (:mod:`seqlab.sweep.divergence`); the sweep records
-why and goes on with the next run. A run that runs out of GPU memory (a batch-size sweep reaching
-the memory limit) is recorded as failed, and the sweep goes on too.
-
-The loop itself (the lock on ``DIR``, stale files, signals, resume, the summary when stopped) is
-:class:`seqlab.training.campaign.Campaign`. Ctrl-C or SIGTERM stops the *whole* sweep: the run in
-progress finishes its step and saves its checkpoint, sweep.json and report.md record where things
-stand, and :func:`run_sweep` returns ``Status.INTERRUPTED`` with the signal (``seqlab sweep`` then
-exits 130 or 143). A second signal quits at once. Rerunning the command continues exactly where it
-stopped.
-
-``sweep.json`` remembers the sweep's settings; a rerun with other settings into the same ``DIR``
-is refused (give another ``--out``, or ``overwrite=True`` to delete this sweep's runs and start
-over). A non-empty ``DIR`` without sweep.json is refused as well: it is not a sweep's folder.
-
-With ``wandb`` on, every run is logged to W&B in the group named by the sweep (``DIR``'s name,
-unless ``WANDB_RUN_GROUP`` is already set), each under its run name; with ``tensorboard``, each
-run writes ``DIR/<run>/tensorboard/``, so ``tensorboard --logdir DIR`` shows them side by side.
+A run diverges when the trainer raises ``NonFiniteLossError`` or its training loss climbs above its
+start after warm-up (:mod:`seqlab.sweep.divergence`); one out of GPU memory fails. Either way the
+sweep records why and goes on. ``sweep.json`` holds the sweep's settings: a rerun with others into
+the same ``DIR`` is refused unless ``overwrite=True``, a ``DIR`` of something else always. With
+``wandb``, each run is logged in the group named by the sweep; with ``tensorboard``, each writes
+``DIR/<run>/tensorboard/``.
 """
 
 from __future__ import annotations
@@ -348,8 +333,9 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
         return _Ended("diverged", watch.reason) if watch.reason is not None else result
 
     def record(point: _Point, result: object, state: object) -> None:
-        device, peak = _device_peak(variant_config(plan.base, point.variant))
-        status, reason = (result.status, result.reason) if isinstance(result, _Ended) else ("finished", None)
+        config = variant_config(plan.base, point.variant)
+        device, peak = _device_peak(config)
+        status, reason = _ending(result, config, records[point.index])
         write_outcome(point.run_dir, status, reason=reason, peak_flops=peak, device=device)
         record = reread(point)
         if point.index in started:
@@ -372,6 +358,18 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
     outcome.records = read_records(plan)
     outcome.best = best_run(outcome.records)
     return outcome
+
+
+def _ending(result: object, config: TrainConfig, record: RunRecord) -> tuple[str, str | None]:
+    """(status, reason) for sweep_outcome.json: "diverged" or "failed" of a run that raised, else its
+    :class:`Status` word ("completed", "time budget"); ``result`` None: its final log says it ended."""
+    if isinstance(result, _Ended):
+        return result.status, result.reason
+    if result is None:
+        spent = config.time_budget_s is not None and (record.steps or 0) < config.total_steps()
+        return (Status.TIME_BUDGET.value, "time budget") if spent else (Status.COMPLETED.value, None)
+    status = Status(result.status)
+    return status.value, result.stopped_by if status is not Status.COMPLETED else None
 
 
 def _vocab_size(config: TrainConfig) -> int | None:

@@ -1,18 +1,11 @@
-"""The campaign loop: one experiment of many runs (``seqlab sweep``, ``seqlab paths``), trained one
-after another into one ``--out`` folder that a rerun of the same command continues.
+"""The campaign loop: one experiment of many runs (``seqlab sweep``, ``seqlab paths``) trained one
+after another into one ``--out`` folder, which a rerun of the same command continues.
 
-What every such command needs, done once here:
-
-- ``out`` is locked while the campaign runs (:class:`seqlab.runs.lock.RunLock`) and checked twice,
-  before and under the lock; stale temporaries of killed processes are removed;
-- the first Ctrl-C / SIGTERM lets the run in training save its checkpoint, starts no other run,
-  writes the summary and leaves :attr:`Campaign.exit_status` at 128 + the signal; a second quits;
-- a point whose outcome is recorded is skipped; one whose ``latest.pt`` says it reached its end
-  (killed between its last step and its record) is recorded without training; any other trains,
-  with ``resume=True`` when it has a checkpoint;
-- the summary is written after every point, at the end, and when anything stops the loop.
-
-Example (the command supplies the five steps; ``p.run_dir`` is each point's run folder)::
+``out`` is checked, locked and cleared of stale temporaries; the first Ctrl-C / SIGTERM lets the run
+in training save its checkpoint and ends the loop (exit 128 + the signal), a second quits; a point
+whose outcome is recorded is skipped, one whose ``latest.pt`` reached its end is recorded without
+training, any other trains (resumed when it has a checkpoint); the summary is written after every
+point and whenever the loop stops. Example (the command supplies the steps)::
 
     campaign = Campaign("sweeps/lr", "seqlab sweep", what="the sweep", check=check_out)
     status = campaign.run(points, recorded=lambda p: outcomes.get(p.name),
@@ -72,7 +65,7 @@ class Campaign:
     @property
     def exit_status(self) -> int:
         """0 when the campaign completed, else 128 + the stopping signal (130 without one)."""
-        return 0 if self.status is Status.COMPLETED else stopped_exit_status(self.stop.signal)
+        return 0 if self.status.finished else stopped_exit_status(self.stop.signal)
 
     def engine_say(self, prefix: str) -> Callable[[str], None]:
         """``say`` for a run's engine, each line under ``prefix``; the engine's own "continue with

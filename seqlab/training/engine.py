@@ -477,12 +477,12 @@ class Engine:
                 if save or target:
                     self.save(done)
                 if out_of_time:
-                    result.stopped_by = "time budget"
+                    result.status, result.stopped_by = Status.TIME_BUDGET, "time budget"
                     self._say(f"time budget of {cfg.time_budget_s:g} s spent at step {done}; saved "
                               f"{self.ckpt_dir / 'latest.pt'}")
                     break
                 if target:
-                    result.stopped_by = target
+                    result.status, result.stopped_by = Status.TARGET_REACHED, target
                     self._say(f"{target}: saved {self.ckpt_dir / 'latest.pt'} at step {done}")
                     break
                 # 5. callbacks, and a requested stop (Ctrl-C, SIGTERM) saves and ends the run

@@ -14,8 +14,8 @@ class TrainResult:
     run_dir: Path
     steps: int                      # completed optimizer steps
     total_steps: int
-    status: Status                  # COMPLETED (all steps, or its time budget or target) | INTERRUPTED
-    stopped_by: str | None = None    # the detail: "time budget", "target reached", "interrupted (SIGTERM)", ...
+    status: Status                  # COMPLETED | TIME_BUDGET | TARGET_REACHED (all .finished) | INTERRUPTED
+    stopped_by: str | None = None    # the reason in words: "time budget", "target reached", "interrupted (SIGTERM)"
     stop_signal: int | None = None   # the signal that stopped the run (CLI exit status 128 + it)
     train_loss: float | None = None  # mean over the last train_loss_steps steps of the run
     train_loss_steps: int = 0
@@ -38,19 +38,20 @@ class TrainResult:
 
     @property
     def exit_status(self) -> int:
-        """0 when completed; 128 + the signal that stopped it, as a shell reports one (130 for Ctrl-C,
-        143 for SIGTERM; 130 for a stop asked another way)."""
+        """0 when finished (all steps, its time budget or its target); else 128 + the signal that
+        stopped it, as a shell reports one (130 for Ctrl-C, 143 for SIGTERM; 130 for a stop asked
+        another way)."""
         from seqlab.training.interrupt import stopped_exit_status
 
-        return 0 if self.status == Status.COMPLETED else stopped_exit_status(self.stop_signal)
+        return 0 if Status(self.status).finished else stopped_exit_status(self.stop_signal)
 
     def summary(self, tokens: str = "tokens") -> str:
         """The end-of-run line, e.g. "completed at step 40/40, train loss (mean of the last 10 steps)
-        2.3100, val loss 2.4000, 1,234 tokens/s; run: runs/a"."""
-        text = f"{Status(self.status).value} at step {self.steps}/{self.total_steps}"
-        if self.stopped_by == "time budget":
-            text += " (time budget spent)"
-        elif self.stopped_by and self.status == Status.COMPLETED:
+        2.3100, val loss 2.4000, 1,234 tokens/s; run: runs/a", or "time budget spent at step 5/1000, ..."."""
+        status = Status(self.status)
+        text = "time budget spent" if status is Status.TIME_BUDGET else status.value
+        text += f" at step {self.steps}/{self.total_steps}"
+        if self.stopped_by and status.finished and self.stopped_by != status.value:
             text += f" ({self.stopped_by})"
         if self.train_loss is not None:
             text += f", {self.train_loss_label} {self.train_loss:.4f}"

@@ -18,6 +18,7 @@ import torch
 from seqlab.cli import main
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.runs.log import read_jsonl
+from seqlab.runs.status import Status
 from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import Seq2SeqTask, train
 from seqlab.training import engine as engine_module
@@ -167,7 +168,7 @@ def test_the_time_budget_stops_the_run_and_the_cosine_follows_elapsed_time(tmp_p
     cfg = _config(tmp_path, max_steps=1000, time_budget_s=50.0, warmup_steps=1, min_lr=1e-3, log_interval=1,
                   eval_interval=1000, checkpoint_interval=1000)
     result = TenSecondSteps(Seq2SeqTask(cfg), clock=lambda: clock["now"], say=_quiet).run()
-    assert (result.status, result.steps, result.stopped_by) == ("completed", 5, "time budget")
+    assert (result.status, result.steps, result.stopped_by) == (Status.TIME_BUDGET, 5, "time budget")
     assert read_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["iteration"] == 5
     expected = [1e-3 + 0.5 * (1 + math.cos(math.pi * (s - 1) / 5)) * (1e-2 - 1e-3) for s in range(1, 6)]
     assert [r["lr"] for r in _train_records(tmp_path / "run")] == pytest.approx(expected)
@@ -176,11 +177,12 @@ def test_the_time_budget_stops_the_run_and_the_cosine_follows_elapsed_time(tmp_p
 def test_a_target_metric_ends_the_run_after_its_evaluation(tmp_path, capsys):
     result = train(_config(tmp_path, max_steps=300, eval_interval=20, target_exact_match=0.05), say=_quiet)
     evals = [r for r in read_jsonl(tmp_path / "run" / "log.jsonl") if "val_exact_match" in r]
-    assert (result.status, result.stopped_by) == ("completed", "target reached")
+    assert (result.status, result.stopped_by) == (Status.TARGET_REACHED, "target reached")
     assert result.steps == evals[-1]["step"] < 300 and evals[-1]["val_exact_match"] >= 0.05
     assert all(r["val_exact_match"] < 0.05 for r in evals[:-1])
     assert read_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["iteration"] == result.steps
-    assert "(target reached)" in result.summary()
+    assert result.summary().startswith(f"target reached at step {result.steps}/300, ")
+    assert result.status.finished and result.exit_status == 0
 
 
 def _free_port() -> int:

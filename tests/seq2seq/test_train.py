@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.runs.log import read_jsonl
+from seqlab.runs.status import Status
 from seqlab.seq2seq.config import PAD_ID
 from seqlab.seq2seq.data import build_vocabs, load_pairs
 from seqlab.seq2seq.evaluation import evaluate_translations, masked_cross_entropy
@@ -178,7 +179,7 @@ def test_transformer_learns_dates_to_99_percent(tmp_path):
                              eval_interval=100, valid_size=1000, eval_batches=16, target_exact_match=0.995,
                              progress=False)
     result = train(cfg, say=lambda m: None)
-    assert (result.status, result.stopped_by) == ("completed", "target reached"), result.metrics
+    assert (result.status, result.stopped_by) == (Status.TARGET_REACHED, "target reached"), result.metrics
     run = load_run(tmp_path / "dates", device="cpu")
     seen = {s for part in load_pairs(cfg)[:2] for s, _ in part}
     test = make_pairs("dates", 1000, seed=7_000_001, exclude=seen)

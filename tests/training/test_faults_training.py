@@ -21,6 +21,7 @@ from seqlab.lm.settings import TrainConfig, config_from_argv
 from seqlab.lm.task import Trainer, train
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.runs.log import read_jsonl
+from seqlab.runs.status import Status
 from seqlab.training import engine as engine_module
 from seqlab.training.guards import NonFiniteLossError
 from seqlab.training.throughput import Throughput
@@ -304,7 +305,9 @@ def test_11_time_budget_follows_elapsed_time_and_stops_when_spent(byte_data, tmp
     config = _config(byte_data, run, max_steps=1000, time_budget_s=50.0, warmup_steps=1, lr=1e-2, min_lr=1e-3,
                      log_interval=1, eval_interval=1000, checkpoint_interval=1000)
     result = TenSecondSteps(config, clock=clock).run()
-    assert (result.status, result.steps, result.stopped_by) == ("completed", 5, "time budget")
+    assert (result.status, result.steps, result.stopped_by) == (Status.TIME_BUDGET, 5, "time budget")
+    assert result.status.finished and result.exit_status == 0
+    assert result.summary().startswith("time budget spent at step 5/1000, ")
     assert read_checkpoint(run / "checkpoints" / "latest.pt")["iteration"] == 5
     records = [r for r in read_jsonl(run / "log.jsonl") if "lr" in r]
     # step s starts (s - 1) * 10 s into the run: the cosine's progress is (s - 1) * 10 / 50

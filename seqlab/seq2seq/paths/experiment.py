@@ -1,38 +1,18 @@
 """The information-paths experiment (``seqlab paths``): how far does information travel, and how?
 
-Three encoder-decoders of about the same size are trained on the same tasks:
+Three encoder-decoders of about the same size train on the same tasks: ``rnn`` (the decoder sees
+the source only through the encoder's final state, one fixed-size vector), ``rnn-attention`` (each
+decoder step also reads every encoder state) and ``transformer`` (every output attends to every
+source position). On ``copy`` and ``reverse`` they train on sources of ``train_lengths`` and are
+tested at every length up to ``test_max_len``, past anything seen in training; ``dates`` adds a
+real translation task.
 
-* ``rnn``            the decoder sees the source only through the encoder's final state: every
-                     source symbol must survive a path of (source length) recurrent steps and
-                     then share one fixed-size vector with all the others (the bottleneck);
-* ``rnn-attention``  each decoder step also reads every encoder state directly (a short path);
-* ``transformer``    no recurrence at all: every output attends to every source position.
-
-For ``copy`` and ``reverse`` (output position t needs source position t, or S-1-t) the models
-train on sources of lengths ``train_lengths`` and are tested at every length up to
-``test_max_len``, past anything seen in training. ``dates`` adds a real translation task.
-
-Outputs in OUT/: ``results.json`` (every number, :mod:`~seqlab.seq2seq.paths.results`),
-``paths.png`` (exact match vs length, one line per architecture), ``attention_{task}_{arch}.png``
-(the attention models' alignments), ``dependency_{task}.png`` (Jacobian-norm dependency maps:
-which source positions move each output) (:mod:`~seqlab.seq2seq.paths.figures`), ``report.md``
-(the numbers and what they show, :mod:`~seqlab.seq2seq.paths.report`), and ``runs/{task}_{arch}/``
-(ordinary ``seqlab seq2seq`` runs, trained by the engine: ``translate`` and ``eval`` work on them).
-
-Each model goes through three stages, and results.json records each as it ends, so the same
-command run again continues where the last one stopped:
-
-1. **train** (:func:`seqlab.seq2seq.task.train`); a run with a checkpoint but no training outcome
-   was interrupted and is resumed (the engine's ``--resume``, with its original time cap: the same
-   batches and state, so without a time cap the weights equal those of an uninterrupted run);
-2. **evaluate** on test pairs never trained on, by source length, with attention and dependency maps;
-3. **done**: the record joins its task in results.json; a rerun skips it.
-
-The loop (lock, stale files, signals, resume) is :class:`seqlab.training.campaign.Campaign`.
-Ctrl-C or SIGTERM stops the whole experiment:
-the model in training saves its checkpoint, a model being evaluated finishes its evaluation, no
-other model starts, results.json, report.md and paths.png say where it stands, and ``seqlab
-paths`` exits 130 or 143. A second signal quits at once.
+OUT/ holds ``results.json`` (every number), ``paths.png`` (exact match against length), the
+attention and dependency maps, ``report.md`` and ``runs/{task}_{arch}/`` (ordinary ``seqlab
+seq2seq`` runs). Each model is trained, then evaluated, then recorded in results.json, so a rerun
+continues where the last one stopped. The loop (lock, signals, resume) is
+:class:`seqlab.training.campaign.Campaign`: Ctrl-C or SIGTERM lets the model in training save its
+checkpoint, writes where things stand, and exits 130 or 143.
 """
 
 from __future__ import annotations
@@ -226,8 +206,9 @@ def run_paths(out: str | Path, *, fast: bool = False, tasks: tuple[str, ...] = P
     ``"stop_signal"`` holds it, or by a step callback's stop request).
 
     ``out`` must be new, empty, or this experiment's own folder: the same settings and seed
-    continue it (finished models are kept, an interrupted one resumes, new ``tasks`` are added to
-    the earlier ones); anything else is refused unless ``overwrite``, which starts over (see
+    continue it (finished models are kept, an interrupted one resumes with its own time cap, so
+    without a cap to the weights of an uninterrupted run; new ``tasks`` are added to the earlier
+    ones); anything else is refused unless ``overwrite``, which starts over (see
     :func:`seqlab.seq2seq.paths.results.check_out`). ``out`` is locked while the experiment runs
     (:class:`seqlab.runs.lock.RunLock`): a second one into it is refused (``RunLockedError``), so
     two processes never merge their results.json over each other. ``step_callbacks`` go to every model's
@@ -316,7 +297,7 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
         trained = results["trained"].get(model.key)
         if result is not None:
             trained = {"steps": result.steps, "train_seconds": round(result.elapsed, 2),
-                       "status": _run_status(result).value, "final_train_loss": result.train_loss}
+                       "status": Status(result.status).value, "final_train_loss": result.train_loss}
         elif trained is None:  # killed between training and its record: its checkpoint says how it ended
             steps = settings.symbol_steps if model.task in SYMBOL_TASKS else settings.dates_steps
             trained = {"steps": state.step, "train_seconds": round(state.elapsed, 2),
@@ -355,16 +336,6 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
     finally:
         torch.set_num_threads(saved_threads)
     return results
-
-
-def _run_status(result: Any) -> Status:
-    """A finished run's :class:`Status`: the engine says "completed" also when a time budget or a
-    target ended it (``stopped_by`` tells which)."""
-    if result.stopped_by == "time budget":
-        return Status.TIME_BUDGET
-    if result.stopped_by == "target reached":
-        return Status.TARGET_REACHED
-    return Status(result.status)
 
 
 @dataclass
