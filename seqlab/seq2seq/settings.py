@@ -205,18 +205,24 @@ class Seq2SeqTrainConfig(EngineSettings):
 
     @classmethod
     def saved_settings(cls, out_dir: Path, notes: list[str]) -> dict[str, Any]:
-        """The settings in the run's config.json (``"train"``), under the flags of a ``--resume``.
-        A language-model run, a missing file or one of the wrong shape is a message naming it."""
-        from seqlab.runs.directory import read_config
+        """The settings in the run's config.json, under the flags of a ``--resume``. A language-model
+        run, a missing file or one of the wrong shape is a message naming it."""
         from seqlab.runs.kinds import check_kind
 
         path = out_dir / "config.json"
         if not path.is_file():
             raise FileNotFoundError(f"--resume: {path} does not exist (nothing to resume in {out_dir})")
         check_kind(out_dir, "seq2seq", "resume")
-        saved = read_config(out_dir).get("train")
-        if not isinstance(saved, dict):
-            raise ValueError(f"{path}: field 'train' must be a JSON object of settings, found "
-                             f"{type(saved).__name__ if saved is not None else 'nothing'}; the file was not written "
-                             "by `seqlab seq2seq train` (or was edited)")
-        return cls.from_saved(saved, source=str(path), key_prefix="train.", notes=notes).to_dict()
+        return cls.from_run(out_dir, notes).to_dict()
+
+    @classmethod
+    def from_run(cls, run: str | Path, notes: list[str] | None = None) -> "Seq2SeqTrainConfig":
+        """The settings of the seq2seq run ``run`` (its config.json, whichever seqlab wrote it; old
+        names and an old layout are read with a note in ``notes``)."""
+        from seqlab.runs.config import read_run_config
+
+        saved = read_run_config(run)
+        if notes is not None:
+            notes.extend(saved.notes)
+        return cls.from_saved(saved.settings, source=str(Path(run) / "config.json"), key_prefix=saved.settings_at,
+                              notes=notes)
