@@ -55,7 +55,8 @@ def write_run_config(run: str | Path, config: RunConfig) -> Path:
     creates RUN. The only writer of a run's config.json (tests/test_layout.py holds the rule)."""
     from seqlab import __version__
 
-    Kind(config.kind)  # a ValueError for anything but "lm" and "seq2seq"
+    if config.kind not in (Kind.LM.value, Kind.SEQ2SEQ.value):
+        raise ValueError(f"RunConfig.kind must be \"lm\" or \"seq2seq\", got {config.kind!r}")
     for part in PARTS:
         if not isinstance(getattr(config, part), dict):
             raise TypeError(f"RunConfig.{part} must be a dict, got {type(getattr(config, part)).__name__}")
