@@ -145,7 +145,8 @@ def test_the_model_config_shares_the_lm_names_and_reads_the_old_ones(tmp_path, c
     from dataclasses import asdict, fields
 
     from seqlab.model.config import ModelConfig
-    from seqlab.seq2seq.config import OLD_NAMES, Seq2SeqConfig
+    from seqlab.seq2seq.config import Seq2SeqConfig
+    from seqlab.settings import OLD_NAMES
 
     s2s, lm = {f.name for f in fields(Seq2SeqConfig)}, {f.name for f in fields(ModelConfig)}
     assert {"context_length", "tie_embeddings", "d_model", "num_heads", "norm", "attention"} <= s2s & lm
