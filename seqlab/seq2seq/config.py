@@ -138,7 +138,8 @@ class Seq2SeqConfig:
     def from_dict(cls, values: dict[str, Any], *, source: str = "model config",
                   notes: list[str] | None = None) -> "Seq2SeqConfig":
         """A Seq2SeqConfig from a dict of its fields (a checkpoint's ``model_config``); the old names
-        (seqlab.settings.OLD_NAMES: max_seq_len, tie_output) are read with a note (in ``notes``, else a warning); unknown fields name ``source``.
+        (seqlab.settings.OLD_NAMES: max_seq_len, tie_output) are read with a note (in ``notes``, else a
+        warning); unknown fields name ``source``.
 
         Example: ``Seq2SeqConfig.from_dict({"arch": "rnn", ..., "max_seq_len": 20})`` has
         ``context_length == 20`` and notes "model config: max_seq_len is now context_length"."""
