@@ -1,28 +1,17 @@
 """Run settings as dataclasses: one field per setting, read from defaults < a TOML file < flags.
 
-A settings class lists each setting once, with its section, help text and choices; its command's
-flags (:func:`add_config_arguments`), its TOML file (:func:`read_toml`), a resumed run's
-config.json (:meth:`Settings.from_saved`) and Python code (:meth:`Settings.from_dict`) all go
-through that one list. Example::
+A settings class lists each setting once (section, help, choices); flags, TOML files, a resumed
+run's settings and Python code all read that list::
 
     @dataclass
     class Tiny(Settings):
         lr: float = setting(3e-3, "optimizer", "peak learning rate")
 
-    parser = argparse.ArgumentParser()
-    add_config_arguments(parser, Tiny)                 # --config FILE.toml, --lr LR
     config, notes = resolve_settings(Tiny, parser.parse_args(["--lr", "0.01"]))   # Tiny(lr=0.01)
 
-Precedence is ``defaults < (with --resume: the run's config.json) < TOML < flags``. The TOML file
-may be flat or use the section names (``[optimizer]``); sections only group keys for the reader.
-
-Renamed settings (:class:`Renamed`) keep working for one release under their old names, as flags,
-TOML keys and keys of existing runs' config.json, each with a note saying the new name, e.g.
-``--steps 500`` -> ``max_steps=500`` and ``max_minutes = 2`` -> ``time_budget_s = 120.0``.
-
-:class:`EngineSettings` holds the settings every training task shares (the training engine reads
-them); ``TrainConfig`` (language models) and ``Seq2SeqTrainConfig`` extend it with their own.
-Standard library only: ``seqlab --help`` builds every parser without importing torch.
+With ``--resume`` the run's config.json sits between the defaults and the TOML file. Old names
+(:data:`OLD_NAMES`) are read with a note (``max_minutes = 2`` -> ``time_budget_s = 120.0``).
+:class:`EngineSettings` are those every training task shares. Standard library only.
 """
 
 from __future__ import annotations
@@ -55,13 +44,33 @@ def again(cls: type, name: str, default: Any, **changes: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Renamed:
-    """An old setting name, read for one more release: its value goes to ``new``, through
+class OldName:
+    """An old name, read for one more release: its value goes to ``new``, through
     ``convert(value, settings)`` when the unit changed (``settings``: every other value resolved)."""
 
     new: str
     convert: Callable[[Any, dict[str, Any]], Any] | None = None
     how: str = ""  # e.g. "minutes * 60"
+
+
+# The one table of old names: settings (flags, TOML keys, a run's config.json) and model config
+# fields (Seq2SeqConfig.from_dict) seqlab 0.1.0 and before used. A settings class reads those it
+# lists in ``OLD``; a model config those that name one of its fields and need no conversion.
+OLD_NAMES: dict[str, OldName] = {
+    "steps": OldName("max_steps"),
+    "layers": OldName("num_layers"),
+    "max_seq_len": OldName("context_length"),
+    "tie_output": OldName("tie_embeddings"),
+    "max_minutes": OldName("time_budget_s", lambda minutes, _: 60.0 * minutes, "minutes * 60 = seconds"),
+    "eval_size": OldName("eval_batches", lambda pairs, settings: max(1, math.ceil(pairs / settings["batch_size"])),
+                         "validation pairs / batch_size, rounded up"),
+}
+
+
+def field_old_names(names: set[str] | frozenset[str]) -> dict[str, str]:
+    """{old: new} of the table's plain renames (no conversion) of the fields ``names``, e.g. a model
+    config's: ``{"max_seq_len": "context_length", "tie_output": "tie_embeddings"}``."""
+    return {old: rule.new for old, rule in OLD_NAMES.items() if rule.new in names and rule.convert is None}
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,7 @@ class _Pending:
 class Settings:
     """Base of every settings dataclass: validation from the field metadata, dict/JSON/TOML reading."""
 
-    RENAMED: ClassVar[dict[str, Renamed]] = {}
+    OLD: ClassVar[tuple[str, ...]] = ()                # old names (of OLD_NAMES) still read, with a note
     POSITIVE: ClassVar[tuple[str, ...]] = ()           # fields that must be >= 1
     SHORTHANDS: ClassVar[tuple[tuple[str, str, Any], ...]] = ()  # (flag, field, value), e.g. --nope
 
@@ -104,6 +113,11 @@ class Settings:
         return asdict(self)
 
     @classmethod
+    def old_names(cls) -> dict[str, OldName]:
+        """The rows of :data:`OLD_NAMES` this class reads (``cls.OLD``)."""
+        return {name: OLD_NAMES[name] for name in cls.OLD}
+
+    @classmethod
     def field_map(cls) -> dict[str, dataclasses.Field]:
         return {f.name: f for f in fields(cls)}
 
@@ -114,7 +128,7 @@ class Settings:
         DeprecationWarning when ``notes`` is None); unit changes wait for :meth:`finish_renamed`."""
         out = {}
         for key, value in values.items():
-            rule = cls.RENAMED.get(key)
+            rule = cls.old_names().get(key)
             if rule is None:
                 out[key] = value
                 continue
@@ -137,7 +151,7 @@ class Settings:
         known = cls.field_map()
         for key, value in values.items():
             if isinstance(value, _Pending):
-                rule = cls.RENAMED[value.old]
+                rule = cls.old_names()[value.old]
                 raw = _coerce(known[key], value.value, f"{source}: key {value.old!r}")
                 done[key] = None if raw is None else rule.convert(raw, {**_defaults(cls), **done})
         return done
@@ -145,7 +159,7 @@ class Settings:
     @classmethod
     def from_dict(cls, values: dict[str, Any], *, source: str = "config", notes: list[str] | None = None):
         """Settings from {field: value}; unknown keys and values of the wrong type are errors naming
-        ``source`` and the key; old names are translated (see :class:`Renamed`)."""
+        ``source`` and the key; old names are translated (see :data:`OLD_NAMES`)."""
         values = cls.finish_renamed(cls.renamed_keys(values, where=source, notes=notes), source=source)
         known = cls.field_map()
         unknown = sorted(set(values) - set(known))
@@ -241,12 +255,12 @@ def read_toml(path: str | Path, cls: type[Settings], notes: list[str] | None = N
         else:
             items = [(key, key, value)]
         for where, name, item in items:
-            if name not in known and name not in cls.RENAMED:
+            if name not in known and name not in cls.old_names():
                 raise ValueError(f"config file {path}: unknown key {where!r}")
-            new = cls.RENAMED[name].new if name in cls.RENAMED else name
+            new = cls.old_names()[name].new if name in cls.old_names() else name
             if new in flat:
                 raise ValueError(f"config file {path}: key {new!r} is given twice")
-            if name in cls.RENAMED:
+            if name in cls.old_names():
                 flat.update(cls.renamed_keys({name: item}, where=f"config file {path}", notes=notes))
             else:
                 flat[name] = _coerce(known[name], item, f"config file {path}: key {where!r}")
@@ -284,9 +298,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type[Settings]) -
         groups[known[name].metadata["section"]].add_argument(
             flag, dest=f"shorthand_{name}", action="store_const", const=value, default=argparse.SUPPRESS,
             help=f"ablation: {name}={value}")
-    if cls.RENAMED:
+    if cls.old_names():
         old = parser.add_argument_group("renamed options (the old names work for one more release)")
-        for name, rule in cls.RENAMED.items():
+        for name, rule in cls.old_names().items():
             target = known[rule.new]
             how = f" ({rule.how})" if rule.how else ""
             if _base_type(target) is bool:
@@ -333,7 +347,7 @@ def given_flags(cls: type[Settings], args: argparse.Namespace, notes: list[str])
     for _flag, name, _value in cls.SHORTHANDS:
         if f"shorthand_{name}" in given:
             values[name] = given[f"shorthand_{name}"]
-    old = {name: given[f"renamed_{name}"] for name in cls.RENAMED if f"renamed_{name}" in given}
+    old = {name: given[f"renamed_{name}"] for name in cls.old_names() if f"renamed_{name}" in given}
     values.update(cls.renamed_keys({**values, **old}, where="flags", notes=notes, flag_names=True))
     return values
 

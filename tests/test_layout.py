@@ -337,9 +337,7 @@ def _docstring_problems(root: Path = PACKAGE) -> list[str]:
 
 
 # module docstrings still longer than 20 lines, to be shortened (the list may only shrink)
-LONG_DOCSTRINGS_LEFT = {
-    "runs/kinds.py", "seq2seq/settings.py", "settings.py", "sweep/records.py",
-}
+LONG_DOCSTRINGS_LEFT: set[str] = set()
 
 
 def test_docstrings_short_and_without_tracker_references():
@@ -359,3 +357,77 @@ def test_the_docstring_check_catches_a_long_docstring_and_an_issue_number(tmp_pa
     problems = _docstring_problems(tmp_path)
     assert len(problems) == 2
     assert "long.py: module docstring of 26 lines" in problems[0] and "short.py:2: issue number" in problems[1]
+
+
+# -- one config.json writer ------------------------------------------------------------------------
+# the one writer of a run's config.json, and the Hugging Face export's config.json (another format)
+CONFIG_WRITERS_ALLOWED = {PACKAGE / "runs" / "config.py", PACKAGE / "interop" / "export.py"}
+WRITE_CALLS = {"atomic_write_text", "write_text", "write_bytes", "dump"}
+
+
+def _names_config_json(node: ast.AST, tainted: set[str]) -> bool:
+    """Whether the expression ``node`` holds "config.json", CONFIG_FILE or a name bound to one."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and sub.value == "config.json":
+            return True
+        if isinstance(sub, (ast.Name, ast.Attribute)) and getattr(sub, "id", getattr(sub, "attr", None)) in (
+                {"CONFIG_FILE"} | tainted):
+            return True
+    return False
+
+
+def config_json_writes(text: str) -> list[int]:
+    """Lines of ``text`` that write a file named config.json: atomic_write_text(PATH, ...),
+    PATH.write_text(...), open(PATH, "w") / json.dump(..., open(PATH, "w")), where PATH holds
+    "config.json" or CONFIG_FILE, directly or through a variable assigned from one."""
+    tree, lines = ast.parse(text), []
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        tainted: set[str] = set()
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                if _names_config_json(node.value, tainted):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
+            if isinstance(node, ast.withitem) and node.optional_vars is not None and isinstance(
+                    node.optional_vars, ast.Name) and _names_config_json(node.context_expr, tainted):
+                tainted.add(node.optional_vars.id)
+        for node in ast.walk(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            mode = [a.value for a in node.args[1:2] + [k.value for k in node.keywords if k.arg == "mode"]
+                    if isinstance(a, ast.Constant)]
+            if name == "open" and node.args and any("w" in str(m) or "a" in str(m) for m in mode):
+                hit = _names_config_json(node.args[0], tainted)
+            elif name in ("write_text", "write_bytes") and isinstance(node.func, ast.Attribute):
+                hit = _names_config_json(node.func.value, tainted)
+            elif name in WRITE_CALLS and node.args:
+                hit = any(_names_config_json(a, tainted) for a in node.args[:2])
+            else:
+                continue
+            if hit:
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_one_config_json_writer():
+    found = [f"{path}:{line}" for path in modules() if path not in CONFIG_WRITERS_ALLOWED
+             for line in config_json_writes(path.read_text())]
+    assert not found, ("these write a run's config.json beside seqlab.runs.config.write_run_config (use it):\n"
+                       + "\n".join(found))
+    assert config_json_writes((PACKAGE / "runs" / "config.py").read_text()), "the one writer is no longer seen"
+
+
+def test_the_config_json_writer_check_finds_a_second_writer():
+    mutants = [
+        'def f(run):\n    path = Path(run) / CONFIG_FILE\n    atomic_write_text(path, "{}")\n',
+        'def f(run):\n    (run / "config.json").write_text("{}")\n',
+        'def f(run, x):\n    with open(run / "config.json", "w") as fh:\n        json.dump(x, fh)\n',
+        'def f(run, x):\n    json.dump(x, open(os.path.join(run, "config.json"), "w"))\n',
+    ]
+    for mutant in mutants:
+        assert config_json_writes(mutant), mutant
+    readers = ['def f(run):\n    return json.loads((run / "config.json").read_text())\n',
+               'def f(run):\n    path = run / CONFIG_FILE\n    return open(path).read()\n',
+               'def f(run):\n    atomic_write_text(run / "vocab.json", "{}")\n']
+    assert not [r for r in readers if config_json_writes(r)]

@@ -59,7 +59,7 @@ def _check_config_kind(path: str) -> None:
         raise ValueError(f"{path} belongs to a seq2seq run (from `seqlab seq2seq train`): `seqlab accounting` "
                          "counts Transformer language models; for the seq2seq run use "
                          f"{commands_for('seq2seq', os.path.dirname(path) if path.endswith('config.json') else path)}; "
-                         "its config.json records the parameter count (\"parameters\")")
+                         "its config.json records the parameter count (settings \"parameters\")")
     if os.path.isdir(path):
         hint = f"; for this run give --config {os.path.join(path, 'config.json')}" if kind == "lm" else ""
         raise ValueError(f"{path} is a directory; --config takes a TOML or JSON file of ModelConfig fields{hint}")

@@ -155,8 +155,18 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def load_config_file(path: str) -> dict[str, Any]:
-    """ModelConfig fields from a TOML or JSON file (a top-level ``model`` table is used if present,
-    so a run's ``config.json`` works)."""
+    """ModelConfig fields from a TOML or JSON file (a top-level ``model`` table is used if present;
+    a run's ``config.json`` is read by the run format, whichever seqlab wrote it)."""
+    from pathlib import Path
+
+    from seqlab.runs.kinds import CONFIG_FILE, Kind, run_kind
+
+    if Path(path).name == CONFIG_FILE and run_kind(Path(path).parent) is Kind.LM:
+        from seqlab.runs.config import read_run_config
+
+        model = read_run_config(Path(path).parent).model
+        if model:
+            return model
     try:
         with open(path, "rb") as handle:
             raw = handle.read()

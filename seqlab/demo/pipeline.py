@@ -11,7 +11,6 @@ and swapped in whole; an existing OUT is replaced only with ``overwrite``.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -29,6 +28,7 @@ from seqlab.lm.settings import TrainConfig
 from seqlab.lm.stories import write_demo_corpus
 from seqlab.lm.task import Trainer, train
 from seqlab.runs.checkpoint import load_model_from_checkpoint
+from seqlab.runs.config import read_run_config, write_run_config
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.result import TrainResult
 
@@ -178,10 +178,10 @@ def _final_paths(message: str, work: Path, out: Path) -> str:
 
 def _point_run_at(out: Path, run_dir: Path) -> None:
     """RUN/config.json names where the data and run will be once the demo is swapped into ``out``."""
-    path = run_dir / "config.json"
-    saved = json.loads(path.read_text())
-    saved.update(data_dir=str(out / "data"), out_dir=str(out / "run"))
-    atomic_write_text(path, json.dumps(saved, indent=2) + "\n")
+    saved = read_run_config(run_dir)
+    saved.settings.update(data_dir=str(out / "data"), out_dir=str(out / "run"))
+    saved.data["data_dir"] = str(out / "data")
+    write_run_config(run_dir, saved)
 
 
 def _short_vocabulary(meta: dict) -> str:

@@ -104,10 +104,10 @@ def load_lm(run: Run) -> ExplorerLM:
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise RequestError(f"run {run.id}: cannot load {run.path / 'checkpoints' / 'latest.pt'} or its tokenizer: "
                            f"{exc}. Retrain it or pick another run", "run_damaged", run=run.id, detail=str(exc)) from None
-    from seqlab.runs.directory import read_config
+    from seqlab.runs.config import read_run_config
 
-    try:
-        config = read_config(run.path) if (run.path / "config.json").is_file() else {}
+    try:  # the training settings of config.json, whichever seqlab wrote it
+        config = read_run_config(run.path).settings if (run.path / "config.json").is_file() else {}
         log_path = run.path / "log.jsonl"
         log = read_jsonl(log_path) if log_path.is_file() else []
     except (OSError, ValueError) as exc:

@@ -32,7 +32,7 @@ from seqlab.interop.run_writer import IMPORT_COMMAND, write_imported_run
 from seqlab.interop.safetensors_io import WeightFiles
 from seqlab.model import ModelConfig, TransformerLM
 from seqlab.outdir import check_out_folder
-from seqlab.runs.directory import read_config
+from seqlab.jsonfile import read_json
 from seqlab.tokenizer import read_tokenizer_json
 
 FLOAT_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
@@ -60,7 +60,7 @@ def read_llama_config(src: Path) -> ModelConfig:
     path = src / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; SRC must be a transformers model folder")
-    fields = from_llama_config(read_config(src), str(path))  # a JSON object, or an error naming the line
+    fields = from_llama_config(read_json(path, expected=dict), str(path))  # a JSON object, or an error naming the line
     try:
         config = ModelConfig(**fields)
     except ValueError as error:

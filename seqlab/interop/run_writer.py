@@ -4,7 +4,7 @@ The one place that writes it, with the run format's helpers (:mod:`seqlab.runs`)
 ``seqlab train`` writes into them, so the result is a language-model run like any other::
 
     OUT/config.json             "kind": "lm", the TrainConfig with the model's shape, "model"
-                                (ModelConfig fields), "imported_from" (runs.directory.write_config)
+                                (ModelConfig fields), "data": {"imported_from"} (runs.config)
     OUT/checkpoints/latest.pt   step 0: weights, an AdamW state with no moments yet, the run state
                                 a --resume needs (sampler, RNG), model_config (runs.checkpoint.save_checkpoint)
     OUT/tokenizer/              Tokenizer.save
@@ -27,8 +27,8 @@ from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
 from seqlab.outdir import check_out_folder, output_folder
 from seqlab.runs.checkpoint import save_checkpoint
-from seqlab.runs.directory import write_config
-from seqlab.runs.kinds import TOKENIZER_DIR, Kind
+from seqlab.runs.config import write_run_config
+from seqlab.runs.kinds import TOKENIZER_DIR
 from seqlab.runs.state import TrainState
 from seqlab.tokenizer import Tokenizer
 from seqlab.training.optimizer import AdamW, weight_decay_groups
@@ -56,8 +56,7 @@ def write_imported_run(out: str | os.PathLike, model: TransformerLM, tokenizer: 
                       global_batch=None, world_size=1, scaler=None)
     extra["imported_from"] = source
     with output_folder(out, IMPORT_COMMAND, overwrite=overwrite) as building:
-        write_config(building, {**config.to_dict(), "model": asdict(model.config), "world_size": 1,
-                                "total_steps": 0, "imported_from": source}, kind=Kind.LM)
+        write_run_config(building, config.run_config(model.config, world_size=1, total_steps=0, imported_from=source))
         save_checkpoint(model, optimizer, 0, building / "checkpoints" / "latest.pt", extra=extra)
         tokenizer.save(building / TOKENIZER_DIR)
     return out

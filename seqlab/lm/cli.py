@@ -158,13 +158,16 @@ def _register_train(subparsers) -> None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from seqlab.lm.settings import config_from_args
+    from seqlab.lm.settings import TrainConfig
+    from seqlab.settings import resolve_settings
 
     try:
-        config = config_from_args(args)
+        config, notes = resolve_settings(TrainConfig, args)
     except (ValueError, FileNotFoundError) as error:  # a missing --config file or run fails (1)
         print(f"error: {error}", file=sys.stderr)
         return 1 if isinstance(error, FileNotFoundError) else 2
+    for note in notes:  # e.g. a run written by an older seqlab
+        print(f"note: {note}", file=sys.stderr)
     from seqlab.lm.task import train
     from seqlab.training.guards import NonFiniteLossError
 

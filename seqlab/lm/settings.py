@@ -13,7 +13,6 @@ Batch sizes are per process and per micro-batch: one optimizer step sees
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -79,27 +78,37 @@ class TrainConfig(EngineSettings):
         shape = {f.name: getattr(self, f.name) for f in fields(ModelConfig) if f.name != "vocab_size"}
         return ModelConfig(vocab_size=vocab, **shape)
 
-    # -- persistence ----------------------------------------------------------------
-    def save_json(self, path: str | Path, *, model_config: Any | None = None, extra: dict | None = None) -> None:
-        """Write the resolved config (plus a "model" sub-dict of ModelConfig fields) atomically."""
-        payload = self.to_dict()
-        if model_config is not None:
-            payload["model"] = asdict(model_config)
-        payload.update(extra or {})
-        from seqlab.atomic import atomic_write_text
+    # -- the run's config.json ------------------------------------------------------
+    def run_config(self, model_config: ModelConfig, *, world_size: int, total_steps: int, **data: Any):
+        """The :class:`seqlab.runs.config.RunConfig` of a run trained with these settings: the
+        settings (with ``world_size`` and ``total_steps``), ``model_config``'s fields, and the data
+        (``data_dir``, the tokenizer's place and size, and ``data``, e.g. ``imported_from``)."""
+        from seqlab.runs.config import RunConfig
+        from seqlab.runs.kinds import TOKENIZER_DIR, Kind
 
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(payload, indent=2) + "\n")
+        settings = {**self.to_dict(), "world_size": world_size, "total_steps": total_steps}
+        facts = {"data_dir": self.data_dir, "tokenizer": TOKENIZER_DIR, "vocab_size": model_config.vocab_size, **data}
+        return RunConfig(Kind.LM, settings, asdict(model_config), facts)
+
+    @classmethod
+    def from_run(cls, run: str | Path, notes: list[str] | None = None) -> "TrainConfig":
+        """The settings of the LM run ``run`` (its config.json, whichever seqlab wrote it; old names
+        and an old layout are read with a note in ``notes``)."""
+        from seqlab.runs.config import read_run_config
+
+        path = Path(run) / "config.json"
+        saved = read_run_config(run)
+        if notes is not None:
+            notes.extend(saved.notes)
+        return cls.from_saved(saved.settings, source=str(path), key_prefix=saved.settings_at, notes=notes)
 
     @classmethod
     def from_json(cls, path: str | Path) -> "TrainConfig":
-        """Read a run directory's config.json (derived keys such as "model" are ignored)."""
-        from seqlab.runs.directory import read_config
-
+        """The settings in a run directory's config.json (:meth:`from_run`)."""
         path = Path(path)
         if path.name != "config.json":
             raise ValueError(f"{path}: expected a run's config.json")
-        return cls.from_saved(read_config(path.parent), source=str(path))
+        return cls.from_run(path.parent)
 
     # -- resolve_settings hooks --------------------------------------------------------
     @classmethod
@@ -116,7 +125,7 @@ class TrainConfig(EngineSettings):
         if not (out_dir / "config.json").is_file():
             return None
         check_kind(out_dir, "lm", "resume")
-        return cls.from_json(out_dir / "config.json").to_dict()
+        return cls.from_run(out_dir, notes).to_dict()
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

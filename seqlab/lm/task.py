@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -22,7 +21,8 @@ from seqlab.lm.data import PreparedData, sample_windows
 from seqlab.lm.evaluation import validation_loss
 from seqlab.lm.settings import TrainConfig
 from seqlab.model import TransformerLM
-from seqlab.runs.directory import copy_tokenizer, write_config
+from seqlab.runs.config import write_run_config
+from seqlab.runs.directory import copy_tokenizer
 from seqlab.runs.kinds import Kind
 from seqlab.tokenizer.files import TOKENIZER_FILES
 from seqlab.training.engine import Engine
@@ -101,8 +101,7 @@ def write_run_files(config: TrainConfig, model_config, *, world_size: int, total
     RUN/tokenizer whole, so there is never a moment without a tokenizer or with a mix of two.
     """
     run_dir = Path(config.out_dir)
-    write_config(run_dir, {**config.to_dict(), "model": asdict(model_config), "world_size": world_size,
-                           "total_steps": total_steps}, kind=Kind.LM)
+    write_run_config(run_dir, config.run_config(model_config, world_size=world_size, total_steps=total_steps))
     source = Path(config.data_dir) / "tokenizer"
     if source.is_dir() and not ((run_dir / "tokenizer").exists() and config.resume):
         copy_tokenizer(source, run_dir, TOKENIZER_FILES)

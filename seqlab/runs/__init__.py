@@ -2,7 +2,7 @@
 
 Layout::
 
-    RUN/config.json              the run's settings, with "kind": "lm" or "seq2seq" (:mod:`.directory`)
+    RUN/config.json              {"kind", "settings", "model", "data", "seqlab_version"} (:mod:`.config`)
     RUN/checkpoints/latest.pt    the newest checkpoint, plus step_{step:07d}.pt (:mod:`.checkpoint`)
     RUN/log.jsonl                train and eval records (:mod:`.log`)
     RUN/tokenizer/               language-model runs: the data's BPE tokenizer
@@ -36,7 +36,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
         "save_checkpoint",
         "unwrap_model",
     ),
-    "seqlab.runs.directory": ("read_config", "write_config"),
+    "seqlab.runs.config": ("RunConfig", "read_run_config", "write_run_config"),
     "seqlab.runs.kinds": ("KINDS", "Kind", "RunKindError", "check_kind", "how_to_make", "run_kind"),
     "seqlab.runs.lock": ("RunLock", "RunLockedError"),
     "seqlab.runs.log": ("JsonlLog", "read_jsonl"),

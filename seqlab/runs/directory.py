@@ -1,18 +1,10 @@
-"""A run directory's files other than checkpoints and the log: config.json, the run's kind, the
-tokenizer/ or vocab.json, and the temporaries killed runs leave behind.
+"""A run directory's files other than config.json (:mod:`seqlab.runs.config`), checkpoints and
+the log: the tokenizer/ or vocab.json, and the temporaries killed runs leave behind.
 
-Two kinds of run share the layout (see :mod:`seqlab.runs`)::
+Two kinds of run share the layout (see :mod:`seqlab.runs`): an LM run holds tokenizer/, a seq2seq
+run vocab.json. Standard library only::
 
-    kind "lm"        seqlab train          config.json: TrainConfig fields + "model"    + tokenizer/
-    kind "seq2seq"   seqlab seq2seq train  config.json: {"train": ..., "model_config": ...} + vocab.json
-
-config.json names its kind (``"kind": "lm"``); the words about kinds, and telling a run's kind,
-are :mod:`seqlab.runs.kinds`.
-Standard library only: reading a run's kind or settings does not import torch.
-
-Worked example::
-
-    write_config(run, {"max_steps": 100, ...}, kind="lm")   # RUN/config.json, atomically
+    write_vocab_json(run, {"source": ..., "target": ...})   # RUN/vocab.json, atomically
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from typing import Any
 
 from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
 from seqlab.jsonfile import read_json
-from seqlab.runs.kinds import CONFIG_FILE, KINDS, TOKENIZER_DIR, VOCAB_FILE, Kind
+from seqlab.runs.kinds import KINDS, TOKENIZER_DIR, VOCAB_FILE
 
 
 
@@ -41,25 +33,6 @@ def read_json_object(path: str | Path, expected: str = "a JSON object") -> dict[
         return read_json(path, expected=dict, expected_text=expected)
     except FileNotFoundError:
         return None
-
-
-def read_config(run: str | Path) -> dict[str, Any]:
-    """RUN/config.json as a dict; invalid JSON names the file and line, another shape the file."""
-    path = Path(run) / CONFIG_FILE
-    data = read_json_object(path, "a JSON object of settings") if not path.is_dir() else None
-    if data is None:
-        raise FileNotFoundError(f"{path} does not exist")
-    return data
-
-
-def write_config(run: str | Path, settings: dict[str, Any], *, kind: str) -> Path:
-    """Write RUN/config.json (``{"kind": kind, **settings}``) atomically; creates RUN."""
-    if kind not in (Kind.LM.value, Kind.SEQ2SEQ.value):
-        raise ValueError(f"kind must be one of {[k.value for k in Kind]}, got {kind!r}")
-    path = Path(run) / CONFIG_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps({"kind": Kind(kind).value, **settings}, indent=2) + "\n")
-    return path
 
 
 def write_vocab_json(run: str | Path, vocabularies: dict[str, Any]) -> Path:

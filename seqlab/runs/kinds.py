@@ -1,26 +1,16 @@
-"""The two kinds of run and the one vocabulary of words about them: what each is called, which
-command trains it, which commands use it, which files only it has, and the words of its progress
-bar, start line and plot title. Standard library only (``cli.py`` modules read it before torch).
+"""The two kinds of run and the one vocabulary of words about them: names, the command that trains
+each, the commands that use it, its own files, and the words of its progress bar, start line and
+plot title (tasks give facts; these texts put them into words). Standard library only.
 
     >>> Kind("seq2seq") is Kind.SEQ2SEQ, Kind.LM == "lm"
     (True, True)
-    >>> KINDS[Kind.LM].train_command
-    'seqlab train'
     >>> KINDS[Kind.SEQ2SEQ].resume_hint.format(run="runs/dates")
     'continue it with `seqlab seq2seq train --resume --out runs/dates`'
 
-A task gives facts (its model's name, its data, how many examples); the texts here put them into
-words, so no task holds presentation strings:
-
-    >>> KINDS[Kind.SEQ2SEQ].progress_label.format(model="transformer")
-    'seq2seq transformer'
-    >>> describe_metrics({"val_loss": 0.03125, "val_exact_match": 0.996})
-    'val loss 0.0312, exact match 99.6%'
-
-The kind of a run on disk (:func:`run_kind`) comes from config.json's "kind", else (runs written
-before that key) the shape of config.json, else its files: ``tokenizer/`` means a language model,
-``vocab.json`` a seq2seq model. :func:`check_kind` turns a run of the wrong kind into a
-:class:`RunKindError` naming the command that fits it.
+A run's kind (:func:`run_kind`) is config.json's "kind" (:func:`config_kind`, which also tells the
+kind of seqlab 0.1.0's files that lack it, for :mod:`seqlab.runs.config`), else its files:
+``tokenizer/`` for a language model, ``vocab.json`` for seq2seq. :func:`check_kind` turns a run of
+the wrong kind into a :class:`RunKindError` naming the command that fits it.
 """
 
 from __future__ import annotations
@@ -123,8 +113,8 @@ def kind_hint(kind: Kind | str, purpose: str, run: str | Path) -> str:
 
 
 def config_kind(data: dict[str, Any]) -> Kind | None:
-    """The kind a config.json's contents describe: its "kind" key, else (files written before that key)
-    its shape; None if neither."""
+    """The kind a config.json's contents describe: its "kind" key, else (files of seqlab 0.1.0 written
+    without it, such as ``TrainConfig.save_json``'s) its shape; None if neither."""
     kind = data.get("kind")
     if kind in (Kind.LM.value, Kind.SEQ2SEQ.value):
         return Kind(kind)

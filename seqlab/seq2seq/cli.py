@@ -303,16 +303,12 @@ def _run_vocab(args: argparse.Namespace) -> int:
 
     try:
         _check_run(args.run, "seqlab seq2seq vocab")
-        from seqlab.runs.directory import read_config
         from seqlab.seq2seq.coverage import known_inputs
         from seqlab.seq2seq.loading import read_vocabs
         from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 
         run = Path(args.run)
-        saved = read_config(run).get("train")
-        if not isinstance(saved, dict):
-            raise ValueError(f"{run / 'config.json'} is not the config.json of a seq2seq run (no \"train\" settings)")
-        cfg = Seq2SeqTrainConfig.from_saved(saved, source=str(run / "config.json"), notes=[])
+        cfg = Seq2SeqTrainConfig.from_run(run, notes=[])
         src_vocab, tgt_vocab = read_vocabs(run)
     except (FileNotFoundError, ValueError) as error:  # a missing run or file fails (1)
         return _error(str(error), 1 if isinstance(error, FileNotFoundError) else 2)

@@ -11,7 +11,7 @@ Example: the target "2026" with digits at ids 4..13 is trained as
 decoder input  [BOS, '2', '0', '2', '6']  ->  decoder target  ['2', '0', '2', '6', EOS].
 
 `asdict(config)` is stored in checkpoints as ``model_config`` and `Seq2SeqConfig.from_dict(d)` rebuilds it
-(also from the names seqlab 0.1.0 saved: ``max_seq_len`` and ``tie_output``, see OLD_NAMES).
+(also from the names seqlab 0.1.0 saved: ``max_seq_len`` and ``tie_output``, see seqlab.settings.OLD_NAMES).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from seqlab.model.config import ATTENTIONS, NORMS as ALL_NORMS, default_d_ff
+from seqlab.settings import field_old_names
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 NUM_SPECIAL_IDS = 4
@@ -33,8 +34,6 @@ FFNS = ("relu", "swiglu")
 CELLS = ("gru", "lstm", "rnn")
 ATTENTION_SCORES = ("dot", "additive")
 GRU_RESETS = ("after", "before")
-# fields renamed to the LM's names of the same ideas; configs saved under the old names still load
-OLD_NAMES = {"max_seq_len": "context_length", "tie_output": "tie_embeddings"}
 
 
 @dataclass
@@ -139,15 +138,17 @@ class Seq2SeqConfig:
     def from_dict(cls, values: dict[str, Any], *, source: str = "model config",
                   notes: list[str] | None = None) -> "Seq2SeqConfig":
         """A Seq2SeqConfig from a dict of its fields (a checkpoint's ``model_config``); the old names
-        of OLD_NAMES are read with a note (in ``notes``, else a warning); unknown fields name ``source``.
+        (seqlab.settings.OLD_NAMES: max_seq_len, tie_output) are read with a note (in ``notes``, else a
+        warning); unknown fields name ``source``.
 
         Example: ``Seq2SeqConfig.from_dict({"arch": "rnn", ..., "max_seq_len": 20})`` has
         ``context_length == 20`` and notes "model config: max_seq_len is now context_length"."""
         if not isinstance(values, dict):
             raise ValueError(f"{source}: expected a dict of Seq2SeqConfig fields, got {type(values).__name__}")
         renamed: dict[str, Any] = {}
+        old_names = field_old_names({f.name for f in fields(cls)})  # max_seq_len, tie_output
         for key, value in values.items():
-            new = OLD_NAMES.get(key, key)
+            new = old_names.get(key, key)
             if new != key:
                 if new in values:
                     raise ValueError(f"{source}: {new} is given twice (once under its old name {key})")

@@ -1,30 +1,21 @@
 """The settings of one ``seqlab seq2seq train`` run, as a dataclass validated up front.
 
-They extend :class:`seqlab.settings.EngineSettings`, the settings every training task shares, so
-both training commands use one vocabulary of names and flags: ``max_steps``, ``num_layers``,
-``context_length``, ``time_budget_s``, ``eval_batches``, ``--out``, ``--precision``, ``--compile``,
-``--grad-accum-steps``, ``--reschedule``, ... Flags, TOML keys (``--config FILE.toml``) and
-config.json come from the fields below (:func:`seqlab.settings.add_config_arguments`).
+They extend :class:`seqlab.settings.EngineSettings`, so both training commands share one
+vocabulary of names and flags (``max_steps``, ``num_layers``, ``context_length``,
+``time_budget_s``, ``--out``, ``--precision``, ...); flags, TOML keys and config.json come from
+the fields below. Old names (``steps``, ``layers``, ``max_seq_len``, ``tie_output``,
+``max_minutes``, ``eval_size``) are read with a note, from :data:`seqlab.settings.OLD_NAMES`.
 
-Renamed settings work for one more release under their old names, with a note::
+``eval_batches``: each evaluation scores the first ``eval_batches`` x (global batch) validation
+pairs: loss, accuracy, exact match (and BLEU for text). With the defaults 8 x 64 = 512 >= 500.
 
-    steps       -> max_steps
-    layers      -> num_layers          (encoder and decoder layers; RNN: stacked layers)
-    max_seq_len -> context_length      (as in Seq2SeqConfig, the model's config, and the LM)
-    tie_output  -> tie_embeddings      (as in Seq2SeqConfig and the LM)
-    max_minutes -> time_budget_s       (minutes * 60)
-    eval_size   -> eval_batches        (pairs / batch_size, rounded up)
+    Seq2SeqTrainConfig.from_dict({"task": "dates", "steps": 300}).max_steps   # 300, with a note
 
-``eval_batches``: each evaluation scores the first ``eval_batches`` x (global batch) validation pairs
-(all of them when there are fewer): their teacher-forced loss and accuracy, and exact match (and
-BLEU for text) of their greedy translations. With the defaults, 8 x 64 = 512 >= the 500 pairs.
-
-Standard library only, so the CLI can show the defaults in ``--help`` without importing torch.
+Standard library only, so ``--help`` shows the defaults without importing torch.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,7 +37,7 @@ from seqlab.seq2seq.config import (
     POSITIONALS,
     Seq2SeqConfig,
 )
-from seqlab.settings import EngineSettings, Renamed, again, setting
+from seqlab.settings import EngineSettings, again, setting
 
 MODEL_DEFAULTS = {f.name: f.default for f in fields(Seq2SeqConfig)}
 # Seq2SeqTrainConfig fields passed to Seq2SeqConfig under the same name
@@ -153,15 +144,7 @@ class Seq2SeqTrainConfig(EngineSettings):
 
     POSITIVE: ClassVar[tuple[str, ...]] = (*EngineSettings.POSITIVE, "d_model", "num_heads", "num_layers",
                                            "train_size", "valid_size", "bpe_vocab_size", "context_length")
-    RENAMED: ClassVar[dict[str, Renamed]] = {
-        "steps": Renamed("max_steps"),
-        "layers": Renamed("num_layers"),
-        "max_seq_len": Renamed("context_length"),
-        "tie_output": Renamed("tie_embeddings"),
-        "max_minutes": Renamed("time_budget_s", lambda minutes, _: 60.0 * minutes, "minutes * 60 = seconds"),
-        "eval_size": Renamed("eval_batches", lambda pairs, settings: max(1, math.ceil(pairs / settings["batch_size"])),
-                             "validation pairs / batch_size, rounded up"),
-    }
+    OLD: ClassVar[tuple[str, ...]] = ("steps", "layers", "max_seq_len", "tie_output", "max_minutes", "eval_size")
 
     def validate(self) -> None:
         if (self.task is None) == (self.pairs is None):
@@ -205,18 +188,24 @@ class Seq2SeqTrainConfig(EngineSettings):
 
     @classmethod
     def saved_settings(cls, out_dir: Path, notes: list[str]) -> dict[str, Any]:
-        """The settings in the run's config.json (``"train"``), under the flags of a ``--resume``.
-        A language-model run, a missing file or one of the wrong shape is a message naming it."""
-        from seqlab.runs.directory import read_config
+        """The settings in the run's config.json, under the flags of a ``--resume``. A language-model
+        run, a missing file or one of the wrong shape is a message naming it."""
         from seqlab.runs.kinds import check_kind
 
         path = out_dir / "config.json"
         if not path.is_file():
             raise FileNotFoundError(f"--resume: {path} does not exist (nothing to resume in {out_dir})")
         check_kind(out_dir, "seq2seq", "resume")
-        saved = read_config(out_dir).get("train")
-        if not isinstance(saved, dict):
-            raise ValueError(f"{path}: field 'train' must be a JSON object of settings, found "
-                             f"{type(saved).__name__ if saved is not None else 'nothing'}; the file was not written "
-                             "by `seqlab seq2seq train` (or was edited)")
-        return cls.from_saved(saved, source=str(path), key_prefix="train.", notes=notes).to_dict()
+        return cls.from_run(out_dir, notes).to_dict()
+
+    @classmethod
+    def from_run(cls, run: str | Path, notes: list[str] | None = None) -> "Seq2SeqTrainConfig":
+        """The settings of the seq2seq run ``run`` (its config.json, whichever seqlab wrote it; old
+        names and an old layout are read with a note in ``notes``)."""
+        from seqlab.runs.config import read_run_config
+
+        saved = read_run_config(run)
+        if notes is not None:
+            notes.extend(saved.notes)
+        return cls.from_saved(saved.settings, source=str(Path(run) / "config.json"), key_prefix=saved.settings_at,
+                              notes=notes)

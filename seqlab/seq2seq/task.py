@@ -10,8 +10,8 @@ match (and BLEU, for text) of their greedy translations; ``target_exact_match`` 
 
 Run directory (the run format, :mod:`seqlab.runs`)::
 
-    RUN/config.json            {"kind": "seq2seq", "train": settings, "model_config": Seq2SeqConfig
-                                fields, "vocab": sizes and kind, "data": pair counts and fingerprint}
+    RUN/config.json            {"kind": "seq2seq", "settings", "model": Seq2SeqConfig fields, "data":
+                                task, vocabulary sizes, pair counts and fingerprint} (seqlab.runs.config)
     RUN/vocab.json             {"source": ..., "target": ...} (see seqlab.seq2seq.vocab)
     RUN/checkpoints/latest.pt  model, optimizer, step, batch-sampler and RNG state (atomic)
     RUN/log.jsonl, RUN/loss_curve.png
@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab.runs.directory import read_config, write_config, write_vocab_json
+from seqlab.runs.config import RunConfig, read_run_config, write_run_config
+from seqlab.runs.directory import write_vocab_json
 from seqlab.runs.kinds import Kind
 from seqlab.runtime import autocast_context
 from seqlab.seq2seq.build import build_model
@@ -56,10 +57,9 @@ class Seq2SeqTask(Task):
         cfg, run = self.config, Path(self.config.out_dir)
         saved_data: dict[str, Any] = {}
         if cfg.resume and (run / "config.json").is_file():
-            info = read_config(run)
-            if isinstance(info.get("train"), dict):
-                self.check_resume(info["train"], run / "config.json")
-            saved_data = info.get("data") if isinstance(info.get("data"), dict) else {}
+            saved = read_run_config(run)
+            self.check_resume(saved.settings, run / "config.json")
+            saved_data = saved.data
         self.data = prepare_data(cfg, read_vocabs(run) if cfg.resume else None)
         for problem in self.data.problems[:10]:
             say(f"skipped {problem}")
@@ -148,13 +148,13 @@ class Seq2SeqTask(Task):
 
     def write_run_files(self, run_dir: Path, *, world_size: int, total_steps: int, parameters: int) -> None:
         cfg, data = self.config, self.data
-        write_config(run_dir, {
-            "train": cfg.to_dict(), "model_config": asdict(self.model_config),
-            "vocab": {"kind": data.src_vocab.kind, "source_size": data.src_vocab.size,
-                      "target_size": data.tgt_vocab.size},
-            "data": {"train_pairs": len(data.train_pairs), "valid_pairs": len(data.valid_pairs),
-                     "dropped_too_long": data.dropped, "fingerprint": data.fingerprint},
-            "parameters": parameters, "world_size": world_size, "total_steps": total_steps}, kind=Kind.SEQ2SEQ)
+        settings = {**cfg.to_dict(), "parameters": parameters, "world_size": world_size, "total_steps": total_steps}
+        facts = {"task": cfg.task, "pairs": cfg.pairs, "tokenize": cfg.tokenize, "tokenizer": cfg.tokenizer,
+                 "vocab": {"kind": data.src_vocab.kind, "source_size": data.src_vocab.size,
+                           "target_size": data.tgt_vocab.size},
+                 "train_pairs": len(data.train_pairs), "valid_pairs": len(data.valid_pairs),
+                 "dropped_too_long": data.dropped, "fingerprint": data.fingerprint}
+        write_run_config(run_dir, RunConfig(Kind.SEQ2SEQ, settings, asdict(self.model_config), facts))
         if not cfg.resume:
             write_vocab_json(run_dir, {"source": data.src_vocab.to_dict(), "target": data.tgt_vocab.to_dict()})
 

@@ -1,21 +1,11 @@
-"""What a run directory says about its run, read from its files only: the table row and the loss
-curves of ``seqlab sweep`` and ``seqlab compare``.
+"""What a run directory says about its run, read from its files only (config.json through
+:mod:`seqlab.runs.config`, log.jsonl, and the ``sweep_outcome.json`` a sweep adds when a run
+ends): the table row and loss curves of ``seqlab sweep`` and ``seqlab compare``.
 
-A run of ``seqlab train`` (or ``seqlab demo``, or a sweep) holds ``config.json`` and ``log.jsonl``
-(:mod:`seqlab.training.run_log`: train records with ``train_loss`` and ``tokens_per_second``,
-eval records with ``val_loss``, both with ``step``, ``wallclock`` and ``tokens``). A sweep adds
-``RUN/sweep_outcome.json`` when a run ends: whether it finished or diverged (and why), and the
-peak FLOP/s of the device it trained on, which makes its MFU known.
-
-Status of a run:
-
-    finished    it reached its last step (or spent its time budget, or a seq2seq run reached its
-                --target-exact-match), or its outcome file says so
-    diverged    its outcome file says so (non-finite loss, or the loss rose above its start)
-    failed      its outcome file says so (the device ran out of memory)
-    unfinished  its log stops before the last step (killed, interrupted, still training)
-    pending     it has no log yet
-    unknown     a log, but no config.json that gives its length (a run made by another tool)
+A run's status: ``finished`` (its last step, its time budget or a seq2seq --target-exact-match
+reached, or its outcome file says so), ``diverged`` / ``failed`` (its outcome file says so: a
+non-finite or rising loss, out of memory), ``unfinished`` (its log stops before the last step),
+``pending`` (no log yet) or ``unknown`` (a log, but no config.json giving its length).
 
 Example (a run trained for 40 of 40 steps, evaluated at 20 and 40)::
 
@@ -33,8 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqlab.runs.directory import read_config, read_json_object
-from seqlab.runs.kinds import CONFIG_FILE
+from seqlab.runs.config import RunConfig, read_run_config
+from seqlab.runs.directory import read_json_object
+from seqlab.runs.kinds import CONFIG_FILE, Kind
 from seqlab.runs.log import read_jsonl
 from seqlab.runs.status import read_status
 
@@ -101,12 +92,12 @@ def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops:
     atomic_write_text(run_dir / OUTCOME_FILE, json.dumps(outcome, indent=2) + "\n")
 
 
-def read_config_or_empty(run_dir: Path) -> dict[str, Any]:
-    """RUN/config.json through the run format (:func:`seqlab.runs.directory.read_config`: damage is an
-    error naming the file and line); {} when the run has none yet."""
+def read_config_or_empty(run_dir: Path) -> RunConfig | None:
+    """RUN/config.json through the run format (:func:`seqlab.runs.config.read_run_config`: damage
+    is an error naming the file and line, an old layout is converted); None when the run has none yet."""
     if not (run_dir / CONFIG_FILE).is_file():
-        return {}
-    return read_config(run_dir)
+        return None
+    return read_run_config(run_dir)
 
 
 def read_log(run_dir: Path) -> list[dict[str, Any]]:
@@ -134,59 +125,58 @@ def _curve(records: list[dict[str, Any]], key: str) -> list[tuple[int, float, in
     return points
 
 
-def _model_costs(config: dict[str, Any]) -> tuple[int | None, float | None]:
-    """(parameters, training FLOPs per token) of the model in config.json's "model", where it has one."""
-    model = config.get("model")
-    if not isinstance(model, dict):
+def _model_costs(config: RunConfig) -> tuple[int | None, float | None]:
+    """(parameters, training FLOPs per token) of a language model's config.json "model"."""
+    if config.kind is not Kind.LM or not config.model:
         return None, None
     try:
         from seqlab.accounting.costs import count_parameters, training_step_flops
 
+        model = config.model
         context = int(model["context_length"])
         return count_parameters(model)["total"], training_step_flops(model, context, 1) / context
     except (KeyError, TypeError, ValueError):
         return None, None
 
 
-def _settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The training settings of config.json: a seq2seq run keeps them under "train"."""
-    train = config.get("train")
-    return train if isinstance(train, dict) else config
-
-
-def _target_reached(config: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+def _target_reached(config: RunConfig, records: list[dict[str, Any]]) -> bool:
     """A seq2seq run that stopped because its last evaluation reached --target-exact-match."""
-    target = _number(_settings(config).get("target_exact_match"))
+    target = _number(config.settings.get("target_exact_match"))
     evals = [r for r in records if _number(r.get("val_exact_match")) is not None]
     return target is not None and bool(evals) and evals[-1]["val_exact_match"] >= target
 
 
-def _status(config: dict[str, Any], steps: int | None, wallclock: float | None) -> str:
+def _total_steps(config: RunConfig | None) -> int | None:
+    if config is None:
+        return None
+    total = config.settings.get("total_steps", config.settings.get("max_steps"))
+    return total if isinstance(total, int) else None
+
+
+def _status(config: RunConfig | None, steps: int | None, wallclock: float | None) -> str:
     if steps is None:
         return "pending"
-    total = config.get("total_steps", config.get("max_steps"))
-    if not isinstance(total, int):
+    total = _total_steps(config)
+    if total is None:
         return "unknown"
-    budget = _settings(config).get("time_budget_s")
+    budget = config.settings.get("time_budget_s")
     if steps >= total or (isinstance(budget, (int, float)) and wallclock is not None and wallclock >= budget):
         return "finished"
     return "unfinished"
 
 
-def comparison_group(config: dict[str, Any], run_dir: Path) -> str:
+def comparison_group(config: RunConfig, run_dir: Path) -> str:
     """What a run's validation loss can be compared with, in words: runs of one kind (a language model
     or a seq2seq model), one vocabulary and one validation set. Example: "language model, 320-token
     vocabulary, validation data /data/ts (valid.npy, 4,287 tokens)". A loss in nats per token of one
     vocabulary says nothing about a loss over another's tokens, or over other data."""
-    if isinstance(config.get("train"), dict) and isinstance(config.get("model_config"), dict):
-        vocab = config.get("vocab") if isinstance(config.get("vocab"), dict) else {}
-        data = config.get("data") if isinstance(config.get("data"), dict) else {}
-        task = config["train"].get("task") or config["train"].get("pairs")
+    if config.kind is Kind.SEQ2SEQ:
+        vocab = config.data.get("vocab") if isinstance(config.data.get("vocab"), dict) else {}
+        task = config.data.get("task") or config.data.get("pairs")
         return (f"seq2seq, {vocab.get('kind', '?')} vocabularies of {vocab.get('source_size', '?')}/"
-                f"{vocab.get('target_size', '?')}, data {task} (fingerprint {data.get('fingerprint', '?')})")
-    model = config.get("model") if isinstance(config.get("model"), dict) else {}
-    vocab = model.get("vocab_size", config.get("vocab_size", "?"))
-    data_dir = config.get("data_dir")
+                f"{vocab.get('target_size', '?')}, data {task} (fingerprint {config.data.get('fingerprint', '?')})")
+    vocab = config.model.get("vocab_size", config.settings.get("vocab_size", "?"))
+    data_dir = config.settings.get("data_dir")
     if not isinstance(data_dir, str):
         return f"language model, {vocab}-token vocabulary, unknown validation data"
     where = Path(data_dir)  # as training read it
@@ -211,9 +201,8 @@ def read_run(run_dir: str | Path, *, name: str | None = None, settings: dict[str
     config = read_config_or_empty(run_dir)
     records = read_log(run_dir)
     record.train, record.val = _curve(records, "train_loss"), _curve(records, "val_loss")
-    record.parameters, flops_per_token = _model_costs(config)
-    total = config.get("total_steps", config.get("max_steps"))
-    record.total_steps = total if isinstance(total, int) else None
+    record.parameters, flops_per_token = _model_costs(config) if config is not None else (None, None)
+    record.total_steps = _total_steps(config)
     stepped = [r for r in records if isinstance(r.get("step"), int)]
     if stepped:
         last = stepped[-1]
@@ -229,16 +218,17 @@ def read_run(run_dir: str | Path, *, name: str | None = None, settings: dict[str
     rates = [r["tokens_per_second"] for r in records if (_number(r.get("tokens_per_second")) or 0) > 0]
     record.tokens_per_second = statistics.median(rates) if rates else None
     record.status = _status(config, record.steps, record.wall_time_s)
-    if record.status == "unfinished" and _target_reached(config, records):
+    if record.status == "unfinished" and config is not None and _target_reached(config, records):
         record.status, record.reason = "finished", "reached --target-exact-match"
-    record.group = comparison_group(config, run_dir) if config else ""
+    record.group = comparison_group(config, run_dir) if config is not None and (config.settings or config.model) else ""
     outcome = read_json_object(run_dir / OUTCOME_FILE)
     said = outcome.get("status") if outcome is not None else None
     said = "finished" if read_status(said).finished else said  # a run's Status word: "completed", "time budget"
     if outcome is not None and said in STATUSES:
         record.status, record.reason = said, outcome.get("reason")
         peak = _number(outcome.get("peak_flops"))
-        world = config.get("world_size") if isinstance(config.get("world_size"), int) else 1
+        world = config.settings.get("world_size") if config is not None else None
+        world = world if isinstance(world, int) else 1
         if peak and flops_per_token and record.tokens_per_second:
             record.mfu = flops_per_token * record.tokens_per_second / (peak * world)
     return record

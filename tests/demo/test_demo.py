@@ -69,7 +69,8 @@ def test_11_demo_refuses_an_existing_out_and_overwrite_swaps_it_in_whole(tmp_pat
     assert sorted(os.listdir(tmp_path)) == ["demo"]  # nothing left beside it
     # the report names the final paths, explains the corpus and agrees with the learned vocabulary
     config = json.loads((out / "run" / "config.json").read_text())
-    assert (config["data_dir"], config["out_dir"]) == (str(out / "data"), str(out / "run"))
+    assert (config["settings"]["data_dir"], config["settings"]["out_dir"]) == (str(out / "data"), str(out / "run"))
+    assert config["data"]["data_dir"] == str(out / "data")
     assert f"seqlab generate --run {out.as_posix()}/run" in report
     assert "generated from a small story grammar" in report and "not comparable to TinyStories" in report
     meta = json.loads((out / "data" / "meta.json").read_text())

@@ -136,7 +136,7 @@ def test_info_is_the_runs_log_and_config(model_client, lm_run, loaded_lm):
     assert data["loss"]["train"] == [[r["step"], r["train_loss"]] for r in log if "train_loss" in r]
     assert data["loss"]["val"] == [[r["step"], r["val_loss"]] for r in log if "val_loss" in r]
     assert len(data["loss"]["train"]) == 40 and data["loss"]["val"]
-    assert data["config"] == json.loads((lm_run / "config.json").read_text())
+    assert data["config"] == json.loads((lm_run / "config.json").read_text())["settings"]
     assert data["parameters"] == loaded_lm[0].num_parameters() and data["model"]["num_heads"] == 2
 
 

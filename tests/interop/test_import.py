@@ -209,7 +209,7 @@ def test_train_resume_fine_tunes_the_imported_run(sharded, hf_tokenizer, cs336_d
     assert payload["iteration"] == 3 and payload["optimizer"]["state"]  # AdamW moments now exist
     changed = [name for name, value in after.state_dict().items() if not torch.equal(value, before[name])]
     assert "layers.0.attn.q_proj.weight" in changed and "token_embeddings.weight" in changed
-    assert json.loads((run / "config.json").read_text())["norm_eps"] == 1e-6
+    assert json.loads((run / "config.json").read_text())["settings"]["norm_eps"] == 1e-6
 
 
 def test_generate_stops_at_llama_3s_end_of_text(tmp_path, cs336_dir, capsys):

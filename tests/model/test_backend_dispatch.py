@@ -246,7 +246,7 @@ def test_a_model_with_a_backend_compiles_without_graph_breaks(backend):
 
 def test_seqlab_seq2seq_train_with_sdpa_runs_and_records_it(tmp_path, monkeypatch):
     from seqlab.cli import main
-    from seqlab.runs.directory import read_config
+    from seqlab.runs.config import read_run_config
     from seqlab.seq2seq.loading import load_run
 
     counts = {"sdpa": 0}
@@ -258,8 +258,8 @@ def test_seqlab_seq2seq_train_with_sdpa_runs_and_records_it(tmp_path, monkeypatc
                  "--valid-size", "10", "--d-model", "16", "--num-heads", "2", "--num-layers", "1", "--batch-size",
                  "16", "--max-steps", "3", "--eval-interval", "3", "--eval-batches", "1", "--threads", "1",
                  "--no-progress", "--attention", "sdpa", "--out", str(run)]) == 0
-    config = read_config(run)
-    assert config["train"]["attention"] == "sdpa" and config["model_config"]["attention"] == "sdpa"
+    config = read_run_config(run)
+    assert config.settings["attention"] == "sdpa" and config.model["attention"] == "sdpa"
     assert counts["sdpa"] >= 3 * 4  # 3 steps x (encoder, decoder self, cross) + evaluation
     # loading for translation picks the backend for the device, as load_model does for the LM
     assert load_run(run, device="cpu").model.config.attention == "auto"

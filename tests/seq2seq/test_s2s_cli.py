@@ -43,7 +43,7 @@ def test_train_translate_eval(tmp_path, capsys):
     assert main(["seq2seq", "train", "--out", str(run), "--resume", "--max-steps", "160", "--eval-interval", "160",
                  "--no-progress"]) == 0
     assert "completed at step 160" in capsys.readouterr().out
-    saved = json.loads((run / "config.json").read_text())["train"]
+    saved = json.loads((run / "config.json").read_text())["settings"]
     assert saved["task"] == "reverse" and saved["max_steps"] == 160 and saved["d_model"] == 32
 
     assert main(["seq2seq", "eval", "--run", str(run), "--json"]) == 0

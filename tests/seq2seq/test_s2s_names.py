@@ -21,7 +21,7 @@ OLD_TO_NEW = {"steps": "max_steps", "layers": "num_layers", "max_seq_len": "cont
 
 
 def _saved(run) -> dict:
-    return json.loads((run / "config.json").read_text())["train"]
+    return json.loads((run / "config.json").read_text())["settings"]
 
 
 def test_old_flags_still_work_with_a_note(tmp_path, capsys):
@@ -37,7 +37,7 @@ def test_old_flags_still_work_with_a_note(tmp_path, capsys):
     assert (saved["max_steps"], saved["num_layers"], saved["context_length"], saved["time_budget_s"],
             saved["eval_batches"]) == (3, 1, 20, 30.0, 3)
     assert not set(OLD_TO_NEW) & set(saved)
-    model = json.loads((run / "config.json").read_text())["model_config"]
+    model = json.loads((run / "config.json").read_text())["model"]
     assert "max_seq_len" not in model and (model["context_length"], model["num_encoder_layers"], model["num_decoder_layers"]) == (20, 1, 1)
 
 
@@ -75,10 +75,9 @@ def test_a_run_saved_with_the_old_names_resumes_and_loads(tmp_path, capsys):
         old["eval_size"] = 20
         return old
 
-    info = json.loads((run / "config.json").read_text())
-    info.pop("kind")
-    info["train"] = to_old(info["train"])
-    (run / "config.json").write_text(json.dumps(info))
+    info = json.loads((run / "config.json").read_text())  # seqlab 0.1.0's layout, without "kind"
+    old_info = {"train": to_old(info["settings"]), "model_config": info["model"], "vocab": info["data"]["vocab"]}
+    (run / "config.json").write_text(json.dumps(old_info))
     payload = torch.load(run / "checkpoints" / "latest.pt", weights_only=True)
     payload["extra"]["config"] = to_old(payload["extra"]["config"])
     torch.save(payload, run / "checkpoints" / "latest.pt")
@@ -146,7 +145,8 @@ def test_the_model_config_shares_the_lm_names_and_reads_the_old_ones(tmp_path, c
     from dataclasses import asdict, fields
 
     from seqlab.model.config import ModelConfig
-    from seqlab.seq2seq.config import OLD_NAMES, Seq2SeqConfig
+    from seqlab.seq2seq.config import Seq2SeqConfig
+    from seqlab.settings import OLD_NAMES
 
     s2s, lm = {f.name for f in fields(Seq2SeqConfig)}, {f.name for f in fields(ModelConfig)}
     assert {"context_length", "tie_embeddings", "d_model", "num_heads", "norm", "attention"} <= s2s & lm

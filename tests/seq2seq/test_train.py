@@ -51,8 +51,8 @@ def test_tiny_run_learns_and_writes_the_run_directory(tmp_path):
     for name in ("config.json", "vocab.json", "log.jsonl", "loss_curve.png", "checkpoints/latest.pt"):
         assert (run / name).is_file(), name
     info = json.loads((run / "config.json").read_text())
-    assert info["train"]["task"] == "reverse" and info["model_config"]["arch"] == "rnn-attention"
-    assert info["parameters"] == result.parameters > 0
+    assert info["settings"]["task"] == "reverse" and info["model"]["arch"] == "rnn-attention"
+    assert info["settings"]["parameters"] == result.parameters > 0
     records = read_jsonl(run / "log.jsonl")
     losses = [r["train_loss"] for r in records if "train_loss" in r]
     assert losses[-1] < 0.6 * losses[0]
@@ -162,7 +162,7 @@ def test_tsv_pairs_with_bpe(tmp_path):
                bpe_vocab_size=300, max_steps=4, eval_interval=4, eval_batches=1)
     result = train(cfg, say=lambda m: None)
     info = json.loads((tmp_path / "run/config.json").read_text())
-    assert info["vocab"] == {"kind": "bpe", "source_size": 300, "target_size": 300}
+    assert info["data"]["vocab"] == {"kind": "bpe", "source_size": 300, "target_size": 300}
     assert info["data"]["train_pairs"] + info["data"]["valid_pairs"] == distinct
     assert info["data"]["valid_pairs"] == round(0.05 * distinct)  # valid_fraction 0.05
     assert result.steps == 4

@@ -63,7 +63,7 @@ def test_a_three_value_grid_lists_three_finished_runs_with_their_logs_numbers(fi
     for run, lr in zip(runs, (3e-3, 1e-2, 3e-2)):
         run_dir = out / run["name"]
         assert run["settings"] == {"lr": lr} and run["point"] == {"lr": lr}
-        assert json.loads((run_dir / "config.json").read_text())["lr"] == lr  # an ordinary run directory
+        assert json.loads((run_dir / "config.json").read_text())["settings"]["lr"] == lr  # an ordinary run directory
         assert (run_dir / "checkpoints" / "latest.pt").is_file()
         log = _log(run_dir)
         vals = [r["val_loss"] for r in log if "val_loss" in r]
@@ -233,7 +233,7 @@ def test_from_run_takes_a_runs_settings_and_flags_override_them(byte_data, tmp_p
     assert main(["sweep", "--from", str(source), "--grid", "weight_decay=0,0.1", "--max-steps", "3",
                  "--out", str(out)]) == 0
     for run in ("weight_decay=0", "weight_decay=0.1"):
-        config = json.loads((out / run / "config.json").read_text())
+        config = json.loads((out / run / "config.json").read_text())["settings"]
         assert (config["d_model"], config["lr"], config["max_steps"]) == (16, 5e-3, 3)
         assert config["out_dir"] == str(out / run) and config["data_dir"] == str(byte_data)
     assert "best: weight_decay=" in capsys.readouterr().out

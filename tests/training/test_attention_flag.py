@@ -10,7 +10,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_seqlab_train_with_sdpa_trains_as_the_reference(byte_data, tmp_path, monkeypatch):
     """Three steps of `seqlab train --attention sdpa` log the same losses as `--attention reference`."""
     from seqlab.cli import main
-    from seqlab.runs.directory import read_config
+    from seqlab.runs.config import read_run_config
     from seqlab.runs.log import read_jsonl
 
     counts = {"sdpa": 0}
@@ -24,7 +24,7 @@ def test_seqlab_train_with_sdpa_trains_as_the_reference(byte_data, tmp_path, mon
     for backend in ("sdpa", "reference"):
         run = tmp_path / backend
         assert main(["train", *flags, "--attention", backend, "--out-dir", str(run)]) == 0
-        assert read_config(run)["model"]["attention"] == backend
+        assert read_run_config(run).model["attention"] == backend
         losses[backend] = [r["train_loss"] for r in read_jsonl(run / "log.jsonl") if "train_loss" in r]
     assert counts["sdpa"] >= 3  # one layer, three training steps (and the evaluation)
     assert len(losses["sdpa"]) == 3

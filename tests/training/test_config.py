@@ -8,8 +8,10 @@ from dataclasses import asdict
 
 import pytest
 
+import seqlab
 from seqlab.lm.settings import TrainConfig, config_from_argv, read_toml
 from seqlab.model import ModelConfig
+from seqlab.runs.config import write_run_config
 
 
 def test_defaults_without_file_or_flags():
@@ -85,15 +87,17 @@ def test_token_budget_sets_steps_for_any_world_size():
 def test_saved_config_roundtrip_with_model_section(tmp_path):
     cfg = TrainConfig(data_dir="d", d_model=64, num_heads=4, positional="nope")
     model = cfg.model_config(vocab_size=500)
-    cfg.save_json(tmp_path / "config.json", model_config=model)
+    write_run_config(tmp_path, cfg.run_config(model, world_size=1, total_steps=cfg.total_steps()))
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model"] == asdict(model) and saved["model"]["vocab_size"] == 500
+    assert (saved["kind"], saved["data"]["data_dir"], saved["seqlab_version"]) == ("lm", "d", seqlab.__version__)
     assert TrainConfig.from_json(tmp_path / "config.json") == cfg
 
 
 def test_resume_reads_the_run_config_under_the_flags(tmp_path):
     run = tmp_path / "run"
-    TrainConfig(data_dir="d", out_dir=str(run), d_model=48, num_heads=3 * 2, lr=0.02).save_json(run / "config.json")
+    cfg = TrainConfig(data_dir="d", out_dir=str(run), d_model=48, num_heads=3 * 2, lr=0.02)
+    write_run_config(run, cfg.run_config(cfg.model_config(300), world_size=1, total_steps=cfg.total_steps()))
     cfg = config_from_argv(["--out-dir", str(run), "--resume", "--lr", "0.01"])
     assert (cfg.data_dir, cfg.d_model, cfg.num_heads, cfg.lr, cfg.resume) == ("d", 48, 6, 0.01, True)
 

@@ -331,7 +331,7 @@ def test_settings_every_model_reads_still_train_and_a_resume_is_not_asked_again(
     assert main(["seq2seq", "train", *S2S, "--cell", "lstm", "--attention-score", "additive", "--max-steps", "2",
                  "--out", str(run)]) == 0
     assert main(["seq2seq", "train", "--resume", "--max-steps", "3", "--out", str(run), "--no-progress"]) == 0
-    saved = json.loads((run / "config.json").read_text())["train"]
+    saved = json.loads((run / "config.json").read_text())["settings"]
     assert (saved["cell"], saved["attention_score"], saved["arch"]) == ("lstm", "additive", "rnn-attention")
 
 

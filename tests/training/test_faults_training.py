@@ -20,6 +20,7 @@ from seqlab.cli import main
 from seqlab.lm.settings import TrainConfig, config_from_argv
 from seqlab.lm.task import Trainer, train
 from seqlab.runs.checkpoint import read_checkpoint
+from seqlab.runs.config import write_run_config
 from seqlab.runs.log import read_jsonl
 from seqlab.runs.status import Status
 from seqlab.training import engine as engine_module
@@ -118,7 +119,7 @@ def test_2_overwrite_keeps_the_old_checkpoints_until_the_new_run_saves(byte_data
     assert (run / "config.json").read_bytes() == old_config
     train(_config(byte_data, run, max_steps=3, overwrite=True, checkpoint_interval=5, eval_interval=100))
     assert sorted(os.listdir(run / "checkpoints")) == ["latest.pt", "step_0000003.pt"]
-    assert json.loads((run / "config.json").read_text())["max_steps"] == 3
+    assert json.loads((run / "config.json").read_text())["settings"]["max_steps"] == 3
 
 
 # -- 3. NaN gradient with a finite loss ---------------------------------------------------------
@@ -188,7 +189,8 @@ def test_5_a_max_steps_flag_wins_over_the_toml_token_budget(byte_data, tmp_path)
     assert (cfg.token_budget, cfg.total_steps()) == (None, 7)
     # the same on --resume, where the budget comes from the run's config.json
     run = tmp_path / "run"
-    TrainConfig(data_dir="d", out_dir=str(run), token_budget=1000000).save_json(run / "config.json")
+    cfg = TrainConfig(data_dir="d", out_dir=str(run), token_budget=1000000)
+    write_run_config(run, cfg.run_config(cfg.model_config(300), world_size=1, total_steps=cfg.total_steps()))
     assert config_from_argv(["--out-dir", str(run), "--resume", "--max-steps", "9"]).total_steps() == 9
     # a --token-budget flag still wins over a TOML max_steps
     assert config_from_argv(["--config", str(toml), "--token-budget", "4096"]).total_steps() == 1
@@ -216,12 +218,12 @@ def test_7_bad_run_directories_and_configs_are_messages(byte_data, tmp_path, cap
     assert "error: nothing to do: the run is at step 3 and --max-steps is 2" in capsys.readouterr().err
     # a config.json with a wrong type names the key, the value and the expected type
     saved = json.loads((run / "config.json").read_text())
-    (run / "config.json").write_text(json.dumps({**saved, "lr": "fast"}))
+    (run / "config.json").write_text(json.dumps({**saved, "settings": {**saved["settings"], "lr": "fast"}}))
     assert main(["train", "--out-dir", str(run), "--resume", "--max-steps", "5"]) == 2
-    assert f"error: {run / 'config.json'}: key 'lr' is 'fast'; expected float" in capsys.readouterr().err
-    (run / "config.json").write_text(json.dumps({**saved, "max_steps": [3]}))
+    assert f"error: {run / 'config.json'}: key 'settings.lr' is 'fast'; expected float" in capsys.readouterr().err
+    (run / "config.json").write_text(json.dumps({**saved, "settings": {**saved["settings"], "max_steps": [3]}}))
     assert main(["train", "--out-dir", str(run), "--resume"]) == 2
-    assert "key 'max_steps' is [3]; expected int or null" in capsys.readouterr().err
+    assert "key 'settings.max_steps' is [3]; expected int or null" in capsys.readouterr().err
 
 
 # -- 8. stale temporaries -----------------------------------------------------------------------

@@ -43,7 +43,7 @@ def test_tiny_run_learns_and_writes_the_run_directory(byte_data, tmp_path):
     assert result.tokens_seen == 40 * 8 * 32
     saved = json.loads((run / "config.json").read_text())
     assert saved["model"]["vocab_size"] == 256 and saved["model"]["d_ff"] is not None
-    assert saved["d_model"] == 32
+    assert saved["settings"]["d_model"] == 32
     names = sorted(os.listdir(run / "checkpoints"))
     assert names == ["latest.pt", "step_0000020.pt", "step_0000040.pt"]
     assert (run / "loss_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
