@@ -427,6 +427,13 @@ const STRINGS = {
   "compare.none": ["No run to compare: start `seqlab explore --run DIR --run DIR2 ...` with runs from `seqlab train`, `seqlab demo` or `seqlab sweep`.",
                    "没有可比较的运行：请用 `seqlab explore --run DIR --run DIR2 ...` 启动，并指定来自 `seqlab train`、`seqlab demo` 或 `seqlab sweep` 的运行。"],
 
+  "model.heads_title": ["Head scores at each evaluation (--track-heads): the best head's score per role, 0 to 1",
+                        "每次评估时的注意力头得分（--track-heads）：每种角色得分最高的头，0 到 1"],
+  "model.role_previous_token": ["previous token", "前一词元"],
+  "model.role_duplicate_token": ["duplicate token", "重复词元"],
+  "model.role_induction": ["induction", "归纳"],
+  "model.role_first_token": ["first token (sink)", "首词元（汇聚）"],
+
   "gl.title": ["Glossary", "术语表"],
   "gl.lead": ["Switch the page language at the top right. Terms used in the course:", "在右上角切换页面语言。课程中的术语："],
 };
