@@ -100,7 +100,7 @@ def runs_list(p: Payload, runs: RunRegistry) -> dict:
         except RequestError as exc:
             problems[kind] = exc.body()
     return {"runs": runs.summary(), "no_lm_run": problems["lm"], "no_s2s_run": problems["seq2seq"],
-            "paths": runs.paths_dir is not None}
+            "paths": runs.paths_dir is not None, "induction": getattr(runs, "induction_dir", None) is not None}
 
 
 def lm_info(p: Payload, runs: RunRegistry) -> dict:

@@ -119,6 +119,9 @@ class ExplorerHandler(BaseHTTPRequestHandler):
             return lambda data: run_endpoint(name, data)
         if name in MODEL_ENDPOINTS:
             return lambda data: run_model_endpoint(name, data, self.server.runs)
+        if name == "induction":  # seqlab explore --induction DIR
+            from seqlab.explorer.induction_api import induction_endpoint
+            return lambda data: induction_endpoint(data, self.server.runs)
         return None
 
     def _allowed_methods(self, path: str) -> str | None:

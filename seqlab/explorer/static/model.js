@@ -153,10 +153,11 @@ function fillSelect(select, count, keep) {
 }
 
 async function setupModel() {
-  const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths } = await api("runs", {});
+  const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths, induction } = await api("runs", {});
   const translateOpened = setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
   setupPaths(paths);
   setupCompare();
+  setupInduction(induction);
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
   const runSelect = $("model-run");
   const renderRuns = () => {
