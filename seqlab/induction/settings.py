@@ -60,6 +60,6 @@ class InductionSettings:
 
 
 FULL = InductionSettings()
-FAST = InductionSettings(vocab_size=16, half=8, min_repeat=3, d_model=32, num_heads=2, steps=300, lstm_steps=100,
-                         batch_size=32, lr=1e-2, warmup_steps=10, eval_interval=20, eval_batches=2,
-                         distances=(3, 5, 8), distance_rows=64)
+FAST = InductionSettings(vocab_size=32, half=8, min_repeat=4, d_model=64, num_heads=2, steps=400, lstm_steps=100,
+                         batch_size=32, lr=3e-3, warmup_steps=30, eval_interval=20, eval_batches=2,
+                         distances=(4, 6, 8), distance_rows=64)
