@@ -28,7 +28,7 @@ def induction(p: Payload, runs: Any) -> dict:
         raise RequestError(f"{path} is not a `seqlab induction` results file ({exc}); run `seqlab induction "
                            f"--out {directory}` again", "induction_bad", path=str(path)) from None
     if results is None:
-        raise RequestError(f"{path} does not exist; run `seqlab induction --out {directory}` first (about 30 s "
+        raise RequestError(f"{path} does not exist; run `seqlab induction --out {directory}` first (about a minute "
                            "with --fast)", "induction_missing", path=str(path), dir=directory)
     models = []
     for name, record in results["models"].items():

@@ -1,27 +1,22 @@
 """The induction experiment (``seqlab induction``): how does attention move information by content?
 
 One attention layer cannot find "the token that followed the last time this token appeared": a
-key holds only its own token (and position), and the repeat distance changes from example to
-example, so no positional offset finds the copy. Two layers can: a first-layer head copies each
-token's predecessor into its position (a previous-token head), and a second-layer head matches
-the current token against that copy and attends to the token after it (an induction head).
+key holds only its own token and position, and the repeat distance changes from example to
+example. Two layers can: a first-layer head copies each token's predecessor into its position (a
+previous-token head), and a second-layer head matches the current token against that copy and
+attends to the token after it (an induction head).
 
-Four models train on the repeated-random-tokens task (:mod:`seqlab.induction.task`), on the
-shared engine, one after another: ``attn1`` and ``attn2`` (attention-only Transformers of one and
-two layers), ``mlp2`` (two layers with MLPs) and ``lstm`` (an LSTM of about the same width: state
-instead of content-addressed lookup). At every evaluation the engine's eval hooks log the
-in-context loss (loss on the repeat minus loss before it) and every head's scores; after training,
-the repeat accuracy is measured at each repeat distance.
-
-Outputs in OUT/: ``results.json`` (:mod:`~seqlab.induction.results`), ``induction.png`` (in-context
-loss and the best last-layer head's induction score against steps, accuracy against distance;
-:mod:`~seqlab.induction.figures`), ``report.md``, and ``runs/{model}/`` (engine runs: config.json,
-log.jsonl, checkpoints).
+Four models train one after another on :mod:`seqlab.induction.task` through the shared engine:
+``attn1``, ``attn2`` (attention-only, one and two layers), ``mlp2`` (two layers with MLPs) and
+``lstm``. Eval hooks log the in-context loss and every head's scores at each evaluation; after
+training the repeat accuracy is measured at each repeat distance. OUT/ gets ``results.json``
+(:mod:`~seqlab.induction.results`), ``induction.png`` (:mod:`~seqlab.induction.figures`),
+``report.md`` and ``runs/{model}/`` (engine runs: config.json, log.jsonl, checkpoints).
 
 The loop (lock, stale files, signals, resume) is :class:`seqlab.training.campaign.Campaign`: the
 same command run again skips finished models and resumes an interrupted one from its checkpoint
-(the engine's ``--resume``: the same batches, so the same weights as an uninterrupted run);
-Ctrl-C or SIGTERM saves the model in training, writes results.json and exits 130 or 143.
+(the same batches: the same weights as an uninterrupted run); Ctrl-C or SIGTERM saves the model
+in training, writes results.json and exits 130 or 143.
 """
 
 from __future__ import annotations

@@ -60,6 +60,6 @@ class InductionSettings:
 
 
 FULL = InductionSettings()
-FAST = InductionSettings(vocab_size=32, half=8, min_repeat=4, d_model=64, num_heads=2, steps=400, lstm_steps=100,
-                         batch_size=32, lr=3e-3, warmup_steps=30, eval_interval=20, eval_batches=2,
+FAST = InductionSettings(vocab_size=32, half=8, min_repeat=4, d_model=64, num_heads=2, steps=800, lstm_steps=100,
+                         batch_size=32, lr=3e-3, warmup_steps=30, eval_interval=40, eval_batches=2,
                          distances=(4, 6, 8), distance_rows=64)

@@ -1,27 +1,21 @@
 """The repeated-random-tokens task of ``seqlab induction``, trained on the shared engine.
 
-Every example has ``2 * half`` random ids and ends in a segment of ``n`` ids repeated once: a random
-prefix of ``2 * (half - n)`` ids, the segment, the segment again. ``n`` (the repeat distance) is
-drawn per example from ``min_repeat .. half``, so no fixed positional offset finds the copy: only
-content does (the token that followed the previous occurrence of the current token). Everything
-before the repeat is unpredictable (loss about ln(vocab) per token), and so is the repeat's first
-token; every later token of the repeat can be copied. A model that learns the trick (an induction
-head, or a memory of the segment) drives the loss on the repeat toward 0.
+Every example has ``2 * half`` random ids ending in a segment of ``n`` ids repeated once (a random
+prefix, the segment, the segment again); ``n``, the repeat distance, is drawn per example in
+``min_repeat .. half``, so no fixed positional offset finds the copy: only content does (the token
+that followed the previous occurrence of the current token). Before the repeat nothing can be
+predicted (loss about ln(vocab)), nor can the repeat's first token; the rest of it can be copied.
+The models: a :class:`~seqlab.model.TransformerLM` (attention-only with ``ffn="none"``, or with
+MLPs) and :class:`LSTMLM` (the seq2seq RNNs' recurrent cells as a language model).
 
-Two model families read the same batches: a :class:`~seqlab.model.TransformerLM` (attention-only
-with ``ffn="none"``, or with MLPs) and :class:`LSTMLM`, an LSTM language model from the same
-recurrent cells as the seq2seq RNNs.
-
-Metrics at every evaluation (on ``eval_batches`` fixed batches drawn from ``seed + 1``), through
-the engine's eval hooks: ``val_loss`` (all predicted tokens), and :func:`in_context_metrics`:
+At every evaluation (``eval_batches`` fixed batches from ``seed + 1``) the engine's eval hooks add
+to ``val_loss`` the :func:`in_context_metrics` and, for a Transformer, the head scores of
+:mod:`seqlab.lm.telemetry` (``heads/{score}/L{l}H{h}``, on ``half`` random ids repeated once):
 
     loss_first_half   mean loss on the targets before the repeat starts: nothing to copy
     loss_repeat       mean loss on the repeat's copyable targets (all but its first token)
     in_context_loss   loss_repeat - loss_first_half: how much the context lowers the loss (< 0)
     repeat_accuracy   share of the copyable targets predicted exactly (argmax)
-
-and, for a Transformer, the head scores of :mod:`seqlab.lm.telemetry` (``heads/{score}/L{l}H{h}``,
-on ``half`` random ids repeated once).
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ def telemetry_tokens(vocab_size: int, context_length: int, *, seq_len: int = SEQ
     """The fixed batch the hook scores on: seq_len (at most half the context) random ids, twice."""
     from seqlab.model.head_patterns import repeated_tokens
 
+    if context_length < 4:
+        raise ValueError(f"--track-heads scores heads on random tokens repeated once, at least 2 + 2 tokens; the "
+                         f"context_length is {context_length}: use --context-length 4 or more")
     return repeated_tokens(vocab_size, max(2, min(seq_len, context_length // 2)), batches, seed, device)
 
 
@@ -56,6 +59,7 @@ def head_score_hook(vocab_size: int, context_length: int, *, seq_len: int = SEQ_
                     seed: int = SEED) -> Callable[[torch.nn.Module, Any], dict[str, float]]:
     """An engine eval hook (``hook(model, where)``) logging :func:`head_metrics` on the fixed batch."""
     cached: dict[str, torch.Tensor] = {}
+    telemetry_tokens(vocab_size, context_length, seq_len=seq_len, batches=1, seed=seed)  # refuse a tiny context now
 
     def hook(model: torch.nn.Module, where: Any) -> dict[str, float]:
         device = str(where.device)

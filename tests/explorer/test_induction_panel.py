@@ -83,3 +83,17 @@ def test_the_panel_draws_every_model_in_english_and_chinese(browser, induction_s
     assert "归纳头" in page.inner_text("#w-induction h2")
     assert "上下文损失" in page.inner_text("#induction-legend")
     assert page.problems == []
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent")
+def test_without_induction_the_section_says_how_to_make_it_and_asks_nothing(browser, tmp_path):
+    pytest.importorskip("playwright.sync_api")
+    from seqlab.explorer.runs import RunRegistry
+
+    with serving(RunRegistry([])) as server:
+        page = next(open_page(browser, server.url, tmp_path))
+        settled(page)
+        assert page.inner_text("#induction-note").startswith("Run `seqlab induction --out DIR`")
+        assert page.locator("#induction-charts *").count() == 0
+        assert page.problems == []  # no failing request

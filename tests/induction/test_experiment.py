@@ -44,7 +44,7 @@ def test_two_attention_layers_form_an_induction_head_and_one_layer_does_not(fast
     assert list(models) == MODELS
     one, two = models["attn1"]["final"], models["attn2"]["final"]
     # the best last-layer head of each model, on random tokens repeated once
-    assert two["induction"] > one["induction"] + 0.05, (one, two)
+    assert two["induction"] > one["induction"] + 0.15, (one, two)
     assert two["in_context_loss"] < one["in_context_loss"]
 
 

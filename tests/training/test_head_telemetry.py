@@ -67,3 +67,10 @@ def test_without_track_heads_nothing_is_logged_and_the_flag_and_toml_key_set_it(
     toml = tmp_path / "c.toml"
     toml.write_text("[eval]\ntrack_heads = true\n")
     assert read_toml(toml) == {"track_heads": True}
+
+
+def test_track_heads_refuses_a_context_too_short_to_repeat(byte_data, tmp_path):
+    config = TrainConfig(data_dir=str(byte_data), out_dir=str(tmp_path / "run"), track_heads=True,
+                         **{**TINY, "context_length": 3})
+    with pytest.raises(ValueError, match="context_length is 3: use --context-length 4 or more"):
+        train(config)
