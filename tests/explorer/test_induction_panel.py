@@ -97,3 +97,16 @@ def test_without_induction_the_section_says_how_to_make_it_and_asks_nothing(brow
         assert page.inner_text("#induction-note").startswith("Run `seqlab induction --out DIR`")
         assert page.locator("#induction-charts *").count() == 0
         assert page.problems == []  # no failing request
+
+
+def test_every_label_of_the_induction_panel_is_in_english_and_chinese():
+    import re
+
+    from seqlab.explorer.server import STATIC_DIR
+    from tests.explorer.test_i18n import _strings
+
+    strings = _strings()
+    source = (STATIC_DIR / "induction.js").read_text(encoding="utf-8")
+    used = set(re.findall(r'"(ind\.[a-z_]+)"', source)) | {"nav.induction", "ind.title", "ind.lead"}
+    assert len(used) >= 12 and not sorted(used - set(strings))
+    assert all(len(strings[key]) == 2 and all(strings[key]) for key in used)

@@ -54,7 +54,8 @@ def test_the_results_hold_the_logged_numbers_and_the_figure_draws_them(fast):
         record = results["models"][name]
         evals = [r for r in read_jsonl(fast / "runs" / name / "log.jsonl") if "in_context_loss" in r]
         steps = FAST.lstm_steps if name == "lstm" else FAST.steps
-        assert record["curve"]["steps"] == list(range(FAST.eval_interval, steps + 1, FAST.eval_interval))
+        every = list(range(FAST.eval_interval, steps + 1, FAST.eval_interval))
+        assert record["curve"]["steps"] == every + ([steps] if steps % FAST.eval_interval else [])  # and the last
         assert record["curve"]["in_context_loss"] == [r["in_context_loss"] for r in evals]
         if name != "lstm":
             last = record["layers"] - 1
@@ -126,3 +127,31 @@ def test_the_command_refuses_a_foreign_folder_and_other_settings(tmp_path, capsy
     afile = tmp_path / "file"
     afile.write_text("x")
     assert main(["induction", "--out", str(afile)]) == 2
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_command_with_143_and_a_rerun_finishes_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "seqlab", "induction", "--fast", "--out", str(out), "--no-progress"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (out / "runs" / "attn2").is_dir():  # the second model has started: the first is done
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143, stderr[-3000:]
+    assert (stdout + stderr).count("rerun the same command to continue") == 1
+    saved = _results(out)
+    assert saved["status"] == "interrupted" and saved["stop_signal"] == signal.SIGTERM
+    assert list(saved["models"]) in (["attn1"], ["attn1", "attn2"]) and not (out / "runs" / "mlp2").exists()
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert _results(out)["status"] == "completed" and list(_results(out)["models"]) == MODELS

@@ -454,6 +454,10 @@ const STRINGS = {
                "词表大小 {v}：随机猜测的准确率为 1/{v}。一层注意力无法找到先前副本之后的词元；两层可以，通过前一词元头与归纳头的组合。"],
   "ind.unfinished": ["The experiment is unfinished (vocabulary {v}): rerun the same seqlab induction command to continue it.",
                      "实验尚未完成（词表大小 {v}）：重新运行同一条 seqlab induction 命令即可继续。"],
+  "err.induction_bad": ["{path} is not a `seqlab induction` results file: run `seqlab induction --out DIR` again.",
+                        "{path} 不是 `seqlab induction` 的结果文件：请重新运行 `seqlab induction --out DIR`。"],
+  "err.induction_missing": ["{path} does not exist: run `seqlab induction --out {dir}` first (about a minute with --fast).",
+                            "{path} 不存在：请先运行 `seqlab induction --out {dir}`（使用 --fast 约一分钟）。"],
   "err.no_induction": ["no induction results: run `seqlab induction --out DIR`, then start `seqlab explore --induction DIR`.",
                        "没有归纳实验结果：请运行 `seqlab induction --out DIR`，再用 `seqlab explore --induction DIR` 启动。"],
 
