@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seqlab.interop.cli",  # export, import
     "seqlab.learn.cli",  # learn
     "seqlab.interpret.cli",  # interpret lens|attribute|patch|knockout|heads|depends
+    "seqlab.induction.cli",  # induction
 )
 
 

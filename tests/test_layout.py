@@ -159,7 +159,7 @@ LAYERS = {
     "accounting": 3, "training": 3, "inference": 3,
     "lm": 4, "seq2seq": 4,
     "interpret": 5, "learn": 5,
-    "demo": 6, "sweep": 6, "interop": 6, "explorer": 6,
+    "demo": 6, "sweep": 6, "interop": 6, "explorer": 6, "induction": 6,
     "cli": 7, "__main__": 7,
 }
 

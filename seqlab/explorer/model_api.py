@@ -100,7 +100,7 @@ def runs_list(p: Payload, runs: RunRegistry) -> dict:
         except RequestError as exc:
             problems[kind] = exc.body()
     return {"runs": runs.summary(), "no_lm_run": problems["lm"], "no_s2s_run": problems["seq2seq"],
-            "paths": runs.paths_dir is not None}
+            "paths": runs.paths_dir is not None, "induction": getattr(runs, "induction_dir", None) is not None}
 
 
 def lm_info(p: Payload, runs: RunRegistry) -> dict:
@@ -109,8 +109,11 @@ def lm_info(p: Payload, runs: RunRegistry) -> dict:
     p.finish()
     train = [[r["step"], r["train_loss"]] for r in lm.log if "train_loss" in r]
     val = [[r["step"], r["val_loss"]] for r in lm.log if "val_loss" in r]
+    from seqlab.lm.telemetry import head_series
+
     return {"run": lm.run.id, "step": lm.step, "config": lm.config, "model": vars(lm.model.config).copy(),
-            "parameters": lm.model.num_parameters(), "loss": {"train": train, "val": val}}
+            "parameters": lm.model.num_parameters(), "loss": {"train": train, "val": val},
+            "heads": head_series(lm.log)}  # --track-heads: each score's best head per evaluation, or None
 
 
 def lm_tokens(p: Payload, runs: RunRegistry) -> dict:

@@ -124,6 +124,9 @@ class ExplorerHandler(BaseHTTPRequestHandler):
 
         if name in LEARN_ENDPOINTS:
             return lambda data: run_learn_endpoint(name, data, getattr(self.server, "workspace", None))
+        if name == "induction":  # seqlab explore --induction DIR
+            from seqlab.explorer.induction_api import induction_endpoint
+            return lambda data: induction_endpoint(data, self.server.runs)
         return None
 
     def _allowed_methods(self, path: str) -> str | None:

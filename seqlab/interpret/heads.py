@@ -19,18 +19,10 @@ import torch
 
 from seqlab.interpret.cache import as_batch, check_model, run_with_cache
 from seqlab.model import TransformerLM
+from seqlab.model.head_patterns import ROLES, pattern_scores, repeated_tokens  # noqa: F401 (public here)
 
-ROLES = ("previous_token", "duplicate_token", "induction", "first_token")
 # a head is labelled with the role of its highest score among those at or above the role's threshold
 ROLE_THRESHOLDS = {"previous_token": 0.4, "duplicate_token": 0.4, "induction": 0.4, "first_token": 0.6}
-
-
-def repeated_tokens(vocab_size: int, seq_len: int, batches: int, seed: int = 0,
-                    device: torch.device | str | None = None) -> torch.Tensor:
-    """(batches, 2 * seq_len): seq_len uniform random ids, then the same ids again."""
-    generator = torch.Generator().manual_seed(seed)
-    half = torch.randint(0, vocab_size, (batches, seq_len), generator=generator)
-    return torch.cat((half, half), dim=1).to(device)
 
 
 def head_scores(model: TransformerLM, *, tokens: torch.Tensor | None = None, seq_len: int = 32,
@@ -56,14 +48,7 @@ def head_scores(model: TransformerLM, *, tokens: torch.Tensor | None = None, seq
     half = tokens.shape[1] // 2
     if not torch.equal(tokens[:, :half], tokens[:, half:]):
         raise ValueError("tokens must repeat: the second half of each row must equal the first")
-    pattern = run_with_cache(model, tokens, head_out=False).pattern.float()  # (L, batch, H, 2n, 2n)
-    diagonal = lambda offset: torch.diagonal(pattern, offset=-offset, dim1=-2, dim2=-1)
-    return {
-        "previous_token": diagonal(1).mean((1, 3)),
-        "duplicate_token": diagonal(half).mean((1, 3)),
-        "induction": diagonal(half - 1)[..., 1:].mean((1, 3)),
-        "first_token": pattern[..., 1:, 0].mean((1, 3)),
-    }
+    return pattern_scores(run_with_cache(model, tokens, head_out=False).pattern)  # pattern (L, batch, H, 2n, 2n)
 
 
 def head_roles(scores: dict[str, torch.Tensor], thresholds: dict[str, float] | None = None) -> list[list[str]]:

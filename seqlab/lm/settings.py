@@ -44,6 +44,9 @@ class TrainConfig(EngineSettings):
     max_steps: int | None = again(EngineSettings, "max_steps", 1000,
                                   help="optimizer steps (a --max-steps flag replaces a TOML token_budget)")
     token_budget: int | None = setting(None, "schedule", "train on this many tokens instead of max_steps")
+    # head telemetry (seqlab.lm.telemetry)
+    track_heads: bool = setting(False, "eval", "at every evaluation also log each attention head's previous-token, "
+                                               "duplicate-token, induction and first-token scores to log.jsonl")
 
     POSITIVE: ClassVar[tuple[str, ...]] = (*EngineSettings.POSITIVE, "context_length", "d_model", "num_layers",
                                            "num_heads", "token_budget")

@@ -113,8 +113,18 @@ class Trainer(Engine):
     """The engine training a Transformer LM as ``config`` says (see :class:`~seqlab.training.engine.Engine`)."""
 
     def __init__(self, config: TrainConfig, *, step_callbacks: list[Callable] | None = None,
-                 clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] | None = None):
-        super().__init__(LanguageModelTask(config), step_callbacks=step_callbacks, clock=clock, say=say)
+                 clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] | None = None,
+                 eval_hooks: list[Callable] | None = None):
+        super().__init__(LanguageModelTask(config), step_callbacks=step_callbacks, clock=clock, say=say,
+                         eval_hooks=eval_hooks)
+
+    def prepare(self) -> None:
+        super().prepare()
+        if self.config.track_heads:  # the head scores join every evaluation (seqlab.lm.telemetry)
+            from seqlab.lm.telemetry import head_score_hook
+
+            model_config = self.task.model_config
+            self.eval_hooks.append(head_score_hook(model_config.vocab_size, model_config.context_length))
 
     @property
     def data(self):
@@ -130,6 +140,7 @@ class Trainer(Engine):
 
 
 def train(config: TrainConfig, *, step_callbacks: list[Callable] | None = None,
-          say: Callable[[str], None] | None = None) -> TrainResult:
-    """Train (or resume) the run described by ``config``; see :class:`Trainer`."""
-    return Trainer(config, step_callbacks=step_callbacks, say=say).run()
+          say: Callable[[str], None] | None = None, eval_hooks: list[Callable] | None = None) -> TrainResult:
+    """Train (or resume) the run described by ``config``; see :class:`Trainer` (``eval_hooks``:
+    see :class:`~seqlab.training.engine.Engine`; ``config.track_heads`` adds the head scores')."""
+    return Trainer(config, step_callbacks=step_callbacks, say=say, eval_hooks=eval_hooks).run()

@@ -26,7 +26,8 @@ class TransformerBlock(nn.Module):
     attention backend ("auto" | "reference" | "chunked" | "sdpa" | "flash", see
     seqlab.model.attention); num_kv_heads (default num_heads) sets the key/value heads of
     grouped-query attention. causal=False lets every position see every other (the seq2seq
-    encoder's layer is this block with causal=False).
+    encoder's layer is this block with causal=False). ffn="none" makes an attention-only block:
+    y = x + attn(ln1(x)) (post-norm: ln1(x + attn(x))), with no feed-forward and no ln2.
     """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None, max_seq_len: int,
@@ -39,7 +40,9 @@ class TransformerBlock(nn.Module):
                                        causal=causal, attention=attention, device=device, dtype=dtype)
         self.ffn = make_ffn(ffn, d_model, d_ff, device=device, dtype=dtype)
         self.ln1 = make_norm(norm, d_model, device=device, dtype=dtype, eps=norm_eps)
-        self.ln2 = make_norm(norm, d_model, device=device, dtype=dtype, eps=norm_eps)
+        self.attention_only = ffn == "none"
+        self.ln2 = make_norm("none" if self.attention_only else norm, d_model, device=device, dtype=dtype,
+                             eps=norm_eps)
 
     def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None, *,
                 kv_cache: KVCache | None = None, layer_index: int = 0,
@@ -52,6 +55,6 @@ class TransformerBlock(nn.Module):
 
         if need_weights:
             z, weights = residual_keeping_weights(x, self.ln1, lambda h: attend(h, True), self.norm_position)
-            return residual(z, self.ln2, self.ffn, self.norm_position), weights
+            return (z if self.attention_only else residual(z, self.ln2, self.ffn, self.norm_position)), weights
         z = residual(x, self.ln1, attend, self.norm_position)
-        return residual(z, self.ln2, self.ffn, self.norm_position)
+        return z if self.attention_only else residual(z, self.ln2, self.ffn, self.norm_position)

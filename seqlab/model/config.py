@@ -16,7 +16,7 @@ NORMS = ("layernorm", "rmsnorm", "none")
 LM_NORMS = tuple(name for name in NORMS if name != "layernorm")  # the LM: RMSNorm or none (ablation)
 NORM_POSITIONS = ("pre", "post")
 POSITIONALS = ("rope", "nope")
-FFNS = ("swiglu", "silu")
+FFNS = ("swiglu", "silu", "none")  # "none": attention-only blocks (no MLP, no second norm)
 # how attention is computed; not part of the weights (see seqlab.model.attention.attention_backend):
 # the readable formula, the cache-blocked CPU kernel, torch's fused kernel, the Triton FlashAttention-2
 ATTENTIONS = ("auto", "reference", "chunked", "sdpa", "flash")
@@ -45,7 +45,10 @@ def check_kv_heads(num_heads: int, num_kv_heads: int) -> int:
 
 def default_d_ff(d_model: int, ffn: str) -> int:
     """SwiGLU: about 8/3 * d_model rounded to a multiple of 64 (keeps the parameter count of a
-    4*d_model two-matrix FFN with three matrices); plain SiLU or ReLU FFN: 4 * d_model."""
+    4*d_model two-matrix FFN with three matrices); plain SiLU or ReLU FFN: 4 * d_model; no FFN
+    ("none", attention-only blocks): 0."""
+    if ffn == "none":
+        return 0
     if ffn in ("silu", "relu"):
         return 4 * d_model
     return max(64, int(round(8 * d_model / 3 / 64)) * 64)
@@ -118,6 +121,10 @@ class ModelConfig:
             raise ValueError(f"RoPE needs an even head dimension, got d_model/num_heads = {d_head}")
         if self.d_ff is None:
             self.d_ff = default_d_ff(self.d_model, self.ffn)
+        elif self.ffn == "none":
+            if self.d_ff != 0:
+                raise ValueError(f"ModelConfig.d_ff={self.d_ff!r} with ffn='none': an attention-only model has no "
+                                 "feed-forward; leave d_ff unset (or 0)")
         elif isinstance(self.d_ff, bool) or not isinstance(self.d_ff, int) or self.d_ff <= 0:
             raise ValueError(f"ModelConfig.d_ff must be a positive integer or None, got {self.d_ff!r}")
         if not (isinstance(self.rope_theta, (int, float)) and self.rope_theta > 0):

@@ -88,11 +88,26 @@ class ReLUFeedForward(_TwoMatrixFeedForward):
     kind, activation = "relu", staticmethod(relu)
 
 
-FEED_FORWARDS = {"swiglu": SwiGLU, "silu": SiLUFeedForward, "relu": ReLUFeedForward}
+class NoFeedForward(nn.Module):
+    """The feed-forward of an attention-only block (ffn="none"): no parameters, output 0. The block
+    skips it (and its norm); tools that read a block's parts see an MLP output of zeros."""
+
+    kind = "none"
+
+    def __init__(self, d_model: int, d_ff: int | None = None, device=None, dtype=None):
+        super().__init__()
+        self.d_model, self.d_ff = d_model, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+FEED_FORWARDS = {"swiglu": SwiGLU, "silu": SiLUFeedForward, "relu": ReLUFeedForward, "none": NoFeedForward}
 
 
 def make_ffn(kind: str, d_model: int, d_ff: int | None, device=None, dtype=None) -> nn.Module:
-    """"swiglu" -> SwiGLU; "silu" -> SiLUFeedForward; "relu" -> ReLUFeedForward (d_ff=None: each one's default).
+    """"swiglu" -> SwiGLU; "silu" -> SiLUFeedForward; "relu" -> ReLUFeedForward (d_ff=None: each one's
+    default); "none" -> NoFeedForward (attention-only blocks).
 
     Example: make_ffn("relu", 64, None) has w1 (256 x 64) and w2 (64 x 256).
     """

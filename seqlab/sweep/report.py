@@ -176,7 +176,7 @@ def compare_run_dirs(paths: list[str | Path]) -> list[tuple[str, Path]]:
     return [(p.name if names.count(p.name) == 1 else given, p) for given, p in found]
 
 
-COMPARE_FILES = (COMPARE_FILE, "report.md", "curves.png")
+COMPARE_FILES = (COMPARE_FILE, "report.md", "curves.png", "heads.png")
 
 
 def compare_runs(paths: list[str | Path], out: str | Path, *, overwrite: bool = False) -> list[RunRecord]:
@@ -193,11 +193,23 @@ def compare_runs(paths: list[str | Path], out: str | Path, *, overwrite: bool = 
     if not records:
         raise ValueError("no runs to compare")
     title = f"Comparison of {len(records)} runs"
+    from seqlab.sweep.heads import HEADS_FIGURE, final_scores, heads_figure, heads_table, run_head_series
+
+    heads = [(r.name, run_head_series(r.run_dir)) for r in records]  # runs trained with --track-heads
+    tracked = any(series is not None for _, series in heads)
     with output_folder(out, "seqlab compare", **rule) as building:
         write_json(building / COMPARE_FILE, {
             "runs": [r.summary() for r in records], "best": getattr(best_run(records), "name", None),
-            "best_by_group": {group: r.name for group, r in best_by_group(records).items()}})
+            "best_by_group": {group: r.name for group, r in best_by_group(records).items()},
+            **({"head_scores": {name: final_scores(s) for name, s in heads if s is not None}} if tracked else {})})
         figures = write_figures(building, records, None, title=title)
         intro = [f"Runs: {', '.join(f'`{r.run_dir}`' for r in records)}."]
+        if tracked:
+            from seqlab.sweep.figures import _save
+
+            _save(heads_figure(heads, title=f"{title}: the best attention head's score per role"),
+                  building / HEADS_FIGURE)
+            figures.append(("the best head's score per role against steps", HEADS_FIGURE))
+            intro += ["", *heads_table(heads)]
         atomic_write_text(building / "report.md", report_markdown(title, intro, records, [], figures))
     return records

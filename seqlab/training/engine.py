@@ -79,14 +79,21 @@ class Engine:
     checkpoint and returns with status "interrupted". ``clock`` gives the seconds that elapsed
     time and ``time_budget_s`` are measured in (a test passes a fake one); ``say`` receives the
     messages for the user (default: stderr, main process only).
+
+    ``eval_hooks`` are called as ``hook(model, where) -> dict[str, float]`` at every evaluation,
+    after the task's own metrics (same model, eval mode, no gradients; ``where`` the
+    :class:`~seqlab.training.task.EvalContext`); their metrics join the task's in the evaluation
+    record of log.jsonl, e.g. the head scores of ``seqlab train --track-heads``.
     """
 
     def __init__(self, task: Task, *, step_callbacks: list[Callable] | None = None,
-                 clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] | None = None):
+                 clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] | None = None,
+                 eval_hooks: list[Callable] | None = None):
         self.task = task
         self.config = task.config
         self.text = KINDS[Kind(task.kind)]  # the words of every message about this kind of run
         self.step_callbacks = list(step_callbacks or [])
+        self.eval_hooks = list(eval_hooks or [])
         self._clock = clock
         self._say_to = say
         self._stop_reason: str | None = None
@@ -331,7 +338,8 @@ class Engine:
         return self._ahead[0] if self._ahead is not None else self.sampler.bit_generator.state
 
     def evaluate_metrics(self) -> dict[str, float]:
-        """The task's validation metrics (eval mode, no gradients), averaged over processes."""
+        """The task's validation metrics and the eval hooks' (eval mode, no gradients), averaged
+        over processes."""
         cfg = self.config
         self.model.eval()
         where = EvalContext(self.device, self.precision, [self._my_rows(m) for m in range(cfg.grad_accum_steps)],
@@ -339,6 +347,8 @@ class Engine:
         try:
             with torch.no_grad():
                 metrics = self.task.evaluate(self.raw_model, where)
+                for hook in self.eval_hooks:
+                    metrics = {**metrics, **hook(self.raw_model, where)}
         finally:
             self.model.train()
         return {name: all_reduce_mean(value, self.dist, self.device) for name, value in metrics.items()}

@@ -153,10 +153,11 @@ function fillSelect(select, count, keep) {
 }
 
 async function setupModel() {
-  const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths } = await api("runs", {});
+  const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths, induction } = await api("runs", {});
   const translateOpened = setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
   setupPaths(paths);
   setupCompare();
+  setupInduction(induction);
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
   const runSelect = $("model-run");
   const renderRuns = () => {
@@ -189,6 +190,7 @@ async function setupModel() {
     if (val.length) series.push({ values: val.map((p) => p[1]), xs: val.map((p) => p[0]), cls: "s1" });
     if (series.length) lineChart($("model-loss"), series, { xLabel: t("model.step") });
     else $("model-loss").replaceChildren(el("p", { class: "note", text: t("model.no_log") }));
+    drawHeadScores(data.heads);
     const m = data.model;
     const facts = [["model.checkpoint_step", data.step], ["model.parameters", data.parameters.toLocaleString("en")], ["model.layers", m.num_layers],
       ["model.heads", m.num_heads], ["model.d_model", m.d_model], ["model.context", m.context_length],
@@ -198,6 +200,25 @@ async function setupModel() {
     $("model-config").replaceChildren(...Object.entries(data.config).map(([key, value]) =>
       el("tr", {}, el("th", { text: key }), el("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) }))));
   }, "model-info-panel");
+
+  // --- head scores beside the loss (a run trained with --track-heads): the best head's score per
+  // role at each evaluation, on a 0..1 axis under the loss curve
+  function drawHeadScores(heads) {
+    let box = $("model-heads");
+    if (!heads) { if (box) box.parentNode.remove(); return; }
+    if (!box) {
+      box = el("div", { id: "model-heads", class: "chart" });
+      $("model-loss").parentNode.append(el("div", { class: "head-scores" },
+        el("h4", { text: t("model.heads_title") }), box, el("div", { class: "legend" })));
+    }
+    box.parentNode.querySelector("h4").textContent = t("model.heads_title");
+    const labels = { previous_token: "model.role_previous_token", duplicate_token: "model.role_duplicate_token",
+      induction: "model.role_induction", first_token: "model.role_first_token" };
+    const roles = Object.keys(labels).filter((r) => heads.best[r]);
+    const series = roles.map((role, i) => ({ values: heads.best[role], xs: heads.steps, cls: "s" + (i + 2) }));
+    lineChart(box, series, { xLabel: t("model.step"), height: 150, yTickFormat: (y) => y.toFixed(2) });
+    box.nextSibling.replaceChildren(...roles.map((role, i) => el("span", { class: "key s" + (i + 2), text: t(labels[role]) })));
+  }
 
   // --- tokens
   textWidgets.push(widget("w-model", () => ["lm/tokens", withText({})], (data) => {
