@@ -119,6 +119,9 @@ class ExplorerHandler(BaseHTTPRequestHandler):
             return lambda data: run_endpoint(name, data)
         if name in MODEL_ENDPOINTS:
             return lambda data: run_model_endpoint(name, data, self.server.runs)
+        from seqlab.explorer.interpret_api import INTERPRET_ENDPOINTS, run_interpret_endpoint
+        if name in INTERPRET_ENDPOINTS:
+            return lambda data: run_interpret_endpoint(name, data, self.server.runs)
         return None
 
     def _allowed_methods(self, path: str) -> str | None:

@@ -158,6 +158,7 @@ async function setupModel() {
   setupPaths(paths);
   setupCompare();
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
+  setupFlow(lmRuns, noRun);  // the information-flow section (flow.js) on the same run
   const runSelect = $("model-run");
   const renderRuns = () => {
     if (!lmRuns.length) {
