@@ -162,22 +162,23 @@ def _suffix_attention(block, a: torch.Tensor, live: torch.Tensor, prefix: torch.
             parts.append(_suffix_attention(block, a[begin:end], live[i:i + step], prefix, last))
             begin = end
         return torch.cat(parts)
-    k_full = attn.k_proj(prefix).expand(rows, -1, -1).clone()  # (rows, seq, kv * dh)
-    v_full = attn.v_proj(prefix).expand(rows, -1, -1).clone()
-    k_full[live] = attn.k_proj(a)
-    v_full[live] = attn.v_proj(a)
-    k = k_full.view(rows, seq, kv_heads, d_head).transpose(1, 2)
-    v = v_full.view(rows, seq, kv_heads, d_head).transpose(1, 2)
+    # projections (and RoPE, at each token's own position) of the live tokens only, packed
+    where = live.nonzero()[:, 1]  # (tokens,) the position of each live token
+    rotate = lambda x, n, positions: (x.view(x.shape[0], n, d_head) if attn.rope is None else
+                                      attn.rope(x.view(x.shape[0], n, d_head).transpose(0, 1), positions).transpose(0, 1))
+    every = torch.arange(seq, device=a.device)
+    k_full = rotate(attn.k_proj(prefix), kv_heads, every).expand(rows, -1, -1, -1).clone()  # (rows, seq, kv, dh)
+    v_full = attn.v_proj(prefix).view(seq, kv_heads, d_head).expand(rows, -1, -1, -1).clone()
+    k_full[live] = rotate(attn.k_proj(a), kv_heads, where)
+    v_full[live] = attn.v_proj(a).view(-1, kv_heads, d_head)
+    k, v = k_full.transpose(1, 2), v_full.transpose(1, 2)  # (rows, kv, seq, dh)
     if last:
         ends = torch.cumsum(live.sum(1), 0) - 1
-        q = attn.q_proj(a[ends]).view(rows, heads, 1, d_head)
+        q = rotate(attn.q_proj(a[ends]), heads, every[-1:]).reshape(rows, heads, 1, d_head)
     else:
-        q_full = a.new_zeros(rows, seq, heads * d_head)
-        q_full[live] = attn.q_proj(a)
-        q = q_full.view(rows, seq, heads, d_head).transpose(1, 2)
-    if attn.rope is not None:
-        k = attn.rope(k)
-        q = attn.rope(q, torch.tensor([seq - 1], device=q.device)) if last else attn.rope(q)
+        q_full = a.new_zeros(rows, seq, heads, d_head)
+        q_full[live] = rotate(attn.q_proj(a), heads, where)
+        q = q_full.transpose(1, 2)
     if kv_heads != heads:  # query head h reads key/value head h // group
         group = heads // kv_heads
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
