@@ -144,39 +144,48 @@ def _run_suffixes(model: TransformerLM, bad, entries: dict) -> torch.Tensor:
 
 
 def _suffix_attention(block, a: torch.Tensor, live: torch.Tensor, prefix: torch.Tensor,
-                      last: bool) -> torch.Tensor:
+                      last: bool, prefix_kv: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """Attention output of the live tokens a (tokens, d) (the block's attention input, packed by
     ``live`` (rows, seq)): packed (tokens, d), or with last=True each row's last position (rows, d).
     Keys and values of positions that are not live come from ``prefix`` (seq, d), the corrupted
-    run's attention input. Rows are split into chunks when the scores would exceed
-    SCORE_ELEMENTS_PER_CHUNK elements."""
+    run's attention input (projected once: ``prefix_kv``). Rows are split into chunks of at most
+    seq // 8 rows (at least 8), and fewer when the scores would exceed SCORE_ELEMENTS_PER_CHUNK
+    elements: the rows of a chunk start at nearby positions, so its queries start at the first
+    of them, which skips about half of the scores."""
     attn = block.attn
     rows, seq = live.shape
     heads, kv_heads, d_head = attn.num_heads, attn.num_kv_heads, attn.d_head
+    # RoPE at each token's own position; the corrupted run's keys and values once for all chunks
+    rotate = lambda x, n, positions: (x.view(x.shape[0], n, d_head) if attn.rope is None else
+                                      attn.rope(x.view(x.shape[0], n, d_head).transpose(0, 1), positions).transpose(0, 1))
+    every = torch.arange(seq, device=a.device)
+    if prefix_kv is None:
+        prefix_kv = (rotate(attn.k_proj(prefix), kv_heads, every), attn.v_proj(prefix).view(seq, kv_heads, d_head))
     step = max(1, SCORE_ELEMENTS_PER_CHUNK // (heads * seq * seq))
-    if rows > step:  # a loop over row chunks (memory), not over positions, layers or heads
+    if not last:  # rows come sorted by their first live position: a chunk of a few rows shares most of its queries
+        step = min(step, max(8, seq // 8))
+    if rows > step:  # a loop over row chunks (memory, shared queries), not over positions, layers or heads
         counts = torch.cumsum(live.sum(1), 0).tolist()
         parts, begin = [], 0
         for i in range(0, rows, step):
             end = counts[min(i + step, rows) - 1]
-            parts.append(_suffix_attention(block, a[begin:end], live[i:i + step], prefix, last))
+            parts.append(_suffix_attention(block, a[begin:end], live[i:i + step], prefix, last, prefix_kv))
             begin = end
         return torch.cat(parts)
-    # projections (and RoPE, at each token's own position) of the live tokens only, packed
+    # projections of the live tokens only, packed
     where = live.nonzero()[:, 1]  # (tokens,) the position of each live token
-    rotate = lambda x, n, positions: (x.view(x.shape[0], n, d_head) if attn.rope is None else
-                                      attn.rope(x.view(x.shape[0], n, d_head).transpose(0, 1), positions).transpose(0, 1))
-    every = torch.arange(seq, device=a.device)
-    k_full = rotate(attn.k_proj(prefix), kv_heads, every).expand(rows, -1, -1, -1).clone()  # (rows, seq, kv, dh)
-    v_full = attn.v_proj(prefix).view(seq, kv_heads, d_head).expand(rows, -1, -1, -1).clone()
+    k_full = prefix_kv[0].expand(rows, -1, -1, -1).clone()  # (rows, seq, kv, dh)
+    v_full = prefix_kv[1].expand(rows, -1, -1, -1).clone()
     k_full[live] = rotate(attn.k_proj(a), kv_heads, where)
     v_full[live] = attn.v_proj(a).view(-1, kv_heads, d_head)
     k, v = k_full.transpose(1, 2), v_full.transpose(1, 2)  # (rows, kv, seq, dh)
     if last:
         ends = torch.cumsum(live.sum(1), 0) - 1
         q = rotate(attn.q_proj(a[ends]), heads, every[-1:]).reshape(rows, heads, 1, d_head)
-    else:
-        q_full = a.new_zeros(rows, seq, heads, d_head)
+    else:  # queries from the chunk's first live position on (no row has live tokens before it)
+        first = int(where.min())
+        live = live[:, first:]
+        q_full = a.new_zeros(rows, seq - first, heads, d_head)
         q_full[live] = rotate(attn.q_proj(a), heads, where)
         q = q_full.transpose(1, 2)
     if kv_heads != heads:  # query head h reads key/value head h // group
