@@ -71,3 +71,9 @@ def test_prompts_of_different_lengths_get_the_message(page):
     lang = page.evaluate("() => I18N.lang")
     assert ("词元数相同" if lang == "zh" else "same number of tokens") in message
     assert page.is_hidden("#flow-lens-panel > .error")  # the lens reads the clean prompt only
+
+
+def test_without_a_run_the_section_says_how_to_start(browser, explorer_server, tmp_path):
+    for page in open_page(browser, explorer_server.url, tmp_path):
+        assert page.is_visible("#flow-none") and "seqlab explore --run DIR" in page.text_content("#flow-none")
+        assert page.locator("#w-flow .error:visible").count() == 0 and not page.is_visible("#flow-lens-panel")

@@ -246,6 +246,9 @@ function drawHeads(container, legend, data, hover) {
 function setupFlow(lmRuns, noRun) {
   $("flow-clean").value = FLOW_CLEAN;
   $("flow-corrupt").value = FLOW_CORRUPT;
+  // no language-model run: a hint (as the translate section gives), no panels and no requests
+  $("flow-none").hidden = lmRuns.length > 0;
+  if (!lmRuns.length) for (const node of $("w-flow").querySelectorAll(":scope > .controls, :scope > .panel")) node.style.display = "none";
   const withRun = (extra) => {
     const run = lmRuns.find((r) => r.id === $("model-run").value);
     const problem = run ? run.error : noRun;
@@ -255,32 +258,32 @@ function setupFlow(lmRuns, noRun) {
   const tokens = () => ({ target: $("flow-target").value, baseline: $("flow-baseline").value });
   const say = (id) => (text) => { $(id).textContent = text; };
   const parts = [];
-  const lens = widget("w-flow", () => ["interpret/lens", withRun({ text: $("flow-clean").value })], (data) => {
+  const lens = widget("w-flow", () => lmRuns.length && ["interpret/lens", withRun({ text: $("flow-clean").value })], (data) => {
     drawLens($("flow-lens"), data, say("flow-lens-hover"));
     $("flow-lens-hover").textContent = t("flow.hover_hint");
   }, "flow-lens-panel");
   parts.push(lens);
-  parts.push(widget("w-flow", () => ["interpret/attribute", withRun({ text: $("flow-clean").value, ...tokens() })], (data) => {
+  parts.push(widget("w-flow", () => lmRuns.length && ["interpret/attribute", withRun({ text: $("flow-clean").value, ...tokens() })], (data) => {
     drawAttribution($("flow-attr"), data);
     const sum = data.embed + data.heads.flat().reduce((a, b) => a + b, 0) + data.mlps.reduce((a, b) => a + b, 0);
     $("flow-attr-note").textContent = t(data.baseline ? "flow.attr_note_diff" : "flow.attr_note", {
       tok: visible(data.target.text), base: data.baseline ? visible(data.baseline.text) : "", i: data.position,
       total: fmt(data.total), sum: fmt(sum) });
   }, "flow-attr-panel"));
-  parts.push(widget("w-flow", () => ["interpret/patch", withRun({ clean: $("flow-clean").value, corrupt: $("flow-corrupt").value,
+  parts.push(widget("w-flow", () => lmRuns.length && ["interpret/patch", withRun({ clean: $("flow-clean").value, corrupt: $("flow-corrupt").value,
     where: $("flow-where").value, ...tokens() })], (data) => {
     drawPatch($("flow-patch"), data, say("flow-patch-hover"));
     $("flow-patch-hover").textContent = t("flow.hover_hint");
     $("flow-patch-note").textContent = t("flow.patch_note", { tok: visible(data.target.text), base: visible(data.baseline.text),
       n: data.clean_tokens.length });
   }, "flow-patch-panel"));
-  parts.push(widget("w-flow", () => ["interpret/knockout", withRun({ text: $("flow-clean").value, target: $("flow-target").value })], (data) => {
+  parts.push(widget("w-flow", () => lmRuns.length && ["interpret/knockout", withRun({ text: $("flow-clean").value, target: $("flow-target").value })], (data) => {
     drawKnockout($("flow-knockout"), data, say("flow-ko-hover"));
     $("flow-ko-hover").textContent = t("flow.hover_hint");
     $("flow-ko-note").textContent = t("flow.ko_note", { tok: visible(data.target.text), i: data.position,
       at: visible(data.tokens[data.position].text) });
   }, "flow-knockout-panel"));
-  parts.push(widget("w-flow", () => ["interpret/heads", withRun({})], (data) => {
+  parts.push(widget("w-flow", () => lmRuns.length && ["interpret/heads", withRun({})], (data) => {
     drawHeads($("flow-heads"), $("flow-heads-legend"), data, say("flow-heads-hover"));
     $("flow-heads-hover").textContent = t("flow.hover_hint");
   }, "flow-heads-panel"));

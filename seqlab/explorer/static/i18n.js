@@ -391,6 +391,8 @@ const STRINGS = {
   "flow.title": ["Information flow in your language model", "你的语言模型中的信息流"],
   "flow.lead": ["The run chosen in section 12, read from inside: what each layer would predict (logit lens), which heads and MLPs write the prediction (attribution), which activations carry the difference between two prompts (patching), which attention edges the prediction needs (knockout) and what each head does (head roles).",
                 "从内部读第 12 节选中的运行：每一层会预测什么（logit 透镜），哪些注意力头和 MLP 写出了预测（归因），哪些激活携带了两个提示之间的差别（激活修补），预测需要哪些注意力边（注意力剔除），以及每个头在做什么（头的角色）。"],
+  "flow.none": ["Start the explorer with a language-model run (seqlab explore --run DIR, e.g. the demo_out/run of seqlab demo) to see how information flows inside it.",
+                "用语言模型运行启动本页面（seqlab explore --run DIR，例如 seqlab demo 生成的 demo_out/run），即可查看其中的信息如何流动。"],
   "flow.clean": ["prompt (clean)", "提示（干净）"],
   "flow.corrupt": ["corrupted prompt (the same number of tokens)", "被破坏的提示（词元数相同）"],
   "flow.target": ["target token (empty: the model's top token)", "目标词元（留空：模型概率最高的词元）"],
