@@ -119,7 +119,10 @@ def bench(name: str, repeats: int, naive_repeats: int) -> None:
 def bench_explorer(run: str, repeats: int) -> None:
     import json
 
-    from seqlab.explorer.interpret_api import INTERPRET_ENDPOINTS, run_interpret_endpoint
+    from seqlab.explorer.interpret_api import (
+        INTERPRET_ENDPOINTS,
+        run_interpret_endpoint,
+    )
     from seqlab.explorer.runs import RunRegistry
 
     runs = RunRegistry([run])
@@ -142,7 +145,7 @@ def bench_explorer(run: str, repeats: int) -> None:
           f"{config.num_heads} heads, d_model {config.d_model}), 64-token prompt, {torch.get_num_threads()} threads")
     print("| request | time | goal |\n| --- | ---: | ---: |")
     for name, body in bodies.items():
-        request = lambda: json.dumps(run_interpret_endpoint(name, dict(body), runs), allow_nan=False)
+        request = lambda name=name, body=body: json.dumps(run_interpret_endpoint(name, dict(body), runs), allow_nan=False)
         request()  # warm: first-call allocations
         seconds = timed(request, repeats)
         print(f"| POST /api/{name} | {seconds * 1000:.0f} ms | {goals.get(name, 0.3) * 1000:.0f} ms |")

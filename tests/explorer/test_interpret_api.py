@@ -9,7 +9,14 @@ import math
 import pytest
 import torch
 
-from seqlab.interpret import direct_logit_attribution, head_roles, head_scores, knockout, logit_lens, patch
+from seqlab.interpret import (
+    direct_logit_attribution,
+    head_roles,
+    head_scores,
+    knockout,
+    logit_lens,
+    patch,
+)
 
 CLEAN = "There was a little girl named Emma. Emma had a shiny stone. But then"
 CORRUPT = CLEAN.replace("Emma", "Lily")
