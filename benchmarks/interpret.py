@@ -1,6 +1,7 @@
 """seqlab.interpret: lens, attribution, patching, knockout and head scores, batched vs a naive loop.
 
     python benchmarks/interpret.py [--model demo|cs336-17m|both] [--repeats 3] [--naive-repeats 1] [--threads 2]
+    python benchmarks/interpret.py --explorer-run demo_out/run [--repeats 3]   # the explorer's requests only
 
 Models (random weights of the shape; the timings do not depend on the values):
   demo       seqlab demo's model: vocab 1,024, context 128, d_model 128, 4 layers, 4 heads
@@ -13,6 +14,11 @@ Times per request (median of --repeats): logit_lens, direct_logit_attribution an
 knockout, the naive loop of the tests: one forward of the model per patch (a forward pre-hook
 swapping the clean residual in) or per cut edge (a forward hook recomputing that layer's attention
 with torch's SDPA and the edge masked).
+
+--explorer-run DIR (a `seqlab demo` run): the explorer's five POST /api/interpret/* requests on a
+64-token story prompt (and its corrupted copy, one name swapped), each timed from the request's
+JSON object to the JSON text of the answer (validation, tokenizing, the library, serialising),
+without HTTP; the run is loaded once before timing, as the server keeps it.
 """
 
 from __future__ import annotations
@@ -110,14 +116,54 @@ def bench(name: str, repeats: int, naive_repeats: int) -> None:
         print(f"| {label} | {ours * 1000:.0f} ms | {'' if loop is None else f'{loop * 1000:.0f} ms'} | {ratio} |")
 
 
+def bench_explorer(run: str, repeats: int) -> None:
+    import json
+
+    from seqlab.explorer.interpret_api import (
+        INTERPRET_ENDPOINTS,
+        run_interpret_endpoint,
+    )
+    from seqlab.explorer.runs import RunRegistry
+
+    runs = RunRegistry([run])
+    lm = runs.lm(None)
+    story = ("There was a little girl named Emma. Emma had a shiny stone that she loved very much. One cold "
+             "morning, Emma wanted to play with Joe. But then Emma could not find her shiny stone. Emma felt sad. "
+             "\"I lost my shiny stone!\" she said. Joe came to help. \"Do not be sad, Emma. I will help you,\" said")
+    clean = lm.tokenizer.decode(lm.tokenizer.encode(story)[:64])
+    corrupt = clean.replace("Emma", "Lily")
+    lengths = len(lm.tokenizer.encode(clean)), len(lm.tokenizer.encode(corrupt))
+    if lengths != (64, 64):
+        raise SystemExit(f"the prompts are {lengths} tokens, not 64: this run's tokenizer splits the story differently")
+    bodies = {"interpret/lens": {"text": clean}, "interpret/attribute": {"text": clean},
+              "interpret/patch": {"clean": clean, "corrupt": corrupt}, "interpret/knockout": {"text": clean},
+              "interpret/heads": {}}
+    assert set(bodies) == set(INTERPRET_ENDPOINTS)
+    goals = {"interpret/patch": 1.0, "interpret/knockout": 1.0}
+    config = lm.model.config
+    print(f"\nexplorer requests on {run}: {lm.model.num_parameters():,} parameters ({config.num_layers} layers, "
+          f"{config.num_heads} heads, d_model {config.d_model}), 64-token prompt, {torch.get_num_threads()} threads")
+    print("| request | time | goal |\n| --- | ---: | ---: |")
+    for name, body in bodies.items():
+        request = lambda name=name, body=body: json.dumps(run_interpret_endpoint(name, dict(body), runs), allow_nan=False)
+        request()  # warm: first-call allocations
+        seconds = timed(request, repeats)
+        print(f"| POST /api/{name} | {seconds * 1000:.0f} ms | {goals.get(name, 0.3) * 1000:.0f} ms |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=("demo", "cs336-17m", "both"), default="both")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--naive-repeats", type=int, default=1, help="repeats of the (slow) naive loops (1)")
+    parser.add_argument("--explorer-run", metavar="DIR", help="time the explorer's /api/interpret/* requests on "
+                        "this run (a `seqlab demo` run) instead of the library on random models")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.explorer_run:
+        bench_explorer(args.explorer_run, args.repeats)
+        return 0
     for name in (("demo", "cs336-17m") if args.model == "both" else (args.model,)):
         bench(name, args.repeats, args.naive_repeats)
     return 0

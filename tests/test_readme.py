@@ -228,7 +228,7 @@ def test_the_gpu_time_estimate_is_what_seqlab_accounting_prints(capsys):
 def test_the_readme_is_short_and_links_every_page_of_the_guide():
     """The README: what seqlab is, the two commands, the learning path, one example per area, links;
     the reference material lives in the guide's docs/ pages, each linked from it and each existing."""
-    assert len(README.splitlines()) <= 160
+    assert len(README.splitlines()) <= 170
     headings = [line for line in README.splitlines() if line.startswith("## ")]
     assert headings[:3] == ["## Quick start", "## Start here: the learning path", "## One example per area"]
     for page in readme_commands.GUIDE[1:]:

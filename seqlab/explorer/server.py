@@ -127,6 +127,9 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         if name == "induction":  # seqlab explore --induction DIR
             from seqlab.explorer.induction_api import induction_endpoint
             return lambda data: induction_endpoint(data, self.server.runs)
+        from seqlab.explorer.interpret_api import INTERPRET_ENDPOINTS, run_interpret_endpoint
+        if name in INTERPRET_ENDPOINTS:
+            return lambda data: run_interpret_endpoint(name, data, self.server.runs)
         return None
 
     def _allowed_methods(self, path: str) -> str | None:

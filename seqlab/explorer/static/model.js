@@ -159,6 +159,7 @@ async function setupModel() {
   setupCompare();
   setupInduction(induction);
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
+  setupFlow(lmRuns, noRun);  // the information-flow section (flow.js) on the same run
   const runSelect = $("model-run");
   const renderRuns = () => {
     if (!lmRuns.length) {
