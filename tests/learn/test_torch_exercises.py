@@ -14,6 +14,49 @@ from seqlab.learn.references import REFERENCE_MODULES
 from seqlab.learn.torch_exercises import EXERCISES
 from seqlab.learn.workspace import start
 
+# A block position by position and head by head, with math on Python floats for the RoPE angles and the softmax.
+BLOCK_LOOPS = """
+    import math
+    import torch
+
+    def norm(v, gain, eps):
+        ms = sum(float(t) ** 2 for t in v) / len(v)
+        return v / math.sqrt(ms + eps) * gain
+
+    def rotate(v, position, theta):
+        out = v.clone()
+        for k in range(len(v) // 2):
+            angle = position * theta ** (-2 * k / len(v))
+            a, b = float(v[2 * k]), float(v[2 * k + 1])
+            out[2 * k], out[2 * k + 1] = a * math.cos(angle) - b * math.sin(angle), a * math.sin(angle) + b * math.cos(angle)
+        return out
+
+    def transformer_block(x, weights, num_heads, theta=10000.0, eps=1e-5):
+        batch, seq, d = x.shape
+        w = d // num_heads
+        out = torch.zeros_like(x)
+        for b in range(batch):
+            normed = [norm(x[b, i], weights["ln1.weight"], eps) for i in range(seq)]
+            q = [weights["attn.q_proj.weight"] @ n for n in normed]
+            k = [weights["attn.k_proj.weight"] @ n for n in normed]
+            v = [weights["attn.v_proj.weight"] @ n for n in normed]
+            for i in range(seq):
+                heads = []
+                for h in range(num_heads):
+                    cols = slice(h * w, (h + 1) * w)
+                    qi = rotate(q[i][cols], i, theta)
+                    scores = [float(qi @ rotate(k[j][cols], j, theta)) / math.sqrt(w) for j in range(i + 1)]
+                    top = max(scores)
+                    e = [math.exp(s - top) for s in scores]
+                    heads.append(sum(e[j] / sum(e) * v[j][cols] for j in range(i + 1)))
+                z = x[b, i] + weights["attn.output_proj.weight"] @ torch.cat(heads)
+                n = norm(z, weights["ln2.weight"], eps)
+                a, g = weights["ffn.w1.weight"] @ n, weights["ffn.w3.weight"] @ n
+                silu = torch.tensor([float(t) / (1 + math.exp(-float(t))) for t in a], dtype=x.dtype)
+                out[b, i] = z + weights["ffn.w2.weight"] @ (silu * g)
+        return out
+"""
+
 # independent implementations: torch.nn.functional is allowed in tests as an oracle
 OTHERS = {
     "softmax": """
@@ -115,6 +158,25 @@ OTHERS = {
             return torch.nn.functional.linear(torch.nn.functional.silu(a) * torch.nn.functional.linear(x, w3_weight),
                                               w2_weight)
     """,
+    "transformer_block": BLOCK_LOOPS,
+    "transformer_lm": BLOCK_LOOPS + """
+    def transformer_lm(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
+        batch, seq = ids.shape
+        emb = weights["token_embeddings.weight"]
+        h = torch.stack([torch.stack([emb[int(ids[b, i])] for i in range(seq)]) for b in range(batch)])
+        for layer in range(num_layers):
+            prefix = f"layers.{layer}."
+            mine = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
+            h = transformer_block(h, mine, num_heads, theta, eps)
+        head = weights["lm_head.weight"]
+        logits = torch.zeros(batch, seq, head.shape[0], dtype=h.dtype)
+        for b in range(batch):
+            for i in range(seq):
+                n = norm(h[b, i], weights["ln_final.weight"], eps)
+                for v in range(head.shape[0]):
+                    logits[b, i, v] = sum(float(n[c]) * float(head[v, c]) for c in range(len(n)))
+        return logits
+    """,
 }
 
 
@@ -190,3 +252,25 @@ def test_adamw_step_s_reference_is_seqlab_s_adamw_against_torch_optim():
     oracle.grad = g.clone()
     opt.step()
     assert torch.allclose(new_p, oracle.detach()) and torch.allclose(m, opt.state[oracle]["exp_avg"])
+
+
+def test_the_block_and_lm_mistakes_are_catalogued():
+    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    for expected in ("post_norm", "no_attention_residual", "causal_mask_excludes_current", "causal_mask_includes_next"):
+        assert ("transformer_block", expected) in ids
+    for expected in ("no_final_norm", "tied_output", "rope_not_applied"):
+        assert ("transformer_lm", expected) in ids
+
+
+@pytest.mark.parametrize("name", ["transformer_block", "transformer_lm"])
+def test_causality_is_checked_by_changing_the_last_position(batch, name):
+    passed = {c["name"]: c for c in batch["reference", name].checks}
+    assert passed["invariants"]["passed"]
+    if name == "transformer_block":
+        seen = {c["name"]: c for c in batch["mutant", name, "causal_mask_includes_next"].checks}
+        assert not seen["invariants"]["passed"]
+        assert "changing only the last position changed the output at position" in seen["invariants"]["message"]
+    # the reference's cases hold a pair that differs in the last position only
+    cases = exercise(name).cases()
+    changed = [c for c in cases if c.label.endswith("(its last position changed)")]
+    assert changed and any(c.label == changed[0].label.split(" (its")[0] for c in cases)
