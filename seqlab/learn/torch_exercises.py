@@ -380,7 +380,8 @@ TRANSFORMER_BLOCK = Exercise(
     attn: causal multi-head self-attention (heads = contiguous column blocks of width w = d_model / num_heads),
     with RoPE on each head's queries and keys: pair (2k, 2k+1) at position i rotated by i * theta^(-2k/w),
     positions 0..seq-1; scale 1/sqrt(w); then the output projection.
-    """ + _BLOCK_KEYS + "\n    Your rms_norm, rotate_pairs, causal_multihead_self_attention and swiglu are its parts." + _RULE,
+    """ + _BLOCK_KEYS + "\n    Your rms_norm, rotate_pairs and swiglu are its parts, and causal_multihead_self_attention with RoPE added"
+                    "\n    (import them from your other files: from rms_norm import rms_norm)." + _RULE,
     _ref("transformer_block"), _block_cases,
     (_mistake("transformer_block__post_norm", "the norm after the sublayer (post-norm) instead of before",
               "this block is pre-norm: z = x + attn(norm(x)), not z = norm(x + attn(x)); the residual path stays un-normalised"),
