@@ -54,18 +54,22 @@ SOLUTION_SOURCES: dict[str, tuple[str, str]] = {
 
 
 def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-    """One update of seqlab.training.AdamW on the tensor p from the state (m, v) after step - 1 steps.
-    Returns the new (p, m, v); the arguments are not changed."""
+    """One update of seqlab.training.AdamW (its per-parameter form) on the tensor p from the state (m, v)
+    after step - 1 steps. Returns the new (p, m, v); the arguments are not changed.
+
+    The optimizer is made without torch.optim.Optimizer.__init__, whose add_param_group imports
+    torch._dynamo (about 1.6 s) on first use; the update itself is AdamW's own code."""
     import torch
 
     from seqlab.training import AdamW
-    param = torch.nn.Parameter(p.detach().clone())
-    optimizer = AdamW([param], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False)
-    optimizer.state[param] = {"step": step - 1, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+    param = p.detach().clone()
+    optimizer = AdamW.__new__(AdamW)
+    optimizer.state = {param: {"step": step - 1, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}}
     param.grad = grad.clone()
-    optimizer.step()
+    with torch.no_grad():
+        optimizer._update_one({"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}, param)
     state = optimizer.state[param]
-    return param.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
+    return param.clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
 
 
 def reference(name: str):

@@ -372,3 +372,21 @@ def test_causality_is_checked_by_changing_the_last_position(batch, name):
     changed = [c for c in cases if c.label.endswith("(its last position changed)")]
     assert changed and any(c.label == changed[0].label.split(" (its")[0] for c in cases)
 
+
+
+def test_adamw_step_s_reference_is_a_step_of_seqlab_s_adamw_object():
+    import torch
+
+    from seqlab.learn.references import adamw_step
+    from seqlab.training import AdamW
+    gen = torch.Generator().manual_seed(3)
+    p, g = torch.randn(3, 4, generator=gen, dtype=torch.float64), torch.randn(3, 4, generator=gen, dtype=torch.float64)
+    m, v = torch.randn(3, 4, generator=gen, dtype=torch.float64) * 0.1, torch.rand(3, 4, generator=gen, dtype=torch.float64)
+    new_p, new_m, new_v = adamw_step(p, g, m, v, 7, 0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.3)
+    param = torch.nn.Parameter(p.clone())
+    opt = AdamW([param], lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.3, foreach=False)
+    opt.state[param] = {"step": 6, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+    param.grad = g.clone()
+    opt.step()
+    assert torch.equal(new_p, param.detach()) and torch.equal(new_m, opt.state[param]["exp_avg"])
+    assert torch.equal(new_v, opt.state[param]["exp_avg_sq"]) and opt.state[param]["step"] == 7
