@@ -26,6 +26,16 @@ def test_the_lm_references_and_mutants_do_not_import_torch_dynamo():
     assert "torch._dynamo" not in modules
 
 
+def test_checking_the_lm_references_does_not_import_torch_dynamo():
+    modules = _imported("from seqlab.learn.catalog import exercise\n"
+                        "from seqlab.learn.exercise import _call\n"
+                        "for name in ('adamw_step', 'transformer_lm'):\n"
+                        "    e = exercise(name)\n"
+                        "    [_call(e.reference(), c) for c in e.cases()]")
+    assert "seqlab.model.transformer" in modules and "seqlab.training.optimizer" in modules
+    assert "torch._dynamo" not in modules
+
+
 def test_the_lazy_mark_is_what_torch_s_decorator_sets():
     import torch
     import torch._dynamo  # noqa: F401 - loaded here, so compare on fresh functions
