@@ -40,6 +40,8 @@ def main() -> None:
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     names = [n for n in (*NUMPY_NAMES, *TORCH_NAMES) if args.only in (None, n)]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as ws:
         floor = {}
         for kind, module in (("numpy", "numpy"), ("torch", "torch")):
@@ -58,7 +60,7 @@ def main() -> None:
             print(f"{name:<30} {kind:<6} {seconds:9.2f} {goal:7.1f} {seconds / floor[kind]:8.2f}"
                   + ("" if seconds < goal else "  OVER GOAL"))
         print(f"slowest NumPy exercise {worst['numpy']:.2f} s (goal 2 s); slowest LM component "
-              f"{worst['torch']:.2f} s (goal 5 s)")
+              f"{worst['torch']:.2f} s (goal 5 s); load average now {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

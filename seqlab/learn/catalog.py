@@ -10,7 +10,8 @@ NUMPY_NAMES = (
     "choose_merge", "train_bpe",
 )
 TORCH_NAMES = ("softmax", "rms_norm", "rotate_pairs", "scaled_dot_product_attention", "cross_entropy",
-               "lr_cosine_schedule", "adamw_step", "get_batch", "causal_multihead_self_attention", "swiglu")
+               "lr_cosine_schedule", "adamw_step", "get_batch", "causal_multihead_self_attention", "swiglu",
+               "transformer_block", "transformer_lm")
 
 
 def exercise(name: str):

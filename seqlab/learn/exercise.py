@@ -48,6 +48,7 @@ class Exercise:
     returns: str = ""                   # the form of the output, said when the student's has another
     gradients: Callable[[Case], tuple[dict, Callable[[Any], dict]]] | None = None
     invariants: Callable[[Case, Any], str | None] | None = None
+    relations: Callable[[list[Case], list], str | None] | None = None   # invariants across cases (causality)
     rtol: float = compare.RTOL
     atol: float = compare.ATOL
     time_limit: float = 10.0
@@ -228,9 +229,13 @@ def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun, expect
             if message:
                 break
         report.add("gradients vs finite differences", not message, message)
-    if exercise.invariants is not None:
-        message = next((f"on {case.label}: {m}" for case, call in zip(cases, run.calls)
-                        if (m := exercise.invariants(case, call.output))), "")
+    if exercise.invariants is not None or exercise.relations is not None:
+        message = ""
+        if exercise.invariants is not None:
+            message = next((f"on {case.label}: {m}" for case, call in zip(cases, run.calls)
+                            if (m := exercise.invariants(case, call.output))), "")
+        if not message and exercise.relations is not None:
+            message = exercise.relations(cases, [call.output for call in run.calls]) or ""
         report.add("invariants", not message, message)
     if not report.passed and first_bad is not None:
         report.diagnosis = diagnose(exercise, cases, outputs, expected)

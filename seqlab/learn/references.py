@@ -39,6 +39,8 @@ REFERENCE_MODULES: dict[str, str] = {
     "get_batch": "seqlab.training",
     "causal_multihead_self_attention": "seqlab.learn.references",
     "swiglu": "seqlab.learn.references",
+    "transformer_block": "seqlab.learn.references",
+    "transformer_lm": "seqlab.learn.references",
 }
 
 # exercises whose reference is a wrapper: `seqlab learn solution` shows this (module, name) too
@@ -46,22 +48,28 @@ SOLUTION_SOURCES: dict[str, tuple[str, str]] = {
     "adamw_step": ("seqlab.training", "AdamW"),
     "causal_multihead_self_attention": ("seqlab.model", "MultiHeadAttention"),
     "swiglu": ("seqlab.model", "SwiGLU"),
+    "transformer_block": ("seqlab.model", "TransformerBlock"),
+    "transformer_lm": ("seqlab.model", "TransformerLM"),
 }
 
 
 def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-    """One update of seqlab.training.AdamW on the tensor p from the state (m, v) after step - 1 steps.
-    Returns the new (p, m, v); the arguments are not changed."""
+    """One update of seqlab.training.AdamW (its per-parameter form) on the tensor p from the state (m, v)
+    after step - 1 steps. Returns the new (p, m, v); the arguments are not changed.
+
+    The optimizer is made without torch.optim.Optimizer.__init__, whose add_param_group imports
+    torch._dynamo (about 1.6 s) on first use; the update itself is AdamW's own code."""
     import torch
 
     from seqlab.training import AdamW
-    param = torch.nn.Parameter(p.detach().clone())
-    optimizer = AdamW([param], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False)
-    optimizer.state[param] = {"step": step - 1, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+    param = p.detach().clone()
+    optimizer = AdamW.__new__(AdamW)
+    optimizer.state = {param: {"step": step - 1, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}}
     param.grad = grad.clone()
-    optimizer.step()
+    with torch.no_grad():
+        optimizer._update_one({"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}, param)
     state = optimizer.state[param]
-    return param.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
+    return param.clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()
 
 
 def reference(name: str):
@@ -99,3 +107,46 @@ def swiglu(x, w1_weight, w2_weight, w3_weight):
         for linear, weight in ((layer.w1, w1_weight), (layer.w2, w2_weight), (layer.w3, w3_weight)):
             linear.weight.copy_(weight)
         return layer(x)
+
+
+def _exact_rope(model) -> None:
+    """Rebuild every RoPE table of ``model`` in float64: seqlab.model stores them in float32 (ample for
+    training), which would put the reference 1e-8 away from a student's float64 angles."""
+    import torch
+
+    from seqlab.model import RotaryPositionalEmbedding
+    for rope in (m for m in model.modules() if isinstance(m, RotaryPositionalEmbedding)):
+        inv_freq = rope.theta ** (-torch.arange(0, rope.d_k, 2, dtype=torch.float64) / rope.d_k)
+        angles = torch.arange(rope.max_seq_len, dtype=torch.float64)[:, None] * inv_freq
+        rope.cos, rope.sin = angles.cos(), angles.sin()
+
+
+def transformer_block(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    """seqlab.model.TransformerBlock (pre-norm RMSNorm, causal attention with RoPE, SwiGLU) with the
+    given weights, named as in its state dict, on x (batch, seq, d_model)."""
+    import torch
+
+    from seqlab.model import TransformerBlock
+    seq, d_model = x.shape[-2], x.shape[-1]
+    block = TransformerBlock(d_model, num_heads, weights["ffn.w1.weight"].shape[0], seq, theta, norm_eps=eps,
+                             attention="reference", dtype=x.dtype)
+    block.load_state_dict(weights)
+    _exact_rope(block)
+    with torch.no_grad():
+        return block(x)
+
+
+def transformer_lm(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
+    """seqlab.model.TransformerLM (untied output, final RMSNorm) with the given weights, named as in its
+    state dict, on ids (batch, seq) -> logits (batch, seq, vocab)."""
+    import torch
+
+    from seqlab.model import TransformerLM
+    vocab, d_model = weights["token_embeddings.weight"].shape
+    model = TransformerLM(vocab, ids.shape[-1], d_model, num_layers, num_heads,
+                          weights["layers.0.ffn.w1.weight"].shape[0], rope_theta=theta, norm_eps=eps,
+                          attention="reference", dtype=weights["token_embeddings.weight"].dtype)
+    model.load_state_dict(weights)
+    _exact_rope(model)
+    with torch.no_grad():
+        return model(ids)

@@ -312,5 +312,136 @@ SWIGLU = Exercise(
     returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
 
 
+CHANGED = " (its last position changed)"
+
+
+def _block_weights(d_model, d_ff, seed, prefix=""):
+    shapes = {"ln1.weight": (d_model,), "attn.q_proj.weight": (d_model, d_model), "attn.k_proj.weight": (d_model, d_model),
+              "attn.v_proj.weight": (d_model, d_model), "attn.output_proj.weight": (d_model, d_model),
+              "ln2.weight": (d_model,), "ffn.w1.weight": (d_ff, d_model), "ffn.w2.weight": (d_model, d_ff),
+              "ffn.w3.weight": (d_ff, d_model)}
+    weights = {}
+    for i, (name, shape) in enumerate(shapes.items()):
+        if len(shape) == 1:                                # a norm's gain: near 1, not 1, so a missing one shows
+            weights[prefix + name] = 1 + _randn(*shape, seed=seed + i, scale=0.2)
+        else:
+            weights[prefix + name] = _randn(*shape, seed=seed + i, scale=shape[1] ** -0.5)
+    return weights
+
+
+def _changed_last(case, change):
+    """The case again with its last position changed: a causal model's earlier outputs stay the same."""
+    args = list(case.args)
+    args[0] = change(args[0].clone())
+    return Case(case.label + CHANGED, tuple(args), dict(case.kwargs))
+
+
+def _block_cases():
+    cases = []
+    for k, (seed, shape, heads, d_ff, theta) in enumerate(((0, (1, 3, 4), 2, 8, 10000.0), (1, (2, 5, 8), 2, 16, 100.0),
+                                                           (2, (2, 6, 12), 3, 20, 10000.0))):
+        kwargs = {} if theta == 10000.0 else {"theta": theta}
+        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
+                          (_randn(*shape, seed=seed + 100), _block_weights(shape[-1], d_ff, seed * 20), heads), kwargs))
+
+    def change(x):
+        x[..., -1, :] = x[..., -1, :] * -2 + 1
+        return x
+    cases.append(_changed_last(cases[-1], change))
+    return cases
+
+
+def _causality(cases, outputs):
+    """Changing the last position of the input changes no earlier position of the output."""
+    import torch
+    by_label = dict(zip((c.label for c in cases), outputs))
+    for case, out in zip(cases, outputs):
+        if not case.label.endswith(CHANGED) or case.label[:-len(CHANGED)] not in by_label:
+            continue
+        before = by_label[case.label[:-len(CHANGED)]]
+        earlier = (before[..., :-1, :] - out[..., :-1, :]).abs().amax(dim=(0, -1))
+        moved = torch.nonzero(earlier > 1e-9).flatten().tolist()
+        if moved:
+            return (f"on {case.label}: changing only the last position changed the output at position {moved[0]}: "
+                    "a position must not see later ones (keep keys j <= i in the causal mask)")
+    return None
+
+
+_BLOCK_KEYS = """weights, seqlab.model.TransformerBlock's state-dict names, torch's (out, in) layout (Q = h @ W.T):
+      "ln1.weight", "ln2.weight" (d_model,): the RMSNorm gains;
+      "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "attn.output_proj.weight" (d_model, d_model);
+      "ffn.w1.weight", "ffn.w3.weight" (d_ff, d_model), "ffn.w2.weight" (d_model, d_ff): SwiGLU."""
+
+TRANSFORMER_BLOCK = Exercise(
+    "transformer_block", "The Transformer block (PyTorch)", "Transformer 块（PyTorch）",
+    "transformer_block(x, weights, num_heads, theta=10000.0, eps=1e-5)",
+    """One pre-norm block, x (batch, seq, d_model) -> (batch, seq, d_model):
+        z = x + attn(rms_norm(x, ln1));  y = z + swiglu(rms_norm(z, ln2))   (rms_norm with eps inside the root)
+    attn: causal multi-head self-attention (heads = contiguous column blocks of width w = d_model / num_heads),
+    with RoPE on each head's queries and keys: pair (2k, 2k+1) at position i rotated by i * theta^(-2k/w),
+    positions 0..seq-1; scale 1/sqrt(w); then the output projection.
+    """ + _BLOCK_KEYS + "\n    Your rms_norm, rotate_pairs and swiglu are its parts, and causal_multihead_self_attention with RoPE added"
+                    "\n    (import them from your other files: from rms_norm import rms_norm)." + _RULE,
+    _ref("transformer_block"), _block_cases,
+    (_mistake("transformer_block__post_norm", "the norm after the sublayer (post-norm) instead of before",
+              "this block is pre-norm: z = x + attn(norm(x)), not z = norm(x + attn(x)); the residual path stays un-normalised"),
+     _mistake("transformer_block__no_attention_residual", "the residual around the attention is missing",
+              "add the input back: z = x + attn(rms_norm(x))"),
+     _mistake("transformer_block__no_ffn_residual", "the residual around the feed-forward is missing",
+              "add z back: y = z + swiglu(rms_norm(z))"),
+     _mistake("transformer_block__causal_mask_excludes_current", "causal mask off by one: the current position excluded",
+              "position i attends to 0..i, itself included (tril with diagonal 0)"),
+     _mistake("transformer_block__causal_mask_includes_next", "causal mask off by one: the next (future) position included",
+              "position i must not see i+1: keep j <= i")),
+    returns="a tensor of x's shape", relations=_causality, imports=_IMPORTS, kind="torch", time_limit=30.0)
+
+
+def _lm_weights(vocab, d_model, d_ff, num_layers, seed):
+    weights = {"token_embeddings.weight": _randn(vocab, d_model, seed=seed)}
+    for i in range(num_layers):
+        weights.update(_block_weights(d_model, d_ff, seed + 50 * (i + 1), prefix=f"layers.{i}."))
+    weights["ln_final.weight"] = 1 + _randn(d_model, seed=seed + 1, scale=0.2)
+    weights["lm_head.weight"] = _randn(vocab, d_model, seed=seed + 2, scale=d_model ** -0.5)
+    return weights
+
+
+def _lm_cases():
+    import torch
+    cases = []
+    for k, (seed, batch, seq, vocab, d_model, layers, heads, d_ff) in enumerate(
+            ((0, 1, 4, 7, 4, 1, 2, 8), (1, 2, 6, 11, 8, 2, 2, 12), (2, 2, 5, 13, 12, 2, 3, 16))):
+        ids = torch.randint(0, vocab, (batch, seq), generator=_gen(seed + 200))
+        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
+                          (ids, _lm_weights(vocab, d_model, d_ff, layers, seed * 1000), layers, heads)))
+    vocab = cases[-1].args[1]["token_embeddings.weight"].shape[0]
+
+    def change(ids):
+        ids[..., -1] = (ids[..., -1] + 1) % vocab
+        return ids
+    cases.append(_changed_last(cases[-1], change))
+    return cases
+
+
+TRANSFORMER_LM = Exercise(
+    "transformer_lm", "The Transformer language model (PyTorch)", "Transformer 语言模型（PyTorch）",
+    "transformer_lm(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5)",
+    """ids (batch, seq) int64 -> logits (batch, seq, vocab), seqlab.model.TransformerLM's forward:
+        h = token_embeddings[ids]; h = block_i(h) for i = 0..num_layers-1 (your transformer_block);
+        logits = rms_norm(h, ln_final) @ lm_head.T     (the final norm; the output layer is NOT tied)
+    weights, the state-dict names: "token_embeddings.weight" (vocab, d_model); "layers.{i}." + each key of
+    transformer_block's weights; "ln_final.weight" (d_model,); "lm_head.weight" (vocab, d_model).
+    Return the logits, not probabilities.""" + _RULE,
+    _ref("transformer_lm"), _lm_cases,
+    (_mistake("transformer_lm__no_final_norm", "no final norm",
+              "a pre-norm stack ends with one more RMSNorm (ln_final) before the output layer"),
+     _mistake("transformer_lm__tied_output", "the output layer tied to the embedding",
+              "this model's output layer is its own matrix: logits = h @ lm_head.weight.T, not the embedding's"),
+     _mistake("transformer_lm__rope_not_applied", "positions (RoPE) not applied",
+              "rotate each head's queries and keys by RoPE before the scores: without it the model cannot tell positions apart"),
+     _mistake("transformer_lm__softmax_applied", "probabilities returned instead of logits",
+              "return the logits: the loss (cross-entropy) applies the log-softmax itself")),
+    returns="a tensor (batch, seq, vocab)", relations=_causality, imports=_IMPORTS, kind="torch", time_limit=30.0)
+
+
 EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE, ADAMW_STEP,
-                                   GET_BATCH, CAUSAL_MHSA, SWIGLU)
+                                   GET_BATCH, CAUSAL_MHSA, SWIGLU, TRANSFORMER_BLOCK, TRANSFORMER_LM)

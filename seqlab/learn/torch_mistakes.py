@@ -231,3 +231,95 @@ def swiglu__gate_on_the_other_branch(x, w1_weight, w2_weight, w3_weight):
 def swiglu__no_gate(x, w1_weight, w2_weight, w3_weight):
     a = x @ w1_weight.T
     return (a * torch.sigmoid(a)) @ w2_weight.T
+
+
+def _rms(x, weight, eps):
+    return x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * weight
+
+
+def _rope(t, theta):
+    """t (..., heads, seq, w): pair (2k, 2k+1) at position i rotated by i * theta^(-2k/w)."""
+    seq, width = t.shape[-2], t.shape[-1]
+    inv = theta ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)
+    angles = (torch.arange(seq, dtype=torch.float64)[:, None] * inv).to(t.dtype)
+    cos, sin = angles.cos(), angles.sin()
+    even, odd = t[..., 0::2], t[..., 1::2]
+    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+
+
+def _block(x, weights, num_heads, theta, eps, prefix="", *, post_norm=False, attention_residual=True,
+           ffn_residual=True, shift=0, rope=True):
+    w = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
+    *batch, seq, d_model = x.shape
+    width = d_model // num_heads
+
+    def attend(h):
+        def heads(t):
+            return t.view(*batch, seq, num_heads, width).transpose(-3, -2)
+        q, k, v = (heads(h @ w[f"attn.{n}_proj.weight"].T) for n in "qkv")
+        if rope:
+            q, k = _rope(q, theta), _rope(k, theta)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(width)
+        scores = scores.masked_fill(~torch.ones(seq, seq, dtype=torch.bool).tril(shift), float("-inf"))
+        probs = torch.nan_to_num(_softmax(scores, -1), nan=0.0)   # a row with no visible key: 0
+        out = (probs @ v).transpose(-3, -2).reshape(*batch, seq, d_model)
+        return out @ w["attn.output_proj.weight"].T
+
+    def ffn(h):
+        a = h @ w["ffn.w1.weight"].T
+        return ((a * torch.sigmoid(a)) * (h @ w["ffn.w3.weight"].T)) @ w["ffn.w2.weight"].T
+
+    if post_norm:                                          # norm(x + sublayer(x)), the 2017 Transformer's order
+        z = _rms(x + attend(x), w["ln1.weight"], eps)
+        return _rms(z + ffn(z), w["ln2.weight"], eps)
+    a = attend(_rms(x, w["ln1.weight"], eps))
+    z = x + a if attention_residual else a
+    f = ffn(_rms(z, w["ln2.weight"], eps))
+    return z + f if ffn_residual else f
+
+
+def transformer_block__post_norm(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    return _block(x, weights, num_heads, theta, eps, post_norm=True)
+
+
+def transformer_block__no_attention_residual(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    return _block(x, weights, num_heads, theta, eps, attention_residual=False)
+
+
+def transformer_block__no_ffn_residual(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    return _block(x, weights, num_heads, theta, eps, ffn_residual=False)
+
+
+def transformer_block__causal_mask_excludes_current(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    return _block(x, weights, num_heads, theta, eps, shift=-1)
+
+
+def transformer_block__causal_mask_includes_next(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    return _block(x, weights, num_heads, theta, eps, shift=1)
+
+
+def _lm(ids, weights, num_layers, num_heads, theta, eps, *, final_norm=True, tied=False, rope=True, probs=False):
+    h = weights["token_embeddings.weight"][ids]
+    for i in range(num_layers):                            # layers run in sequence: a loop over depth
+        h = _block(h, weights, num_heads, theta, eps, f"layers.{i}.", rope=rope)
+    if final_norm:
+        h = _rms(h, weights["ln_final.weight"], eps)
+    out = weights["token_embeddings.weight" if tied else "lm_head.weight"]
+    logits = h @ out.T
+    return _softmax(logits, -1) if probs else logits
+
+
+def transformer_lm__no_final_norm(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
+    return _lm(ids, weights, num_layers, num_heads, theta, eps, final_norm=False)
+
+
+def transformer_lm__tied_output(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
+    return _lm(ids, weights, num_layers, num_heads, theta, eps, tied=True)
+
+
+def transformer_lm__rope_not_applied(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
+    return _lm(ids, weights, num_layers, num_heads, theta, eps, rope=False)
+
+
+def transformer_lm__softmax_applied(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
+    return _lm(ids, weights, num_layers, num_heads, theta, eps, probs=True)

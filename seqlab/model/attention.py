@@ -16,6 +16,7 @@ key-padding mask and, on request, its attention weights.
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 from torch import nn
@@ -77,7 +78,18 @@ def scaled_dot_product_attention(
     return attention_weights(Q, K, mask, causal=causal).to(V.dtype) @ V
 
 
-@torch.compiler.assume_constant_result
+def _assume_constant_result(fn):
+    """torch.compiler.assume_constant_result(fn) without importing torch._dynamo, which takes about
+    1.6 s and which a process that never compiles (a `seqlab learn check` child, a CLI command)
+    should not pay. The decorator only marks the function for dynamo to read when it traces a call;
+    once torch._dynamo is loaded, its own decorator marks it."""
+    if "torch._dynamo" in sys.modules:
+        return torch.compiler.assume_constant_result(fn)
+    fn._dynamo_marked_constant = True  # what torch._dynamo.assume_constant_result sets (tested equal)
+    return fn
+
+
+@_assume_constant_result
 def _flash_runs(device: torch.device, dtype: torch.dtype, has_mask: bool, head_dim: int) -> bool:
     """attention_backend_supports("flash", ...), evaluated on the host once per trace under torch.compile
     (device, dtype and shapes are fixed in a compiled graph), so it adds no graph break."""

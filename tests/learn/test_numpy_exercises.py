@@ -261,6 +261,262 @@ LOOPS = {
 }
 
 
+# The exercises above have loop-style versions in LOOPS; these are the rest, written the same way
+# (one step, one row, one head at a time), from the exercises' docstrings, not from seqlab's code.
+LOOPS.update({
+    "scalar_recurrence_backward": """
+        import math
+        import numpy as np
+        def scalar_recurrence_backward(a, xs, h0=0.0):
+            hs = [float(h0)]
+            for x in xs:
+                hs.append(math.tanh(a * hs[-1] + float(x)))
+            dxs = np.zeros(len(xs))
+            dh, da = 1.0, 0.0                       # dh = d h_T / d h_t, walking back from t = T
+            for t in range(len(xs), 0, -1):
+                dpre = dh * (1.0 - hs[t] ** 2)
+                dxs[t - 1] = dpre
+                da += dpre * hs[t - 1]
+                dh = dpre * a
+            return {"a": da, "xs": dxs, "h0": dh}
+    """,
+    "rnn_forward": """
+        import math
+        import numpy as np
+        def rnn_forward(params, xs, h0=None):
+            Wx, Wh, b, Wy, by = (params[k] for k in ("Wx", "Wh", "b", "Wy", "by"))
+            H, D, O = Wh.shape[0], Wx.shape[1], Wy.shape[0]
+            h = [0.0] * H if h0 is None else [float(v) for v in h0]
+            hs, ys = [], []
+            for x in xs:
+                h = [math.tanh(b[i] + sum(Wx[i, j] * x[j] for j in range(D)) + sum(Wh[i, j] * h[j] for j in range(H)))
+                     for i in range(H)]
+                hs.append(h)
+                ys.append([by[o] + sum(Wy[o, i] * h[i] for i in range(H)) for o in range(O)])
+            return {"hs": np.array(hs), "ys": np.array(ys)}
+    """,
+    "truncated_bptt": """
+        import math
+        import numpy as np
+        def truncated_bptt(params, xs, targets, h0=None, chunk_length=2, carry_state=True, loss_steps=None):
+            Wx, Wh, b, Wy, by = (params[k] for k in ("Wx", "Wh", "b", "Wy", "by"))
+            T, H = len(xs), Wh.shape[0]
+            first = np.zeros(H) if h0 is None else np.array(h0, dtype=float)
+            grads = {k: np.zeros_like(params[k], dtype=float) for k in ("Wx", "Wh", "b", "Wy", "by")}
+            grads["xs"], grads["h0"] = np.zeros((T, Wx.shape[1])), np.zeros(H)
+            loss, state, starts = 0.0, first, []
+            for s in range(0, T, chunk_length):
+                steps = list(range(s, min(s + chunk_length, T)))
+                start = state.copy() if carry_state else first.copy()
+                starts.append(start)
+                hs, h, dys = [], start, []
+                for t in steps:
+                    h = np.tanh(Wx @ xs[t] + Wh @ h + b)
+                    hs.append(h)
+                    y = Wy @ h + by
+                    p = np.exp(y - y.max())
+                    p /= p.sum()
+                    counts = loss_steps is None or t in list(loss_steps)
+                    if counts:
+                        loss -= math.log(p[targets[t]]) / T
+                    dy = p.copy()
+                    dy[targets[t]] -= 1.0
+                    dys.append(dy / T if counts else np.zeros_like(dy))
+                carry = np.zeros(H)                 # nothing flows in from after the chunk
+                for n in range(len(steps) - 1, -1, -1):
+                    t = steps[n]
+                    prev = hs[n - 1] if n else start
+                    grads["Wy"] += np.outer(dys[n], hs[n])
+                    grads["by"] += dys[n]
+                    dpre = (Wy.T @ dys[n] + carry) * (1 - hs[n] ** 2)
+                    grads["Wx"] += np.outer(dpre, xs[t])
+                    grads["Wh"] += np.outer(dpre, prev)
+                    grads["b"] += dpre
+                    grads["xs"][t] = Wx.T @ dpre
+                    carry = Wh.T @ dpre
+                if s == 0:
+                    grads["h0"] = carry
+                state = hs[-1]
+            return loss, grads, starts
+    """,
+    "lstm_cell_forward": """
+        import math
+        import numpy as np
+        def lstm_cell_forward(params, x, h_prev, c_prev):
+            sig = lambda v: 1.0 / (1.0 + math.exp(-v))
+            H = len(h_prev)
+            pre = [params["Wx"][r] @ x + params["bx"][r] + params["Wh"][r] @ h_prev + params["bh"][r] for r in range(4 * H)]
+            h, c = np.zeros(H), np.zeros(H)
+            for u in range(H):
+                i, f, g, o = sig(pre[u]), sig(pre[H + u]), math.tanh(pre[2 * H + u]), sig(pre[3 * H + u])
+                c[u] = f * c_prev[u] + i * g
+                h[u] = o * math.tanh(c[u])
+            return h, c, None
+    """,
+    "lstm_bptt": """
+        import math
+        import numpy as np
+        def lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None):
+            Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+            H = Wh.shape[1]
+            sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+            h = np.zeros(H) if h0 is None else np.array(h0, dtype=float)
+            c = np.zeros(H) if c0 is None else np.array(c0, dtype=float)
+            steps = []
+            for x in xs:
+                a = Wx @ x + bx + Wh @ h + bh
+                i, f, g, o = sig(a[:H]), sig(a[H:2 * H]), np.tanh(a[2 * H:3 * H]), sig(a[3 * H:])
+                c_new = f * c + i * g
+                steps.append((x, h, c, i, f, g, o, c_new))
+                h, c = o * np.tanh(c_new), c_new
+            grads = {k: np.zeros_like(params[k], dtype=float) for k in ("Wx", "Wh", "bx", "bh")}
+            grads["xs"] = np.zeros((len(xs), Wx.shape[1]))
+            dh_next, dc_next = np.zeros(H), np.zeros(H)
+            for t in range(len(xs) - 1, -1, -1):
+                x, h_prev, c_prev, i, f, g, o, c_t = steps[t]
+                dh = dhs[t] + dh_next
+                dc = dc_next + dh * o * (1 - np.tanh(c_t) ** 2) + (0.0 if dcs is None else dcs[t])
+                da = np.zeros(4 * H)
+                for u in range(H):
+                    da[u] = dc[u] * g[u] * i[u] * (1 - i[u])
+                    da[H + u] = dc[u] * c_prev[u] * f[u] * (1 - f[u])
+                    da[2 * H + u] = dc[u] * i[u] * (1 - g[u] ** 2)
+                    da[3 * H + u] = dh[u] * math.tanh(c_t[u]) * o[u] * (1 - o[u])
+                grads["Wx"] += np.outer(da, x)
+                grads["Wh"] += np.outer(da, h_prev)
+                grads["bx"] += da
+                grads["bh"] += da
+                grads["xs"][t] = Wx.T @ da
+                dh_next, dc_next = Wh.T @ da, dc * f
+            grads["h0"], grads["c0"] = dh_next, dc_next
+            return grads
+    """,
+    "gru_bptt": """
+        import numpy as np
+        def gru_bptt(params, xs, dhs, h0=None, convention="paper"):
+            Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+            H = Wh.shape[1]
+            R, Z, N = slice(0, H), slice(H, 2 * H), slice(2 * H, 3 * H)
+            sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+            h = np.zeros(H) if h0 is None else np.array(h0, dtype=float)
+            steps = []
+            for x in xs:
+                r = sig(Wx[R] @ x + bx[R] + Wh[R] @ h + bh[R])
+                z = sig(Wx[Z] @ x + bx[Z] + Wh[Z] @ h + bh[Z])
+                n = np.tanh(Wx[N] @ x + bx[N] + Wh[N] @ (r * h) + bh[N])
+                steps.append((x, h, r, z, n))
+                h = z * h + (1 - z) * n
+            grads = {k: np.zeros_like(params[k], dtype=float) for k in ("Wx", "Wh", "bx", "bh")}
+            grads["xs"] = np.zeros((len(xs), Wx.shape[1]))
+            dh_next = np.zeros(H)
+            for t in range(len(xs) - 1, -1, -1):
+                x, h_prev, r, z, n = steps[t]
+                dh = dhs[t] + dh_next
+                dan = dh * (1 - z) * (1 - n ** 2)
+                daz = dh * (h_prev - n) * z * (1 - z)
+                d_reset = Wh[N].T @ dan                   # gradient of r * h_prev
+                dar = d_reset * h_prev * r * (1 - r)
+                for rows, da, h_in in ((R, dar, h_prev), (Z, daz, h_prev), (N, dan, r * h_prev)):
+                    grads["Wx"][rows] += np.outer(da, x)
+                    grads["Wh"][rows] += np.outer(da, h_in)
+                    grads["bx"][rows] += da
+                    grads["bh"][rows] += da
+                grads["xs"][t] = Wx[R].T @ dar + Wx[Z].T @ daz + Wx[N].T @ dan
+                dh_next = dh * z + d_reset * r + Wh[R].T @ dar + Wh[Z].T @ daz
+            grads["h0"] = dh_next
+            return grads
+    """,
+    "attention_backward": """
+        import math
+        import numpy as np
+        def attention_backward(q, keys, values, d_output, mask=None):
+            n, d = q.shape
+            m = keys.shape[0]
+            visible = np.ones((n, m), bool) if mask is None else np.broadcast_to(mask, (n, m))
+            dq, dk, dv = np.zeros(q.shape), np.zeros(keys.shape), np.zeros(values.shape)
+            for i in range(n):
+                scores = [float(q[i] @ keys[j]) / math.sqrt(d) for j in range(m)]
+                seen = [j for j in range(m) if visible[i, j]]
+                p = [0.0] * m
+                if seen:
+                    top = max(scores[j] for j in seen)
+                    total = sum(math.exp(scores[j] - top) for j in seen)
+                    for j in seen:
+                        p[j] = math.exp(scores[j] - top) / total
+                dp = [float(d_output[i] @ values[j]) for j in range(m)]
+                mean = sum(p[j] * dp[j] for j in range(m))
+                for j in range(m):
+                    ds = p[j] * (dp[j] - mean) / math.sqrt(d)
+                    dv[j] += p[j] * d_output[i]
+                    dq[i] += ds * keys[j]
+                    dk[j] += ds * q[i]
+            return {"q": dq, "keys": dk, "values": dv}
+    """,
+    "multihead_attention": """
+        import math
+        import numpy as np
+        def multihead_attention(x_q, x_kv, params, num_heads, mask=None):
+            Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
+            n, m, d_model = Q.shape[0], K.shape[0], Q.shape[1]
+            w = d_model // num_heads
+            visible = np.ones((n, m), bool) if mask is None else np.broadcast_to(mask, (n, m))
+            concat = np.zeros((n, d_model))
+            for h in range(num_heads):
+                cols = slice(h * w, (h + 1) * w)
+                for i in range(n):
+                    seen = [j for j in range(m) if visible[i, j]]
+                    if not seen:
+                        continue
+                    scores = [float(Q[i, cols] @ K[j, cols]) / math.sqrt(w) for j in seen]
+                    top = max(scores)
+                    e = [math.exp(s - top) for s in scores]
+                    for j, ej in zip(seen, e):
+                        concat[i, cols] += ej / sum(e) * V[j, cols]
+            return {"concat": concat, "output": concat @ params["Wo"]}
+    """,
+    "train_bpe": r'''
+        import collections
+        import regex
+        PATTERN = regex.compile(r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+        def train_bpe(input_path, vocab_size, special_tokens):
+            text = open(input_path, encoding="utf-8").read()
+            pieces = [text]
+            for special in special_tokens:                 # never count across a special token
+                pieces = [part for piece in pieces for part in piece.split(special)]
+            words = collections.Counter()
+            for piece in pieces:
+                for token in PATTERN.findall(piece):
+                    words[tuple(bytes([c]) for c in token.encode("utf-8"))] += 1
+            vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
+            for c in range(256):
+                vocab[len(vocab)] = bytes([c])
+            merges = []
+            while len(vocab) < vocab_size:
+                pairs = collections.Counter()
+                for word, count in words.items():
+                    for a, b in zip(word, word[1:]):
+                        pairs[a, b] += count
+                if not pairs:
+                    break
+                best = max(pairs, key=lambda p: (pairs[p], p))
+                merges.append(best)
+                vocab[len(vocab)] = best[0] + best[1]
+                merged = collections.Counter()
+                for word, count in words.items():
+                    out, k = [], 0
+                    while k < len(word):
+                        if k + 1 < len(word) and (word[k], word[k + 1]) == best:
+                            out.append(word[k] + word[k + 1])
+                            k += 2
+                        else:
+                            out.append(word[k])
+                            k += 1
+                    merged[tuple(out)] += count
+                words = merged
+            return vocab, merges
+    ''',
+})
+
 @pytest.mark.parametrize("name", sorted(LOOPS))
 def test_an_independent_loop_style_implementation_passes(batch, name):
     report = batch["loops", name]

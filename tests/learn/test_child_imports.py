@@ -1,0 +1,58 @@
+"""What a `seqlab learn check` child imports: torch, but not torch._dynamo (about 1.6 s per process),
+which seqlab.model's attention used to import through torch.compiler.assume_constant_result."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imported(code: str) -> set[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sys.modules))"],
+                          env=env, capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_the_lm_references_and_mutants_do_not_import_torch_dynamo():
+    modules = _imported("from seqlab.model import MultiHeadAttention, TransformerLM, TransformerBlock\n"
+                        "import seqlab.model.attention, seqlab.learn.torch_mistakes, seqlab.learn.runner\n"
+                        "from seqlab.training import AdamW, cross_entropy, get_batch")
+    assert "torch" in modules and "seqlab.model.attention" in modules
+    assert "torch._dynamo" not in modules
+
+
+def test_checking_the_lm_references_does_not_import_torch_dynamo():
+    modules = _imported("from seqlab.learn.catalog import exercise\n"
+                        "from seqlab.learn.exercise import _call\n"
+                        "for name in ('adamw_step', 'transformer_lm'):\n"
+                        "    e = exercise(name)\n"
+                        "    [_call(e.reference(), c) for c in e.cases()]")
+    assert "seqlab.model.transformer" in modules and "seqlab.training.optimizer" in modules
+    assert "torch._dynamo" not in modules
+
+
+def test_the_lazy_mark_is_what_torch_s_decorator_sets():
+    import torch
+    import torch._dynamo  # noqa: F401 - loaded here, so compare on fresh functions
+
+    from seqlab.model import attention
+
+    def ours():
+        return 1
+
+    def theirs():
+        return 1
+
+    saved = sys.modules.pop("torch._dynamo")
+    try:
+        attention._assume_constant_result(ours)
+    finally:
+        sys.modules["torch._dynamo"] = saved
+    torch.compiler.assume_constant_result(theirs)
+    assert vars(ours) == vars(theirs) and vars(theirs)
+    assert vars(attention._flash_runs) == vars(theirs)
