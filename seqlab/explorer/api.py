@@ -273,9 +273,9 @@ def causal_mask_grid(p: Payload) -> dict:
     return {"tokens": tokens, "mask": mask, "visible": int(mask.sum())}
 
 
-def multihead(p: Payload) -> dict:
-    from seqlab.labs.attention import multihead_shapes
-
+def multihead_sizes(p: Payload) -> tuple[int, int, int]:
+    """The multi-head widget's (n, d_model, num_heads), the whole request read; d_model must split
+    evenly into the heads."""
     d = DEFAULTS["multihead"]
     n = p.integer("n", d["n"], 1, 16)
     d_model = p.integer("d_model", d["d_model"], 1, 64)
@@ -283,6 +283,13 @@ def multihead(p: Payload) -> dict:
     p.finish()
     if num_heads > d_model or d_model % num_heads:
         raise RequestError(f"d_model {d_model} must split evenly into num_heads {num_heads} heads")
+    return n, d_model, num_heads
+
+
+def multihead(p: Payload) -> dict:
+    from seqlab.labs.attention import multihead_shapes
+
+    n, d_model, num_heads = multihead_sizes(p)
     shapes = multihead_shapes(n, d_model, num_heads)
     return {"shapes": [[name, shape] for name, shape in shapes.items()], "num_heads": num_heads}
 

@@ -72,7 +72,7 @@ def run_explore(args: argparse.Namespace) -> int:
               f"--workspace {server.workspace}` makes it", file=sys.stderr)
     print(f"seqlab explorer at {server.url}  (Ctrl+C to stop)", flush=True)
     if not run_ids:
-        print(f"no model runs: the model panels explain how to make one (`seqlab demo --fast`)", file=sys.stderr)
+        print("no model runs: the model panels explain how to make one (`seqlab demo --fast`)", file=sys.stderr)
     from seqlab.explorer.server import is_loopback
 
     if not is_loopback(args.host):

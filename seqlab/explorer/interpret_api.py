@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from seqlab.explorer.model_api import _lm, _text, _token_json, _window
+from seqlab.explorer.model_api import _lm, _text, _token_json, _window, answer
 from seqlab.explorer.runs import ExplorerLM, RunRegistry
 from seqlab.explorer.validation import Payload, RequestError
 
@@ -191,20 +191,6 @@ INTERPRET_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
 
 
 def run_interpret_endpoint(name: str, data: dict[str, Any], runs: RunRegistry) -> dict:
-    """Validate ``data`` and run endpoint ``name`` (a key of INTERPRET_ENDPOINTS) on ``runs``: as the
-    model endpoints, a library ValueError (which names the value) becomes a 400 with its message,
-    and a non-finite number in the answer a 400 saying the weights are damaged."""
-    import json
-
-    try:
-        result = INTERPRET_ENDPOINTS[name](Payload(data), runs)
-    except RequestError:
-        raise
-    except ValueError as exc:
-        raise RequestError(str(exc)) from None
-    try:
-        json.dumps(result, allow_nan=False)
-    except ValueError:
-        raise RequestError("the model produced a non-finite number (NaN or infinity); its weights are "
-                           "probably damaged: retrain the run", "non_finite") from None
-    return result
+    """Validate ``data`` and run endpoint ``name`` (a key of INTERPRET_ENDPOINTS) on ``runs``, with
+    the model endpoints' errors (:func:`seqlab.explorer.model_api.answer`)."""
+    return answer(INTERPRET_ENDPOINTS[name], data, runs)

@@ -124,13 +124,7 @@ MULTIHEAD_SEED = 0
 def _multihead(p: Payload, name: str) -> tuple[Calls, list[str]]:
     from seqlab.labs.attention import init_multihead_params
 
-    d = api.DEFAULTS["multihead"]
-    n = p.integer("n", d["n"], 1, 16)
-    d_model = p.integer("d_model", d["d_model"], 1, 64)
-    num_heads = p.integer("num_heads", d["num_heads"], 1, 16)
-    p.finish()
-    if num_heads > d_model or d_model % num_heads:
-        raise RequestError(f"d_model {d_model} must split evenly into num_heads {num_heads} heads")
+    n, d_model, num_heads = api.multihead_sizes(p)
     # the widget traces shapes; the functions need numbers: seeded random X and weights of those shapes
     rng = np.random.default_rng(MULTIHEAD_SEED)
     params = init_multihead_params(d_model, rng)
