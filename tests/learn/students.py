@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from seqlab.learn.exercise import check_many
 from seqlab.learn.references import REFERENCE_MODULES
 from seqlab.learn.workspace import start
@@ -53,3 +55,14 @@ def assert_diagnosed(report, mistake: str) -> None:
     """A catalogued mistake fails, with its own diagnosis."""
     assert not report.passed
     assert report.diagnosis is not None and report.diagnosis["mistake"] == mistake, report.diagnosis
+
+
+def mutant_test(exercises):
+    """The test that every catalogued mistake of `exercises` fails with its own diagnosis, one case each.
+    A test module binds it to a test_ name; it reads the module's `batch` fixture."""
+    pairs = mutants(exercises)
+
+    @pytest.mark.parametrize(("name", "mistake"), pairs, ids=[f"{n}-{m}" for n, m in pairs])
+    def test(batch, name, mistake):
+        assert_diagnosed(batch["mutant", name, mistake], mistake)
+    return test

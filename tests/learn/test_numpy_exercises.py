@@ -8,7 +8,7 @@ import pytest
 from seqlab.learn.catalog import NUMPY_NAMES, exercise
 from seqlab.learn.exercise import check
 from seqlab.learn.numpy_exercises import EXERCISES
-from tests.learn.students import assert_diagnosed, check_batch, mutants, write_student
+from tests.learn.students import check_batch, mutant_test, mutants, write_student
 
 
 def test_the_catalog_names_every_numpy_exercise_once():
@@ -45,15 +45,11 @@ def test_the_reference_passes_every_check(batch, name):
 
 
 MUTANTS = mutants(EXERCISES)
-
-
-@pytest.mark.parametrize(("name", "mistake"), MUTANTS, ids=[f"{n}-{m}" for n, m in MUTANTS])
-def test_each_catalogued_mistake_fails_with_its_own_diagnosis(batch, name, mistake):
-    assert_diagnosed(batch["mutant", name, mistake], mistake)
+test_each_catalogued_mistake_fails_with_its_own_diagnosis = mutant_test(EXERCISES)
 
 
 def test_the_issue_s_mistakes_are_catalogued():
-    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    ids = set(MUTANTS)
     for expected in [("rnn_bptt", "no_future_gradient"), ("rnn_bptt", "shared_weights_not_summed"),
                      ("truncated_bptt", "divided_by_T_twice"), ("softmax_cross_entropy", "divided_twice"),
                      ("attention", "softmax_over_queries"), ("attention", "missing_scale"),

@@ -8,7 +8,7 @@ import pytest
 
 from seqlab.learn.catalog import TORCH_NAMES, exercise
 from seqlab.learn.torch_exercises import EXERCISES
-from tests.learn.students import assert_diagnosed, check_batch, mutants
+from tests.learn.students import check_batch, mutant_test, mutants
 
 # A block position by position and head by head, with math on Python floats for the RoPE angles and the softmax.
 BLOCK_LOOPS = """
@@ -294,15 +294,11 @@ def test_the_reference_and_an_independent_implementation_pass(batch, name):
 
 
 MUTANTS = mutants(EXERCISES)
-
-
-@pytest.mark.parametrize(("name", "mistake"), MUTANTS, ids=[f"{n}-{m}" for n, m in MUTANTS])
-def test_each_catalogued_mistake_fails_with_its_own_diagnosis(batch, name, mistake):
-    assert_diagnosed(batch["mutant", name, mistake], mistake)
+test_each_catalogued_mistake_fails_with_its_own_diagnosis = mutant_test(EXERCISES)
 
 
 def test_the_issue_s_lm_mistakes_are_catalogued():
-    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    ids = set(MUTANTS)
     assert ("rotate_pairs", "half_split_pairs") in ids and ("rms_norm", "eps_outside_the_root") in ids
     assert ("scaled_dot_product_attention", "causal_mask_excludes_current") in ids
     assert ("scaled_dot_product_attention", "causal_mask_includes_next") in ids
@@ -324,7 +320,7 @@ def test_adamw_step_s_reference_is_seqlab_s_adamw_against_torch_optim():
 
 
 def test_the_block_and_lm_mistakes_are_catalogued():
-    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    ids = set(MUTANTS)
     for expected in ("post_norm", "no_attention_residual", "causal_mask_excludes_current", "causal_mask_includes_next"):
         assert ("transformer_block", expected) in ids
     for expected in ("no_final_norm", "tied_output", "rope_not_applied"):
