@@ -35,32 +35,28 @@ def register(subparsers) -> None:
                     "of the most likely mistake.")
     parser.set_defaults(func=show_path)
     sub = parser.add_subparsers(dest="learn_command", metavar="COMMAND")
-    p = sub.add_parser("next", parents=[common], help="what to do now")
-    p.set_defaults(func=show_next)
-    p = sub.add_parser("show", parents=[common], help="one step: what to read, look at and do")
-    p.add_argument("name")
-    p.set_defaults(func=show_step)
-    p = sub.add_parser("start", parents=[common], help="write WORKSPACE/NAME.py for an Implement exercise")
-    p.add_argument("name")
-    p.set_defaults(func=start_exercise)
-    p = sub.add_parser("check", parents=[common], help="check WORKSPACE/NAME.py (exit 0 pass, 1 fail, 2 usage)")
-    p.add_argument("name")
+
+    def command(name, func, help, *, step=True):
+        """A subcommand with the common options; step: it takes the NAME of a step of the path."""
+        p = sub.add_parser(name, parents=[common], help=help)
+        if step:
+            p.add_argument("name")
+        p.set_defaults(func=func)
+        return p
+
+    command("next", show_next, "what to do now", step=False)
+    command("show", show_step, "one step: what to read, look at and do")
+    command("start", start_exercise, "write WORKSPACE/NAME.py for an Implement exercise")
+    p = command("check", check_exercise, "check WORKSPACE/NAME.py (exit 0 pass, 1 fail, 2 usage)")
     p.add_argument("--json", action="store_true", help="print the checks and the diagnosis as JSON")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="seconds the student's code may run (default: the exercise's, 10 s for NumPy)")
-    p.set_defaults(func=check_exercise)
-    p = sub.add_parser("solution", parents=[common], help="show the reference implementation")
-    p.add_argument("name")
-    p.set_defaults(func=show_solution)
-    p = sub.add_parser("answer", parents=[common], help="answer a Trace question: numbers separated by commas")
-    p.add_argument("name")
+    command("solution", show_solution, "show the reference implementation")
+    p = command("answer", answer_question, "answer a Trace question: numbers separated by commas")
     p.add_argument("value", nargs="?", default=None, help='e.g. "0.4" or "0.6698, 0.3302"')
     p.add_argument("--show", action="store_true", help="show the worked solution")
-    p.set_defaults(func=answer_question)
-    p = sub.add_parser("card", parents=[common], help="an Explain / Derive self-check card")
-    p.add_argument("name")
+    p = command("card", show_card, "an Explain / Derive self-check card")
     p.add_argument("--reveal", action="store_true", help="show the answer (and mark the card done)")
-    p.set_defaults(func=show_card)
 
 
 def _workspace(args) -> Path:

@@ -26,6 +26,16 @@ class Case:
     gradcheck: bool = False            # compare the gradients with central finite differences
 
 
+def numbered_cases(make: Callable[..., tuple[tuple, dict]], settings, gradcheck: bool = False) -> list[Case]:
+    """One Case per setting, made by make(k, *setting) -> (args, kwargs); the first (k = 0) is
+    labelled "the worked example", the next "random inputs 1", "random inputs 2", ...
+    A setting that is not a tuple is one argument: numbered_cases(lambda k, n: ((n,), {}), (3, 6))
+    -> [Case("the worked example", (3,)), Case("random inputs 1", (6,))]."""
+    return [Case("the worked example" if k == 0 else f"random inputs {k}",
+                 *make(k, *(setting if isinstance(setting, tuple) else (setting,))), gradcheck=gradcheck)
+            for k, setting in enumerate(settings)]
+
+
 @dataclasses.dataclass(frozen=True)
 class Mistake:
     id: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from seqlab.learn import mistakes as M
-from seqlab.learn.exercise import Case, Exercise, Mistake, central_differences
+from seqlab.learn.exercise import Case, Exercise, Mistake, central_differences, numbered_cases
 from seqlab.learn.references import helper, reference
 
 
@@ -26,6 +26,15 @@ def _rng(seed):
     return np.random.default_rng(seed)
 
 
+def _seeded_cases(make, settings, gradcheck=False):
+    """numbered_cases whose settings start with a seed: make(k, rng, *rest) gets default_rng(seed)."""
+    return numbered_cases(lambda k, seed, *rest: make(k, _rng(seed), *rest), settings, gradcheck)
+
+
+def _same(out):
+    return out
+
+
 # --- the one-number recurrence --------------------------------------------------------------------------
 def _recurrence_cases():
     rng = _rng(1)
@@ -39,7 +48,7 @@ def _recurrence_gradients(case):
     params = {"a": np.array(float(a)), "xs": np.array(xs, dtype=np.float64), "h0": np.array(float(case.kwargs["h0"]))}
     run = helper("seqlab.labs.recurrence", "scalar_recurrence")
     numeric = central_differences(lambda: float(run(float(params["a"]), params["xs"], float(params["h0"]))[-1]), params)
-    return numeric, lambda out: out
+    return numeric, _same
 
 
 SCALAR_RECURRENCE = Exercise(
@@ -81,13 +90,7 @@ def _rnn_params(rng, D=3, H=4, O=2):
 
 
 def _rnn_step_cases():
-    cases = []
-    for k, seed in enumerate((0, 5, 6)):
-        rng = _rng(seed)
-        p = _rnn_params(rng)
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (p, rng.normal(size=3), rng.normal(size=4))))
-    return cases
+    return _seeded_cases(lambda k, rng: ((_rnn_params(rng), rng.normal(size=3), rng.normal(size=4)), {}), (0, 5, 6))
 
 
 RNN_STEP = Exercise(
@@ -104,19 +107,14 @@ RNN_STEP = Exercise(
 
 
 def _rnn_seq_cases(backward=False):
-    cases = []
-    for k, (seed, T) in enumerate(((0, 3), (7, 5), (8, 4))):
-        rng = _rng(seed)
+    def make(k, rng, T):
         p = _rnn_params(rng)
         xs, h0 = rng.normal(size=(T, 3)), rng.normal(size=4) * 0.5
-        label = "the worked example" if k == 0 else f"random inputs {k}"
-        if backward:
-            dys = rng.normal(size=(T, 2))
-            kw = {"dh_last": rng.normal(size=4)} if k == 2 else {}
-            cases.append(Case(label, (p, xs, h0, dys), kw, gradcheck=True))
-        else:
-            cases.append(Case(label, (p, xs), {"h0": h0} if k else {}))
-    return cases
+        if not backward:
+            return (p, xs), ({"h0": h0} if k else {})
+        dys = rng.normal(size=(T, 2))
+        return (p, xs, h0, dys), ({"dh_last": rng.normal(size=4)} if k == 2 else {})
+    return _seeded_cases(make, ((0, 3), (7, 5), (8, 4)), gradcheck=backward)
 
 
 RNN_FORWARD = Exercise(
@@ -143,8 +141,7 @@ def _rnn_bptt_gradients(case):
         extra = 0.0 if dh_last is None else float(dh_last @ out["hs"][-1])
         return float(np.sum(dys * out["ys"])) + extra
 
-    arrays = {**params, "xs": xs, "h0": h0}
-    return central_differences(loss, arrays), lambda out: out
+    return central_differences(loss, {**params, "xs": xs, "h0": h0}), _same
 
 
 def copy_arrays(value):
@@ -213,14 +210,10 @@ SOFTMAX_CROSS_ENTROPY = Exercise(
 
 # --- truncated BPTT ------------------------------------------------------------------------------------------
 def _tbptt_cases():
-    cases = []
-    for k, (seed, T, chunk, extra) in enumerate(((0, 5, 2, {}), (4, 6, 3, {}), (9, 7, 2, {"loss_steps": [1, 4, 6]}))):
-        rng = _rng(seed)
-        p = _rnn_params(rng, O=3)
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (p, rng.normal(size=(T, 3)), rng.integers(0, 3, T)),
-                          {"h0": rng.normal(size=4) * 0.5, "chunk_length": chunk, **extra}))
-    return cases
+    return _seeded_cases(lambda k, rng, T, chunk, extra: (
+        (_rnn_params(rng, O=3), rng.normal(size=(T, 3)), rng.integers(0, 3, T)),
+        {"h0": rng.normal(size=4) * 0.5, "chunk_length": chunk, **extra}),
+        ((0, 5, 2, {}), (4, 6, 3, {}), (9, 7, 2, {"loss_steps": [1, 4, 6]})))
 
 
 TRUNCATED_BPTT = Exercise(
@@ -296,12 +289,8 @@ def _lstm_params(rng, D=3, H=3):
 
 
 def _lstm_cell_cases():
-    cases = []
-    for k, seed in enumerate((0, 1, 2)):
-        rng = _rng(seed)
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (_lstm_params(rng), rng.normal(size=3), rng.normal(size=3), rng.normal(size=3))))
-    return cases
+    return _seeded_cases(lambda k, rng: ((_lstm_params(rng), rng.normal(size=3), rng.normal(size=3),
+                                          rng.normal(size=3)), {}), (0, 1, 2))
 
 
 LSTM_CELL_FORWARD = Exercise(
@@ -322,28 +311,30 @@ LSTM_CELL_FORWARD = Exercise(
 
 
 def _lstm_bptt_cases():
-    cases = []
-    for k, (seed, T) in enumerate(((0, 3), (1, 4), (2, 5))):
-        rng = _rng(seed)
+    def make(k, rng, T):
         p = _lstm_params(rng)
         kw = {"h0": rng.normal(size=3) * 0.5, "c0": rng.normal(size=3) * 0.5}
         if k == 2:
             kw["dcs"] = rng.normal(size=(T, 3))
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (p, rng.normal(size=(T, 3)), rng.normal(size=(T, 3))), kw, gradcheck=True))
-    return cases
+        return (p, rng.normal(size=(T, 3)), rng.normal(size=(T, 3))), kw
+    return _seeded_cases(make, ((0, 3), (1, 4), (2, 5)), gradcheck=True)
 
 
-def _lstm_gradients(case):
-    params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), case.args[2]
-    h0, c0, dcs = copy_arrays(case.kwargs["h0"]), copy_arrays(case.kwargs["c0"]), case.kwargs.get("dcs")
-    forward = helper("seqlab.labs.lstm", "lstm_forward")
+def _sequence_gradients(module, forward_name, states):
+    """The gradients, by central differences, of sum(dhs * hs) (+ sum(dcs * cs) where the case has dcs)
+    for a case (params, xs, dhs) whose kwargs hold the initial `states`, through the lab's forward pass."""
+    def gradients(case):
+        params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), case.args[2]
+        initial = {name: copy_arrays(case.kwargs[name]) for name in states}
+        dcs = case.kwargs.get("dcs")
+        forward = helper(module, forward_name)
 
-    def loss():
-        out = forward(params, xs, h0, c0)
-        return float(np.sum(dhs * out["hs"]) + (0.0 if dcs is None else np.sum(dcs * out["cs"])))
+        def loss():
+            out = forward(params, xs, *initial.values())
+            return float(np.sum(dhs * out["hs"]) + (0.0 if dcs is None else np.sum(dcs * out["cs"])))
 
-    return central_differences(loss, {**params, "xs": xs, "h0": h0, "c0": c0}), lambda out: out
+        return central_differences(loss, {**params, "xs": xs, **initial}), _same
+    return gradients
 
 
 LSTM_BPTT = Exercise(
@@ -360,7 +351,7 @@ LSTM_BPTT = Exercise(
               "h_t also feeds the next step's gates: add dh_prev from step t+1 to dhs[t]"),
      _mistake(M.lstm_bptt__tanh_derivative_of_cell_missing, "tanh'(c) missing on the way from h to c",
               "h = o tanh(c): the gradient reaching c from h is dh * o * (1 - tanh(c)^2)")),
-    returns="a dict of gradients", gradients=_lstm_gradients)
+    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")))
 
 
 # --- GRU ------------------------------------------------------------------------------------------------------
@@ -369,12 +360,7 @@ def _gru_params(rng, D=3, H=3):
 
 
 def _gru_cell_cases():
-    cases = []
-    for k, seed in enumerate((0, 1, 2)):
-        rng = _rng(seed)
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (_gru_params(rng), rng.normal(size=3), rng.normal(size=3))))
-    return cases
+    return _seeded_cases(lambda k, rng: ((_gru_params(rng), rng.normal(size=3), rng.normal(size=3)), {}), (0, 1, 2))
 
 
 _GRU_DOC = """Maps stacked in PyTorch's order (r, z, n): Wx (3H, D), Wh (3H, H), bx (3H,), bh (3H,).
@@ -395,21 +381,8 @@ GRU_CELL_FORWARD = Exercise(
 
 
 def _gru_bptt_cases():
-    cases = []
-    for k, (seed, T) in enumerate(((0, 3), (1, 4), (2, 5))):
-        rng = _rng(seed)
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (_gru_params(rng), rng.normal(size=(T, 3)), rng.normal(size=(T, 3))),
-                          {"h0": rng.normal(size=3) * 0.5}, gradcheck=True))
-    return cases
-
-
-def _gru_gradients(case):
-    params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), case.args[2]
-    h0 = copy_arrays(case.kwargs["h0"])
-    forward = helper("seqlab.labs.gru", "gru_forward")
-    return central_differences(lambda: float(np.sum(dhs * forward(params, xs, h0)["hs"])),
-                               {**params, "xs": xs, "h0": h0}), lambda out: out
+    return _seeded_cases(lambda k, rng, T: ((_gru_params(rng), rng.normal(size=(T, 3)), rng.normal(size=(T, 3))),
+                                            {"h0": rng.normal(size=3) * 0.5}), ((0, 3), (1, 4), (2, 5)), gradcheck=True)
 
 
 GRU_BPTT = Exercise(
@@ -421,7 +394,7 @@ GRU_BPTT = Exercise(
               "z keeps the OLD state here: h = z h_prev + (1 - z) n, so dh_prev gets dh * z and dn gets dh * (1 - z)"),
      _mistake(M.gru_bptt__no_future_gradient, "BPTT without the gradient from the future state",
               "add the gradient returned for h_prev by step t+1 to dhs[t] before going through step t")),
-    returns="a dict of gradients", gradients=_gru_gradients)
+    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",)))
 
 
 # --- masks and attention ----------------------------------------------------------------------------------------
@@ -497,14 +470,10 @@ ATTENTION = Exercise(
 
 
 def _attention_backward_cases():
-    cases = []
-    for k, (seed, n, m, d, dv, masked) in enumerate(((0, 2, 3, 2, 2, False), (1, 3, 4, 4, 3, False), (2, 4, 4, 3, 2, True))):
-        rng = _rng(seed)
-        kw = {"mask": np.tril(np.ones((n, m), bool))} if masked else {}
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (rng.normal(size=(n, d)), rng.normal(size=(m, d)), rng.normal(size=(m, dv)),
-                           rng.normal(size=(n, dv))), kw, gradcheck=True))
-    return cases
+    return _seeded_cases(lambda k, rng, n, m, d, dv, masked: (
+        (rng.normal(size=(n, d)), rng.normal(size=(m, d)), rng.normal(size=(m, dv)), rng.normal(size=(n, dv))),
+        {"mask": np.tril(np.ones((n, m), bool))} if masked else {}),
+        ((0, 2, 3, 2, 2, False), (1, 3, 4, 4, 3, False), (2, 4, 4, 3, 2, True)), gradcheck=True)
 
 
 def _attention_gradients(case):
@@ -512,7 +481,7 @@ def _attention_gradients(case):
     d_out, mask = case.args[3], case.kwargs.get("mask")
     forward = helper("seqlab.labs.attention", "attention")
     return central_differences(lambda: float(np.sum(d_out * forward(q, k, v, mask)["output"])),
-                               {"q": q, "keys": k, "values": v}), lambda out: out
+                               {"q": q, "keys": k, "values": v}), _same
 
 
 ATTENTION_BACKWARD = Exercise(
@@ -530,17 +499,12 @@ ATTENTION_BACKWARD = Exercise(
 
 
 def _multihead_cases():
-    cases = []
-    for k, (seed, n, m, d_model, heads, masked) in enumerate(((0, 3, 3, 4, 2, False), (1, 4, 5, 6, 3, False),
-                                                              (2, 4, 4, 8, 2, True))):
-        rng = _rng(seed)
+    def make(k, rng, n, m, d_model, heads, masked):
         params = helper("seqlab.labs.attention", "init_multihead_params")(d_model, rng)
         x_q = rng.normal(size=(n, d_model))
         x_kv = x_q if n == m and k != 1 else rng.normal(size=(m, d_model))
-        kw = {"mask": np.tril(np.ones((n, m), bool))} if masked else {}
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (x_q, x_kv.copy(), params, heads), kw))
-    return cases
+        return (x_q, x_kv.copy(), params, heads), ({"mask": np.tril(np.ones((n, m), bool))} if masked else {})
+    return _seeded_cases(make, ((0, 3, 3, 4, 2, False), (1, 4, 5, 6, 3, False), (2, 4, 4, 8, 2, True)))
 
 
 MULTIHEAD_ATTENTION = Exercise(

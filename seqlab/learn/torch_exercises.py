@@ -6,7 +6,7 @@ float64, so the reference and the student's code agree to 1e-6 unless one of the
 
 from __future__ import annotations
 
-from seqlab.learn.exercise import Case, Exercise, Mistake
+from seqlab.learn.exercise import Case, Exercise, Mistake, numbered_cases
 from seqlab.learn.references import reference
 
 _IMPORTS = "import math\n\nimport torch"
@@ -24,6 +24,11 @@ def _mistake(name, title, explanation):
         from seqlab.learn import torch_mistakes
         return getattr(torch_mistakes, name)(*args, **kwargs)
     return Mistake(name.split("__", 1)[1], title, explanation, implementation)
+
+
+def _torch_exercise(*fields, imports=_IMPORTS, **options):
+    """An Exercise on tensors: its stub imports torch, and its check may take 30 s (the child imports torch)."""
+    return Exercise(*fields, imports=imports, kind="torch", time_limit=30.0, **options)
 
 
 def _gen(seed):
@@ -52,7 +57,7 @@ def _softmax_invariants(case, out):
     return None
 
 
-SOFTMAX = Exercise(
+SOFTMAX = _torch_exercise(
     "softmax", "Softmax (PyTorch)", "softmax（PyTorch）", "softmax(x, dim=-1)",
     """exp(x - max) / sum(exp(x - max)) along `dim`; x any shape -> the same shape.
     Subtract the maximum along `dim` first, so logits of 1000 give no inf or NaN.""" + _RULE,
@@ -61,7 +66,7 @@ SOFTMAX = Exercise(
               "normalize along the `dim` argument (the last axis by default), not axis 0"),
      _mistake("softmax__max_not_subtracted", "the maximum is not subtracted",
               "exp(1000) overflows to inf and inf/inf is NaN: subtract x.amax(dim, keepdim=True) first")),
-    returns="a tensor of x's shape", invariants=_softmax_invariants, imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor of x's shape", invariants=_softmax_invariants)
 
 
 def _rms_cases():
@@ -73,7 +78,7 @@ def _rms_cases():
                  {"eps": 1e-3})]
 
 
-RMS_NORM = Exercise(
+RMS_NORM = _torch_exercise(
     "rms_norm", "RMSNorm (PyTorch)", "RMSNorm（PyTorch）", "rms_norm(x, weight, eps=1e-5)",
     """x / sqrt(mean(x^2 over the last dim) + eps) * weight; x (..., d), weight (d,) -> (..., d).
     eps goes INSIDE the square root. [3, 4] with weight 1 -> [3, 4] / sqrt(12.5 + eps).""" + _RULE,
@@ -83,7 +88,7 @@ RMS_NORM = Exercise(
      _mistake("rms_norm__mean_subtracted", "the mean is subtracted (that is LayerNorm)",
               "RMSNorm does not centre: divide x itself by its root mean square"),
      _mistake("rms_norm__weight_missing", "the gain is not applied", "multiply the normalized x by weight (d,)")),
-    returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor of x's shape")
 
 
 def _rope_tables(seq, half, theta=10000.0):
@@ -103,7 +108,7 @@ def _rope_cases():
     return cases
 
 
-ROTATE_PAIRS = Exercise(
+ROTATE_PAIRS = _torch_exercise(
     "rotate_pairs", "RoPE: rotating pairs (PyTorch)", "旋转位置编码：旋转分量对（PyTorch）", "rotate_pairs(x, cos, sin)",
     """Rotate each ADJACENT pair (x[..., 2k], x[..., 2k+1]) of x (..., seq, d) by the angle whose cos/sin are given:
     (a, b) -> (a cos - b sin, a sin + b cos). cos, sin: (seq, d/2), broadcast over x's leading dims.
@@ -114,7 +119,7 @@ ROTATE_PAIRS = Exercise(
               "whose weights need a permutation"),
      _mistake("rotate_pairs__rotated_backwards", "the rotation goes the other way",
               "(a, b) -> (a cos - b sin, a sin + b cos): the minus sign is on b in the first component")),
-    returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor of x's shape")
 
 
 def _sdpa_cases():
@@ -131,7 +136,7 @@ def _sdpa_cases():
     return cases
 
 
-SDPA = Exercise(
+SDPA = _torch_exercise(
     "scaled_dot_product_attention", "Scaled dot-product attention (PyTorch)", "缩放点积注意力（PyTorch）",
     "scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False)",
     """softmax(Q K^T / sqrt(d_k)) V. Q (..., n, d_k), K (..., m, d_k), V (..., m, d_v) -> (..., n, d_v).
@@ -151,7 +156,7 @@ SDPA = Exercise(
               "query i must not see key i+1: j <= i, not j <= i + 1"),
      _mistake("scaled_dot_product_attention__mask_inverted", "the mask read inverted",
               "True means MAY attend: fill -inf where the mask is False")),
-    returns="a tensor (..., n, d_v)", imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor (..., n, d_v)")
 
 
 def _ce_cases():
@@ -163,7 +168,7 @@ def _ce_cases():
             Case("random inputs 2 (large logits)", (_randn(5, 6, seed=20, scale=300), torch.randint(0, 6, (5,), generator=gen)))]
 
 
-CROSS_ENTROPY = Exercise(
+CROSS_ENTROPY = _torch_exercise(
     "cross_entropy", "Cross-entropy (PyTorch)", "交叉熵（PyTorch）", "cross_entropy(logits, targets)",
     """Mean over every position of -log softmax(logits)[target]. logits (..., vocab) float, targets (...)
     ints -> a 0-d tensor. Use log-sum-exp with the maximum subtracted, so logits of 1000 stay finite.""" + _RULE,
@@ -172,7 +177,7 @@ CROSS_ENTROPY = Exercise(
               "divide by the number of positions (the mean over every leading dimension)"),
      _mistake("cross_entropy__log_softmax_over_wrong_axis", "log-softmax over the wrong axis",
               "normalize over the vocabulary (the last dimension), not over the positions")),
-    returns="a 0-d tensor", imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a 0-d tensor")
 
 
 def _schedule_cases():
@@ -182,7 +187,7 @@ def _schedule_cases():
         Case("random inputs, step 37", (37, 3e-4, 3e-5, 10, 100))]
 
 
-LR_COSINE_SCHEDULE = Exercise(
+LR_COSINE_SCHEDULE = _torch_exercise(
     "lr_cosine_schedule", "The cosine learning-rate schedule", "余弦学习率调度",
     "lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters)",
     """Learning rate at iteration `it` (0-based), a float.
@@ -197,22 +202,21 @@ LR_COSINE_SCHEDULE = Exercise(
               "progress = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters): the cosine starts after the warm-up"),
      _mistake("lr_cosine_schedule__full_cosine_period", "a full cosine period instead of half",
               "cos(pi * progress) goes from max down to min once; cos(2 pi progress) comes back up")),
-    returns="a float", imports="import math", kind="torch", time_limit=30.0)
+    returns="a float", imports="import math")
 
 
 def _adamw_cases():
     import torch
-    cases = []
-    for k, (seed, step, wd) in enumerate(((0, 1, 0.1), (1, 5, 0.01), (2, 40, 0.3))):
+
+    def make(k, seed, step, wd):
         p, g = _randn(3, 4, seed=seed), _randn(3, 4, seed=seed + 10)
         m = torch.zeros(3, 4, dtype=torch.float64) if step == 1 else _randn(3, 4, seed=seed + 20, scale=0.1)
         v = torch.zeros(3, 4, dtype=torch.float64) if step == 1 else _randn(3, 4, seed=seed + 30, scale=0.1) ** 2
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}", (p, g, m, v, step, 0.01),
-                          {"weight_decay": wd}))
-    return cases
+        return (p, g, m, v, step, 0.01), {"weight_decay": wd}
+    return numbered_cases(make, ((0, 1, 0.1), (1, 5, 0.01), (2, 40, 0.3)))
 
 
-ADAMW_STEP = Exercise(
+ADAMW_STEP = _torch_exercise(
     "adamw_step", "One AdamW step", "AdamW 的一步",
     "adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)",
     """One AdamW update of the tensor p, as seqlab.training.AdamW does it. step: this update's number, 1-based.
@@ -227,7 +231,7 @@ ADAMW_STEP = Exercise(
      _mistake("adamw_step__no_bias_correction", "no bias correction",
               "divide m by 1 - beta1^step and v by 1 - beta2^step: early steps are otherwise far too small"),
      _mistake("adamw_step__no_weight_decay", "the weight decay is missing", "apply p <- p - lr * weight_decay * p")),
-    returns="a tuple (p, m, v) of tensors", imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tuple (p, m, v) of tensors")
 
 
 def _batch_cases():
@@ -240,7 +244,7 @@ def _batch_cases():
                  {"generator": np.random.default_rng(3)})]
 
 
-GET_BATCH = Exercise(
+GET_BATCH = _torch_exercise(
     "get_batch", "Training batches", "训练批次", "get_batch(dataset, batch_size, context_length, device, *, generator=None)",
     """batch_size windows at random starts of the 1-D token array dataset -> (inputs, targets), both int64
     tensors (batch_size, context_length) on device, with targets[i, j] = dataset[start_i + j + 1] (the
@@ -254,20 +258,18 @@ GET_BATCH = Exercise(
      _mistake("get_batch__inputs_and_targets_swapped", "inputs and targets swapped",
               "return (inputs, targets): the inputs start at start, the targets one token later")),
     returns="a tuple (inputs, targets) of int64 tensors", imports="import numpy as np\nimport torch",
-    kind="torch", time_limit=30.0, may_change=("generator",))
+    may_change=("generator",))
 
 
 def _mhsa_cases():
-    cases = []
-    for k, (seed, shape, heads) in enumerate(((0, (1, 3, 4), 2), (1, (2, 5, 8), 2), (2, (2, 4, 12), 3))):
+    def make(k, seed, shape, heads):
         d = shape[-1]
         weights = tuple(_randn(d, d, seed=seed * 10 + i, scale=d ** -0.5) for i in range(4))
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (_randn(*shape, seed=seed + 100), *weights, heads)))
-    return cases
+        return (_randn(*shape, seed=seed + 100), *weights, heads), {}
+    return numbered_cases(make, ((0, (1, 3, 4), 2), (1, (2, 5, 8), 2), (2, (2, 4, 12), 3)))
 
 
-CAUSAL_MHSA = Exercise(
+CAUSAL_MHSA = _torch_exercise(
     "causal_multihead_self_attention", "Causal multi-head self-attention (PyTorch)", "因果多头自注意力（PyTorch）",
     "causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads)",
     """x (batch..., seq, d_model); each weight (d_model, d_model) in torch's (out, in) layout: Q = x @ q_weight.T, ...
@@ -285,21 +287,18 @@ CAUSAL_MHSA = Exercise(
               "causal mask off by one: the next (future) position included", "position i must not see i+1"),
      _mistake("causal_multihead_self_attention__no_output_projection", "the output projection is missing",
               "after concatenating the heads, multiply by o_weight.T")),
-    returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor of x's shape")
 
 
 def _swiglu_cases():
-    cases = []
-    for k, (seed, shape, d_ff) in enumerate(((0, (2, 4), 6), (1, (2, 3, 8), 16), (2, (5, 6), 12))):
+    def make(k, seed, shape, d_ff):
         d = shape[-1]
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (_randn(*shape, seed=seed), _randn(d_ff, d, seed=seed + 10, scale=d ** -0.5),
-                           _randn(d, d_ff, seed=seed + 20, scale=d_ff ** -0.5),
-                           _randn(d_ff, d, seed=seed + 30, scale=d ** -0.5))))
-    return cases
+        return (_randn(*shape, seed=seed), _randn(d_ff, d, seed=seed + 10, scale=d ** -0.5),
+                _randn(d, d_ff, seed=seed + 20, scale=d_ff ** -0.5), _randn(d_ff, d, seed=seed + 30, scale=d ** -0.5)), {}
+    return numbered_cases(make, ((0, (2, 4), 6), (1, (2, 3, 8), 16), (2, (5, 6), 12)))
 
 
-SWIGLU = Exercise(
+SWIGLU = _torch_exercise(
     "swiglu", "SwiGLU feed-forward (PyTorch)", "SwiGLU 前馈网络（PyTorch）", "swiglu(x, w1_weight, w2_weight, w3_weight)",
     """w2(silu(w1 x) * w3 x), silu(a) = a * sigmoid(a); weights in torch's (out, in) layout: w1, w3 (d_ff, d_model),
     w2 (d_model, d_ff), so w1 x = x @ w1_weight.T. x (..., d_model) -> (..., d_model).""" + _RULE,
@@ -309,7 +308,7 @@ SWIGLU = Exercise(
      _mistake("swiglu__gate_on_the_other_branch", "the SiLU on the w3 branch",
               "the SiLU goes on w1 x; w3 x is the linear branch it multiplies"),
      _mistake("swiglu__no_gate", "the w3 branch is missing", "multiply SiLU(w1 x) elementwise by w3 x before w2")),
-    returns="a tensor of x's shape", imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor of x's shape")
 
 
 CHANGED = " (its last position changed)"
@@ -337,12 +336,11 @@ def _changed_last(case, change):
 
 
 def _block_cases():
-    cases = []
-    for k, (seed, shape, heads, d_ff, theta) in enumerate(((0, (1, 3, 4), 2, 8, 10000.0), (1, (2, 5, 8), 2, 16, 100.0),
-                                                           (2, (2, 6, 12), 3, 20, 10000.0))):
-        kwargs = {} if theta == 10000.0 else {"theta": theta}
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (_randn(*shape, seed=seed + 100), _block_weights(shape[-1], d_ff, seed * 20), heads), kwargs))
+    cases = numbered_cases(
+        lambda k, seed, shape, heads, d_ff, theta: (
+            (_randn(*shape, seed=seed + 100), _block_weights(shape[-1], d_ff, seed * 20), heads),
+            {} if theta == 10000.0 else {"theta": theta}),
+        ((0, (1, 3, 4), 2, 8, 10000.0), (1, (2, 5, 8), 2, 16, 100.0), (2, (2, 6, 12), 3, 20, 10000.0)))
 
     def change(x):
         x[..., -1, :] = x[..., -1, :] * -2 + 1
@@ -372,7 +370,7 @@ _BLOCK_KEYS = """weights, seqlab.model.TransformerBlock's state-dict names, torc
       "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "attn.output_proj.weight" (d_model, d_model);
       "ffn.w1.weight", "ffn.w3.weight" (d_ff, d_model), "ffn.w2.weight" (d_model, d_ff): SwiGLU."""
 
-TRANSFORMER_BLOCK = Exercise(
+TRANSFORMER_BLOCK = _torch_exercise(
     "transformer_block", "The Transformer block (PyTorch)", "Transformer 块（PyTorch）",
     "transformer_block(x, weights, num_heads, theta=10000.0, eps=1e-5)",
     """One pre-norm block, x (batch, seq, d_model) -> (batch, seq, d_model):
@@ -393,7 +391,7 @@ TRANSFORMER_BLOCK = Exercise(
               "position i attends to 0..i, itself included (tril with diagonal 0)"),
      _mistake("transformer_block__causal_mask_includes_next", "causal mask off by one: the next (future) position included",
               "position i must not see i+1: keep j <= i")),
-    returns="a tensor of x's shape", relations=_causality, imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor of x's shape", relations=_causality)
 
 
 def _lm_weights(vocab, d_model, d_ff, num_layers, seed):
@@ -407,12 +405,11 @@ def _lm_weights(vocab, d_model, d_ff, num_layers, seed):
 
 def _lm_cases():
     import torch
-    cases = []
-    for k, (seed, batch, seq, vocab, d_model, layers, heads, d_ff) in enumerate(
-            ((0, 1, 4, 7, 4, 1, 2, 8), (1, 2, 6, 11, 8, 2, 2, 12), (2, 2, 5, 13, 12, 2, 3, 16))):
-        ids = torch.randint(0, vocab, (batch, seq), generator=_gen(seed + 200))
-        cases.append(Case("the worked example" if k == 0 else f"random inputs {k}",
-                          (ids, _lm_weights(vocab, d_model, d_ff, layers, seed * 1000), layers, heads)))
+    cases = numbered_cases(
+        lambda k, seed, batch, seq, vocab, d_model, layers, heads, d_ff: (
+            (torch.randint(0, vocab, (batch, seq), generator=_gen(seed + 200)),
+             _lm_weights(vocab, d_model, d_ff, layers, seed * 1000), layers, heads), {}),
+        ((0, 1, 4, 7, 4, 1, 2, 8), (1, 2, 6, 11, 8, 2, 2, 12), (2, 2, 5, 13, 12, 2, 3, 16)))
     vocab = cases[-1].args[1]["token_embeddings.weight"].shape[0]
 
     def change(ids):
@@ -422,7 +419,7 @@ def _lm_cases():
     return cases
 
 
-TRANSFORMER_LM = Exercise(
+TRANSFORMER_LM = _torch_exercise(
     "transformer_lm", "The Transformer language model (PyTorch)", "Transformer 语言模型（PyTorch）",
     "transformer_lm(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5)",
     """ids (batch, seq) int64 -> logits (batch, seq, vocab), seqlab.model.TransformerLM's forward:
@@ -440,7 +437,7 @@ TRANSFORMER_LM = Exercise(
               "rotate each head's queries and keys by RoPE before the scores: without it the model cannot tell positions apart"),
      _mistake("transformer_lm__softmax_applied", "probabilities returned instead of logits",
               "return the logits: the loss (cross-entropy) applies the log-softmax itself")),
-    returns="a tensor (batch, seq, vocab)", relations=_causality, imports=_IMPORTS, kind="torch", time_limit=30.0)
+    returns="a tensor (batch, seq, vocab)", relations=_causality)
 
 
 EXERCISES: tuple[Exercise, ...] = (SOFTMAX, RMS_NORM, ROTATE_PAIRS, SDPA, CROSS_ENTROPY, LR_COSINE_SCHEDULE, ADAMW_STEP,

@@ -3,22 +3,12 @@ catalogued mistake fails with its own diagnosis, and loop-style implementations 
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from seqlab.learn.catalog import NUMPY_NAMES, exercise
-from seqlab.learn.exercise import check, check_many
+from seqlab.learn.exercise import check
 from seqlab.learn.numpy_exercises import EXERCISES
-from seqlab.learn.references import REFERENCE_MODULES
-from seqlab.learn.workspace import start
-
-
-def _write(tmp_path, name, source):
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
+from tests.learn.students import check_batch, mutant_test, mutants, write_student
 
 
 def test_the_catalog_names_every_numpy_exercise_once():
@@ -29,24 +19,7 @@ def test_the_catalog_names_every_numpy_exercise_once():
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     """Every student file of this module checked in one child process (the cost is its start)."""
-    root = tmp_path_factory.mktemp("batch")
-    items, keys = [], []
-    for ex in EXERCISES:
-        stub_dir = root / "stub"
-        path, written = start(stub_dir, ex)
-        assert written
-        items.append((ex, path))
-        keys.append(("stub", ex.name))
-        items.append((ex, _write(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n")))
-        keys.append(("reference", ex.name))
-        for m in ex.mistakes:
-            source = f"from seqlab.learn.mistakes import {ex.name}__{m.id} as {ex.name}\n"
-            items.append((ex, _write(root / f"mutant-{m.id}", ex.name, source)))
-            keys.append(("mutant", ex.name, m.id))
-        if ex.name in LOOPS:
-            items.append((ex, _write(root / "loops", ex.name, LOOPS[ex.name])))
-            keys.append(("loops", ex.name))
-    return dict(zip(keys, check_many(items)))
+    return check_batch(tmp_path_factory.mktemp("batch"), EXERCISES, "seqlab.learn.mistakes", {"loops": LOOPS})
 
 
 @pytest.mark.parametrize("name", NUMPY_NAMES)
@@ -71,18 +44,12 @@ def test_the_reference_passes_every_check(batch, name):
         assert "gradients vs finite differences" in names
 
 
-MUTANTS = [(e.name, m.id) for e in EXERCISES for m in e.mistakes]
-
-
-@pytest.mark.parametrize(("name", "mistake"), MUTANTS, ids=[f"{n}-{m}" for n, m in MUTANTS])
-def test_each_catalogued_mistake_fails_with_its_own_diagnosis(batch, name, mistake):
-    report = batch["mutant", name, mistake]
-    assert not report.passed
-    assert report.diagnosis is not None and report.diagnosis["mistake"] == mistake, report.diagnosis
+MUTANTS = mutants(EXERCISES)
+test_each_catalogued_mistake_fails_with_its_own_diagnosis = mutant_test(EXERCISES)
 
 
 def test_the_issue_s_mistakes_are_catalogued():
-    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    ids = set(MUTANTS)
     for expected in [("rnn_bptt", "no_future_gradient"), ("rnn_bptt", "shared_weights_not_summed"),
                      ("truncated_bptt", "divided_by_T_twice"), ("softmax_cross_entropy", "divided_twice"),
                      ("attention", "softmax_over_queries"), ("attention", "missing_scale"),
@@ -93,7 +60,7 @@ def test_the_issue_s_mistakes_are_catalogued():
 
 
 def test_an_unknown_mistake_shows_the_first_differing_element(tmp_path):
-    path = _write(tmp_path, "rnn_step", """
+    path = write_student(tmp_path, "rnn_step", """
         import numpy as np
         def rnn_step(params, x, h_prev):
             h = np.tanh(params["Wh"] @ h_prev + params["Wx"] @ x + params["b"])

@@ -4,15 +4,11 @@ written here pass: loops, and torch.nn.functional where it has the function."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from seqlab.learn.catalog import TORCH_NAMES, exercise
-from seqlab.learn.exercise import check_many
-from seqlab.learn.references import REFERENCE_MODULES
 from seqlab.learn.torch_exercises import EXERCISES
-from seqlab.learn.workspace import start
+from tests.learn.students import check_batch, mutant_test, mutants
 
 # A block position by position and head by head, with math on Python floats for the RoPE angles and the softmax.
 BLOCK_LOOPS = """
@@ -272,32 +268,10 @@ FUNCTIONAL = {
 }
 
 
-def _write(folder, name, source):
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    root = tmp_path_factory.mktemp("torch-batch")
-    items, keys = [], []
-    for ex in EXERCISES:
-        items.append((ex, start(root / "stub", ex)[0]))
-        keys.append(("stub", ex.name))
-        items.append((ex, _write(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n")))
-        keys.append(("reference", ex.name))
-        items.append((ex, _write(root / "loops", ex.name, LOOPS[ex.name])))
-        keys.append(("loops", ex.name))
-        if ex.name in FUNCTIONAL:
-            items.append((ex, _write(root / "functional", ex.name, FUNCTIONAL[ex.name])))
-            keys.append(("functional", ex.name))
-        for m in ex.mistakes:
-            items.append((ex, _write(root / f"mutant-{m.id}", ex.name,
-                                     f"from seqlab.learn.torch_mistakes import {ex.name}__{m.id} as {ex.name}\n")))
-            keys.append(("mutant", ex.name, m.id))
-    return dict(zip(keys, check_many(items)))
+    return check_batch(tmp_path_factory.mktemp("torch-batch"), EXERCISES, "seqlab.learn.torch_mistakes",
+                       {"loops": LOOPS, "functional": FUNCTIONAL})
 
 
 def test_the_catalog_names_every_torch_exercise():
@@ -319,18 +293,12 @@ def test_the_reference_and_an_independent_implementation_pass(batch, name):
         assert batch["functional", name].passed, (batch["functional", name].checks, batch["functional", name].diagnosis)
 
 
-MUTANTS = [(e.name, m.id) for e in EXERCISES for m in e.mistakes]
-
-
-@pytest.mark.parametrize(("name", "mistake"), MUTANTS, ids=[f"{n}-{m}" for n, m in MUTANTS])
-def test_each_catalogued_mistake_fails_with_its_own_diagnosis(batch, name, mistake):
-    report = batch["mutant", name, mistake]
-    assert not report.passed
-    assert report.diagnosis is not None and report.diagnosis["mistake"] == mistake, report.diagnosis
+MUTANTS = mutants(EXERCISES)
+test_each_catalogued_mistake_fails_with_its_own_diagnosis = mutant_test(EXERCISES)
 
 
 def test_the_issue_s_lm_mistakes_are_catalogued():
-    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    ids = set(MUTANTS)
     assert ("rotate_pairs", "half_split_pairs") in ids and ("rms_norm", "eps_outside_the_root") in ids
     assert ("scaled_dot_product_attention", "causal_mask_excludes_current") in ids
     assert ("scaled_dot_product_attention", "causal_mask_includes_next") in ids
@@ -352,7 +320,7 @@ def test_adamw_step_s_reference_is_seqlab_s_adamw_against_torch_optim():
 
 
 def test_the_block_and_lm_mistakes_are_catalogued():
-    ids = {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
+    ids = set(MUTANTS)
     for expected in ("post_norm", "no_attention_residual", "causal_mask_excludes_current", "causal_mask_includes_next"):
         assert ("transformer_block", expected) in ids
     for expected in ("no_final_norm", "tied_output", "rope_not_applied"):

@@ -1,0 +1,68 @@
+"""The student files the exercise tests check: written into a folder, and checked in one child process.
+
+One batch per test module (the cost is the child's start): for each exercise its stub, the reference,
+each catalogued mistake, and the implementations written in the test module (``sources``: a kind,
+e.g. "loops", to {exercise name: source}). The reports come back keyed ("stub", name),
+("reference", name), ("mutant", name, mistake id) and (kind, name).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from seqlab.learn.exercise import check_many
+from seqlab.learn.references import REFERENCE_MODULES
+from seqlab.learn.workspace import start
+
+
+def write_student(folder, name, source):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def check_batch(root, exercises, mistakes_module: str, sources: dict[str, dict[str, str]]) -> dict:
+    items, keys = [], []
+
+    def add(key, ex, path):
+        items.append((ex, path))
+        keys.append(key)
+
+    for ex in exercises:
+        path, written = start(root / "stub", ex)
+        assert written, path
+        add(("stub", ex.name), ex, path)
+        add(("reference", ex.name), ex,
+            write_student(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n"))
+        for m in ex.mistakes:
+            add(("mutant", ex.name, m.id), ex, write_student(
+                root / f"mutant-{m.id}", ex.name, f"from {mistakes_module} import {ex.name}__{m.id} as {ex.name}\n"))
+        for kind, by_name in sources.items():
+            if ex.name in by_name:
+                add((kind, ex.name), ex, write_student(root / kind, ex.name, by_name[ex.name]))
+    return dict(zip(keys, check_many(items)))
+
+
+def mutants(exercises) -> list[tuple[str, str]]:
+    """(exercise name, mistake id) of every catalogued mistake: the parameters of the mutant test."""
+    return [(e.name, m.id) for e in exercises for m in e.mistakes]
+
+
+def assert_diagnosed(report, mistake: str) -> None:
+    """A catalogued mistake fails, with its own diagnosis."""
+    assert not report.passed
+    assert report.diagnosis is not None and report.diagnosis["mistake"] == mistake, report.diagnosis
+
+
+def mutant_test(exercises):
+    """The test that every catalogued mistake of `exercises` fails with its own diagnosis, one case each.
+    A test module binds it to a test_ name; it reads the module's `batch` fixture."""
+    pairs = mutants(exercises)
+
+    @pytest.mark.parametrize(("name", "mistake"), pairs, ids=[f"{n}-{m}" for n, m in pairs])
+    def test(batch, name, mistake):
+        assert_diagnosed(batch["mutant", name, mistake], mistake)
+    return test
