@@ -129,7 +129,7 @@ def test_the_language_models_positional_signature():
     assert set(attn.state_dict()) == {f"{p}.weight" for p in ("q_proj", "k_proj", "v_proj", "output_proj")}
 
 
-def test_relu_feed_forward_is_the_papers_and_make_ffn_builds_all_three():
+def test_relu_feed_forward_is_the_papers_and_make_ffn_builds_each_kind():
     torch.manual_seed(0)
     ffn = make_ffn("relu", D, None, dtype=torch.float64)
     assert isinstance(ffn, ReLUFeedForward) and ffn.w1.weight.shape == (4 * D, D)
@@ -139,9 +139,9 @@ def test_relu_feed_forward_is_the_papers_and_make_ffn_builds_all_three():
     torch.testing.assert_close(out, want)
     g = _randn(3, D, seed=8)
     torch.testing.assert_close(torch.autograd.grad(out, x, g)[0], torch.autograd.grad(want, x, g)[0])
-    assert [type(make_ffn(kind, D, 32)).__name__ for kind in ("swiglu", "silu", "relu")] == [
-        "SwiGLU", "SiLUFeedForward", "ReLUFeedForward"]
-    with pytest.raises(ValueError, match=r"unknown ffn 'gelu'; expected one of \('swiglu', 'silu', 'relu'\)"):
+    assert [type(make_ffn(kind, D, 32)).__name__ for kind in ("swiglu", "silu", "relu", "none")] == [
+        "SwiGLU", "SiLUFeedForward", "ReLUFeedForward", "NoFeedForward"]
+    with pytest.raises(ValueError, match=r"unknown ffn 'gelu'; expected one of \('swiglu', 'silu', 'relu', 'none'\)"):
         make_ffn("gelu", D, 32)
 
 
