@@ -21,14 +21,10 @@ in training, writes results.json and exits 130 or 143.
 
 from __future__ import annotations
 
-import platform
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from seqlab.induction.results import (
     COMMAND,
@@ -41,11 +37,17 @@ from seqlab.induction.results import (
     write_results,
 )
 from seqlab.induction.settings import FAST, FULL, MODELS, InductionSettings
-from seqlab.induction.task import RepeatTrainConfig, accuracy_by_distance, load_trained, train
+from seqlab.induction.task import (
+    RepeatTrainConfig,
+    accuracy_by_distance,
+    load_trained,
+    train,
+)
 from seqlab.runs.log import read_jsonl
 from seqlab.runs.state import TrainState
 from seqlab.runs.status import Status
 from seqlab.training.campaign import RESUME_HINT, Campaign, interrupted_line
+from seqlab.training.experiment_out import ExperimentResults, torch_threads
 
 CURVE_KEYS = ("val_loss", "loss_first_half", "loss_repeat", "in_context_loss", "repeat_accuracy")
 
@@ -134,23 +136,14 @@ def run_induction(out: str | Path, *, fast: bool = False, seed: int = 0, threads
     campaign = Campaign(out, COMMAND, what="the induction experiment", say=say, prefix="induction: ",
                         hint=f"{RESUME_HINT} (finished models are kept, the interrupted one resumes from its checkpoint)",
                         check=lambda: check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite))
-    results: dict[str, Any] = {}
-    started, earlier = time.perf_counter(), [0.0]
+    ledger = ExperimentResults(lambda document: write_results(out, document))
+    results, save_results = ledger.results, ledger.save
     points: list[_Model] = []
-
-    def save_results(status: Status | None = None) -> None:
-        if status is not None:
-            results["status"] = status.value
-        results["total_seconds"] = round(earlier[0] + time.perf_counter() - started, 1)
-        write_results(out, results)
 
     def prepare(saved: dict[str, Any] | None) -> None:
         if saved is None and overwrite:
             start_over(out)
-        results.update(saved or new_results(settings, fast=fast, seed=seed))
-        results.update(status=Status.RUNNING.value, stop_signal=None, machine={
-            "processor": platform.processor() or platform.machine(), "threads": threads, "torch": torch.__version__})
-        earlier[0] = float(results.get("total_seconds") or 0.0)
+        ledger.begin(saved, new_results(settings, fast=fast, seed=seed), threads=threads)
         points[:] = [_Model(name, out / "runs" / name) for name in MODELS if name not in results["models"]]
         if saved is not None:
             say(f"induction: continuing the experiment in {out}: {len(MODELS) - len(points)} of {len(MODELS)} "
@@ -191,14 +184,10 @@ def run_induction(out: str | Path, *, fast: bool = False, seed: int = 0, threads
             draw_induction(out / FIGURE_FILE, results)
             write_report(out / REPORT_FILE, results)
 
-    saved_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         campaign.run(points, prepare=prepare, recorded=lambda model: results["models"].get(model.name),
                      reached_end=lambda model, state: state.step >= settings.steps_of(model.name), train_one=train_one,
                      record=record, summarize=summarize, interrupted=interrupted)
-    finally:
-        torch.set_num_threads(saved_threads)
     return results
 
 

@@ -44,7 +44,8 @@ def write_report(path: str | Path, results: dict[str, Any]) -> None:
              f"({results['machine']['threads'] if results.get('machine') else '?'} thread).", "",
              f"Examples: {2 * s['half']} random ids from a vocabulary of {s['vocab_size']}, ending in a segment "
              f"repeated once (repeat distance {s['min_repeat']} to {s['half']}); {s['steps']} steps of "
-             f"{s['batch_size']} examples per Transformer, {s['lstm_steps']} for the LSTM.", "",
+             f"{s['batch_size']} examples per attention-only Transformer, {s.get('mlp_steps') or s['steps']} for the one "
+             f"with MLPs, {s['lstm_steps']} for the LSTM.", "",
              "In-context loss = mean loss on the repeat's copyable tokens minus mean loss before the repeat "
              "(nats/token; 0 = the context does not help). Induction score = mean attention from a repeated token "
              "to the token after its earlier copy, for the best head of the last layer.", "",

@@ -31,8 +31,9 @@ class InductionSettings:
     """The experiment's size. Examples are ``2 * half`` random ids from ``vocab_size`` ending in a
     repeated segment whose length (the repeat distance) is drawn in ``min_repeat .. half``;
     every model trains ``steps`` optimizer steps of ``batch_size`` examples and is evaluated every
-    ``eval_interval`` steps (the LSTM ``lstm_steps``); after training, the repeat accuracy is measured at each distance of
-    ``distances`` on ``distance_rows`` new examples each."""
+    ``eval_interval`` steps (the LSTM ``lstm_steps``, the Transformer with MLPs ``mlp_steps`` when
+    given); after training, the repeat accuracy is measured at each distance of ``distances`` on
+    ``distance_rows`` new examples each."""
 
     vocab_size: int = 32
     half: int = 16
@@ -41,6 +42,7 @@ class InductionSettings:
     num_heads: int = 4
     steps: int = 2000
     lstm_steps: int = 800  # the LSTM's steps are the slowest (a loop over positions); it plateaus early
+    mlp_steps: int | None = None  # None: ``steps`` (--fast trains it only a little: the comparison is attn1/attn2)
     batch_size: int = 32
     lr: float = 3e-3
     warmup_steps: int = 50
@@ -52,7 +54,9 @@ class InductionSettings:
 
     def steps_of(self, name: str) -> int:
         """Optimizer steps of model ``name``."""
-        return self.lstm_steps if MODELS[name].arch == "lstm" else self.steps
+        if MODELS[name].arch == "lstm":
+            return self.lstm_steps
+        return self.mlp_steps if MODELS[name].ffn != "none" and self.mlp_steps is not None else self.steps
 
     def to_json(self) -> dict[str, Any]:
         """The settings as results.json keeps them (tuples become lists)."""
@@ -60,6 +64,8 @@ class InductionSettings:
 
 
 FULL = InductionSettings()
-FAST = InductionSettings(vocab_size=32, half=8, min_repeat=4, d_model=64, num_heads=2, steps=800, lstm_steps=100,
-                         batch_size=32, lr=3e-3, warmup_steps=30, eval_interval=40, eval_batches=2,
+# attn1 against attn2 is the comparison --fast keeps (a larger batch and learning rate form the
+# induction head in a few hundred steps); mlp2 and the LSTM train a few steps, for the plumbing
+FAST = InductionSettings(vocab_size=16, half=8, min_repeat=4, d_model=64, num_heads=4, steps=300, mlp_steps=70,
+                         lstm_steps=70, batch_size=128, lr=8e-3, warmup_steps=20, eval_interval=60, eval_batches=2,
                          distances=(4, 6, 8), distance_rows=64)

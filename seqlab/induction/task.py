@@ -163,11 +163,12 @@ class RepeatTask(Task):
         return {"val_loss": float(cross_entropy(model(ids[:, :-1]).float(), ids[:, 1:]))}
 
     def write_run_files(self, run_dir: Path, *, world_size: int, total_steps: int, parameters: int) -> None:
-        model = asdict(self.model_config) if self.model_config is not None else None
-        settings = {**self.config.to_dict(), "world_size": world_size, "total_steps": total_steps,
-                    "parameters": parameters}
-        data = {"task": "random tokens repeated", "vocab_size": self.config.vocab_size, "half": self.config.half}
-        write_run_config(run_dir, RunConfig(kind=Kind.LM, settings=settings, model=model or {}, data=data))
+        cfg = self.config
+        model = asdict(self.model_config) if self.model_config is not None else {}  # the LSTM: its settings say it
+        settings = {**cfg.to_dict(), "world_size": world_size, "total_steps": total_steps, "parameters": parameters}
+        data = {"task": "repeated random tokens", "vocab_size": cfg.vocab_size, "half": cfg.half,
+                "min_repeat": cfg.min_repeat}
+        write_run_config(run_dir, RunConfig(Kind.LM, settings, model, data))
 
 
 def in_context_hook(task: RepeatTask) -> Callable[[nn.Module, EvalContext], dict[str, float]]:

@@ -4,6 +4,7 @@ needs two), the results hold the logged numbers, and the campaign stops and resu
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 MODELS = ["attn1", "attn2", "mlp2", "lstm"]
 # a few steps each: for the campaign's stop and resume, not for what the models learn
 TINY = InductionSettings(vocab_size=8, half=4, min_repeat=2, d_model=16, num_heads=2, steps=12, lstm_steps=8,
-                         batch_size=8, lr=1e-2, warmup_steps=2, eval_interval=4, eval_batches=1, distances=(2, 4),
+                         batch_size=8, lr=1e-2, warmup_steps=2, eval_interval=6, eval_batches=1, distances=(2, 4),
                          distance_rows=8)
 
 
@@ -39,6 +40,14 @@ def fast(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """An uninterrupted TINY experiment: the oracle of the resumed one, and a folder to refuse."""
+    out = tmp_path_factory.mktemp("tiny") / "reference"
+    assert run_induction(out, settings=TINY, progress=False, say=_quiet)["status"] == "completed"
+    return out
+
+
 def test_two_attention_layers_form_an_induction_head_and_one_layer_does_not(fast):
     models = _results(fast)["models"]
     assert list(models) == MODELS
@@ -53,7 +62,7 @@ def test_the_results_hold_the_logged_numbers_and_the_figure_draws_them(fast):
     for name in MODELS:
         record = results["models"][name]
         evals = [r for r in read_jsonl(fast / "runs" / name / "log.jsonl") if "in_context_loss" in r]
-        steps = FAST.lstm_steps if name == "lstm" else FAST.steps
+        steps = FAST.steps_of(name)
         every = list(range(FAST.eval_interval, steps + 1, FAST.eval_interval))
         assert record["curve"]["steps"] == every + ([steps] if steps % FAST.eval_interval else [])  # and the last
         assert record["curve"]["in_context_loss"] == [r["in_context_loss"] for r in evals]
@@ -80,25 +89,24 @@ def test_the_results_hold_the_logged_numbers_and_the_figure_draws_them(fast):
     assert "| 2-layer attention-only (`attn2`) |" in report and "induction.png" in report
 
 
-def test_stopped_midway_and_rerun_gives_the_uninterrupted_experiment(tmp_path):
-    reference = tmp_path / "reference"
-    assert run_induction(reference, settings=TINY, progress=False, say=_quiet)["status"] == "completed"
+def test_stopped_midway_and_rerun_gives_the_uninterrupted_experiment(tiny, tmp_path):
+    reference = tiny
     out = tmp_path / "out"
 
-    def stop_attn2_at_6(engine, step):
-        if engine.config.out_dir.endswith("attn2") and step == 6:
+    def stop_attn2_at_4(engine, step):
+        if engine.config.out_dir.endswith("attn2") and step == 4:  # between two evaluations
             engine.request_stop("test stop")
 
-    first = run_induction(out, settings=TINY, progress=False, say=_quiet, step_callbacks=[stop_attn2_at_6])
+    first = run_induction(out, settings=TINY, progress=False, say=_quiet, step_callbacks=[stop_attn2_at_4])
     assert first["status"] == "interrupted" and list(first["models"]) == ["attn1"]
-    assert read_checkpoint(out / "runs" / "attn2" / "checkpoints" / "latest.pt")["iteration"] == 6
+    assert read_checkpoint(out / "runs" / "attn2" / "checkpoints" / "latest.pt")["iteration"] == 4
     assert not (out / "runs" / "mlp2").exists()  # nothing started after the stop
     attn1 = (out / "runs" / "attn1" / "checkpoints" / "latest.pt").stat().st_mtime_ns
     lines: list[str] = []
     second = run_induction(out, settings=TINY, progress=False, say=lines.append)
     assert second["status"] == "completed" and list(second["models"]) == MODELS
     assert any("1 of 4 models done earlier" in line for line in lines)
-    assert any("attn2 (2-layer attention-only): resuming at step 6 of 12" in line for line in lines)
+    assert any("attn2 (2-layer attention-only): resuming at step 4 of 12" in line for line in lines)
     assert (out / "runs" / "attn1" / "checkpoints" / "latest.pt").stat().st_mtime_ns == attn1  # not retrained
     expected = _results(reference)["models"]
     for name in MODELS:
@@ -113,7 +121,7 @@ def test_stopped_midway_and_rerun_gives_the_uninterrupted_experiment(tmp_path):
     assert any("4 of 4 models done earlier" in line for line in again)
 
 
-def test_the_command_refuses_a_foreign_folder_and_other_settings(tmp_path, capsys):
+def test_the_command_refuses_a_foreign_folder_and_other_settings(tiny, tmp_path, capsys):
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
@@ -121,9 +129,11 @@ def test_the_command_refuses_a_foreign_folder_and_other_settings(tmp_path, capsy
     assert "is not a `seqlab induction` experiment's folder" in capsys.readouterr().err
     assert (foreign / "notes.txt").read_text() == "mine" and sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
     out = tmp_path / "out"
-    run_induction(out, settings=TINY, progress=False, say=_quiet)
+    shutil.copytree(tiny, out)
+    before = (out / "results.json").read_text()
     with pytest.raises(FileExistsError, match="other settings"):
         run_induction(out, fast=True, progress=False, say=_quiet)
+    assert (out / "results.json").read_text() == before  # nothing was touched
     afile = tmp_path / "file"
     afile.write_text("x")
     assert main(["induction", "--out", str(afile)]) == 2

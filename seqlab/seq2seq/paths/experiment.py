@@ -17,7 +17,6 @@ checkpoint, writes where things stand, and exits 130 or 143.
 
 from __future__ import annotations
 
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +65,7 @@ from seqlab.seq2seq.paths.settings import (
 from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import train
 from seqlab.training.campaign import RESUME_HINT, Campaign, interrupted_line
+from seqlab.training.experiment_out import ExperimentResults, torch_threads
 
 
 def train_config(settings: PathsSettings, task: str, arch: str, d_model: int, out: Path, seed: int,
@@ -232,26 +232,18 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
                         hint=f"{RESUME_HINT} (finished models are kept, the interrupted one resumes from its "
                              "checkpoint)",
                         check=lambda: check_out(out, settings, seed=seed, fast=fast, overwrite=overwrite))
-    results: dict[str, Any] = {}
-    started, earlier = time.perf_counter(), [0.0]  # seconds of this and of earlier invocations
+    ledger = ExperimentResults(lambda document: write_results(out, document))
+    results, save_results = ledger.results, ledger.save
+    started = time.perf_counter()
     tasks_seen: dict[str, tuple[dict[str, Any], dict[str, Seq2SeqConfig], tuple[str, str]]] = {}
     left = {"runs": 0}
-
-    def save_results(status: Status | None = None) -> None:
-        if status is not None:
-            results["status"] = status.value
-        results["total_seconds"] = round(earlier[0] + time.perf_counter() - started, 1)
-        write_results(out, results)
 
     def prepare(saved: dict[str, Any] | None) -> None:
         if saved is None and overwrite:
             start_over(out)
-        results.update(saved or new_results(settings, fast=fast, seed=seed))
-        results.update(status=Status.RUNNING.value, stop_signal=None, machine={
-            "processor": platform.processor() or platform.machine(), "threads": threads, "torch": torch.__version__})
+        ledger.begin(saved, new_results(settings, fast=fast, seed=seed), threads=threads)
         for key in ("trained", "caps"):  # models trained but not evaluated; time caps of started models
             results.setdefault(key, {})
-        earlier[0] = float(results.get("total_seconds") or 0.0)
         names = model_names(tasks)
         todo = [(t, a) for t, a in names if a not in results["tasks"].get(t, {}).get("archs", {})]
         points[:] = [_Model(t, a, out / "runs" / run_name(t, a)) for t, a in todo]
@@ -328,13 +320,9 @@ def _run_locked(out: Path, *, tasks: tuple[str, ...], seed: int, fast: bool, thr
             write_report(out / REPORT_FILE, results)
 
     points: list[_Model] = []
-    saved_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         campaign.run(points, prepare=prepare, recorded=lambda model: None, reached_end=reached_end,
                      train_one=train_one, record=record, summarize=summarize, interrupted=interrupted)
-    finally:
-        torch.set_num_threads(saved_threads)
     return results
 
 

@@ -20,36 +20,35 @@ refused (:func:`check_out`), and so is a non-empty folder that holds no results.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text
-from seqlab.runs.directory import read_json_object
 from seqlab.seq2seq.paths.settings import (
     ARCHS_COMPARED,
     PATHS_TASKS,
     PathsSettings,
     run_name,
 )
+from seqlab.training.experiment_out import ExperimentOut
 
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"
 FIGURE_FILE = "paths.png"
 
 
+OUT = ExperimentOut("seqlab paths", collections=("tasks",), rerun_text="resume it or add tasks",
+                    owns=(RESULTS_FILE, REPORT_FILE, FIGURE_FILE,
+                          *(name for task in PATHS_TASKS for name in (
+                              f"dependency_{task}.png", *(f"attention_{task}_{arch}.png" for arch in ARCHS_COMPARED),
+                              *(f"runs/{run_name(task, arch)}" for arch in ARCHS_COMPARED)))),
+                    owned_text=f"its runs/<task>_<arch>, {RESULTS_FILE}, {REPORT_FILE} and figures")
+
+
 def read_results(out: str | Path) -> dict[str, Any] | None:
     """OUT/results.json, None when it is missing; invalid JSON or another shape raises ValueError
     naming the file (and the line)."""
-    path = Path(out) / RESULTS_FILE
-    data = read_json_object(path, "the results of `seqlab paths`")
-    if data is None:
-        return None
-    if not isinstance(data.get("tasks"), dict) or not isinstance(data.get("settings"), dict):
-        raise ValueError(f"{path}: not the results of `seqlab paths` (expected a JSON object with \"settings\" "
-                         "and \"tasks\")")
-    return data
+    return OUT.read(out)
 
 
 def write_results(out: Path, results: dict[str, Any]) -> None:
@@ -61,65 +60,18 @@ def new_results(settings: PathsSettings, *, fast: bool, seed: int) -> dict[str, 
             "trained": {}, "machine": None, "total_seconds": 0.0}
 
 
-def _differences(saved: dict[str, Any], settings: PathsSettings, seed: int, fast: bool) -> list[str]:
-    mine = settings.to_json()
-    theirs = saved.get("settings", {})
-    differences = []
-    if bool(saved.get("fast")) != fast:
-        differences.append("--fast there, not now" if saved.get("fast") else "not --fast there, --fast now")
-    differences += [f"{key} {theirs.get(key)!r} there, {mine.get(key)!r} now" for key in sorted(set(mine) | set(theirs))
-                    if theirs.get(key) != mine.get(key)]
-    if saved.get("seed") != seed:
-        differences.append(f"--seed {saved.get('seed')!r} there, {seed!r} now")
-    return differences
-
-
 def check_out(out: Path, settings: PathsSettings, *, seed: int, fast: bool, overwrite: bool) -> dict[str, Any] | None:
     """The results of the experiment already in ``out``, to resume and add to; None when a new one
     starts there. Refuses (unless ``overwrite``) a non-empty ``out`` that holds no results.json, a
     damaged results.json, and an experiment with other settings or another seed, each with a
     message saying what to do."""
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out {out} is a file; give a directory for the experiment (created if missing)")
-    if not out.is_dir():
-        return None
-    try:
-        saved = read_results(out)
-    except ValueError as error:
-        if overwrite:
-            return None
-        raise ValueError(f"{error}; give another --out, or --overwrite to start the experiment over there") from None
-    if saved is None:
-        present = sorted(name for name in os.listdir(out) if not name.startswith("."))
-        if present and not overwrite:
-            shown = ", ".join(present[:5]) + (" ..." if len(present) > 5 else "")
-            raise FileExistsError(f"--out {out} already holds files ({shown}) and no {RESULTS_FILE}, so it is not a "
-                                  "`seqlab paths` experiment's folder; give a new or empty directory, or --overwrite "
-                                  f"to write the experiment there (its runs/<task>_<arch>, {RESULTS_FILE}, "
-                                  f"{REPORT_FILE} and figures are replaced, other files are left alone)")
-        return None
-    differences = _differences(saved, settings, seed, fast)
-    if not differences:
-        return saved
-    if overwrite:
-        return None
-    shown = "; ".join(differences[:6]) + (f"; {len(differences) - 6} more" if len(differences) > 6 else "")
-    raise FileExistsError(f"--out {out} holds a `seqlab paths` experiment with other settings ({shown}); rerun it "
-                          "with its own settings to resume it or add tasks, give another --out, or --overwrite to "
-                          "delete its results and runs and start over")
+    return OUT.check(out, settings.to_json(), seed=seed, fast=fast, overwrite=overwrite)
 
 
 def start_over(out: Path) -> None:
     """``overwrite``: delete what an experiment writes in ``out`` (results, report, figures and the
     runs of every task and architecture), nothing else."""
-    (out / RESULTS_FILE).unlink(missing_ok=True)
-    (out / REPORT_FILE).unlink(missing_ok=True)
-    (out / FIGURE_FILE).unlink(missing_ok=True)
-    for task in PATHS_TASKS:
-        (out / f"dependency_{task}.png").unlink(missing_ok=True)
-        for arch in ARCHS_COMPARED:
-            (out / f"attention_{task}_{arch}.png").unlink(missing_ok=True)
-            shutil.rmtree(out / "runs" / run_name(task, arch), ignore_errors=True)
+    OUT.start_over(out)
 
 
 def model_key(task: str, arch: str) -> str:
