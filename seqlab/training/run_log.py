@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,14 @@ class Trackers:
             self._tb.close()
 
 
+PLOT_EVERY_S = 30.0  # at most one loss_curve.png drawing per 30 s of a run, and one at its end
+
+
 class RunLog:
     """Everything a run records (main process): RUN/log.jsonl, the optional trackers, the history
-    of records, and RUN/loss_curve.png redrawn after each evaluation.
+    of records, and RUN/loss_curve.png: drawn at the first evaluation, then again after an
+    evaluation only when ``PLOT_EVERY_S`` seconds have passed since the last drawing (one takes
+    about 0.9 s on a CPU, most of a small run's time), and at the end (:meth:`close`).
 
     A resumed run (``resume_step``) keeps the records up to that step and drops later ones. A run
     that replaces an old one (``staged``) leaves the old log.jsonl and loss_curve.png alone until
@@ -68,6 +74,8 @@ class RunLog:
                                  wandb_project=config.get("wandb_project", "seqlab"),
                                  tensorboard=config.get("tensorboard", False))
         self.history = list(self.jsonl.records)
+        self._drawn_at: float | None = None  # time.monotonic() of the last drawing
+        self._undrawn = False                # an evaluation since then
 
     def write(self, record: dict[str, Any]) -> None:
         """Append a train record (step, wallclock, train_loss, lr, ...) everywhere."""
@@ -78,16 +86,25 @@ class RunLog:
     def write_eval(self, record: dict[str, Any]) -> None:
         """Append an eval record (step, wallclock, val_loss, tokens, ...) and redraw the loss curve."""
         self.write(record)
-        if not self.jsonl.staged:
-            self._plot(self.history, self.run_dir / "loss_curve.png", title=self.plot_title)
+        self._undrawn = True
+        if not self.jsonl.staged and (self._drawn_at is None or time.monotonic() - self._drawn_at >= PLOT_EVERY_S):
+            self._draw()
+
+    def _draw(self) -> None:
+        self._plot(self.history, self.run_dir / "loss_curve.png", title=self.plot_title)
+        self._drawn_at, self._undrawn = time.monotonic(), False
 
     def commit(self) -> None:
         """The new run's first checkpoint is saved: its log replaces the old run's, and its plot too."""
         if self.jsonl.staged:
             self.jsonl.commit()
             if any("val_loss" in record for record in self.history):
-                self._plot(self.history, self.run_dir / "loss_curve.png", title=self.plot_title)
+                self._draw()
 
     def close(self) -> None:
-        self.jsonl.close()
-        self.trackers.close()
+        try:
+            if self._undrawn and not self.jsonl.staged:
+                self._draw()
+        finally:
+            self.jsonl.close()
+            self.trackers.close()
