@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any
 
-from seqlab.cli_types import finite_float
+from seqlab.cli_types import finite_float, non_negative_int
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
                       help="length of the whole demo in minutes; training gets what the other stages leave "
                            "(default: 2)")
     demo.add_argument("--fast", action="store_true", help="a few-second smoke run (tiny corpus and model, 40 steps)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=non_negative_int, default=0)
     demo.add_argument("--no-progress", action="store_true")
     demo.set_defaults(func=_run)
 

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from seqlab.cli_types import positive_int
+from seqlab.cli_types import non_negative_int, positive_int
 
 
 def register(subparsers) -> None:
@@ -26,7 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, metavar="DIR",
                    help="the experiment's folder: new, empty, or one this command wrote (it is continued)")
     p.add_argument("--fast", action="store_true", help="a short smoke run (tiny models, few steps)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--threads", type=positive_int, default=None, metavar="N", help="torch CPU threads (default 1)")
     p.add_argument("--overwrite", action="store_true",
                    help="start over in --out: delete an earlier experiment's results, figure and runs there "

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seqlab.cli_types import check_text, positive_int
+from seqlab.cli_types import check_text, non_negative_int, positive_int
 
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
                PermissionError, KeyError, RuntimeError)
@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
     q = add("heads", "head roles: previous-token, duplicate, induction and first-token scores", ())
     q.add_argument("--seq-len", type=positive_int, default=32, help="random tokens before the repeat (32)")
     q.add_argument("--batches", type=positive_int, default=8, help="random sequences (8)")
-    q.add_argument("--seed", type=int, default=0, help="seed of the random tokens (0)")
+    q.add_argument("--seed", type=non_negative_int, default=0, help="seed of the random tokens (0)")
     q = add("depends", "gradient x input saliency of each earlier token, per layer of the residual stream")
     q.add_argument("--position", type=int, default=-1, help="position of the prediction (default -1)")
     q.add_argument("--target", help=f"{TOKEN_HELP} (default: the model's top token there)")

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from seqlab.cli_types import check_text, file_given_as_folder, finite_float, positive_int
+from seqlab.cli_types import check_text, file_given_as_folder, finite_float, non_negative_int, positive_int
 
 
 def register(subparsers) -> None:
@@ -234,7 +234,7 @@ def _register_generate(subparsers: Any) -> None:
     p.add_argument("--temperature", type=finite_float, default=1.0, help="0 = greedy (default 1.0)")
     p.add_argument("--top-p", type=finite_float, default=1.0, help="nucleus mass (default 1.0 = off)")
     p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (default 0 = off)")
-    p.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
+    p.add_argument("--seed", type=non_negative_int, default=None, help="seed for reproducible sampling")
     p.add_argument("--compile", action="store_true",
                    help="decode through a preallocated KV cache with the one-token step compiled once (on CUDA "
                         "a CUDA graph, one launch per token); the first token waits for the compilation")

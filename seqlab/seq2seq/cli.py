@@ -354,7 +354,7 @@ def format_known_inputs(info: dict) -> str:
 
 
 def _register_paths(subparsers) -> None:
-    from seqlab.cli_types import positive_int
+    from seqlab.cli_types import non_negative_int, positive_int
 
     paths = subparsers.add_parser(
         "paths", help="the information-paths experiment: RNN vs RNN+attention vs Transformer",
@@ -375,7 +375,7 @@ def _register_paths(subparsers) -> None:
     paths.add_argument("--fast", action="store_true", help="a ~30 s smoke run (tiny models, few steps)")
     paths.add_argument("--tasks", default=None,
                        help="comma-separated subset of copy,reverse,dates (added to the tasks already in --out)")
-    paths.add_argument("--seed", type=int, default=0)
+    paths.add_argument("--seed", type=non_negative_int, default=0)
     paths.add_argument("--threads", type=positive_int, default=None, metavar="N", help="torch CPU threads (default 1)")
     paths.add_argument("--overwrite", action="store_true",
                        help="start over in --out: delete an earlier experiment's results, figures and runs there "
