@@ -171,22 +171,29 @@ class ModelConfig:
         return self.num_kv_heads * self.d_head
 
 
-def model_setting_fields(config_class: type, section: str, *, skip: tuple[str, ...] = ()):
+def model_setting_fields(config_class: type, section: str, *, skip: tuple[str, ...] = (),
+                         among: dict[str, str] | None = None):
     """A class decorator (applied before ``@dataclass``) giving a settings class one field per field of
     the dataclass ``config_class``, except ``skip``: the same name, type, default (``setting_default``
     for a required one, which then also accepts None when its default is None), help and choices, in
     ``section``. The model's fields are so declared once, in ``config_class``.
 
+    The new fields follow the class's own; ``among`` ({own field: config field}) instead sets own
+    fields among them, each right after the named config field, the block where the first of them
+    was declared (so flags keep their order).
+
     Example: ``TrainConfig`` gets ``d_model: int = 128`` with the help "model width" from
     ``ModelConfig.d_model``, hence ``--d-model`` and the TOML key ``d_model`` (flat or in ``[model]``).
     """
+    among = among or {}
+
     def add(cls: type) -> type:
-        annotations = cls.__dict__.get("__annotations__", {})
-        cls.__annotations__ = annotations
+        own = dict(cls.__dict__.get("__annotations__", {}))
+        generated: dict[str, str] = {}
         for f in fields(config_class):
             if f.name in skip:
                 continue
-            if f.name in annotations:
+            if f.name in own:
                 raise TypeError(f"{cls.__name__}.{f.name} is declared twice: it is a field of {config_class.__name__}")
             default = f.metadata.get("setting_default", f.default)
             if default is MISSING:
@@ -194,9 +201,25 @@ def model_setting_fields(config_class: type, section: str, *, skip: tuple[str, .
             kind = str(f.type)
             if default is None and "None" not in kind:
                 kind = f"{kind} | None"
-            annotations[f.name] = kind
+            generated[f.name] = kind
             metadata = {key: value for key, value in f.metadata.items() if key != "setting_default"}
             setattr(cls, f.name, field(default=default, metadata={"section": section, **metadata}))
+        for mine, after in among.items():
+            if mine not in own or after not in generated:
+                raise TypeError(f"among: {cls.__name__} declares no {mine!r}, or {after!r} is not a field it gets "
+                                f"from {config_class.__name__}")
+        block: dict[str, str] = {}
+        for name, kind in generated.items():
+            block[name] = kind
+            block.update((mine, own[mine]) for mine, after in among.items() if after == name)
+        annotations: dict[str, str] = {}
+        for name, kind in own.items():
+            if name in among:
+                annotations.update(block)
+                continue
+            annotations[name] = kind
+        annotations.update(block)  # no-op where among placed it already
+        cls.__annotations__ = annotations
         return cls
 
     return add

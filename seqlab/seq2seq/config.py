@@ -17,7 +17,7 @@ decoder input  [BOS, '2', '0', '2', '6']  ->  decoder target  ['2', '0', '2', '6
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from seqlab.model.config import ATTENTIONS, NORMS as ALL_NORMS, default_d_ff
@@ -36,9 +36,21 @@ ATTENTION_SCORES = ("dot", "additive")
 GRU_RESETS = ("after", "before")
 
 
+def _choices(values: tuple[str, ...]) -> str:
+    return " | ".join(values)
+
+
+def _field(default: Any, help: str, **metadata: Any) -> Any:
+    """A Seq2SeqConfig field with the help text (choices, and ``setting_default`` where a training run's
+    default differs) of its ``seqlab seq2seq train`` setting (seqlab.model.config.model_setting_fields)."""
+    return field(default=default, metadata={"help": help, **metadata})
+
+
 @dataclass
 class Seq2SeqConfig:
-    """Hyperparameters of the three encoder-decoder architectures.
+    """Hyperparameters of the three encoder-decoder architectures (their only declaration: each field's
+    metadata is also its ``seqlab seq2seq train`` setting's help, choices and, where a run's default
+    differs, ``setting_default``; arch defaults to "transformer" there, context_length to the data's).
 
     arch                 "rnn" (context bottleneck), "rnn-attention", or "transformer"
     d_model              embedding size; also the RNN hidden size
@@ -59,25 +71,29 @@ class Seq2SeqConfig:
                          (checkpoints written before the field existed read as "auto")
     """
 
-    arch: str
-    src_vocab_size: int
-    tgt_vocab_size: int
-    d_model: int = 64
-    num_heads: int = 4
-    num_encoder_layers: int = 2
-    num_decoder_layers: int = 2
-    d_ff: int | None = None
-    context_length: int = 64
-    norm: str = "layernorm"
-    norm_position: str = "post"
-    positional: str = "sinusoidal"
-    ffn: str = "relu"
-    cell: str = "gru"
-    attention_score: str = "dot"
-    gru_reset: str = "after"
-    shared_embeddings: bool = False
-    tie_embeddings: bool = False
-    attention: str = "auto"
+    arch: str = field(metadata={"help": _choices(ARCHS), "choices": ARCHS, "setting_default": "transformer"})
+    src_vocab_size: int = field(metadata={"help": "source vocabulary size, special ids included"})
+    tgt_vocab_size: int = field(metadata={"help": "target vocabulary size, special ids included"})
+    d_model: int = _field(64, "embedding (and RNN hidden) size")
+    num_heads: int = _field(4, "attention heads (Transformer)")
+    num_encoder_layers: int = _field(2, "encoder layers (RNN: stacked layers)")
+    num_decoder_layers: int = _field(2, "decoder layers (RNN: stacked layers)")
+    d_ff: int | None = _field(None, "feed-forward width (default: 4 d_model for relu, 8/3 d_model for swiglu)")
+    context_length: int = _field(64, "longest source or target in tokens, the model's position table (default: the "
+                                     "longest example + 8)", setting_default=None)
+    norm: str = _field("layernorm", _choices(NORMS), choices=NORMS)
+    norm_position: str = _field("post", _choices(NORM_POSITIONS), choices=NORM_POSITIONS)
+    positional: str = _field("sinusoidal", _choices(POSITIONALS), choices=POSITIONALS)
+    ffn: str = _field("relu", _choices(FFNS), choices=FFNS)
+    cell: str = _field("gru", f"RNN cell: {_choices(CELLS)}", choices=CELLS)
+    attention_score: str = _field("dot", f"rnn-attention scoring: {_choices(ATTENTION_SCORES)}",
+                                  choices=ATTENTION_SCORES)
+    gru_reset: str = _field("after", f"GRU reset gate: {_choices(GRU_RESETS)}", choices=GRU_RESETS)
+    shared_embeddings: bool = _field(False, "one embedding table for source and target (equal vocabulary sizes)")
+    tie_embeddings: bool = _field(False, "output layer reuses the target embeddings")
+    attention: str = _field("auto", f"Transformer attention backend: {_choices(ATTENTIONS)}, as for `seqlab train` "
+                                    "(flash falls back to auto's choice wherever a padding mask is given); not part "
+                                    "of the weights, so a resumed run may change it", choices=ATTENTIONS)
 
     def __post_init__(self) -> None:
         for name, value, allowed in (

@@ -20,29 +20,25 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from seqlab.model.config import ATTENTIONS
+from seqlab.model.config import model_setting_fields
 from seqlab.seq2seq.builtin_tasks import (
     DEFAULT_LENGTHS,
     SYMBOL_TASKS,
     TASKS,
     check_task,
 )
-from seqlab.seq2seq.config import (
-    ARCHS,
-    ATTENTION_SCORES,
-    CELLS,
-    FFNS,
-    NORM_POSITIONS,
-    NORMS,
-    POSITIONALS,
-    Seq2SeqConfig,
-)
+from seqlab.seq2seq.config import Seq2SeqConfig
 from seqlab.settings import EngineSettings, again, setting
 
-MODEL_DEFAULTS = {f.name: f.default for f in fields(Seq2SeqConfig)}
-# Seq2SeqTrainConfig fields passed to Seq2SeqConfig under the same name
-MODEL_FIELDS = ("arch", "d_model", "num_heads", "d_ff", "norm", "norm_position", "positional", "ffn", "cell",
-                "attention_score", "tie_embeddings")
+# Seq2SeqConfig fields that are no settings of a run: the vocabularies come from the data, num_layers
+# sets both layer counts, and the rest keep their model defaults
+NOT_SETTINGS = ("src_vocab_size", "tgt_vocab_size", "num_encoder_layers", "num_decoder_layers", "gru_reset",
+                "shared_embeddings")
+_LAYERS_DEFAULT = Seq2SeqConfig.__dataclass_fields__["num_encoder_layers"].default
+# Seq2SeqTrainConfig fields passed to Seq2SeqConfig under the same name and fixed on resume (context_length
+# is the data's when unset; attention is how, not what, and may change on resume)
+MODEL_FIELDS = tuple(f.name for f in fields(Seq2SeqConfig) if f.name not in (*NOT_SETTINGS, "context_length",
+                                                                              "attention"))
 # what a resumed run cannot change: its data and its model (the checkpoint was trained on them)
 FIXED_ON_RESUME = ("task", "tokenize", "tokenizer", "bpe_vocab_size", "train_size", "valid_size", "valid_fraction",
                    "min_len", "max_len", "seed", "num_layers", "context_length", *MODEL_FIELDS)
@@ -89,6 +85,7 @@ def _choices(values: tuple[str, ...]) -> str:
 
 
 @dataclass
+@model_setting_fields(Seq2SeqConfig, "model", skip=NOT_SETTINGS, among={"num_layers": "num_heads"})
 class Seq2SeqTrainConfig(EngineSettings):
     """Everything ``seqlab seq2seq train`` needs; flags and config.json use these names."""
 
@@ -107,30 +104,9 @@ class Seq2SeqTrainConfig(EngineSettings):
     valid_fraction: float = setting(0.05, "data", "--pairs: share held out for validation")
     min_len: int | None = setting(None, "data", f"copy/reverse/sort: shortest source (default: {DEFAULT_LENGTHS[0]})")
     max_len: int | None = setting(None, "data", f"copy/reverse/sort: longest source (default: {DEFAULT_LENGTHS[1]})")
-    # model: the Seq2SeqConfig fields of the same names, with its defaults
-    arch: str = setting("transformer", "model", _choices(ARCHS), choices=ARCHS)
-    d_model: int = setting(MODEL_DEFAULTS["d_model"], "model", "embedding (and RNN hidden) size")
-    num_heads: int = setting(MODEL_DEFAULTS["num_heads"], "model", "attention heads (Transformer)")
-    num_layers: int = setting(MODEL_DEFAULTS["num_encoder_layers"], "model",
-                              "encoder and decoder layers (RNN: stacked layers)")
-    d_ff: int | None = setting(MODEL_DEFAULTS["d_ff"], "model", "feed-forward width (default: 4 d_model for relu, "
-                                                                "8/3 d_model for swiglu)")
-    context_length: int | None = setting(None, "model", "longest source or target in tokens, the model's position "
-                                                        "table (default: the longest example + 8)")
-    norm: str = setting(MODEL_DEFAULTS["norm"], "model", _choices(NORMS), choices=NORMS)
-    norm_position: str = setting(MODEL_DEFAULTS["norm_position"], "model", _choices(NORM_POSITIONS),
-                                 choices=NORM_POSITIONS)
-    positional: str = setting(MODEL_DEFAULTS["positional"], "model", _choices(POSITIONALS), choices=POSITIONALS)
-    ffn: str = setting(MODEL_DEFAULTS["ffn"], "model", _choices(FFNS), choices=FFNS)
-    cell: str = setting(MODEL_DEFAULTS["cell"], "model", f"RNN cell: {_choices(CELLS)}", choices=CELLS)
-    attention_score: str = setting(MODEL_DEFAULTS["attention_score"], "model",
-                                   f"rnn-attention scoring: {_choices(ATTENTION_SCORES)}", choices=ATTENTION_SCORES)
-    tie_embeddings: bool = setting(MODEL_DEFAULTS["tie_embeddings"], "model",
-                                   "output layer reuses the target embeddings")
-    attention: str = setting(MODEL_DEFAULTS["attention"], "model",
-                             f"Transformer attention backend: {_choices(ATTENTIONS)}, as for `seqlab train` (flash "
-                             "falls back to auto's choice wherever a padding mask is given); not part of the weights, "
-                             "so a resumed run may change it", choices=ATTENTIONS)
+    # model: every other setting of this section is a Seq2SeqConfig field (model_setting_fields above);
+    # num_layers is a setting of its own, made into both num_encoder_layers and num_decoder_layers
+    num_layers: int = setting(_LAYERS_DEFAULT, "model", "encoder and decoder layers (RNN: stacked layers)")
     # the engine's settings, with this task's defaults
     beta2: float = again(EngineSettings, "beta2", 0.98)
     weight_decay: float = again(EngineSettings, "weight_decay", 0.01)
