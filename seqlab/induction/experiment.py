@@ -46,8 +46,8 @@ from seqlab.induction.task import (
 from seqlab.runs.log import read_jsonl
 from seqlab.runs.state import TrainState
 from seqlab.runs.status import Status
-from seqlab.training.campaign import RESUME_HINT, Campaign, interrupted_line
-from seqlab.training.experiment_out import ExperimentResults, torch_threads
+from seqlab.training.campaign import RESUME_HINT, Campaign, interrupted_line, torch_threads
+from seqlab.runs.experiment import ExperimentResults
 
 CURVE_KEYS = ("val_loss", "loss_first_half", "loss_repeat", "in_context_loss", "repeat_accuracy")
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from seqlab.atomic import atomic_write_text
 from seqlab.induction.settings import MODELS, InductionSettings
-from seqlab.training.experiment_out import ExperimentOut
+from seqlab.runs.experiment import ExperimentOut
 
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"

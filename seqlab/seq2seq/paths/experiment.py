@@ -64,8 +64,8 @@ from seqlab.seq2seq.paths.settings import (
 )
 from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import train
-from seqlab.training.campaign import RESUME_HINT, Campaign, interrupted_line
-from seqlab.training.experiment_out import ExperimentResults, torch_threads
+from seqlab.training.campaign import RESUME_HINT, Campaign, interrupted_line, torch_threads
+from seqlab.runs.experiment import ExperimentResults
 
 
 def train_config(settings: PathsSettings, task: str, arch: str, d_model: int, out: Path, seed: int,

@@ -30,7 +30,7 @@ from seqlab.seq2seq.paths.settings import (
     PathsSettings,
     run_name,
 )
-from seqlab.training.experiment_out import ExperimentOut
+from seqlab.runs.experiment import ExperimentOut
 
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"

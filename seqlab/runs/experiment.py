@@ -1,6 +1,6 @@
 """The ``--out`` folder of an experiment run on the campaign loop (``seqlab paths``, ``seqlab
 induction``): its results file, which folders it may continue, and what ``--overwrite`` deletes.
-Standard library only at the top (the explorer reads results through it).
+Standard library only at the top (the explorer reads results through it, without torch).
 
 OUT holds OUT/results.json ``{"settings": {...}, "fast": bool, "seed": int, ...}`` and the files
 the experiment writes. A rerun continues it when the settings, ``--fast`` and the seed are the
@@ -15,12 +15,11 @@ deletes what the experiment owns, nothing else)::
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,16 +138,3 @@ class ExperimentResults:
             self.results["status"] = status.value
         self.results["total_seconds"] = round(self._earlier + time.perf_counter() - self._started, 1)
         self._write(self.results)
-
-
-@contextlib.contextmanager
-def torch_threads(threads: int) -> Iterator[None]:
-    """Torch's CPU threads set to ``threads`` inside the block, given back after it."""
-    import torch
-
-    saved = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)

@@ -1,4 +1,4 @@
-"""The --out rule of the campaign experiments (seqlab.training.experiment_out), on a made-up command."""
+"""The --out rule of the campaign experiments (seqlab.runs.experiment), on a made-up command."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from seqlab.training.experiment_out import ExperimentOut, settings_differences
+from seqlab.runs.experiment import ExperimentOut, settings_differences
 
 OUT = ExperimentOut("seqlab demo-experiment", collections=("models",), owns=("results.json", "report.md", "runs/a"),
                     owned_text="its runs/a, results.json and report.md")
