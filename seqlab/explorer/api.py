@@ -360,7 +360,12 @@ ENDPOINTS: dict[str, Callable[[Payload], dict]] = {
 
 def run_endpoint(name: str, data: dict[str, Any]) -> dict:
     """Validate ``data`` and run widget ``name``; raises RequestError for bad requests."""
-    handler = ENDPOINTS[name]
+    return answer(ENDPOINTS[name], data)
+
+
+def answer(handler: Callable[[Payload], dict], data: dict[str, Any]) -> dict:
+    """``handler``'s result on ``data`` as plain JSON types; a lab's ValueError (which names the shape
+    or value it rejects) becomes a RequestError with its message."""
     try:
         result = handler(Payload(data))
     except RequestError:

@@ -6,7 +6,7 @@ repeat accuracy at each distance (all read from DIR/results.json, nothing recomp
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from seqlab.explorer.validation import Payload, RequestError
 
@@ -41,6 +41,6 @@ def induction(p: Payload, runs: Any) -> dict:
     return {"status": results["status"], "vocab_size": results["settings"]["vocab_size"], "models": models}
 
 
-def induction_endpoint(data: dict[str, Any], runs: Any) -> dict:
-    """The endpoint as the server calls it (``runs.induction_dir``: the --induction DIR, if any)."""
-    return induction(Payload(data), runs)
+INDUCTION_ENDPOINTS: dict[str, Callable[[Payload, Any], dict]] = {
+    "induction": induction,  # runs.induction_dir: the --induction DIR of `seqlab explore`, if any
+}

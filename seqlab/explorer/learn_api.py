@@ -244,7 +244,3 @@ LEARN_ENDPOINTS: dict[str, Callable[[dict[str, Any], str | None], dict]] = {
     "learn/yours": yours,
 }
 
-
-def run_learn_endpoint(name: str, data: dict[str, Any], folder: str | None) -> dict:
-    """Run ``/api/<name>`` for the workspace ``folder`` (None: the explorer has none)."""
-    return LEARN_ENDPOINTS[name](data, folder)

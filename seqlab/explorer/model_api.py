@@ -354,12 +354,6 @@ MODEL_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {
 }
 
 
-def run_model_endpoint(name: str, data: dict[str, Any], runs: RunRegistry) -> Any:
-    """Validate ``data`` and run endpoint ``name`` on ``runs``: a JSON-ready dict, or for a
-    streaming endpoint an iterator of them. Raises RequestError for bad requests."""
-    return answer(MODEL_ENDPOINTS[name], data, runs)
-
-
 def answer(endpoint: Callable[[Payload, RunRegistry], Any], data: dict[str, Any], runs: RunRegistry) -> Any:
     """``endpoint``'s answer to ``data``: a library ValueError (which names the value) becomes a 400
     with its message, and a non-finite number in a dict answer a 400 saying the weights are damaged."""

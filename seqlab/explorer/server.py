@@ -64,6 +64,14 @@ def static_table(root: Path = STATIC_DIR) -> dict[str, tuple[bytes, str]]:
     return table
 
 
+def json_bytes(payload: Any) -> bytes:
+    """``payload`` as UTF-8 JSON. Any string can be sent: a lone surrogate (a byte that was not UTF-8,
+    e.g. ``"bad byte \\udcff"`` from a student's file) goes out as the JSON escape ``\\udcff``,
+    which every JSON parser reads back, instead of failing the encoding and leaving the request
+    without an answer. NaN and infinity are refused (JSON has neither)."""
+    return json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 class ExplorerHandler(BaseHTTPRequestHandler):
     """One request; the server object carries the static table and allowed Host names."""
 
@@ -96,7 +104,7 @@ class ExplorerHandler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, payload: dict, *, head_only: bool = False,
                    headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        body = json_bytes(payload)
         self._send(status, body, "application/json; charset=utf-8", head_only=head_only, headers=headers)
 
     def _error(self, status: int, message: str) -> None:
@@ -105,32 +113,17 @@ class ExplorerHandler(BaseHTTPRequestHandler):
     def _api_endpoint(self, path: str) -> Callable[[dict[str, Any]], Any] | None:
         """What ``POST path`` runs on the request's JSON object, or None when ``path`` is no endpoint.
 
-        The one lookup over both tables: the labs' widgets (``api.ENDPOINTS``, e.g. /api/lstm) and
-        the endpoints over the user's runs (``model_api.MODEL_ENDPOINTS``, e.g. /api/lm/next). Both
-        the POST dispatch and the 405 for another method use it, so they cannot disagree.
+        The one lookup in the one table of every area's endpoints (``endpoints.endpoint_table``).
+        Both the POST dispatch and the 405 for another method use it, so they cannot disagree.
         """
         if not path.startswith("/api/"):
             return None  # a static file or a typo: no need to import the API modules (and torch)
-        from seqlab.explorer.api import ENDPOINTS, run_endpoint
-        from seqlab.explorer.model_api import MODEL_ENDPOINTS, run_model_endpoint
+        from seqlab.explorer.endpoints import endpoint_table
 
-        name = path[len("/api/"):]
-        if name in ENDPOINTS:
-            return lambda data: run_endpoint(name, data)
-        if name in MODEL_ENDPOINTS:
-            return lambda data: run_model_endpoint(name, data, self.server.runs)
-        # the "yours" panels of `seqlab explore --workspace DIR`
-        from seqlab.explorer.learn_api import LEARN_ENDPOINTS, run_learn_endpoint
-
-        if name in LEARN_ENDPOINTS:
-            return lambda data: run_learn_endpoint(name, data, getattr(self.server, "workspace", None))
-        if name == "induction":  # seqlab explore --induction DIR
-            from seqlab.explorer.induction_api import induction_endpoint
-            return lambda data: induction_endpoint(data, self.server.runs)
-        from seqlab.explorer.interpret_api import INTERPRET_ENDPOINTS, run_interpret_endpoint
-        if name in INTERPRET_ENDPOINTS:
-            return lambda data: run_interpret_endpoint(name, data, self.server.runs)
-        return None
+        handler = endpoint_table().get(path[len("/api/"):])
+        if handler is None:
+            return None
+        return lambda data: handler(data, self.server)
 
     def _allowed_methods(self, path: str) -> str | None:
         """The methods ``path`` answers (the Allow header of a 405), or None if nothing is there."""
@@ -228,7 +221,7 @@ class ExplorerHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
         def write(line: dict) -> None:
-            data = json.dumps(line, allow_nan=False, ensure_ascii=False).encode("utf-8") + b"\n"
+            data = json_bytes(line) + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
 
@@ -296,6 +289,7 @@ class ExplorerServer(ThreadingHTTPServer):
         self.static_files = static_table()
         self.verbose = verbose
         self.runs = runs if runs is not None else RunRegistry()
+        self.workspace: str | None = None  # `seqlab explore --workspace DIR`: the "yours" panels
         host = address[0]
         # Bound to loopback: only loopback names may appear in Host. Bound elsewhere on
         # purpose (--host): the user chose to expose it, so any Host is accepted.
