@@ -48,7 +48,10 @@ stamps = []
 callback = lambda trainer, step: stamps.append(clock())
 out = tempfile.mkdtemp(prefix="engine-bench-")
 if kind == "lm":
-    from seqlab.training import TrainConfig, Trainer   # the face: the same in every tree
+    try:
+        from seqlab.lm import TrainConfig, Trainer        # the language model's face
+    except ImportError:                                 # trees from before seqlab.lm
+        from seqlab.training import TrainConfig, Trainer
     config = TrainConfig(data_dir=data_dir, out_dir=out, max_steps=steps + 3, eval_interval=10**9,
                          checkpoint_interval=10**9, threads=threads, progress=False, overwrite=True)
     Trainer(config, step_callbacks=[callback]).run()

@@ -11,7 +11,7 @@ the width or the vocabulary, so the defaults are small). For each attention back
   first batch size on real CPU tensors, with the GPU path forced (seqlab.model.gpu_path_forced),
   and on the plain CPU path for comparison.
 
-With ``--trainer`` it also runs the real ``seqlab.training.Trainer`` (tiny model, built-in stories as
+With ``--trainer`` it also runs the real ``seqlab.lm.Trainer`` (tiny model, built-in stories as
 bytes) for 7 steps with log_interval 3 and prints the host reads of each step of the loop, on the
 forced GPU path and on the CPU path: aten syncs plus ``Tensor.tolist``/``Tensor.numpy`` calls (these
 read a CPU tensor without an aten operation, so a dispatch mode alone does not see them).

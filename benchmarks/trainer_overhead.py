@@ -22,12 +22,12 @@ from pathlib import Path
 
 import torch
 
-from seqlab.lm.data import PreparedData, prepare
+from seqlab.lm.data import PreparedData, get_batch, prepare
 from seqlab.lm.settings import TrainConfig
 from seqlab.lm.stories import write_demo_corpus
 from seqlab.lm.task import Trainer
 from seqlab.model import TransformerLM
-from seqlab.training import AdamW, clip_grad_norm, cross_entropy, get_batch
+from seqlab.training import AdamW, clip_grad_norm, cross_entropy
 from seqlab.training.plots import plot_loss_curve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -167,7 +167,7 @@ def test_batched_eval_matches_a_window_by_window_oracle_and_takes_threads(tmp_pa
     import torch
     import torch.nn.functional as F
 
-    from seqlab.inference import load_model
+    from seqlab.lm import load_model
     from seqlab.lm.evaluation import evaluate
     from tests.test_faults_inference import write_run
 

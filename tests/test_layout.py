@@ -27,8 +27,11 @@ def modules(root: Path = PACKAGE) -> list[Path]:
     return sorted(root.rglob("*.py"))
 
 
-def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, dotted name) of every import in ``tree``; ``from a import b`` gives both a and a.b."""
+def imported_modules(tree: ast.AST, *, lazy: bool = True) -> list[tuple[int, str]]:
+    """(line, dotted name) of every import in ``tree``; ``from a import b`` gives both a and a.b.
+    A package face's lazy table (``lazy_exports(__name__, {"seqlab.x.y": (...)})``, seqlab/lazy.py)
+    imports its modules on first use, so each of its modules counts as imported too (``lazy=False``:
+    not)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -36,15 +39,24 @@ def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append((node.lineno, node.module))
             found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+        elif lazy and isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "lazy_exports":
+            tables = [arg for arg in node.args[1:2] + [k.value for k in node.keywords if k.arg == "modules"]]
+            for table in tables:
+                assert isinstance(table, ast.Dict), f"line {node.lineno}: write lazy_exports' table as a dict literal"
+                found += [(key.lineno, key.value) for key in table.keys
+                          if isinstance(key, ast.Constant) and isinstance(key.value, str)]
     return found
 
 
 def test_the_checker_sees_every_form_of_import():
     tree = ast.parse("import seqlab.lm.data\nfrom seqlab import training\n"
-                     "def f():\n    from seqlab.lm.task import train\n")
+                     "def f():\n    from seqlab.lm.task import train\n"
+                     "__all__, __getattr__, __dir__ = lazy_exports(__name__, {\n"
+                     "    \"seqlab.runs.state\": (\"TrainState\",),\n})\n")
     names = [name for _, name in imported_modules(tree)]
     assert names.count("seqlab.training") == 1 and "seqlab.lm.data" in names
     assert "seqlab.lm.task" in names
+    assert (6, "seqlab.runs.state") in imported_modules(tree)  # a lazy table's module, on its line
 
 
 @pytest.mark.parametrize("area", TRAINING_FREE)
@@ -149,8 +161,7 @@ def test_code_that_only_translates_imports_no_training_module(tmp_path):
 
 # -- one layering for the whole package ---------------------------------------------------------
 # Each area of seqlab/ and the layer it sits in: a module may import its own layer and those below,
-# never a higher one. Package faces (``__init__`` files) name higher modules only lazily (strings in
-# seqlab/lazy.py's tables), which is not an import.
+# never a higher one. A package face's lazy table (seqlab/lazy.py) counts as importing its modules.
 LAYERS = {
     "seqlab": 0, "atomic": 0, "lazy": 0, "cli_types": 0, "settings": 0, "runtime": 0, "jsonfile": 0,
     "outdir": 0, "progressbar": 0,
@@ -177,12 +188,14 @@ def _module_name(path: Path) -> str:
 
 
 def _import_graph() -> dict[str, set[str]]:
-    """module -> the seqlab modules it imports (at the top or inside a function)."""
+    """module -> the seqlab modules it imports (at the top or inside a function). A face's lazy table
+    is left out: its names load on first use, after the face itself, so it closes no circle (a
+    face naming its own modules, which import a sibling through the face, is the normal case)."""
     known = {_module_name(path) for path in modules()}
     graph = {}
     for path in modules():
         me = _module_name(path)
-        graph[me] = {name for _, name in imported_modules(ast.parse(path.read_text(encoding="utf-8")))
+        graph[me] = {name for _, name in imported_modules(ast.parse(path.read_text(encoding="utf-8")), lazy=False)
                      if name in known and name != me}
     return graph
 
@@ -193,16 +206,33 @@ def test_every_area_has_a_layer():
     assert not missing, f"give these areas of seqlab/ a layer in tests/test_layout.py LAYERS: {missing}"
 
 
-def test_no_import_goes_up_a_layer():
+def upward_imports(root: Path = PACKAGE) -> list[str]:
+    """Every import (lazy tables' included) in the package ``root`` of a module of a higher layer."""
     offenders = []
-    for path in modules():
-        me = _module_name(path)
+    for path in modules(root):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        me = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         mine = LAYERS.get(_area(me), 0)
         for line, name in imported_modules(ast.parse(path.read_text(encoding="utf-8"))):
             if name.startswith("seqlab.") and LAYERS.get(_area(name), 0) > mine:
-                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({_area(me)}, layer {mine}) imports "
+                offenders.append(f"{path.relative_to(root.parent)}:{line} ({_area(me)}, layer {mine}) imports "
                                  f"{name} (layer {LAYERS[_area(name)]})")
+    return offenders
+
+
+def test_no_import_goes_up_a_layer():
+    offenders = upward_imports()
     assert not offenders, "move the shared code down, or pass it in from above:\n" + "\n".join(offenders)
+
+
+def test_an_upward_arrow_in_a_lazy_table_is_seen(tmp_path):
+    """The mutant: training's face naming the language model's train lazily (as it once did)."""
+    face = tmp_path / "seqlab" / "training" / "__init__.py"
+    face.parent.mkdir(parents=True)
+    face.write_text('from seqlab.lazy import lazy_exports\n\n__all__, __getattr__, __dir__ = lazy_exports(__name__, {\n'
+                    '    "seqlab.training.engine": ("Engine",),\n    "seqlab.lm.task": ("Trainer", "train"),\n})\n')
+    assert upward_imports(tmp_path / "seqlab") == [
+        "seqlab/training/__init__.py:5 (training, layer 3) imports seqlab.lm.task (layer 4)"]
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:

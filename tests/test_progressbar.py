@@ -42,7 +42,7 @@ def test_a_terminal_keeps_tqdms_redrawn_bar():
 
 
 def test_the_training_loop_writes_few_lines_to_a_log(byte_data, tmp_path, capfd):
-    from seqlab.training import train
+    from seqlab.lm import train
     from tests.sweep.conftest import tiny_base
 
     train(tiny_base(byte_data, out_dir=str(tmp_path / "run"), max_steps=40, progress=True))

@@ -1,6 +1,7 @@
 """Using a trained language model: sampling text (``generate``: a KV cache, per-row sliding windows,
-temperature, top-k, top-p), and, from :mod:`seqlab.lm`, loading it from a run (``load_model``),
-held-out perplexity (``evaluate``) and a look inside its forward pass (``trace_forward``).
+temperature, top-k, top-p). Loading one from a run (``load_model``), held-out perplexity
+(``evaluate``) and a look inside its forward pass (``trace_forward``) sit a layer up, in
+:mod:`seqlab.lm`.
 
 Modules: ``sampling``, ``generate``, ``windows``. Names load on first use (see seqlab/lazy.py), so
 ``seqlab --help`` does not import torch. ``seqlab.inference.generate`` is the *function*; the module
@@ -20,8 +21,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
         "top_k_mask",
         "top_p_mask",
     ),
-    "seqlab.lm.evaluation": ("EvalResult", "evaluate", "window_starts"),
-    "seqlab.lm.inspection": ("ForwardTrace", "attention_maps", "next_token_candidates", "trace_forward"),
-    "seqlab.lm.loading": ("LoadedModel", "check_vocabularies", "load_model"),
     "seqlab.runs.checkpoint": ("checkpoint_path", "load_model_from_checkpoint", "read_checkpoint"),
 })

@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
 
         resolve_device(args.device)
         usage = False
-        from seqlab.inference import load_model
+        from seqlab.lm import load_model
         from seqlab.runs.kinds import RunKindError
 
         try:

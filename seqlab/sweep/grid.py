@@ -1,7 +1,7 @@
 """The runs of a sweep: ``--grid KEY=V1,V2,...`` parsed into typed values, their Cartesian product,
 and the name of each run's directory.
 
-Every ``KEY`` is a :class:`~seqlab.training.TrainConfig` field (``batch-size`` may be written for
+Every ``KEY`` is a :class:`~seqlab.lm.TrainConfig` field (``batch-size`` may be written for
 ``batch_size``, as on the command line); each value is parsed with the field's type (``int``, a
 finite ``float``, ``str``, ``bool`` as true/false, and ``none`` where the field may be None). A run
 is named by its swept settings in ``--grid`` order, floats written short::

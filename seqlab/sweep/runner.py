@@ -1,4 +1,4 @@
-"""Running a sweep: every run of the plan, one after another, through ``seqlab.training.train``, each
+"""Running a sweep: every run of the plan, one after another, through ``seqlab.lm.task.train``, each
 in ``DIR/<run name>/``, an ordinary run directory (``seqlab generate --run DIR/lr=1e-3`` works).
 
 The loop is :class:`seqlab.training.campaign.Campaign`: a rerun of the same sweep skips a run with
@@ -280,7 +280,8 @@ def run_sweep(plan: SweepPlan, *, overwrite: bool = False, step_callbacks: list[
     """Train (or resume, or skip) every run of ``plan`` through the campaign loop
     (:class:`seqlab.training.campaign.Campaign`: ``plan.out`` locked, signals, resume); see the
     module docstring. ``step_callbacks`` go to every run's trainer, after the sweep's own."""
-    from seqlab.training import NonFiniteLossError, train
+    from seqlab.lm.task import train
+    from seqlab.training import NonFiniteLossError
     from seqlab.training.campaign import Campaign, interrupted_line
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))

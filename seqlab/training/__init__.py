@@ -1,10 +1,10 @@
 """Training: the engine (one loop for every task) and its task interface, with AdamW, the schedule,
 clipping, guards, signals, the run log and the campaign loop of many runs.
 
-The face also names what a user of ``seqlab train`` reaches for first (``train``, ``Trainer``,
-``TrainConfig``, ``get_batch``, checkpoints): they live with the language model (:mod:`seqlab.lm`)
-and the run format (:mod:`seqlab.runs`). Names load on first use (see seqlab/lazy.py), so
-``seqlab --help`` does not import torch.
+The face also names the checkpoint functions of the run format (:mod:`seqlab.runs`) and the loss;
+the language model's ``train``, ``Trainer``, ``TrainConfig`` and ``get_batch`` sit a layer up, in
+:mod:`seqlab.lm`. Names load on first use (see seqlab/lazy.py), so ``seqlab --help`` does not
+import torch.
 """
 
 from __future__ import annotations
@@ -22,7 +22,4 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.model.loss": ("cross_entropy",),
     "seqlab.runs.checkpoint": ("load_checkpoint", "load_model_from_checkpoint", "read_checkpoint", "save_checkpoint"),
     "seqlab.tokenizer.token_array": ("load_tokens",),
-    "seqlab.lm.settings": ("TrainConfig",),
-    "seqlab.lm.data": ("PreparedData", "get_batch", "prepare"),
-    "seqlab.lm.task": ("LanguageModelTask", "Trainer", "train"),
 })

@@ -26,7 +26,7 @@ def _curve(run_dir, key):
 @pytest.fixture(scope="module")
 def second_run(lm_run, tmp_path_factory):
     """A shorter run (20 steps, 1 layer) on the data of lm_run's demo."""
-    from seqlab.training import TrainConfig, train
+    from seqlab.lm import TrainConfig, train
 
     out = tmp_path_factory.mktemp("second") / "short"
     train(TrainConfig(data_dir=str(lm_run.parent / "data"), out_dir=str(out), context_length=32, d_model=32,

@@ -66,10 +66,10 @@ def test_attention_weights_match_an_oracle_and_the_models_output(changes):
     assert [w.shape for w in attention_maps(model, ids)] == [(H, T, T)] * 2
 
 
-def test_the_inference_face_names_attention_maps():
-    import seqlab.inference
+def test_the_lm_face_names_attention_maps():
+    import seqlab.lm
 
-    assert seqlab.inference.attention_maps is attention_maps
+    assert seqlab.lm.attention_maps is attention_maps
 
 
 def test_trace_weights_come_from_the_models_own_attention_module(monkeypatch):

@@ -84,7 +84,7 @@ def test_weights_imported_are_the_files_values(folder, tmp_path):
     """The finite check reads what it imports: the run's embedding is the file's (oracle: safetensors)."""
     from safetensors.torch import load_file
 
-    from seqlab.inference import load_model
+    from seqlab.lm import load_model
 
     assert main(["import", "--from", "hf", str(folder), str(tmp_path / "run")]) == 0
     model, _, _ = load_model(run=tmp_path / "run")

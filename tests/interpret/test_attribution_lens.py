@@ -62,7 +62,7 @@ def test_the_lens_is_hugging_faces_hidden_states_through_its_norm_and_head(byte_
     from transformers import LlamaForCausalLM
 
     from seqlab.cli import main
-    from seqlab.inference import load_model
+    from seqlab.lm import load_model
 
     assert main(["export", "--to", "hf", str(byte_run), str(tmp_path / "hf")]) == 0
     hf = LlamaForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float32).eval()

@@ -14,7 +14,7 @@ from seqlab.interpret import head_scores, knockout, logit_lens, patch
 
 @pytest.fixture(scope="module")
 def loaded(byte_run):
-    from seqlab.inference import load_model
+    from seqlab.lm import load_model
 
     return load_model(run=byte_run).model
 

@@ -21,7 +21,7 @@ def _imported(code: str) -> set[str]:
 def test_the_lm_references_and_mutants_do_not_import_torch_dynamo():
     modules = _imported("from seqlab.model import MultiHeadAttention, TransformerLM, TransformerBlock\n"
                         "import seqlab.model.attention, seqlab.learn.torch_mistakes, seqlab.learn.runner\n"
-                        "from seqlab.training import AdamW, cross_entropy, get_batch")
+                        "from seqlab.training import AdamW, cross_entropy\nfrom seqlab.lm import get_batch")
     assert "torch" in modules and "seqlab.model.attention" in modules
     assert "torch._dynamo" not in modules
 

@@ -13,7 +13,7 @@ from seqlab.sweep.figures import curves_figure, final_figure
 from seqlab.sweep.records import read_run
 from seqlab.sweep.report import compare_run_dirs, compare_runs
 from seqlab.sweep.runner import plan_sweep, run_sweep
-from seqlab.training import train
+from seqlab.lm import train
 from tests.sweep.conftest import tiny_base
 
 

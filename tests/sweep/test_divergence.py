@@ -12,7 +12,7 @@ from torch.overrides import TorchFunctionMode
 
 from seqlab.model import gpu_path_forced
 from seqlab.sweep.divergence import DivergenceWatch, LogTail, first_rise
-from seqlab.training import train
+from seqlab.lm import train
 from tests.sweep.conftest import tiny_base
 
 

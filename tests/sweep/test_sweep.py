@@ -18,7 +18,7 @@ import pytest
 from seqlab.cli import main
 from seqlab.sweep import runner as runner_module
 from seqlab.sweep.runner import plan_sweep, run_sweep
-from seqlab.training import train
+from seqlab.lm import train
 from tests.sweep.conftest import TINY_FLAGS, tiny_base
 
 GRID = ["lr=3e-3,1e-2,3e-2"]
@@ -267,16 +267,16 @@ def test_the_readme_laptop_command_plans_the_lr_recipe_on_the_demos_data(tmp_pat
 def test_a_run_out_of_gpu_memory_is_recorded_as_failed_and_the_sweep_goes_on(byte_data, tmp_path, monkeypatch):
     import torch
 
-    import seqlab.training
+    import seqlab.lm.task
 
-    real_train = seqlab.training.train
+    real_train = seqlab.lm.task.train
 
     def train_or_run_out_of_memory(config, **kwargs):
         if Path(config.out_dir).name == "batch_size=16":  # what a GPU at its memory limit raises
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore details")
         return real_train(config, **kwargs)
 
-    monkeypatch.setattr(seqlab.training, "train", train_or_run_out_of_memory)
+    monkeypatch.setattr(seqlab.lm.task, "train", train_or_run_out_of_memory)
     out = tmp_path / "bs"
     outcome = run_sweep(plan_sweep(tiny_base(byte_data, max_steps=4), out, grid=["batch_size=4,16,2"]), say=_quiet)
     assert outcome.status == "completed"

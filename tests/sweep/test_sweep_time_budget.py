@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import seqlab.training
+import seqlab.lm.task
 from seqlab.cli import main
 from tests.sweep.conftest import TINY_FLAGS
 from tests.training.test_stop_status import ten_second_steps
@@ -22,14 +22,14 @@ def _refuse_training(monkeypatch) -> None:
     def train(config, **kwargs):
         raise AssertionError(f"{config.out_dir} trained again")
 
-    monkeypatch.setattr(seqlab.training, "train", train)
+    monkeypatch.setattr(seqlab.lm.task, "train", train)
 
 
 def test_time_budget_runs_are_finished_not_rerun_and_compared_as_finished(byte_data, tmp_path, monkeypatch, capsys):
     out = tmp_path / "lr"
     flags = ["sweep", "--data-dir", str(byte_data), "--out", str(out), "--grid", "lr=1e-2,3e-2", *TINY_FLAGS,
              "--max-steps", "1000", "--time-budget-s", "50"]
-    results = ten_second_steps(monkeypatch, seqlab.training)
+    results = ten_second_steps(monkeypatch, seqlab.lm.task)
     assert main(flags) == 0
     assert [(r.status.value, r.steps) for r in results] == [("time budget", 5)] * 2
     assert "2 runs (2 finished)" in capsys.readouterr().out

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.training import get_batch
+from seqlab.lm import get_batch
 
 
 def test_targets_are_inputs_shifted_by_one_and_windows_are_contiguous():

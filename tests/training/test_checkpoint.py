@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from seqlab.lm import get_batch
 from seqlab.model import TransformerLM
 from seqlab.training import (
     AdamW,
     cross_entropy,
-    get_batch,
     load_checkpoint,
     load_model_from_checkpoint,
     read_checkpoint,
