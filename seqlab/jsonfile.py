@@ -1,6 +1,7 @@
-"""The one parser of JSON that comes from outside (config.json, model.safetensors.index.json,
-tokenizer.json, a log.jsonl line): every way it can be wrong is a ValueError naming the file (and
-line), never a traceback. Standard library only.
+"""JSON in and out. In: the one parser of JSON that comes from outside (config.json,
+model.safetensors.index.json, tokenizer.json, a log.jsonl line): every way it can be wrong is a
+ValueError naming the file (and line), never a traceback. Out: :func:`to_json`, the one converter
+of results (arrays, tensors, dataclasses, tuples) to plain JSON types. Standard library only.
 
 Example: a config.json of 100,000 nested brackets raises "config.json: too deeply nested (JSON
 nested deeper than Python can parse; a damaged or hostile file)", and ``[1, 2]`` where an object is
@@ -10,9 +11,12 @@ expected raises "config.json: expected a JSON object, found list".
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
+from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
           bool: "true or false", type(None): "null"}
@@ -54,3 +58,51 @@ def read_json(path: str | os.PathLike, *, expected: type | None = None, expected
     """The JSON value in the file ``path`` (:func:`parse_json`'s checks); FileNotFoundError when missing."""
     path = Path(path)
     return parse_json(path.read_bytes(), path, expected=expected, expected_text=expected_text)
+
+
+NON_FINITE_TEXT = {"nan": "NaN", "inf": "inf", "-inf": "-inf"}
+
+
+def to_json(value: Any, *, non_finite: Literal["keep", "raise", "null", "text"] = "keep",
+            unknown: Literal["keep", "repr"] = "keep") -> Any:
+    """``value`` as plain JSON types (dicts with str keys, lists, str, int, float, bool, None).
+
+    Dataclasses become dicts of their fields, tuples lists, bytes latin-1 text (one character per
+    byte); a NumPy array or scalar or a torch tensor becomes its ``tolist()`` (read duck-typed, so
+    this module imports neither). ``non_finite`` says what a NaN or infinity becomes: "keep" (the
+    float, which ``json.dump`` writes as the non-JSON NaN), "raise" (ValueError), "null" (None) or
+    "text" ("NaN", "inf", "-inf"). ``unknown``: an object of no JSON type is kept, or with "repr"
+    becomes its repr cut at 200 characters (e.g. what a student's function returned).
+
+    Example: ``to_json({"w": np.array([1.5, np.nan]), 2: (1, b"\xff")}, non_finite="text")`` is
+    ``{"w": [1.5, "NaN"], "2": [1, "\xff"]}``.
+    """
+    def convert(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {str(k): convert(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [convert(v) for v in item]
+        if item is None or isinstance(item, (str, bool, int)):
+            return item
+        if isinstance(item, float):
+            if math.isfinite(item) or non_finite == "keep":
+                return item
+            if non_finite == "raise":
+                raise ValueError("the result is not finite (NaN or infinity)")
+            return None if non_finite == "null" else NON_FINITE_TEXT[str(item)]
+        if isinstance(item, (bytes, bytearray)):
+            return bytes(item).decode("latin-1")
+        if is_dataclass(item) and not isinstance(item, type):
+            return {f.name: convert(getattr(item, f.name)) for f in fields(item)}
+        if hasattr(item, "tolist"):  # numpy arrays and scalars, torch tensors
+            return convert(item.detach().tolist() if hasattr(item, "detach") else item.tolist())
+        if unknown == "repr":
+            if isinstance(item, numbers.Number):  # Fraction, Decimal: as a float
+                try:
+                    return convert(float(item))
+                except (TypeError, ValueError):  # complex
+                    pass
+            return repr(item)[:200]
+        return item
+
+    return convert(value)

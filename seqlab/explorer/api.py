@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from seqlab.explorer.validation import Payload, RequestError
-from seqlab.labs.results import to_json
+from seqlab.jsonfile import to_json
 
 # Small limits keep every request fast (well under a second on a laptop).
 MAX_SEQUENCE = 16  # recurrence inputs, time steps
@@ -63,10 +63,10 @@ def widget_defaults() -> dict[str, dict[str, Any]]:
 
 
 def to_jsonable(value: Any) -> Any:
-    """A widget's result as plain JSON types (``seqlab.labs.results.to_json``); a result that
+    """A widget's result as plain JSON types (``seqlab.jsonfile.to_json``); a result that
     overflowed to NaN/infinity is the client's problem to fix (smaller inputs), so a RequestError."""
     try:
-        return to_json(value, allow_nan=False)
+        return to_json(value, non_finite="raise")
     except ValueError:
         raise RequestError("the result is not finite (it overflowed); try smaller inputs") from None
 

@@ -7,8 +7,7 @@ value against the lecture's number; `gradient_checks` maps check name -> {parame
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +25,7 @@ from seqlab.labs import (
     rnn,
     stacked,
 )
+from seqlab.jsonfile import to_json
 from seqlab.labs.gradcheck import TOLERANCE, passed
 
 WORKED_TOLERANCE = 1e-9
@@ -71,27 +71,6 @@ class LabRun:
         failed += [f"gradient check {name}" for name, errs in self.gradient_checks.items()
                    if not all(passed(e) for e in errs.values())]
         return failed
-
-
-def to_json(value, allow_nan: bool = True):
-    """NumPy arrays/scalars, tuples and dataclasses -> plain Python (lists, floats, ints, bools) for
-    json.dump; used by `seqlab labs --output` and by the explorer's API.
-
-    allow_nan=False raises ValueError on a NaN or infinity (JSON has neither).
-    """
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name), allow_nan) for f in fields(value)}
-    if isinstance(value, (np.ndarray, np.generic)):
-        if not allow_nan and value.dtype.kind in "fc" and not np.isfinite(value).all():
-            raise ValueError("the result is not finite (NaN or infinity)")
-        return value.tolist()
-    if isinstance(value, dict):
-        return {str(k): to_json(v, allow_nan) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v, allow_nan) for v in value]
-    if not allow_nan and isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("the result is not finite (NaN or infinity)")
-    return value
 
 
 def _recurrence(run: LabRun):
