@@ -31,9 +31,28 @@ SECTIONS = ("run", "data", "model", "optimizer", "schedule", "eval", "system", "
 
 
 def setting(default: Any, section: str, help: str, **metadata: Any) -> Any:
-    """A settings field. ``metadata`` may add ``choices`` (allowed values) and ``flags`` (the
-    command-line spellings, default ``--field-name``)."""
+    """A settings field. ``metadata`` may add ``choices`` (allowed values), ``flags`` (the
+    command-line spellings, default ``--field-name``) and ``added`` (see :func:`added_defaults`)."""
     return field(default=default, metadata={"section": section, "help": help, **metadata})
+
+
+# -- settings added after records were written --------------------------------------------------------
+
+
+def added_defaults(cls: type) -> dict[str, Any]:
+    """{name: default, as JSON keeps it} of the fields of the dataclass ``cls`` that came after
+    records were written without them, with a default that keeps those records' behaviour (field
+    metadata ``added``: the version, e.g. ``setting(False, ..., added="0.3.0")``). When settings are
+    compared (a sweep's, an experiment's, a resumed run's), such a setting equals its absence:
+    :func:`with_added_defaults`."""
+    return {f.name: list(f.default) if isinstance(f.default, tuple) else f.default
+            for f in fields(cls) if "added" in f.metadata}
+
+
+def with_added_defaults(saved: dict[str, Any], cls: type) -> dict[str, Any]:
+    """``saved`` (settings as a record keeps them) with each added setting of ``cls`` it lacks set to
+    its default; every other key, present or absent, stays as it is."""
+    return {**added_defaults(cls), **saved}
 
 
 def again(cls: type, name: str, default: Any, **changes: Any) -> Any:

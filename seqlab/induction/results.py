@@ -31,7 +31,8 @@ COMMAND = "seqlab induction"
 
 OUT = ExperimentOut(COMMAND, collections=("models",),
                     owns=(RESULTS_FILE, REPORT_FILE, FIGURE_FILE, *(f"runs/{name}" for name in MODELS)),
-                    owned_text=f"its runs/, {RESULTS_FILE}, {REPORT_FILE} and {FIGURE_FILE}")
+                    owned_text=f"its runs/, {RESULTS_FILE}, {REPORT_FILE} and {FIGURE_FILE}",
+                    settings_class=InductionSettings)
 
 
 def read_results(out: str | Path) -> dict[str, Any] | None:

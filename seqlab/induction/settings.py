@@ -4,7 +4,7 @@ Standard library only."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -42,7 +42,8 @@ class InductionSettings:
     num_heads: int = 4
     steps: int = 2000
     lstm_steps: int = 800  # the LSTM's steps are the slowest (a loop over positions); it plateaus early
-    mlp_steps: int | None = None  # None: ``steps`` (--fast trains it only a little: the comparison is attn1/attn2)
+    # None: ``steps``; added after results were written without it, which trained mlp2 ``steps``
+    mlp_steps: int | None = field(default=None, metadata={"added": "0.3.0"})
     batch_size: int = 32
     lr: float = 3e-3
     warmup_steps: int = 50

@@ -46,7 +46,8 @@ class TrainConfig(EngineSettings):
     token_budget: int | None = setting(None, "schedule", "train on this many tokens instead of max_steps")
     # head telemetry (seqlab.lm.telemetry)
     track_heads: bool = setting(False, "eval", "at every evaluation also log each attention head's previous-token, "
-                                               "duplicate-token, induction and first-token scores to log.jsonl")
+                                               "duplicate-token, induction and first-token scores to log.jsonl",
+                                added="0.3.0")
 
     POSITIVE: ClassVar[tuple[str, ...]] = (*EngineSettings.POSITIVE, "context_length", "d_model", "num_layers",
                                            "num_heads", "token_budget")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.runs.directory import read_json_object
+from seqlab.settings import added_defaults
 from seqlab.runs.status import Status
 
 
@@ -33,7 +34,9 @@ class ExperimentOut:
     """The rule of one command's OUT. ``collections``: the JSON objects results.json must hold
     beside "settings"; ``owns``: the files and folders (relative to OUT) the experiment writes,
     the only ones ``overwrite`` deletes, as ``owned_text`` names them in the refusal;
-    ``rerun_text``: what a rerun with the saved settings does."""
+    ``rerun_text``: what a rerun with the saved settings does; ``settings_class``: the settings'
+    dataclass, whose settings added later at their default equal their absence in an older
+    results.json (:func:`seqlab.settings.added_defaults`)."""
 
     command: str
     collections: tuple[str, ...]
@@ -41,6 +44,7 @@ class ExperimentOut:
     owned_text: str
     rerun_text: str = "resume it"
     results_file: str = "results.json"
+    settings_class: type | None = None
 
     def read(self, out: str | Path) -> dict[str, Any] | None:
         """OUT/results.json, None when it is missing; invalid JSON or another shape raises
@@ -79,7 +83,8 @@ class ExperimentOut:
                                       f"--overwrite to write the experiment there ({self.owned_text} are replaced, "
                                       "other files are left alone)")
             return None
-        differences = settings_differences(saved, settings, seed=seed, fast=fast)
+        added = added_defaults(self.settings_class) if self.settings_class is not None else {}
+        differences = settings_differences(saved, settings, seed=seed, fast=fast, added=added)
         if not differences:
             return saved
         if overwrite:
@@ -99,15 +104,18 @@ class ExperimentOut:
                 path.unlink(missing_ok=True)
 
 
-def settings_differences(saved: dict[str, Any], settings: dict[str, Any], *, seed: int, fast: bool) -> list[str]:
+def settings_differences(saved: dict[str, Any], settings: dict[str, Any], *, seed: int, fast: bool,
+                         added: dict[str, Any] | None = None) -> list[str]:
     """How the saved results' settings, --fast and --seed differ from these, one phrase each
-    ("--fast there, not now", "steps 800 there, 300 now", "--seed 0 there, 1 now")."""
-    theirs = saved.get("settings", {})
+    ("--fast there, not now", "steps 800 there, 300 now", "--seed 0 there, 1 now"). ``added``:
+    {setting: default} of settings added later, which equal their absence on either side."""
+    theirs, settings = {**(added or {}), **saved.get("settings", {})}, {**(added or {}), **settings}
     differences = []
     if bool(saved.get("fast")) != fast:
         differences.append("--fast there, not now" if saved.get("fast") else "not --fast there, --fast now")
-    differences += [f"{key} {theirs.get(key)!r} there, {settings.get(key)!r} now"
-                    for key in sorted(set(settings) | set(theirs)) if theirs.get(key) != settings.get(key)]
+    shown = lambda values, key: repr(values[key]) if key in values else "absent"  # noqa: E731
+    differences += [f"{key} {shown(theirs, key)} there, {shown(settings, key)} now"
+                    for key in sorted(set(settings) | set(theirs)) if theirs.get(key, ...) != settings.get(key, ...)]
     if saved.get("seed") != seed:
         differences.append(f"--seed {saved.get('seed')!r} there, {seed!r} now")
     return differences

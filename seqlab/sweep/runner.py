@@ -52,6 +52,7 @@ from seqlab.sweep.report import (
     write_json,
 )
 from seqlab.runs.status import Status
+from seqlab.settings import with_added_defaults
 
 # TrainConfig fields that change where or how a run is shown, not what it trains: a rerun may
 # change them (e.g. add --wandb) and is still the same sweep
@@ -162,8 +163,11 @@ def check_out(plan: SweepPlan, *, overwrite: bool) -> None:
     if overwrite:
         return
     mine = plan.identity()
-    theirs = {"base": saved.get("base"), "runs": [{"name": r.get("name"), "settings": r.get("settings")}
-                                                  for r in saved.get("runs", []) if isinstance(r, dict)]}
+    base = saved.get("base")
+    if isinstance(base, dict):  # a setting added since that sweep, at its default, is the same sweep
+        base = with_added_defaults(base, type(plan.base))
+    theirs = {"base": base, "runs": [{"name": r.get("name"), "settings": r.get("settings")}
+                                     for r in saved.get("runs", []) if isinstance(r, dict)]}
     if theirs == mine:
         return
     differences = []
@@ -171,7 +175,8 @@ def check_out(plan: SweepPlan, *, overwrite: bool) -> None:
         for key in sorted(set(mine["base"]) | set(theirs["base"])):
             a, b = theirs["base"].get(key), mine["base"].get(key)
             if a != b:
-                differences.append(f"{key} {format_value(a)} there, {format_value(b)} now")
+                there = format_value(a) if key in theirs["base"] else "absent"
+                differences.append(f"{key} {there} there, {format_value(b) if key in mine['base'] else 'absent'} now")
     old_names = [r["name"] for r in theirs["runs"]]
     new_names = [r["name"] for r in mine["runs"]]
     if old_names != new_names:

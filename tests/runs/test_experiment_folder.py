@@ -32,8 +32,11 @@ def test_the_same_settings_continue_and_other_ones_are_named(tmp_path):
     assert ("(not --fast there, --fast now; k0 0 there, 1 now; k1 1 there, 2 now; k2 2 there, 3 now; "
             "k3 3 there, 4 now; k4 4 there, 5 now; 4 more); rerun it with its own settings to resume it") in message
     assert OUT.check(tmp_path / "out", other, seed=1, fast=True, overwrite=True) is None
-    # a key missing from older results equals a new setting whose value is None
-    assert settings_differences({"settings": SETTINGS, "seed": 0}, {**SETTINGS, "new": None}, seed=0, fast=False) == []
+    # a key missing from older results equals a setting added later at its default (and only that)
+    assert settings_differences({"settings": SETTINGS, "seed": 0}, {**SETTINGS, "new": None}, seed=0, fast=False,
+                                added={"new": None}) == []
+    assert settings_differences({"settings": SETTINGS, "seed": 0}, {**SETTINGS, "new": None}, seed=0,
+                                fast=False) == ["new absent there, None now"]
 
 
 def test_a_foreign_folder_a_file_and_a_damaged_results_file_are_refused(tmp_path):

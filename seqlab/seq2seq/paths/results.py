@@ -42,7 +42,8 @@ OUT = ExperimentOut("seqlab paths", collections=("tasks",), rerun_text="resume i
                           *(name for task in PATHS_TASKS for name in (
                               f"dependency_{task}.png", *(f"attention_{task}_{arch}.png" for arch in ARCHS_COMPARED),
                               *(f"runs/{run_name(task, arch)}" for arch in ARCHS_COMPARED)))),
-                    owned_text=f"its runs/<task>_<arch>, {RESULTS_FILE}, {REPORT_FILE} and figures")
+                    owned_text=f"its runs/<task>_<arch>, {RESULTS_FILE}, {REPORT_FILE} and figures",
+                    settings_class=PathsSettings)
 
 
 def read_results(out: str | Path) -> dict[str, Any] | None:
