@@ -1,14 +1,22 @@
-"""Divergence: a run whose training loss climbs back above where it started, once warm-up is over.
+"""Divergence: a run whose training loss climbs back above where it started, once warm-up is over,
+and stays there, told apart from batch noise.
 
 A learning rate past the edge of stability rarely gives NaN at once; more often the loss shoots up
-and stays there. :func:`first_rise` marks a run diverged when a logged training loss after
-``warmup_steps`` is above the first one (or not finite). The first is a mean over a log interval,
-so a model that blew up within it logs a huge start; with the vocabulary size ``V`` the start is
-capped at ``ln V + 1`` (uniform predictions, plus one nat)::
+and stays there. A logged training loss is a mean over a log interval, so it wobbles by about a
+percent even while the model learns. :func:`first_rise` marks a run diverged when, after
+``warmup_steps``:
 
-    >>> records = [{"step": 5, "train_loss": 5.5}, {"step": 20, "train_loss": 6.2}]
-    >>> first_rise(records, warmup_steps=10)
-    'the training loss 6.2 at step 20 is above its starting value 5.5 (step 5) after the 10 warm-up steps'
+- a logged loss is not finite (at once);
+- a logged loss is more than :data:`JUMP` (1 nat) above the starting value (at once: a blow-up);
+- :data:`WINDOW` logged losses in a row are each above the starting value by more than the noise
+  margin, :data:`MARGIN` of it (at least :data:`MIN_MARGIN`): the rise stays, noise does not.
+
+The starting value is the first logged loss; a model that blew up within the first interval logs a
+huge one, so with the vocabulary size ``V`` it is capped at ``ln V + 1`` (uniform predictions plus
+one nat)::
+
+    >>> first_rise([{"step": 1, "train_loss": 5.62}, {"step": 3, "train_loss": 5.64}], warmup_steps=1) is None
+    True
 
 :class:`DivergenceWatch` applies it during training, reading only what the trainer appended to
 ``RUN/log.jsonl``: it touches no tensor, so it adds no host-device synchronisation to a step.
@@ -22,6 +30,11 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+JUMP = 1.0         # nats above the start that no batch noise reaches: diverged at once
+MARGIN = 0.05      # of the starting value: a logged loss above start * (1 + MARGIN) is above the noise
+MIN_MARGIN = 0.05  # nats, for small losses
+WINDOW = 3         # logged losses in a row above the margin: a rise that stays
+
 
 class RiseDetector:
     """Feed log records in order (:meth:`add`); ``reason`` says why the run diverged, else None."""
@@ -31,7 +44,19 @@ class RiseDetector:
         self.ceiling = math.log(vocab_size) + 1.0 if vocab_size else math.inf  # uniform predictions + 1 nat
         self.vocab_size = vocab_size
         self.start: tuple[int, float] | None = None  # (step, loss) of the first training loss
+        self.above: list[tuple[int, float]] = []     # the latest logged losses in a row above the margin
         self.reason: str | None = None
+
+    @property
+    def reference(self) -> float:
+        """The starting value the rule compares with (the first logged loss, at most ln V + 1)."""
+        return min(self.start[1], self.ceiling)
+
+    def _start_text(self) -> str:
+        if self.start[1] > self.ceiling:
+            return (f"{self.ceiling:.4g} (ln {self.vocab_size} + 1: the first logged loss, {self.start[1]:.4g} at step "
+                    f"{self.start[0]}, was already past it)")
+        return f"{self.start[1]:.4g} (step {self.start[0]})"
 
     def add(self, record: dict[str, Any]) -> str | None:
         loss, step = record.get("train_loss"), record.get("step")
@@ -39,15 +64,26 @@ class RiseDetector:
             return self.reason
         if not math.isfinite(loss):
             self.reason = f"the training loss is {loss} at step {step}"
-        elif self.start is None:
+            return self.reason
+        if self.start is None:
             self.start = (step, float(loss))
-        elif step > self.warmup_steps and loss > min(self.start[1], self.ceiling):
-            first = f"{self.start[1]:.4g} (step {self.start[0]})"
-            if self.start[1] > self.ceiling:
-                first = (f"{self.ceiling:.4g} (ln {self.vocab_size} + 1: the first logged loss, {self.start[1]:.4g} "
-                         f"at step {self.start[0]}, was already past it)")
-            self.reason = (f"the training loss {loss:.4g} at step {step} is above its starting value {first} "
-                           f"after the {self.warmup_steps} warm-up steps")
+            return None
+        if step <= self.warmup_steps:
+            return None
+        reference = self.reference
+        margin = max(MARGIN * reference, MIN_MARGIN)
+        if loss > reference + JUMP:
+            self.reason = (f"the training loss {loss:.4g} at step {step} is more than {JUMP:g} nat above its starting "
+                           f"value {self._start_text()} after the {self.warmup_steps} warm-up steps")
+        elif loss > reference + margin:
+            self.above.append((step, float(loss)))
+            if len(self.above) >= WINDOW:
+                shown = ", ".join(f"{value:.4g} (step {at})" for at, value in self.above[-WINDOW:])
+                self.reason = (f"the training loss stayed above its starting value {self._start_text()} by more than "
+                               f"the noise margin {margin:.3g} for {WINDOW} logged steps in a row after the "
+                               f"{self.warmup_steps} warm-up steps: {shown}")
+        else:
+            self.above.clear()
         return self.reason
 
 

@@ -7,7 +7,7 @@ resumes one with ``checkpoints/latest.pt`` (the same batches and schedule as if 
 and starts the others; Ctrl-C or SIGTERM stops the whole sweep, which then exits 130 or 143.
 
 A run diverges when the trainer raises ``NonFiniteLossError`` or its training loss climbs above its
-start after warm-up (:mod:`seqlab.sweep.divergence`); one out of GPU memory fails. Either way the
+start after warm-up and stays there (:mod:`seqlab.sweep.divergence`); one out of GPU memory fails. Either way the
 sweep records why and goes on. ``sweep.json`` holds the sweep's settings: a rerun with others into
 the same ``DIR`` is refused unless ``overwrite=True``, a ``DIR`` of something else always. With
 ``wandb``, each run is logged in the group named by the sweep; with ``tensorboard``, each writes

@@ -1,5 +1,6 @@
-"""The divergence rule (a logged training loss above its starting value after warm-up, or a
-non-finite one), the log tail the watch reads, and the watch's cost on the GPU path: it calls no torch
+"""The divergence rule (after warm-up, a logged training loss a nat above its starting value, or
+above it by more than the noise for 3 logged steps in a row, or a non-finite one) on made-up and on
+real curves, the log tail the watch reads, and the watch's cost on the GPU path: it calls no torch
 function at all, so it cannot synchronise with a device."""
 
 from __future__ import annotations
@@ -20,16 +21,50 @@ def _records(losses, every=5):
     return [{"step": every * (i + 1), "wallclock": 0.1 * i, "train_loss": loss} for i, loss in enumerate(losses)]
 
 
-def test_a_rise_counts_only_after_warm_up_and_above_the_first_logged_loss():
-    # up during warm-up (steps 5, 10): not divergence; above the start at step 20 (> 10): divergence
-    records = _records([5.0, 5.4, 4.0, 5.1])
+def test_a_rise_counts_after_warm_up_when_it_jumps_or_stays_above_the_noise():
+    # a jump of more than a nat: at once, but not during warm-up (steps 5, 10)
+    records = _records([5.0, 6.4, 4.0, 6.1])
     assert first_rise(records[:3], warmup_steps=10) is None
     reason = first_rise(records, warmup_steps=10)
-    assert reason.startswith("the training loss 5.1 at step 20 is above its starting value 5 (step 5)")
+    assert reason.startswith("the training loss 6.1 at step 20 is more than 1 nat above its starting value 5 (step 5)")
+    # above the start within the noise margin (5% of 5 = 0.25), however long: noise
+    assert first_rise(_records([5.0] + [5.2, 5.24, 5.1, 5.249] * 5), warmup_steps=0) is None
+    # above the margin for two logged steps, then back: noise; for three in a row: a rise that stays
+    assert first_rise(_records([5.0, 5.3, 5.4, 5.2, 5.3, 5.4]), warmup_steps=0) is None
+    reason = first_rise(_records([5.0, 5.3, 5.4, 5.2, 5.3, 5.4, 5.5]), warmup_steps=0)
+    assert reason == ("the training loss stayed above its starting value 5 (step 5) by more than the noise margin "
+                      "0.25 for 3 logged steps in a row after the 0 warm-up steps: 5.3 (step 25), 5.4 (step 30), "
+                      "5.5 (step 35)")
     # equal to the start is not above it; validation records are not training losses
     assert first_rise(_records([5.0, 3.0, 5.0]) + [{"step": 20, "val_loss": 9.0}], warmup_steps=0) is None
     assert "is nan at step 10" in first_rise(_records([5.0, float("nan")]), warmup_steps=100)
     assert "is inf at step 10" in first_rise(_records([5.0, float("inf")]), warmup_steps=100)
+    # small losses: the margin is at least 0.05 nats
+    assert first_rise(_records([0.2, 0.24, 0.24, 0.24]), warmup_steps=0) is None
+    assert "noise margin 0.05 " in first_rise(_records([0.2, 0.26, 0.26, 0.26]), warmup_steps=0)
+
+
+def test_real_curves_noise_is_not_divergence_and_a_learning_rate_of_1_is(byte_data, tmp_path):
+    """Two runs of a sweep, logged every step after one warm-up step: lr 1e-4 learns slowly, and its
+    noisy logged loss goes above the first one (the old rule's "divergence"); lr 1.0 blows up. Only
+    the second is diverged, stopped where the rule finds it in its log."""
+    from seqlab.sweep import plan_sweep, run_sweep
+
+    out = tmp_path / "lr"
+    base = tiny_base(byte_data, log_interval=1, warmup_steps=1, max_steps=30, eval_interval=30,
+                     checkpoint_interval=30)
+    run_sweep(plan_sweep(base, out, grid=["lr=1e-4,1.0"]), say=lambda *a, **k: None)
+    runs = {r["name"]: r for r in json.loads((out / "sweep.json").read_text())["runs"]}
+    curves = {name: [(r["step"], r["train_loss"]) for r in map(json.loads, (out / name / "log.jsonl").read_text()
+                     .splitlines()) if "train_loss" in r] for name in runs}
+    slow = [loss for _, loss in curves["lr=1e-4"]]
+    assert len(slow) == 30 and any(loss > slow[0] for loss in slow[1:])  # noise above the start: a naive rule fires
+    assert sum(slow[-5:]) / 5 < slow[0]  # it learns
+    assert [runs[n]["status"] for n in ("lr=1e-4", "lr=1")] == ["finished", "diverged"]
+    blown = curves["lr=1"]
+    first_jump = next(step for step, loss in blown[1:] if loss > blown[0][1] + 1.0)  # the oracle: a nat above
+    assert runs["lr=1"]["steps"] == first_jump == blown[-1][0]
+    assert "more than 1 nat above its starting value" in runs["lr=1"]["reason"]
 
 
 def test_a_first_logged_loss_already_blown_up_is_capped_at_a_nat_above_uniform():
@@ -39,13 +74,13 @@ def test_a_first_logged_loss_already_blown_up_is_capped_at_a_nat_above_uniform()
     blown_up = _records([348.0, 187.0, 37.0], every=10)
     assert first_rise(blown_up, warmup_steps=3) is None  # without the vocabulary, as before
     reason = first_rise(blown_up, warmup_steps=3, vocab_size=300)
-    assert reason.startswith(f"the training loss 187 at step 20 is above its starting value {ceiling:.4g} "
+    assert reason.startswith(f"the training loss 187 at step 20 is more than 1 nat above its starting value {ceiling:.4g} "
                              f"(ln 300 + 1: the first logged loss, 348 at step 10, was already past it)")
     # a run that starts near uniform (ln 300 = 5.70) and learns slowly is not diverged, even above ln V
     slow = _records([5.9, 5.85, 5.8], every=10)
     assert first_rise(slow, warmup_steps=3, vocab_size=300) is None
     # a start below the ceiling keeps the first logged loss as the starting value
-    assert "starting value 5.9 (step 10)" in first_rise(_records([5.9, 6.0], every=10), 3, vocab_size=300)
+    assert "starting value 5.9 (step 10)" in first_rise(_records([5.9, 7.0], every=10), 3, vocab_size=300)
     assert first_rise(_records([ceiling + 0.5, ceiling - 0.1], every=10), 3, vocab_size=300) is None
 
 
@@ -114,7 +149,7 @@ def test_the_watch_touches_no_tensor_on_the_gpu_path(byte_data, tmp_path):
     assert calls == [] and len(seen) == result.steps
     # it read the log as the trainer wrote it: the start at the first log step, the rise at a later one
     assert seen[:2] == [False, False] and seen[2]
-    assert watch.reason is not None and "above its starting value" in watch.reason
+    assert watch.reason is not None and "nat above its starting value" in watch.reason
     assert result.status == "interrupted" and result.stopped_by == f"diverged: {watch.reason}"
     logged = [r for r in map(json.loads, (tmp_path / "run" / "log.jsonl").read_text().splitlines()) if "train_loss" in r]
     assert first_rise(logged, config.warmup_steps) == watch.reason
