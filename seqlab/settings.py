@@ -164,10 +164,18 @@ class Settings:
         return out
 
     @classmethod
-    def finish_renamed(cls, values: dict[str, Any], *, source: str) -> dict[str, Any]:
-        """Convert the renamed values whose unit changed, now that the other settings are known."""
+    def finish_renamed(cls, values: dict[str, Any], *, source: str, name_source: bool = False) -> dict[str, Any]:
+        """Convert the renamed values whose unit changed, now that the other settings are known and
+        valid (a conversion never sees e.g. batch_size 0: that is refused first, as itself, its
+        message starting with ``source`` when ``name_source``)."""
         done = {k: v for k, v in values.items() if not isinstance(v, _Pending)}
         known = cls.field_map()
+        if len(done) < len(values):
+            checked = {k: _coerce(known[k], v, f"{source}: key {k!r}") for k, v in done.items() if k in known}
+            try:
+                cls(**checked)
+            except ValueError as error:
+                raise ValueError(f"{source}: {error}" if name_source else str(error)) from None
         for key, value in values.items():
             if isinstance(value, _Pending):
                 rule = cls.old_names()[value.old]
@@ -194,7 +202,7 @@ class Settings:
         values = cls.renamed_keys(values, where=source, notes=notes)
         known = cls.field_map()
         kept = {k: v for k, v in values.items() if k in known}
-        kept = cls.finish_renamed(kept, source=source)
+        kept = cls.finish_renamed(kept, source=source, name_source=True)
         values = {k: _coerce(known[k], v, f"{source}: key {key_prefix + k!r}") for k, v in kept.items()}
         try:
             return cls(**values)

@@ -48,6 +48,19 @@ def test_an_old_and_a_new_name_together_is_an_error(tmp_path, capsys):
         Seq2SeqTrainConfig.from_dict({"steps": 3, "max_steps": 4})
 
 
+@pytest.mark.parametrize("flags", [["--eval-size", "20", "--batch-size", "0"], ["--batch-size", "0", "--max-minutes", "-1"]])
+def test_values_are_checked_before_an_old_name_is_converted(flags, tmp_path, capsys):
+    """--eval-size converts with batch_size (pairs / batch_size): a batch size of 0 is refused as
+    itself, a usage error like without the old name, never a ZeroDivisionError."""
+    assert main(["seq2seq", "train", *DATA, *flags, "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "config batch_size=0: must be >= 1" in err and "Traceback" not in err
+    with pytest.raises(ValueError, match=r"^config batch_size=0: must be >= 1$"):
+        Seq2SeqTrainConfig.from_dict({"eval_size": 20, "batch_size": 0})
+    with pytest.raises(ValueError, match=r"^run/config.json: config batch_size=0: must be >= 1$"):
+        Seq2SeqTrainConfig.from_saved({"eval_size": 20, "batch_size": 0}, source="run/config.json")
+
+
 def test_old_toml_keys_still_work_with_a_note(tmp_path, capsys):
     toml = tmp_path / "run.toml"
     toml.write_text('task = "reverse"\nmin_len = 2\nmax_len = 5\ntrain_size = 300\nvalid_size = 20\n'
