@@ -56,11 +56,19 @@ class DiskFullError(OSError):
 
 
 def is_disk_full(error: BaseException) -> bool:
-    """An OSError with ENOSPC/EDQUOT, or torch's zip writer failing the way a full disk makes it fail."""
-    if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
-        return True
-    text = str(error)
-    return isinstance(error, RuntimeError) and ("No space left" in text or "file write failed" in text)
+    """An OSError with ENOSPC/EDQUOT, or torch's zip writer failing the way a full disk makes it fail:
+    its RuntimeError ("[enforce fail at inline_container.cc:672] . unexpected pos 896 vs 790") holds
+    the file's ENOSPC as its context, or says "No space left" / "file write failed"."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return True
+        text = str(error)
+        if isinstance(error, RuntimeError) and ("No space left" in text or "file write failed" in text):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def free_bytes(directory: Path) -> int | None:

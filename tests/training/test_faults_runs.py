@@ -532,6 +532,54 @@ def test_a_full_disk_during_a_save_says_so_and_the_previous_checkpoint_is_intact
     assert not [p for p in run.rglob(".*tmp*")]  # no half-written file left
 
 
+class SmallDisk:
+    """``open`` for seqlab.runs.checkpoint on a disk with ``free`` bytes: a file opened for writing
+    is real, but its writes past the free space fail with ENOSPC, as the kernel fails them; torch's
+    own zip writer then raises what it raises on a full disk."""
+
+    def __init__(self, free: int):
+        self.free = free
+
+    def __call__(self, path, mode="r", *args, **kwargs):
+        handle = open(path, mode, *args, **kwargs)
+        if "w" not in mode:
+            return handle
+        disk, write = self, handle.write
+
+        def limited(data):
+            if len(data) > disk.free:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            disk.free -= len(data)
+            return write(data)
+
+        handle.write = limited
+        return handle
+
+
+@pytest.mark.parametrize("command", ["seq2seq", "lm"])
+def test_a_disk_that_fills_up_inside_torchs_writer_says_the_disk_is_full(byte_data, tmp_path, monkeypatch, capsys,
+                                                                         command):
+    """Room for one checkpoint and a half: the second save fails inside torch.save's zip writer (its
+    RuntimeError "unexpected pos ..." carries the file's ENOSPC). The message says the disk is full,
+    where, and that the last good checkpoint is kept; it is, and nothing half-written is left."""
+    import seqlab.runs.checkpoint as checkpoint
+
+    run = tmp_path / "run"
+    base = ["seq2seq", "train", *S2S] if command == "seq2seq" else ["train", "--data-dir", str(byte_data), *LM]
+    assert main([*base, "--max-steps", "2", "--out", str(tmp_path / "size")]) == 0
+    size = (tmp_path / "size" / "checkpoints" / "latest.pt").stat().st_size
+    monkeypatch.setattr(checkpoint, "open", SmallDisk(int(size * 1.5)), raising=False)
+    assert main([*base, "--max-steps", "6", "--checkpoint-interval", "2", "--out", str(run)]) == 1
+    err = capsys.readouterr().err
+    latest = run / "checkpoints" / "latest.pt"
+    assert "error: the disk is full" in err and f"could not write the checkpoint {run / 'checkpoints'}" in err
+    assert f"the previous checkpoint {latest} (step 2) is intact: free some space, then continue with --resume" in err
+    assert "inline_container" not in err and "Traceback" not in err
+    monkeypatch.undo()
+    assert read_checkpoint(latest)["iteration"] == 2
+    assert not [p for p in run.rglob(".*tmp*")]
+
+
 # -- a model too large for the machine ----------------------------------------------------------------
 
 
