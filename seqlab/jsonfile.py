@@ -106,3 +106,44 @@ def to_json(value: Any, *, non_finite: Literal["keep", "raise", "null", "text"] 
         return item
 
     return convert(value)
+
+
+NUMBER = (int, float)  # a JSON number (a bool is not one)
+
+
+def check_shape(value: Any, shape: Any, source: str | os.PathLike, path: str = "") -> None:
+    """Raise ValueError "SOURCE: PATH ..." naming the first place where the JSON ``value`` lacks
+    what ``shape`` asks for. A shape is: a type or tuple of types (``int``, ``NUMBER``, ``str``,
+    ``list``, ``dict``; a bool matches only ``bool``; ``None`` among them allows null); a dict of
+    key -> shape (every key required; the key ``"*"`` gives the shape of every value); a one-item
+    list ``[shape]`` (a list whose items all match); ``None`` (anything).
+
+    Example: ``check_shape({"models": {"attn1": {}}}, {"models": {"*": {"curve": dict}}}, "r.json")``
+    raises 'r.json: models.attn1 has no "curve"'.
+    """
+    where = f"{os.fspath(source)}: {path}" if path else os.fspath(source)
+    if shape is None:
+        return
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} should be an object, found {kind_of(value)}")
+        for key, inner in shape.items():
+            if key == "*":
+                for name, item in value.items():
+                    check_shape(item, inner, source, f"{path}.{name}" if path else str(name))
+            elif key not in value:
+                raise ValueError(f"{where} has no {json.dumps(key)}" if path else f"{where}: no {json.dumps(key)}")
+            else:
+                check_shape(value[key], inner, source, f"{path}.{key}" if path else key)
+        return
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            raise ValueError(f"{where} should be a list, found {kind_of(value)}")
+        for index, item in enumerate(value):
+            check_shape(item, shape[0], source, f"{path}[{index}]")
+        return
+    kinds = shape if isinstance(shape, tuple) else (shape,)
+    allowed = tuple(type(None) if kind is None else kind for kind in kinds)
+    if isinstance(value, bool) and bool not in allowed or not isinstance(value, allowed):
+        wanted = " or ".join(dict.fromkeys(kind_of(kind()) if kind is not type(None) else "null" for kind in allowed))
+        raise ValueError(f"{where} should be {wanted}, found {kind_of(value)}")

@@ -25,8 +25,8 @@ def induction(p: Payload, runs: Any) -> dict:
     try:
         results = read_results(directory)
     except (ValueError, OSError) as exc:
-        raise RequestError(f"{path} is not a `seqlab induction` results file ({exc}); run `seqlab induction "
-                           f"--out {directory}` again", "induction_bad", path=str(path)) from None
+        raise RequestError(f"{exc}: not the results of `seqlab induction` as this seqlab reads them; run "
+                           f"`seqlab induction --out {directory}` again", "induction_bad", path=str(path)) from None
     if results is None:
         raise RequestError(f"{path} does not exist; run `seqlab induction --out {directory}` first (about a minute "
                            "with --fast)", "induction_missing", path=str(path), dir=directory)

@@ -21,6 +21,7 @@ from typing import Any
 
 from seqlab.atomic import atomic_write_text
 from seqlab.induction.settings import MODELS, InductionSettings
+from seqlab.jsonfile import NUMBER
 from seqlab.runs.experiment import ExperimentOut
 
 RESULTS_FILE = "results.json"
@@ -29,10 +30,22 @@ FIGURE_FILE = "induction.png"
 COMMAND = "seqlab induction"
 
 
+_NUMBER_OR_NULL = (*NUMBER, None)
+# what the report, the figure and the explorer's induction panel read from each model's record
+MODEL_SHAPE = {"label": str, "arch": str, "layers": int, "parameters": int, "steps": int,
+               "curve": {"steps": [int], "in_context_loss": [_NUMBER_OR_NULL], "induction": [_NUMBER_OR_NULL]},
+               "final": {key: _NUMBER_OR_NULL for key in ("in_context_loss", "repeat_accuracy", "induction",
+                                                          "previous_token")},
+               "by_distance": {"*": NUMBER}, "bump": (dict, None)}
+SHAPE = {"status": str, "total_seconds": NUMBER,
+         "settings": {"vocab_size": int, "half": int, "min_repeat": int, "steps": int, "lstm_steps": int,
+                      "batch_size": int, "distances": [int]},
+         "models": {"*": MODEL_SHAPE}}
+
 OUT = ExperimentOut(COMMAND, collections=("models",),
                     owns=(RESULTS_FILE, REPORT_FILE, FIGURE_FILE, *(f"runs/{name}" for name in MODELS)),
                     owned_text=f"its runs/, {RESULTS_FILE}, {REPORT_FILE} and {FIGURE_FILE}",
-                    settings_class=InductionSettings)
+                    settings_class=InductionSettings, shape=SHAPE)
 
 
 def read_results(out: str | Path) -> dict[str, Any] | None:

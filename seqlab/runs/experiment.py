@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seqlab.jsonfile import check_shape
 from seqlab.runs.directory import read_json_object
 from seqlab.settings import added_defaults
 from seqlab.runs.status import Status
@@ -36,7 +37,9 @@ class ExperimentOut:
     the only ones ``overwrite`` deletes, as ``owned_text`` names them in the refusal;
     ``rerun_text``: what a rerun with the saved settings does; ``settings_class``: the settings'
     dataclass, whose settings added later at their default equal their absence in an older
-    results.json (:func:`seqlab.settings.added_defaults`)."""
+    results.json (:func:`seqlab.settings.added_defaults`); ``shape``: what else results.json must
+    hold for its readers (the report, the figures, the explorer), in the form of
+    :func:`seqlab.jsonfile.check_shape`: a file without it is refused naming what is missing."""
 
     command: str
     collections: tuple[str, ...]
@@ -45,10 +48,11 @@ class ExperimentOut:
     rerun_text: str = "resume it"
     results_file: str = "results.json"
     settings_class: type | None = None
+    shape: dict[str, Any] | None = None
 
     def read(self, out: str | Path) -> dict[str, Any] | None:
         """OUT/results.json, None when it is missing; invalid JSON or another shape raises
-        ValueError naming the file (and the line)."""
+        ValueError naming the file (and the line, or what is missing: 'models.attn1 has no "curve"')."""
         path = Path(out) / self.results_file
         data = read_json_object(path, f"the results of `{self.command}`")
         if data is None:
@@ -57,6 +61,7 @@ class ExperimentOut:
         if not all(isinstance(data.get(key), dict) for key in keys):
             expected = " and ".join(f'"{key}"' for key in keys)
             raise ValueError(f"{path}: not the results of `{self.command}` (expected a JSON object with {expected})")
+        check_shape(data, self.shape, path)
         return data
 
     def check(self, out: Path, settings: dict[str, Any], *, seed: int, fast: bool,

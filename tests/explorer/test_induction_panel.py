@@ -65,6 +65,45 @@ def test_without_induction_results_the_api_says_how_to_make_them(tmp_path):
         assert status == 400 and body["code"] == "induction_missing"
 
 
+def _damaged(source, target, damage):
+    target.mkdir()
+    results = json.loads((source / "results.json").read_text())
+    damage(results)
+    (target / "results.json").write_text(json.dumps(results))
+    return target
+
+
+@pytest.mark.parametrize("damage, missing", [
+    (lambda r: r["models"]["attn2"].pop("curve"), 'models.attn2 has no "curve"'),
+    (lambda r: r["models"]["lstm"]["curve"].pop("induction"), 'models.lstm.curve has no "induction"'),
+    (lambda r: r["models"]["attn1"].update(by_distance=[1, 2]), "models.attn1.by_distance should be an object, "
+                                                                 "found a list"),
+    (lambda r: r["settings"].pop("vocab_size"), 'settings has no "vocab_size"'),
+])
+def test_a_results_file_of_another_shape_is_answered_with_what_is_missing(induction_dir, tmp_path, capfd, damage,
+                                                                           missing):
+    """Not HTTP 500 "KeyError" with a traceback: a 400 naming the file and what it lacks."""
+    from seqlab.explorer.runs import RunRegistry
+
+    runs = RunRegistry([])
+    runs.induction_dir = str(_damaged(induction_dir, tmp_path / "damaged", damage))
+    with serving(runs) as server:
+        status, body = client_for(server).post("induction", {})
+    assert status == 400 and body["code"] == "induction_bad", body
+    assert body["error"].startswith(f"{tmp_path / 'damaged' / 'results.json'}: {missing}: not the results of "
+                                    "`seqlab induction` as this seqlab reads them; run `seqlab induction --out")
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_the_induction_command_refuses_to_continue_a_damaged_results_file(induction_dir, tmp_path):
+    from seqlab.induction.results import check_out
+
+    out = _damaged(induction_dir, tmp_path / "damaged", lambda r: r["models"]["attn2"].pop("curve"))
+    with pytest.raises(ValueError, match=r'results.json: models.attn2 has no "curve"; give another --out, or '
+                                         r"--overwrite"):
+        check_out(out, TINY, seed=0, fast=False, overwrite=False)
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent")
 def test_the_panel_draws_every_model_in_english_and_chinese(browser, induction_server, tmp_path):

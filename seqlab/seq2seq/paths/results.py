@@ -30,6 +30,7 @@ from seqlab.seq2seq.paths.settings import (
     PathsSettings,
     run_name,
 )
+from seqlab.jsonfile import NUMBER
 from seqlab.runs.experiment import ExperimentOut
 
 RESULTS_FILE = "results.json"
@@ -37,13 +38,17 @@ REPORT_FILE = "report.md"
 FIGURE_FILE = "paths.png"
 
 
+# what the report, the chart and the explorer's paths panel read from each model's record
+SHAPE = {"tasks": {"*": {"archs": {"*": {"parameters": int, "steps": int, "exact_match": NUMBER,
+                                        "by_length": {"*": {"count": int, "exact_match": NUMBER}}}}}}}
+
 OUT = ExperimentOut("seqlab paths", collections=("tasks",), rerun_text="resume it or add tasks",
                     owns=(RESULTS_FILE, REPORT_FILE, FIGURE_FILE,
                           *(name for task in PATHS_TASKS for name in (
                               f"dependency_{task}.png", *(f"attention_{task}_{arch}.png" for arch in ARCHS_COMPARED),
                               *(f"runs/{run_name(task, arch)}" for arch in ARCHS_COMPARED)))),
                     owned_text=f"its runs/<task>_<arch>, {RESULTS_FILE}, {REPORT_FILE} and figures",
-                    settings_class=PathsSettings)
+                    settings_class=PathsSettings, shape=SHAPE)
 
 
 def read_results(out: str | Path) -> dict[str, Any] | None:

@@ -1,9 +1,11 @@
-"""seqlab.jsonfile.to_json, the one converter of results to JSON types (the labs' results, the
-explorer's widgets, the student's values beside the reference), against json and NumPy/torch's own
-tolist computed here."""
+"""seqlab.jsonfile's writing side: to_json, the one converter of results to JSON types (the labs'
+results, the explorer's widgets, the student's values beside the reference), against json and
+NumPy/torch's own tolist computed here; and check_shape, which every reader of a results file uses
+to name what the file lacks."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.jsonfile import to_json
+from seqlab.jsonfile import NUMBER, check_shape, to_json
 
 
 @dataclass
@@ -70,3 +72,30 @@ def test_the_labs_and_the_explorer_use_the_one_converter():
     import seqlab.labs.results as results
 
     assert results.to_json is to_json and api.to_json is to_json
+
+
+SHAPE = {"status": str, "models": {"*": {"layers": int, "curve": {"steps": [int], "loss": [(NUMBER, None)]},
+                                        "bump": (dict, None)}}}
+GOOD = {"status": "completed", "models": {"a": {"layers": 1, "curve": {"steps": [1, 2], "loss": [0.5, None]},
+                                                "bump": None}}, "extra": "ignored"}
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.pop("status"), 'r.json: no "status"'),
+    (lambda d: d["models"]["a"].pop("curve"), 'r.json: models.a has no "curve"'),
+    (lambda d: d["models"]["a"]["curve"]["steps"].append("3"), "r.json: models.a.curve.steps[2] should be a number, "
+                                                                "found a string"),
+    (lambda d: d["models"]["a"].update(layers=True), "r.json: models.a.layers should be a number, found true or false"),
+    (lambda d: d["models"]["a"].update(layers=None), "r.json: models.a.layers should be a number, found null"),
+    (lambda d: d["models"]["a"]["curve"].update(loss={}), "r.json: models.a.curve.loss should be a list, found an "
+                                                          "object"),
+    (lambda d: d.update(models=[]), "r.json: models should be an object, found a list"),
+    (lambda d: d["models"]["a"].update(bump=[1]), "r.json: models.a.bump should be an object or null, found a list"),
+])
+def test_a_shape_check_names_the_first_place_that_lacks_what_is_asked(change, message):
+    check_shape(GOOD, SHAPE, "r.json")  # the good document passes
+    damaged = copy.deepcopy(GOOD)
+    change(damaged)
+    with pytest.raises(ValueError) as raised:
+        check_shape(damaged, SHAPE, "r.json")
+    assert str(raised.value) == message
