@@ -95,8 +95,9 @@ def run_screenshot(args: argparse.Namespace) -> int:
 
     out = Path(args.screenshot)
     try:
-        size = take_screenshot(out, args.width, args.lang, runs=args.run, section=args.section, paths=args.paths)
-    except ValueError as error:  # a section the page does not have
+        size = take_screenshot(out, args.width, args.lang, runs=args.run, section=args.section, paths=args.paths,
+                               induction=args.induction, workspace=args.workspace)
+    except ValueError as error:  # a section the page does not have, or whose results are not given
         print(f"seqlab explore --screenshot: {error}", file=sys.stderr)
         return 2
     print(f"wrote {out} ({size / 1024:.0f} KiB)")

@@ -3,14 +3,16 @@
     seqlab explore --screenshot out/explorer.png --run demo_out/run
     seqlab explore --screenshot out/explorer-model.png --run demo_out/run --section w-model
     seqlab explore --screenshot out/paths.png --paths paths_out --section w-paths --lang zh
+    seqlab explore --screenshot out/induction.png --induction induction_out --section w-induction
 
 They go to ``out/`` (ignored by git); the README's images are ``docs/explorer.png`` and
 ``docs/explorer-model.png``, which a maintainer replaces with new screenshots on purpose.
 
-Serves the explorer on a free port (with the given runs), opens it in headless Chromium (Python
-playwright and Debian's ``/usr/bin/chromium``), waits for every widget to render, and saves a
-full-page PNG, or just one section, reduced to a 256-colour palette so it stays small. Chinese
-labels (``--lang zh``) need a CJK font: Debian's fonts-noto-cjk (``.ci/run`` installs it).
+Serves the explorer on a free port (with the given runs and results), opens it in headless Chromium
+(Python playwright and Debian's ``/usr/bin/chromium``), waits for every widget to render and every
+request to be answered, and saves a full-page PNG, or just one section, reduced to a 256-colour
+palette so it stays small. A section drawn from results (``w-paths``, ``w-induction``) needs them
+given. Chinese labels (``--lang zh``) need a CJK font: Debian's fonts-noto-cjk.
 """
 
 from __future__ import annotations
@@ -22,17 +24,25 @@ from seqlab.atomic import atomic_path
 from seqlab.explorer.server import start_in_thread
 
 CHROMIUM = "/usr/bin/chromium"
+# sections that draw results given on the command line (else they show how to make them)
+SECTION_NEEDS = {"w-paths": ("paths", "--paths DIR (the --out of `seqlab paths`)"),
+                 "w-induction": ("induction", "--induction DIR (the --out of `seqlab induction`)")}
 
 
 def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None, *,
-                    runs: list[str] | None = None, section: str | None = None, paths: str | None = None) -> int:
+                    runs: list[str] | None = None, section: str | None = None, paths: str | None = None,
+                    induction: str | None = None, workspace: str | None = None) -> int:
     """Write the full-page screenshot to ``out``; returns its size in bytes.
 
     ``browser``: an already launched playwright Browser to use (else Chromium is launched here).
     ``runs``: run directories for the model panels; ``section``: the id of the one section to
-    capture (e.g. ``w-model``) instead of the whole page; ``paths``: the ``--out`` of ``seqlab
-    paths`` for section 14 (``w-paths``).
+    capture (e.g. ``w-model``) instead of the whole page; ``paths``, ``induction``: the ``--out`` of
+    ``seqlab paths`` / ``seqlab induction`` for their sections; ``workspace``: a ``seqlab learn``
+    workspace for the "yours" panels. A section whose results are not given is a ValueError.
     """
+    given = {"paths": paths, "induction": induction}
+    if section in SECTION_NEEDS and not given[SECTION_NEEDS[section][0]]:
+        raise ValueError(f"--section {section} draws results: give {SECTION_NEEDS[section][1]}")
     if browser is None:
         from playwright.sync_api import sync_playwright
 
@@ -40,7 +50,8 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
             browser = p.chromium.launch(executable_path=CHROMIUM,
                                         args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
             try:
-                return take_screenshot(out, width, lang, browser, runs=runs, section=section, paths=paths)
+                return take_screenshot(out, width, lang, browser, runs=runs, section=section, paths=paths,
+                                       induction=induction, workspace=workspace)
             finally:
                 browser.close()
 
@@ -48,11 +59,17 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
 
     from seqlab.explorer.runs import RunRegistry
 
-    server, _ = start_in_thread(runs=RunRegistry(runs or [], paths_dir=paths))
+    registry = RunRegistry(runs or [], paths_dir=paths)
+    registry.induction_dir = induction
+    server, _ = start_in_thread(runs=registry)
+    server.workspace = workspace
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         page.goto(f"{server.url}?lang={lang}")
         page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+        # requests started after the first render (the "yours" panels) are answered and drawn too
+        page.wait_for_timeout(300)
+        page.wait_for_function("() => document.body.dataset.busy !== '1'", timeout=60_000)
         if section:
             # the sticky header would cover the top of a section scrolled into view
             page.evaluate("() => { document.querySelector('header.top').style.position = 'static'; }")

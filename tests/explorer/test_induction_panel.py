@@ -149,3 +149,27 @@ def test_every_label_of_the_induction_panel_is_in_english_and_chinese():
     used = set(re.findall(r'"(ind\.[a-z_]+)"', source)) | {"nav.induction", "ind.title", "ind.lead"}
     assert len(used) >= 12 and not sorted(used - set(strings))
     assert all(len(strings[key]) == 2 and all(strings[key]) for key in used)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent")
+def test_a_screenshot_of_the_induction_section_holds_the_charts(browser, induction_dir, tmp_path, capsys):
+    """`seqlab explore --screenshot OUT --induction DIR --section w-induction` draws the charts, in
+    the models' colours (the API's, as induction.png has them), not the "Run seqlab induction"
+    placeholder; without --induction it says what to give."""
+    pytest.importorskip("playwright.sync_api")
+    from PIL import Image
+
+    from seqlab.cli import main
+    from seqlab.explorer.induction_api import COLORS
+    from seqlab.explorer.screenshot import take_screenshot
+
+    out = tmp_path / "induction.png"
+    take_screenshot(out, 1000, browser=browser, section="w-induction", induction=str(induction_dir))
+    pixels = set(Image.open(out).convert("RGB").getdata())
+    for name, colour in COLORS.items():
+        rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        assert min(sum(abs(a - b) for a, b in zip(rgb, p)) for p in pixels) <= 12, f"{name}'s line is not drawn"
+    assert main(["explore", "--screenshot", str(tmp_path / "none.png"), "--section", "w-induction"]) == 2
+    assert "--section w-induction draws results: give --induction DIR" in capsys.readouterr().err
+    assert not (tmp_path / "none.png").exists()

@@ -94,3 +94,36 @@ def test_the_panel_in_chinese(browser, server, ws, tmp_path):
         assert page.locator(f"{PANEL} td.learn-diff").first.get_attribute("title") == "期望值 0.707107"
         page.click("#lang-en")
         assert panel.locator(".learn-status").inner_text().startswith("✗ output")
+
+
+HIDDEN_CELLS = """(selector) => {
+  // every value cell of the panel, and whether an ancestor that clips its overflow hides part of it
+  const out = [];
+  for (const td of document.querySelectorAll(selector + ' td.learn-cell')) {
+    const r = td.getBoundingClientRect();
+    let hidden = false;
+    for (let e = td.parentElement; e && !hidden; e = e.parentElement) {
+      const style = getComputedStyle(e);
+      if (style.overflowX !== 'visible' || style.overflowY !== 'visible') {
+        const box = e.getBoundingClientRect();
+        hidden = r.right > box.right + 0.5 || r.left < box.left - 0.5 || r.bottom > box.bottom + 0.5;
+      }
+    }
+    out.push([td.textContent, hidden]);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 700])
+def test_the_clipping_panels_yours_column_shows_every_value(browser, server, ws, tmp_path, width):
+    """The gradient section's clipping widget is narrow: the "yours" column ran past the panel's
+    edge and its last value (1.600000) was hidden. Every value of both columns shows."""
+    _reference_file(ws, "clip_global_norm")
+    for page in open_page(browser, server.url, tmp_path):
+        page.set_viewport_size({"width": width, "height": 900})
+        settled(page)
+        cells = page.evaluate(HIDDEN_CELLS, "#learn-clip-panel-clip_global_norm")
+        assert [text for text, _ in cells] == ["1.200000", "1.600000", "1.200000", "1.600000", "5.000000",
+                                               "5.000000"]   # reference, yours: [3, 4] clipped to norm 2, norm 5
+        assert [text for text, hidden in cells if hidden] == []
