@@ -25,7 +25,9 @@ def register(subparsers) -> None:
                     "or 143; rerun to continue.")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="the experiment's folder: new, empty, or one this command wrote (it is continued)")
-    p.add_argument("--fast", action="store_true", help="a short smoke run (tiny models, few steps)")
+    p.add_argument("--fast", action="store_true", help="a short smoke run (tiny models, few steps: the attention "
+                   "models 300, the one with MLPs and the LSTM 70, so only attn1 against attn2 compares "
+                   "architectures)")
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--threads", type=positive_int, default=None, metavar="N", help="torch CPU threads (default 1)")
     p.add_argument("--overwrite", action="store_true",
@@ -47,6 +49,9 @@ def _run_induction(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RuntimeError) as error:  # FileExistsError: another experiment's --out, a lock
         print(f"seqlab induction: error: {error}", file=sys.stderr)
         return 1
+    note = (results.get("budgets") or {}).get("note")
+    if note:
+        print(note)
     print(f"{results['total_seconds']:.0f} s; report: {os.path.join(args.out, 'report.md')}")
     if results["status"] == "completed":
         return 0

@@ -6,6 +6,9 @@
    token after its earlier copy) against steps, Transformers only: it rises with the drop of 1
    in the two-layer models and stays low in the one-layer model;
 3. accuracy on the repeat against the repeat distance, every model (the LSTM's falls with distance).
+
+When the models trained different numbers of steps, each label gives its steps and the title says
+that only models of equal steps compare (:func:`seqlab.induction.results.budgets`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_path
+from seqlab.induction.results import budgets
 
 COLORS = {"attn1": "#d62728", "attn2": "#1f77b4", "mlp2": "#2ca02c", "lstm": "#9467bd"}
 
@@ -26,8 +30,10 @@ def induction_figure(results: dict[str, Any]):
 
     fig = Figure(figsize=(15, 4.6), layout="constrained")
     loss_ax, score_ax, distance_ax = fig.subplots(1, 3)
+    budget = budgets(results)
     for name, record in results["models"].items():
-        curve, color, label = record["curve"], COLORS.get(name, "black"), f"{record['label']} ({name})"
+        steps = "" if budget["equal"] else f", {record['steps']} steps"  # unequal budgets: each label says its own
+        curve, color, label = record["curve"], COLORS.get(name, "black"), f"{record['label']} ({name}{steps})"
         loss_ax.plot(curve["steps"], curve["in_context_loss"], "-o", markersize=2.5, color=color, label=label)
         if record["arch"] == "transformer":
             score_ax.plot(curve["steps"], curve["induction"], "-o", markersize=2.5, color=color)
@@ -51,8 +57,13 @@ def induction_figure(results: dict[str, Any]):
         axis.grid(alpha=0.3)
     fig.legend(loc="outside lower center", ncols=len(results["models"]), fontsize=9)
     s = results["settings"]
-    fig.suptitle(f"How a Transformer learns to copy: random tokens (vocabulary {vocab}) ending in a segment "
-                 f"repeated once, distance {s['min_repeat']} to {s['half']}")
+    title = (f"How a Transformer learns to copy: random tokens (vocabulary {vocab}) ending in a segment repeated once, "
+             f"distance {s['min_repeat']} to {s['half']}")
+    if not budget["equal"]:
+        counts = sorted(set(budget["steps"].values()), reverse=True)
+        title += (f"\nUnequal budgets ({' vs '.join(f'{n} steps' for n in counts)}): a model trained fewer steps may "
+                  "only be less trained; compare models at equal steps")
+    fig.suptitle(title)
     return fig
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text
+from seqlab.induction.results import budgets
 
 
 def _number(value: Any, form: str) -> str:
@@ -50,6 +51,7 @@ def write_report(path: str | Path, results: dict[str, Any]) -> None:
              "(nats/token; 0 = the context does not help). Induction score = mean attention from a repeated token "
              "to the token after its earlier copy, for the best head of the last layer.", "",
              *findings(results), "",
+             *([f"**Unequal budgets.** {budgets(results)['note']}", ""] if budgets(results)["note"] else []),
              "| model | parameters | steps | in-context loss | repeat accuracy | induction score (last layer) | "
              "previous-token score (layer 1) | " + " | ".join(f"acc @ {d}" for d in distances) + " |",
              "|" + " --- |" * (7 + len(distances))]

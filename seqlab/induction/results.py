@@ -6,6 +6,7 @@ The document::
     {"settings": InductionSettings fields, "fast": bool, "seed": int,
      "status": "running" | "interrupted" | "completed",
      "models": {name: record},        # finished models, in MODELS order (see experiment.model_record)
+     "budgets": {"equal": bool, "steps": {name: steps}, "note": str | None},  # see budgets()
      "machine": {...}, "total_seconds": float}   # seconds summed over every invocation
 
 A rerun of the same command skips the recorded models and resumes the interrupted one from its
@@ -64,11 +65,40 @@ def new_results(settings: InductionSettings, *, fast: bool, seed: int) -> dict[s
 
 
 def add_model(results: dict[str, Any], name: str, record: dict[str, Any]) -> None:
-    """A finished model's record, the models kept in MODELS order."""
+    """A finished model's record, the models kept in MODELS order (and the budgets updated)."""
     results["models"][name] = record
     order = list(MODELS)
     results["models"] = dict(sorted(results["models"].items(), key=lambda item: order.index(item[0])
                                     if item[0] in order else len(order)))
+    results["budgets"] = budgets(results)
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def budgets(results: dict[str, Any]) -> dict[str, Any]:
+    """How many optimizer steps each finished model trained and, when they differ, what follows:
+    ``{"equal": False, "steps": {"attn1": 300, ..., "lstm": 70}, "note": "The models trained for
+    different numbers of steps: ..."}`` (``note`` None when they are equal). A model trained for
+    fewer steps may only be less trained, so the comparison that says something about the
+    architectures is the one between models of equal steps."""
+    steps = {name: int(record["steps"]) for name, record in results["models"].items()}
+    if len(set(steps.values())) <= 1:
+        return {"equal": True, "steps": steps, "note": None}
+    groups: dict[int, list[str]] = {}
+    for name, count in steps.items():
+        groups.setdefault(count, []).append(name)
+    ranked = sorted(groups.items(), reverse=True)
+    trained = "; ".join(f"{_names(names)} {count} steps" for count, names in ranked)
+    fewer = [name for count, names in ranked[1:] for name in names]
+    equal = [f"{_names(names)}" for _, names in ranked if len(names) > 1]
+    within = f"compare models only at equal steps ({'; '.join(equal)})" if equal else "no two models are at equal steps"
+    note = (f"The models trained for different numbers of steps: {trained}. A model trained for fewer steps may "
+            f"only be less trained, so where {_names(fewer)} {'does' if len(fewer) == 1 else 'do'} worse than a model "
+            f"trained longer, that says nothing about {'its' if len(fewer) == 1 else 'their'} architecture: "
+            f"{within}.")
+    return {"equal": False, "steps": steps, "note": note}
 
 
 def check_out(out: Path, settings: InductionSettings, *, seed: int, fast: bool, overwrite: bool) -> dict[str, Any] | None:

@@ -77,16 +77,41 @@ def test_the_results_hold_the_logged_numbers_and_the_figure_draws_them(fast):
         bump = record["bump"]
         drops = [a - b for a, b in zip(record["curve"]["in_context_loss"], record["curve"]["in_context_loss"][1:])]
         assert bump["loss_drop"] == max(drops)
+    # --fast trains the attention models 300 steps, mlp2 and the LSTM 70: the JSON, the figure and
+    # the report say so, and that only attn1 against attn2 compares architectures
+    steps = {n: FAST.steps_of(n) for n in MODELS}
+    assert steps == {"attn1": 300, "attn2": 300, "mlp2": 70, "lstm": 70}
+    assert results["budgets"] == {"equal": False, "steps": steps, "note": (
+        "The models trained for different numbers of steps: attn1 and attn2 300 steps; mlp2 and lstm 70 steps. A "
+        "model trained for fewer steps may only be less trained, so where mlp2 and lstm do worse than a model "
+        "trained longer, that says nothing about their architecture: compare models only at equal steps (attn1 "
+        "and attn2; mlp2 and lstm).")}
     fig = induction_figure(results)
     loss_ax, score_ax, distance_ax = fig.axes
     assert [line.get_label() for line in loss_ax.get_lines()][:4] == [
-        f"{results['models'][n]['label']} ({n})" for n in MODELS]
+        f"{results['models'][n]['label']} ({n}, {steps[n]} steps)" for n in MODELS]
+    assert "Unequal budgets (300 steps vs 70 steps)" in fig._suptitle.get_text()
     assert len(score_ax.get_lines()) == 3  # the Transformers only
     assert list(score_ax.get_lines()[1].get_ydata()) == results["models"]["attn2"]["curve"]["induction"]
     assert "In-context loss" in loss_ax.get_title()
     assert (fast / "induction.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (fast / "report.md").read_text()
     assert "| 2-layer attention-only (`attn2`) |" in report and "induction.png" in report
+    assert f"**Unequal budgets.** {results['budgets']['note']}" in report
+
+
+def test_equal_budgets_say_nothing_and_one_model_trained_less_is_named():
+    from seqlab.induction.report import write_report  # noqa: F401 (the reader of budgets, with the figure)
+    from seqlab.induction.results import budgets
+
+    models = {n: {"steps": 12} for n in MODELS}
+    assert budgets({"models": models}) == {"equal": True, "steps": dict.fromkeys(MODELS, 12), "note": None}
+    models["lstm"]["steps"] = 8
+    note = budgets({"models": models})["note"]
+    assert note.startswith("The models trained for different numbers of steps: attn1, attn2 and mlp2 12 steps; lstm "
+                           "8 steps. A model trained for fewer steps may only be less trained, so where lstm does "
+                           "worse than a model trained longer, that says nothing about its architecture: compare "
+                           "models only at equal steps (attn1, attn2 and mlp2).")
 
 
 def test_stopped_midway_and_rerun_gives_the_uninterrupted_experiment(tiny, tmp_path):
