@@ -22,6 +22,22 @@ def _triton_interpreter_without_cuda() -> None:
 _triton_interpreter_without_cuda()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# how long a test waits for a child process to reach a state (a log line, a folder): a hang guard,
+# not a speed goal; what it waits for comes within seconds on a quiet machine, and a loaded 2-core
+# machine can be ten times slower, so the guard is generous
+WAIT_LIMIT_S = 300.0
+
+
+def wait_until(process, done: Callable[[], bool], poll_s: float = 0.01) -> None:
+    """Poll ``done()`` until it holds, while the child ``process`` (a subprocess.Popen) runs; fail with
+    the child's output if it exits first, or after :data:`WAIT_LIMIT_S` (the one clock, a hang guard)."""
+    import time
+
+    deadline = time.monotonic() + WAIT_LIMIT_S
+    while not done():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"still waiting after {WAIT_LIMIT_S:.0f} s (a hang)"
+        time.sleep(poll_s)
 CS336_DIR = REPO_ROOT / "tests" / "fixtures" / "cs336"
 
 

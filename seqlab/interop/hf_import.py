@@ -73,12 +73,13 @@ def plan_weights(files: WeightFiles, config: ModelConfig) -> list[tuple[str, str
     """``llama_names`` for ``config``, after checking every tensor's presence, shape and dtype
     against the model (built on the meta device: shapes, no memory) and that nothing is left over."""
     tied = config.tie_embeddings
-    plan = llama_names(config.num_layers, tied=tied)
     available = set(files.names())
-    for _, theirs, _ in plan:  # first: a config.json of a million layers is refused here, quickly
-        if theirs not in available:
-            raise ValueError(f"{files.folder}: tensor {theirs} is missing (config.json implies it: "
+    plan = []
+    for entry in llama_names(config.num_layers, tied=tied):  # a config.json of a million layers stops at
+        if entry[1] not in available:                        # its first missing tensor, after a few names
+            raise ValueError(f"{files.folder}: tensor {entry[1]} is missing (config.json implies it: "
                              f"num_hidden_layers={config.num_layers}, tie_word_embeddings={str(tied).lower()})")
+        plan.append(entry)
     expected = {name: tuple(t.shape) for name, t in TransformerLM.from_config(config, device="meta").state_dict().items()}
     for ours, theirs, _ in plan:
         if files.shape(theirs) != expected[ours]:

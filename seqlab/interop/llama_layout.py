@@ -12,6 +12,8 @@ for d_head = 4 seqlab's rows [r0, r1, r2, r3] become Llama's [r0, r2, r1, r3].
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 
 _ATTENTION = (("q_proj", "self_attn.q_proj"), ("k_proj", "self_attn.k_proj"),
@@ -20,26 +22,25 @@ _FFN = (("w1", "mlp.gate_proj"), ("w3", "mlp.up_proj"), ("w2", "mlp.down_proj"))
 _NORMS = (("ln1", "input_layernorm"), ("ln2", "post_attention_layernorm"))
 
 
-def llama_names(num_layers: int, *, tied: bool) -> list[tuple[str, str, str | None]]:
-    """``[(seqlab name, Llama name, RoPE heads or None), ...]`` for every weight, in model order.
+def llama_names(num_layers: int, *, tied: bool) -> Iterator[tuple[str, str, str | None]]:
+    """``(seqlab name, Llama name, RoPE heads or None)`` for every weight, in model order, one at a
+    time (a reader that stops at the first missing one does work for the layers before it only).
 
     The third item says how q/k rows are permuted: "q" / "k" (by the query / key-value head count)
     or None (copied as they are). ``tied``: no ``lm_head.weight`` (it is the embedding).
     """
-    names: list[tuple[str, str, str | None]] = [("token_embeddings.weight", "model.embed_tokens.weight", None)]
+    yield "token_embeddings.weight", "model.embed_tokens.weight", None
     for layer in range(num_layers):
         ours, theirs = f"layers.{layer}.", f"model.layers.{layer}."
         for short, long in _ATTENTION:
-            rope = {"q_proj": "q", "k_proj": "k"}.get(short)
-            names.append((f"{ours}attn.{short}.weight", f"{theirs}{long}.weight", rope))
+            yield f"{ours}attn.{short}.weight", f"{theirs}{long}.weight", {"q_proj": "q", "k_proj": "k"}.get(short)
         for short, long in _FFN:
-            names.append((f"{ours}ffn.{short}.weight", f"{theirs}{long}.weight", None))
+            yield f"{ours}ffn.{short}.weight", f"{theirs}{long}.weight", None
         for short, long in _NORMS:
-            names.append((f"{ours}{short}.weight", f"{theirs}{long}.weight", None))
-    names.append(("ln_final.weight", "model.norm.weight", None))
+            yield f"{ours}{short}.weight", f"{theirs}{long}.weight", None
+    yield "ln_final.weight", "model.norm.weight", None
     if not tied:
-        names.append(("lm_head.weight", "lm_head.weight", None))
-    return names
+        yield "lm_head.weight", "lm_head.weight", None
 
 
 def pairs_to_halves_order(d_head: int) -> list[int]:

@@ -17,8 +17,9 @@ class Client:
     def __init__(self, host: str, port: int):
         self.host, self.port = host, port
 
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
+                timeout: float = 10):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             conn.request(method, path, body=body, headers=headers or {})
             response = conn.getresponse()
@@ -26,11 +27,12 @@ class Client:
         finally:
             conn.close()
 
-    def post(self, name: str, payload=None, raw: bytes | None = None, headers: dict | None = None):
+    def post(self, name: str, payload=None, raw: bytes | None = None, headers: dict | None = None,
+             timeout: float = 10):
         """POST JSON to /api/<name>; returns (status, decoded JSON body)."""
         body = raw if raw is not None else json.dumps({} if payload is None else payload).encode()
         status, _, data = self.request("POST", f"/api/{name}", body,
-                                       {"Content-Type": "application/json", **(headers or {})})
+                                       {"Content-Type": "application/json", **(headers or {})}, timeout)
         return status, json.loads(data)
 
     def ok(self, name: str, payload=None) -> dict:

@@ -15,6 +15,7 @@ from seqlab.induction import FAST, InductionSettings, run_induction
 from seqlab.induction.figures import induction_figure
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.runs.log import read_jsonl
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 MODELS = ["attn1", "attn2", "mlp2", "lstm"]
@@ -170,16 +171,12 @@ def test_sigterm_stops_the_command_with_143_and_a_rerun_finishes_it(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
-
+    
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = tmp_path / "out"
     command = [sys.executable, "-m", "seqlab", "induction", "--fast", "--out", str(out), "--no-progress"]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while not (out / "runs" / "attn2").is_dir():  # the second model has started: the first is done
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.01)
+    wait_until(process, lambda: (out / "runs" / "attn2").is_dir())  # the second model has started: the first is done
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 143, stderr[-3000:]

@@ -27,6 +27,7 @@ from seqlab.cli import main
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.seq2seq.paths import PathsSettings, run_paths
 from seqlab.seq2seq.paths import experiment as experiment_module
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]
@@ -229,10 +230,7 @@ def test_sigterm_stops_the_paths_command_with_143_and_a_rerun_finishes_it(tmp_pa
     out = tmp_path / "paths"
     process = subprocess.Popen(_paths_command(out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     attention = out / "runs" / "reverse_rnn-attention"
-    deadline = time.monotonic() + 120
-    while not attention.is_dir():  # the second model has started: the first is done
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.005)
+    wait_until(process, lambda: attention.is_dir(), poll_s=0.005)  # the second model has started: the first is done
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == status, stderr[-3000:]
@@ -352,10 +350,8 @@ def test_killed_mid_model_and_rerun_equals_the_uninterrupted_experiment(referenc
     command = [sys.executable, "-c", _TINY_SCRIPT, str(out)]
     process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = out / "runs" / "reverse_rnn-attention" / "log.jsonl"
-    deadline = time.monotonic() + 120
-    while not (log.is_file() and log.read_text().count("\n") >= 1):  # the second model is training
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.002)
+    # the second model is training
+    wait_until(process, lambda: log.is_file() and log.read_text().count("\n") >= 1, poll_s=0.002)
     process.send_signal(signum)
     process.communicate(timeout=120)
     assert process.returncode in ((-signal.SIGKILL,) if signum == signal.SIGKILL else (3,))  # 3: the script saw "interrupted"

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import torch
 
 from seqlab.cli import main
 from seqlab.seq2seq.cli import heatmap_text
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]
@@ -108,11 +108,8 @@ def test_sigterm_saves_and_resume_finishes(tmp_path):
                "--eval-interval", "100000", "--checkpoint-interval", "100000", "--out", str(run)]
     process = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 120
         log = run / "log.jsonl"
-        while not (log.is_file() and log.read_text().strip()):  # a record every 10 steps
-            assert process.poll() is None and time.time() < deadline, process.stderr.read() if process.poll() else ""
-            time.sleep(0.2)
+        wait_until(process, lambda: log.is_file() and log.read_text().strip(), poll_s=0.2)  # a record every 10 steps
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=120)
     finally:

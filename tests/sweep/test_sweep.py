@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from seqlab.sweep import runner as runner_module
 from seqlab.sweep.runner import plan_sweep, run_sweep
 from seqlab.lm import train
 from tests.sweep.conftest import TINY_FLAGS, tiny_base
+from tests.conftest import wait_until
 
 GRID = ["lr=3e-3,1e-2,3e-2"]
 NAMES = ["lr=3e-3", "lr=0.01", "lr=0.03"]
@@ -150,10 +150,8 @@ def test_sigterm_stops_the_sweep_command_with_143_and_a_rerun_finishes_it_exactl
     process = subprocess.Popen(_sweep_command(out, byte_data), env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     log = out / "lr=3e-3" / "log.jsonl"
-    deadline = time.monotonic() + 120
-    while not (log.is_file() and log.read_text().count("\n") >= 1):  # the first record: step 5 of 30
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.005)
+    # the first record: step 5 of 30
+    wait_until(process, lambda: log.is_file() and log.read_text().count("\n") >= 1, poll_s=0.005)
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, stderr[-2000:]
@@ -334,10 +332,8 @@ def test_killed_mid_run_and_rerun_every_log_holds_each_step_once(finished, byte_
     process = subprocess.Popen(_sweep_command(out, byte_data), env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     log = out / "lr=3e-3" / "log.jsonl"
-    deadline = time.monotonic() + 120
-    while not (log.is_file() and '"step": 15' in log.read_text()):  # past the checkpoint at step 10
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.002)
+    # past the checkpoint at step 10
+    wait_until(process, lambda: log.is_file() and '"step": 15' in log.read_text(), poll_s=0.002)
     process.send_signal(signum)
     process.communicate(timeout=120)
     assert process.returncode == (-signal.SIGKILL if signum == signal.SIGKILL else 143)

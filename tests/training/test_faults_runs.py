@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from seqlab.runs.lock import RunLock
 from seqlab.runs.log import read_jsonl
 from seqlab.seq2seq.settings import Seq2SeqTrainConfig
 from seqlab.seq2seq.task import train as train_seq2seq
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]
@@ -91,10 +91,8 @@ def test_seq2seq_overwrite_killed_before_its_first_checkpoint_leaves_the_old_run
                                 "--log-interval", "1", "--checkpoint-interval", "100000", "--eval-interval", "2",
                                 "--out", str(run)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not any(p.name.startswith(".log.tmp") and p.stat().st_size > 200 for p in run.iterdir()):
-            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-            time.sleep(0.05)
+        wait_until(process, lambda: any(p.name.startswith(".log.tmp") and p.stat().st_size > 200 for p in run.iterdir()),
+                   poll_s=0.05)
         assert (run / ".lock").is_file()
         process.kill()
         process.communicate(timeout=60)
@@ -149,10 +147,8 @@ def test_a_second_training_process_is_refused_while_the_first_runs(tmp_path, cap
                               "--eval-interval", "100000", "--checkpoint-interval", "100000", "--out", str(run)],
                              env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not ((run / "log.jsonl").is_file() and (run / "log.jsonl").read_text().strip()):
-            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
-            time.sleep(0.05)
+        wait_until(first, lambda: (run / "log.jsonl").is_file() and (run / "log.jsonl").read_text().strip(),
+                   poll_s=0.05)
         log_before = (run / "log.jsonl").read_text()
         assert main(["seq2seq", "train", *S2S, "--overwrite", "--max-steps", "3", "--out", str(run)]) == 1
         assert f"is in use: process {first.pid} (`seqlab seq2seq train`" in capsys.readouterr().err

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from seqlab.runs.status import Status
 from seqlab.training import engine as engine_module
 from seqlab.training.guards import NonFiniteLossError
 from seqlab.training.throughput import Throughput
+from tests.conftest import wait_until
 
 TINY = dict(context_length=16, d_model=16, num_layers=1, num_heads=2, batch_size=4, threads=1,
             progress=False, eval_batches=1)
@@ -68,10 +68,8 @@ def test_1_sigterm_finishes_the_step_saves_and_exits_143(byte_data, tmp_path):
          *TINY_FLAGS, "--max-steps", "100000", "--checkpoint-interval", "5000", "--eval-interval", "5000",
          "--log-interval", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not ((run / "log.jsonl").is_file() and (run / "log.jsonl").read_text().strip()):
-            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-            time.sleep(0.05)
+        wait_until(process, lambda: (run / "log.jsonl").is_file() and (run / "log.jsonl").read_text().strip(),
+                   poll_s=0.05)
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=120)
     finally:
