@@ -7,14 +7,18 @@ LlamaForCausalLM of identical shapes (no biases, untied embeddings, RoPE theta 1
 Mode ``fused``: seqlab eager with the LM head fused into the loss (``linear_cross_entropy``, what the
 training engine's ``fused_loss="on"`` computes; ``auto`` keeps it off on a CPU).
 
-Speed: all modes live in one process and their timed steps are interleaved (rotating order), so
-background load on a shared machine hits every mode alike; "paired" is the median over steps of
-(HF step time / this mode's step time) for steps run back to back. Peak memory: each mode runs a
-few steps in a fresh subprocess, sampling RSS. Warm-up steps (where torch.compile compiles) are
-excluded from both.
+Speed: all modes live in one process and run in rounds: each round times one step of every mode,
+back to back, in an order that rotates from round to round, so background load hits every mode
+alike. "paired" is the median over rounds of (peer step time / this mode's step time); the spread
+of those round ratios (quartiles) and the rounds this mode won say whether the answer is a
+property of the code or of the load (a quiet machine gives a narrow spread; a wide one, or a
+median whose quartiles straddle 1.00, is not a result). ``--clock cpu`` times process CPU time,
+which other jobs barely move with one thread. Peak memory: each mode runs a few steps in a fresh
+subprocess, sampling RSS. Warm-up steps (where torch.compile compiles) are excluded from both.
 
     python benchmarks/train_step.py                      # assignment TinyStories shapes
     python benchmarks/train_step.py --steps 3 --memory-steps 0 --modes eager,hf
+    python benchmarks/train_step.py --threads 2 --steps 30 --memory-steps 0 --modes eager,hf   # eager vs HF
 """
 
 from __future__ import annotations
@@ -45,7 +49,10 @@ def parse_args(argv=None):
     parser.add_argument("--d-ff", type=int, default=1344)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (compile happens here)")
-    parser.add_argument("--steps", type=int, default=6, help="timed steps per mode (interleaved)")
+    parser.add_argument("--steps", type=int, default=6, help="rounds: timed steps per mode (one of each mode a "
+                        "round, in rotating order)")
+    parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
+                        help="wall clock, or this process's CPU time (robust to other jobs with --threads 1)")
     parser.add_argument("--memory-steps", type=int, default=2,
                         help="steps per mode in a separate process for peak memory (0 skips)")
     parser.add_argument("--modes", default="eager,hf,compile", help=f"comma list from {MODES}")
@@ -192,6 +199,7 @@ def measure_speed(modes: list[str], args) -> dict[str, list[float]]:
     """All modes in this process; timed steps interleaved (rotating order) so load hits all alike."""
     import torch
 
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.threads:
         torch.set_num_threads(args.threads)
     steppers = {}
@@ -206,11 +214,20 @@ def measure_speed(modes: list[str], args) -> dict[str, list[float]]:
     for i in range(args.steps):
         order = modes[i % len(modes):] + modes[:i % len(modes)]
         for mode in order:
-            t = time.perf_counter()
+            t = clock()
             steppers[mode]()
-            times[mode].append(time.perf_counter() - t)
+            times[mode].append(clock() - t)
         print(f"step {i + 1}: " + "  ".join(f"{m} {times[m][-1]:.2f}s" for m in modes), flush=True)
     return times
+
+
+def round_spread(ratios: list[float]) -> tuple[float, float]:
+    """(lower, upper) quartile of the per-round ratios (both the median with fewer than 4 rounds)."""
+    if len(ratios) < 4:
+        middle = statistics.median(ratios)
+        return middle, middle
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return low, high
 
 
 def main(argv=None) -> int:
@@ -241,7 +258,9 @@ def main(argv=None) -> int:
             print(f"memory  {mode:12s} peak RSS {memory[mode]['peak_rss_mb']:.0f} MB "
                   f"(+{memory[mode]['step_peak_above_start_mb']:.0f} MB above the pre-step RSS)", flush=True)
 
+    load_before = os.getloadavg()[0]
     times = measure_speed(modes, args)
+    load_after = os.getloadavg()[0]
     summary = {}
     for mode in modes:
         total = sum(times[mode])
@@ -256,12 +275,23 @@ def main(argv=None) -> int:
             paired = [h / t for h, t in zip(times[peer], times[mode])]
             summary[mode]["ratio_vs_hf"] = summary[mode]["tokens_per_s"] / summary[peer]["tokens_per_s"]
             summary[mode]["median_paired_ratio_vs_hf"] = statistics.median(paired)
+            summary[mode]["paired_quartiles"] = round_spread(paired)
+            summary[mode]["rounds_won"] = sum(r > 1.0 for r in paired)
     print(f"\n{'mode':12s} {'tok/s':>7s} {'median':>7s} {'vs peer':>7s} {'paired':>7s} {'peak RSS MB':>12s} {'+MB step':>9s}")
     for mode, s in summary.items():
         ratio = f"{s['ratio_vs_hf']:.2f}x" if "ratio_vs_hf" in s else "-"
         paired = f"{s['median_paired_ratio_vs_hf']:.2f}x" if "ratio_vs_hf" in s else "-"
         mem = f"{s['peak_rss_mb']:12.0f} {s['step_peak_above_start_mb']:9.0f}" if "peak_rss_mb" in s else ""
         print(f"{mode:12s} {s['tokens_per_s']:7.0f} {s['median_tokens_per_s']:7.0f} {ratio:>7s} {paired:>7s} {mem}")
+    if peer in summary:
+        print(f"\nround ratios against {peer} ({len(times[peer])} rounds, {args.clock} clock, load average "
+              f"{load_before:.1f} before, {load_after:.1f} after):")
+        for mode in modes:
+            if mode != peer:
+                low, high = summary[mode]["paired_quartiles"]
+                print(f"  {mode:12s} median {summary[mode]['median_paired_ratio_vs_hf']:.3f}x, quartiles "
+                      f"{low:.3f}x-{high:.3f}x, faster in {summary[mode]['rounds_won']} of {len(times[mode])} "
+                      f"rounds{'' if low > 1.0 or high < 1.0 else ' (the quartiles straddle 1.00: not decided)'}")
     if args.json:
         with open(args.json + ".tmp", "w") as handle:
             json.dump({"args": vars(args), "summary": summary}, handle, indent=1)

@@ -208,7 +208,9 @@ class MultiHeadAttention(nn.Module):
         # (batch..., seq, heads + 2 kv_heads, d_head): query heads, then key heads, then value heads
         qkv = (x @ weight.t()).view(*batch, seq, heads + 2 * kv_heads, self.d_head)
         past = kv_cache.layer_length(layer_index) if kv_cache is not None else 0
-        qk, v = qkv[..., :heads + kv_heads, :], qkv[..., heads + kv_heads:, :]
+        # split, not sliced: the backward joins the parts' gradients in one cat instead of adding
+        # zero-padded copies of qkv
+        qk, v = qkv.split((heads + kv_heads, kv_heads), dim=-2)
         if self.rope is not None:
             if token_positions is None:  # past, ..., past + seq - 1
                 cos, sin = self.rope.cos_sin_span(past, seq, x.dtype)  # (seq, d/2)
@@ -216,7 +218,7 @@ class MultiHeadAttention(nn.Module):
                 cos, sin = self.rope.cos_sin(token_positions, x.dtype)  # (seq, d/2) or (batch, seq, d/2)
             # rotate queries and keys in one call; the same rotation for every head
             qk = rotate_pairs(qk, cos[..., None, :], sin[..., None, :])
-        q, k = qk[..., :heads, :], qk[..., heads:, :]
+        q, k = qk.split((heads, kv_heads), dim=-2)
         # heads become a batch dimension: (batch..., heads, seq, d_head)
         q, k, v = q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
         if kv_cache is not None:

@@ -26,8 +26,9 @@ class _SwiGLUGate(torch.autograd.Function):
         s = torch.sigmoid(a)
         silu_a = a * s
         grad_b = grad_out * silu_a if ctx.needs_input_grad[1] else None
-        # d silu(a) / da = s (1 + a (1 - s)) = s + silu(a) (1 - s); built in place in one buffer
-        grad_a = torch.sub(1.0, s).mul_(silu_a).add_(s).mul_(grad_out).mul_(b)
+        # d silu(a) / da = s (1 + a (1 - s)) = s + silu(a) (1 - s) = lerp(s, 1, silu(a)): one pass, in
+        # s's buffer (1 - s, times silu(a), plus s took three)
+        grad_a = s.lerp_(s.new_ones(()), silu_a).mul_(grad_out).mul_(b)
         return grad_a, grad_b
 
 

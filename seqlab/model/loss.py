@@ -69,7 +69,10 @@ class _CrossEntropyFunction(torch.autograd.Function):
         grad = torch.empty_like(logits)
         for rows in _row_blocks(num_rows, vocab, ctx.one_block):
             block_scale = scale if row_weights is None else scale[rows]
-            grad[rows] = (logits[rows].to(log_sum_exp.dtype) - log_sum_exp[rows]).exp_().mul_(block_scale)
+            if grad.dtype == log_sum_exp.dtype:  # formed in grad's own rows: no block to copy there
+                torch.sub(logits[rows], log_sum_exp[rows], out=grad[rows]).exp_().mul_(block_scale)
+            else:
+                grad[rows] = (logits[rows].to(log_sum_exp.dtype) - log_sum_exp[rows]).exp_().mul_(block_scale)
         grad.scatter_add_(-1, targets[:, None], (-scale).expand(num_rows, 1).to(grad.dtype))
         return grad, None, None
 

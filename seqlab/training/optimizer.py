@@ -48,7 +48,30 @@ class AdamW(torch.optim.Optimizer):
         if foreach not in (None, True, False):
             raise ValueError(f"foreach must be None, True or False, got {foreach!r}")
         self.foreach = foreach
+        self._scratch: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    def __getstate__(self) -> dict:
+        """torch's Optimizer pickles (and deep-copies) only defaults, state and param_groups: keep
+        ``foreach`` too; the scratch buffer is made again."""
+        return {**super().__getstate__(), "foreach": self.foreach}
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        self.foreach = state.pop("foreach", None)
+        self._scratch = {}
+        super().__setstate__(state)
+
+    def _denominator_buffer(self, p: torch.Tensor) -> torch.Tensor:
+        """A tensor of p's shape for sqrt(v) + eps, in one buffer per device and dtype that the
+        parameters take turns in (grown to the largest). A new tensor for each would be a fresh
+        allocation every step: for an embedding of 5 M floats, pages the system must zero first,
+        which took as long as the sqrt itself. Not state: it is not saved."""
+        key = (p.device, p.dtype)
+        buffer = self._scratch.get(key)
+        if buffer is None or buffer.numel() < p.numel():
+            buffer = self._scratch[key] = torch.empty(p.numel(), device=p.device, dtype=p.dtype)
+        return buffer[:p.numel()].view(p.shape)
 
     def _state_of(self, p: torch.Tensor) -> dict:
         """p's state, created (step 0, m = v = 0) on its first update."""
@@ -100,7 +123,7 @@ class AdamW(torch.optim.Optimizer):
         p.mul_(1 - lr * group["weight_decay"])
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        denom = exp_avg_sq.sqrt().add_(eps)
+        denom = torch.sqrt(exp_avg_sq, out=self._denominator_buffer(p)).add_(eps)
         p.addcdiv_(exp_avg, denom, value=step_size)
 
     def _update_foreach(self, group: dict, params: list[torch.Tensor]) -> None:

@@ -5,6 +5,7 @@ import copy
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchmarks.instruments.op_count import OpCounter
 from seqlab.model import TransformerLM, gpu_path_forced
@@ -139,3 +140,46 @@ def test_foreach_on_real_cpu_tensors_of_the_model_matches_torch():
             opt.zero_grad()
     for (name, a), b in zip(ours.named_parameters(), theirs.parameters()):
         torch.testing.assert_close(a, b, msg=name)
+
+
+class _SqrtOutputs(TorchDispatchMode):
+    """Where each sqrt writes: the storage of its out= tensor, or None for a new tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.storages = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func._opname == "sqrt":
+            out = kwargs.get("out")
+            self.storages.append(None if out is None else out.untyped_storage().data_ptr())
+        return func(*args, **kwargs)
+
+
+def test_the_loop_reuses_one_denominator_buffer_and_a_copy_of_the_optimizer_steps_alike():
+    """The per-parameter loop writes sqrt(v) into one buffer per device and dtype (a new tensor per
+    parameter and step is a fresh allocation each time); the numbers stay torch's AdamW's, and a deep
+    copy (torch's Optimizer copies defaults, state and param_groups only) keeps foreach and steps."""
+    torch.manual_seed(0)
+    mine = [torch.nn.Parameter(torch.randn(shape)) for shape in ((40, 30), (30,), (7, 3))]
+    theirs = [torch.nn.Parameter(p.detach().clone()) for p in mine]
+    opt_mine = AdamW(mine, **HYPER, foreach=False)
+    opt_theirs = torch.optim.AdamW(theirs, **HYPER, foreach=False)
+    for _ in range(3):
+        for a, b in zip(mine, theirs):
+            a.grad = torch.randn_like(a)
+            b.grad = a.grad.clone()
+        with _SqrtOutputs() as sqrt_outputs:
+            opt_mine.step()
+        opt_theirs.step()
+        (buffer,) = opt_mine._scratch.values()
+        assert sqrt_outputs.storages == [buffer.untyped_storage().data_ptr()] * 3
+        for a, b in zip(mine, theirs):
+            torch.testing.assert_close(a, b)
+    assert buffer.numel() == 40 * 30  # grown to the largest parameter, shared by all
+    twin = copy.deepcopy(opt_mine)
+    assert twin.foreach is False
+    for p in (p for group in twin.param_groups for p in group["params"]):
+        p.grad = torch.ones_like(p)
+    twin.step()
