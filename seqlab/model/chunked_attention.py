@@ -5,8 +5,8 @@ values and gradients); only the order of work differs. Scores for ~SCORES_PER_CH
 are formed at a time so each block stays in cache. The backward recomputes P = exp(Q K^T s - lse)
 chunk by chunk, except for a small call (at most KEEP_PROBS_SCORES scores) which keeps P: fwd+bwd
 of (32 x 8 heads, 40 x 40) took 6.6 ms recomputing, 5.3 ms keeping P; at 8 x 16 x 256 x 256
-recomputing wins, 56 vs 96 ms. With `causal`, query blocks multiply only the keys they can see;
-grouped-query heads share one bmm per key/value head. The Python loop over chunks suits a CPU,
+recomputing wins, 56 vs 96 ms. With `causal`, query blocks multiply only the keys they can see and
+mask only their diagonal; grouped-query heads share one bmm per key/value head. The Python loop over chunks suits a CPU,
 not a GPU, where "auto" picks the reference.
 
 Backward (s = 1/sqrt(d_k)): dV = P^T dO, dS = P * (dO V^T - rowsum(dO * O)), dQ = dS K s, dK = dS^T Q s.
