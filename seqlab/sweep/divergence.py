@@ -1,19 +1,14 @@
 """Divergence: a run whose training loss climbs back above where it started, once warm-up is over,
-and stays there, told apart from batch noise.
-
-A learning rate past the edge of stability rarely gives NaN at once; more often the loss shoots up
-and stays there. A logged training loss is a mean over a log interval, so it wobbles by about a
-percent even while the model learns. :func:`first_rise` marks a run diverged when, after
-``warmup_steps``:
+and stays there, told apart from batch noise (a logged loss wobbles by about a percent while the
+model learns). :func:`first_rise` marks a run diverged when, after ``warmup_steps``:
 
 - a logged loss is not finite (at once);
 - a logged loss is more than :data:`JUMP` (1 nat) above the starting value (at once: a blow-up);
 - :data:`WINDOW` logged losses in a row are each above the starting value by more than the noise
   margin, :data:`MARGIN` of it (at least :data:`MIN_MARGIN`): the rise stays, noise does not.
 
-The starting value is the first logged loss; a model that blew up within the first interval logs a
-huge one, so with the vocabulary size ``V`` it is capped at ``ln V + 1`` (uniform predictions plus
-one nat)::
+The starting value is the first logged loss, capped at ``ln V + 1`` (uniform predictions plus one
+nat) with the vocabulary size ``V``: a model that blew up within the first interval logs a huge one::
 
     >>> first_rise([{"step": 1, "train_loss": 5.62}, {"step": 3, "train_loss": 5.64}], warmup_steps=1) is None
     True
