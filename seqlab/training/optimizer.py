@@ -48,7 +48,6 @@ class AdamW(torch.optim.Optimizer):
         if foreach not in (None, True, False):
             raise ValueError(f"foreach must be None, True or False, got {foreach!r}")
         self.foreach = foreach
-        self._scratch: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
 
     def __getstate__(self) -> dict:
@@ -59,18 +58,19 @@ class AdamW(torch.optim.Optimizer):
     def __setstate__(self, state: dict) -> None:
         state = dict(state)
         self.foreach = state.pop("foreach", None)
-        self._scratch = {}
         super().__setstate__(state)
 
     def _denominator_buffer(self, p: torch.Tensor) -> torch.Tensor:
         """A tensor of p's shape for sqrt(v) + eps, in one buffer per device and dtype that the
         parameters take turns in (grown to the largest). A new tensor for each would be a fresh
         allocation every step: for an embedding of 5 M floats, pages the system must zero first,
-        which took as long as the sqrt itself. Not state: it is not saved."""
+        which took as long as the sqrt itself. Not state: it is not saved (nor copied), and an
+        optimizer made without __init__ (seqlab.learn.references) gets one on first use."""
+        scratch: dict[tuple[torch.device, torch.dtype], torch.Tensor] = self.__dict__.setdefault("_scratch", {})
         key = (p.device, p.dtype)
-        buffer = self._scratch.get(key)
+        buffer = scratch.get(key)
         if buffer is None or buffer.numel() < p.numel():
-            buffer = self._scratch[key] = torch.empty(p.numel(), device=p.device, dtype=p.dtype)
+            buffer = scratch[key] = torch.empty(p.numel(), device=p.device, dtype=p.dtype)
         return buffer[:p.numel()].view(p.shape)
 
     def _state_of(self, p: torch.Tensor) -> dict:
