@@ -36,7 +36,7 @@ REFERENCE_MODULES: dict[str, str] = {
     "cross_entropy": "seqlab.training",
     "lr_cosine_schedule": "seqlab.training",
     "adamw_step": "seqlab.learn.references",
-    "get_batch": "seqlab.training",
+    "get_batch": "seqlab.lm",
     "causal_multihead_self_attention": "seqlab.learn.references",
     "swiglu": "seqlab.learn.references",
     "transformer_block": "seqlab.learn.references",
