@@ -1,4 +1,4 @@
-"""Figures of the recurrent half of the course: unrolled recurrences, BPTT's paths, gates."""
+"""Figures of the recurrence lessons: unrolled recurrences, the RNN, BPTT's paths, truncation."""
 
 from __future__ import annotations
 
