@@ -19,6 +19,11 @@ def _t(lang: str, en: str, zh: str) -> str:
     return zh if lang == "zh" else en
 
 
+def _num(value: float) -> str:
+    """A number as the lessons print it: six decimals, trailing zeros dropped (1, 0.5, 0.669762)."""
+    return f"{float(value):.6f}".rstrip("0").rstrip(".")
+
+
 def _lab():
     from seqlab.labs import attention
     return attention
@@ -73,11 +78,11 @@ def attention_two_keys(lang: str) -> str:
     d.box(10, 95, 70, 40, "q = [1, 0]", size=12)
     for j, cy in enumerate((65, 165)):
         sub = "₁₂"[j]
-        score = float(out["scores"][j])
+        score = out["scores"][j]
         d.arrow(80, 115, 110, cy, color=MUTED)
         d.box(110, cy - 20, 70, 40, f"k{sub} = [{keys[j][0]:g}, {keys[j][1]:g}]", size=12)
         d.arrow(180, cy, 215, cy)
-        d.box(215, cy - 20, 110, 40, f"s{sub} = {score:.6f}" if score else f"s{sub} = 0", size=12)
+        d.box(215, cy - 20, 110, 40, f"s{sub} = {_num(score)}", size=12)
         d.arrow(325, cy, 355, cy, color=ACCENT)
         d.box(355, cy - 20, 105, 40, f"a{sub} = {out['weights'][j]:.6f}", size=12)
         d.arrow(460, cy, 485, cy)
@@ -100,7 +105,8 @@ def mask_before_softmax(lang: str) -> str:
     Q, K, V = np.eye(2), np.eye(2), np.array([2.0, 10.0])
     pad = np.array([True, False])
     panels = [(_t(lang, "no mask", "不加掩码"), att.attention(Q, K, V), None),
-              (_t(lang, "key 2 masked: −∞, then softmax", "键 2 被掩码：先设 −∞，再 softmax"), att.attention(Q, K, V, pad), pad),
+              (_t(lang, "key 2 masked: −∞, then softmax", "键 2 被掩码：先设 −∞，再 softmax"),
+               att.attention(Q, K, V, pad), pad),
               (_t(lang, "softmax, then zeroed (wrong)", "先 softmax，再置零（错误）"),
                mistakes.attention__mask_after_softmax(Q, K, V, pad), pad)]
     d = Drawing(700, 215)
@@ -108,23 +114,18 @@ def mask_before_softmax(lang: str) -> str:
         x = 45 + p * 222
         wrong = p == 2
         d.text(x + 64, 20, title, size=12, color=WARN if wrong else INK, bold=True)
-        cells = []
-        for i in range(2):
-            row = []
-            for j in range(2):
-                hidden = mask is not None and not mask[j]
-                fill = BLOCKED if hidden else (WRONG_FILL if wrong else SOFT)
-                row.append((f"{out['weights'][i][j]:.6f}".rstrip("0").rstrip(".") if hidden or out["weights"][i][j] in (0, 1)
-                            else f"{out['weights'][i][j]:.6f}", fill, MUTED if hidden else (WARN if wrong else ACCENT)))
-            cells.append(row)
+        ink = WARN if wrong else ACCENT
+        cells = [[(_num(out["weights"][i][j]), BLOCKED, MUTED) if mask is not None and not mask[j]
+                  else (_num(out["weights"][i][j]), WRONG_FILL if wrong else SOFT, ink) for j in range(2)]
+                 for i in range(2)]
         _grid(d, x, 62, cells, cw=64, ch=30, rows=("q₁", "q₂"), cols=("k₁", "k₂"))
         sums = out["weights"].sum(axis=1)
         for i in range(2):
-            d.text(x + 133, 77 + 30 * i, f"Σ {sums[i]:.6f}".rstrip("0").rstrip("."), size=11,
+            d.text(x + 133, 77 + 30 * i, f"Σ {_num(sums[i])}", size=11,
                    color=WARN if wrong else MUTED, anchor="start")
         d.text(x + 64, 150, _t(lang, "outputs (values 2, 10)", "输出（值为 2, 10）"), size=11, color=MUTED)
         for i in range(2):
-            d.text(x + 64, 172 + 20 * i, f"o{'₁₂'[i]} = {out['output'][i]:.6f}".rstrip("0").rstrip("."), size=12,
+            d.text(x + 64, 172 + 20 * i, f"o{'₁₂'[i]} = {_num(out['output'][i])}", size=12,
                    color=WARN if wrong else INK)
     return d.svg(_t(lang, "Masking before and after the softmax: only the first keeps every row a distribution.",
                     "在 softmax 之前与之后加掩码：只有前者让每一行仍是概率分布。"))
@@ -200,7 +201,7 @@ def softmax_jacobian(lang: str) -> str:
     xs = (40, 275, 510)
     for (title, m, fill, stroke), x in zip(mats, xs):
         d.text(x + 75, 28, title, size=13, bold=True)
-        cells = [[(f"{v:.6f}" if v else "0", fill, stroke) for v in row] for row in m]
+        cells = [[(_num(v), fill, stroke) for v in row] for row in m]
         _grid(d, x, 65, cells, cw=75, ch=32, rows=("a₁", "a₂"), cols=("s₁", "s₂"), size=12)
     d.text(245, 97, "−", size=22)
     d.text(480, 97, "=", size=22)
@@ -213,14 +214,12 @@ def softmax_jacobian(lang: str) -> str:
 def attention_backward_flow(lang: str) -> str:
     """Forward S -> A -> O and, beneath, the gradient of each tensor with its shape."""
     d = Drawing(700, 250)
-    nodes = [(20, "Q  n×d"), (20, "K  m×d")]
     d.box(20, 40, 90, 34, "Q  n×d", size=12)
     d.box(20, 110, 90, 34, "K  m×d", size=12)
     d.box(180, 75, 90, 34, "S  n×m", size=12)
     d.box(340, 75, 90, 34, "A  n×m", size=12)
     d.box(500, 75, 90, 34, "O  n×dᵥ", size=12)
     d.box(340, 10, 90, 34, "V  m×dᵥ", size=12)
-    del nodes
     d.arrow(110, 57, 180, 86)
     d.arrow(110, 127, 180, 98)
     d.text(142, 92, "QKᵀ/√d", size=10, color=MUTED)
