@@ -367,7 +367,7 @@ def attention_cost(lang: str) -> str:
         x0 = 30 + p * 340
         d.text(x0 + 140, 18, f"n = {n}", size=14, bold=True)
         _shape(d, x0, 50, *s["x"], cell=cell, fill="#ffffff", stroke=INK)
-        d.text(x0 + 28, 50 + n * cell + 16, _t(lang, f"X {n}×4", f"X {n}×4"), size=12)
+        d.text(x0 + 28, 50 + n * cell + 16, f"X {n}×4", size=12)
         d.text(x0 + 28, 50 + n * cell + 34, _t(lang, f"{n} rows to project", f"投影 {n} 行"), size=11, color=MUTED)
         _shape(d, x0 + 130, 50, *s["scores"], cell=cell)
         cells = s["scores"][0] * s["scores"][1]
