@@ -72,4 +72,73 @@ def recurrence_loop(lang: str) -> str:
     return d.svg(title)
 
 
-FIGURES = {"unrolled_scalar_recurrence": unrolled_scalar_recurrence, "recurrence_loop": recurrence_loop}
+
+def input_influence(lang: str) -> str:
+    """Which input reaches h₃ along which path, and how strongly: ∂h₃/∂x_k from the backward lab."""
+    from seqlab.labs.recurrence import scalar_recurrence, scalar_recurrence_backward
+    xs = [1.0, 0.0, -1.0]
+    hs = scalar_recurrence(0.5, xs)
+    influence = scalar_recurrence_backward(0.5, xs)["xs"]
+    d = Drawing(660, 250)
+    d.text(170, 20, _t(lang, "paths into h₃", "通向 h₃ 的路径"), bold=True)
+    for t, (x, h) in enumerate(zip(xs, hs), 1):
+        cx = 60 + 105 * (t - 1)
+        d.box(cx - 38, 60, 76, 40, f"h{_sub(t)} = {h:.3f}", size=12)
+        d.box(cx - 30, 170, 60, 34, f"x{_sub(t)} = {x:g}", size=12, fill="#ffffff", stroke=MUTED)
+        d.arrow(cx, 170, cx, 100)
+        if t > 1:
+            d.arrow(cx - 67, 80, cx - 38, 80, color=ACCENT)
+        factors = 3 - t
+        d.text(cx, 224, _t(lang, f"{factors} × a, {factors + 1} × tanh'", f"{factors} 个 a，{factors + 1} 个 tanh'"),
+               size=11, color=MUTED)
+    d.text(170, 244, _t(lang, "factors between xₖ and h₃", "xₖ 与 h₃ 之间的因子"), size=11, color=MUTED)
+    # the bar chart of the sensitivities
+    d.text(505, 20, _t(lang, "how far h₃ moves per unit of xₖ", "xₖ 变化一个单位时 h₃ 的变化"), bold=True)
+    scale = 170 / max(influence)
+    for k, value in enumerate(influence):
+        y = 60 + 52 * k
+        d.text(392, y + 12, f"∂h₃/∂x{_sub(k + 1)}", size=12, anchor="end")
+        d.box(400, y, max(value * scale, 2), 24, "", radius=2)
+        d.text(400 + value * scale + 6, y + 12, f"{value:.6f}", size=12, anchor="start")
+    d.text(505, 224, _t(lang, "the oldest input has the weakest say", "最早的输入影响最小"), size=12, color=MUTED)
+    title = _t(lang, "Each input reaches h₃ through the steps after it; every step multiplies its influence by "
+                     "a · tanh', so older inputs count for less.",
+               "每个输入都要经过其后的各步才能到达 h₃；每一步都把它的影响乘以 a · tanh'，所以越早的输入分量越小。")
+    return d.svg(title)
+
+
+def state_collision(lang: str) -> str:
+    """Two different histories that end in the same state, after which no input can tell them apart."""
+    import math
+
+    from seqlab.labs.recurrence import scalar_recurrence
+    first = [1.0, 0.0]
+    second = [0.0, 0.5 * math.tanh(1.0)]
+    a_states, b_states = scalar_recurrence(0.5, first), scalar_recurrence(0.5, second)
+    d = Drawing(640, 230)
+    for row, (label, xs, hs) in enumerate(((_t(lang, "history A", "历史 A"), first, a_states),
+                                             (_t(lang, "history B", "历史 B"), second, b_states))):
+        y = 30 + 130 * row
+        d.text(40, y + 20, label, bold=True)
+        d.box(90, y, 60, 40, "h₀ = 0", size=12, fill="#ffffff", stroke=MUTED)
+        d.arrow(150, y + 20, 200, y + 20, color=ACCENT)
+        d.text(175, y + (-8 if row == 0 else 50), f"x₁ = {xs[0]:g}", size=12, color=MUTED)
+        d.box(200, y, 100, 40, f"h₁ = {hs[0]:.6f}" if hs[0] else "h₁ = 0", size=12)
+        d.arrow(300, y + 20, 390, 105 + (0 if row == 0 else 10), color=ACCENT)
+        d.text(345, y + (-2 if row == 0 else 52), f"x₂ = {xs[1]:.6f}" if row else f"x₂ = {xs[1]:g}",
+               size=12, color=MUTED)
+    d.box(390, 90, 110, 40, f"h₂ = {a_states[1]:.6f}", size=12, fill="#fee2e2", stroke=WARN)
+    d.arrow(500, 110, 580, 110, "x₃, x₄, …", color=INK, offset=10)
+    d.text(545, 135, _t(lang, "the same future", "完全相同的未来"), size=12, color=WARN)
+    title = _t(lang, "Two histories collide: different inputs, the same state h₂, and from then on the same "
+                     "states for any future inputs.",
+               "两段历史相撞：输入不同，状态 h₂ 却相同，此后无论输入什么，状态都完全一样。")
+    return d.svg(title)
+
+
+FIGURES = {
+    "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
+    "recurrence_loop": recurrence_loop,
+    "input_influence": input_influence,
+    "state_collision": state_collision,
+}
