@@ -135,10 +135,56 @@ def state_collision(lang: str) -> str:
                "两段历史相撞：输入不同，状态 h₂ 却相同，此后无论输入什么，状态都完全一样。")
     return d.svg(title)
 
+def _vec(values, digits: int = 3) -> str:
+    """[1, 0.5, -0.75]: each entry rounded to ``digits`` decimals, trailing zeros dropped."""
+    return "[" + ", ".join(f"{v:.{digits}f}".rstrip("0").rstrip(".") if v else "0" for v in values) + "]"
+
+
+def rnn_cell_shapes(lang: str) -> str:
+    """One RNN step with every tensor's shape, and the lesson's worked example (H = 2, D = 3) beneath."""
+    import numpy as np
+
+    from seqlab.labs.rnn import rnn_step
+    params = {"Wx": np.array([[1.0, 0.5, 0.0], [0.0, -1.0, 2.0]]), "Wh": np.array([[0.5, -0.5], [0.0, 0.5]]),
+              "b": np.array([0.25, 0.0])}
+    x, h_prev = np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.5])
+    h = rnn_step(params, x, h_prev)
+    z = params["Wh"] @ h_prev + params["Wx"] @ x + params["b"]
+    d = Drawing(660, 270)
+    d.box(20, 95, 110, 40, "hₜ₋₁ : (H,)")
+    d.text(75, 150, _vec(h_prev), size=12, color=MUTED)
+    d.arrow(130, 115, 170, 115)
+    d.box(170, 95, 110, 40, "W_h : (H, H)")
+    d.text(225, 150, "W_h hₜ₋₁ = " + _vec(params["Wh"] @ h_prev), size=12, color=MUTED)
+    d.arrow(280, 115, 342, 115, "(H,)", size=11)
+    d.box(20, 195, 110, 40, "xₜ : (D,)", fill="#ffffff", stroke=MUTED)
+    d.text(75, 250, _vec(x), size=12, color=MUTED)
+    d.arrow(130, 215, 170, 215)
+    d.box(170, 195, 110, 40, "W_x : (H, D)")
+    d.text(225, 250, "W_x xₜ = " + _vec(params["Wx"] @ x), size=12, color=MUTED)
+    d.arrow(280, 215, 348, 128, "(H,)", size=11, offset=-12)
+    d.box(320, 18, 80, 34, "b : (H,)")
+    d.text(445, 35, _vec(params["b"]), size=12, color=MUTED)
+    d.arrow(360, 52, 360, 97)
+    d.circle(360, 115, 18, "+")
+    d.text(465, 150, "z = " + _vec(z), size=12, color=MUTED)
+    d.arrow(378, 115, 430, 115, "(H,)", size=11)
+    d.box(430, 95, 70, 40, "tanh")
+    d.arrow(500, 115, 540, 115)
+    d.box(540, 95, 105, 40, "hₜ : (H,)")
+    d.text(592, 150, _vec(h), size=12, color=MUTED)
+    d.text(592, 170, _t(lang, "→ the next step's hₜ₋₁", "→ 下一步的 hₜ₋₁"), size=12, color=ACCENT)
+    title = _t(lang, "One RNN step: two matrix-vector products and a bias, each of shape (H,), added and passed "
+                     "through tanh; grey, the worked example with H = 2 and D = 3.",
+               "RNN 的一步：两个矩阵乘向量再加偏置，每项形状都是 (H,)，相加后经过 tanh；灰色是 H = 2、D = 3 的算例。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
     "recurrence_loop": recurrence_loop,
     "input_influence": input_influence,
     "state_collision": state_collision,
+    "rnn_cell_shapes": rnn_cell_shapes,
 }
