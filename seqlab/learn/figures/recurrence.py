@@ -180,6 +180,44 @@ def rnn_cell_shapes(lang: str) -> str:
     return d.svg(title)
 
 
+def hello_lm(lang: str) -> str:
+    """The "hello" character model unrolled: one-hot inputs h e l l, states, logits, targets e l l o."""
+    from seqlab.labs.char_lm import VOCAB, WORD
+    inputs, targets = WORD[:-1], WORD[1:]
+    d = Drawing(640, 350)
+    rows = ((50, _t(lang, "targets", "目标")), (95, _t(lang, "logits yₜ : (4,)", "logits yₜ : (4,)")),
+            (168, _t(lang, "states hₜ : (4,)", "状态 hₜ : (4,)")), (275, _t(lang, "inputs xₜ : (4,)", "输入 xₜ : (4,)")),
+            (291, _t(lang, "one-hot", "独热")))
+    for y, label in rows:
+        d.text(8, y, label, size=12, anchor="start", color=MUTED)
+    d.text(150, 168, "h₀ = 0", size=12, color=MUTED)
+    right = 176
+    for t, (ch, target) in enumerate(zip(inputs, targets), 1):
+        cx = 250 + 110 * (t - 1)
+        d.arrow(right, 168, cx - 35, 168, "W_h", color=ACCENT, size=11)
+        d.box(cx - 35, 150, 70, 36, f"h{_sub(t)}")
+        right = cx + 35
+        for k, letter in enumerate(VOCAB):
+            y = 240 + 15 * k
+            hot = letter == ch
+            d.box(cx - 9, y, 18, 14, "1" if hot else "0", size=10, radius=1,
+                  fill="#93c5fd" if hot else "#ffffff", stroke=ACCENT if hot else MUTED)
+            if t == 1:
+                d.text(cx - 20, y + 7, letter, size=10, color=MUTED)
+        d.arrow(cx, 238, cx, 186, "W_x", size=11, offset=-16)
+        d.text(cx, 318, f"“{ch}”", size=13, bold=True)
+        d.box(cx - 35, 80, 70, 30, f"y{_sub(t)}", size=12)
+        d.arrow(cx, 150, cx, 110, "W_y", size=11, offset=-16)
+        d.text(cx, 50, f"“{target}”", size=14, bold=True, color=ACCENT)
+        d.line(cx, 62, cx, 78, color=MUTED, dashed=True)
+    d.text(415, 340, _t(lang, "the same W_x, W_h, b, W_y, b_y at every step: 56 parameters",
+                        "每一步都用同一组 W_x、W_h、b、W_y、b_y：共 56 个参数"), size=12, color=MUTED)
+    title = _t(lang, "The character model on “hello”: each one-hot input selects a column of W_x, the state "
+                     "carries the prefix, and each state's logits are scored against the next character.",
+               "“hello” 上的字符模型：每个独热输入选出 W_x 的一列，状态携带前缀，每个状态的 logits 与下一个字符比较。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
@@ -187,4 +225,5 @@ FIGURES = {
     "input_influence": input_influence,
     "state_collision": state_collision,
     "rnn_cell_shapes": rnn_cell_shapes,
+    "hello_lm": hello_lm,
 }
