@@ -218,6 +218,43 @@ def hello_lm(lang: str) -> str:
     return d.svg(title)
 
 
+def hello_distributions(lang: str) -> str:
+    """The untrained "hello" model's next-character distributions, the target's probability and its -ln p."""
+    import math
+
+    import numpy as np
+
+    from seqlab.labs import char_lm
+    params = char_lm.init_char_lm_params(char_lm.CharLMConfig())
+    probs = char_lm.next_char_distributions(params)
+    inputs, targets = char_lm.WORD[:-1], char_lm.WORD[1:]
+    d = Drawing(660, 310)
+    losses = []
+    for k, (ch, target) in enumerate(zip(inputs, targets)):
+        left = 30 + 158 * k
+        d.text(left + 62, 24, _t(lang, f"input “{ch}”, target “{target}”", f"输入 “{ch}”，目标 “{target}”"), size=12,
+               bold=True)
+        d.line(left, 200, left + 128, 200, color=MUTED)
+        for j, letter in enumerate(char_lm.VOCAB):
+            x = left + 6 + 31 * j
+            height = probs[k, j] * 300
+            hit = letter == target
+            d.box(x, 200 - height, 24, height, "", radius=1, fill="#93c5fd" if hit else "#eef2f7",
+                  stroke=ACCENT if hit else MUTED)
+            d.text(x + 12, 192 - height, f"{probs[k, j]:.2f}", size=10, color=ACCENT if hit else MUTED)
+            d.text(x + 12, 213, letter, size=12, bold=hit, color=ACCENT if hit else INK)
+        p = float(probs[k, char_lm.VOCAB.index(target)])
+        losses.append(-math.log(p))
+        d.text(left + 62, 240, f"p = {p:.6f}", size=12)
+        d.text(left + 62, 258, f"−ln p = {-math.log(p):.6f}", size=12)
+    d.text(330, 292, _t(lang, f"mean loss = {np.mean(losses):.6f}    (uniform guess: ln 4 = {math.log(4):.6f})",
+                        f"平均损失 = {np.mean(losses):.6f}    （均匀猜测：ln 4 = {math.log(4):.6f}）"), size=13, bold=True)
+    title = _t(lang, "The untrained “hello” model: at each position a softmax over h, e, l, o; the loss reads only "
+                     "the target's probability, through −ln p, and averages over the four positions.",
+               "未训练的 “hello” 模型：每个位置对 h, e, l, o 做 softmax；损失只读取目标的概率，取 −ln p，再在四个位置上平均。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
@@ -226,4 +263,5 @@ FIGURES = {
     "state_collision": state_collision,
     "rnn_cell_shapes": rnn_cell_shapes,
     "hello_lm": hello_lm,
+    "hello_distributions": hello_distributions,
 }
