@@ -255,6 +255,47 @@ def hello_distributions(lang: str) -> str:
     return d.svg(title)
 
 
+def repeated_factors(lang: str) -> str:
+    """|factor|^t for 0.5, 1 and 2 over ten steps, on a log scale: vanishing, steady, exploding."""
+    import math
+
+    from seqlab.labs.recurrence import repeated_factor
+    d = Drawing(640, 310)
+    x0, x1, y_top, y_bottom, low, high = 80, 400, 30, 250, -3.3, 3.3
+
+    def px(t):
+        return x0 + (x1 - x0) * t / 10
+
+    def py(value):
+        return y_bottom - (y_bottom - y_top) * (math.log10(value) - low) / (high - low)
+
+    d.line(x0, y_top, x0, y_bottom, color=MUTED)
+    d.line(x0, y_bottom, x1, y_bottom, color=MUTED)
+    for power in range(-3, 4):
+        y = py(10.0 ** power)
+        d.line(x0 - 4, y, x1, y, color="#e5e7eb", width=1)
+        label = "1" if power == 0 else "10" + str(power).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+        d.text(x0 - 8, y, label, size=11, anchor="end", color=MUTED)
+    for t in range(0, 11, 2):
+        d.text(px(t), y_bottom + 14, str(t), size=11, color=MUTED)
+    d.text((x0 + x1) / 2, y_bottom + 34, _t(lang, "steps back in time", "向过去回溯的步数"), size=12, color=MUTED)
+    d.text(24, (y_top + y_bottom) / 2, _t(lang, "size", "大小"), size=12, color=MUTED)
+    for factor, color, label in ((2.0, WARN, "2¹⁰ = "), (1.0, MUTED, "1¹⁰ = "), (0.5, ACCENT, "0.5¹⁰ = ")):
+        points = [(px(t), py(repeated_factor(factor, t))) for t in range(11)]
+        for (xa, ya), (xb, yb) in zip(points, points[1:]):
+            d.line(xa, ya, xb, yb, color=color, width=2)
+        for x, y in points:
+            d.circle(x, y, 3, fill=color, stroke=color)
+        end = repeated_factor(factor, 10)
+        d.text(x1 + 12, points[-1][1], f"{label}{end:.10g}", size=12, anchor="start", color=color, bold=True)
+    d.text(x1 + 12, py(1024) + 18, _t(lang, "explodes", "爆炸"), size=11, anchor="start", color=WARN)
+    d.text(x1 + 12, py(0.0009765625) + 18, _t(lang, "vanishes", "消失"), size=11, anchor="start", color=ACCENT)
+    title = _t(lang, "Ten equal factors: a factor of 0.5 shrinks a gradient a thousandfold, a factor of 2 grows "
+                     "it a thousandfold; only a factor of exactly 1 keeps it.",
+               "十个相同的因子：因子 0.5 让梯度缩小约一千倍，因子 2 让它放大约一千倍；只有恰好为 1 的因子才能保持它。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
@@ -264,4 +305,5 @@ FIGURES = {
     "rnn_cell_shapes": rnn_cell_shapes,
     "hello_lm": hello_lm,
     "hello_distributions": hello_distributions,
+    "repeated_factors": repeated_factors,
 }
