@@ -296,6 +296,39 @@ def repeated_factors(lang: str) -> str:
     return d.svg(title)
 
 
+def scalar_backward(lang: str) -> str:
+    """The backward walk through the one-number recurrence: ∂h₃/∂hₜ shrinking right to left, and per step
+    the input's gradient and the term added to ∂h₃/∂a."""
+    from seqlab.labs.recurrence import scalar_recurrence, scalar_recurrence_backward
+    a, xs = 0.5, [1.0, 0.0, -1.0]
+    hs = [0.0, *scalar_recurrence(a, xs)]
+    grads = scalar_recurrence_backward(a, xs)
+    dh = [grads["h0"], grads["xs"][1] * a, grads["xs"][2] * a, 1.0]      # ∂h₃/∂h_t for t = 0..3
+    d = Drawing(660, 300)
+    centers = [115 + 150 * t for t in range(4)]
+    d.text(8, 70, _t(lang, "forward", "前向"), size=12, anchor="start", color=MUTED)
+    d.text(8, 132, "∂h₃/∂hₜ", size=12, anchor="start", color=WARN)
+    for t, cx in enumerate(centers):
+        d.box(cx - 48, 50, 96, 40, f"h{_sub(t)} = {hs[t]:.6f}" if t else "h₀ = 0", size=12)
+        d.text(cx, 132, f"{dh[t]:.6f}" if t < 3 else "1", size=13, bold=True, color=WARN)
+        if t:
+            d.arrow(centers[t - 1] + 48, 70, cx - 48, 70)
+            factor = a * (1 - hs[t] ** 2)
+            d.arrow(cx - (12 if t == 3 else 38), 132, centers[t - 1] + 38, 132, f"× {factor:.6f}", color=WARN, size=11, offset=-13)
+            d.line(cx, 142, cx, 180, color=MUTED, dashed=True)
+            d.text(cx, 194, f"∂h₃/∂x{_sub(t)} = {grads['xs'][t - 1]:.6f}", size=12)
+            d.text(cx, 214, f"a: + {grads['xs'][t - 1]:.6f} · {hs[t - 1]:.6f}" if t > 1
+                   else f"a: + {grads['xs'][0]:.6f} · 0", size=11, color=MUTED)
+    d.text(330, 246, _t(lang, "each step: the factor is a · (1 − hₜ²); the a-term is ∂h₃/∂zₜ · hₜ₋₁",
+                        "每一步：因子为 a · (1 − hₜ²)；a 的那一项为 ∂h₃/∂zₜ · hₜ₋₁"), size=12, color=MUTED)
+    d.text(330, 272, f"∂h₃/∂a = {grads['a']:.6f}", size=14, bold=True)
+    title = _t(lang, "Backward through the recurrence: start from ∂h₃/∂h₃ = 1 and walk left, multiplying by "
+                     "a · (1 − hₜ²) at each step; every step also adds its term to the shared weight's gradient.",
+               "沿循环递推反向：从 ∂h₃/∂h₃ = 1 出发向左走，每一步乘以 a · (1 − hₜ²)；每一步还把自己的一项加到共享"
+               "权重的梯度上。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
@@ -306,4 +339,5 @@ FIGURES = {
     "hello_lm": hello_lm,
     "hello_distributions": hello_distributions,
     "repeated_factors": repeated_factors,
+    "scalar_backward": scalar_backward,
 }
