@@ -329,6 +329,45 @@ def scalar_backward(lang: str) -> str:
     return d.svg(title)
 
 
+def bptt_two_paths(lang: str) -> str:
+    """h_t feeds its own output and the next state; backward, the two gradients add, then pass tanh'."""
+    d = Drawing(660, 330)
+    d.box(40, 130, 90, 44, "hₜ₋₁")
+    d.box(280, 130, 90, 44, "hₜ")
+    d.box(520, 130, 90, 44, "hₜ₊₁")
+    d.box(280, 30, 90, 40, "yₜ")
+    d.text(575, 95, _t(lang, "later outputs,", "之后的输出、"), size=12, color=MUTED)
+    d.text(575, 111, "ℓₜ₊₁, ℓₜ₊₂, …", size=12, color=MUTED)
+    d.arrow(565, 130, 565, 121, color=MUTED)
+    d.text(325, 12, "ℓₜ", size=13, color=MUTED)
+    # forward
+    d.arrow(130, 142, 280, 142, "W_h", offset=9)
+    d.arrow(370, 142, 520, 142, "W_h", offset=9)
+    d.arrow(310, 130, 310, 70, "W_y", offset=14)
+    d.arrow(325, 30, 325, 20, color=MUTED)
+    # backward
+    d.arrow(340, 70, 340, 130, color=WARN, width=2)
+    d.text(350, 100, _t(lang, "W_yᵀ dyₜ   (local)", "W_yᵀ dyₜ（局部）"), size=12, anchor="start", color=WARN)
+    d.arrow(520, 164, 370, 164, color=WARN, width=2)
+    d.text(445, 180, _t(lang, "W_hᵀ dzₜ₊₁   (future)", "W_hᵀ dzₜ₊₁（未来）"), size=12, color=WARN)
+    d.arrow(280, 164, 130, 164, color=WARN, width=2)
+    d.text(205, 180, "W_hᵀ dzₜ", size=12, color=WARN)
+    d.text(325, 212, "dL/dhₜ = W_yᵀ dyₜ + W_hᵀ dzₜ₊₁", size=13, bold=True, color=WARN)
+    d.text(325, 236, "dzₜ = dL/dhₜ ⊙ (1 − hₜ²)", size=13, color=WARN)
+    for y in (212, 236):
+        d.text(470, y, "(H,)", size=12, anchor="start", color=MUTED)
+    d.text(325, 268, _t(lang, "shared weights, summed over t:", "共享权重，对 t 求和："), size=12, color=INK)
+    for x, y, formula in ((150, 292, "dW_h += dzₜ hₜ₋₁ᵀ  (H, H)"), (340, 292, "dW_x += dzₜ xₜᵀ  (H, D)"),
+                          (510, 292, "db += dzₜ  (H,)"), (230, 316, "dW_y += dyₜ hₜᵀ  (O, H)"),
+                          (430, 316, "db_y += dyₜ  (O,)")):
+        d.text(x, y, formula, size=12)
+    title = _t(lang, "Backpropagation through time at one step: the state feeds its own output and the next state, "
+                     "so its gradient is the sum of the two; after tanh′ it feeds every shared weight's sum.",
+               "随时间反向传播的一步：状态既送往自己的输出，也送往下一个状态，所以它的梯度是两者之和；经过 tanh′ "
+               "之后，它加入每个共享权重的求和。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
@@ -340,4 +379,5 @@ FIGURES = {
     "hello_distributions": hello_distributions,
     "repeated_factors": repeated_factors,
     "scalar_backward": scalar_backward,
+    "bptt_two_paths": bptt_two_paths,
 }
