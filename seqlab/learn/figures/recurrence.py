@@ -368,6 +368,50 @@ def bptt_two_paths(lang: str) -> str:
     return d.svg(title)
 
 
+def _delay_line():
+    """The rnn_bptt lesson's worked example: unit 2 reads unit 1's previous value; the loss reads unit 2 at t = 2."""
+    import numpy as np
+    params = {"Wx": np.array([[1.0], [0.0]]), "Wh": np.array([[0.0, 0.0], [1.0, 0.0]]), "b": np.zeros(2),
+              "Wy": np.array([[0.0, 1.0]]), "by": np.zeros(1)}
+    return params, np.array([[1.0], [0.0]]), np.zeros(2), np.array([[0.0], [1.0]])
+
+
+def delay_line_bptt(lang: str) -> str:
+    """Two units, two steps: the only road from x₁ to the loss at step 2 runs through the future term."""
+    from seqlab.labs.rnn import rnn_bptt, rnn_forward
+    params, xs, h0, dys = _delay_line()
+    hs = rnn_forward(params, xs, h0)["hs"]
+    grads = rnn_bptt(params, xs, h0, dys)
+    dz1 = grads["xs"][0, 0]
+    dz2 = grads["b"][1]
+    d = Drawing(660, 320)
+    cols, rows = (200, 420), (200, 110)                  # x of t = 1, 2; y of unit 1, unit 2
+    d.text(cols[0], 20, "t = 1", bold=True)
+    d.text(cols[1], 20, "t = 2", bold=True)
+    for t, cx in enumerate(cols):
+        for u, cy in enumerate(rows):
+            d.circle(cx, cy, 30, f"{hs[t, u]:.6f}".rstrip("0").rstrip(".") if hs[t, u] else "0", size=11)
+            d.text(cx - 44, cy, f"u{_sub(u + 1)}", size=12, anchor="end", color=MUTED)
+        d.box(cx - 30, 265, 60, 30, f"x{_sub(t + 1)} = {xs[t, 0]:g}", size=12, fill="#ffffff", stroke=MUTED)
+        d.arrow(cx, 265, cx, 230, "W_x", size=11, offset=-16)
+    d.arrow(cols[0] + 30, rows[0] - 10, cols[1] - 26, rows[1] + 16, _t(lang, "W_h[2, 1] = 1", "W_h[2, 1] = 1"),
+            size=11)
+    d.box(540, 92, 80, 36, "y₂", size=13)
+    d.arrow(cols[1] + 30, rows[1], 540, rows[1], "W_y", size=11)
+    d.text(580, 70, _t(lang, "loss L = y₂", "损失 L = y₂"), size=12, color=MUTED)
+    # the backward road
+    d.curve(545, 128, cols[1] + 24, rows[1] + 20, -25, color=WARN)
+    d.text(515, 160, f"dz₂ = {dz2:.6f}", size=12, color=WARN)
+    d.curve(cols[1] - 22, rows[1] + 22, cols[0] + 30, rows[0] + 6, -45, color=WARN)
+    d.text(318, 238, f"W_hᵀ dz₂ → dz₁ = {dz1:.6f}", size=12, color=WARN)
+    d.text(cols[0] - 120, 250, f"dW_x[1] = {grads['Wx'][0, 0]:.6f}", size=12, color=WARN, bold=True)
+    d.text(cols[0] - 120, 268, _t(lang, "only via the future term", "只经由未来项"), size=11, color=WARN)
+    title = _t(lang, "A delay line: the input at step 1 can reach the loss at step 2 only through the state, so "
+                     "its gradient arrives entirely through the future term Wₕᵀ dz₂.",
+               "一条延迟线：第 1 步的输入只能经过状态到达第 2 步的损失，所以它的梯度完全经由未来项 Wₕᵀ dz₂ 传回。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
@@ -380,4 +424,5 @@ FIGURES = {
     "repeated_factors": repeated_factors,
     "scalar_backward": scalar_backward,
     "bptt_two_paths": bptt_two_paths,
+    "delay_line_bptt": delay_line_bptt,
 }
