@@ -412,6 +412,55 @@ def delay_line_bptt(lang: str) -> str:
     return d.svg(title)
 
 
+def truncated_chunks(lang: str) -> str:
+    """Six steps in chunks of three: truncation carries the state's value across the boundary and cuts the
+    gradient there; a reset restarts the forward pass from h₀. The loss at step 5 reaches steps 4 and 5."""
+    from seqlab.labs.rnn import truncated_bptt_reach
+    steps, chunk, loss_step = 6, 3, 4
+    reach = truncated_bptt_reach(steps, chunk, loss_step)
+    d = Drawing(660, 330)
+    rows = ((70, _t(lang, "truncated BPTT: carry the value, cut the gradient", "截断：传递值，切断梯度"), True),
+            (230, _t(lang, "reset: every chunk starts again from h₀", "重置：每段都从 h₀ 重新开始"), False))
+    for y, label, carry in rows:
+        d.text(20, y - 45, label, size=13, anchor="start", bold=True)
+        for k in range(steps // chunk):
+            d.box(72 + 270 * k, y - 26, 258, 74, "", fill="#f8fafc", stroke=MUTED, dashed=True, radius=8)
+        d.text(44, y + 10, "h₀", size=13)
+        for t in range(steps):
+            cx = 110 + 90 * t
+            hit = carry and t in reach
+            d.box(cx - 26, y - 6, 52, 34, f"h{_sub(t + 1)}", fill="#93c5fd" if hit else "#dbeafe")
+            if t == 0 or (t % chunk == 0 and not carry):
+                start = 56 if t == 0 else cx - 62
+                if t % chunk == 0 and t and not carry:
+                    d.text(cx - 50, y + 10, "h₀", size=13, color=WARN)
+                    start = cx - 40
+                d.arrow(start, y + 11, cx - 26, y + 11)
+            elif t % chunk == 0:
+                d.arrow(cx - 64, y + 11, cx - 26, y + 11, color=ACCENT, width=2.5)
+                d.text(cx - 45, y + 62, _t(lang, "value only", "只传值"), size=11, color=ACCENT)
+            else:
+                d.arrow(cx - 64, y + 11, cx - 26, y + 11)
+            if carry and t % chunk and t <= loss_step and t in reach[1:]:
+                d.curve(cx - 26, y + 24, cx - 64, y + 24, -14, color=WARN)
+        if carry:
+            boundary = 110 + 90 * chunk - 45
+            d.curve(boundary + 19, y + 24, boundary + 4, y + 34, -6, color=WARN, dashed=True)
+            d.text(boundary - 4, y + 38, "✕", size=16, color=WARN, bold=True)
+            cx = 110 + 90 * loss_step
+            d.arrow(cx, y - 6, cx, y - 20, color=WARN)
+            d.text(cx + 8, y - 33, _t(lang, f"loss at step {loss_step + 1}", f"第 {loss_step + 1} 步的损失"),
+                   size=11, anchor="start", color=WARN)
+    d.text(330, 318, _t(lang, f"the loss at step {loss_step + 1} sends gradient to steps "
+                              f"{reach[0] + 1}–{reach[-1] + 1} only; the forward values are the same as without chunks",
+                        f"第 {loss_step + 1} 步的损失只把梯度送到第 {reach[0] + 1}–{reach[-1] + 1} 步；前向的值与不分段时相同"),
+           size=12, color=MUTED)
+    title = _t(lang, "Truncated BPTT against a reset: both cut the sequence into chunks, but only the reset changes "
+                     "the forward pass.",
+               "截断的随时间反向传播与重置的对比：两者都把序列切成段，但只有重置改变了前向传播。")
+    return d.svg(title)
+
+
 
 FIGURES = {
     "unrolled_scalar_recurrence": unrolled_scalar_recurrence,
@@ -425,4 +474,5 @@ FIGURES = {
     "scalar_backward": scalar_backward,
     "bptt_two_paths": bptt_two_paths,
     "delay_line_bptt": delay_line_bptt,
+    "truncated_chunks": truncated_chunks,
 }
