@@ -1,0 +1,93 @@
+"""Figures of the Transformer LM lessons: BPE merges and special tokens, softmax's overflow, RMSNorm,
+SwiGLU, RoPE, batched attention with masks, the pre-norm block and the LM as a stack of shapes.
+
+Every number drawn comes from seqlab's own code (seqlab.tokenizer, seqlab.model, the exercises'
+references in seqlab.learn.references, or the catalogued mistakes of seqlab.learn.torch_mistakes
+where a figure shows what a mistake computes). The lessons' worked inputs live here too
+(``*_example`` functions), so a figure and the numbers its lesson prints cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+
+BLOCKED = "#f3f4f6"                        # a masked (invisible) cell
+GATE_FILL, GATE = "#fef3c7", "#d97706"     # a second colour: the gate branch, a second head, the stream
+WRONG_FILL = "#fee2e2"
+WHITE = "#ffffff"
+
+# The CS336 handout's word counts, the lessons' BPE example (also the explorer's BPE widget default)
+HANDOUT_WORDS = {"low": 5, "lower": 2, "widest": 3, "newest": 6}
+
+
+def _t(lang: str, en: str, zh: str) -> str:
+    return zh if lang == "zh" else en
+
+
+def _num(value: float, places: int = 6) -> str:
+    """A number as the lessons print it: six decimals, trailing zeros dropped (1, 0.5, 0.669762)."""
+    text = f"{float(value):.{places}f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _tensor(rows, dtype=None):
+    import torch
+    return torch.tensor(rows, dtype=dtype or torch.float64)
+
+
+def _grid(d: Drawing, x: float, y: float, cells, *, cw: float = 34, ch: float = 26, rows=(), cols=(),
+          size: int = 11, label_size: int = 12) -> None:
+    """A matrix of cells; ``cells[i][j]`` is (label, fill, stroke). Row labels go left, column labels above."""
+    for i, row in enumerate(cells):
+        for j, (label, fill, stroke) in enumerate(row):
+            d.box(x + j * cw, y + i * ch, cw, ch, fill=fill, stroke=stroke, radius=0)
+            if label:
+                d.text(x + j * cw + cw / 2, y + i * ch + ch / 2, label, size=size,
+                       color=MUTED if fill == BLOCKED else INK)
+    for i, label in enumerate(rows):
+        d.text(x - 6, y + i * ch + ch / 2, label, size=label_size, anchor="end")
+    for j, label in enumerate(cols):
+        d.text(x + j * cw + cw / 2, y - 10, label, size=label_size)
+
+
+# --- choose_merge ---------------------------------------------------------------------------------------------
+def bpe_first_merge(lang: str) -> str:
+    """The handout's four words split into bytes, the counts of every adjacent pair (bars), the two tied
+    pairs at the top and the one the rule merges."""
+    from seqlab.tokenizer import merge_trace
+    step = merge_trace(HANDOUT_WORDS, 1)[0]
+    d = Drawing(700, 330)
+    d.text(120, 18, _t(lang, "words × count, split into bytes", "单词 × 次数，拆成字节"), size=12, color=MUTED)
+    for k, (word, count) in enumerate(HANDOUT_WORDS.items()):
+        y = 48 + k * 44
+        for j, ch in enumerate(word):
+            d.box(20 + j * 26, y, 24, 28, ch, fill=WHITE, stroke=INK, radius=3)
+        d.text(20 + len(word) * 26 + 8, y + 14, f"× {count}", size=13, anchor="start", bold=True)
+    d.text(120, 240, _t(lang, "a pair's count: its occurrences", "一对的次数：它出现的次数"), size=11, color=MUTED)
+    d.text(120, 258, _t(lang, "summed over the words' counts", "按各单词的次数累加"), size=11, color=MUTED)
+    d.text(120, 276, "newest: n e, e w, w e, e s, s t", size=11, color=MUTED)
+    x0, scale = 360, 20
+    d.text(x0 + 120, 18, _t(lang, "pair counts before the first merge", "第一次合并前各对的次数"), size=12, color=MUTED)
+    tied = {tuple(p) for p in step["tied"]}
+    chosen = tuple(step["chosen"])
+    for k, (left, right, count) in enumerate(step["pair_counts"]):
+        y = 36 + k * 24
+        top = (left, right) in tied
+        fill, stroke = (SOFT, ACCENT) if top else (BLOCKED, MUTED)
+        d.text(x0 + 26, y + 10, f"{left} {right}", size=13, anchor="end", bold=(left, right) == chosen)
+        d.box(x0 + 34, y, count * scale, 20, fill=fill, stroke=stroke, radius=2)
+        d.text(x0 + 40 + count * scale, y + 10, str(count), size=12, anchor="start")
+    d.text(x0 + 34 + 9 * scale + 26, 46, _t(lang, "✓ merged", "✓ 合并"), size=12, color=ACCENT, anchor="start",
+           bold=True)
+    d.text(x0 + 34 + 9 * scale + 26, 70, _t(lang, "tied, smaller", "并列，较小"), size=11, color=MUTED,
+           anchor="start")
+    d.text(350, 318, _t(lang, "9 = 3 (widest) + 6 (newest) for both; the tie goes to the greater pair: \"s\" > \"e\"",
+                        "两对都是 9 = 3（widest）+ 6（newest）；并列时取更大的一对：\"s\" > \"e\""), size=12)
+    return d.svg(_t(lang, "The first BPE merge on the handout's words: count every adjacent pair, take the most "
+                          "frequent, break the tie by the bytes.",
+                    "在讲义的单词上做第一次 BPE 合并：统计每个相邻对，取出现最多的一对，并列时按字节比较。"))
+
+
+FIGURES = {
+    "bpe_first_merge": bpe_first_merge,
+}
