@@ -88,6 +88,86 @@ def bpe_first_merge(lang: str) -> str:
                     "在讲义的单词上做第一次 BPE 合并：统计每个相邻对，取出现最多的一对，并列时按字节比较。"))
 
 
+# --- train_bpe ------------------------------------------------------------------------------------------------
+SPECIAL = "<|endoftext|>"
+
+
+def bpe_corpus_counts():
+    """Pre-token counts of the train_bpe exercise's worked corpus: split on the special token, then GPT-2's
+    regex (seqlab's own functions, as the trainer calls them)."""
+    from seqlab.learn.numpy_exercises import _CORPUS
+    from seqlab.tokenizer.pretokenize import count_pretokens, gpt2_pretokenize, special_tokens_regex
+    return count_pretokens(_CORPUS, special_tokens_regex([SPECIAL]), gpt2_pretokenize)
+
+
+def bpe_worked_vocab():
+    """(vocab, merges) of the reference train_bpe on the exercise's worked case (vocab_size 269)."""
+    from seqlab.learn.numpy_exercises import _bpe_cases
+    from seqlab.learn.references import reference
+    return reference("train_bpe")(*_bpe_cases()[0].args)
+
+
+def _shown(token: bytes | str) -> str:
+    text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
+    return text.replace(" ", "␣")
+
+
+def bpe_training_pipeline(lang: str) -> str:
+    """The worked corpus cut at its special tokens, its pre-tokens with their counts, and the vocabulary
+    the merges build: the special token first, then the 256 bytes, then one token per merge."""
+    counts = bpe_corpus_counts()
+    vocab, merges = bpe_worked_vocab()
+    d = Drawing(700, 360)
+    d.text(350, 16, _t(lang, "1. the text, cut at every special token (×3, then ×40)",
+                       "1. 文本在每个特殊词元处切开（3 次，之后 40 次）"), size=12, color=MUTED)
+    pieces = [("low low … lower … widest … newest", False), (SPECIAL, True), ("…", False), (SPECIAL, True),
+              ("ab", False), (SPECIAL, True), ("cd0", False), (SPECIAL, True), ("…", False)]
+    widths = [200, 86, 24, 86, 32, 86, 38, 86, 24]
+    x = (700 - sum(widths)) / 2
+    for (label, special), w in zip(pieces, widths):
+        if special:
+            d.box(x, 34, w - 2, 28, label, fill=BLOCKED, stroke=MUTED, size=10, radius=2, dashed=True)
+            d.line(x, 28, x, 68, color=WARN)
+            d.line(x + w - 2, 28, x + w - 2, 68, color=WARN)
+        else:
+            d.box(x, 34, w - 2, 28, label, fill=WHITE, stroke=INK, size=11, radius=2)
+        x += w
+    d.text(350, 84, _t(lang, "special tokens are set aside: never counted, never merged",
+                       "特殊词元被放在一边：从不计数，从不合并"), size=11, color=WARN)
+    d.text(350, 112, _t(lang, "2. each piece split into pre-tokens (GPT-2's regex; ␣ is a space), counted",
+                        "2. 每一段用 GPT-2 的正则切成预分词（␣ 表示空格），并计数"), size=12, color=MUTED)
+    order = sorted(counts, key=lambda k: (-counts[k], k))
+    x = 8
+    for token in order:
+        label = f"{_shown(token)} ×{counts[token]}"
+        w = 14 + 7.2 * len(label)
+        d.box(x, 128, w, 26, label, fill=SOFT, stroke=ACCENT, size=11, radius=10)
+        x += w + 6
+    d.text(350, 180, _t(lang, "3. merges never cross a pre-token: “low” and “␣low” are different words",
+                        "3. 合并从不跨越预分词：“low” 和 “␣low” 是不同的单词"), size=12, color=MUTED)
+    d.text(350, 212, _t(lang, "4. the vocabulary: ids in this order", "4. 词表：id 按这个顺序"), size=12, color=MUTED)
+    n_special = len(vocab) - 256 - len(merges)
+    d.box(10, 228, 110, 40, "", fill=BLOCKED, stroke=MUTED, radius=2)
+    d.text(65, 240, "0" if n_special == 1 else f"0 … {n_special - 1}", size=11, color=MUTED)
+    d.text(65, 256, SPECIAL, size=10)
+    d.box(124, 228, 190, 40, "", fill=WHITE, stroke=INK, radius=2)
+    d.text(219, 240, f"{n_special} … {n_special + 255}", size=11, color=MUTED)
+    d.text(219, 256, _t(lang, "the 256 single bytes", "256 个单字节"), size=11)
+    first = n_special + 256
+    d.box(318, 228, 372, 40, "", fill=GATE_FILL, stroke=GATE, radius=2)
+    d.text(504, 240, f"{first} … {len(vocab) - 1}: " + _t(lang, f"{len(merges)} merges, in order",
+                                                             f"{len(merges)} 次合并，按顺序"), size=11, color=MUTED)
+    d.text(504, 256, " ".join(_shown(a + b) for a, b in merges), size=10)
+    d.text(350, 296, _t(lang, f"vocab_size = {n_special} + 256 + {len(merges)} = {len(vocab)}",
+                        f"vocab_size = {n_special} + 256 + {len(merges)} = {len(vocab)}"), size=13, bold=True)
+    d.text(350, 322, _t(lang, "the merges are learned from the counts of step 2 only",
+                        "合并只从第 2 步的计数中学习"), size=11, color=MUTED)
+    return d.svg(_t(lang, "Training byte-level BPE on the exercise's corpus: cut at special tokens, pre-tokenize, "
+                          "count, merge; the vocabulary's id layout.",
+                    "在练习的语料上训练字节级 BPE：在特殊词元处切开、预分词、计数、合并；词表的 id 布局。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
+    "bpe_training_pipeline": bpe_training_pipeline,
 }
