@@ -167,7 +167,59 @@ def bpe_training_pipeline(lang: str) -> str:
                     "在练习的语料上训练字节级 BPE：在特殊词元处切开、预分词、计数、合并；词表的 id 布局。"))
 
 
+# --- softmax -------------------------------------------------------------------------------------------------
+def softmax_example():
+    """The softmax exercise's worked example: two rows, the second with logits near 1000."""
+    return _tensor([[1.0, 2.0, 3.0], [1000.0, 1000.0, 1001.0]])
+
+
+def softmax_overflow(lang: str) -> str:
+    """Row [1000, 1000, 1001]: exp straight away overflows to inf and inf/inf is NaN; with the maximum
+    subtracted first the exponentials are at most 1 and the result is the softmax of [−1, −1, 0]."""
+    from seqlab.learn import torch_mistakes
+    from seqlab.learn.references import reference
+    x = softmax_example()
+    row = x[1]
+    good = reference("softmax")(x)[1]
+    bad = torch_mistakes.softmax__max_not_subtracted(x)[1]
+    shifted = row - row.max()
+    d = Drawing(700, 300)
+    cw = 72
+
+    def values(y, label, vals, *, fill=WHITE, stroke=INK, fmt=_num, note=""):
+        d.text(x0 - 10, y + 14, label, size=12, anchor="end")
+        for j, v in enumerate(vals):
+            v = float(v)
+            text = "inf" if v == float("inf") else ("NaN" if v != v else fmt(v))
+            d.box(x0 + j * cw, y, cw - 6, 28, text, fill=fill, stroke=stroke, size=12, radius=2)
+        if note:
+            d.text(x0 + 3 * cw + 4, y + 14, note, size=11, color=MUTED, anchor="start")
+
+    for p, title in enumerate((_t(lang, "exp first (wrong)", "直接取 exp（错误）"),
+                               _t(lang, "subtract the maximum first", "先减去最大值"))):
+        x0 = 80 + p * 390
+        d.text(x0 + 105, 18, title, size=13, bold=True, color=WARN if p == 0 else INK)
+        values(36, "x", row, fmt=lambda v: f"{v:g}".replace("-", "−"))
+        if p == 0:
+            values(96, "exp(x)", row.exp(), fill=WRONG_FILL, stroke=WARN)
+            values(156, "Σ", [row.exp().sum()], fill=WRONG_FILL, stroke=WARN)
+            values(216, _t(lang, "÷ Σ", "÷ Σ"), bad, fill=WRONG_FILL, stroke=WARN)
+        else:
+            values(76, "x − m", shifted, fmt=lambda v: f"{v:g}".replace("-", "−"))
+            values(126, "exp", shifted.exp())
+            values(176, "Σ", [shifted.exp().sum()])
+            values(226, _t(lang, "÷ Σ", "÷ Σ"), good, fill=SOFT, stroke=ACCENT)
+    d.line(375, 30, 375, 260, color=MUTED, dashed=True)
+    d.text(350, 284, _t(lang, f"float64 overflows above exp(709.78), float32 above exp(88.72); "
+                              f"after the shift the largest term is exp(0) = 1",
+                        f"float64 在 exp(709.78) 以上溢出，float32 在 exp(88.72) 以上溢出；平移之后最大的一项是 exp(0) = 1"),
+           size=11, color=MUTED)
+    return d.svg(_t(lang, "The softmax of [1000, 1000, 1001] with and without the maximum subtracted.",
+                    "[1000, 1000, 1001] 的 softmax：减去最大值与不减。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
+    "softmax_overflow": softmax_overflow,
 }
