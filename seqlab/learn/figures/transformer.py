@@ -218,8 +218,75 @@ def softmax_overflow(lang: str) -> str:
                     "[1000, 1000, 1001] 的 softmax：减去最大值与不减。"))
 
 
+# --- rms_norm --------------------------------------------------------------------------------------------------
+def rms_norm_example():
+    """The rms_norm exercise's worked example: rows [3, 4] and [0.001, −0.001], gain [1, 2], eps 1e-5."""
+    return _tensor([[3.0, 4.0], [1e-3, -1e-3]]), _tensor([1.0, 2.0]), 1e-5
+
+
+def rmsnorm_vs_layernorm(lang: str) -> str:
+    """Left: x = [3, 4] in the plane; RMSNorm keeps its direction and puts it on the circle of radius √2
+    (mean square 1), centring first (LayerNorm without gain) turns it into [−1, 1]. Right: the tiny row
+    [0.001, −0.001] with eps inside and outside the root."""
+    import math
+
+    import torch
+
+    from seqlab.learn import torch_mistakes
+    from seqlab.learn.references import reference
+    x, weight, eps = rms_norm_example()
+    ones = torch.ones_like(weight)
+    rms = reference("rms_norm")(x, ones, eps)[0]
+    centred = torch_mistakes.rms_norm__mean_subtracted(x, ones, eps)[0]
+    d = Drawing(700, 300)
+    ox, oy, unit = 150, 215, 40
+    d.line(ox - 3 * unit, oy, ox + 4.6 * unit, oy, color=MUTED, width=1)
+    d.line(ox, oy + 1.8 * unit, ox, oy - 4.6 * unit, color=MUTED, width=1)
+    r = math.sqrt(2) * unit
+    d.parts.append(f'<circle cx="{ox}" cy="{oy}" r="{r:.1f}" fill="none" stroke="{MUTED}" stroke-width="1" '
+                   f'stroke-dasharray="3 3"/>')
+    d.text(ox + r * 0.72 + 4, oy + r * 0.72 + 10, _t(lang, "radius √2: mean square 1", "半径 √2：均方为 1"),
+           size=11, color=MUTED, anchor="start")
+
+    def point(v, label, color, anchor="start", dx=6, dy=-8):
+        px, py = ox + float(v[0]) * unit, oy - float(v[1]) * unit
+        d.arrow(ox, oy, px, py, color=color, width=2)
+        d.text(px + dx, py + dy, label, size=12, color=color, anchor=anchor)
+
+    point(x[0], "x = [3, 4]", INK)
+    point(rms, f"RMSNorm: [{_num(rms[0])}, {_num(rms[1])}]", ACCENT, dx=8, dy=8)
+    c0, c1 = (_num(v, 2).replace("-", "−") for v in centred)
+    point(centred, _t(lang, f"centred first: ≈ [{c0}, {c1}]", f"先居中：≈ [{c0}, {c1}]"), WARN,
+          anchor="start", dx=-80, dy=-30)
+    d.text(ox + 40, 20, _t(lang, "same direction, new length", "方向不变，长度改变"), size=12, color=ACCENT)
+    # right: eps inside against outside the root on the tiny row
+    tiny = x[1:]
+    inside = reference("rms_norm")(tiny, weight, eps)[0]
+    outside = torch_mistakes.rms_norm__eps_outside_the_root(tiny, weight, eps)[0]
+    x0 = 400
+    d.text(x0 + 140, 20, _t(lang, "row [0.001, −0.001], gain [1, 2]", "行 [0.001, −0.001]，增益 [1, 2]"), size=12,
+           bold=True)
+    rows = [("mean(x²)", f"{float((tiny ** 2).mean()):.0e}".replace("-0", "−"), INK),
+            (_t(lang, "eps inside: √(mean + eps)", "eps 在根号内：√(mean + eps)"),
+             _num(math.sqrt(float((tiny ** 2).mean()) + eps)), ACCENT),
+            (_t(lang, "   output", "   输出"), f"[{_num(inside[0])}, {_num(inside[1])}]".replace("-", "−"), ACCENT),
+            (_t(lang, "eps outside: √mean + eps", "eps 在根号外：√mean + eps"),
+             _num(math.sqrt(float((tiny ** 2).mean())) + eps), WARN),
+            (_t(lang, "   output", "   输出"), f"[{_num(outside[0])}, {_num(outside[1])}]".replace("-", "−"), WARN)]
+    for k, (label, value, color) in enumerate(rows):
+        y = 60 + k * 34
+        d.text(x0, y, label, size=12, anchor="start", color=color)
+        d.text(x0 + 290, y, value, size=12, anchor="end", color=color, bold=True)
+    d.text(x0 + 140, 240, _t(lang, "eps = 1e-5 is ten times mean(x²) here:", "这里 eps = 1e-5 是 mean(x²) 的十倍："),
+           size=11, color=MUTED)
+    d.text(x0 + 140, 258, _t(lang, "where it sits changes the answer", "它放在哪里会改变结果"), size=11, color=MUTED)
+    return d.svg(_t(lang, "RMSNorm rescales without centring; and where its epsilon goes matters for tiny inputs.",
+                    "RMSNorm 只缩放、不居中；对很小的输入，epsilon 的位置会影响结果。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
     "softmax_overflow": softmax_overflow,
+    "rmsnorm_vs_layernorm": rmsnorm_vs_layernorm,
 }
