@@ -284,9 +284,73 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
                     "RMSNorm 只缩放、不居中；对很小的输入，epsilon 的位置会影响结果。"))
 
 
+# --- swiglu ---------------------------------------------------------------------------------------------------
+def swiglu_example():
+    """The swiglu lesson's example in torch's (out, in) layout: x = [1, 2] (d_model 2), d_ff 3, chosen so
+    that w1 x = [2, −1, 0] and w3 x = [1, 3, 5]. Returns (x, w1_weight, w2_weight, w3_weight)."""
+    x = _tensor([1.0, 2.0])
+    w1 = _tensor([[2.0, 0.0], [1.0, -1.0], [2.0, -1.0]])
+    w3 = _tensor([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    w2 = _tensor([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    return x, w1, w2, w3
+
+
+def _polyline(d: Drawing, points, *, color: str = INK, width: float = 2, dashed: bool = False) -> None:
+    dash = ' stroke-dasharray="4 3"' if dashed else ""
+    path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    d.parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="{width}"{dash}/>')
+
+
+def swiglu_block(lang: str) -> str:
+    """Left: the SwiGLU feed-forward with every shape: two projections up to d_ff, SiLU on one, an
+    elementwise product, the projection down. Right: SiLU(a) = a·σ(a) against ReLU."""
+    import torch
+
+    from seqlab.model.activations import silu
+    d = Drawing(700, 300)
+    d.box(20, 125, 96, 40, "x  (…, d_model)", fill=WHITE, stroke=INK, size=11)
+    d.arrow(116, 135, 160, 85)
+    d.arrow(116, 155, 160, 205)
+    d.box(160, 62, 96, 40, "a = x·w1ᵀ", size=12)
+    d.text(208, 114, "(…, d_ff)", size=11, color=MUTED)
+    d.box(160, 185, 96, 40, "b = x·w3ᵀ", size=12)
+    d.text(208, 237, "(…, d_ff)", size=11, color=MUTED)
+    d.arrow(256, 82, 280, 82)
+    d.box(280, 62, 70, 40, "SiLU(a)", fill=GATE_FILL, stroke=GATE, size=12)
+    d.arrow(350, 82, 372, 133)
+    d.arrow(256, 205, 372, 157)
+    d.circle(385, 145, 15, "⊙", size=15)
+    d.text(390, 188, "h  (…, d_ff)", size=11, color=MUTED)
+    d.arrow(400, 145, 420, 145)
+    d.box(420, 125, 72, 40, "h·w2ᵀ", size=12)
+    d.text(456, 112, "(…, d_model)", size=11, color=MUTED)
+    d.text(160, 30, _t(lang, "gate branch", "门控分支"), size=12, color=GATE, anchor="start")
+    d.text(160, 262, _t(lang, "linear branch", "线性分支"), size=12, color=ACCENT, anchor="start")
+    d.text(250, 288, _t(lang, "w1, w3: (d_ff, d_model)   w2: (d_model, d_ff)", "w1、w3：(d_ff, d_model)   w2：(d_model, d_ff)"),
+           size=11, color=MUTED)
+    # right: SiLU against ReLU on [-4, 3]
+    ox, oy, unit = 575, 190, 26
+    d.line(ox - 4.2 * unit, oy, ox + 3.7 * unit, oy, color=MUTED, width=1)
+    d.line(ox, oy + 1.2 * unit, ox, oy - 3.6 * unit, color=MUTED, width=1)
+    grid = torch.linspace(-4.0, 3.0, 71, dtype=torch.float64)
+    _polyline(d, [(ox + float(a) * unit, oy - float(max(a, 0.0)) * unit) for a in grid], color=MUTED, dashed=True)
+    _polyline(d, [(ox + float(a) * unit, oy - float(v) * unit) for a, v in zip(grid, silu(grid))], color=GATE)
+    for a in (2.0, -1.0):
+        v = float(silu(torch.tensor(a, dtype=torch.float64)))
+        d.circle(ox + a * unit, oy - v * unit, 3, fill=GATE, stroke=GATE)
+        d.text(ox + a * unit - 8, oy - v * unit + (-6 if a > 0 else 14),
+               f"({a:g}, {_num(v)})".replace("-", "−"), size=10, anchor="end")
+    d.text(ox, 24, "SiLU(a) = a·σ(a)", size=12, color=GATE, bold=True)
+    d.text(ox, 42, _t(lang, "dashed: ReLU = max(0, a)", "虚线：ReLU = max(0, a)"), size=11, color=MUTED)
+    d.text(ox + 3.7 * unit, oy + 14, "a", size=11, color=MUTED)
+    return d.svg(_t(lang, "The SwiGLU feed-forward layer with its shapes, and its SiLU gate.",
+                    "SwiGLU 前馈层及其形状，以及它的 SiLU 门。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
     "softmax_overflow": softmax_overflow,
     "rmsnorm_vs_layernorm": rmsnorm_vs_layernorm,
+    "swiglu_block": swiglu_block,
 }
