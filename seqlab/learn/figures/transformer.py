@@ -347,10 +347,62 @@ def swiglu_block(lang: str) -> str:
                     "SwiGLU 前馈层及其形状，以及它的 SiLU 门。"))
 
 
+# --- rotate_pairs ---------------------------------------------------------------------------------------------
+def rope_example():
+    """The rotate_pairs exercise's worked example: x = [1, 0, 0, 1] at positions 0, 1, 2 (d = 4,
+    theta = 10000), with the check's own cos/sin tables (3, 2). Returns (x, cos, sin)."""
+    from seqlab.learn.torch_exercises import _rope_cases
+    return _rope_cases()[0].args
+
+
+def rope_rotation(lang: str) -> str:
+    """Left: pair 0 of x rotated by 1 radian per position, pair 1 by 0.01. Right: the dot products of the
+    rotated rows, equal along each diagonal: they depend on the offset i − j only."""
+    import math
+
+    from seqlab.learn.references import reference
+    x, cos, sin = rope_example()
+    y = reference("rotate_pairs")(x, cos, sin)
+    dots = y @ y.T
+    d = Drawing(700, 300)
+    colours = (INK, ACCENT, GATE)
+    for p, (cx, title) in enumerate(((120, _t(lang, "pair 0: (x₀, x₁), 1 rad per position",
+                                               "第 0 对 (x₀, x₁)：每个位置转 1 弧度")),
+                                     (330, _t(lang, "pair 1: (x₂, x₃), 0.01 rad", "第 1 对 (x₂, x₃)：0.01 弧度")))):
+        cy, r = 160, 70
+        d.text(cx, 28, title, size=12, bold=True)
+        d.parts.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" fill="none" stroke="{MUTED}" stroke-width="1" '
+                       f'stroke-dasharray="3 3"/>')
+        d.line(cx - r - 10, cy, cx + r + 10, cy, color=MUTED, width=1)
+        d.line(cx, cy + r + 10, cx, cy - r - 10, color=MUTED, width=1)
+        for i in range(3):
+            a, b = float(y[i, 2 * p]), float(y[i, 2 * p + 1])
+            d.arrow(cx, cy, cx + a * r, cy - b * r, color=colours[i], width=2)
+            if p == 0:
+                d.text(cx + a * (r + 16), cy - b * (r + 16), f"i = {i}", size=11, color=colours[i])
+        if p == 1:
+            d.text(cx + 14, cy - r - 18, "i = 0, 1, 2", size=11, color=MUTED, anchor="start")
+        angle = math.atan2(float(sin[1, p]), float(cos[1, p]))
+        d.text(cx, cy + r + 30, _t(lang, f"angle per position {angle:g}", f"每个位置的角度 {angle:g}"), size=11,
+               color=MUTED)
+    x0, y0, cw = 500, 90, 58
+    d.text(x0 + 1.5 * cw, 28, _t(lang, "scores qᵢ·kⱼ (q = k = x)", "得分 qᵢ·kⱼ（q = k = x）"), size=12, bold=True)
+    fills = {0: (SOFT, ACCENT), 1: (GATE_FILL, GATE), 2: ("#dcfce7", "#16a34a")}
+    cells = [[(_num(dots[i, j]), *fills[abs(i - j)]) for j in range(3)] for i in range(3)]
+    _grid(d, x0, y0, cells, cw=cw, ch=32, rows=("i = 0", "1", "2"), cols=("j = 0", "1", "2"), size=11)
+    d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 24, _t(lang, "equal along each diagonal:", "每条对角线上相等："), size=11,
+           color=MUTED)
+    d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 42, _t(lang, "only i − j matters", "只有 i − j 起作用"), size=11, color=MUTED)
+    return d.svg(_t(lang, "RoPE rotates each pair by an angle proportional to the position; the dot product of two "
+                          "rotated vectors depends on their offset only.",
+                    "RoPE 把每一对旋转一个与位置成正比的角度；两个旋转后的向量的点积只取决于它们的位置差。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
     "softmax_overflow": softmax_overflow,
     "rmsnorm_vs_layernorm": rmsnorm_vs_layernorm,
     "swiglu_block": swiglu_block,
+    "rope_rotation": rope_rotation,
 }
