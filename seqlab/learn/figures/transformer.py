@@ -398,6 +398,53 @@ def rope_rotation(lang: str) -> str:
                     "RoPE 把每一对旋转一个与位置成正比的角度；两个旋转后的向量的点积只取决于它们的位置差。"))
 
 
+# --- scaled_dot_product_attention ----------------------------------------------------------------------------
+def sdpa_example():
+    """The check's worked example: Q = K = the 2x2 identity, V = [[1, 2], [3, 4]] (use causal=True)."""
+    from seqlab.learn.torch_exercises import _sdpa_cases
+    return _sdpa_cases()[0].args
+
+
+def _stack(d: Drawing, x: float, y: float, w: float, h: float, label: str, shape: str, *, layers: int = 3,
+           fill: str = SOFT, stroke: str = ACCENT) -> None:
+    """A tensor with leading (batch, head) dimensions drawn as a few offset sheets; the front one is labelled."""
+    for k in reversed(range(layers)):
+        d.box(x + 6 * k, y - 6 * k, w, h, fill=fill if k == 0 else WHITE, stroke=stroke, radius=2)
+    d.text(x + w / 2, y + h / 2, label, size=13, bold=True)
+    d.text(x + w / 2 + 6, y + h + 16, shape, size=11, color=MUTED)
+
+
+def batched_attention(lang: str) -> str:
+    """Q, K, V with leading dims (…) = (batch, heads); scores (…, n, m); one boolean (n, m) mask broadcast
+    over the leading dims; the softmax along the keys; weights times V -> (…, n, d_v)."""
+    d = Drawing(700, 330)
+    _stack(d, 14, 60, 56, 70, "Q", "(…, n, d_k)")
+    _stack(d, 14, 190, 56, 56, "K", "(…, m, d_k)")
+    d.arrow(84, 95, 146, 115)
+    d.arrow(84, 215, 146, 135)
+    d.text(122, 66, "Q·Kᵀ/√d_k", size=11, color=MUTED)
+    _stack(d, 150, 90, 70, 70, "S", "(…, n, m)")
+    d.arrow(232, 125, 330, 125, "where(M, S, −∞)", size=11, color=WARN, offset=12)
+    mask = [[j <= i for j in range(4)] for i in range(4)]
+    cells = [[("", SOFT if mask[i][j] else BLOCKED, ACCENT if mask[i][j] else MUTED) for j in range(4)]
+             for i in range(4)]
+    _grid(d, 253, 200, cells, cw=14, ch=14, label_size=10)
+    d.arrow(281, 196, 281, 132, color=WARN, dashed=True)
+    d.text(281, 274, _t(lang, "M: (n, m) bool, True = may attend,", "M：(n, m) 布尔，True = 可以关注，"), size=11,
+           color=MUTED)
+    d.text(281, 292, _t(lang, "broadcast over every (batch, head)", "在每个（批次，头）上广播"), size=11, color=MUTED)
+    _stack(d, 336, 90, 70, 70, "A", "(…, n, m)")
+    d.text(377, 58, _t(lang, "softmax over the keys (dim −1)", "沿键做 softmax（dim −1）"), size=11, color=ACCENT)
+    _stack(d, 470, 200, 56, 56, "V", "(…, m, d_v)", fill=GATE_FILL, stroke=GATE)
+    d.arrow(418, 125, 560, 125, "A·V", size=11)
+    d.arrow(510, 190, 560, 140)
+    _stack(d, 566, 90, 56, 70, "O", "(…, n, d_v)")
+    d.text(350, 318, _t(lang, "(…) = any leading dimensions, e.g. (batch, heads): one batched product, no loops",
+                        "(…) = 任意前导维度，如（批次，头）：一次批量乘法，不写循环"), size=12, color=MUTED)
+    return d.svg(_t(lang, "Scaled dot-product attention batched over leading dimensions, with one boolean mask.",
+                    "在前导维度上批量计算的缩放点积注意力，带一个布尔掩码。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
@@ -405,4 +452,5 @@ FIGURES = {
     "rmsnorm_vs_layernorm": rmsnorm_vs_layernorm,
     "swiglu_block": swiglu_block,
     "rope_rotation": rope_rotation,
+    "batched_attention": batched_attention,
 }
