@@ -445,6 +445,56 @@ def batched_attention(lang: str) -> str:
                     "在前导维度上批量计算的缩放点积注意力，带一个布尔掩码。"))
 
 
+# --- causal_multihead_self_attention -------------------------------------------------------------------------
+def mhsa_example():
+    """The multi-head lesson's example in torch's (out, in) layout: x (1, 2, 4) = [[1, 0, 1, 1], [0, 1, 1, 1]],
+    W_q = W_k = W_o = I, v_weight chosen so that V = [[2, 0, 2, 0], [0, 10, 0, 10]], two heads.
+    Returns the exercise's arguments (x, q_weight, k_weight, v_weight, o_weight, num_heads)."""
+    import torch
+    x = _tensor([[[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 1.0]]])
+    eye = torch.eye(4, dtype=torch.float64)
+    v = _tensor([[2.0, 0.0, 0.0, 0.0], [0.0, 10.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0], [0.0, 10.0, 0.0, 0.0]])
+    return x, eye, eye.clone(), v, eye.clone(), 2
+
+
+def mhsa_heads_view(lang: str) -> str:
+    """The causal multi-head layer as tensor shapes: projections, a view that splits d_model into H
+    contiguous blocks, the head axis moved next to the batch, one batched causal attention, and back."""
+    d = Drawing(700, 320)
+    stages_top = [("x", "(B, n, d)"), ("Q, K, V", "(B, n, d)"), ("view", "(B, n, H, w)"), ("transpose", "(B, H, n, w)")]
+    ops_top = ["·W_qᵀ, W_kᵀ, W_vᵀ", ".view(…, H, w)", ".transpose(−3, −2)"]
+    stages_bottom = [(_t(lang, "attention", "注意力"), "(B, H, n, w)"), ("transpose", "(B, n, H, w)"),
+                     (_t(lang, "concat", "拼接"), "(B, n, d)"), (_t(lang, "output", "输出"), "(B, n, d)")]
+    ops_bottom = [".transpose(−3, −2)", ".reshape(…, d)", "·W_oᵀ"]
+    xs = (20, 200, 380, 560)
+    for row, (stages, ops, y) in enumerate(((stages_top, ops_top, 40), (stages_bottom, ops_bottom, 170))):
+        for k, ((name, shape), x) in enumerate(zip(stages, xs)):
+            special = row == 1 and k == 0
+            d.box(x, y, 120, 44, name, fill=GATE_FILL if special else SOFT, stroke=GATE if special else ACCENT,
+                  size=12)
+            d.text(x + 60, y + 60, shape, size=12, color=MUTED)
+            if k < 3:
+                d.arrow(x + 120, y + 22, xs[k + 1], y + 22)
+                d.text((x + 120 + xs[k + 1]) / 2, y - 8, ops[k], size=11, color=MUTED)
+    d.arrow(620, 118, 620, 140, color=INK)
+    d.line(620, 140, 80, 140, color=INK)
+    d.arrow(80, 140, 80, 168, color=INK)
+    d.text(350, 132, _t(lang, "causal, scale 1/√w, every (batch, head) at once",
+                        "因果，缩放 1/√w，所有（批次，头）一次完成"), size=11, color=GATE)
+    # the split of d into H contiguous blocks
+    d.text(160, 277, _t(lang, "d = H·w columns:", "d = H·w 列："), size=12, anchor="end")
+    for j in range(8):
+        second = j >= 4
+        d.box(170 + j * 22, 265, 22, 22, fill=GATE_FILL if second else SOFT, stroke=GATE if second else ACCENT,
+              radius=0)
+    d.text(214, 301, _t(lang, "head 1", "头 1"), size=11, color=ACCENT)
+    d.text(302, 301, _t(lang, "head 2", "头 2"), size=11, color=GATE)
+    d.text(360, 277, _t(lang, "head h = the contiguous columns h·w … (h+1)·w − 1", "头 h = 连续的列 h·w … (h+1)·w − 1"),
+           size=11, color=MUTED, anchor="start")
+    return d.svg(_t(lang, "Causal multi-head self-attention as shapes: the heads are a view, not a loop.",
+                    "以形状表示的因果多头自注意力：注意力头是一个视图，而不是循环。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
@@ -453,4 +503,5 @@ FIGURES = {
     "swiglu_block": swiglu_block,
     "rope_rotation": rope_rotation,
     "batched_attention": batched_attention,
+    "mhsa_heads_view": mhsa_heads_view,
 }
