@@ -495,6 +495,85 @@ def mhsa_heads_view(lang: str) -> str:
                     "以形状表示的因果多头自注意力：注意力头是一个视图，而不是循环。"))
 
 
+# --- transformer_block ----------------------------------------------------------------------------------------
+def block_example(tokens: int = 1, zero_outputs: bool = False):
+    """The block lesson's example: d_model 2, one head, d_ff 2, every weight the identity (gains 1); the
+    sequence [3, 4] (tokens=1) or [3, 4], [0, 1] (tokens=2). zero_outputs sets W_o and w2 to zero.
+    Returns the exercise's arguments (x, weights, num_heads)."""
+    import torch
+    eye = torch.eye(2, dtype=torch.float64)
+    names = ("attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "attn.output_proj.weight",
+             "ffn.w1.weight", "ffn.w2.weight", "ffn.w3.weight")
+    weights = {"ln1.weight": _tensor([1.0, 1.0]), "ln2.weight": _tensor([1.0, 1.0])}
+    for name in names:
+        weights[name] = eye * (0.0 if zero_outputs and name in ("attn.output_proj.weight", "ffn.w2.weight") else 1.0)
+    rows = [[3.0, 4.0], [0.0, 1.0]][:tokens]
+    return _tensor([rows]), weights, 1
+
+
+def block_steps() -> dict:
+    """The one-token block example step by step, with seqlab's own rms_norm and silu: h1, z, rms(z), h2,
+    sigmoid(h2), silu(h2), f (each a (2,) tensor; rms_z a 0-d tensor). Attention over one token returns
+    its own value, W_o W_v h1 = h1 with identity weights."""
+    from seqlab.model.activations import silu
+    from seqlab.model.rmsnorm import rms_norm
+    x, weights, _ = block_example()
+    x = x[0, 0]
+    h1 = rms_norm(x, weights["ln1.weight"])
+    z = x + h1
+    h2 = rms_norm(z, weights["ln2.weight"])
+    return {"h1": h1, "z": z, "rms_z": ((z ** 2).mean() + 1e-5).sqrt(), "h2": h2, "sigmoid": h2.sigmoid(),
+            "silu": silu(h2), "f": silu(h2) * h2}
+
+
+def prenorm_block(lang: str) -> str:
+    """The pre-norm block as a residual stream: x -> + attention(RMSNorm(x)) -> z -> + SwiGLU(RMSNorm(z)) -> y,
+    every tensor (B, n, d); beneath, the post-norm order for contrast."""
+    d = Drawing(700, 350)
+    y0 = 150
+    d.text(350, 18, _t(lang, "pre-norm (this model): the stream is never normalised inside the block",
+                       "前置归一化（本模型）：块内的主干从不被归一化"), size=12, bold=True)
+    d.line(20, y0, 672, y0, color=GATE, width=4)
+    d.arrow(670, y0, 692, y0, color=GATE, width=3)
+    d.text(24, y0 + 22, "x (B, n, d)", size=12, anchor="start")
+    d.text(345, y0 + 22, "z (B, n, d)", size=12)
+    d.text(694, y0 + 22, "y", size=12, anchor="end")
+    for k, (x0, norm, layer, sub) in enumerate(((50, "RMSNorm ln1", _t(lang, "causal attention", "因果注意力"),
+                                                 _t(lang, "RoPE on q, k; H heads", "q、k 上的 RoPE；H 个头")),
+                                                (370, "RMSNorm ln2", "SwiGLU", "d → d_ff → d"))):
+        plus = x0 + 270
+        d.line(x0, y0, x0, 80, color=INK)
+        d.arrow(x0, 80, x0 + 14, 80)
+        d.box(x0 + 14, 60, 90, 40, norm, size=11)
+        d.arrow(x0 + 104, 80, x0 + 120, 80)
+        d.box(x0 + 120, 52, 130, 56, "", fill=GATE_FILL if k else SOFT, stroke=GATE if k else ACCENT)
+        d.text(x0 + 185, 72, layer, size=12, bold=True)
+        d.text(x0 + 185, 92, sub, size=10, color=MUTED)
+        d.line(x0 + 250, 80, plus, 80, color=INK)
+        d.arrow(plus, 80, plus, y0 - 12)
+        d.circle(plus, y0, 12, "+", size=14)
+        d.text(x0 + 59, 118, "(B, n, d)", size=10, color=MUTED)
+    d.text(180, 196, _t(lang, "z = x + attention(RMSNorm(x))", "z = x + 注意力(RMSNorm(x))"), size=12)
+    d.text(510, 196, "y = z + SwiGLU(RMSNorm(z))", size=12)
+    # post-norm for contrast
+    y1 = 295
+    d.text(350, 236, _t(lang, "post-norm (the 2017 Transformer): the norm sits on the stream",
+                        "后置归一化（2017 年的 Transformer）：归一化位于主干上"), size=12, color=MUTED, bold=True)
+    d.line(20, y1, 672, y1, color=MUTED, width=2)
+    d.arrow(670, y1, 692, y1, color=MUTED, width=2)
+    for x0, layer in ((50, _t(lang, "attention", "注意力")), (370, "FFN")):
+        d.box(x0 + 20, y1 - 46, 90, 28, layer, fill=WHITE, stroke=MUTED, size=11)
+        d.line(x0, y1, x0, y1 - 32, color=MUTED)
+        d.arrow(x0, y1 - 32, x0 + 20, y1 - 32, color=MUTED)
+        d.arrow(x0 + 110, y1 - 32, x0 + 134, y1 - 12, color=MUTED)
+        d.circle(x0 + 140, y1, 11, "+", size=13, stroke=MUTED)
+        d.box(x0 + 170, y1 - 14, 80, 28, "Norm", fill=WRONG_FILL, stroke=WARN, size=11)
+    d.text(180, y1 + 34, "z = Norm(x + " + _t(lang, "attention(x))", "注意力(x))"), size=12, color=MUTED)
+    d.text(510, y1 + 34, "y = Norm(z + FFN(z))", size=12, color=MUTED)
+    return d.svg(_t(lang, "The pre-norm block as a residual stream, and the post-norm order for contrast.",
+                    "前置归一化的块作为残差主干，以及作为对比的后置归一化顺序。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
@@ -504,4 +583,5 @@ FIGURES = {
     "rope_rotation": rope_rotation,
     "batched_attention": batched_attention,
     "mhsa_heads_view": mhsa_heads_view,
+    "prenorm_block": prenorm_block,
 }
