@@ -574,6 +574,61 @@ def prenorm_block(lang: str) -> str:
                     "前置归一化的块作为残差主干，以及作为对比的后置归一化顺序。"))
 
 
+# --- transformer_lm -------------------------------------------------------------------------------------------
+def lm_example(ids=((0, 2),)):
+    """A vocabulary-3 LM around the block lesson's example: embeddings [[3, 4], [1, 0], [0, 1]] (so ids 0, 2
+    embed to the block example's tokens), that block, ln_final = 1 and an untied lm_head [[1, 0], [0, 1], [1, 1]].
+    Returns the exercise's arguments (ids, weights, num_layers, num_heads)."""
+    import torch
+    _, block, heads = block_example()
+    weights = {"token_embeddings.weight": _tensor([[3.0, 4.0], [1.0, 0.0], [0.0, 1.0]])}
+    weights.update({f"layers.0.{name}": value for name, value in block.items()})
+    weights["ln_final.weight"] = _tensor([1.0, 1.0])
+    weights["lm_head.weight"] = _tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    return torch.tensor([list(row) for row in ids]), weights, 1, heads
+
+
+def lm_stack(lang: str) -> str:
+    """The LM as a chain of shapes for the tinystories preset: ids -> embeddings -> L blocks -> final norm ->
+    lm_head -> logits, with each stage's parameters (seqlab.accounting)."""
+    from seqlab.accounting.costs import count_parameters
+    from seqlab.accounting.presets import PRESETS
+    config = PRESETS["tinystories"]
+    counts = count_parameters(config)
+    n, width, vocab, layers = config["context_length"], config["d_model"], config["vocab_size"], config["num_layers"]
+    per_block = (counts["attention"] + counts["ffn"] + counts["norms"] - width) // layers
+
+    def millions(count):
+        return f"{count / 1e6:.2f} M"
+
+    stages = [("ids", f"(B, {n})", "", WHITE, INK),
+              (_t(lang, "embedding", "嵌入"), f"(B, {n}, {width})", millions(counts["token_embeddings"]), SOFT, ACCENT),
+              (_t(lang, f"{layers} blocks", f"{layers} 个块"), f"(B, {n}, {width})",
+               f"{layers} × {millions(per_block)}", GATE_FILL, GATE),
+              ("RMSNorm", f"(B, {n}, {width})", f"{width}", SOFT, ACCENT),
+              ("lm_head", f"(B, {n}, {vocab})", millions(counts["lm_head"]), SOFT, ACCENT),
+              ("logits", f"(B, {n}, {vocab})", "", WHITE, INK)]
+    d = Drawing(700, 250)
+    d.text(350, 20, _t(lang, f"the tinystories preset: vocab {vocab}, context {n}, d_model {width}, {layers} layers",
+                        f"tinystories 预设：词表 {vocab}，上下文 {n}，d_model {width}，{layers} 层"), size=12, bold=True)
+    x = 12
+    for k, (name, shape, params, fill, stroke) in enumerate(stages):
+        d.box(x, 70, 96, 48, name, fill=fill, stroke=stroke, size=12)
+        d.text(x + 48, 138, shape, size=11)
+        if params:
+            d.text(x + 48, 158, params, size=11, color=MUTED)
+        if k < len(stages) - 1:
+            d.arrow(x + 96, 94, x + 116, 94)
+        x += 116
+    d.text(350, 196, _t(lang, f"{millions(counts['total'])} parameters; every block keeps (B, n, d); only the ends "
+                               f"change the last axis", f"共 {millions(counts['total'])} 个参数；每个块都保持 (B, n, d)；"
+                               f"只有两端改变最后一个轴"), size=12)
+    d.text(350, 222, _t(lang, "gray: each stage's parameters; the lm_head is its own matrix (not tied)",
+                         "灰色：各阶段的参数；lm_head 是独立的矩阵（不共享）"), size=11, color=MUTED)
+    return d.svg(_t(lang, "The language model as a chain of shapes: ids in, logits out.",
+                     "作为一串形状的语言模型：输入 ids，输出 logits。"))
+
+
 FIGURES = {
     "bpe_first_merge": bpe_first_merge,
     "bpe_training_pipeline": bpe_training_pipeline,
@@ -584,4 +639,5 @@ FIGURES = {
     "batched_attention": batched_attention,
     "mhsa_heads_view": mhsa_heads_view,
     "prenorm_block": prenorm_block,
+    "lm_stack": lm_stack,
 }
