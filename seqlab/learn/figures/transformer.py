@@ -9,9 +9,9 @@ where a figure shows what a mistake computes). The lessons' worked inputs live h
 
 from __future__ import annotations
 
+from seqlab.learn.figures.attention import BLOCKED, _grid   # the attention lessons' matrix of cells
 from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
 
-BLOCKED = "#f3f4f6"                        # a masked (invisible) cell
 GATE_FILL, GATE = "#fef3c7", "#d97706"     # a second colour: the gate branch, a second head, the stream
 WRONG_FILL = "#fee2e2"
 WHITE = "#ffffff"
@@ -33,21 +33,6 @@ def _num(value: float, places: int = 6) -> str:
 def _tensor(rows, dtype=None):
     import torch
     return torch.tensor(rows, dtype=dtype or torch.float64)
-
-
-def _grid(d: Drawing, x: float, y: float, cells, *, cw: float = 34, ch: float = 26, rows=(), cols=(),
-          size: int = 11, label_size: int = 12) -> None:
-    """A matrix of cells; ``cells[i][j]`` is (label, fill, stroke). Row labels go left, column labels above."""
-    for i, row in enumerate(cells):
-        for j, (label, fill, stroke) in enumerate(row):
-            d.box(x + j * cw, y + i * ch, cw, ch, fill=fill, stroke=stroke, radius=0)
-            if label:
-                d.text(x + j * cw + cw / 2, y + i * ch + ch / 2, label, size=size,
-                       color=MUTED if fill == BLOCKED else INK)
-    for i, label in enumerate(rows):
-        d.text(x - 6, y + i * ch + ch / 2, label, size=label_size, anchor="end")
-    for j, label in enumerate(cols):
-        d.text(x + j * cw + cw / 2, y - 10, label, size=label_size)
 
 
 # --- choose_merge ---------------------------------------------------------------------------------------------
