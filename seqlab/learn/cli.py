@@ -1,7 +1,8 @@
 """`seqlab learn`: the learning path, its exercises and their checks.
 
     seqlab learn                      the path, each step todo / started / passed
-    seqlab learn next                 what to do now
+    seqlab learn next                 the current step: its lesson, then what to do
+    seqlab learn show NAME            one step's lesson and task (--show: answers, --json: as data)
     seqlab learn start NAME           write WORKSPACE/NAME.py (never over an existing file)
     seqlab learn check NAME [--json]  exit 0 when every check passes, 1 when one fails, 2 on usage
     seqlab learn answer NAME VALUE    a Trace question (--show: the worked solution)
@@ -44,8 +45,12 @@ def register(subparsers) -> None:
         p.set_defaults(func=func)
         return p
 
-    command("next", show_next, "what to do now", step=False)
-    command("show", show_step, "one step: what to read, look at and do")
+    for name, func, help in (("next", show_next, "the current step: its lesson and what to do"),
+                             ("show", show_step, "one step: its lesson (maths, figures, questions) and what to do")):
+        p = command(name, func, help, step=name == "show")
+        p.add_argument("--show", action="store_true", help="with the questions' answers and the worked solution")
+        p.add_argument("--json", action="store_true", help="print the step as JSON (name, title, kind, sections, "
+                       "questions, figures, reading, task)")
     command("start", start_exercise, "write WORKSPACE/NAME.py for an Implement exercise")
     p = command("check", check_exercise, "check WORKSPACE/NAME.py (exit 0 pass, 1 fail, 2 usage)")
     p.add_argument("--json", action="store_true", help="print the checks and the diagnosis as JSON")
@@ -127,23 +132,16 @@ def show_path(args) -> int:
     return 0
 
 
-def _what_to_do(step, lang: int) -> str:
-    if step.kind == "implement":
-        return f"seqlab learn start {step.id}   then   seqlab learn check {step.id}"
-    if step.kind == "trace":
-        return f"seqlab learn answer {step.id} VALUE"
-    if step.kind == "card":
-        return f"seqlab learn card {step.id}   then   seqlab learn card {step.id} --reveal"
-    then = f"seqlab learn answer {step.then} VALUE" if step.then.startswith("trace") else f"seqlab learn card {step.then} --reveal"
-    return f"{step.command}   then   {then}   (then: seqlab learn card {step.id} --reveal marks it done)"
-
-
-def _print_step(step, lang: int, number: int) -> None:
-    print(f"{number}. {step.title[lang]}  ({step.kind}: {step.id})")
-    print(("  read: " if lang == 0 else "  阅读：") + step.read[lang])
-    if step.look:
-        print(("  look: " if lang == 0 else "  观察：") + f"seqlab explore, widget #{step.look}")
-    print(("  do:   " if lang == 0 else "  动手：") + _what_to_do(step, lang))
+def _open_step(args, step_id: str) -> int:
+    """Print the step as `learn show` and `learn next` do: its lesson, then its task (or --json)."""
+    from seqlab.learn.views import step_view, text
+    lang = "zh" if _lang(args) else "en"
+    view = step_view(step_id, lang, show=args.show)
+    if args.json:
+        print(json.dumps(view, indent=2, ensure_ascii=False))
+    else:
+        print(text(view), end="")
+    return 0
 
 
 def show_next(args) -> int:
@@ -151,21 +149,21 @@ def show_next(args) -> int:
     progress = _progress(args)
     if progress is None:  # progress.json cannot be read
         return 1
-    for number, step in enumerate(STEPS, 1):
+    for step in STEPS:
         if _state(progress, step) != "passed":
-            _print_step(step, _lang(args), number)
-            return 0
+            return _open_step(args, step.id)
+    if args.json:
+        print(json.dumps(None))
+        return 0
     print("Every step is passed. Well done." if _lang(args) == 0 else "所有步骤都已通过。做得好。")
     return 0
 
 
 def show_step(args) -> int:
-    from seqlab.learn.path import STEPS
-    for number, step in enumerate(STEPS, 1):
-        if step.id == args.name:
-            _print_step(step, _lang(args), number)
-            return 0
-    return _usage(f"no step {args.name!r}; `seqlab learn` lists them")
+    from seqlab.learn.path import STEP_BY_ID
+    if args.name not in STEP_BY_ID:
+        return _usage(f"no step {args.name!r}; `seqlab learn` lists them")
+    return _open_step(args, args.name)
 
 
 def start_exercise(args) -> int:
