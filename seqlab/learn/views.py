@@ -38,6 +38,7 @@ _L = {
                    "图见 seqlab explore 的 {url}，以及 seqlab learn notebook"),
     "widget": ("Widget: seqlab explore, then {url}", "交互组件：seqlab explore，然后打开 {url}"),
     "mistake": ("Mistake", "常见错误"),
+    "mistakes": ("Common mistakes", "常见错误"),
     "trace_do": ("Answer with: seqlab learn answer {id} VALUE", "作答：seqlab learn answer {id} VALUE"),
     "solution": ("Solution", "解答"),
     "card_do": ("Think it through, then: seqlab learn card {id} --reveal", "先想清楚，再运行：seqlab learn card {id} --reveal"),
@@ -183,9 +184,13 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
             "part": {"id": part.id, "title": _pick(part.title, lang)}, "look": step.look,
             "read": _pick(step.read, lang), "lesson": written is not None, "lesson_lang": written}
     if written is None:
-        view.update(title=_pick(step.title, lang), sections=[{"id": "read", "heading": label("read", lang), "blocks": [
+        sections = [{"id": "read", "heading": label("read", lang), "blocks": [
             {"type": "paragraph", "text": label("being_written", lang)}, {"type": "paragraph", "text": view["read"]}]
-            + ([{"type": "widget", "anchor": step.look}] if step.look else [])}], reading=[])
+            + ([{"type": "widget", "anchor": step.look}] if step.look else [])}]
+        catalogued = mistake_records(step.id, lang)      # where a diagnosis's "read" link lands
+        if catalogued:
+            sections.append({"id": "mistakes", "heading": label("mistakes", lang), "blocks": catalogued})
+        view.update(title=_pick(step.title, lang), sections=sections, reading=[])
     else:
         ls = lessons.lesson(step.id, written)
         sections = []

@@ -164,8 +164,9 @@ def test_the_catalogued_mistakes_come_from_the_exercise_records(capsys, lesson_d
 
 
 def test_a_step_whose_lesson_is_not_written_shows_its_read_line_and_task(capsys, lesson_dir):
-    (lesson_dir / "en" / "trace_clipping.md").unlink(missing_ok=True)
-    (lesson_dir / "zh" / "trace_clipping.md").unlink(missing_ok=True)
+    for lang in lessons.LANGS:
+        for name in ("trace_clipping", "rnn_step", "stacked"):
+            (lesson_dir / lang / f"{name}.md").unlink(missing_ok=True)
     step = STEP_BY_ID["trace_clipping"]
     for lang, k in (("en", 0), ("zh", 1)):
         code, out = _cli(capsys, "show", "trace_clipping", "--lang", lang)
@@ -174,6 +175,9 @@ def test_a_step_whose_lesson_is_not_written_shows_its_read_line_and_task(capsys,
         flat = _one_line(out) if lang == "en" else out.replace("\n  ", "").replace("\n", "")
         assert QUESTION_BY_ID["trace_clipping"].text[k] in flat
         assert f"#{step.look}" in out
+    # an Implement step without a lesson still lists its catalogued mistakes, where diagnoses link
+    view = views.step_view("rnn_step", "en")
+    assert [m["anchor"] for m in view["mistakes"]] == [f"mistake-{m.id}" for m in exercise("rnn_step").mistakes]
     command = STEP_BY_ID["stacked"]
     code, out = _cli(capsys, "show", "stacked")
     assert command.command in out and CARD_BY_ID[command.then].question[0] in _one_line(out)
