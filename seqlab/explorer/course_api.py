@@ -74,6 +74,9 @@ def lesson(data: dict[str, Any], folder: str | None) -> dict:
     for key in ("solution", "answer"):      # the task's answer comes on request (learn/answer, learn/card)
         asked.pop(key, None)
     view["questions"] = [q for q in view["questions"] if not q.get("task")]
+    view["figures"] = [{"name": f["name"], "caption": f["caption"]} for f in view["figures"]]   # the SVG is in its block
+    for section in view["sections"]:
+        section.pop("text")                 # the page renders the blocks
     hints = next((s for s in view["sections"] if s["id"] == "hints"), None)
     if hints is not None:                   # one at a time, on request
         view["sections"].remove(hints)
