@@ -302,16 +302,17 @@ def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
 
 
 def _wide(c: str) -> bool:
-    return unicodedata.east_asian_width(c) in "WF"
+    return unicodedata.east_asian_width(c) in "WFA"      # 中文, full-width and “quote” marks
 
 
 def join_lines(lines: list[str]) -> str:
-    """A paragraph's lines as one line: joined by a space, except where a 中文 character meets the
-    break (Chinese text has no spaces between its words)."""
+    """A paragraph's lines as one line: joined by a space, except between two 中文 characters
+    (Chinese text has no spaces between its words; beside a Latin word it keeps the space)."""
     out = ""
     for line in (x.strip() for x in lines):
         if out and line:
-            out += line if _wide(out[-1]) or _wide(line[0]) else " " + line
+            left, right = out.rstrip("*`")[-1:], line.lstrip("*`")[:1]     # past **bold** and `code` marks
+            out += line if left and right and _wide(left) and _wide(right) else " " + line
         else:
             out += line
     return out

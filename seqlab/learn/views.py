@@ -17,6 +17,7 @@ keep the lesson's inline Markdown (``**bold**``, ``code``, ``[links](url)``); :f
 from __future__ import annotations
 
 import re
+import textwrap
 import unicodedata
 
 from seqlab.learn import lessons
@@ -150,7 +151,9 @@ def _task(step, lang: str, show: bool) -> dict:
     if step.kind == "implement":
         from seqlab.learn.catalog import exercise
         ex = exercise(step.id)
-        return {"type": "implement", "id": step.id, "signature": ex.signature, "doc": ex.doc.strip("\n"),
+        first, _, rest = ex.doc.strip("\n").partition("\n")
+        doc = (first.strip() + "\n" + textwrap.dedent(rest)).strip("\n")     # the docstring as the stub shows it
+        return {"type": "implement", "id": step.id, "signature": ex.signature, "doc": doc,
                 "title": ex.title_zh if lang == "zh" else ex.title,
                 "start": f"seqlab learn start {step.id}", "check": f"seqlab learn check {step.id}"}
     name = step.id if step.kind in ("trace", "card") else step.then
@@ -364,7 +367,7 @@ def task_text(task: dict, lang: str, width: int | None = 88) -> list[str]:
                 + wrap(label("command_done", lang, id=task["id"]), width))
     file = f"seqlab-learn/{task['id']}.py"
     return (wrap(label("implement", lang, signature=task["signature"]) + f" ({task['title']})", width)
-            + ["    " + line.strip() if line.strip() else "" for line in task["doc"].splitlines()] + [""]
+            + ["    " + line if line.strip() else "" for line in task["doc"].splitlines()] + [""]
             + ["  " + label(key, lang, id=task["id"], file=file) for key in ("start", "check", "solution_cmd")])
 
 
