@@ -8,6 +8,7 @@
     seqlab learn answer NAME VALUE    a Trace question (--show: the worked solution)
     seqlab learn card NAME [--reveal] an Explain / Derive card
     seqlab learn solution NAME        the reference implementation's source
+    seqlab learn notebook [PART ...] --out DIR   the course as Jupyter notebooks (--list: the parts)
 
 The workspace (--workspace, default ./seqlab-learn) holds the student's files and progress.json.
 """
@@ -60,6 +61,12 @@ def register(subparsers) -> None:
     p = command("answer", answer_question, "answer a Trace question: numbers separated by commas")
     p.add_argument("value", nargs="?", default=None, help='e.g. "0.4" or "0.6698, 0.3302"')
     p.add_argument("--show", action="store_true", help="show the worked solution")
+    p = command("notebook", write_notebooks, "write the course as Jupyter notebooks, one per part", step=False)
+    p.add_argument("parts", nargs="*", metavar="PART", help="the parts to write (default: all; --list names them)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write them into")
+    p.add_argument("--list", action="store_true", help="list the parts and their steps")
+    p.add_argument("--repo", default=None, metavar="URL", help="the git URL the first cell installs seqlab from "
+                   "(default: the package's Repository URL, else this checkout's origin)")
     p = command("card", show_card, "an Explain / Derive self-check card")
     p.add_argument("--reveal", action="store_true", help="show the answer (and mark the card done)")
 
@@ -164,6 +171,34 @@ def show_step(args) -> int:
     if args.name not in STEP_BY_ID:
         return _usage(f"no step {args.name!r}; `seqlab learn` lists them")
     return _open_step(args, args.name)
+
+
+def write_notebooks(args) -> int:
+    from seqlab.learn.path import PART_BY_ID, PARTS, STEPS
+    lang = "zh" if _lang(args) else "en"
+    if args.list:
+        for part in PARTS:
+            first, last = STEPS.index(part.steps[0]) + 1, STEPS.index(part.steps[-1]) + 1
+            print(f"{part.id:<12} {part.title[_lang(args)]}  (steps {first}-{last}: "
+                  f"{', '.join(s.id for s in part.steps)})")
+        return 0
+    unknown = [p for p in args.parts if p not in PART_BY_ID]
+    if unknown:
+        return _usage(f"no part {unknown[0]!r}; the parts are: {', '.join(PART_BY_ID)} (seqlab learn notebook --list)")
+    if args.out is None:
+        return _usage("--out DIR is required: the folder to write the notebooks into")
+    from seqlab.learn.notebooks import write_notebooks as write
+    try:
+        paths = write(args.parts, args.out, lang, args.repo)
+    except OSError as error:
+        print(f"error: cannot write into {args.out}: {error}", file=sys.stderr)
+        return 1
+    for path in paths:
+        print(f"wrote {path}")
+    print("open them with Jupyter (jupyter lab " + str(args.out) + ") or upload one to Colab; the first cell installs "
+          "seqlab where it is missing" if lang == "en" else
+          f"用 Jupyter 打开（jupyter lab {args.out}）或上传到 Colab；第一个单元格会在缺少 seqlab 时安装它")
+    return 0
 
 
 def start_exercise(args) -> int:

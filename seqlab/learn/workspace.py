@@ -53,17 +53,23 @@ def set_state(workspace: Path, step: str, state: str, **extra) -> None:
     atomic_write_text(workspace / PROGRESS, json.dumps(progress, indent=2, ensure_ascii=False) + "\n")
 
 
+def stub_function(exercise) -> str:
+    """The exercise's imports and its function: the signature, the docstring, NotImplementedError
+    (the stub file's heart, and a notebook's code cell)."""
+    doc = exercise.doc.strip("\n")
+    return (f"{exercise.imports}\n\n\n"
+            f"def {exercise.signature}:\n"
+            f'    """{doc}\n    """\n'
+            f"    raise NotImplementedError(\"{exercise.name}: write this function\")\n")
+
+
 def stub_text(exercise) -> str:
     """The file ``seqlab learn start`` writes: the signature, the docstring, NotImplementedError, a test."""
-    doc = exercise.doc.strip("\n")
     test = exercise.stub_test or "    # call your function on a small input and assert what the lesson says it gives\n    pass\n"
     return (f'"""Exercise {exercise.name}: {exercise.title}.\n\n'
             f"Fill in the body, then run:  seqlab learn check {exercise.name}\n"
             f'(`seqlab learn solution {exercise.name}` shows seqlab\'s own version.)\n"""\n\n'
-            f"{exercise.imports}\n\n\n"
-            f"def {exercise.signature}:\n"
-            f'    """{doc}\n    """\n'
-            f"    raise NotImplementedError(\"{exercise.name}: write this function\")\n\n\n"
+            f"{stub_function(exercise)}\n\n"
             f"def test_{exercise.name}():\n"
             f"    # your own test: run it with  python -m pytest {exercise.name}.py\n{test}")
 
