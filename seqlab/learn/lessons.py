@@ -3,9 +3,13 @@
 ``seqlab/learn/lessons/en/STEP.md`` and ``seqlab/learn/lessons/zh/STEP.md`` hold the lesson of the
 step ``STEP`` (``seqlab.learn.path``). :func:`lesson` parses one into a :class:`Lesson`; the
 terminal, the JSON, the notebooks and the explorer render that structure (``seqlab.learn.views``,
-``seqlab.learn.notebooks``), never the file. :func:`problems` lists what keeps a lesson from being
-complete, its worked numbers checked against seqlab's own values. The file format is described in
-the comment below (FORMAT), for the lessons' writers.
+``seqlab.learn.notebooks``), never the file.
+
+The format (docs/lessons.md) is Markdown with sections ``## Heading {#id}``, the lines
+``[[figure NAME | caption]]``, ``[[widget ANCHOR]]`` and ``[[mistakes]]``, and the blocks
+``:::question ID kind=...`` (with ``:::answer``) and ``:::mistake ID Title``, each closed by ``:::``.
+The English file's front matter ``numbers:`` ties each printed worked number to an expression over
+seqlab's own code; :func:`problems` recomputes them and checks both languages' text.
 """
 
 from __future__ import annotations
@@ -17,44 +21,6 @@ import math
 import re
 import unicodedata
 from pathlib import Path
-
-# FORMAT ---------------------------------------------------------------------------------------------
-# The format is Markdown with a few additions, each on lines of its own::
-#
-#     ---                                    (front matter, English file only)
-#     numbers:
-#       0.761594 0.363399 -0.674144 = seqlab.labs.recurrence.scalar_recurrence(0.5, [1.0, 0.0, -1.0])
-#     ---
-#     # The lesson's title
-#
-#     ## The idea {#idea}                    a section: its heading, then {#id}
-#     Paragraphs, "- " lists, "1. " lists, ``` code ```, | tables |, **bold**, `code`, [links](url).
-#
-#     [[figure unrolled_rnn | The caption.]]  a figure drawn by seqlab.learn.figures
-#     [[widget w-recurrence]]                 the explorer widget with this anchor, shown inline
-#     [[mistakes]]                            the step's exercise's catalogued mistakes (Mistake.why)
-#
-#     :::question two-ls kind=predict        a question (kind: predict, explain, derive, trace, extend)
-#     Must the two l's get the same prediction?
-#     :::answer                              its worked answer, shown only on request
-#     No: ...
-#     :::
-#
-#     :::mistake reset-state Resetting the state between characters
-#     Why it is wrong, in a short paragraph.
-#     :::
-#
-# Required sections, in both languages and in the same order: ``idea``, ``maths``, ``worked``,
-# ``predict`` (at least one question), ``mistakes``, ``reading``; Implement steps also ``hints``
-# (a numbered list: the idea, then the shapes, then the key line in words). Other sections (e.g.
-# ``exercises`` for the lecture's Explain/Derive/Extend exercises) may be added.
-#
-# ``numbers`` ties the lesson's worked numbers to seqlab's own values: each line is the numbers as
-# the lesson prints them, then ``=``, then a Python expression over ``seqlab`` (submodules import on
-# use), ``np``, ``math``, ``reference(name)`` (an exercise's reference function) and ``answer(id)``
-# (a Trace question's expected numbers). :func:`problems` evaluates every line and fails when a
-# printed number differs from the computed one at the printed precision, or when it does not appear
-# in both languages' text.
 
 LESSON_DIR = Path(__file__).resolve().parent / "lessons"
 LANGS = ("en", "zh")
@@ -393,7 +359,8 @@ def _join(lines: list[str]) -> str:
 
 # --- checks of the lessons against the path and against seqlab's own values -------------------------
 class _Lazy:
-    """``seqlab.labs.recurrence.scalar_recurrence`` in a numbers expression: submodules import on use."""
+    """``seqlab.labs.recurrence.scalar_recurrence`` in a numbers expression: submodules import on use.
+    The expressions are the project's own (lesson files), evaluated with the usual builtins."""
 
     def __init__(self, name: str):
         self._name = name
@@ -412,9 +379,7 @@ def _namespace() -> dict:
     from seqlab.learn.questions import QUESTION_BY_ID
     from seqlab.learn.references import reference
     return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": reference,
-            "answer": lambda qid: QUESTION_BY_ID[qid].answer(), "__builtins__": {"len": len, "sum": sum,
-            "abs": abs, "float": float, "int": int, "list": list, "range": range, "round": round, "min": min,
-            "max": max}}
+            "answer": lambda qid: QUESTION_BY_ID[qid].answer()}
 
 
 def _flatten(value) -> list[float]:
