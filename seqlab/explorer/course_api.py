@@ -8,6 +8,7 @@
                                                     worked solution
     POST /api/learn/card {"card"}                   an Explain / Derive card's answer (marks it done)
     POST /api/learn/check {"step"}                  the check of WORKSPACE/STEP.py, as `seqlab learn check`
+    POST /api/learn/hint {"step"}                   one more graded hint asked for (as `seqlab learn hint`)
 
 Answers and checks go into the workspace's progress.json (``seqlab explore --workspace DIR``,
 default ./seqlab-learn), the same progress as the ``seqlab learn`` commands'. A check runs the
@@ -44,9 +45,15 @@ def _progress(folder: str | None) -> dict:
         raise RequestError(str(error), "learn_progress", detail=str(error)) from None
 
 
-def _state(progress: dict, step) -> str:
-    from seqlab.learn.cli import _state     # the path's one rule for a step's state (the CLI's)
-    return _state(progress, step)
+def _state(progress: dict, step, folder: str | None) -> str:
+    """todo, started, passed, changed (the file is not the one that passed: check again) or
+    unconfirmed (passed before passes were recorded with their evidence), as `seqlab learn` says."""
+    from seqlab.learn.workspace import CHANGED, UNCONFIRMED, step_status
+    status = step_status(progress, step.id, step.kind, Path(folder or "."))
+    return {CHANGED: "changed", UNCONFIRMED: "unconfirmed"}.get(status, status)
+
+
+DONE = ("passed", "unconfirmed")
 
 
 def path(data: dict[str, Any], folder: str | None) -> dict:
@@ -55,9 +62,9 @@ def path(data: dict[str, Any], folder: str | None) -> dict:
     Payload(data).finish()
     progress = _progress(folder)
     steps = [{"id": s.id, "kind": s.kind, "title": list(s.title), "part": PART_OF[s.id].id, "number": k,
-              "state": _state(progress, s), "lesson": lessons.has_lesson(s.id, "en"), "look": s.look}
+              "state": _state(progress, s, folder), "lesson": lessons.has_lesson(s.id, "en"), "look": s.look}
              for k, s in enumerate(STEPS, 1)]
-    current = next((s["id"] for s in steps if s["state"] != "passed"), None)
+    current = next((s["id"] for s in steps if s["state"] not in DONE), None)
     return {"workspace": folder, "parts": [{"id": p.id, "title": list(p.title)} for p in PARTS],
             "steps": steps, "current": current}
 
@@ -69,7 +76,7 @@ def lesson(data: dict[str, Any], folder: str | None) -> dict:
     step = _step(p)
     lang = p.choice("lang", "en", ("en", "zh"))
     p.finish()
-    view = step_view(step.id, lang, show=True, svg=True)
+    view = step_view(step.id, lang, show=True, svg=True, workspace=f" --workspace {folder}" if folder else "")
     asked = view["task"]["then"] if view["task"]["type"] == "command" else view["task"]
     for key in ("solution", "answer"):      # the task's answer comes on request (learn/answer, learn/card)
         asked.pop(key, None)
@@ -81,8 +88,12 @@ def lesson(data: dict[str, Any], folder: str | None) -> dict:
     if hints is not None:                   # one at a time, on request
         view["sections"].remove(hints)
         view["hints"] = [item for b in hints["blocks"] if b["type"] == "list" for item in b["items"]]
-    view["state"] = _state(_progress(folder), step)
+    progress = _progress(folder)
+    view["state"] = _state(progress, step, folder)
     view["workspace"] = folder
+    entry = progress["steps"].get(step.id)
+    asked = entry.get("hints") if isinstance(entry, dict) else 0
+    view["hints_shown"] = min(asked, len(view.get("hints", []))) if isinstance(asked, int) and asked > 0 else 0
     if step.kind == "implement":
         file = Path(folder) / f"{step.id}.py" if folder else None
         view["file"] = str(file) if file else None
@@ -137,7 +148,8 @@ def card(data: dict[str, Any], folder: str | None) -> dict:
 
 
 def check(data: dict[str, Any], folder: str | None) -> dict:
-    from seqlab.learn.checking import check_file, summary
+    from seqlab.learn.checking import check_file, latest_check, summary
+    from seqlab.learn.workspace import WorkspaceError
     p = Payload(data)
     step = _step(p)
     p.finish()
@@ -149,13 +161,29 @@ def check(data: dict[str, Any], folder: str | None) -> dict:
     with _CHECKING:
         try:
             report, warning = check_file(Path(folder), step.id)
+        except WorkspaceError as error:
+            raise RequestError(str(error)) from None
         except FileNotFoundError:
             file = Path(folder) / f"{step.id}.py"
             raise RequestError(f"{file} does not exist; write it first with: seqlab learn start {step.id} "
                                f"--workspace {folder}", "learn_no_file", file=str(file), name=step.id,
                                workspace=folder) from None
-    return {"step": step.id, "latest": summary(report), "warning": warning, "state": "passed" if report.passed
-            else _state(_progress(folder), step)}
+    return {"step": step.id, "latest": latest_check(Path(folder), step.id) or summary(report), "warning": warning,
+            "state": _state(_progress(folder), step, folder)}
+
+
+def hint(data: dict[str, Any], folder: str | None) -> dict:
+    """One more of the step's graded hints asked for (counted in progress.json, as `seqlab learn hint`)."""
+    from seqlab.learn.workspace import ProgressError, note_hint
+    p = Payload(data)
+    step = _step(p)
+    p.finish()
+    if folder is None:
+        return {"step": step.id, "asked": None}
+    try:
+        return {"step": step.id, "asked": note_hint(Path(folder), step.id)}
+    except (OSError, ProgressError):
+        return {"step": step.id, "asked": None}
 
 
 COURSE_ENDPOINTS = {
@@ -164,4 +192,5 @@ COURSE_ENDPOINTS = {
     "learn/answer": answer,
     "learn/card": card,
     "learn/check": check,
+    "learn/hint": hint,
 }

@@ -5,11 +5,11 @@
     check("rnn_bptt", rnn_bptt)          # a function of the notebook: its source -> seqlab-learn/rnn_bptt.py
     check("rnn_bptt", "my/rnn_bptt.py")  # a file
 
-It checks with the checker of ``seqlab learn check`` (the student's code runs in a child process with
-a time limit, ``seqlab.learn.runner``), records the step in ``WORKSPACE/progress.json`` with the
-check's summary (the explorer shows the latest check, :func:`latest_check`) and returns a
-:class:`CheckReport` (``.passed``; HTML in a notebook, text in a terminal). :func:`check_file` is
-the explorer's: ``WORKSPACE/NAME.py`` as it is.
+Either way the code is ``WORKSPACE/NAME.py`` (default ./seqlab-learn), the file `seqlab learn check`
+and the explorer check. :func:`check_file` checks it as `seqlab learn check` does (the student's code
+runs in a child process with a time limit, ``seqlab.learn.runner``), records the step with the
+check's summary (the explorer shows the latest check, :func:`latest_check`); :func:`check` returns
+a :class:`CheckReport` (``.passed``; HTML in a notebook, text in a terminal).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import types
 from pathlib import Path
 
 from seqlab.atomic import atomic_write_text
-from seqlab.learn.workspace import DEFAULT_WORKSPACE, ProgressError, read_progress, set_state
+from seqlab.learn.workspace import DEFAULT_WORKSPACE, ProgressError, read_progress
 
 WRITTEN_BY = "# Written by seqlab.learn.check from your notebook"
 
@@ -33,16 +33,6 @@ def summary(report) -> dict:
     """What the explorer shows of a check: passed, each check, the diagnosis, when."""
     return {"passed": report.passed, "checks": report.checks, "diagnosis": report.diagnosis,
             "file": report.file, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-
-
-def record(workspace: Path, report) -> str | None:
-    """The step's state (passed / started) and its latest check into progress.json; a warning (str)
-    when progress.json cannot be read or written, else None."""
-    try:
-        set_state(workspace, report.exercise, "passed" if report.passed else "started", check=summary(report))
-    except (OSError, ProgressError) as error:
-        return f"progress not saved: {error}"
-    return None
 
 
 def latest_check(workspace: Path, name: str) -> dict | None:
@@ -56,18 +46,28 @@ def latest_check(workspace: Path, name: str) -> dict | None:
 
 
 def check_file(workspace: Path, name: str, time_limit: float | None = None):
-    """Check ``WORKSPACE/NAME.py`` as ``seqlab learn check NAME`` does and record it; returns
-    (report, warning or None). FileNotFoundError when the file is not there."""
+    """Check ``WORKSPACE/NAME.py`` as ``seqlab learn check NAME`` does: what the student's code writes
+    to progress.json is undone, the step is recorded with the hash of the file checked and the
+    check's summary. Returns (report, a warning when progress.json could not be written, or None).
+    FileNotFoundError when the file is not there; WorkspaceError when it lies outside the workspace."""
     from seqlab.learn.catalog import exercise
     from seqlab.learn.exercise import check
+    from seqlab.learn.workspace import exercise_file, file_sha256, progress_kept, record_check
     ex = exercise(name)
     if ex is None:
         raise KeyError(f"no Implement exercise {name!r}")
-    path = Path(workspace) / f"{name}.py"
+    workspace = Path(workspace)
+    path = exercise_file(workspace, name)
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; write it first with: seqlab learn start {name}")
-    report = check(ex, path, time_limit=time_limit)
-    return report, record(Path(workspace), report)
+    digest = file_sha256(path)                  # the file as it is checked
+    with progress_kept(workspace):              # the student's code may write progress.json: undone
+        report = check(ex, path, time_limit=time_limit)
+    try:
+        record_check(workspace, name, report.passed, sha256=digest, check=summary(report))
+    except (OSError, ProgressError) as error:
+        return report, f"progress not saved: {error}"
+    return report, None
 
 
 # --- the notebook's check ------------------------------------------------------------------------------
@@ -142,13 +142,13 @@ def source_file(name: str, function) -> str:
     return "\n".join(parts)
 
 
-def write_function(workspace: Path, name: str, function) -> Path:
-    """``WORKSPACE/NAME.py`` from the notebook's function; a file there that check() did not write is
-    kept as NAME.py.bak first."""
-    text = source_file(name, function)
+def _write_workspace_file(workspace: Path, name: str, text: str) -> Path:
+    """``WORKSPACE/NAME.py`` with ``text``; a file there that check() did not write (the student's own,
+    not a stub) is kept as NAME.py.bak first."""
+    from seqlab.learn.workspace import exercise_file
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
-    path = workspace / f"{name}.py"
+    path = exercise_file(workspace, name)
     if path.is_file():
         old = path.read_text(encoding="utf-8", errors="replace")
         if old != text and not old.startswith(WRITTEN_BY) and "raise NotImplementedError" not in old:
@@ -184,13 +184,9 @@ class CheckReport:
         return f"seqlab learn show {step}" + (f"  (#{anchor})" if anchor else "")
 
     def __str__(self) -> str:
-        lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})"]
-        lines += [f"  {'PASS' if c['passed'] else 'FAIL'}  {c['name']}" + (f": {c['message']}" if c["message"] else "")
-                  for c in self.checks]
-        d = self.diagnosis
-        if d:
-            lines.append(f"  diagnosis: {d['title']}" + (f" ({d['where']})" if d.get("where") else "")
-                         + f": {d['explanation']}")
+        from seqlab.learn.feedback import report_lines
+        lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report)]
+        if self.diagnosis:
             lines.append(f"  read: {self._reading()}")
         if self.warning:
             lines.append(f"  warning: {self.warning}")
@@ -223,7 +219,6 @@ def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
     """Check the exercise ``name`` on ``target``: a function (written to ``WORKSPACE/NAME.py``) or the
     path of a file; record it in the workspace's progress, as ``seqlab learn check`` does."""
     from seqlab.learn.catalog import exercise
-    from seqlab.learn.exercise import check as run_checks
     from seqlab.learn.path import STEPS
     ex = exercise(name)
     if ex is None:
@@ -234,10 +229,12 @@ def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
                          + f" The exercises are: {', '.join(names)}")
     workspace = Path(workspace)
     if callable(target):
-        path = write_function(workspace, name, target)
+        _write_workspace_file(workspace, name, source_file(name, target))
     else:
         path = Path(target)
         if not path.is_file():
             raise FileNotFoundError(f"{path} does not exist: pass your function, or the path of its file")
-    report = run_checks(ex, path, time_limit=time_limit)
-    return CheckReport(report, ex.title, record(workspace, report))
+        if path.resolve() != (workspace / f"{name}.py").resolve():      # the workspace holds the one copy
+            _write_workspace_file(workspace, name, path.read_text(encoding="utf-8"))
+    report, warning = check_file(workspace, name, time_limit)
+    return CheckReport(report, ex.title, warning)

@@ -45,15 +45,13 @@ _L = {
     "card_do": ("Think it through, then: seqlab learn card {id} --reveal", "先想清楚，再运行：seqlab learn card {id} --reveal"),
     "run": ("Run", "运行"),
     "then": ("Then", "然后"),
-    "command_done": ("(then: seqlab learn card {id} --reveal marks the step done)",
-                     "（然后：seqlab learn card {id} --reveal 把这一步标记为完成）"),
+    "command_check": ("Check: {cmd}   (reads what the command wrote; the step passes from its results)",
+                      "检查：{cmd}   （读取命令写出的结果；据此通过这一步）"),
     "implement": ("Implement {signature}", "实现 {signature}"),
-    "start": ("seqlab learn start {id}      writes {file} for you to fill in",
-              "seqlab learn start {id}      写出 {file} 供你填写"),
-    "check": ("seqlab learn check {id}      checks it (exit 0 when every check passes)",
-              "seqlab learn check {id}      检查它（所有检查通过时退出码为 0）"),
-    "solution_cmd": ("seqlab learn solution {id}   shows seqlab's own version, when you want it",
-                     "seqlab learn solution {id}   需要时查看 seqlab 自己的实现"),
+    "start": ("writes the stub (signature, docstring) for you to fill in", "写出存根（签名、文档字符串）供你填写"),
+    "check": ("checks it (exit 0 when every check passes)", "检查它（所有检查通过时退出码为 0）"),
+    "hint": ("one more hint each time: the idea, the shapes, the key line", "每次多给一条提示：思路、形状、关键一行"),
+    "reference": ("shows seqlab's own version, when you want it", "需要时查看 seqlab 自己的实现"),
 }
 KINDS = {"predict": ("predict", "先预测"), "explain": ("explain", "解释"), "derive": ("derive", "推导"),
          "trace": ("trace", "追踪"), "extend": ("extend", "拓展"), "implement": ("implement", "实现"),
@@ -145,7 +143,7 @@ def _lesson_blocks(block: lessons.Block, step: str, lang: str, show: bool, svg: 
     return [_block(block)]
 
 
-def _task(step, lang: str, show: bool) -> dict:
+def _task(step, lang: str, show: bool, ws: str = "") -> dict:
     """The step's own task: the Trace question in full, the card, the command, or the exercise."""
     from seqlab.learn.questions import CARD_BY_ID, QUESTION_BY_ID
     if step.kind == "implement":
@@ -155,29 +153,31 @@ def _task(step, lang: str, show: bool) -> dict:
         doc = (first.strip() + "\n" + textwrap.dedent(rest)).strip("\n")     # the docstring as the stub shows it
         return {"type": "implement", "id": step.id, "signature": ex.signature, "doc": doc,
                 "title": ex.title_zh if lang == "zh" else ex.title,
-                "start": f"seqlab learn start {step.id}", "check": f"seqlab learn check {step.id}"}
+                "start": f"seqlab learn start {step.id}{ws}", "check": f"seqlab learn check {step.id}{ws}",
+                "hint": f"seqlab learn hint {step.id}{ws}"}
     name = step.id if step.kind in ("trace", "card") else step.then
     if name in QUESTION_BY_ID:
         q = QUESTION_BY_ID[name]
         task = {"type": "trace", "id": q.id, "title": _pick(q.title, lang), "question": _pick(q.text, lang),
-                "answer_with": f"seqlab learn answer {q.id} VALUE"}
+                "answer_with": f"seqlab learn answer {q.id} VALUE{ws}"}
         if show:
             task.update(solution=_pick(q.solution, lang), answer=q.answer())
     else:
         card = CARD_BY_ID[name]
         task = {"type": "card", "id": card.id, "kind": card.kind, "title": _pick(card.title, lang),
-                "question": _pick(card.question, lang), "reveal_with": f"seqlab learn card {card.id} --reveal"}
+                "question": _pick(card.question, lang), "reveal_with": f"seqlab learn card {card.id} --reveal{ws}"}
         if show:
             task["answer"] = _pick(card.answer, lang)
     if step.kind == "command":
         return {"type": "command", "id": step.id, "command": step.command, "then": task,
-                "done_with": f"seqlab learn card {step.id} --reveal"}
+                "check_with": f"seqlab learn check {step.id}{ws}"}
     return task
 
 
-def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool = False) -> dict:
+def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool = False, workspace: str = "") -> dict:
     """Everything the step shows, as plain data (module docstring). ``show``: the questions' answers
-    and the task's solution too; ``svg``: each figure's SVG text (for the explorer)."""
+    and the task's solution too; ``svg``: each figure's SVG text (for the explorer); ``workspace``:
+    what the suggested commands end with (" --workspace DIR" when the student named one)."""
     step = STEP_BY_ID.get(step_id)
     if step is None:
         raise KeyError(f"no step {step_id!r}; `seqlab learn` lists them")
@@ -213,7 +213,7 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
     view["widgets"] = [b["anchor"] for b in every if b["type"] == "widget"]
     view["mistakes"] = [{"id": b["id"], "anchor": b["anchor"], "title": b["title"], "catalogued": b["catalogued"],
                          "text": blocks_text(b["blocks"], step.id, lang)} for b in every if b["type"] == "mistake"]
-    view["task"] = _task(step, lang, show)
+    view["task"] = _task(step, lang, show, workspace)
     t = view["task"]
     asked = t["then"] if t["type"] == "command" else t
     if asked["type"] in ("trace", "card"):
@@ -362,21 +362,24 @@ def task_text(task: dict, lang: str, width: int | None = 88) -> list[str]:
             lines += wrap(label("card_do", lang, id=task["id"]), width, "  ")
         return lines
     if kind == "command":
-        return ([f"{label('run', lang)}{colon(lang)}{task['command']}", label("then", lang) + colon(lang).rstrip()]
-                + ["  " + line for line in task_text(task["then"], lang, None if width is None else width - 2)]
-                + wrap(label("command_done", lang, id=task["id"]), width))
-    file = f"seqlab-learn/{task['id']}.py"
+        return ([f"{label('run', lang)}{colon(lang)}{task['command']}"]
+                + wrap(label("command_check", lang, cmd=task["check_with"]), width)
+                + [label("then", lang) + colon(lang).rstrip()]
+                + ["  " + line for line in task_text(task["then"], lang, None if width is None else width - 2)])
+    commands = [(task[key], label(key, lang)) for key in ("start", "check", "hint")]
+    commands.append((f"seqlab learn solution {task['id']}", label("reference", lang)))
+    column = max(len(cmd) for cmd, _ in commands) + 3
     return (wrap(label("implement", lang, signature=task["signature"]) + f" ({task['title']})", width)
             + ["    " + line if line.strip() else "" for line in task["doc"].splitlines()] + [""]
-            + ["  " + label(key, lang, id=task["id"], file=file) for key in ("start", "check", "solution_cmd")])
+            + [f"  {cmd:<{column}}{what}" for cmd, what in commands])
 
 
 def text(view: dict, width: int | None = 88) -> str:
     """The step as ``seqlab learn show`` prints it: a header, every section, then the step's task."""
     lang = view["lang"]
     kind = KINDS[view["kind"]][1 if lang == "zh" else 0]
-    lines = [label("step", lang, n=view["number"], of=view["of"], part=view["part"]["title"], kind=kind,
-                   name=view["name"]), ""]
+    lines = wrap(label("step", lang, n=view["number"], of=view["of"], part=view["part"]["title"], kind=kind,
+                       name=view["name"]) + (f" · {view['status']}" if view.get("status") else ""), width) + [""]
     lines += _heading(view["title"], "=")
     if view["lesson"] and view["lesson_lang"] != lang:
         lines += ["", label("english_only", lang)]

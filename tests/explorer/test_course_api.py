@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import textwrap
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 

@@ -120,11 +120,12 @@ function courseMoveWidgets(root, step) {
 }
 
 // --- the path -----------------------------------------------------------------------------------------
-const COURSE_MARKS = { todo: "", started: "~", passed: "✓", changed: "!" };
+const COURSE_MARKS = { todo: "", started: "~", passed: "✓", unconfirmed: "✓", changed: "!" };
+const COURSE_DONE = ["passed", "unconfirmed"];
 
 function courseSidebar() {
   const { steps, parts } = COURSE.path;
-  const done = steps.filter((s) => s.state === "passed").length;
+  const done = steps.filter((s) => COURSE_DONE.includes(s.state)).length;
   const nav = el("nav", { class: "course-path", id: "course-path", "aria-label": t("course.title") },
     el("p", { class: "course-progress", id: "course-progress", text: t("course.progress", { done, n: steps.length }) }));
   for (const part of parts) {
@@ -281,6 +282,7 @@ function courseRenderTask() {
   else if (task.type === "implement") parts.push(...courseImplement(task));
   else {
     parts.push(el("p", { text: t("course.run") }), el("pre", { class: "lesson-math" }, el("code", { text: task.command })),
+      el("p", { class: "note", text: t("course.command_check", { cmd: task.check_with }) }),
       el("p", { text: t("course.then") }));
     parts.push(...(task.then.type === "trace" ? courseTrace(task.then) : courseCard(task.then)));
   }
@@ -294,7 +296,12 @@ function courseHints() {
   box.append(el("ol", {}, ...hints.slice(0, COURSE.hints).map((h) => el("li", {}, ...courseInline(h)))));
   if (COURSE.hints < hints.length) {
     const more = el("button", { type: "button", id: "course-hint-next", text: t("course.hint_button", { k: COURSE.hints + 1, n: hints.length }) });
-    more.addEventListener("click", () => { COURSE.hints += 1; box.replaceWith(courseHints()); });
+    more.addEventListener("click", async () => {
+      let asked = null;     // counted in progress.json, as seqlab learn hint counts them
+      try { asked = (await api("learn/hint", { step: COURSE.lesson.name })).asked; } catch (err) { asked = null; }
+      COURSE.hints = Math.min(hints.length, Math.max(COURSE.hints + 1, asked || 0));
+      box.replaceWith(courseHints());
+    });
     box.append(more);
   }
   return box;
@@ -347,7 +354,7 @@ async function courseRefreshPath() {
 async function courseOpen(id) {
   try {
     const lesson = await api("learn/lesson", { step: id, lang: I18N.lang });
-    if (id !== COURSE.open) { COURSE.task = {}; COURSE.hints = 0; }
+    if (id !== COURSE.open) { COURSE.task = {}; COURSE.hints = lesson.hints_shown || 0; }
     COURSE.open = id;
     COURSE.lesson = lesson;
     COURSE.failure = null;
