@@ -47,7 +47,10 @@ OVERLAPS = """(selectors) => {
 }"""
 CONTAINERS = [".course-cols", ".course-head", "#course-path", ".course-part", ".course-steps li", ".course-step",
               "#course-lesson", ".lesson-section", ".lesson-q", ".lesson-mistake", ".lesson-figure", "#course-task",
-              ".course-answer-form", "#course-feedback", "#course-check", ".course-diagnosis"]
+              ".course-answer-form", "#course-feedback", "#course-check", ".course-diagnosis",
+              # a widget moved into the lesson's (narrower) column: nothing of it may stick out
+              ".lesson-widget", ".lesson-widget > .widget", ".lesson-widget .cols", ".lesson-widget .cols > *",
+              ".lesson-widget .panel", ".lesson-widget .controls", ".lesson-widget .heatmap"]
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +160,18 @@ def test_the_course_in_the_page(browser, server, ws, tmp_path, lang):
         box = page.locator("#mistake-no_tanh").bounding_box()
         assert box is not None and 0 <= box["y"] < 900, box                  # scrolled to, below the header
         page.screenshot(path=str(tmp_path / f"course-{lang}-mistake.png"))       # what the reader sees
-        if lang == "en":                      # a language switch brings the lesson in 中文
+        if lang == "en":                      # a wider widget in a lesson: the attention step's
+            page.click("#course-step-trace_attention_weights")
+            page.wait_for_selector("#course-lesson[data-step=trace_attention_weights]")
+            settled(page)
+            assert page.locator("#course-lesson .lesson-widget #w-attention").count() == 1
+            assert page.locator("#att-weights td").all_inner_texts() == ["0.669762", "0.330238"]
+            _no_overlaps(page)
+            page.locator("#w-attention").screenshot(path=str(tmp_path / "course-en-attention-widget.png"))
+            # a language switch brings the lesson in 中文
             page.click("#lang-zh")
             settled(page)
-            assert page.locator(".course-step.open .course-name").inner_text() == STEPS[1].title[1]
+            assert page.locator(".course-step.open .course-name").inner_text() == "注意力权重"
             assert page.locator("#course-task h3").inner_text() == "你的任务"
         assert page.problems == []
 
