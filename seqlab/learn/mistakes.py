@@ -32,31 +32,43 @@ def scalar_recurrence__states_shifted(a, xs, h0=0.0):
     return np.array(states)
 
 
-def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
-    xs = np.asarray(xs, dtype=np.float64)
-    hs = _rec().scalar_recurrence(a, xs, h0)
-    prev = np.concatenate([[float(h0)], hs[:-1]])
-    dh, dxs = 1.0, np.zeros_like(xs)
-    da = 0.0
-    for t in reversed(range(len(xs))):
-        dpre = dh * (1 - hs[t] ** 2)
-        da = dpre * prev[t]              # overwritten each step instead of summed
-        dxs[t] = dpre
-        dh = dpre * a
-    return {"a": da, "xs": dxs, "h0": dh}
+def scalar_recurrence__h0_ignored(a, xs, h0=0.0):
+    return _rec().scalar_recurrence(a, xs, 0.0)
 
 
-def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
+def _recurrence_backward_variant(a, xs, h0, *, summed=True, tanh_prime="h", a_term="h_prev", last_factor=True):
     xs = np.asarray(xs, dtype=np.float64)
     hs = _rec().scalar_recurrence(a, xs, h0)
     prev = np.concatenate([[float(h0)], hs[:-1]])
     dh, dxs, da = 1.0, np.zeros_like(xs), 0.0
     for t in reversed(range(len(xs))):
-        dpre = dh                        # tanh' forgotten
-        da += dpre * prev[t]
+        derivative = {"h": 1 - hs[t] ** 2, "h_prev": 1 - prev[t] ** 2, "none": 1.0}[tanh_prime]
+        dpre = dh * derivative
+        term = dpre * (prev[t] if a_term == "h_prev" else hs[t])
+        da = da + term if summed else term          # overwritten each step instead of summed
         dxs[t] = dpre
-        dh = dpre * a
+        dh = dpre * a if (last_factor or t > 0) else dpre
     return {"a": da, "xs": dxs, "h0": dh}
+
+
+def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, summed=False)
+
+
+def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, tanh_prime="none")
+
+
+def scalar_recurrence_backward__tanh_derivative_of_previous_state(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, tanh_prime="h_prev")
+
+
+def scalar_recurrence_backward__a_term_uses_h_t(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, a_term="h")
+
+
+def scalar_recurrence_backward__h0_without_last_factor(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, last_factor=False)
 
 
 def _rec():
@@ -78,6 +90,15 @@ def rnn_forward__state_not_carried(params, xs, h0=None):
     h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
     hs = np.array([_rnn.rnn_step(params, x, h0) for x in xs])   # every step from h0
     return {"hs": hs, "ys": hs @ params["Wy"].T + params["by"]}
+
+
+def rnn_step__input_weight_transposed(params, x, h_prev):
+    return np.tanh(params["Wh"] @ h_prev + params["Wx"].T @ x + params["b"])
+
+
+def rnn_forward__recurrent_weight_transposed(params, xs, h0=None):
+    flipped = {**params, "Wh": params["Wh"].T}
+    return _rnn.rnn_forward(flipped, xs, h0)
 
 
 def rnn_forward__output_from_previous_state(params, xs, h0=None):
@@ -122,6 +143,15 @@ def rnn_bptt__tanh_derivative_of_previous_state(params, xs, h0, dys, dh_last=Non
     return _rnn_bptt_variant(params, xs, h0, dys, dh_last, tanh_of="h_prev")
 
 
+def rnn_bptt__dh_last_ignored(params, xs, h0, dys, dh_last=None):
+    return _rnn.rnn_bptt(params, xs, h0, dys, None)
+
+
+def rnn_bptt__Wy_gradient_transposed(params, xs, h0, dys, dh_last=None):
+    grads = _rnn.rnn_bptt(params, xs, h0, dys, dh_last)
+    return {**grads, "Wy": grads["Wy"].T}
+
+
 # --- cross-entropy -----------------------------------------------------------------------------------------
 def softmax_cross_entropy__divided_twice(logits, targets, normalizer=None):
     loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
@@ -142,6 +172,11 @@ def softmax_cross_entropy__wrong_softmax_axis(logits, targets, normalizer=None):
 
 def softmax_cross_entropy__not_averaged(logits, targets, normalizer=None):
     return _rnn.softmax_cross_entropy(logits, targets, 1)
+
+
+def softmax_cross_entropy__gradient_sign(logits, targets, normalizer=None):
+    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
+    return loss, -dlogits, probs
 
 
 # --- truncated BPTT ----------------------------------------------------------------------------------------
@@ -165,6 +200,20 @@ def truncated_bptt__gradient_crosses_chunks(params, xs, targets, h0=None, chunk_
 def truncated_bptt__state_reset_each_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
                                            loss_steps=None):
     return _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, False, loss_steps)
+
+
+def truncated_bptt__h0_gradient_from_every_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
+                                                loss_steps=None):
+    loss, grads, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
+    T = len(xs)
+    counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(float)
+    total = np.zeros_like(grads["h0"])
+    for k, start in enumerate(range(0, T, chunk_length)):
+        stop = min(start + chunk_length, T)
+        out = _rnn.rnn_forward(params, xs[start:stop], starts[k])
+        _, dys, _ = _rnn.softmax_cross_entropy(out["ys"], np.asarray(targets)[start:stop], normalizer=T)
+        total += _rnn.rnn_bptt(params, xs[start:stop], starts[k], dys * counted[start:stop, None])["h0"]
+    return loss, {**grads, "h0": total}, starts
 
 
 # --- clipping ------------------------------------------------------------------------------------------------
