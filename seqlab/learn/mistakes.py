@@ -255,6 +255,18 @@ def lstm_cell_forward__gate_order_ifog(params, x, h_prev, c_prev):
     return o * np.tanh(c), c, {}
 
 
+def lstm_cell_forward__gate_order_igfo(params, x, h_prev, c_prev):
+    H = h_prev.shape[0]
+    pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]
+    i, g, f, o = sigmoid(pre[:H]), np.tanh(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), sigmoid(pre[3 * H:])
+    c = f * c_prev + i * g
+    return o * np.tanh(c), c, {}
+
+
+def lstm_cell_forward__bh_missing(params, x, h_prev, c_prev):
+    return _lstm.lstm_cell_forward({**params, "bh": np.zeros_like(params["bh"])}, x, h_prev, c_prev)
+
+
 def lstm_cell_forward__h_without_tanh(params, x, h_prev, c_prev):
     _, c, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
     return cache["o"] * c, c, cache
@@ -312,6 +324,28 @@ def gru_cell_forward__update_gate_other_convention(params, x, h_prev, convention
 
 def gru_cell_forward__reset_after_matmul(params, x, h_prev, convention="paper"):
     return _gru.gru_cell_forward(params, x, h_prev, "pytorch")
+
+
+def gru_cell_forward__gate_order_zrn(params, x, h_prev, convention="paper"):
+    H = h_prev.shape[0]
+    swap = np.r_[H:2 * H, 0:H, 2 * H:3 * H]
+    return _gru.gru_cell_forward({k: params[k][swap] for k in _gru.GRU_PARAMS}, x, h_prev)
+
+
+def gru_bptt__reset_path_missing(params, xs, dhs, h0=None, convention="paper"):
+    xs, h0 = _gru._initial_state(params, xs, h0)
+    caches = _gru.gru_forward(params, xs, h0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in _gru.GRU_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    H = h0.shape[0]
+    dh_next = np.zeros_like(h0)
+    for t in reversed(range(len(xs))):
+        cache = caches[t]
+        g["xs"][t], dh_prev = _gru.gru_cell_backward(params, cache, dhs[t] + dh_next, g)
+        dn = (dhs[t] + dh_next) * (1 - cache["z"]) * (1 - cache["n"] ** 2)
+        dh_next = dh_prev - (params["Wh"][2 * H:].T @ dn) * cache["r"]      # the r * h_prev path dropped
+    g["h0"] = dh_next
+    return g
 
 
 def gru_bptt__update_gate_other_convention(params, xs, dhs, h0=None, convention="paper"):

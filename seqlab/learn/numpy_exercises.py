@@ -929,45 +929,99 @@ CLIP_GLOBAL_NORM = Exercise(
           Spec("inputs unchanged", "grads is left unchanged: the clipped arrays are new ones.")))
 
 
-def _mistake(function, title, explanation):
-    return Mistake(function.__name__.split('__', 1)[1], title, explanation, function)
-
-
 # --- LSTM ------------------------------------------------------------------------------------------------------
 def _lstm_params(rng, D=3, H=3):
     return helper("seqlab.labs.lstm", "init_lstm_params")(D, H, rng, scale=1.5)
 
 
-def _lstm_cell_cases():
-    return _seeded_cases(lambda k, rng: ((_lstm_params(rng), rng.normal(size=3), rng.normal(size=3),
-                                          rng.normal(size=3)), {}), (0, 1, 2))
+def _lstm_cell_cases(settings=((0, 3, 3), (1, 2, 4), (2, 5, 2)), float32=False):
+    def make(k, rng, D, H):
+        x = rng.normal(size=D)
+        return (_lstm_params(rng, D, H), x.astype(np.float32) if float32 else x, rng.normal(size=H),
+                rng.normal(size=H)), {}
+    return _seeded_cases(make, settings)
+
+
+def _lstm_cell_parts(out):
+    return out[0], out[1]
 
 
 LSTM_CELL_FORWARD = Exercise(
     "lstm_cell_forward", "The LSTM cell", "LSTM 单元", "lstm_cell_forward(params, x, h_prev, c_prev)",
-    """One LSTM step. Gate pre-activations Wx x + bx + Wh h_prev + bh, stacked in PyTorch's order (i, f, g, o):
-    Wx (4H, D), Wh (4H, H), bx (4H,), bh (4H,).
-    i, f, o = sigmoid(.), g = tanh(.); c = f * c_prev + i * g; h = o * tanh(c).
-    x (D,), h_prev (H,), c_prev (H,). Returns (h (H,), c (H,), cache); cache is anything you need
-    for the backward pass (only h and c are checked).""",
+    """One LSTM step.
+
+    x (D,), h_prev (H,), c_prev (H,); params Wx (4H, D), Wh (4H, H), bx (4H,), bh (4H,).
+    The four gate pre-activations Wx x + bx + Wh h_prev + bh are stacked in PyTorch's order i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H).
+    i, f, o = sigmoid(.) and g = tanh(.).
+    c = f * c_prev + i * g.
+    h = o * tanh(c).
+    Returns (h (H,), c (H,), cache); cache is anything you need for the backward pass (only h and c are checked).
+    D and H may differ.
+    h and c are float64 arrays, also when x is float32.
+    x, h_prev, c_prev and params are left unchanged.""",
     _ref("lstm_cell_forward"), _lstm_cell_cases,
-    (_mistake(M.lstm_cell_forward__gate_order_ifog, "the gates read in the order (i, f, o, g)",
-              "the rows are stacked as i, f, g, o (PyTorch's order): g is the third block, o the fourth"),
-     _mistake(M.lstm_cell_forward__h_without_tanh, "h = o * c, without the tanh",
-              "the output is h = o * tanh(c)"),
-     _mistake(M.lstm_cell_forward__gates_swapped, "forget and input gates swapped",
-              "c = f * c_prev + i * g: f scales the OLD memory, i the new content")),
-    returns="a tuple (h, c, cache)", compared=lambda out: (out[0], out[1]))
+    (_m(M.lstm_cell_forward__gate_order_ifog, "the gates read in CS231n's order (i, f, o, g)",
+        "this exercise uses PyTorch's order i, f, g, o (g is the third block, o the fourth); your code uses "
+        "CS231n's i, f, o, g",
+        "按 CS231n 的顺序 (i, f, o, g) 读取了门", "本练习使用 PyTorch 的顺序 i, f, g, o（g 是第三块，o 是第四块）；你的代码用的是 CS231n 的 i, f, o, g",
+        "The four blocks are just rows of one matrix, so any order works as long as the weights were "
+        "trained in it; but weights are shared between code that must agree. This lab follows "
+        "torch.nn.LSTM, whose checkpoints you can load; CS231n's assignment stacks o before g.",
+        "四个块只是同一个矩阵的若干行，只要权重是按某个顺序训练的，用哪种顺序都行；但权重要在多份代码之间共享，"
+        "它们必须一致。本实验遵循 torch.nn.LSTM，这样可以加载它的检查点；CS231n 的作业把 o 放在 g 前面。",
+        convention="CS231n's gate order (i, f, o, g)"),
+     _m(M.lstm_cell_forward__gate_order_igfo, "the gates read in TensorFlow's order (i, g, f, o)",
+        "this exercise uses PyTorch's order i, f, g, o; your code uses TensorFlow's BasicLSTMCell order i, j (= g), f, o",
+        "按 TensorFlow 的顺序 (i, g, f, o) 读取了门", "本练习使用 PyTorch 的顺序 i, f, g, o；你的代码用的是 TensorFlow BasicLSTMCell 的 i, j(= g), f, o",
+        "TensorFlow's LSTM cells stack the candidate second; weights exported from one library load into "
+        "the other only after the blocks are reordered. Here the order is PyTorch's.",
+        "TensorFlow 的 LSTM 单元把候选值放在第二块；一个库导出的权重必须重新排列这些块才能加载到另一个库。这里用的是 PyTorch 的顺序。",
+        convention="TensorFlow's gate order (i, g, f, o)"),
+     _m(M.lstm_cell_forward__h_without_tanh, "h = o * c, without the tanh",
+        "the output is h = o * tanh(c)",
+        "h = o * c，缺少 tanh", "输出是 h = o * tanh(c)",
+        "The cell state is unbounded (it adds up over time); the tanh squashes it into (-1, 1) before the "
+        "output gate lets part of it out, so h stays on the scale the next layer expects.",
+        "细胞状态是无界的（它随时间累加）；tanh 先把它压缩到 (-1, 1)，输出门再让其中一部分输出，这样 h 保持在下一层期望的尺度上。",
+        recognise=D.matches(M.lstm_cell_forward__h_without_tanh, (0,), "own", "h = o * c")),
+     _m(M.lstm_cell_forward__gates_swapped, "forget and input gates swapped",
+        "c = f * c_prev + i * g: f scales the OLD memory, i the new content",
+        "遗忘门和输入门用反了", "c = f * c_prev + i * g：f 作用于旧的记忆，i 作用于新内容",
+        "The forget gate decides how much of the old cell state survives; the input gate how much of the "
+        "new candidate is written. Swapped, a cell that should keep its memory (f = 1, i = 0) erases it.",
+        "遗忘门决定旧细胞状态保留多少；输入门决定新候选值写入多少。二者用反后，本应保持记忆（f = 1, i = 0）的单元会把记忆抹掉。"),
+     _m(M.lstm_cell_forward__bh_missing, "the recurrent bias bh is left out",
+        "each pre-activation is Wx x + bx + Wh h_prev + bh: both biases, as in torch.nn.LSTM",
+        "漏掉了循环偏置 bh", "每个预激活值都是 Wx x + bx + Wh h_prev + bh：两个偏置都要，和 torch.nn.LSTM 一样",
+        "Two biases are redundant mathematically (only their sum matters), but the parameters are given "
+        "as two arrays, and a checkpoint's bh holds half of every gate's offset: dropping it shifts every gate.",
+        "两个偏置在数学上是冗余的（只有它们的和起作用），但参数是以两个数组给出的，检查点中的 bh 保存了每个门偏移量的一部分："
+        "丢掉它会让每个门都发生偏移。"),
+     _square_only(), _not_float64()),
+    returns="a tuple (h, c, cache)", compared=_lstm_cell_parts,
+    spec=(Spec("values (random inputs)", "The four gate pre-activations Wx x + bx + Wh h_prev + bh are stacked in "
+               "PyTorch's order i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H)."),
+          Spec("gate functions", "i, f, o = sigmoid(.) and g = tanh(.).", verify=same_values(0, 1)),
+          Spec("cell update", "c = f * c_prev + i * g.", verify=same_values(1)),
+          Spec("output", "h = o * tanh(c).", verify=same_values(0)),
+          Spec("shapes and types", "Returns (h (H,), c (H,), cache); cache is anything you need for the backward "
+               "pass (only h and c are checked)."),
+          Spec("non-square", "D and H may differ.", lambda: _lstm_cell_cases(((11, 2, 5), (12, 6, 3)))),
+          Spec("float64", "h and c are float64 arrays, also when x is float32.",
+               lambda: _lstm_cell_cases(((13, 3, 3),), float32=True), same_dtypes(_lstm_cell_parts)),
+          Spec("inputs unchanged", "x, h_prev, c_prev and params are left unchanged.")),
+    axes={0: ("hidden unit",), 1: ("hidden unit",)})
 
 
-def _lstm_bptt_cases():
-    def make(k, rng, T):
-        p = _lstm_params(rng)
-        kw = {"h0": rng.normal(size=3) * 0.5, "c0": rng.normal(size=3) * 0.5}
-        if k == 2:
-            kw["dcs"] = rng.normal(size=(T, 3))
-        return (p, rng.normal(size=(T, 3)), rng.normal(size=(T, 3))), kw
-    return _seeded_cases(make, ((0, 3), (1, 4), (2, 5)), gradcheck=True)
+def _lstm_bptt_cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), dcs=False, states=True, float32=False):
+    def make(k, rng, T, D, H):
+        p = _lstm_params(rng, D, H)
+        kw = {"h0": rng.normal(size=H) * 0.5, "c0": rng.normal(size=H) * 0.5} if states else {}
+        if dcs:
+            kw["dcs"] = rng.normal(size=(T, H))
+        xs = rng.normal(size=(T, D))
+        return (p, xs.astype(np.float32) if float32 else xs, rng.normal(size=(T, H))), kw
+    return _seeded_cases(make, settings, gradcheck=True)
 
 
 def _sequence_gradients(module, forward_name, states):
@@ -987,21 +1041,118 @@ def _sequence_gradients(module, forward_name, states):
     return gradients
 
 
+def _gate_terms(module, forward_name, backward_name, states):
+    """Each step's term of the shared weights' gradients: the lab's backward through one cell with
+    fresh gradient arrays, fed what the later steps send back."""
+    def terms(case):
+        params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), copy_arrays(case.args[2])
+        initial = [copy_arrays(case.kwargs[name]) for name in states]
+        caches = helper(module, forward_name)(params, xs, *initial)["caches"]
+        backward = helper(module, backward_name)
+        dcs = case.kwargs.get("dcs")
+        T = len(xs)
+        out = {k: [None] * T for k in ("Wx", "Wh", "bx", "bh")}
+        carried = [np.zeros(len(initial[0])) for _ in states]
+        for t in reversed(range(T)):
+            fresh = {k: np.zeros_like(params[k]) for k in out}
+            if len(states) == 2:
+                dc = carried[1] + (0.0 if dcs is None else dcs[t])
+                _, dh_prev, dc_prev = backward(params, caches[t], dhs[t] + carried[0], dc, fresh)
+                carried = [dh_prev, dc_prev]
+            else:
+                _, dh_prev = backward(params, caches[t], dhs[t] + carried[0], fresh)
+                carried = [dh_prev]
+            for k in out:
+                out[k][t] = fresh[k]
+        return {k: np.array(v) for k, v in out.items()}
+    return terms
+
+
+_GATE_AXES = {"xs": ("time step", "input"), "Wx": ("gate row", "input"), "Wh": ("gate row", "hidden unit"),
+              "bx": ("gate row",), "bh": ("gate row",), "h0": ("hidden unit",), "c0": ("hidden unit",)}
+
+
+def _weights_not_summed(parts):
+    return _m("weights_not_summed", "shared-weight gradients not summed over time",
+              "Wx, Wh, bx, bh are used at every step: add every step's term (+=), do not overwrite it",
+              "共享权重的梯度没有对时间求和", "Wx、Wh、bx、bh 在每一步都被使用：把每一步的项加起来（+=），不要覆盖",
+              "One set of weights serves every step, so the chain rule adds the contributions of all T uses. "
+              "Keeping one step's term, or only some steps', trains the weights for a network that exists at that "
+              "step only.",
+              "同一组权重服务于每一步，所以链式法则要把 T 次使用的贡献加起来。只保留一步或部分步的项，训练出的是只在那一步存在的网络的权重。",
+              recognise=D.summed_over_time(parts, "not summed over time"))
+
+
 LSTM_BPTT = Exercise(
     "lstm_bptt", "Backward through the LSTM", "LSTM 的反向传播", "lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None)",
-    """BPTT of the LSTM (see lstm_cell_forward) given dhs (T, H) = dLoss/dh_t and optionally dcs (T, H) = dLoss/dc_t.
+    """BPTT of the LSTM (see lstm_cell_forward) given dhs (T, H) = dLoss/dh_t.
 
-    xs (T, D); h0, c0 (H,) or None (zeros).
-    Returns gradients {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.
-    Two paths reach step t from the future: through h_t and through c_t (multiplied by f_{t+1}).""",
+    xs (T, D); h0, c0 (H,).
+    Returns the gradients of sum_t dhs[t] . h_t (+ sum_t dcs[t] . c_t) as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.
+    Two paths reach step t from the future: through h_t and through c_t (multiplied by f_{t+1}).
+    The weights are shared by every step: their gradients are sums over t.
+    dcs (T, H), when given, is a gradient arriving at each c_t; None means none.
+    h0 and c0 may be None (zeros).
+    D and H may differ.
+    Every gradient is a float64 array, also when xs is float32.
+    The inputs are left unchanged.""",
     _ref("lstm_bptt"), _lstm_bptt_cases,
-    (_mistake(M.lstm_bptt__no_cell_gradient_from_future, "no gradient through the cell state from the future",
-              "c_t feeds c_{t+1} = f c_t + ...: carry dc_prev = dc_total * f back to the previous step"),
-     _mistake(M.lstm_bptt__no_future_gradient, "BPTT without the gradient from the future state",
-              "h_t also feeds the next step's gates: add dh_prev from step t+1 to dhs[t]"),
-     _mistake(M.lstm_bptt__tanh_derivative_of_cell_missing, "tanh'(c) missing on the way from h to c",
-              "h = o tanh(c): the gradient reaching c from h is dh * o * (1 - tanh(c)^2)")),
-    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")))
+    (_m(M.lstm_bptt__no_cell_gradient_from_future, "no gradient through the cell state from the future",
+        "c_t feeds c_{t+1} = f c_t + ...: carry dc_prev = dc_total * f back to the previous step",
+        "没有经过细胞状态从未来传回的梯度", "c_t 参与 c_{t+1} = f c_t + ...：要把 dc_prev = dc_total * f 传回上一步",
+        "The cell state is the LSTM's highway through time: c_t reaches c_{t+1} multiplied only by the "
+        "forget gate. That path is the reason LSTMs keep gradients alive over long spans; without it the "
+        "backward pass is that of a plain RNN.",
+        "细胞状态是 LSTM 穿越时间的高速通道：c_t 只乘以遗忘门就到达 c_{t+1}。正是这条路径让 LSTM 的梯度能在长距离上保持；"
+        "没有它，反向传播就和普通 RNN 一样。",
+        recognise=D.matches(M.lstm_bptt__no_cell_gradient_from_future, ("xs",), "own",
+                            "the cell state's gradient from step t+1 is missing")),
+     _m(M.lstm_bptt__no_future_gradient, "BPTT without the gradient from the future state",
+        "h_t also feeds the next step's gates: add dh_prev from step t+1 to dhs[t]",
+        "随时间反向传播时缺少来自未来状态的梯度", "h_t 也输入下一步的各个门：要把第 t+1 步传回的 dh_prev 加到 dhs[t] 上",
+        "h_t is read by every gate of step t+1, so the loss reaches it through them as well as through "
+        "its own dhs[t]. Both future paths, through h and through c, must be added.",
+        "h_t 被第 t+1 步的每个门读取，所以损失除了通过 dhs[t]，还通过这些门到达它。经过 h 和经过 c 的两条未来路径都必须加上。",
+        recognise=D.matches(M.lstm_bptt__no_future_gradient, ("xs",), "own",
+                            "the hidden state's gradient from step t+1 is missing")),
+     _m(M.lstm_bptt__tanh_derivative_of_cell_missing, "tanh'(c) missing on the way from h to c",
+        "h = o tanh(c): the gradient reaching c from h is dh * o * (1 - tanh(c)^2)",
+        "从 h 到 c 的路上缺少 tanh'(c)", "h = o tanh(c)：从 h 到达 c 的梯度是 dh * o * (1 - tanh(c)^2)",
+        "Between c and h sits a tanh; the chain rule multiplies by its derivative there as everywhere.",
+        "c 和 h 之间有一个 tanh；链式法则在这里也和其他地方一样要乘以它的导数。"),
+     _weights_not_summed(("Wx", "Wh", "bx", "bh")),
+     _square_only(),
+     _m("dcs_ignored", "dcs is ignored",
+        "dcs[t] is a gradient arriving at c_t from outside: add it to the cell gradient of step t",
+        "忽略了 dcs", "dcs[t] 是从外部到达 c_t 的梯度：把它加到第 t 步的细胞梯度上",
+        "When something else reads the cell state (a stacked layer, a loss on it, the next chunk), its "
+        "gradient comes in at c_t and has to join the two paths from the future.",
+        "当别的东西读取细胞状态时（堆叠的层、作用于它的损失、下一段），它的梯度在 c_t 进入，必须和来自未来的两条路径汇合。",
+        recognise=D.failed_check("dcs")),
+     _m("states_none_not_handled", "h0=None or c0=None is not handled",
+        "None means a zero state: start from np.zeros(H)",
+        "没有处理 h0=None 或 c0=None", "None 表示零状态：从 np.zeros(H) 开始",
+        "A fresh sequence starts from zeros; callers say so with None.",
+        "新序列从零开始；调用者用 None 来表示。",
+        recognise=D.failed_check("h0 and c0 None", raises=True)),
+     _not_float64()),
+    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")),
+    step_terms=_gate_terms("seqlab.labs.lstm", "lstm_forward", "lstm_cell_backward", ("h0", "c0")),
+    spec=(Spec("gradients vs finite differences", "Returns the gradients of sum_t dhs[t] . h_t (+ sum_t dcs[t] . c_t) "
+               'as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.'),
+          Spec("two paths from the future", "Two paths reach step t from the future: through h_t and through c_t "
+               "(multiplied by f_{t+1}).", verify=same_values("xs", "h0", "c0")),
+          Spec("summed over time", "The weights are shared by every step: their gradients are sums over t.",
+               verify=same_values("Wx", "Wh", "bx", "bh")),
+          Spec("dcs", "dcs (T, H), when given, is a gradient arriving at each c_t; None means none.",
+               lambda: _lstm_bptt_cases(((21, 4, 3, 3), (22, 2, 2, 2)), dcs=True)),
+          Spec("h0 and c0 None", "h0 and c0 may be None (zeros).",
+               lambda: _lstm_bptt_cases(((23, 3, 3, 3),), states=False)),
+          Spec("non-square", "D and H may differ.", lambda: _lstm_bptt_cases(((24, 3, 2, 4), (25, 2, 5, 2)))),
+          Spec("float64", "Every gradient is a float64 array, also when xs is float32.",
+               lambda: _lstm_bptt_cases(((26, 3, 3, 3),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes=_GATE_AXES)
 
 
 # --- GRU ------------------------------------------------------------------------------------------------------
@@ -1009,42 +1160,153 @@ def _gru_params(rng, D=3, H=3):
     return helper("seqlab.labs.gru", "init_gru_params")(D, H, rng, scale=1.5)
 
 
-def _gru_cell_cases():
-    return _seeded_cases(lambda k, rng: ((_gru_params(rng), rng.normal(size=3), rng.normal(size=3)), {}), (0, 1, 2))
+def _gru_cell_cases(settings=((0, 3, 3), (1, 2, 4), (2, 5, 2)), float32=False):
+    def make(k, rng, D, H):
+        x = rng.normal(size=D)
+        return (_gru_params(rng, D, H), x.astype(np.float32) if float32 else x, rng.normal(size=H)), {}
+    return _seeded_cases(make, settings)
 
 
-_GRU_DOC = """Maps stacked in PyTorch's order (r, z, n): Wx (3H, D), Wh (3H, H), bx (3H,), bh (3H,).
-    r = sigmoid(Wx_r x + bx_r + Wh_r h_prev + bh_r), z likewise,
-    n = tanh(Wx_n x + bx_n + Wh_n (r * h_prev) + bh_n)   (reset BEFORE the recurrent matmul),
-    h = z * h_prev + (1 - z) * n                          (z = the fraction of the OLD state kept).
-    Only convention="paper" (the above) is checked."""
+def _gru_h(out):
+    return out[0]
+
+
+_UPDATE_GATE_OTHER = ("the update gate read as the fraction of the NEW state",
+                      "this exercise uses h = z * h_prev + (1 - z) * n (z keeps the OLD state, as in Cho et al. 2014, "
+                      "PyTorch and d2l); your code uses h = (1 - z) * h_prev + z * n (Chung et al. 2014, Wikipedia)",
+                      "把更新门理解成新状态所占的比例",
+                      "本练习使用 h = z * h_prev + (1 - z) * n（z 保留旧状态，与 Cho et al. 2014、PyTorch 和 d2l 相同）；"
+                      "你的代码用的是 h = (1 - z) * h_prev + z * n（Chung et al. 2014、维基百科）",
+                      "Both readings are in the literature and both train equally well, since z is learned: only the "
+                      "meaning of the gate flips. But a trained GRU's weights assume one of them, and this course "
+                      "(like PyTorch) keeps the old state with z.",
+                      "两种写法在文献中都有，训练效果也一样好，因为 z 是学出来的：只是门的含义反了过来。但训练好的 GRU 权重"
+                      "只对应其中一种，而本课程（和 PyTorch 一样）用 z 保留旧状态。")
 
 GRU_CELL_FORWARD = Exercise(
     "gru_cell_forward", "The GRU cell", "GRU 单元", 'gru_cell_forward(params, x, h_prev, convention="paper")',
-    "One GRU step. x (D,), h_prev (H,). Returns (h (H,), cache); only h is checked.\n    " + _GRU_DOC,
+    """One GRU step.
+
+    x (D,), h_prev (H,); params Wx (3H, D), Wh (3H, H), bx (3H,), bh (3H,).
+    The three maps are stacked in PyTorch's order r, z, n (rows 0:H, H:2H, 2H:3H).
+    r = sigmoid(Wx_r x + bx_r + Wh_r h_prev + bh_r), and z likewise with the z rows.
+    n = tanh(Wx_n x + bx_n + Wh_n (r * h_prev) + bh_n): the reset gate acts BEFORE the recurrent matmul.
+    h = z * h_prev + (1 - z) * n: z is the fraction of the OLD state kept.
+    Returns (h (H,), cache); only h is checked.
+    D and H may differ.
+    h is a float64 array, also when x is float32.
+    x, h_prev and params are left unchanged.
+    Only convention="paper" (the above) is checked.""",
     _ref("gru_cell_forward"), _gru_cell_cases,
-    (_mistake(M.gru_cell_forward__update_gate_other_convention, "the update gate read in the other convention",
-              "in this course z is the fraction of the OLD state kept: h = z h_prev + (1 - z) n, not (1 - z) h_prev + z n"),
-     _mistake(M.gru_cell_forward__reset_after_matmul, "the reset gate applied after the recurrent matmul",
-              "that is PyTorch's variant r * (Wh_n h_prev + bh_n); the paper's is Wh_n (r * h_prev) + bh_n")),
-    returns="a tuple (h, cache)", compared=lambda out: out[0])
+    (_m(M.gru_cell_forward__update_gate_other_convention, *_UPDATE_GATE_OTHER,
+        convention="z as the fraction of the new state (Chung et al. 2014)"),
+     _m(M.gru_cell_forward__reset_after_matmul, "the reset gate applied after the recurrent matmul",
+        "this exercise uses the paper's n = tanh(... + Wh_n (r * h_prev) + bh_n); your code uses PyTorch's "
+        "nn.GRU form n = tanh(... + r * (Wh_n h_prev + bh_n))",
+        "重置门用在了循环矩阵乘法之后",
+        "本练习使用论文的 n = tanh(... + Wh_n (r * h_prev) + bh_n)；你的代码用的是 PyTorch nn.GRU 的形式 n = tanh(... + r * (Wh_n h_prev + bh_n))",
+        "PyTorch applies r after the matmul so that Wh h_prev can be computed for all three gates in one "
+        "product; the paper resets the state first. The two give different cells, and this exercise "
+        "(its backward pass too) follows the paper.",
+        "PyTorch 在矩阵乘法之后再乘 r，这样三个门的 Wh h_prev 可以用一次乘法算出；论文则先重置状态。两者是不同的单元，"
+        "本练习（包括它的反向传播）遵循论文。",
+        convention="PyTorch's nn.GRU reset (after the matmul)"),
+     _m(M.gru_cell_forward__gate_order_zrn, "the maps read in the order z, r, n",
+        "this exercise stacks the maps as r, z, n (PyTorch's order); your code reads z from the first block "
+        "and r from the second (Keras's order)",
+        "按 z, r, n 的顺序读取了各个映射", "本练习按 r, z, n（PyTorch 的顺序）堆叠各映射；你的代码从第一块读 z、从第二块读 r（Keras 的顺序）",
+        "Stacking the maps is only a layout, but the layout is part of the weights: Keras stores z first, "
+        "PyTorch r first. Reading the blocks in another order runs fine and computes another cell.",
+        "把映射堆叠起来只是一种布局，但布局是权重的一部分：Keras 把 z 放在前面，PyTorch 把 r 放在前面。按另一种顺序读取这些块"
+        "照样能运行，但计算的是另一个单元。",
+        convention="Keras's gate order (z, r, n)"),
+     _square_only(), _not_float64()),
+    returns="a tuple (h, cache)", compared=_gru_h,
+    spec=(Spec("values (random inputs)", "The three maps are stacked in PyTorch's order r, z, n (rows 0:H, H:2H, 2H:3H)."),
+          Spec("gates", "r = sigmoid(Wx_r x + bx_r + Wh_r h_prev + bh_r), and z likewise with the z rows.",
+               verify=same_values(0)),
+          Spec("reset before the matmul", "n = tanh(Wx_n x + bx_n + Wh_n (r * h_prev) + bh_n): the reset gate acts "
+               "BEFORE the recurrent matmul.", verify=same_values(0)),
+          Spec("update gate", "h = z * h_prev + (1 - z) * n: z is the fraction of the OLD state kept.",
+               verify=same_values(0)),
+          Spec("shapes and types", "Returns (h (H,), cache); only h is checked."),
+          Spec("non-square", "D and H may differ.", lambda: _gru_cell_cases(((11, 2, 5), (12, 6, 3)))),
+          Spec("float64", "h is a float64 array, also when x is float32.",
+               lambda: _gru_cell_cases(((13, 3, 3),), float32=True), same_dtypes(_gru_h)),
+          Spec("inputs unchanged", "x, h_prev and params are left unchanged.")),
+    axes={"": ("hidden unit",)})
 
 
-def _gru_bptt_cases():
-    return _seeded_cases(lambda k, rng, T: ((_gru_params(rng), rng.normal(size=(T, 3)), rng.normal(size=(T, 3))),
-                                            {"h0": rng.normal(size=3) * 0.5}), ((0, 3), (1, 4), (2, 5)), gradcheck=True)
+def _gru_bptt_cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), state=True, float32=False):
+    def make(k, rng, T, D, H):
+        xs = rng.normal(size=(T, D))
+        return ((_gru_params(rng, D, H), xs.astype(np.float32) if float32 else xs, rng.normal(size=(T, H))),
+                {"h0": rng.normal(size=H) * 0.5} if state else {})
+    return _seeded_cases(make, settings, gradcheck=True)
 
 
 GRU_BPTT = Exercise(
     "gru_bptt", "Backward through the GRU", "GRU 的反向传播", 'gru_bptt(params, xs, dhs, h0=None, convention="paper")',
-    "BPTT of the GRU given dhs (T, H) = dLoss/dh_t; xs (T, D), h0 (H,) or None.\n    Returns gradients "
-    '{"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,)}.\n    ' + _GRU_DOC,
+    """BPTT of the GRU (see gru_cell_forward) given dhs (T, H) = dLoss/dh_t.
+
+    xs (T, D); h0 (H,).
+    Returns the gradients of sum_t dhs[t] . h_t as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,)}.
+    h_{t-1} reaches h_t three ways: directly (times z), through the reset gate's product r * h_{t-1}, and through the gates' pre-activations.
+    The gradient reaching h_t is dhs[t] plus what step t+1 sends back.
+    The weights are shared by every step: their gradients are sums over t.
+    h0 may be None (zeros).
+    D and H may differ.
+    Every gradient is a float64 array, also when xs is float32.
+    The inputs are left unchanged.
+    Only convention="paper" (gru_cell_forward's) is checked.""",
     _ref("gru_bptt"), _gru_bptt_cases,
-    (_mistake(M.gru_bptt__update_gate_other_convention, "the update gate read in the other convention",
-              "z keeps the OLD state here: h = z h_prev + (1 - z) n, so dh_prev gets dh * z and dn gets dh * (1 - z)"),
-     _mistake(M.gru_bptt__no_future_gradient, "BPTT without the gradient from the future state",
-              "add the gradient returned for h_prev by step t+1 to dhs[t] before going through step t")),
-    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",)))
+    (_m(M.gru_bptt__update_gate_other_convention, *_UPDATE_GATE_OTHER,
+        convention="z as the fraction of the new state (Chung et al. 2014)"),
+     _m(M.gru_bptt__no_future_gradient, "BPTT without the gradient from the future state",
+        "add the gradient returned for h_prev by step t+1 to dhs[t] before going through step t",
+        "随时间反向传播时缺少来自未来状态的梯度", "在经过第 t 步之前，把第 t+1 步为 h_prev 返回的梯度加到 dhs[t] 上",
+        "h_t is the input of step t+1, so every later loss reaches it through that step. Without the term "
+        "the GRU is trained as if each step's state were used only by its own output.",
+        "h_t 是第 t+1 步的输入，所以之后的每个损失都经过那一步到达它。没有这一项，GRU 就被当作每一步的状态只被它自己的输出使用来训练。",
+        recognise=D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
+                           D.matches(M.gru_bptt__no_future_gradient, ("xs",), "own"))),
+     _m(M.gru_bptt__reset_path_missing, "the path through r * h_prev is missing from dh_prev",
+        "h_prev is multiplied by r inside the candidate: dh_prev gets (Wh_n^T da_n) * r as well",
+        "dh_prev 中缺少经过 r * h_prev 的路径", "h_prev 在候选值中被 r 相乘：dh_prev 还要加上 (Wh_n^T da_n) * r",
+        "Every place a variable is used sends gradient back to it: h_prev is used by the update mix, by "
+        "the gates' pre-activations, and inside the candidate as r * h_prev. Missing one use gives a "
+        "gradient that fails the finite-difference check by exactly that term.",
+        "变量在每一个被使用的地方都会把梯度送回给它：h_prev 被更新插值使用，被各门的预激活使用，还在候选值中以 r * h_prev 的形式使用。"
+        "漏掉一处，得到的梯度与有限差分恰好相差这一项。"),
+     _weights_not_summed(("Wx", "Wh", "bx", "bh")),
+     _square_only(),
+     _m("h0_none_not_handled", "h0=None is not handled",
+        "h0 may be None: start from np.zeros(H) then",
+        "没有处理 h0=None", "h0 可能是 None：此时从 np.zeros(H) 开始",
+        "A fresh sequence starts from zeros; callers say so with None.",
+        "新序列从零开始；调用者用 None 来表示。",
+        recognise=D.failed_check("h0 None", raises=True)),
+     _not_float64()),
+    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",)),
+    step_terms=_gate_terms("seqlab.labs.gru", "gru_forward", "gru_cell_backward", ("h0",)),
+    spec=(Spec("gradients vs finite differences", "Returns the gradients of sum_t dhs[t] . h_t as "
+               '{"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,)}.'),
+          Spec("three ways", "h_{t-1} reaches h_t three ways: directly (times z), through the reset gate's product "
+               "r * h_{t-1}, and through the gates' pre-activations.", verify=same_values("h0", "Wh")),
+          Spec("future term", "The gradient reaching h_t is dhs[t] plus what step t+1 sends back.",
+               verify=same_values("xs")),
+          Spec("summed over time", "The weights are shared by every step: their gradients are sums over t.",
+               verify=same_values("Wx", "Wh", "bx", "bh")),
+          Spec("h0 None", "h0 may be None (zeros).", lambda: _gru_bptt_cases(((21, 3, 3, 3),), state=False)),
+          Spec("non-square", "D and H may differ.", lambda: _gru_bptt_cases(((22, 3, 2, 4), (23, 2, 5, 2)))),
+          Spec("float64", "Every gradient is a float64 array, also when xs is float32.",
+               lambda: _gru_bptt_cases(((24, 3, 3, 3),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes=_GATE_AXES)
+
+
+def _mistake(function, title, explanation):
+    return Mistake(function.__name__.split('__', 1)[1], title, explanation, function)
 
 
 # --- masks and attention ----------------------------------------------------------------------------------------

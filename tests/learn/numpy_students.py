@@ -569,3 +569,270 @@ WRONG["clip_global_norm"] = [
             return (arrays[0] if isinstance(grads, np.ndarray) else arrays), norm
     """),
 ]
+
+
+# --- lstm_cell_forward ---------------------------------------------------------------------------------------
+_LSTM = """
+    import numpy as np
+    def lstm_cell_forward(params, x, h_prev, c_prev):
+        pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]
+        a_i, a_f, a_g, a_o = np.split(pre, 4)
+        sig = lambda v: 1 / (1 + np.exp(-v))
+        i, f, g, o = sig(a_i), sig(a_f), np.tanh(a_g), sig(a_o)
+        c = f * c_prev + i * g
+        h = o * np.tanh(c)
+        return h, c, (x, h_prev, c_prev, i, f, g, o, c)
+"""
+_LSTM_EINSUM = """
+    import numpy as np
+    def lstm_cell_forward(params, x, h_prev, c_prev):
+        H = len(h_prev)
+        pre = np.einsum("rd,d->r", params["Wx"], x) + np.einsum("rk,k->r", params["Wh"], h_prev) + params["bx"] + params["bh"]
+        gates = pre.reshape(4, H)                        # one row per gate: i, f, g, o
+        i, f, o = 0.5 * (1 + np.tanh(0.5 * gates[[0, 1, 3]]))   # sigmoid written through tanh
+        g = np.tanh(gates[2])
+        c = f * c_prev + i * g
+        return (o * np.tanh(c)).astype(np.float64), c.astype(np.float64), {"i": i, "f": f, "g": g, "o": o}
+"""
+CORRECT["lstm_cell_forward"] = {"split": _LSTM, "einsum": _LSTM_EINSUM}
+WRONG["lstm_cell_forward"] = [
+    ("CS231n's order", "gate_order_ifog", edit(_LSTM, ("a_i, a_f, a_g, a_o = np.split(pre, 4)", "a_i, a_f, a_o, a_g = np.split(pre, 4)"))),
+    ("TensorFlow's order", "gate_order_igfo", edit(_LSTM, ("a_i, a_f, a_g, a_o = np.split(pre, 4)", "a_i, a_g, a_f, a_o = np.split(pre, 4)"))),
+    ("h without tanh", "h_without_tanh", edit(_LSTM, ("h = o * np.tanh(c)", "h = o * c"))),
+    ("f and i swapped", "gates_swapped", edit(_LSTM_EINSUM, ("c = f * c_prev + i * g", "c = i * c_prev + f * g"))),
+    ("one bias", "bh_missing", edit(_LSTM, ('pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]',
+                                           'pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev'))),
+    ("H taken from x", "square_only", edit(_LSTM_EINSUM, ("H = len(h_prev)", "H = len(x)"))),
+    ("state made like x", "not_float64", """
+        import math
+        import numpy as np
+        def lstm_cell_forward(params, x, h_prev, c_prev):
+            H = len(h_prev)
+            h, c = np.zeros(H, dtype=x.dtype), np.zeros(H, dtype=x.dtype)
+            for u in range(H):
+                a = [params["Wx"][k * H + u] @ x + params["bx"][k * H + u] + params["Wh"][k * H + u] @ h_prev
+                     + params["bh"][k * H + u] for k in range(4)]
+                sig = [1 / (1 + math.exp(-v)) for v in a]
+                c[u] = sig[1] * c_prev[u] + sig[0] * math.tanh(a[2])
+                h[u] = sig[3] * math.tanh(c[u])
+            return h, c, None
+    """),
+    ("the cell state updated in place", "inputs_changed_in_place", edit(
+        _LSTM, ("c = f * c_prev + i * g", "c_prev *= f\nc_prev += i * g\nc = c_prev.copy()"))),
+    ("c returned as cache", "output_form", edit(_LSTM, ("return h, c, (x, h_prev, c_prev, i, f, g, o, c)", "return h, (x, h_prev, c_prev, i, f, g, o, c)"))),
+]
+
+
+# --- lstm_bptt ---------------------------------------------------------------------------------------------------
+_LSTMB = """
+    import numpy as np
+    def lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None):
+        Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+        xs = np.asarray(xs, dtype=np.float64)
+        H = Wh.shape[1]
+        sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+        h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)
+        c = np.zeros(H) if c0 is None else np.array(c0, dtype=np.float64)
+        steps = []
+        for x in xs:
+            a = Wx @ x + bx + Wh @ h + bh
+            i, f, g, o = sig(a[:H]), sig(a[H:2 * H]), np.tanh(a[2 * H:3 * H]), sig(a[3 * H:])
+            c_new = f * c + i * g
+            steps.append((x, h, c, i, f, g, o, np.tanh(c_new)))
+            h, c = o * np.tanh(c_new), c_new
+        grads = {k: np.zeros(params[k].shape) for k in ("Wx", "Wh", "bx", "bh")}
+        grads["xs"] = np.zeros(xs.shape)
+        dh_next, dc_next = np.zeros(H), np.zeros(H)
+        for t in range(len(xs) - 1, -1, -1):
+            x, h_prev, c_prev, i, f, g, o, tc = steps[t]
+            dh = dhs[t] + dh_next
+            dc = dc_next + dh * o * (1 - tc ** 2)
+            if dcs is not None:
+                dc = dc + dcs[t]
+            da = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g ** 2), dh * tc * o * (1 - o)])
+            grads["Wx"] += np.outer(da, x)
+            grads["Wh"] += np.outer(da, h_prev)
+            grads["bx"] += da
+            grads["bh"] += da
+            grads["xs"][t] = Wx.T @ da
+            dh_next, dc_next = Wh.T @ da, dc * f
+        grads["h0"], grads["c0"] = dh_next, dc_next
+        return grads
+"""
+_LSTMB_STACKED = """
+    import numpy as np
+    def lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None):
+        # the forward pass keeps every step's gates in arrays; the weight gradients are one product each
+        xs, dhs = np.array(xs, dtype=np.float64), np.asarray(dhs, dtype=np.float64)
+        T, H = len(xs), params["Wh"].shape[1]
+        hs, cs = np.zeros((T + 1, H)), np.zeros((T + 1, H))
+        if h0 is not None:
+            hs[0] = h0
+        if c0 is not None:
+            cs[0] = c0
+        gates = np.zeros((T, 4, H))
+        for t in range(T):
+            a = (params["Wx"] @ xs[t] + params["bx"] + params["Wh"] @ hs[t] + params["bh"]).reshape(4, H)
+            gates[t] = 1 / (1 + np.exp(-a))
+            gates[t, 2] = np.tanh(a[2])
+            i, f, g, o = gates[t]
+            cs[t + 1] = f * cs[t] + i * g
+            hs[t + 1] = o * np.tanh(cs[t + 1])
+        da = np.zeros((T, 4, H))
+        dh_next, dc_next = np.zeros(H), np.zeros(H)
+        extra = np.zeros((T, H)) if dcs is None else np.asarray(dcs, dtype=np.float64)
+        for t in reversed(range(T)):
+            i, f, g, o = gates[t]
+            tc = np.tanh(cs[t + 1])
+            dh = dhs[t] + dh_next
+            dc = dc_next + extra[t] + dh * o * (1 - tc * tc)
+            da[t] = [dc * g * i * (1 - i), dc * cs[t] * f * (1 - f), dc * i * (1 - g * g), dh * tc * o * (1 - o)]
+            flat = da[t].reshape(-1)
+            dh_next, dc_next = params["Wh"].T @ flat, dc * f
+        flat = da.reshape(T, 4 * H)
+        return {"Wx": flat.T @ xs, "Wh": flat.T @ hs[:-1], "bx": flat.sum(0), "bh": flat.sum(0),
+                "xs": flat @ params["Wx"], "h0": dh_next, "c0": dc_next}
+"""
+CORRECT["lstm_bptt"] = {"loop": _LSTMB, "stacked arrays": _LSTMB_STACKED}
+WRONG["lstm_bptt"] = [
+    ("no cell path", "no_cell_gradient_from_future", edit(_LSTMB, ("dh_next, dc_next = Wh.T @ da, dc * f", "dh_next, dc_next = Wh.T @ da, 0.0 * dc"))),
+    ("no hidden path", "no_future_gradient", edit(_LSTMB_STACKED, ("dh = dhs[t] + dh_next", "dh = dhs[t]"))),
+    ("no tanh' on the way to c", "tanh_derivative_of_cell_missing", edit(_LSTMB, ("dc = dc_next + dh * o * (1 - tc ** 2)", "dc = dc_next + dh * o"))),
+    ("weights overwritten", "weights_not_summed", edit(
+        _LSTMB, ('grads["Wx"] += np.outer(da, x)', 'grads["Wx"] = np.outer(da, x)'), ('grads["Wh"] += np.outer(da, h_prev)', 'grads["Wh"] = np.outer(da, h_prev)'),
+        ('grads["bx"] += da', 'grads["bx"] = da'), ('grads["bh"] += da', 'grads["bh"] = da'))),
+    ("weights from the last step", "weights_not_summed", edit(
+        _LSTMB_STACKED, ('return {"Wx": flat.T @ xs, "Wh": flat.T @ hs[:-1], "bx": flat.sum(0), "bh": flat.sum(0),',
+                         'return {"Wx": np.outer(flat[-1], xs[-1]), "Wh": np.outer(flat[-1], hs[-2]), "bx": flat[-1], "bh": flat[-1],'))),
+    ("dcs not read", "dcs_ignored", edit(_LSTMB, ("if dcs is not None:\n    dc = dc + dcs[t]", "pass"))),
+    ("states copied without a None check", "states_none_not_handled", edit(
+        _LSTMB, ("h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)", "h = np.array(h0, dtype=np.float64)"),
+        ("c = np.zeros(H) if c0 is None else np.array(c0, dtype=np.float64)", "c = np.array(c0, dtype=np.float64)"))),
+    ("H taken from xs", "square_only", edit(_LSTMB_STACKED, ("T, H = len(xs), params[\"Wh\"].shape[1]", "T, H = xs.shape"))),
+    ("dxs like xs", "not_float64", edit(_LSTMB, ("xs = np.asarray(xs, dtype=np.float64)\n", "xs = np.asarray(xs)\n"),
+                                        ('grads["xs"] = np.zeros(xs.shape)', 'grads["xs"] = np.zeros_like(xs)'))),
+    ("dhs accumulated in place", "inputs_changed_in_place", edit(_LSTMB, ("dh = dhs[t] + dh_next", "dhs[t] += dh_next\ndh = dhs[t]"))),
+]
+
+
+# --- gru_cell_forward -----------------------------------------------------------------------------------------------
+_GRU = """
+    import numpy as np
+    def gru_cell_forward(params, x, h_prev, convention="paper"):
+        H = len(h_prev)
+        Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+        sig = lambda v: 1 / (1 + np.exp(-v))
+        r = sig(Wx[:H] @ x + bx[:H] + Wh[:H] @ h_prev + bh[:H])
+        z = sig(Wx[H:2 * H] @ x + bx[H:2 * H] + Wh[H:2 * H] @ h_prev + bh[H:2 * H])
+        n = np.tanh(Wx[2 * H:] @ x + bx[2 * H:] + Wh[2 * H:] @ (r * h_prev) + bh[2 * H:])
+        h = z * h_prev + (1 - z) * n
+        return h, {"r": r, "z": z, "n": n}
+"""
+_GRU_BLOCKS = """
+    import numpy as np
+    def gru_cell_forward(params, x, h_prev, convention="paper"):
+        H = len(h_prev)
+        blocks = lambda W: W.reshape(3, H, -1) if W.ndim == 2 else W.reshape(3, H)
+        Wx, Wh, bx, bh = (blocks(params[k]) for k in ("Wx", "Wh", "bx", "bh"))
+        r, z = (1 / (1 + np.exp(-(Wx[k] @ x + bx[k] + Wh[k] @ h_prev + bh[k]))) for k in (0, 1))
+        n = np.tanh(Wx[2] @ x + bx[2] + Wh[2] @ (r * h_prev) + bh[2])
+        return n + z * (h_prev - n), None                 # z h_prev + (1 - z) n, rearranged
+"""
+CORRECT["gru_cell_forward"] = {"slices": _GRU, "blocks": _GRU_BLOCKS}
+WRONG["gru_cell_forward"] = [
+    ("z for the new state", "update_gate_other_convention", edit(_GRU, ("h = z * h_prev + (1 - z) * n", "h = (1 - z) * h_prev + z * n"))),
+    ("PyTorch's reset", "reset_after_matmul", edit(_GRU, ("Wh[2 * H:] @ (r * h_prev) + bh[2 * H:]", "r * (Wh[2 * H:] @ h_prev + bh[2 * H:])"))),
+    ("z read first", "gate_order_zrn", edit(_GRU_BLOCKS, ("for k in (0, 1))", "for k in (1, 0))"))),
+    ("H taken from x", "square_only", edit(_GRU, ("H = len(h_prev)", "H = len(x)"))),
+    ("h made like x", "not_float64", edit(_GRU, ("h = z * h_prev + (1 - z) * n", "h = (z * h_prev + (1 - z) * n).astype(x.dtype)"))),
+    ("h_prev reset in place", "inputs_changed_in_place", edit(_GRU, ("n = np.tanh(Wx[2 * H:] @ x + bx[2 * H:] + Wh[2 * H:] @ (r * h_prev) + bh[2 * H:])\nh = z * h_prev + (1 - z) * n",
+                                                                      "old = h_prev.copy()\nh_prev *= r\nn = np.tanh(Wx[2 * H:] @ x + bx[2 * H:] + Wh[2 * H:] @ h_prev + bh[2 * H:])\nh = z * old + (1 - z) * n"))),
+    ("h alone, no cache", "output_form", edit(_GRU, ('return h, {"r": r, "z": z, "n": n}', "return h"))),
+]
+
+
+# --- gru_bptt ------------------------------------------------------------------------------------------------------
+_GRUB = """
+    import numpy as np
+    def gru_bptt(params, xs, dhs, h0=None, convention="paper"):
+        Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+        xs = np.asarray(xs, dtype=np.float64)
+        H = Wh.shape[1]
+        R, Z, N = slice(0, H), slice(H, 2 * H), slice(2 * H, 3 * H)
+        sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+        h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)
+        steps = []
+        for x in xs:
+            r = sig(Wx[R] @ x + bx[R] + Wh[R] @ h + bh[R])
+            z = sig(Wx[Z] @ x + bx[Z] + Wh[Z] @ h + bh[Z])
+            n = np.tanh(Wx[N] @ x + bx[N] + Wh[N] @ (r * h) + bh[N])
+            steps.append((x, h, r, z, n))
+            h = z * h + (1 - z) * n
+        grads = {k: np.zeros(params[k].shape) for k in ("Wx", "Wh", "bx", "bh")}
+        grads["xs"] = np.zeros(xs.shape)
+        dh_next = np.zeros(H)
+        for t in range(len(xs) - 1, -1, -1):
+            x, h_prev, r, z, n = steps[t]
+            dh = dhs[t] + dh_next
+            dan = dh * (1 - z) * (1 - n ** 2)
+            daz = dh * (h_prev - n) * z * (1 - z)
+            d_reset = Wh[N].T @ dan
+            dar = d_reset * h_prev * r * (1 - r)
+            for rows, da, h_in in ((R, dar, h_prev), (Z, daz, h_prev), (N, dan, r * h_prev)):
+                grads["Wx"][rows] += np.outer(da, x)
+                grads["Wh"][rows] += np.outer(da, h_in)
+                grads["bx"][rows] += da
+                grads["bh"][rows] += da
+            grads["xs"][t] = Wx[R].T @ dar + Wx[Z].T @ daz + Wx[N].T @ dan
+            dh_next = dh * z + d_reset * r + Wh[R].T @ dar + Wh[Z].T @ daz
+        grads["h0"] = dh_next
+        return grads
+"""
+CORRECT["gru_bptt"] = {"loop": _GRUB, "stacked gates": """
+    import numpy as np
+    def gru_bptt(params, xs, dhs, h0=None, convention="paper"):
+        xs = np.array(xs, dtype=np.float64)
+        T, H = len(xs), params["Wh"].shape[1]
+        Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+        hs = np.zeros((T + 1, H))
+        hs[0] = 0.0 if h0 is None else h0
+        r, z, n = np.zeros((T, H)), np.zeros((T, H)), np.zeros((T, H))
+        for t in range(T):
+            ax, ah = Wx @ xs[t] + bx, Wh[:2 * H] @ hs[t] + bh[:2 * H]
+            r[t], z[t] = np.split(1 / (1 + np.exp(-(ax[:2 * H] + ah))), 2)
+            n[t] = np.tanh(ax[2 * H:] + Wh[2 * H:] @ (r[t] * hs[t]) + bh[2 * H:])
+            hs[t + 1] = z[t] * hs[t] + (1 - z[t]) * n[t]
+        dax, dah = np.zeros((T, 3 * H)), np.zeros((T, 3 * H))   # pre-activation grads: input side, hidden side
+        dh_next = np.zeros(H)
+        for t in reversed(range(T)):
+            dh = dhs[t] + dh_next
+            dn = dh * (1 - z[t]) * (1 - n[t] ** 2)
+            dz = dh * (hs[t] - n[t]) * z[t] * (1 - z[t])
+            d_rh = Wh[2 * H:].T @ dn
+            dr = d_rh * hs[t] * r[t] * (1 - r[t])
+            dax[t] = np.concatenate([dr, dz, dn])
+            dah[t] = dax[t]
+            dh_next = dh * z[t] + d_rh * r[t] + Wh[:2 * H].T @ np.concatenate([dr, dz])
+        inputs_h = np.concatenate([hs[:-1], hs[:-1], r * hs[:-1]], axis=1).reshape(T, 3, H)
+        dWh = np.einsum("tgh,tgk->ghk", dah.reshape(T, 3, H), inputs_h).reshape(3 * H, H)
+        return {"Wx": dax.T @ xs, "Wh": dWh, "bx": dax.sum(0), "bh": dah.sum(0), "xs": dax @ Wx, "h0": dh_next}
+"""}
+WRONG["gru_bptt"] = [
+    ("z for the new state", "update_gate_other_convention", edit(
+        _GRUB, ("h = z * h + (1 - z) * n", "h = (1 - z) * h + z * n"),
+        ("dan = dh * (1 - z) * (1 - n ** 2)", "dan = dh * z * (1 - n ** 2)"),
+        ("daz = dh * (h_prev - n) * z * (1 - z)", "daz = dh * (n - h_prev) * z * (1 - z)"),
+        ("dh_next = dh * z + d_reset * r", "dh_next = dh * (1 - z) + d_reset * r"))),
+    ("no future term", "no_future_gradient", edit(_GRUB, ("dh = dhs[t] + dh_next", "dh = dhs[t]"))),
+    ("no path through r * h_prev", "reset_path_missing", edit(_GRUB, ("dh_next = dh * z + d_reset * r + ", "dh_next = dh * z + "))),
+    ("weights overwritten", "weights_not_summed", edit(
+        _GRUB, ('grads["Wx"][rows] += np.outer(da, x)', 'grads["Wx"][rows] = np.outer(da, x)'),
+        ('grads["Wh"][rows] += np.outer(da, h_in)', 'grads["Wh"][rows] = np.outer(da, h_in)'),
+        ('grads["bx"][rows] += da', 'grads["bx"][rows] = da'), ('grads["bh"][rows] += da', 'grads["bh"][rows] = da'))),
+    ("h0 copied without a None check", "h0_none_not_handled", edit(_GRUB, ("h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)", "h = np.array(h0, dtype=np.float64)"))),
+    ("dWx made like Wh", "square_only", edit(_GRUB, ('grads = {k: np.zeros(params[k].shape) for k in ("Wx", "Wh", "bx", "bh")}',
+                                                     'grads = {k: np.zeros(params["Wh" if k == "Wx" else k].shape) for k in ("Wx", "Wh", "bx", "bh")}'))),
+    ("dxs like xs", "not_float64", edit(_GRUB, ("xs = np.asarray(xs, dtype=np.float64)\n", "xs = np.asarray(xs)\n"),
+                                        ('grads["xs"] = np.zeros(xs.shape)', 'grads["xs"] = np.zeros_like(xs)'))),
+    ("dhs accumulated in place", "inputs_changed_in_place", edit(_GRUB, ("dh = dhs[t] + dh_next", "dhs[t] += dh_next\ndh = dhs[t]"))),
+]
