@@ -377,7 +377,8 @@ def causal_mask__transposed(n):
     return np.triu(np.ones((n, n), dtype=bool))
 
 
-def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, invert=False):
+def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, invert=False,
+                       inf_scores=False):
     single = np.ndim(q) == 1
     Q = np.atleast_2d(np.asarray(q, dtype=np.float64))
     K = np.asarray(keys, dtype=np.float64)
@@ -396,6 +397,8 @@ def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_aft
     if mask_after:
         w = np.where(visible, w, 0.0)
     fully = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
+    if inf_scores:
+        scores = np.where(visible, scores, -np.inf)
     out = w @ V
     if scalar_values:
         out = out[:, 0]
@@ -425,6 +428,14 @@ def attention__mask_inverted(q, keys, values, mask=None):
     return _attention_variant(q, keys, values, mask, invert=True)
 
 
+def attention__mask_ignored(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, None)
+
+
+def attention__masked_scores_as_inf(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, inf_scores=True)
+
+
 def attention_backward__missing_scale(q, keys, values, d_output, mask=None):
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
     dO = np.asarray(d_output, dtype=np.float64)
@@ -443,8 +454,24 @@ def attention_backward__softmax_jacobian_diagonal_only(q, keys, values, d_output
     return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": P.T @ dO}
 
 
-def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False, width_scale=False):
+def attention_backward__scaled_twice(q, keys, values, d_output, mask=None):
+    grads = _att.attention_backward(q, keys, values, d_output, mask)
+    scale = 1 / np.sqrt(np.shape(q)[1])
+    return {"q": grads["q"] * scale, "keys": grads["keys"] * scale, "values": grads["values"]}
+
+
+def attention_backward__values_gradient_not_transposed(q, keys, values, d_output, mask=None):
+    Q, K = np.asarray(q, dtype=np.float64), np.asarray(keys, dtype=np.float64)
+    P, _ = _att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
+    grads = _att.attention_backward(q, keys, values, d_output, mask)
+    return {**grads, "values": P @ np.asarray(d_output, dtype=np.float64)}     # P, not P^T
+
+
+def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False, width_scale=False, reversed_heads=False,
+                       projection=True, keys_from_queries=False):
     x_q, x_kv = np.asarray(x_q, dtype=np.float64), np.asarray(x_kv, dtype=np.float64)
+    if keys_from_queries:
+        x_kv = x_q
     d_model = params["Wq"].shape[0]
     Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
     width = d_model // num_heads
@@ -454,13 +481,13 @@ def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False,
     for c in cols:
         q = Q[:, c] * (np.sqrt(width) / np.sqrt(d_model) if width_scale else 1.0)
         outs.append(_att.attention(q, K[:, c], V[:, c], mask)["output"])
-    concat = np.concatenate(outs, axis=1)
+    concat = np.concatenate(outs[::-1] if reversed_heads else outs, axis=1)
     if interleaved:                                        # merged back in the same strided order
         merged = np.empty_like(concat)
         for h, c in enumerate(cols):
             merged[:, c] = concat[:, h * width:(h + 1) * width]
         concat = merged
-    return {"q": Q, "k": K, "v": V, "concat": concat, "output": concat @ params["Wo"]}
+    return {"q": Q, "k": K, "v": V, "concat": concat, "output": concat @ params["Wo"] if projection else concat}
 
 
 def multihead_attention__heads_split_interleaved(x_q, x_kv, params, num_heads, mask=None):
@@ -469,6 +496,18 @@ def multihead_attention__heads_split_interleaved(x_q, x_kv, params, num_heads, m
 
 def multihead_attention__scaled_by_d_model(x_q, x_kv, params, num_heads, mask=None):
     return _multihead_variant(x_q, x_kv, params, num_heads, mask, width_scale=True)
+
+
+def multihead_attention__heads_reversed(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, reversed_heads=True)
+
+
+def multihead_attention__no_output_projection(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, projection=False)
+
+
+def multihead_attention__keys_from_queries(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, keys_from_queries=True)
 
 
 # --- BPE ----------------------------------------------------------------------------------------------------------

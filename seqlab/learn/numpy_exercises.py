@@ -106,12 +106,27 @@ def _not_float64(check="float64"):
               recognise=D.failed_check(check))
 
 
+def _same_containers(expected, actual) -> bool:
+    """The same dicts (keys), tuples and lists (lengths) down to the leaves, whatever the leaves' shapes."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and set(expected) <= set(actual) and \
+            all(_same_containers(expected[k], actual[k]) for k in expected)
+    if isinstance(expected, (tuple, list)) and not all(isinstance(v, (int, float)) for v in expected):
+        return isinstance(actual, (tuple, list)) and len(actual) == len(expected) and \
+            all(_same_containers(e, a) for e, a in zip(expected, actual))
+    return not isinstance(actual, (dict, tuple, list)) or isinstance(expected, (tuple, list))
+
+
 def _right_on_the_square_example(check):
-    """Fits when the check ``check`` failed while the worked example, whose sizes are all equal, is right."""
+    """Fits when the check ``check`` failed while the worked example, whose sizes are all equal, is right
+    (and the code returns the reference's containers everywhere: only sizes go wrong)."""
     def recognise(ev):
         message = ev.failed.get(check)
         worked = [i for i in ev.own() if ev.cases[i].label == "the worked example"]
         if not message or not worked or ev.outputs[worked[0]] is None:
+            return None
+        if not all(_same_containers(ev.expected[i], ev.exercise.compared(ev.raw[i])) for i in range(len(ev.cases))
+                   if ev.raw[i] is not None and not ev.cases[i].spec):
             return None
         return f"right on the worked example, where the sizes are equal; {message}" \
             if ev.close(ev.expected[worked[0]], ev.outputs[worked[0]]) else None
@@ -1305,10 +1320,6 @@ GRU_BPTT = Exercise(
     axes=_GATE_AXES)
 
 
-def _mistake(function, title, explanation):
-    return Mistake(function.__name__.split('__', 1)[1], title, explanation, function)
-
-
 # --- masks and attention ----------------------------------------------------------------------------------------
 def _mask_invariants(case, out):
     n = case.args[0]
@@ -1316,31 +1327,120 @@ def _mask_invariants(case, out):
     return None if count == n * (n + 1) // 2 else f"{count} entries visible for n={n}; a causal mask shows n(n+1)/2 = {n * (n + 1) // 2}"
 
 
+def _numbers_not_bool(ev):
+    """Recognises a 0/1 array of numbers whose truth values are the reference's mask."""
+    for i in ev.own():
+        raw = ev.raw[i]
+        if not isinstance(raw, np.ndarray) or raw.dtype == bool or raw.shape != np.shape(ev.expected[i]):
+            return None
+        if not np.array_equal(raw != 0, ev.expected[i]):
+            return None
+    return f"the output holds numbers of dtype {ev.raw[ev.own()[0]].dtype}, 1 where the mask is True"
+
+
 CAUSAL_MASK = Exercise(
     "causal_mask", "The causal mask", "因果掩码", "causal_mask(n)",
-    """(n, n) bool array, True where query i may attend key j, i.e. j <= i (itself and the past).
-    causal_mask(3) has 1 + 2 + 3 = 6 True entries.""",
-    _ref("causal_mask"), lambda: [Case("the worked example", (3,)), Case("random inputs 1", (1,)),
+    """(n, n) array, True where query i may attend key j, i.e. j <= i (itself and the past).
+
+    Row i is a query, column j a key.
+    The dtype is bool (True and False, not 1 and 0).
+    causal_mask(3) has 1 + 2 + 3 = 6 True entries.
+    n = 1 gives [[True]]; any n >= 1 works (n = 50 too).""",
+    _ref("causal_mask"), lambda: [Case("the worked example", (3,)), Case("random inputs 1", (4,)),
                                   Case("random inputs 2", (6,))],
-    (_mistake(M.causal_mask__current_position_excluded, "causal mask off by one: the current position excluded",
-              "a token may attend to itself: j <= i, not j < i (np.tril with k=0)"),
-     _mistake(M.causal_mask__one_future_position_included, "causal mask off by one: the next (future) position included",
-              "query i must not see key i+1: use j <= i (np.tril with k=0, not k=1)"),
-     _mistake(M.causal_mask__transposed, "the mask is transposed (keys see queries)",
-              "rows are queries, columns keys: row i is True for columns 0..i (lower triangle)")),
-    returns="an (n, n) bool ndarray", invariants=_mask_invariants)
+    (_m(M.causal_mask__current_position_excluded, "causal mask off by one: the current position excluded",
+        "a token may attend to itself: j <= i, not j < i (np.tril with k=0)",
+        "因果掩码差一：排除了当前位置", "词元可以关注它自己：j <= i，而不是 j < i（np.tril 取 k=0）",
+        "The prediction at position i is made from tokens 0..i, including token i itself: that is what "
+        "the model reads in order to predict token i+1. Without the diagonal, the first query has nothing "
+        "to attend to at all.",
+        "位置 i 的预测由词元 0..i 做出，包括词元 i 本身：模型正是读了它才预测词元 i+1。去掉对角线后，"
+        "第一个查询什么都无法关注。",
+        recognise=D.diagonal_offset((), "the diagonal is missing")),
+     _m(M.causal_mask__one_future_position_included, "causal mask off by one: the next (future) position included",
+        "query i must not see key i+1: use j <= i (np.tril with k=0, not k=1)",
+        "因果掩码差一：包含了下一个（未来的）位置", "查询 i 不能看到键 i+1：使用 j <= i（np.tril 取 k=0，而不是 k=1）",
+        "A language model is trained to predict token i+1 from tokens up to i. If query i can see key "
+        "i+1, the answer is in its input: the training loss drops to nearly zero and the model learns "
+        "nothing it can use at generation time, when the future is not there.",
+        "语言模型被训练成根据直到 i 的词元预测词元 i+1。如果查询 i 能看到键 i+1，答案就在它的输入里：训练损失几乎降到零，"
+        "而模型学不到任何在生成时（未来并不存在时）有用的东西。",
+        recognise=D.diagonal_offset((), "one future position visible")),
+     _m(M.causal_mask__transposed, "the mask is transposed (keys see queries)",
+        "rows are queries, columns keys: row i is True for columns 0..i (lower triangle)",
+        "掩码被转置了（键看到了查询）", "行是查询，列是键：第 i 行在第 0..i 列为 True（下三角）",
+        "The upper triangle lets every query see the future and not the past: the mask must be read with "
+        "the same axes as the scores it is applied to, queries down, keys across.",
+        "上三角让每个查询看到未来而看不到过去：掩码必须和它所作用的得分矩阵按相同的轴来读，查询在行，键在列。",
+        recognise=D.transposed(())),
+     _m("numbers_not_bool", "a mask of numbers instead of booleans",
+        "return a bool array (np.tril(np.ones((n, n), dtype=bool))): 1 and 0 index and combine differently",
+        "掩码是数字而不是布尔值", "返回布尔数组（np.tril(np.ones((n, n), dtype=bool))）：1 和 0 在索引和组合时的行为不同",
+        "A 0/1 array is not a mask to NumPy: scores[mask] with integers picks rows 0 and 1 instead of "
+        "selecting entries, and ~mask gives -1 and -2. A boolean mask means what it says.",
+        "对 NumPy 来说 0/1 数组不是掩码：用整数做 scores[mask] 会取出第 0 行和第 1 行而不是选择元素，~mask 得到 -1 和 -2。"
+        "布尔掩码才表达本意。",
+        recognise=_numbers_not_bool),
+     _m("fixed_size", "right only for some sizes",
+        "build the mask from n itself (np.tril(np.ones((n, n), dtype=bool))), not from a table of fixed size",
+        "只对某些尺寸正确", "用 n 本身构造掩码（np.tril(np.ones((n, n), dtype=bool))），不要从固定大小的表里截取",
+        "Sequences in training are hundreds of tokens long and a sequence of one token is legal too; a "
+        "mask that works for the sizes of the example fails at the first real batch.",
+        "训练中的序列有几百个词元，只有一个词元的序列也是合法的；只对例子中的尺寸有效的掩码会在第一个真实批次上出错。",
+        recognise=D.failed_check("sizes", raises=True))),
+    returns="an (n, n) bool ndarray", invariants=_mask_invariants,
+    spec=(Spec("values (random inputs)", "(n, n) array, True where query i may attend key j, i.e. j <= i (itself and the past)."),
+          Spec("rows are queries", "Row i is a query, column j a key.", verify=same_values()),
+          Spec("shapes and types", "The dtype is bool (True and False, not 1 and 0)."),
+          Spec("invariants", "causal_mask(3) has 1 + 2 + 3 = 6 True entries."),
+          Spec("sizes", "n = 1 gives [[True]]; any n >= 1 works (n = 50 too).",
+               lambda: [Case("n = 1", (1,)), Case("n = 50", (50,))])),
+    axes={"": ("query row", "key")})
 
 
 def _attention_cases():
     rng = _rng(4)
-    n, m, d = 3, 4, 4
-    cases = [Case("the worked example", (np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0])))]
-    cases.append(Case("random inputs 1", (rng.normal(size=(n, d)) * 2, rng.normal(size=(m, d)) * 2, rng.normal(size=(m, 3)))))
-    cases.append(Case("random inputs 2 (causal mask)", (rng.normal(size=(m, d)), rng.normal(size=(m, d)),
-                                                        rng.normal(size=(m, 2))), {"mask": np.tril(np.ones((m, m), bool))}))
-    cases.append(Case("random inputs 3 (padding mask)", (rng.normal(size=(n, d)), rng.normal(size=(m, d)),
-                                                         rng.normal(size=m)), {"mask": np.array([True, True, False, True])}))
-    return cases
+    return [Case("the worked example", (np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0]))),
+            Case("random inputs 1", (rng.normal(size=(3, 4)) * 2, rng.normal(size=(5, 4)) * 2, rng.normal(size=(5, 3)))),
+            Case("random inputs 2 (a mask per query)", (rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))),
+                 {"mask": np.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 1], [1, 0, 0, 1]], dtype=bool)})]
+
+
+def _attention_mask_cases():
+    rng = _rng(71)
+    return [Case("a key mask (m,) for 3 queries", (rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))),
+                 {"mask": np.array([True, False, True, True, False])}),
+            Case("a causal mask (n, m)", (rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=4)),
+                 {"mask": np.tril(np.ones((4, 4), bool))}),
+            Case("one query with a key mask", (rng.normal(size=3), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))),
+                 {"mask": np.array([False, True, True, False])})]
+
+
+def _attention_fully_masked_cases():
+    rng = _rng(72)
+    return [Case("row 1 fully masked", (rng.normal(size=(3, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 2))),
+                 {"mask": np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 1]], dtype=bool)}),
+            Case("every key masked for one query", (rng.normal(size=2), rng.normal(size=(3, 2)), rng.normal(size=3)),
+                 {"mask": np.zeros(3, dtype=bool)})]
+
+
+def _attention_large_cases():
+    rng = _rng(73)
+    q, k = rng.normal(size=(2, 4)) * 30, rng.normal(size=(3, 4)) * 30
+    return [Case("scores near 1000", (q, k, rng.normal(size=(3, 2)))),
+            Case("scores near 1000 with a mask", (q, k, rng.normal(size=3)), {"mask": np.array([[1, 0, 1], [0, 1, 1]], bool)})]
+
+
+def _attention_single_cases():
+    rng = _rng(74)
+    return [Case("one query, values (m, dv)", (rng.normal(size=3), rng.normal(size=(4, 3)), rng.normal(size=(4, 2)))),
+            Case("one query, values (m,)", (rng.normal(size=2), rng.normal(size=(5, 2)), rng.normal(size=5)))]
+
+
+def _attention_sizes_cases():
+    rng = _rng(75)
+    return [Case("n=1 (2-D), m=6, d=5, dv=1", (rng.normal(size=(1, 5)), rng.normal(size=(6, 5)), rng.normal(size=(6, 1)))),
+            Case("n=5, m=2, d=3, dv=4", (rng.normal(size=(5, 3)), rng.normal(size=(2, 3)), rng.normal(size=(2, 4))))]
 
 
 def _attention_invariants(case, out):
@@ -1357,35 +1457,195 @@ def _attention_invariants(case, out):
     return None
 
 
+def _one_query_kept_2d(ev):
+    """Recognises a single query (q of shape (d,)) answered with the shapes of a batch of one."""
+    seen = []
+    for i, case in enumerate(ev.cases):
+        if np.ndim(case.args[0]) != 1 or ev.raw[i] is None:
+            continue
+        try:
+            weights = np.asarray(ev.raw[i]["weights"])
+        except (KeyError, TypeError, IndexError):
+            return None
+        if weights.shape != (1, *np.shape(ev.expected[i]["weights"])):
+            return None
+        seen.append(case.label)
+    return f"on {', '.join(seen[:3])} the weights have shape (1, m), not (m,)" if seen else None
+
+
+def _fully_masked_rows(ev, how):
+    """Recognises what the student's weights are on the rows with every key masked: "NaN" or "uniform"."""
+    seen = []
+    for i, case in enumerate(ev.cases):
+        mask = case.kwargs.get("mask")
+        if case.spec != "fully masked rows" or ev.raw[i] is None or mask is None:
+            continue
+        try:
+            weights = np.atleast_2d(np.asarray(ev.raw[i]["weights"], dtype=float))
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        rows = ~np.broadcast_to(np.asarray(mask, bool), weights.shape).any(axis=-1)
+        empty = weights[rows]
+        fits = np.isnan(empty).any() if how == "NaN" else \
+            np.allclose(empty, 1 / weights.shape[-1]) and np.all(np.isfinite(empty))
+        if not fits:
+            return None
+        seen.append(case.label)
+    return f"on {', '.join(seen)} the fully masked rows get {'NaN' if how == 'NaN' else 'uniform'} weights" if seen else None
+
+
 ATTENTION = Exercise(
     "attention", "Scaled dot-product attention with masks", "带掩码的缩放点积注意力", "attention(q, keys, values, mask=None)",
-    """Row-vector convention: q (d,) or (n, d); keys (m, d); values (m,) or (m, dv);
-    mask (m,) or (n, m) bool, True = may attend.
-    scores = q keys^T / sqrt(d); weights = softmax over each row (masked scores -> -inf first);
-    output = weights values. A row with every key masked gets zero weights and output 0 (never NaN).
-    Returns {"scores", "weights" ((m,) / (n, m)), "output" (a float / (dv,) for one query; (n,) /
-    (n, dv) otherwise), "fully_masked_rows": list of row indices with nothing to attend to}.
+    """Scaled dot-product attention, row-vector convention.
+
+    q (d,) or (n, d); keys (m, d); values (m,) or (m, dv); mask None, (m,) or (n, m) bool, True = may attend.
+    scores = q keys^T / sqrt(d).
+    weights = the softmax of each row of scores, over the keys; masked scores count as -inf, so masked weights are exactly 0.
+    output = weights values.
+    mask (m,) applies to every query; mask (n, m) gives each query its own.
+    A row with every key masked gets zero weights and output 0, never NaN, and its index is listed in fully_masked_rows.
+    Scores as large as 1000 give finite weights: subtract each row's largest unmasked score before exp.
+    q (d,) is one query: scores and weights are then (m,), and output is a float (values (m,)) or a (dv,) array (values (m, dv)).
+    n, m, d and dv may all differ.
+    Returns {"scores", "weights", "output", "fully_masked_rows"}; the returned scores may show masked entries as computed or as -inf.
+    scores, weights and output are float64.
+    q, keys, values and mask are left unchanged.
     q=[1,0], keys=[[1,0],[0,1]], values=[2,10] -> weights [0.6698, 0.3302], output 4.6419.""",
     _ref("attention"), _attention_cases,
-    (_mistake(M.attention__softmax_over_queries, "softmax over the wrong axis",
-              "each QUERY's row (axis=-1, over the keys) is a distribution; normalizing over axis 0 mixes queries"),
-     _mistake(M.attention__missing_scale, "a missing 1/sqrt(d_k)",
-              "scores = q k^T / sqrt(d_k); without it the softmax is too peaked for large d_k"),
-     _mistake(M.attention__divided_by_d, "scores divided by d_k instead of sqrt(d_k)",
-              "the scale is 1/sqrt(d_k), which keeps the scores' variance near 1"),
-     _mistake(M.attention__mask_after_softmax, "the mask applied after the softmax",
-              "set masked scores to -inf BEFORE the softmax; zeroing weights afterwards leaves rows that do not sum to 1"),
-     _mistake(M.attention__mask_inverted, "the mask read inverted",
-              "True means MAY attend: keep scores where the mask is True")),
+    (_m(M.attention__softmax_over_queries, "softmax over the wrong axis",
+        "each QUERY's row (axis=-1, over the keys) is a distribution; normalizing over axis 0 mixes queries",
+        "softmax 的轴用错了", "每个查询的那一行（axis=-1，对键）是一个分布；沿 axis 0 归一化会把不同查询混在一起",
+        "A query distributes one unit of attention over the keys it may see: its row sums to 1. "
+        "Normalising down a column makes each KEY hand out one unit over the queries, so a query's output "
+        "depends on how many other queries there are.",
+        "一个查询把一份注意力分配给它能看到的键：它的那一行之和为 1。沿列归一化则让每个键把一份注意力分给各个查询，"
+        "于是一个查询的输出取决于还有多少别的查询。",
+        recognise=D.normalised_along("weights", 0, "column (over the queries)", "weights normalised over the queries")),
+     _m(M.attention__missing_scale, "a missing 1/sqrt(d_k)",
+        "scores = q k^T / sqrt(d_k); without it the softmax is too peaked for large d_k",
+        "缺少 1/sqrt(d_k)", "scores = q k^T / sqrt(d_k)；没有它，d_k 较大时 softmax 过于尖锐",
+        "A dot product of two random d-dimensional vectors has variance d, so unscaled scores grow with the "
+        "head width and the softmax saturates: almost all weight on one key and vanishing gradients for the "
+        "rest. Dividing by sqrt(d) brings the variance back to 1.",
+        "两个随机 d 维向量的点积方差为 d，所以不缩放的得分随头的宽度增长，softmax 饱和：几乎全部权重落在一个键上，"
+        "其余的梯度消失。除以 sqrt(d) 把方差拉回到 1。",
+        recognise=D.factor_of(("scores",), lambda c: {"sqrt(d_k)": np.sqrt(np.shape(c.args[0])[-1])},
+                              "the scores are not scaled")),
+     _m(M.attention__divided_by_d, "scores divided by d_k instead of sqrt(d_k)",
+        "the scale is 1/sqrt(d_k), which keeps the scores' variance near 1",
+        "得分除以了 d_k 而不是 sqrt(d_k)", "缩放系数是 1/sqrt(d_k)，它让得分的方差保持在 1 附近",
+        "Dividing by d shrinks the scores' spread like 1/sqrt(d): for wide heads every score is near 0 and "
+        "the weights become almost uniform, so attention cannot pick out anything.",
+        "除以 d 会让得分的离散程度按 1/sqrt(d) 缩小：头较宽时每个得分都接近 0，权重几乎均匀，注意力挑不出任何东西。",
+        recognise=D.factor_of(("scores",), lambda c: {"1/sqrt(d_k)": 1 / np.sqrt(np.shape(c.args[0])[-1])},
+                              "divided by d_k")),
+     _m(M.attention__mask_after_softmax, "the mask applied after the softmax",
+        "set masked scores to -inf BEFORE the softmax; zeroing weights afterwards leaves rows that do not sum to 1",
+        "在 softmax 之后才应用掩码", "在 softmax 之前把被掩码的得分设为 -inf；之后再把权重清零，会让各行之和不为 1",
+        "The softmax must share the attention among the visible keys only. Masking afterwards removes "
+        "their share without giving it back, so each row sums to less than 1 and the output shrinks.",
+        "softmax 必须只在可见的键之间分配注意力。事后再掩码会拿走被掩码键的份额却不还回来，于是每行之和小于 1，输出变小。"),
+     _m(M.attention__mask_inverted, "the mask read inverted",
+        "True means MAY attend: keep scores where the mask is True",
+        "把掩码读反了", "True 表示可以关注：在掩码为 True 的地方保留得分",
+        "Libraries disagree (PyTorch's boolean attn_mask marks positions NOT allowed in some functions), "
+        "so the convention is written in each signature. Here True = may attend, like the causal mask.",
+        "各个库的约定不同（PyTorch 的某些函数用布尔 attn_mask 标记不允许的位置），所以约定写在每个签名里。这里 True 表示可以关注，"
+        "和因果掩码一样。"),
+     _square_only("sizes"),
+     _m(M.attention__mask_ignored, "the mask is ignored",
+        "set the scores of masked keys to -inf before the softmax",
+        "忽略了掩码", "在 softmax 之前把被掩码的键的得分设为 -inf",
+        "Without the mask a decoder sees the future and a padded batch attends to padding: the numbers come "
+        "out, and the model learns from things it must not see.",
+        "没有掩码，解码器会看到未来，带填充的批次会关注填充位置：数字照样算得出来，模型却从不该看到的东西中学习。"),
+     _m("nan_for_fully_masked_rows", "fully masked rows give NaN",
+        "a row with every score -inf has exp(-inf - (-inf)) = NaN: give such rows zero weights (and list them)",
+        "完全被掩码的行得到 NaN", "每个得分都是 -inf 的行会算出 exp(-inf - (-inf)) = NaN：应给这些行零权重（并列出它们）",
+        "Fully masked rows happen (a padded query, a window with nothing in it), and one NaN in a forward "
+        "pass spreads to the loss and to every weight at the next update. The row has nothing to attend to, "
+        "so its output is 0.",
+        "完全被掩码的行是会出现的（填充的查询、空的窗口），而前向传播中的一个 NaN 会扩散到损失，并在下一次更新时扩散到每个权重。"
+        "这一行没有可关注的东西，所以它的输出是 0。",
+        recognise=lambda ev: _fully_masked_rows(ev, "NaN")),
+     _m("finite_mask_fill", "masked scores filled with a large finite number",
+        "with -1e9 instead of -inf a fully masked row gets uniform weights over keys it may not see: use -inf "
+        "and give such rows zero weights",
+        "被掩码的得分填成了一个很大的有限数", "用 -1e9 代替 -inf 时，完全被掩码的行会在它不能看的键上得到均匀的权重：请用 -inf，并给这样的行零权重",
+        "Filling with -1e9 works while a row has at least one visible key, because exp(-1e9 - max) is 0. "
+        "When every key is masked, all scores are equal and the softmax spreads the weight evenly over "
+        "keys the row was forbidden to see.",
+        "只要一行至少有一个可见的键，用 -1e9 填充就没问题，因为 exp(-1e9 - max) 为 0。当所有键都被掩码时，所有得分相等，"
+        "softmax 会把权重平均分给这一行本不能看到的键。",
+        recognise=lambda ev: _fully_masked_rows(ev, "uniform")),
+     _m("fully_masked_rows_not_listed", "fully_masked_rows is not filled in",
+        "list the index of every query row whose keys are all masked (for one query: [0])",
+        "没有填写 fully_masked_rows", "列出每个所有键都被掩码的查询行的下标（只有一个查询时是 [0]）",
+        "The caller needs to know which rows had nothing to attend to: their zero output is a convention, "
+        "not a result, and a loss should not count them.",
+        "调用者需要知道哪些行没有可关注的东西：它们的零输出是一种约定而不是计算结果，损失不应把它们算进去。",
+        recognise=D.failed_check("fully masked rows")),
+     _m("max_not_subtracted", "the largest score is not subtracted",
+        "exp(1000) overflows to inf and inf/inf is NaN: subtract each row's largest unmasked score before exp",
+        "没有减去最大的得分", "exp(1000) 会溢出为 inf，inf/inf 是 NaN：在取 exp 之前减去每行最大的未掩码得分",
+        "softmax(s) = softmax(s - c) for any c; with c the row's largest score every exponent is <= 0 and "
+        "nothing overflows. Scores in the hundreds are ordinary in trained models.",
+        "对任意 c 都有 softmax(s) = softmax(s - c)；取 c 为该行最大的得分，每个指数都 <= 0，不会溢出。训练好的模型中上百的得分很常见。",
+        recognise=D.failed_check("large scores", raises=True)),
+     _m("key_mask_not_broadcast", "a key mask (m,) is not applied to every query",
+        "a mask of shape (m,) is the same for every query: broadcast it to (n, m) (np.broadcast_to(mask, scores.shape))",
+        "键掩码 (m,) 没有应用到每个查询上", "形状为 (m,) 的掩码对每个查询都相同：把它广播成 (n, m)（np.broadcast_to(mask, scores.shape)）",
+        "A padding mask says which KEYS are real, the same for every query; a causal mask differs per "
+        "query. Both shapes are in use, and broadcasting turns the first into the second.",
+        "填充掩码说明哪些键是真实的，对每个查询都一样；因果掩码则每个查询不同。两种形状都有人用，广播能把前者变成后者。",
+        recognise=D.failed_check("mask shapes", raises=True)),
+     _m("one_query_not_handled", "a single query (q of shape (d,)) is not handled",
+        "q (d,) is one query: return scores and weights of shape (m,) and the output without the query axis",
+        "没有处理单个查询（形状为 (d,) 的 q）", "q (d,) 表示一个查询：返回形状为 (m,) 的 scores 和 weights，输出也不带查询这一维",
+        "The lesson's worked example and the decoder at generation time use one query at a time; the "
+        "output keeps the form of the input.",
+        "课程的例子以及生成时的解码器每次只用一个查询；输出保持与输入相同的形式。",
+        recognise=D.any_of(_one_query_kept_2d, D.failed_check("one query", raises=True))),
+     _not_float64(),
+     _m(M.attention__masked_scores_as_inf, "masked scores returned as -inf",
+        "the returned scores show masked entries as -inf; the stub allows that reading (the reference returns "
+        "them as computed)",
+        "返回的被掩码得分为 -inf", "返回的得分中被掩码的位置是 -inf；练习说明允许这种写法（参考实现返回计算出的原值）",
+        "Both are common: some implementations fill the scores in place with -inf and return them, others "
+        "keep the raw scores and mask only inside the softmax. The weights, which are what attention "
+        "uses, are the same.",
+        "两种都很常见：有的实现原地把得分填成 -inf 再返回，有的保留原始得分，只在 softmax 内部使用掩码。注意力真正使用的权重是一样的。",
+        convention="masked scores returned as -inf", accepted=True)),
     returns='a dict {"scores", "weights", "output", "fully_masked_rows"}', invariants=_attention_invariants,
-    compared=lambda out: {k: out[k] for k in ("scores", "weights", "output", "fully_masked_rows")})
+    compared=lambda out: {k: out[k] for k in ("scores", "weights", "output", "fully_masked_rows")},
+    spec=(Spec("scores", "scores = q keys^T / sqrt(d).", verify=same_values("scores")),
+          Spec("weights", "weights = the softmax of each row of scores, over the keys; masked scores count as -inf, "
+               "so masked weights are exactly 0.", verify=same_values("weights")),
+          Spec("output", "output = weights values.", verify=same_values("output")),
+          Spec("mask shapes", "mask (m,) applies to every query; mask (n, m) gives each query its own.",
+               _attention_mask_cases),
+          Spec("fully masked rows", "A row with every key masked gets zero weights and output 0, never NaN, and its "
+               "index is listed in fully_masked_rows.", _attention_fully_masked_cases),
+          Spec("large scores", "Scores as large as 1000 give finite weights: subtract each row's largest unmasked "
+               "score before exp.", _attention_large_cases),
+          Spec("one query", "q (d,) is one query: scores and weights are then (m,), and output is a float (values (m,)) "
+               "or a (dv,) array (values (m, dv)).", _attention_single_cases),
+          Spec("sizes", "n, m, d and dv may all differ.", _attention_sizes_cases),
+          Spec("shapes and types", 'Returns {"scores", "weights", "output", "fully_masked_rows"}; the returned scores '
+               "may show masked entries as computed or as -inf."),
+          Spec("float64", "scores, weights and output are float64.",
+               lambda: [Case("float32 inputs", _float32(_attention_cases()[1].args, 0, 1, 2))],
+               same_dtypes(lambda out: {k: out[k] for k in ("scores", "weights", "output")})),
+          Spec("inputs unchanged", "q, keys, values and mask are left unchanged.")),
+    axes={"scores": ("query row", "key"), "weights": ("query row", "key"), "output": ("query row", "value column")})
 
 
-def _attention_backward_cases():
-    return _seeded_cases(lambda k, rng, n, m, d, dv, masked: (
-        (rng.normal(size=(n, d)), rng.normal(size=(m, d)), rng.normal(size=(m, dv)), rng.normal(size=(n, dv))),
-        {"mask": np.tril(np.ones((n, m), bool))} if masked else {}),
-        ((0, 2, 3, 2, 2, False), (1, 3, 4, 4, 3, False), (2, 4, 4, 3, 2, True)), gradcheck=True)
+def _attention_backward_cases(settings=((0, 3, 3, 2, 2, None), (1, 3, 4, 4, 3, None), (2, 4, 2, 3, 5, None)),
+                              float32=False):
+    def make(k, rng, n, m, d, dv, mask):
+        args = (rng.normal(size=(n, d)), rng.normal(size=(m, d)), rng.normal(size=(m, dv)), rng.normal(size=(n, dv)))
+        return (_float32(args, 0, 1, 2, 3) if float32 else args), ({} if mask is None else {"mask": mask})
+    return _seeded_cases(make, settings, gradcheck=True)
 
 
 def _attention_gradients(case):
@@ -1396,43 +1656,203 @@ def _attention_gradients(case):
                                {"q": q, "keys": k, "values": v}), _same
 
 
+def _sqrt_d(case):
+    return np.sqrt(np.shape(case.args[0])[-1])
+
+
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "Backward through attention", "注意力的反向传播",
     "attention_backward(q, keys, values, d_output, mask=None)",
-    """Gradients of sum(d_output * output) for 2-D inputs: q (n, d), keys (m, d), values (m, dv), d_output (n, dv).
+    """Gradients of sum(d_output * output), output = attention(q, keys, values, mask)["output"], for 2-D inputs.
+
+    q (n, d), keys (m, d), values (m, dv), d_output (n, dv); mask None, (m,) or (n, m) bool, True = may attend.
     Returns {"q": (n, d), "keys": (m, d), "values": (m, dv)}.
-    Softmax backward per row: dS = P * (dP - sum_j dP_j P_j); remember the 1/sqrt(d) scale.""",
+    Softmax backward per row: dS = P * (dP - sum_j dP_j P_j), where dP = d_output values^T.
+    The scores are scaled by 1/sqrt(d), so the gradients of q and keys carry that factor too.
+    Masked weights are 0, so their scores get no gradient.
+    A fully masked row contributes nothing: no NaN anywhere.
+    n, m, d and dv may all differ.
+    Every gradient is a float64 array, also for float32 inputs.
+    The inputs are left unchanged.""",
     _ref("attention_backward"), _attention_backward_cases,
-    (_mistake(M.attention_backward__missing_scale, "a missing 1/sqrt(d_k) in the gradient",
-              "the scores are scaled by 1/sqrt(d); the gradients of q and keys carry the same factor"),
-     _mistake(M.attention_backward__softmax_jacobian_diagonal_only, "the softmax Jacobian without its sum term",
-              "dS = P * (dP - sum_j dP_j P_j): every weight depends on every score of its row")),
-    returns='a dict {"q", "keys", "values"}', gradients=_attention_gradients)
+    (_m(M.attention_backward__missing_scale, "a missing 1/sqrt(d_k) in the gradient",
+        "the scores are scaled by 1/sqrt(d); the gradients of q and keys carry the same factor",
+        "梯度中缺少 1/sqrt(d_k)", "得分被乘以了 1/sqrt(d)；q 和 keys 的梯度也带有同一个因子",
+        "The scale is part of the function: scores = Q K^T * s, so dQ = dS K * s and dK = dS^T Q * s. "
+        "Forgetting it makes the two gradients sqrt(d) times too large, which a finite-difference check "
+        "shows at once.",
+        "缩放是函数的一部分：scores = Q K^T * s，所以 dQ = dS K * s，dK = dS^T Q * s。忘记它会让这两个梯度大 sqrt(d) 倍，"
+        "有限差分检验一眼就能看出来。",
+        recognise=D.factor_of(("q", "keys"), lambda c: {"sqrt(d)": _sqrt_d(c)}, "q and keys")),
+     _m(M.attention_backward__scaled_twice, "the 1/sqrt(d_k) applied twice in the gradient",
+        "dS already comes from the scaled scores; multiply dQ = dS K and dK = dS^T Q by 1/sqrt(d) once",
+        "梯度中把 1/sqrt(d_k) 乘了两次", "dS 已经来自缩放后的得分；dQ = dS K 和 dK = dS^T Q 只需再乘一次 1/sqrt(d)",
+        "The chain rule meets the scale once, where the scores are made. Scaling dS and then dQ again "
+        "divides the gradients by d instead of sqrt(d).",
+        "链式法则只在生成得分的地方遇到一次缩放。先缩放 dS 再缩放 dQ，相当于把梯度除以 d 而不是 sqrt(d)。",
+        recognise=D.factor_of(("q", "keys"), lambda c: {"1/sqrt(d)": 1 / _sqrt_d(c)}, "q and keys")),
+     _m(M.attention_backward__softmax_jacobian_diagonal_only, "the softmax Jacobian without its sum term",
+        "dS = P * (dP - sum_j dP_j P_j): every weight depends on every score of its row",
+        "softmax 的雅可比矩阵缺少求和项", "dS = P * (dP - sum_j dP_j P_j)：每个权重都依赖于它所在行的所有得分",
+        "Raising one score raises its weight and lowers every other weight of the row, because the row "
+        "must still sum to 1. That coupling is the -sum_j dP_j P_j term; without it the gradient treats "
+        "the softmax as an element-wise exp.",
+        "提高一个得分会提高它的权重并降低这一行其他所有权重，因为这一行的和必须仍为 1。这种耦合就是 -sum_j dP_j P_j 项；"
+        "没有它，梯度就把 softmax 当成了逐元素的 exp。"),
+     _m(M.attention_backward__values_gradient_not_transposed, "the gradient of values uses P instead of P^T",
+        "output = P V, so dV = P^T d_output (m, dv); P @ d_output only runs when n == m",
+        "values 的梯度用了 P 而不是 P^T", "output = P V，所以 dV = P^T d_output，形状 (m, dv)；P @ d_output 只有在 n == m 时才能运行",
+        "For Y = P V the gradient with respect to V sums over the queries: dV[j] = sum_i P[i, j] dY[i]. "
+        "With as many queries as keys the wrong product runs and gives another matrix of the right shape.",
+        "对 Y = P V，V 的梯度要对查询求和：dV[j] = sum_i P[i, j] dY[i]。当查询数等于键数时，错误的乘法也能运行，"
+        "给出一个形状正确的别的矩阵。"),
+     _square_only("sizes"),
+     _m("mask_ignored", "the mask is ignored in the backward pass",
+        "recompute P with the masked scores set to -inf, exactly as the forward pass did",
+        "反向传播中忽略了掩码", "像前向传播一样，把被掩码的得分设为 -inf 后重新计算 P",
+        "The backward pass differentiates the function the forward pass computed, mask included: masked "
+        "keys have weight 0 and must receive no gradient.",
+        "反向传播求导的是前向传播所计算的那个函数，包括掩码：被掩码的键权重为 0，不应得到梯度。",
+        recognise=D.failed_check("mask")),
+     _m("nan_for_fully_masked_rows", "fully masked rows give NaN gradients",
+        "a fully masked row has P = 0 everywhere: compute it without 0/0 (as attention's forward does)",
+        "完全被掩码的行得到 NaN 梯度", "完全被掩码的行 P 处处为 0：计算时避免 0/0（像前向的 attention 一样）",
+        "One NaN in a gradient turns every parameter it touches into NaN at the next step.",
+        "梯度中的一个 NaN 会在下一步把它碰到的每个参数都变成 NaN。",
+        recognise=D.failed_check("fully masked rows", raises=True)),
+     _not_float64()),
+    returns='a dict {"q", "keys", "values"}', gradients=_attention_gradients,
+    spec=(Spec("gradients vs finite differences", "Gradients of sum(d_output * output), output = attention(q, keys, "
+               'values, mask)["output"], for 2-D inputs.'),
+          Spec("shapes and types", 'Returns {"q": (n, d), "keys": (m, d), "values": (m, dv)}.'),
+          Spec("softmax backward", "Softmax backward per row: dS = P * (dP - sum_j dP_j P_j), where dP = d_output values^T.",
+               verify=same_values("q", "keys")),
+          Spec("scale", "The scores are scaled by 1/sqrt(d), so the gradients of q and keys carry that factor too.",
+               verify=same_values("q", "keys")),
+          Spec("mask", "Masked weights are 0, so their scores get no gradient.",
+               lambda: _attention_backward_cases(((81, 4, 4, 3, 2, np.tril(np.ones((4, 4), bool))),
+                                                  (82, 2, 3, 2, 2, np.array([True, False, True]))))),
+          Spec("fully masked rows", "A fully masked row contributes nothing: no NaN anywhere.",
+               lambda: _attention_backward_cases(((83, 3, 3, 2, 2, np.array([[1, 0, 0], [0, 0, 0], [1, 1, 1]], bool)),))),
+          Spec("sizes", "n, m, d and dv may all differ.", lambda: _attention_backward_cases(((84, 1, 5, 3, 2, None),
+                                                                                            (85, 5, 2, 4, 1, None)))),
+          Spec("float64", "Every gradient is a float64 array, also for float32 inputs.",
+               lambda: _attention_backward_cases(((86, 3, 3, 2, 2, None),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes={"q": ("query row", "feature"), "keys": ("key row", "feature"), "values": ("key row", "value column")})
 
 
-def _multihead_cases():
-    def make(k, rng, n, m, d_model, heads, masked):
+def _multihead_cases(settings=((0, 3, 3, 4, 2, False), (1, 4, 4, 6, 3, False), (2, 4, 4, 8, 4, False)), mask=None,
+                     float32=False):
+    def make(k, rng, n, m, d_model, heads, cross):
         params = helper("seqlab.labs.attention", "init_multihead_params")(d_model, rng)
         x_q = rng.normal(size=(n, d_model))
-        x_kv = x_q if n == m and k != 1 else rng.normal(size=(m, d_model))
-        return (x_q, x_kv.copy(), params, heads), ({"mask": np.tril(np.ones((n, m), bool))} if masked else {})
-    return _seeded_cases(make, ((0, 3, 3, 4, 2, False), (1, 4, 5, 6, 3, False), (2, 4, 4, 8, 2, True)))
+        x_kv = rng.normal(size=(m, d_model)) if cross else x_q.copy()
+        if float32:
+            x_q, x_kv = x_q.astype(np.float32), x_kv.astype(np.float32)
+        return (x_q, x_kv, params, heads), ({} if mask is None else {"mask": mask})
+    return _seeded_cases(make, settings)
+
+
+def _multihead_parts(out):
+    return {"concat": out["concat"], "output": out["output"]}
+
+
+def _heads_differ(ev):
+    """Says which heads (column blocks of concat) differ, where concat is wrong."""
+    for i in ev.usable():
+        if not ev.wrong(i, ("concat",)):
+            continue
+        e, a = (np.asarray(x) for x in ev.leaf(i, ("concat",)))
+        heads = ev.cases[i].args[3]
+        w = e.shape[1] // heads
+        bad = [h for h in range(heads) if not D.close(e[:, h * w:(h + 1) * w], a[:, h * w:(h + 1) * w], ev.rtol, ev.atol)]
+        return f"on {ev.cases[i].label} heads {', '.join(map(str, bad))} of {heads} differ" if bad else None
+    return None
 
 
 MULTIHEAD_ATTENTION = Exercise(
     "multihead_attention", "Multi-head attention: split and merge heads", "多头注意力：拆分与合并头",
     "multihead_attention(x_q, x_kv, params, num_heads, mask=None)",
-    """x_q (n, d_model) queries, x_kv (m, d_model) keys/values; params Wq, Wk, Wv, Wo (d_model, d_model), applied as x @ W.
-    Q = x_q Wq, K = x_kv Wk, V = x_kv Wv; head h uses columns h*w:(h+1)*w, w = d_model / num_heads;
-    each head: scaled dot-product attention with scale 1/sqrt(w) -> (n, w); concat the heads in order
-    -> (n, d_model); output = concat Wo. Returns a dict with at least "concat" (n, d_model) and
-    "output" (n, d_model).""",
+    """Multi-head attention: x_q (n, d_model) queries, x_kv (m, d_model) keys and values.
+
+    params: Wq, Wk, Wv, Wo, each (d_model, d_model), applied as x @ W: Q = x_q Wq, K = x_kv Wk, V = x_kv Wv.
+    Head h uses the contiguous columns h*w:(h+1)*w of Q, K and V, where w = d_model / num_heads.
+    Each head is scaled dot-product attention with scale 1/sqrt(w), its own width.
+    concat = the heads' outputs side by side, head 0 first: (n, d_model).
+    output = concat Wo: (n, d_model).
+    Returns a dict with at least "concat" and "output".
+    n and m may differ (cross-attention: queries from x_q, keys and values from x_kv).
+    mask None, (m,) or (n, m), True = may attend, applies to every head.
+    concat and output are float64 arrays, also for float32 inputs.
+    The inputs are left unchanged.""",
     _ref("multihead_attention"), _multihead_cases,
-    (_mistake(M.multihead_attention__heads_split_interleaved, "heads split as interleaved columns",
-              "head h takes the CONTIGUOUS columns h*w:(h+1)*w (a reshape to (n, heads, w)), not every heads-th column"),
-     _mistake(M.multihead_attention__scaled_by_d_model, "scores scaled by 1/sqrt(d_model) instead of the head width",
-              "each head's d_k is its width w = d_model / num_heads")),
-    returns='a dict with "concat" and "output"', compared=lambda out: {"concat": out["concat"], "output": out["output"]})
+    (_m(M.multihead_attention__heads_split_interleaved, "heads split as interleaved columns",
+        "head h takes the CONTIGUOUS columns h*w:(h+1)*w (a reshape to (n, heads, w)), not every heads-th column",
+        "按交错的列拆分了头", "第 h 个头取连续的列 h*w:(h+1)*w（即 reshape 成 (n, heads, w)），而不是每隔 heads 列取一列",
+        "Any fixed split would train, but the split is part of the weights' meaning: Wq's columns "
+        "h*w:(h+1)*w are head h's query projection in every library, and reshape(n, heads, w) is what "
+        "produces them. Striding picks columns from every head.",
+        "任何固定的拆分都能训练，但拆分方式是权重含义的一部分：在每个库中 Wq 的第 h*w:(h+1)*w 列都是第 h 个头的查询投影，"
+        "reshape(n, heads, w) 产生的正是这些列。跨步取列会从每个头里各取一些。"),
+     _m(M.multihead_attention__scaled_by_d_model, "scores scaled by 1/sqrt(d_model) instead of the head width",
+        "each head's d_k is its width w = d_model / num_heads",
+        "得分除以了 sqrt(d_model) 而不是头的宽度", "每个头的 d_k 是它的宽度 w = d_model / num_heads",
+        "The scale keeps each head's dot products at unit variance, and a head's dot product runs over w "
+        "numbers, not d_model. Using d_model makes every head's softmax flatter as heads are added.",
+        "缩放让每个头的点积保持单位方差，而一个头的点积只对 w 个数求和，不是 d_model 个。用 d_model 会让头越多、每个头的 softmax 越平坦。"),
+     _m(M.multihead_attention__heads_reversed, "the heads concatenated in reverse order",
+        "concat puts head 0 first: np.concatenate(heads, axis=1) in the order h = 0, 1, ...",
+        "各个头以相反的顺序拼接", "concat 把第 0 个头放在最前面：按 h = 0, 1, ... 的顺序 np.concatenate(heads, axis=1)",
+        "Wo's rows h*w:(h+1)*w read head h's output; concatenating in another order hands each block of "
+        "Wo another head's result.",
+        "Wo 的第 h*w:(h+1)*w 行读取第 h 个头的输出；按别的顺序拼接，Wo 的每一块拿到的就是别的头的结果。",
+        recognise=_heads_differ),
+     _m(M.multihead_attention__no_output_projection, "no output projection",
+        "output = concat @ Wo: the heads are mixed by Wo after they are concatenated",
+        "没有输出投影", "output = concat @ Wo：拼接之后由 Wo 把各个头混合起来",
+        "Concatenation only places the heads side by side; Wo is what lets the model combine what "
+        "different heads found. It is a learned layer with its own weights.",
+        "拼接只是把各个头并排放在一起；Wo 让模型能把不同头的发现组合起来。它是一个有自己权重的可学习层。",
+        recognise=D.matches(M.multihead_attention__no_output_projection, ("output",), "own")),
+     _m(M.multihead_attention__keys_from_queries, "keys and values taken from x_q",
+        "K = x_kv Wk and V = x_kv Wv: in cross-attention the keys and values come from the other sequence",
+        "键和值取自 x_q", "K = x_kv Wk，V = x_kv Wv：在交叉注意力中，键和值来自另一个序列",
+        "Self-attention is the special case x_kv = x_q. A decoder's cross-attention asks the encoder's "
+        "states: queries from one sequence, keys and values from the other, and the weights are (n, m).",
+        "自注意力是 x_kv = x_q 的特例。解码器的交叉注意力向编码器的状态提问：查询来自一个序列，键和值来自另一个，权重是 (n, m)。"),
+     _m("mask_ignored", "the mask is ignored",
+        "pass the mask to every head's attention: it applies to each of them",
+        "忽略了掩码", "把掩码传给每个头的注意力：它对每个头都适用",
+        "Every head must respect causality and padding: a single head that sees the future leaks it into "
+        "the concatenated output.",
+        "每个头都必须遵守因果性和填充：只要有一个头看到了未来，就会把未来泄露到拼接后的输出中。",
+        recognise=D.failed_check("mask")),
+     _not_float64()),
+    returns='a dict with "concat" and "output"', compared=_multihead_parts,
+    spec=(Spec("values (random inputs)", "params: Wq, Wk, Wv, Wo, each (d_model, d_model), applied as x @ W: Q = x_q Wq, "
+               "K = x_kv Wk, V = x_kv Wv."),
+          Spec("contiguous heads", "Head h uses the contiguous columns h*w:(h+1)*w of Q, K and V, where w = d_model / "
+               "num_heads.", verify=same_values("concat")),
+          Spec("head scale", "Each head is scaled dot-product attention with scale 1/sqrt(w), its own width.",
+               verify=same_values("concat")),
+          Spec("head order", "concat = the heads' outputs side by side, head 0 first: (n, d_model).",
+               verify=same_values("concat")),
+          Spec("output projection", "output = concat Wo: (n, d_model).", verify=same_values("output")),
+          Spec("shapes and types", 'Returns a dict with at least "concat" and "output".'),
+          Spec("cross-attention", "n and m may differ (cross-attention: queries from x_q, keys and values from x_kv).",
+               lambda: _multihead_cases(((91, 3, 5, 4, 2, True), (92, 4, 2, 6, 3, True)))),
+          Spec("mask", "mask None, (m,) or (n, m), True = may attend, applies to every head.",
+               lambda: [*_multihead_cases(((93, 4, 4, 4, 2, False),), mask=np.tril(np.ones((4, 4), bool))),
+                        *_multihead_cases(((94, 3, 3, 6, 3, False),), mask=np.array([True, False, True]))]),
+          Spec("float64", "concat and output are float64 arrays, also for float32 inputs.",
+               lambda: _multihead_cases(((95, 3, 3, 4, 2, False),), float32=True), same_dtypes(_multihead_parts)),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes={"concat": ("query row", "column"), "output": ("query row", "column")})
+
+
+def _mistake(function, title, explanation):
+    return Mistake(function.__name__.split('__', 1)[1], title, explanation, function)
 
 
 # --- BPE ----------------------------------------------------------------------------------------------------------

@@ -24,6 +24,9 @@ def edit(source: str, *pairs: tuple[str, str]) -> str:
             indent = line[:len(line) - len(line.lstrip())]
             old, new = (textwrap.indent(text, indent).lstrip() for text in (old, new))
         assert source.count(old) == 1, (old, source)
+        if not new and old.endswith("\n"):     # a deleted line goes with its indentation
+            start = source.index(old)
+            old = source[source.rindex("\n", 0, start) + 1:start] + old
         source = source.replace(old, new)
     return source
 
@@ -835,4 +838,233 @@ WRONG["gru_bptt"] = [
     ("dxs like xs", "not_float64", edit(_GRUB, ("xs = np.asarray(xs, dtype=np.float64)\n", "xs = np.asarray(xs)\n"),
                                         ('grads["xs"] = np.zeros(xs.shape)', 'grads["xs"] = np.zeros_like(xs)'))),
     ("dhs accumulated in place", "inputs_changed_in_place", edit(_GRUB, ("dh = dhs[t] + dh_next", "dhs[t] += dh_next\ndh = dhs[t]"))),
+]
+
+
+# --- causal_mask ---------------------------------------------------------------------------------------------------
+_MASK = """
+    import numpy as np
+    def causal_mask(n):
+        i = np.arange(n)
+        return i[None, :] <= i[:, None]
+"""
+CORRECT["causal_mask"] = {"comparison": _MASK, "tri": """
+    import numpy as np
+    def causal_mask(n):
+        return np.tri(n, n, dtype=bool)
+"""}
+WRONG["causal_mask"] = [
+    ("strict inequality", "current_position_excluded", edit(_MASK, ("i[None, :] <= i[:, None]", "i[None, :] < i[:, None]"))),
+    ("one step ahead", "one_future_position_included", edit(_MASK, ("i[None, :] <= i[:, None]", "i[None, :] <= i[:, None] + 1"))),
+    ("upper triangle", "transposed", edit(_MASK, ("i[None, :] <= i[:, None]", "i[:, None] <= i[None, :]"))),
+    ("ones and zeros", "numbers_not_bool", """
+        import numpy as np
+        def causal_mask(n):
+            return np.tril(np.ones((n, n)))
+    """),
+    ("cut from a fixed table", "fixed_size", """
+        import numpy as np
+        TABLE = np.tril(np.ones((8, 8), dtype=bool))
+        def causal_mask(n):
+            return TABLE[:n, :n] if n > 1 else np.zeros((n, n), dtype=bool)
+    """),
+]
+
+
+# --- attention ---------------------------------------------------------------------------------------------------
+_ATT = """
+    import numpy as np
+    def attention(q, keys, values, mask=None):
+        single = np.ndim(q) == 1
+        Q = np.atleast_2d(np.asarray(q, dtype=np.float64))
+        K = np.asarray(keys, dtype=np.float64)
+        V = np.asarray(values, dtype=np.float64)
+        scores = Q @ K.T / np.sqrt(Q.shape[1])
+        visible = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), scores.shape)
+        s = np.where(visible, scores, -np.inf)
+        top = s.max(axis=1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        e = np.exp(s - top)
+        total = e.sum(axis=1, keepdims=True)
+        weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        output = weights @ V
+        empty = [int(r) for r in np.flatnonzero(~visible.any(axis=1))]
+        if single:
+            out = output[0]
+            return {"scores": scores[0], "weights": weights[0], "output": float(out) if out.ndim == 0 else out,
+                    "fully_masked_rows": empty}
+        return {"scores": scores, "weights": weights, "output": output, "fully_masked_rows": empty}
+"""
+_ATT_EINSUM = """
+    import numpy as np
+    def attention(q, keys, values, mask=None):
+        # einsum, masked scores returned as -inf (the stub allows it), a row at a time for the softmax
+        q2 = np.array(q, dtype=np.float64, ndmin=2)
+        scores = np.einsum("nd,md->nm", q2, np.asarray(keys, dtype=np.float64)) / np.sqrt(q2.shape[-1])
+        if mask is not None:
+            scores = np.where(np.broadcast_to(np.asarray(mask, dtype=bool), scores.shape), scores, -np.inf)
+        weights = np.zeros_like(scores)
+        empty = []
+        for r, row in enumerate(scores):
+            if np.isneginf(row).all():
+                empty.append(r)
+                continue
+            e = np.exp(row - row.max())
+            weights[r] = e / e.sum()
+        out = np.tensordot(weights, np.asarray(values, dtype=np.float64), axes=(1, 0))
+        if np.ndim(q) == 1:
+            return {"scores": scores[0], "weights": weights[0], "output": out[0] if np.ndim(out[0]) else float(out[0]),
+                    "fully_masked_rows": empty}
+        return {"scores": scores, "weights": weights, "output": out, "fully_masked_rows": empty}
+"""
+CORRECT["attention"] = {"vectorised": _ATT, "einsum with -inf scores": _ATT_EINSUM}
+WRONG["attention"] = [
+    ("softmax down the columns", "softmax_over_queries", edit(
+        _ATT, ("top = s.max(axis=1, keepdims=True)", "top = s.max(axis=0, keepdims=True)"),
+        ("total = e.sum(axis=1, keepdims=True)", "total = e.sum(axis=0, keepdims=True)"))),
+    ("no scale", "missing_scale", edit(_ATT, ("scores = Q @ K.T / np.sqrt(Q.shape[1])", "scores = Q @ K.T"))),
+    ("divided by d", "divided_by_d", edit(_ATT_EINSUM, ("/ np.sqrt(q2.shape[-1])", "/ q2.shape[-1]"))),
+    ("mask after the softmax", "mask_after_softmax", edit(
+        _ATT, ("s = np.where(visible, scores, -np.inf)", "s = scores"),
+        ("weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)",
+         "weights = np.where(visible, e / total, 0.0)"))),
+    ("True read as masked", "mask_inverted", edit(_ATT, ("s = np.where(visible, scores, -np.inf)", "s = np.where(visible, -np.inf, scores)"),
+                                                  ("empty = [int(r) for r in np.flatnonzero(~visible.any(axis=1))]",
+                                                   "empty = [int(r) for r in np.flatnonzero(visible.all(axis=1))]"))),
+    ("mask never used", "mask_ignored", edit(_ATT, ("s = np.where(visible, scores, -np.inf)", "s = scores"))),
+    ("0 / 0 on empty rows", "nan_for_fully_masked_rows", edit(
+        _ATT, ("top = np.where(np.isfinite(top), top, 0.0)\n", ""),
+        ("weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)", "weights = e / total"))),
+    ("-1e9 for masked scores", "finite_mask_fill", edit(_ATT, ("s = np.where(visible, scores, -np.inf)", "s = np.where(visible, scores, -1e9)"))),
+    ("empty rows not listed", "fully_masked_rows_not_listed", edit(_ATT, ("empty = [int(r) for r in np.flatnonzero(~visible.any(axis=1))]", "empty = []"))),
+    ("no shift before exp", "max_not_subtracted", edit(_ATT_EINSUM, ("e = np.exp(row - row.max())", "e = np.exp(row)"))),
+    ("mask indexed per query", "key_mask_not_broadcast", edit(
+        _ATT_EINSUM, ("scores = np.where(np.broadcast_to(np.asarray(mask, dtype=bool), scores.shape), scores, -np.inf)",
+                      "scores = np.array([np.where(mask[r], row, -np.inf) for r, row in enumerate(scores)])"))),
+    ("always 2-D", "one_query_not_handled", edit(
+        _ATT, ('if single:\n    out = output[0]\n    return {"scores": scores[0], "weights": weights[0], "output": float(out) if out.ndim == 0 else out,\n            "fully_masked_rows": empty}\n', ""))),
+    ("keys not transposed", "square_only", edit(_ATT, ("scores = Q @ K.T / np.sqrt(Q.shape[1])", "scores = Q @ K / np.sqrt(Q.shape[1])"))),
+    ("cast back to the inputs' dtype", "not_float64", edit(
+        _ATT, ("output = weights @ V", "dtype = np.result_type(q, keys, values)\nscores, weights, output = (a.astype(dtype) for a in (scores, weights, weights @ V))"))),
+    ("queries scaled in place", "inputs_changed_in_place", edit(
+        _ATT, ("Q = np.atleast_2d(np.asarray(q, dtype=np.float64))", "Q = np.atleast_2d(np.asarray(q, dtype=np.float64))\nQ /= np.sqrt(Q.shape[1])"),
+        ("scores = Q @ K.T / np.sqrt(Q.shape[1])", "scores = Q @ K.T"))),
+    ("weights and output only", "output_form", edit(_ATT_EINSUM, ('return {"scores": scores, "weights": weights, "output": out, "fully_masked_rows": empty}',
+                                                                 'return {"weights": weights, "output": out}'))),
+]
+
+
+# --- attention_backward ------------------------------------------------------------------------------------------
+_ATTB = """
+    import numpy as np
+    def attention_backward(q, keys, values, d_output, mask=None):
+        Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (q, keys, values, d_output))
+        s = 1 / np.sqrt(Q.shape[1])
+        scores = Q @ K.T * s
+        visible = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
+        masked = np.where(visible, scores, -np.inf)
+        top = masked.max(axis=1, keepdims=True)
+        e = np.where(visible, np.exp(masked - np.where(np.isfinite(top), top, 0)), 0.0)
+        total = e.sum(axis=1, keepdims=True)
+        P = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        dP = dO @ V.T
+        dS = P * (dP - (dP * P).sum(axis=1, keepdims=True))
+        return {"q": dS @ K * s, "keys": dS.T @ Q * s, "values": P.T @ dO}
+"""
+_ATTB_EINSUM = """
+    import numpy as np
+    def attention_backward(q, keys, values, d_output, mask=None):
+        # the softmax Jacobian built per row, einsum for the products
+        q, keys, values, d_output = (np.array(a, dtype=np.float64) for a in (q, keys, values, d_output))
+        n, d = q.shape
+        scale = d ** -0.5
+        scores = np.einsum("nd,md->nm", q, keys) * scale
+        allowed = np.ones_like(scores, dtype=bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), scores.shape)
+        P = np.zeros_like(scores)
+        for r in range(n):
+            if allowed[r].any():
+                z = np.exp(scores[r][allowed[r]] - scores[r][allowed[r]].max())
+                P[r, allowed[r]] = z / z.sum()
+        dP = np.einsum("nv,mv->nm", d_output, values)
+        dS = np.stack([(np.diag(P[r]) - np.outer(P[r], P[r])) @ dP[r] for r in range(n)]) if n else dP
+        return {"q": np.einsum("nm,md->nd", dS, keys) * scale, "keys": np.einsum("nm,nd->md", dS, q) * scale,
+                "values": np.einsum("nm,nv->mv", P, d_output)}
+"""
+CORRECT["attention_backward"] = {"vectorised": _ATTB, "jacobian": _ATTB_EINSUM}
+WRONG["attention_backward"] = [
+    ("no scale on dq and dk", "missing_scale", edit(_ATTB, ('return {"q": dS @ K * s, "keys": dS.T @ Q * s, "values": P.T @ dO}',
+                                                           'return {"q": dS @ K, "keys": dS.T @ Q, "values": P.T @ dO}'))),
+    ("scale twice", "scaled_twice", edit(_ATTB, ("dS = P * (dP - (dP * P).sum(axis=1, keepdims=True))",
+                                                 "dS = P * (dP - (dP * P).sum(axis=1, keepdims=True)) * s"))),
+    ("only the diagonal of the Jacobian", "softmax_jacobian_diagonal_only", edit(
+        _ATTB_EINSUM, ("(np.diag(P[r]) - np.outer(P[r], P[r])) @ dP[r]", "np.diag(P[r]) @ dP[r]"))),
+    ("dV = P dO", "values_gradient_not_transposed", edit(_ATTB, ('"values": P.T @ dO}', '"values": P @ dO}'))),
+    ("mask not used", "mask_ignored", edit(_ATTB, ("visible = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)",
+                                                   "visible = np.ones(scores.shape, bool)"))),
+    ("0 / 0 on empty rows", "nan_for_fully_masked_rows", edit(_ATTB, ("P = np.divide(e, total, out=np.zeros_like(e), where=total > 0)", "P = e / total"))),
+    ("a tuple of gradients", "output_form", edit(_ATTB, ('return {"q": dS @ K * s, "keys": dS.T @ Q * s, "values": P.T @ dO}',
+                                                          'return dS @ K * s, dS.T @ Q * s, P.T @ dO'))),
+    ("n used for m", "square_only", edit(_ATTB_EINSUM, ("P = np.zeros_like(scores)", "P = np.zeros((n, n))"),
+                                         ("P[r, allowed[r]] = z / z.sum()", "P[r, :len(z)][allowed[r][:n]] = (z / z.sum())[:n]"))),
+    ("cast back to the inputs' dtypes", "not_float64", edit(
+        _ATTB, ('return {"q": dS @ K * s, "keys": dS.T @ Q * s, "values": P.T @ dO}',
+                'return {"q": (dS @ K * s).astype(q.dtype), "keys": (dS.T @ Q * s).astype(keys.dtype), "values": (P.T @ dO).astype(values.dtype)}'))),
+    ("d_output reused as a buffer", "inputs_changed_in_place", edit(
+        _ATTB, ("Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (q, keys, values, d_output))",
+                "Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (q, keys, values, d_output))\nd_out_copy = dO.copy()"),
+        ('return {"q": dS @ K * s, "keys": dS.T @ Q * s, "values": P.T @ dO}',
+         'dO *= 0.0\nreturn {"q": dS @ K * s, "keys": dS.T @ Q * s, "values": P.T @ d_out_copy}'))),
+]
+
+
+# --- multihead_attention ----------------------------------------------------------------------------------------------
+_MHA = """
+    import numpy as np
+    def multihead_attention(x_q, x_kv, params, num_heads, mask=None):
+        Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
+        n, m, d_model = Q.shape[0], K.shape[0], Q.shape[1]
+        w = d_model // num_heads
+        split = lambda X: X.reshape(len(X), num_heads, w).transpose(1, 0, 2)     # (heads, rows, w)
+        q, k, v = split(Q), split(K), split(V)
+        scores = q @ k.transpose(0, 2, 1) / np.sqrt(w)
+        if mask is not None:
+            scores = np.where(np.broadcast_to(mask, (n, m)), scores, -np.inf)
+        top = scores.max(axis=-1, keepdims=True)
+        e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
+        total = e.sum(axis=-1, keepdims=True)
+        weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        heads = weights @ v
+        concat = heads.transpose(1, 0, 2).reshape(n, d_model).astype(np.float64)
+        return {"concat": concat, "output": concat @ params["Wo"]}
+"""
+CORRECT["multihead_attention"] = {"reshaped": _MHA, "per head with the lab's attention": """
+    import numpy as np
+    from seqlab.labs.attention import attention
+    def multihead_attention(x_q, x_kv, params, num_heads, mask=None):
+        x_q, x_kv = np.asarray(x_q, dtype=np.float64), np.asarray(x_kv, dtype=np.float64)
+        Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
+        blocks = lambda X: np.split(X, num_heads, axis=1)
+        outs = [attention(q, k, v, mask)["output"] for q, k, v in zip(blocks(Q), blocks(K), blocks(V))]
+        concat = np.hstack(outs)
+        return {"concat": concat, "output": np.einsum("nd,de->ne", concat, params["Wo"])}
+"""}
+WRONG["multihead_attention"] = [
+    ("heads as strided columns", "heads_split_interleaved", edit(_MHA, ("split = lambda X: X.reshape(len(X), num_heads, w).transpose(1, 0, 2)",
+                                                                      "split = lambda X: X.reshape(len(X), w, num_heads).transpose(2, 0, 1)"),
+                                                                 ("concat = heads.transpose(1, 0, 2).reshape(n, d_model).astype(np.float64)",
+                                                                  "concat = heads.transpose(1, 2, 0).reshape(n, d_model).astype(np.float64)"))),
+    ("scaled by d_model", "scaled_by_d_model", edit(_MHA, ("scores = q @ k.transpose(0, 2, 1) / np.sqrt(w)", "scores = q @ k.transpose(0, 2, 1) / np.sqrt(d_model)"))),
+    ("heads stacked last first", "heads_reversed", edit(_MHA, ("concat = heads.transpose(1, 0, 2)", "concat = heads[::-1].transpose(1, 0, 2)"))),
+    ("no Wo", "no_output_projection", edit(_MHA, ('return {"concat": concat, "output": concat @ params["Wo"]}', 'return {"concat": concat, "output": concat}'))),
+    ("keys from x_q", "keys_from_queries", edit(_MHA, ('Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]',
+                                                       'Q, K, V = x_q @ params["Wq"], x_q @ params["Wk"], x_q @ params["Wv"]'))),
+    ("mask not passed on", "mask_ignored", edit(_MHA, ("if mask is not None:\n    scores = np.where(np.broadcast_to(mask, (n, m)), scores, -np.inf)", "pass"))),
+    ("made like x", "not_float64", edit(_MHA, ("concat = heads.transpose(1, 0, 2).reshape(n, d_model).astype(np.float64)",
+                                               "concat = heads.transpose(1, 0, 2).reshape(n, d_model).astype(x_q.dtype)"),
+                                        ('return {"concat": concat, "output": concat @ params["Wo"]}',
+                                         'return {"concat": concat, "output": (concat @ params["Wo"]).astype(x_q.dtype)}'))),
+    ("projections into x_q's buffer", "inputs_changed_in_place", edit(
+        _MHA, ('Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]',
+               'K, V = x_kv @ params["Wk"], x_kv @ params["Wv"]\nQ = x_q\nQ[:] = x_q @ params["Wq"]'))),
+    ("output without concat", "output_form", edit(_MHA, ('return {"concat": concat, "output": concat @ params["Wo"]}', 'return concat @ params["Wo"]'))),
 ]

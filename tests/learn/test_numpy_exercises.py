@@ -184,6 +184,7 @@ LOOPS = {
         import numpy as np
         def attention(q, keys, values, mask=None):
             single = np.ndim(q) == 1
+            q = np.asarray(q, dtype=float)
             Q = [q] if single else list(q)
             d = len(Q[0])
             vals = np.asarray(values, dtype=float)
@@ -532,6 +533,16 @@ def test_each_exercise_has_two_correct_and_four_wrong_versions_and_each_sentence
     failed = {c["name"] for label, _, _ in wrong for c in batch[f"wrong {label}", name].checks if not c["passed"]}
     for spec in ex.spec:
         assert spec.id in failed, f"no wrong version of {name} fails {spec.id!r}: {spec.sentence}"
+
+
+def test_a_convention_the_stub_allows_passes_with_a_note(batch):
+    accepted = [(e.name, m) for e in EXERCISES for m in e.mistakes if m.accepted]
+    assert ("attention", "masked_scores_as_inf") in [(n, m.id) for n, m in accepted]
+    for name, m in accepted:
+        report = batch["mutant", name, m.id]
+        assert report.passed and report.notes and m.title in report.notes[0], (report.checks, report.notes)
+    einsum = batch["correct einsum with -inf scores", "attention"]
+    assert einsum.passed and "masked scores returned as -inf" in einsum.notes[0]
 
 
 def test_every_wrong_student_version_ends_in_a_specific_diagnosis(batch):
