@@ -1851,62 +1851,160 @@ MULTIHEAD_ATTENTION = Exercise(
     axes={"concat": ("query row", "column"), "output": ("query row", "column")})
 
 
-def _mistake(function, title, explanation):
-    return Mistake(function.__name__.split('__', 1)[1], title, explanation, function)
-
-
 # --- BPE ----------------------------------------------------------------------------------------------------------
+_BYTES = [bytes([b]) for b in range(256)]
+
+
 def _merge_cases():
-    token_bytes = [bytes([b]) for b in range(256)]
     o = ord
     worked = {(o("e"), o("s")): 9, (o("s"), o("t")): 9, (o("l"), o("o")): 7, (o("o"), o("w")): 7, (o("w"), o("e")): 8}
     rng = _rng(5)
-    cases = [Case("the worked example", (worked, token_bytes))]
+    cases = [Case("the worked example", (worked, _BYTES))]
     for k in (1, 2):
         letters = [o(c) for c in "abcdefgh"]
         counts = {}
         for _ in range(12):
             pair = (int(rng.choice(letters)), int(rng.choice(letters)))
             counts[pair] = int(rng.integers(1, 4))
-        cases.append(Case(f"random inputs {k}", (counts, token_bytes)))
-    extended = token_bytes + [b"ab", b"a"]
-    cases.append(Case("random inputs 3 (longer tokens)", ({(256, 98): 3, (97, 98): 3, (257, 99): 3, (99, 97): 1}, extended)))
+        cases.append(Case(f"random inputs {k}", (counts, _BYTES)))
     return cases
+
+
+def _merge_tie_cases():
+    o = ord
+    return [Case("a tie decided by the right token", ({(o("a"), o("b")): 3, (o("a"), o("c")): 3, (o("b"), o("a")): 2}, _BYTES)),
+            Case("a tie decided by the left token", ({(o("z"), o("a")): 5, (o("b"), o("z")): 5, (o("y"), o("y")): 5}, _BYTES))]
+
+
+def _merge_longer_cases():
+    o = ord
+    extended = _BYTES + [b"ab", b"bc", b"a"]          # 256, 257 and 258 (a longer id for a short token)
+    return [Case("ids above 255: a high id for a small token", ({(258, o("z")): 4, (o("y"), o("z")): 4}, extended)),
+            Case("ids above 255: the same bytes joined", ({(o("a"), 257): 3, (256, o("c")): 3}, extended))]
+
+
+def _merge_dict_cases():
+    o = ord
+    some = {o("b"): b"b", o("x"): b"x", o("e"): b"e", 300: b"a", 301: b"zz"}     # only the ids that occur
+    return [Case("token_bytes a dict of the ids that occur", ({(300, o("x")): 2, (o("b"), o("x")): 2, (o("e"), 301): 1}, some))]
+
+
+def _a_tuple_of_ints(case, out, ref, extra):
+    if type(out) is not tuple or len(out) != 2 or not all(isinstance(i, (int, np.integer)) for i in out):
+        return f"returned {out!r} (a {type(out).__name__}); the pair must be a tuple of two ints"
+    return None
 
 
 CHOOSE_MERGE = Exercise(
     "choose_merge", "One BPE merge step: which pair to merge", "BPE 的一步：选择合并哪一对",
     "choose_merge(pair_counts, token_bytes)",
-    """The pair to merge next: the most frequent adjacent pair; ties broken by the lexicographically
-    GREATER pair of byte strings (compare token_bytes[left], then token_bytes[right]).
-    pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes (a list or dict).
-    Returns the chosen (left id, right id). Worked example: ("e","s") and ("s","t") both 9 -> ("s","t").""",
+    """The pair to merge next: the most frequent adjacent pair.
+
+    pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes, a list or a dict.
+    Ties are broken by the lexicographically GREATER pair of byte strings: compare token_bytes[left] first, then token_bytes[right].
+    Ids above 255 stand for longer byte strings: compare their bytes, not their ids.
+    Returns the chosen (left id, right id) as a tuple of two ints.
+    pair_counts and token_bytes are left unchanged.
+    Worked example: ("e","s") and ("s","t") both 9 -> ("s","t").""",
     _ref("choose_merge"), _merge_cases,
-    (_mistake(M.choose_merge__tie_to_smaller_pair, "ties broken towards the smaller pair",
-              "among equally frequent pairs the lexicographically GREATER pair of byte strings wins"),
-     _mistake(M.choose_merge__tie_to_first_counted, "ties broken by counting order",
-              "max() keeps the first pair it sees; compare the pairs' bytes to break ties")),
-    returns="a tuple (left id, right id)", compared=lambda out: tuple(int(i) for i in out))
+    (_m(M.choose_merge__tie_to_smaller_pair, "ties broken towards the smaller pair",
+        "among equally frequent pairs the lexicographically GREATER pair of byte strings wins",
+        "并列时选了较小的一对", "出现次数相同的几对中，字节串按字典序较大的一对胜出",
+        "The tie rule is arbitrary but fixed: GPT-2's and CS336's trainers take the greater pair, and a "
+        "tokenizer trained with another rule produces other merges from the first tie on, so its "
+        "vocabulary no longer matches theirs.",
+        "并列规则是人为规定的，但必须固定：GPT-2 和 CS336 的训练器取较大的一对；用别的规则训练的分词器从第一次并列起就会产生不同的合并，"
+        "词表也就和它们的不一致了。"),
+     _m(M.choose_merge__tie_to_first_counted, "ties broken by counting order",
+        "max() keeps the first pair it sees; compare the pairs' bytes to break ties",
+        "并列时按计数的先后顺序选择", "max() 会保留它先看到的那一对；要比较这几对的字节来打破并列",
+        "Which pair a dict yields first depends on the order the text was read in, so the merges would "
+        "change with the order of the documents. The byte comparison makes the result a function of the "
+        "counts alone.",
+        "字典先给出哪一对取决于读取文本的顺序，于是合并结果会随文档顺序而变。按字节比较让结果只取决于计数本身。"),
+     _m(M.choose_merge__ids_compared, "ties broken by the ids instead of the bytes",
+        "compare token_bytes[left], token_bytes[right]: a merged token's id says when it was made, not what it spells",
+        "并列时比较了 id 而不是字节", "要比较 token_bytes[left]、token_bytes[right]：合并后词元的 id 只说明它何时产生，不代表它的内容",
+        "For the 256 single bytes the id is the byte, so comparing ids looks right; a merged token gets the "
+        "next free id, and from the first merge on the ids no longer sort like the text.",
+        "对 256 个单字节来说 id 就是字节值，所以比较 id 看上去没错；但合并后的词元拿到的是下一个空闲 id，从第一次合并起 id 的顺序就和文本的顺序不一致了。"),
+     _m(M.choose_merge__concatenation_compared, "ties broken by the joined bytes",
+        "compare the PAIR (token_bytes[left], token_bytes[right]), not left + right: (b'a', b'bc') and (b'ab', b'c') "
+        "join to the same bytes",
+        "并列时比较了拼接后的字节", "要比较这一对 (token_bytes[left], token_bytes[right])，而不是 left + right：(b'a', b'bc') 和 (b'ab', b'c') 拼接后相同",
+        "Two different merges can produce the same string; the rule compares the two parts, so it still "
+        "decides between them.",
+        "两个不同的合并可能产生相同的字符串；规则比较的是两个部分，所以仍能在它们之间做出决定。"),
+     _m("not_a_tuple", "the pair is not returned as a tuple of ints",
+        "return (left, right) as a tuple of two ints, the form of pair_counts' keys",
+        "返回的这一对不是由整数组成的元组", "以两个整数组成的元组 (left, right) 返回，与 pair_counts 的键形式相同",
+        "The caller looks the pair up in dicts keyed by tuples; a list is not hashable and a pair of "
+        "strings is another key.",
+        "调用者会在以元组为键的字典里查找这一对；列表不可哈希，一对字符串则是另一个键。",
+        recognise=D.failed_check("a tuple", alone=False)),
+     _m("token_bytes_as_a_list_only", "token_bytes given as a dict is not handled",
+        "index token_bytes[i] directly: it works for a list and for a dict (list(a_dict) gives its keys)",
+        "没有处理以字典形式给出的 token_bytes", "直接用 token_bytes[i] 取值：对列表和字典都适用（list(一个字典) 得到的是它的键）",
+        "Trainers keep the vocabulary as a dict {id: bytes}; the function should only assume what the "
+        "contract says, that token_bytes[i] gives the bytes of token i.",
+        "训练器把词表存成字典 {id: bytes}；函数只应假设约定所说的内容：token_bytes[i] 给出词元 i 的字节。",
+        recognise=D.failed_check("token_bytes a dict", raises=True))),
+    returns="a tuple (left id, right id)", compared=lambda out: tuple(int(i) for i in out),
+    spec=(Spec("values (random inputs)", "The pair to merge next: the most frequent adjacent pair."),
+          Spec("ties", "Ties are broken by the lexicographically GREATER pair of byte strings: compare "
+               "token_bytes[left] first, then token_bytes[right].", _merge_tie_cases),
+          Spec("longer tokens", "Ids above 255 stand for longer byte strings: compare their bytes, not their ids.",
+               _merge_longer_cases),
+          Spec("token_bytes a dict", "pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes, "
+               "a list or a dict.", _merge_dict_cases),
+          Spec("a tuple", "Returns the chosen (left id, right id) as a tuple of two ints.", verify=_a_tuple_of_ints),
+          Spec("inputs unchanged", "pair_counts and token_bytes are left unchanged.")))
 
 
 _CORPUS = ("low low low low low lower lower widest widest widest newest newest newest newest newest newest"
            "<|endoftext|>") * 3 + "".join(f"ab<|endoftext|>cd{i % 3}<|endoftext|>" for i in range(20))
+_BPE_FILES: dict[str, str] = {}
+
+
+def _bpe_file(name: str, text: str) -> str:
+    """A corpus file for the cases, written once per process into a folder removed at exit."""
+    if name not in _BPE_FILES:
+        import atexit
+        import shutil
+        import tempfile
+        from pathlib import Path
+        if "" not in _BPE_FILES:
+            _BPE_FILES[""] = tempfile.mkdtemp(prefix="seqlab-learn-bpe-")
+            atexit.register(shutil.rmtree, _BPE_FILES[""], ignore_errors=True)
+        path = Path(_BPE_FILES[""]) / f"{name}.txt"
+        path.write_text(text, encoding="utf-8")
+        _BPE_FILES[name] = str(path)
+    return _BPE_FILES[name]
 
 
 def _bpe_cases():
-    import atexit
-    import shutil
-    import tempfile
-    from pathlib import Path
-    folder = Path(tempfile.mkdtemp(prefix="seqlab-learn-bpe-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    worked, other = folder / "worked.txt", folder / "random.txt"
-    worked.write_text(_CORPUS, encoding="utf-8")
     rng = _rng(6)
     words = ["the", "cat", "sat", "on", "mat", "a", "hat"]
-    other.write_text("<|endoftext|>".join(" ".join(rng.choice(words, 8)) for _ in range(30)), encoding="utf-8")
-    return [Case("the worked example", (str(worked), 256 + 1 + 12, ["<|endoftext|>"])),
-            Case("random inputs 1", (str(other), 256 + 1 + 15, ["<|endoftext|>"]))]
+    other = "<|endoftext|>".join(" ".join(rng.choice(words, 8)) for _ in range(30))
+    return [Case("the worked example", (_bpe_file("worked", _CORPUS), 256 + 1 + 12, ["<|endoftext|>"])),
+            Case("random inputs 1", (_bpe_file("random", other), 256 + 1 + 10, ["<|endoftext|>"]))]
+
+
+def _bpe_special_cases():
+    return [Case("short documents between special tokens", (_bpe_file("specials", "hi<|endoftext|>" * 40 + "hello hill"),
+                                                             256 + 2 + 6, ["<|endoftext|>", "<pad>"]))]
+
+
+def _bpe_pretokenize_cases():
+    return [Case("the same two words many times", (_bpe_file("words", "ab ab ab ab ab ab cd cd"), 256 + 1 + 5, ["<|endoftext|>"]))]
+
+
+def _bpe_tie_cases():
+    return [Case("equally frequent pairs", (_bpe_file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, []))]
+
+
+def _bpe_no_special_cases():
+    return [Case("no special tokens", (_bpe_file("plain", "the cat sat on the mat; the hat sat on the cat"), 256 + 8, []))]
 
 
 def _bpe_compared(out):
@@ -1916,21 +2014,170 @@ def _bpe_compared(out):
             "merges": [tuple(m) for m in merges]}
 
 
+def _bpe_vocab_order(case, out, ref, extra):
+    vocab, merges = out
+    specials = [s.encode("utf-8") for s in case.args[2]]
+    k = len(specials)
+    if [vocab.get(i) for i in range(k)] != specials:
+        return f"ids 0..{k - 1} are {[vocab.get(i) for i in range(k)]}, expected the special tokens {specials}"
+    if sorted(vocab.get(i, b"") for i in range(k, k + 256)) != _BYTES:
+        return f"ids {k}..{k + 255} are not the 256 single bytes"
+    joined = [vocab.get(k + 256 + n) for n in range(len(merges))]
+    if joined != [bytes(a) + bytes(b) for a, b in merges]:
+        return f"the ids after the bytes are not the merged tokens in the order learned: {joined[:4]}..."
+    return None
+
+
+def _bpe_size(case, out, ref, extra):
+    size = case.args[1]
+    return None if len(out[0]) == size else f"the vocabulary has {len(out[0])} entries, expected vocab_size = {size}"
+
+
+def _learned(ev, i):
+    """The student's merged tokens on case i (bytes), or None."""
+    try:
+        return [bytes(a) + bytes(b) for a, b in ev.raw[i][1]]
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
+def _merged_inside_special_tokens(ev):
+    """Recognises tokens learned from the special tokens' own text (found nowhere else in the corpus)."""
+    for i in ev.usable("all"):
+        path, _, specials = ev.cases[i].args
+        text = open(path, encoding="utf-8").read()
+        rest = text
+        for special in specials:
+            rest = rest.replace(special, "\x00")
+        inside = [t for t in _learned(ev, i) or () if len(t) > 1 and t.decode("utf-8", "replace") not in rest
+                  and any(t.decode("utf-8", "replace") in s for s in specials)]
+        if inside:
+            return f"on {ev.cases[i].label} it learned {inside[0]!r}, a piece of a special token's text"
+    return None
+
+
+def _spans_pretokens(ev):
+    """Recognises tokens that GPT-2's pre-tokenizer would cut in two (a merge across words)."""
+    from seqlab.tokenizer import gpt2_pretokenize
+    for i in ev.usable("all"):
+        crossing = [t for t in _learned(ev, i) or () if len(gpt2_pretokenize(t.decode("utf-8", "replace"))) > 1]
+        if crossing:
+            return f"on {ev.cases[i].label} it learned {crossing[0]!r}, which spans two pre-tokens"
+    return None
+
+
+def _vocab_size_off(ev):
+    """Recognises a merge list that is the reference's with a few merges more or fewer."""
+    off = []
+    for i in ev.own():
+        learned = _learned(ev, i)
+        if learned is None:
+            return None
+        expected = [a + b for a, b in ev.expected[i]["merges"]]
+        short, long_ = sorted((learned, expected), key=len)
+        if long_[:len(short)] != short or len(long_) - len(short) > 3:
+            return None
+        if len(learned) != len(expected):
+            off.append(i)
+    if not off:
+        return None
+    return f"on {ev.cases[off[0]].label} the vocabulary has {len(ev.raw[off[0]][0])} entries, " \
+           f"expected {ev.cases[off[0]].args[1]}"
+
+
+def _specials_not_first(ev):
+    """Recognises the special tokens present in the vocabulary but not at ids 0..k-1."""
+    for i in ev.own():
+        specials = [t.encode("utf-8") for t in ev.cases[i].args[2]]
+        try:
+            vocab = dict(ev.raw[i][0])
+        except (TypeError, ValueError, IndexError):
+            return None
+        where = {t: i for i, t in vocab.items()}
+        if specials and all(t in where for t in specials) and [where[t] for t in specials] != list(range(len(specials))):
+            return f"the special tokens have ids {[where[t] for t in specials]} on {ev.cases[i].label}"
+    return None
+
+
 TRAIN_BPE = Exercise(
     "train_bpe", "Training byte-level BPE", "训练字节级 BPE", "train_bpe(input_path, vocab_size, special_tokens)",
-    """Train byte-level BPE on the text file input_path.
-    Split the text on the special tokens first (they are never merged and never counted), pre-tokenize
-    each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be used), count pre-tokens,
-    then merge the most frequent adjacent pair (ties: lexicographically greater bytes) until the
-    vocabulary has vocab_size entries.
-    Returns (vocab: {id: bytes} with the special tokens first, then the 256 single bytes (any order),
-    then one token per merge; merges: [(left bytes, right bytes), ...] in the order learned).""",
+    """Train byte-level BPE on the text file input_path (UTF-8).
+
+    Split the text on the special tokens first: they are never merged and never counted.
+    Pre-tokenize each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be used) and count the pre-tokens: no merge crosses a pre-token.
+    Then merge the most frequent adjacent pair, ties broken by the lexicographically greater pair of bytes, until the vocabulary has vocab_size entries.
+    vocab_size counts the special tokens and the 256 single bytes.
+    special_tokens may be empty.
+    Returns (vocab, merges).
+    vocab: {id: bytes} with the special tokens first (ids 0..k-1, in the given order), then the 256 single bytes (in any order), then one token per merge.
+    merges: [(left bytes, right bytes), ...] in the order learned.""",
     _ref("train_bpe"), _bpe_cases,
-    (_mistake(M.train_bpe__merges_across_special_tokens, "BPE merging across a special token",
-              "the special token's text was counted and merged like ordinary text: split on special tokens first"),
-     _mistake(M.train_bpe__special_tokens_after_bytes, "the special tokens do not come first",
-              "ids 0..k-1 are the special tokens, then the 256 bytes, then the merges")),
-    returns="a tuple (vocab, merges)", compared=_bpe_compared, time_limit=30.0)
+    (_m(M.train_bpe__merges_across_special_tokens, "BPE merging inside a special token",
+        "the special token's text was counted and merged like ordinary text: split on special tokens first",
+        "BPE 合并了特殊词元内部的文本", "特殊词元的文本被当作普通文本计数和合并了：应先按特殊词元切分",
+        "A special token is one symbol that marks a boundary (the end of a document). If its text is "
+        "counted, BPE spends merges on '<|', 'endoftext' and '|>', and the boundary itself is never "
+        "one token, so the model cannot learn where documents end.",
+        "特殊词元是标记边界（文档结束）的一个符号。如果把它的文本计入统计，BPE 会把合并浪费在 '<|'、'endoftext'、'|>' 上，"
+        "而边界本身永远不会成为一个词元，模型就学不到文档在哪里结束。",
+        recognise=_merged_inside_special_tokens),
+     _m(M.train_bpe__no_pretokenization, "no pre-tokenization: merges across words",
+        "pre-tokenize each piece with GPT-2's regex and count the pre-tokens; BPE then merges inside pre-tokens only",
+        "没有预分词：跨词合并了", "用 GPT-2 的正则表达式对每一段预分词并统计预分词；BPE 只在预分词内部合并",
+        "Without pre-tokenization the most frequent pairs include a word's last letter and the next space "
+        "('b '), and tokens like 'the cat' appear: the vocabulary fills with accidents of the corpus "
+        "instead of reusable pieces of words.",
+        "没有预分词时，最常见的对中会出现一个词的最后一个字母加上后面的空格（'b '），还会出现 'the cat' 这样的词元："
+        "词表被语料中的偶然组合占满，而不是可复用的词的片段。",
+        recognise=_spans_pretokens),
+     _m(M.train_bpe__special_tokens_after_bytes, "the special tokens do not come first",
+        "ids 0..k-1 are the special tokens, then the 256 bytes, then the merges",
+        "特殊词元没有排在最前面", "id 0..k-1 是特殊词元，然后是 256 个字节，然后是合并产生的词元",
+        "The id layout is part of the tokenizer's file format: models and data prepared with one layout "
+        "read the wrong tokens with another.",
+        "id 的排布是分词器文件格式的一部分：用一种排布准备的模型和数据，用另一种排布读取就会读错词元。",
+        recognise=_specials_not_first),
+     _m(M.train_bpe__ties_to_smaller, "ties broken towards the smaller pair",
+        "among equally frequent pairs merge the lexicographically GREATER pair of bytes",
+        "并列时选了较小的一对", "出现次数相同的几对中，合并字节序较大的一对",
+        "The rule is a convention shared with GPT-2 and CS336's reference; any other rule diverges at the "
+        "first tie, and on real text ties come early.",
+        "这条规则是与 GPT-2 和 CS336 参考实现共享的约定；任何别的规则都会在第一次并列时分道扬镳，而在真实文本上并列来得很早。"),
+     _m(M.train_bpe__counts_not_weighted, "pairs counted once per distinct pre-token",
+        "a pre-token that occurs 6 times contributes its pairs 6 times: weight each word's pairs by its count",
+        "每个不同的预分词只计数一次", "出现 6 次的预分词，它的每一对也要计 6 次：按词的出现次数给它的各对加权",
+        "Counting distinct words gives rare words as much say as common ones; BPE's merges are the "
+        "most frequent pairs of the TEXT, so every occurrence counts.",
+        "只数不同的词，会让罕见词和常见词同样重要；BPE 合并的是文本中最常见的对，所以每次出现都要计数。"),
+     _m("vocab_size_miscounted", "one merge too many or too few",
+        "stop when len(vocab) == vocab_size: it counts the special tokens and the 256 bytes",
+        "多合并或少合并了一次", "当 len(vocab) == vocab_size 时停止：它包括特殊词元和 256 个字节",
+        "vocab_size is the size of the embedding table the model will have: an off-by-one tokenizer makes "
+        "ids the model cannot embed, or leaves a row that is never used.",
+        "vocab_size 就是模型嵌入表的大小：差一的分词器会产生模型无法嵌入的 id，或留下一行永远用不到。",
+        recognise=_vocab_size_off),
+     _m("no_special_tokens_fails", "an empty list of special tokens is not handled",
+        "with no special tokens there is nothing to split on (and re.split('', text) cuts between every "
+        "character): use the whole text as one piece",
+        "没有处理空的特殊词元列表", "没有特殊词元时无需切分（而 re.split('', text) 会在每个字符之间切开）：把整段文本当作一段",
+        "Plenty of corpora have no document markers. Joining an empty list of patterns gives the empty "
+        "pattern, which matches everywhere.",
+        "很多语料没有文档标记。把空的模式列表拼起来得到空模式，它在任何位置都能匹配。",
+        recognise=D.failed_check("no special tokens", raises=True))),
+    returns="a tuple (vocab, merges)", compared=_bpe_compared, time_limit=30.0,
+    spec=(Spec("special tokens split", "Split the text on the special tokens first: they are never merged and never counted.",
+               _bpe_special_cases),
+          Spec("pre-tokenized", "Pre-tokenize each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be "
+               "used) and count the pre-tokens: no merge crosses a pre-token.", _bpe_pretokenize_cases),
+          Spec("ties", "Then merge the most frequent adjacent pair, ties broken by the lexicographically greater pair "
+               "of bytes, until the vocabulary has vocab_size entries.", _bpe_tie_cases),
+          Spec("vocab size", "vocab_size counts the special tokens and the 256 single bytes.", verify=_bpe_size),
+          Spec("no special tokens", "special_tokens may be empty.", _bpe_no_special_cases),
+          Spec("shapes and types", "Returns (vocab, merges)."),
+          Spec("vocab order", "vocab: {id: bytes} with the special tokens first (ids 0..k-1, in the given order), then "
+               "the 256 single bytes (in any order), then one token per merge.", verify=_bpe_vocab_order),
+          Spec("merges in order", "merges: [(left bytes, right bytes), ...] in the order learned.",
+               verify=same_values("merges", part=_bpe_compared))))
 
 
 EXERCISES: tuple[Exercise, ...] = (
