@@ -1,8 +1,8 @@
 """Learn by doing: the course as a path of steps, with Implement exercises that seqlab checks.
 
 ``seqlab learn`` (``seqlab.learn.cli``) prints the path; ``catalog`` holds the exercises,
-``check(NAME, function_or_path)`` checks a student's function from a notebook (``checking``), ``exercise.check``
-a student's file, ``runner.run_student`` / ``run_student_json`` run a
+``check(NAME, function_or_path)`` checks a student's function from a notebook (``checking``),
+``exercise.run_checks`` a student's file against an exercise record, ``runner.run_student`` / ``run_student_json`` run a
 student's function in a separate process with a time limit (for the explorer too), ``mistakes``
 is the catalogue of common mistakes, ``questions`` the Trace questions and Explain/Derive cards,
 ``path`` the steps, ``workspace`` the student's folder and progress.json.

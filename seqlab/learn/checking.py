@@ -51,7 +51,7 @@ def check_file(workspace: Path, name: str, time_limit: float | None = None):
     check's summary. Returns (report, a warning when progress.json could not be written, or None).
     FileNotFoundError when the file is not there; WorkspaceError when it lies outside the workspace."""
     from seqlab.learn.catalog import exercise
-    from seqlab.learn.exercise import check
+    from seqlab.learn.exercise import run_checks
     from seqlab.learn.workspace import exercise_file, file_sha256, progress_kept, record_check
     ex = exercise(name)
     if ex is None:
@@ -62,7 +62,7 @@ def check_file(workspace: Path, name: str, time_limit: float | None = None):
         raise FileNotFoundError(f"{path} does not exist; write it first with: seqlab learn start {name}")
     digest = file_sha256(path)                  # the file as it is checked
     with progress_kept(workspace):              # the student's code may write progress.json: undone
-        report = check(ex, path, time_limit=time_limit)
+        report = run_checks(ex, path, time_limit=time_limit)
     try:
         record_check(workspace, name, report.passed, sha256=digest, check=summary(report))
     except (OSError, ProgressError) as error:

@@ -3,7 +3,7 @@
 An :class:`Exercise` names the reference function (the exercise's name is the function's name),
 the calls to check it on (:class:`Case`: the lesson's worked example, random inputs), what part of
 the output is compared, finite-difference gradients where the exercise is a backward pass,
-invariants, and a catalogue of :class:`Mistake` mutants. :func:`check` runs the student's file in a
+invariants, and a catalogue of :class:`Mistake` mutants. :func:`run_checks` runs the student's file in a
 separate process (``seqlab.learn.runner``) and returns a :class:`Report`.
 """
 
@@ -331,14 +331,15 @@ class Expected:
         return self._terms[i]
 
 
-def check(exercise: Exercise, path, time_limit: float | None = None, cases: list[Case] | None = None) -> Report:
-    """Run the student's ``path`` on the exercise's cases and check everything the exercise names."""
+def run_checks(exercise: Exercise, path, time_limit: float | None = None, cases: list[Case] | None = None) -> Report:
+    """Run the student's ``path`` on the exercise's cases and check everything the exercise names.
+    (``seqlab.learn.check`` is the notebook's check by exercise name; this one takes the record.)"""
     return check_many([(exercise, path)], time_limit, cases)[0]
 
 
 def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = None,
                cases: list[Case] | None = None) -> list[Report]:
-    """:func:`check` of several (exercise, file) pairs with one warm child process for all of them.
+    """:func:`run_checks` of several (exercise, file) pairs with one warm child process for all of them.
     ``time_limit`` (default: each exercise's own) is for each check."""
     # The child makes the exercises' cases itself (they are deterministic), so this process can
     # import numpy or torch and compute the reference's outputs while the child works.

@@ -102,6 +102,13 @@ def _block(b: lessons.Block) -> dict:
     raise ValueError(f"not a Markdown block: {b.kind}")
 
 
+def _sentence(title: str) -> str:
+    """A catalogue title as a heading: "the tanh is missing" -> "The tanh is missing"; a title that
+    starts with a symbol ("h0 ...", "a is ...") keeps it as written."""
+    first = title.split(" ", 1)[0]
+    return title[:1].upper() + title[1:] if re.fullmatch(r"[a-z]{2,}", first) else title
+
+
 def mistake_records(step: str, lang: str = "en") -> list[dict]:
     """The catalogued mistakes of the step's exercise (none for other steps), each a paragraph in
     ``lang``: the record's ``why`` where it has one, else its explanation, with anchor ``mistake-<id>``."""
@@ -113,7 +120,7 @@ def mistake_records(step: str, lang: str = "en") -> list[dict]:
         title = _pick((m.title, getattr(m, "title_zh", "")), lang)
         text = _pick((why[0] or m.explanation, why[1] or getattr(m, "explanation_zh", "")), lang)
         found.append({"type": "mistake", "id": m.id, "anchor": f"mistake-{m.id}", "catalogued": True,
-                      "title": title[:1].upper() + title[1:], "blocks": _body(text)})
+                      "title": _sentence(title), "blocks": _body(text)})
     return found
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from seqlab.learn.catalog import NUMPY_NAMES, exercise
-from seqlab.learn.exercise import check
+from seqlab.learn.exercise import run_checks as check
 from seqlab.learn.numpy_exercises import EXERCISES
 from tests.learn.numpy_students import CORRECT, WRONG
 from tests.learn.students import check_batch, mutant_test, mutants, write_student
