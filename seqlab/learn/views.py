@@ -120,7 +120,8 @@ def mistake_records(step: str, lang: str = "en") -> list[dict]:
         title = _pick((m.title, getattr(m, "title_zh", "")), lang)
         text = _pick((why[0] or m.explanation, why[1] or getattr(m, "explanation_zh", "")), lang)
         found.append({"type": "mistake", "id": m.id, "anchor": f"mistake-{m.id}", "catalogued": True,
-                      "title": _sentence(title), "blocks": _body(text)})
+                      "title": _sentence(title), "blocks": _body(text),
+                      "explanation": _pick((m.explanation, getattr(m, "explanation_zh", "")), lang)})
     return found
 
 
@@ -219,7 +220,9 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
     view["figures"] = [{k: b[k] for k in ("name", "caption", "svg") if k in b} for b in every if b["type"] == "figure"]
     view["widgets"] = [b["anchor"] for b in every if b["type"] == "widget"]
     view["mistakes"] = [{"id": b["id"], "anchor": b["anchor"], "title": b["title"], "catalogued": b["catalogued"],
-                         "text": blocks_text(b["blocks"], step.id, lang)} for b in every if b["type"] == "mistake"]
+                         "text": blocks_text(b["blocks"], step.id, lang),
+                         **({"explanation": b["explanation"]} if "explanation" in b else {})}
+                        for b in every if b["type"] == "mistake"]
     view["task"] = _task(step, lang, show, workspace)
     t = view["task"]
     asked = t["then"] if t["type"] == "command" else t

@@ -146,8 +146,12 @@ def test_the_course_in_the_page(browser, server, ws, tmp_path, lang):
         settled(page)
         titles = [t for m in exercise("scalar_recurrence").mistakes if m.id == "no_tanh"
                   for t in (m.title, getattr(m, "title_zh", "")) if t]
+        # the diagnosis, in the page's language where the catalogue has it
         diagnosis = page.locator("#course-diagnosis").inner_text()
-        assert any(t in diagnosis for t in titles), diagnosis
+        assert any(t.lower() in diagnosis.lower() for t in titles), diagnosis     # as the lesson names it
+        record = next(m for m in exercise("scalar_recurrence").mistakes if m.id == "no_tanh")
+        assert ((k and getattr(record, "explanation_zh", "")) or record.explanation) in diagnosis
+        assert page.locator("#course-task > p.note").first.inner_text().count("--workspace") == 1
         link = page.locator("#course-read-link")
         assert link.get_attribute("href") == "#step/scalar_recurrence/mistake-no_tanh"
         assert page.locator("#course-check").get_attribute("data-passed") == "0"
@@ -156,9 +160,10 @@ def test_the_course_in_the_page(browser, server, ws, tmp_path, lang):
         _no_overlaps(page)
         _shot(page, tmp_path, lang, "diagnosis", "#course-task")
         link.click()
-        page.wait_for_timeout(400)
+        page.wait_for_timeout(200)
         box = page.locator("#mistake-no_tanh").bounding_box()
-        assert box is not None and 0 <= box["y"] < 900, box                  # scrolled to, below the header
+        header = page.locator("header.top").bounding_box()
+        assert box is not None and header["height"] <= box["y"] < 900, box     # scrolled to, below the header
         page.screenshot(path=str(tmp_path / f"course-{lang}-mistake.png"))       # what the reader sees
         if lang == "en":                      # a wider widget in a lesson: the attention step's
             page.click("#course-step-trace_attention_weights")

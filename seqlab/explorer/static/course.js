@@ -217,10 +217,14 @@ function courseCard(task) {
 }
 
 function courseDiagnosis(d, step) {
+  // a catalogued mistake is named as the lesson names it, in the page's language
+  const named = d.mistake && ((d.read || {}).step || step) === COURSE.lesson.name
+    ? (COURSE.lesson.mistakes || []).find((m) => m.id === d.mistake) : null;
   const box = el("div", { class: "course-diagnosis", id: "course-diagnosis" },
-    el("p", { class: "bad" }, el("strong", { text: t("course.diagnosis", { title: d.title }) })));
+    el("p", { class: "bad" }, el("strong", { text: t("course.diagnosis", { title: named ? named.title : d.title }) })));
   if (d.where) box.append(el("p", { class: "course-where", text: t("course.where", { where: d.where }) }));
-  if (d.explanation) box.append(el("p", { text: d.explanation }));
+  const explanation = named && named.explanation ? named.explanation : d.explanation;
+  if (explanation) box.append(el("p", { text: explanation }));
   const read = d.read || {};
   const anchor = read.anchor || (d.mistake ? "mistake-" + d.mistake : "");
   const links = el("p", { class: "course-read" });
@@ -237,7 +241,7 @@ function courseImplement(task) {
   const out = [el("p", { class: "course-q" }, ...courseInline(t("course.implement", { signature: "`" + task.signature + "`" })),
     document.createTextNode(" — " + task.title)), el("pre", { class: "lesson-math" }, el("code", { text: task.doc }))];
   const ws = lesson.workspace;
-  out.push(el("p", { class: "note", text: t("course.start", { cmd: task.start + (ws ? " --workspace " + ws : "") }) }));
+  out.push(el("p", { class: "note", text: t("course.start", { cmd: task.start }) }));
   const box = el("div", { class: "course-check", id: "course-check" }, el("h4", { text: t("course.latest") }));
   const latest = state.latest !== undefined ? state.latest : lesson.latest;
   if (!latest) box.append(el("p", { class: "note", text: t("course.never") }));
@@ -364,6 +368,14 @@ async function courseOpen(id) {
   courseRender();
 }
 
+// Scroll ``node`` to just below the sticky header, at once (a smooth scroll would still be moving
+// when the page changes again).
+function courseScrollTo(node) {
+  const header = document.querySelector("header.top");
+  const below = header && getComputedStyle(header).position === "sticky" ? header.getBoundingClientRect().height : 0;
+  window.scrollTo({ top: node.getBoundingClientRect().top + window.scrollY - below - 12, behavior: "instant" });
+}
+
 function courseTarget() {
   const m = location.hash.match(/^#step\/([a-z0-9_]+)(?:\/([A-Za-z0-9_-]+))?$/);
   return m && courseStep(m[1]) ? { step: m[1], anchor: m[2] || null } : null;
@@ -375,14 +387,14 @@ async function courseRoute(event) {
     if (target.step !== COURSE.open) await courseOpen(target.step);
     const node = target.anchor ? document.getElementById(target.anchor) : $("course-lesson");
     if (node) {
-      node.scrollIntoView({ block: "start" });
+      courseScrollTo(node);
       if (target.anchor) { node.classList.remove("flash"); void node.offsetWidth; node.classList.add("flash"); }
     }
   } else if (!COURSE.open) {
     await courseOpen(COURSE.path.current || COURSE.path.steps[0].id);
     if (!event && location.hash.startsWith("#w-")) {   // a widget's anchor: it may sit in the lesson now
       const node = document.getElementById(location.hash.slice(1));
-      if (node) node.scrollIntoView({ block: "start" });
+      if (node) courseScrollTo(node);
     }
   }
 }
