@@ -6,7 +6,7 @@ each step its lesson as Markdown (figures as attachments, drawn by ``seqlab.lear
 questions' worked answers folded in ``<details>``), the widget as a ``widget(...)`` cell, and its
 task: an exercise's stub as a code cell and a ``check(...)`` cell, a Trace question as a
 ``!seqlab learn answer`` cell, a card's ``!seqlab learn card --reveal`` cell, a command step's
-``!seqlab ...`` cell. The notebook is plain nbformat 4 JSON; nothing here imports Jupyter.
+``!seqlab ...`` cell and its ``!seqlab learn check STEP`` cell. The notebook is plain nbformat 4 JSON; nothing here imports Jupyter.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ _L = {
               "在下面的单元格中回答这个追踪问题（用逗号分隔的数）："),
     "card": ("Think it through, then run the cell below: it shows the answer and marks the card done.",
              "先想清楚，再运行下面的单元格：它会显示答案，并把这张卡片标记为完成。"),
-    "command": ("Run the command (it may take a minute), then answer:", "运行这条命令（可能需要一分钟），然后回答："),
+    "command": ("Run the command (it may take a minute), check what it wrote, then answer:",
+                "运行这条命令（可能需要一分钟），检查它写出的结果，然后回答："),
     "your_numbers": ("your numbers, separated by commas", "你的答案：用逗号分隔的数"),
     "mistake": ("Common mistake", "常见错误"),
 }
@@ -160,6 +161,7 @@ def _task(task: dict, cells: _Cells, lang: str) -> None:
     else:
         cells.md(f"### {_l('task', lang)}\n\n" + _l("command", lang))
         cells.code(f"!{task['command']}")
+        cells.code(f"!{task['check_with']}   # reads what the command wrote")
         _task(task["then"], cells, lang)
 
 

@@ -79,7 +79,8 @@ def test_one_valid_notebook_per_part_with_its_install_cell_first(notebooks, caps
             elif step.kind == "trace":
                 assert any(f"!seqlab learn answer {step.id} " in c for c in code)
             elif step.kind == "command":
-                assert f"!{step.command}" in code
+                at = code.index(f"!{step.command}")
+                assert code[at + 1].startswith(f"!seqlab learn check {step.id}")
     assert main(["learn", "notebook", "--list"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("recurrence ")
     assert main(["learn", "notebook", "nowhere", "--out", str(notebooks)]) == 2
