@@ -97,6 +97,71 @@ def clip_two_rules(lang: str) -> str:
                     "把 [3, 4] 裁剪到阈值 2：全局范数裁剪沿原方向把它缩到圆上；逐坐标裁剪把它截进正方形，方向随之改变。"))
 
 
+def _cells(d: Drawing, x: float, y: float, rows, *, cw: float = 40, ch: float = 28, fill=SOFT, stroke=ACCENT,
+           size: int = 12) -> None:
+    """A small matrix of numbers, ``rows[i][j]`` printed in its cell."""
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            d.box(x + j * cw, y + i * ch, cw, ch, _num(value), fill=fill, stroke=stroke, radius=0, size=size)
+
+
+def _two_arrays():
+    """The implement lesson's gradients: g1 (2, 2) with norm 3 and g2 (1,) with norm 4, global norm 5."""
+    import numpy as np
+    return [np.array([[1.0, 2.0], [2.0, 0.0]]), np.array([4.0])]
+
+
+# --- clip_global_norm -------------------------------------------------------------------------------------
+def clip_many_arrays(lang: str) -> str:
+    """Two gradient arrays, one norm over all their entries, one factor for both; and the wrong, per-array rule."""
+    import numpy as np
+
+    from seqlab.labs.clipping import clip_global_norm, global_norm
+    from seqlab.learn.mistakes import clip_global_norm__each_array_its_own_norm
+    grads, threshold = _two_arrays(), 2.0
+    clipped, norm = clip_global_norm(grads, threshold)
+    own, _ = clip_global_norm__each_array_its_own_norm(grads, threshold)
+    d = Drawing(700, 300)
+    d.text(60, 22, "g₁  (2, 2)", size=12, color=MUTED)
+    _cells(d, 20, 36, grads[0])
+    d.text(60, 118, "g₂  (1,)", size=12, color=MUTED)
+    _cells(d, 40, 132, [grads[1]])
+    flat = np.concatenate([g.ravel() for g in grads])
+    d.arrow(110, 100, 150, 100, color=MUTED)
+    d.text(250, 22, _t(lang, "all entries, end to end  (5,)", "所有分量首尾相接  (5,)"), size=12, color=MUTED)
+    _cells(d, 155, 56, [flat], cw=38)
+    d.text(250, 108, _t(lang, "squares: " + " + ".join(_num(v * v) for v in flat) + f" = {_num(norm ** 2)}",
+                        "平方：" + " + ".join(_num(v * v) for v in flat) + f" = {_num(norm ** 2)}"), size=12)
+    d.text(250, 132, f"‖g‖ = √{_num(norm ** 2)} = {_num(norm)}", size=13, bold=True)
+    d.text(250, 156, _t(lang, f"factor = min(1, 2 / {_num(norm)}) = {_num(threshold / norm)}",
+                        f"系数 = min(1, 2 / {_num(norm)}) = {_num(threshold / norm)}"), size=13, color=ACCENT, bold=True)
+    d.arrow(352, 100, 410, 100, f"× {_num(threshold / norm)}", color=ACCENT)
+    d.text(515, 22, _t(lang, "clipped, same shapes", "裁剪后，形状不变"), size=12, color=MUTED)
+    _cells(d, 440, 36, clipped[0], cw=46)
+    _cells(d, 463, 132, [clipped[1]], cw=46)
+    d.text(600, 64, "g₁", size=12, color=MUTED, anchor="start")
+    d.text(600, 146, "g₂", size=12, color=MUTED, anchor="start")
+    d.text(640, 105, _t(lang, f"norm {_num(global_norm(clipped))}", f"范数 {_num(global_norm(clipped))}"),
+           size=12, color=ACCENT)
+    d.line(20, 190, 680, 190, color=MUTED, width=1, dashed=True)
+    d.text(20, 212, _t(lang, "Wrong: each array clipped by its own norm", "错误：每个数组按自己的范数裁剪"),
+           size=13, color=WARN, anchor="start", bold=True)
+    parts = [(f"‖g₁‖ = {_num(global_norm(grads[0]))}", f"× {_num(threshold / global_norm(grads[0]))}"),
+             (f"‖g₂‖ = {_num(global_norm(grads[1]))}", f"× {_num(threshold / global_norm(grads[1]))}")]
+    d.text(40, 240, f"{parts[0][0]}  →  {parts[0][1]}", size=12, color=WARN, anchor="start")
+    d.text(40, 264, f"{parts[1][0]}  →  {parts[1][1]}", size=12, color=WARN, anchor="start")
+    _cells(d, 250, 226, own[0], cw=72, ch=22, fill=WARN_FILL, stroke=WARN, size=11)
+    _cells(d, 410, 226, [own[1]], cw=46, ch=22, fill=WARN_FILL, stroke=WARN, size=11)
+    d.text(470, 248, _t(lang, f"total norm {_num(global_norm(own))} > 2",
+                        f"总范数 {_num(global_norm(own))} > 2"), size=12, color=WARN, anchor="start")
+    d.text(470, 270, _t(lang, "and the direction changed", "而且方向改变了"), size=12, color=WARN, anchor="start")
+    return d.svg(_t(lang, "Global-norm clipping of two arrays: one norm over every entry, one factor for both. "
+                          "Clipping each array by its own norm uses two factors and breaks the direction.",
+                    "两个数组的全局范数裁剪：所有分量只有一个范数，两个数组只乘一个系数。各自按自己的范数裁剪会用两个"
+                    "系数，方向被破坏。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
+    "clip_many_arrays": clip_many_arrays,
 }
