@@ -30,6 +30,11 @@ def _vec(values) -> str:
     return "[" + ", ".join(_num(v) for v in values) + "]"
 
 
+def _power(e: int) -> str:
+    """10 to the power e with superscript digits: 10⁻⁴."""
+    return "10" + str(e).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
 def _ring(d: Drawing, cx: float, cy: float, r: float, *, color: str, dashed: bool = False) -> None:
     """An unfilled circle (the threshold's circle)."""
     dash = ' stroke-dasharray="4 3"' if dashed else ""
@@ -161,7 +166,106 @@ def clip_many_arrays(lang: str) -> str:
                     "系数，方向被破坏。"))
 
 
+# --- explain_clipping -------------------------------------------------------------------------------------
+def clip_norm_curve(lang: str) -> str:
+    """The norm after global-norm clipping against the norm before, both on log axes, threshold 2."""
+    import numpy as np
+
+    from seqlab.labs.clipping import clip_global_norm, global_norm
+    from seqlab.labs.recurrence import repeated_factor
+    threshold = 2.0
+    d = Drawing(700, 300)
+    left, right, top, bottom = 90.0, 470.0, 30.0, 250.0
+    lo, hi = -4.0, 4.0                                    # log10 range of both axes
+    X = lambda v: left + (math.log10(v) - lo) / (hi - lo) * (right - left)
+    Y = lambda v: bottom - (math.log10(v) - lo) / (hi - lo) * (bottom - top)
+    d.line(left, bottom, right, bottom, color=MUTED, width=1)
+    d.line(left, bottom, left, top, color=MUTED, width=1)
+    for e in range(-4, 5, 2):
+        d.line(X(10.0 ** e), bottom, X(10.0 ** e), bottom + 4, color=MUTED, width=1)
+        d.text(X(10.0 ** e), bottom + 15, _power(e), size=10, color=MUTED)
+        d.line(left - 4, Y(10.0 ** e), left, Y(10.0 ** e), color=MUTED, width=1)
+        d.text(left - 8, Y(10.0 ** e), _power(e), size=10, color=MUTED, anchor="end")
+    d.text((left + right) / 2, bottom + 36, _t(lang, "‖g‖ before clipping", "裁剪前的 ‖g‖"), size=12)
+    d.text(24, (top + bottom) / 2 - 40, _t(lang, "after", "裁剪后"), size=12)
+    d.line(X(1e-4), Y(1e-4), X(1e4), Y(1e4), color=MUTED, width=1, dashed=True)
+    norms = [10.0 ** e for e in np.linspace(lo, hi, 81)]
+    after = [global_norm(clip_global_norm(np.array([n]), threshold)[0]) for n in norms]
+    for a, b, ya, yb in zip(norms, norms[1:], after, after[1:]):
+        d.line(X(a), Y(ya), X(b), Y(yb), color=ACCENT, width=2.5)
+    d.line(X(threshold), Y(threshold), X(threshold), bottom, color=ACCENT, width=1, dashed=True)
+    d.text(X(threshold) + 4, bottom - 10, _t(lang, "threshold 2", "阈值 2"), size=11, color=ACCENT, anchor="start")
+    vanished = repeated_factor(0.5, 10)
+    for value, color in ((vanished, KEEP), (5.0, WARN), (repeated_factor(2.0, 10), WARN)):
+        out = global_norm(clip_global_norm(np.array([value]), threshold)[0])
+        d.circle(X(value), Y(out), 4, fill=color, stroke=color)
+    d.text(X(vanished) + 8, Y(vanished) + 12, f"{_num(vanished)} → {_num(vanished)}", size=11, color=KEEP,
+           anchor="start")
+    d.text(X(5.0), Y(threshold) - 14, "5 → 2", size=11, color=WARN)
+    d.text(X(1024.0), Y(threshold) - 14, "1024 → 2", size=11, color=WARN)
+    notes = [(KEEP, _t(lang, "left of the threshold:", "阈值左侧："), _t(lang, "untouched. A vanished", "原样不动。")),
+             (KEEP, "", _t(lang, "gradient stays vanished.", "已经消失的梯度仍然消失。")),
+             (WARN, _t(lang, "right of the threshold:", "阈值右侧："), _t(lang, "every norm becomes 2.", "所有范数都变成 2。")),
+             (WARN, "", _t(lang, "The size of the explosion", "爆炸有多大")),
+             (WARN, "", _t(lang, "is forgotten.", "被忘掉了。"))]
+    y = 70
+    for color, head, body in notes:
+        if head:
+            y += 12
+            d.text(500, y, head, size=12, color=color, anchor="start", bold=True)
+            y += 20
+        d.text(500, y, body, size=12, color=color, anchor="start")
+        y += 20
+    return d.svg(_t(lang, "The norm after global-norm clipping against the norm before, on log axes: the identity "
+                          "up to the threshold, flat at the threshold after it.",
+                    "全局范数裁剪前后的范数（对数坐标）：阈值以下是恒等，阈值以上是一条水平线。"))
+
+
+def clip_detach_reset(lang: str) -> str:
+    """Four states with a chunk boundary between h2 and h3: clipping, detaching and resetting compared."""
+    d = Drawing(700, 300)
+    xs = [200, 315, 430, 545]
+    rows = [(_t(lang, "clip", "裁剪"), _t(lang, "values and gradients flow;", "值和梯度都流过；"),
+             _t(lang, "the final gradient is scaled", "最后的梯度被缩放")),
+            (_t(lang, "detach", "分离"), _t(lang, "the value crosses, the", "值穿过边界，"),
+             _t(lang, "gradient stops at the boundary", "梯度止于边界")),
+            (_t(lang, "reset", "重置"), _t(lang, "neither crosses: the state", "两者都不穿过：状态"),
+             _t(lang, "starts again from 0", "从 0 重新开始"))]
+    boundary = (xs[1] + 50 + xs[2]) / 2
+    d.line(boundary, 28, boundary, 290, color=MUTED, width=1, dashed=True)
+    d.text(boundary, 18, _t(lang, "chunk boundary", "分块边界"), size=11, color=MUTED)
+    for r, (name, line1, line2) in enumerate(rows):
+        y = 70 + r * 82
+        d.text(12, y - 12, name, size=14, anchor="start", bold=True)
+        d.text(12, y + 8, line1, size=11, color=MUTED, anchor="start")
+        d.text(12, y + 24, line2, size=11, color=MUTED, anchor="start")
+        for t, x in enumerate(xs):
+            d.box(x, y - 16, 50, 32, f"h{'₁₂₃₄'[t]}")
+        for t in range(3):
+            x1, x2 = xs[t] + 50, xs[t + 1]
+            crossing = t == 1
+            if not (crossing and r == 2):
+                d.arrow(x1 + 2, y - 8, x2 - 2, y - 8)
+            if not (crossing and r >= 1):
+                d.arrow(x2 - 2, y + 8, x1 + 2, y + 8, color=ACCENT, dashed=True)
+            else:
+                d.text((x1 + x2) / 2, y + 9, "✕", size=13, color=WARN)
+        if r == 2:
+            d.box(xs[2] - 44, y - 34, 22, 18, "0", size=11, fill="#ffffff", stroke=WARN)
+            d.arrow(xs[2] - 22, y - 25, xs[2] - 2, y - 12, color=WARN)
+        if r == 0:
+            d.text(xs[0] - 6, y + 26, _t(lang, "∇ × min(1, τ / ‖∇‖)", "∇ × min(1, τ / ‖∇‖)"), size=11,
+                   color=ACCENT, anchor="start")
+    d.text(600, 40, _t(lang, "→ value", "→ 值"), size=11, anchor="start")
+    d.text(600, 56, _t(lang, "⇠ gradient", "⇠ 梯度"), size=11, color=ACCENT, anchor="start")
+    return d.svg(_t(lang, "Three different operations: clipping scales the gradient after the backward pass, "
+                          "detaching cuts only the gradient path, resetting cuts the state itself.",
+                    "三种不同的操作：裁剪在反向传播之后缩放梯度，截断只切断梯度路径，重置切断状态本身。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
+    "clip_norm_curve": clip_norm_curve,
+    "clip_detach_reset": clip_detach_reset,
 }
