@@ -263,9 +263,58 @@ def clip_detach_reset(lang: str) -> str:
                     "三种不同的操作：裁剪在反向传播之后缩放梯度，截断只切断梯度路径，重置切断状态本身。"))
 
 
+# --- trace_lstm_cell --------------------------------------------------------------------------------------
+def _lstm_worked() -> dict:
+    """The lecture's LSTM component: c_prev = 1, f = 0.8, i = 0.25, g = 0.4, o = 0.5."""
+    from seqlab.labs.lstm import lstm_gate_step
+    gates = {"c_prev": 1.0, "f": 0.8, "i": 0.25, "g": 0.4, "o": 0.5}
+    return {**gates, **lstm_gate_step(gates["c_prev"], gates["f"], gates["i"], gates["g"], gates["o"])}
+
+
+def lstm_cell_path(lang: str) -> str:
+    """The cell path c_prev -> x f -> + i g -> c -> tanh -> x o -> h, with the worked numbers on it."""
+    w = _lstm_worked()
+    d = Drawing(700, 320)
+    y = 60
+    d.box(20, y - 20, 90, 40, f"c_prev = {_num(w['c_prev'])}", fill=KEEP_FILL, stroke=KEEP)
+    d.arrow(110, y, 183, y, color=KEEP, width=2)
+    d.circle(200, y, 16, "×")
+    d.arrow(216, y, 313, y, _num(w["retained"]), color=KEEP, width=2)
+    d.circle(330, y, 16, "+")
+    d.arrow(346, y, 420, y, color=KEEP, width=2)
+    d.box(420, y - 20, 100, 40, f"c = {_num(w['c'])}", fill=KEEP_FILL, stroke=KEEP)
+    d.arrow(520, y, 680, y, _t(lang, "c to the next step", "c 传给下一步"), color=KEEP, width=2)
+    d.text(40, 100, _t(lang, "the cell path", "细胞通路"), size=12, color=KEEP, anchor="start", bold=True)
+    d.arrow(470, 80, 470, 118)
+    d.box(435, 118, 70, 30, "tanh")
+    d.arrow(470, 148, 470, 193, _num(math.tanh(w["c"])), offset=-34)
+    d.circle(470, 210, 16, "×")
+    d.arrow(486, 210, 560, 210)
+    d.box(560, 190, 120, 40, f"h = {_num(w['h'])}", fill=NEW_FILL, stroke=NEW)
+    d.text(620, 246, _t(lang, "output, next gates", "输出，下一步的门"), size=11, color=MUTED)
+    gates = [("f", "σ", 170), ("i", "σ", 255), ("g", "tanh", 340), ("o", "σ", 425)]
+    for name, act, x in gates:
+        d.box(x, 250, 75, 32, f"{name} = {_num(w[name])}", size=12)
+        d.arrow(x + 37, 310, x + 37, 283, color=MUTED, width=1)
+        d.text(x + 42, 300, act, size=10, color=MUTED, anchor="start")
+    d.box(20, 250, 110, 32, "[h_prev, x]", fill="#ffffff", stroke=INK)
+    d.line(75, 282, 75, 310, color=MUTED, width=1)
+    d.line(75, 310, 462, 310, color=MUTED, width=1)
+    d.arrow(207, 250, 200, 77)
+    d.circle(330, 165, 14, "×")
+    d.arrow(292, 250, 322, 178)
+    d.arrow(377, 250, 338, 178)
+    d.arrow(330, 151, 330, 77, f"i·g = {_num(w['written'])}", offset=-40)
+    d.arrow(462, 250, 468, 227)
+    return d.svg(_t(lang, "The LSTM cell with the worked numbers: the old memory is scaled by f, the new content "
+                          "i·g is added, and the hidden state reads the cell through tanh and the output gate.",
+                    "带算例数字的长短期记忆单元：旧记忆乘以 f，加上新内容 i·g，隐藏状态经过 tanh 和输出门读取细胞状态。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
     "clip_norm_curve": clip_norm_curve,
     "clip_detach_reset": clip_detach_reset,
+    "lstm_cell_path": lstm_cell_path,
 }
