@@ -311,10 +311,68 @@ def lstm_cell_path(lang: str) -> str:
                     "带算例数字的长短期记忆单元：旧记忆乘以 f，加上新内容 i·g，隐藏状态经过 tanh 和输出门读取细胞状态。"))
 
 
+# --- lstm_cell_forward, gru_cell_forward ------------------------------------------------------------------
+BLOCK_COLOURS = [(SOFT, ACCENT), (KEEP_FILL, KEEP), (NEW_FILL, NEW), ("#ede9fe", "#7c3aed")]
+
+
+def _column(d: Drawing, x: float, y: float, rows: int, *, cell: float = 11, blocks: int = 1, cols: int = 1,
+            plain: bool = False) -> None:
+    """A rows x cols matrix as small cells; with ``blocks`` > 1 the row blocks take the gate colours."""
+    per = rows // blocks
+    for r in range(rows):
+        fill, stroke = ("#ffffff", INK) if plain else BLOCK_COLOURS[(r // per) % len(BLOCK_COLOURS)]
+        for c in range(cols):
+            d.box(x + c * cell, y + r * cell, cell, cell, fill=fill, stroke=stroke, radius=0)
+
+
+def _gate_stack(lang: str, names, acts, title_en: str, title_zh: str) -> str:
+    """Wx (kH, D) x + Wh (kH, H) h_prev + bx + bh = the (kH,) pre-activation, cut into k blocks of H rows."""
+    k, H, D, cell = len(names), 3, 3, 12
+    rows = k * H
+    d = Drawing(700, 60 + rows * cell + 40)
+    top = 40
+    items = [("Wx", D, f"({k}H, D)"), ("x", 1, "(D,)"), ("Wh", H, f"({k}H, H)"), ("h_prev", 1, "(H,)"),
+             ("bx", 1, f"({k}H,)"), ("bh", 1, f"({k}H,)")]
+    x = 20
+    signs = ["·", "+", "·", "+", "+", "="]
+    for (name, cols, shape), sign in zip(items, signs):
+        short = name in ("x", "h_prev")
+        if short:
+            _column(d, x, top + (rows - D) * cell / 2, D if name == "x" else H, cols=1, plain=True)
+        else:
+            _column(d, x, top, rows, blocks=k, cols=cols)
+        width = cols * cell
+        d.text(x + width / 2, top - 24, name, size=12, bold=True)
+        d.text(x + width / 2, top - 10, shape, size=10, color=MUTED)
+        x += max(width, 34) + 8
+        d.text(x + 6, top + rows * cell / 2, sign, size=16)
+        x += 22
+    _column(d, x, top, rows, blocks=k)
+    d.text(x + cell / 2 + 10, top - 24, _t(lang, "pre-activation", "预激活"), size=12, bold=True)
+    d.text(x + cell / 2, top - 10, f"({k}H,)", size=10, color=MUTED)
+    x += cell + 14
+    for b, (name, act) in enumerate(zip(names, acts)):
+        y = top + b * H * cell + H * cell / 2
+        fill, stroke = BLOCK_COLOURS[b]
+        d.text(x, y, f"[{b}H:{b + 1}H]" if b else "[0:H]", size=10, color=MUTED, anchor="start")
+        d.arrow(x + 52, y, x + 86, y, act, color=stroke, size=11)
+        d.box(x + 88, y - 12, 90, 24, f"{name}  (H,)", fill=fill, stroke=stroke, size=12)
+    d.text(350, top + rows * cell + 24, _t(lang, title_en, title_zh), size=12, color=MUTED)
+    return d.svg(_t(lang, title_en, title_zh))
+
+
+def lstm_gate_stack(lang: str) -> str:
+    """The LSTM's four affine maps stacked row-wise in the order i, f, g, o (here H = D = 3)."""
+    return _gate_stack(lang, ["i", "f", "g", "o"], ["σ", "σ", "tanh", "σ"],
+                       "One matrix product for four gates: rows in the order i, f, g, o (H = D = 3 here).",
+                       "四个门只用一次矩阵乘法：行按 i, f, g, o 的顺序排列（这里 H = D = 3）。")
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
     "clip_norm_curve": clip_norm_curve,
     "clip_detach_reset": clip_detach_reset,
     "lstm_cell_path": lstm_cell_path,
+    "lstm_gate_stack": lstm_gate_stack,
 }
