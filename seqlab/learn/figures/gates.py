@@ -368,6 +368,41 @@ def lstm_gate_stack(lang: str) -> str:
                        "四个门只用一次矩阵乘法：行按 i, f, g, o 的顺序排列（这里 H = D = 3）。")
 
 
+# --- lstm_bptt --------------------------------------------------------------------------------------------
+def lstm_two_paths(lang: str) -> str:
+    """The two routes by which step t + 1 sends gradient back to step t: along the cell (× f) and through h_t."""
+    d = Drawing(700, 330)
+    xs = {"prev": 20, "t": 290, "next": 560}
+    cy, hy = 60, 250
+    sub = {"prev": "ₜ₋₁", "t": "ₜ", "next": "ₜ₊₁"}
+    for key, x in xs.items():
+        d.box(x, cy - 20, 90, 40, f"c{sub[key]}", fill=KEEP_FILL, stroke=KEEP)
+        d.box(x, hy - 20, 90, 40, f"h{sub[key]}", fill=NEW_FILL, stroke=NEW)
+    for a, b in (("prev", "t"), ("t", "next")):
+        x1, x2 = xs[a] + 90, xs[b]
+        d.arrow(x1, cy - 6, x2, cy - 6, f"× f{sub[b]},  + i{sub[b]}g{sub[b]}", color=KEEP)
+        d.arrow(x2, cy + 8, x1, cy + 8, f"× f{sub[b]}", color=ACCENT, dashed=True, offset=14)
+    gx = 440
+    d.box(gx, hy - 18, 80, 36, _t(lang, "gates ₜ₊₁", "门 ₜ₊₁"), size=12)
+    d.arrow(xs["t"] + 90, hy - 8, gx, hy - 8, "W_h", color=NEW)
+    d.arrow(gx, hy + 10, xs["t"] + 90, hy + 10, "W_hᵀ daₜ₊₁", color=ACCENT, dashed=True, offset=14)
+    d.arrow(gx + 80, hy, xs["next"], hy, color=MUTED)
+    d.arrow(gx + 60, hy - 18, xs["next"] + 20, cy + 20, color=MUTED)
+    x = xs["t"] + 45
+    d.arrow(x - 12, cy + 20, x - 12, hy - 20, "tanh, × oₜ", color=NEW, offset=-40)
+    d.arrow(x + 12, hy - 20, x + 12, cy + 20, "oₜ (1 − tanh² cₜ)", color=ACCENT, dashed=True, offset=-60)
+    d.arrow(x, hy + 62, x, hy + 20, "dhs[t]", color=ACCENT, offset=-26)
+    d.text(20, 130, _t(lang, "route 1: along the cell,", "路线 1：沿细胞，"), size=12, color=KEEP, anchor="start", bold=True)
+    d.text(20, 148, _t(lang, "only × f per step", "每步只乘 f"), size=12, color=KEEP, anchor="start")
+    d.text(20, 180, _t(lang, "route 2: through hₜ", "路线 2：经过 hₜ"), size=12, color=NEW, anchor="start", bold=True)
+    d.text(20, 198, _t(lang, "into the next gates", "进入下一步的门"), size=12, color=NEW, anchor="start")
+    d.text(570, 300, _t(lang, "→ forward", "→ 前向"), size=11, anchor="start")
+    d.text(570, 318, _t(lang, "⇠ gradient", "⇠ 梯度"), size=11, color=ACCENT, anchor="start")
+    return d.svg(_t(lang, "Two routes from the future into step t: the cell path, which multiplies by f and nothing "
+                          "else, and the hidden path through the next step's gates and W_h.",
+                    "从未来进入第 t 步的两条路线：细胞通路只乘以 f；隐藏状态通路经过下一步的门和 W_h。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
@@ -375,4 +410,5 @@ FIGURES = {
     "clip_detach_reset": clip_detach_reset,
     "lstm_cell_path": lstm_cell_path,
     "lstm_gate_stack": lstm_gate_stack,
+    "lstm_two_paths": lstm_two_paths,
 }
