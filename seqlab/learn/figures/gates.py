@@ -403,6 +403,38 @@ def lstm_two_paths(lang: str) -> str:
                     "从未来进入第 t 步的两条路线：细胞通路只乘以 f；隐藏状态通路经过下一步的门和 W_h。"))
 
 
+# --- explain_lstm_memory ----------------------------------------------------------------------------------
+def lstm_cell_products(lang: str) -> str:
+    """What survives of a gradient after k steps: along the cell (f = 1, 0.95, 0.8) and through an RNN (0.5)."""
+    from seqlab.labs.recurrence import repeated_factor
+    d = Drawing(700, 300)
+    left, right, top, bottom = 70.0, 470.0, 24.0, 250.0
+    steps, lo = 20, -7.0
+    X = lambda k: left + k / steps * (right - left)
+    Y = lambda v: top + (0.0 - math.log10(v)) / (0.0 - lo) * (bottom - top)
+    d.line(left, bottom, right, bottom, color=MUTED, width=1)
+    d.line(left, bottom, left, top, color=MUTED, width=1)
+    for k in range(0, steps + 1, 5):
+        d.line(X(k), bottom, X(k), bottom + 4, color=MUTED, width=1)
+        d.text(X(k), bottom + 15, str(k), size=10, color=MUTED)
+    for e in range(0, -8, -1):
+        d.line(left - 4, Y(10.0 ** e), left, Y(10.0 ** e), color=MUTED, width=1)
+        d.text(left - 8, Y(10.0 ** e), _power(e), size=10, color=MUTED, anchor="end")
+    d.text((left + right) / 2, bottom + 36, _t(lang, "steps back in time", "沿时间回溯的步数"), size=12)
+    series = [(1.0, KEEP, _t(lang, "cell, f = 1", "细胞，f = 1")), (0.95, KEEP, _t(lang, "cell, f = 0.95", "细胞，f = 0.95")),
+              (0.8, NEW, _t(lang, "cell, f = 0.8", "细胞，f = 0.8")), (0.5, WARN, _t(lang, "RNN, factor 0.5", "RNN，因子 0.5"))]
+    for factor, color, label in series:
+        values = [repeated_factor(factor, k) for k in range(steps + 1)]
+        for k in range(steps):
+            d.line(X(k), Y(values[k]), X(k + 1), Y(values[k + 1]), color=color, width=2.5,
+                   dashed=factor == 0.95)
+        d.text(X(steps) + 8, Y(values[-1]), f"{label} → {_num(values[-1]) if values[-1] > 1e-4 else f'{values[-1]:.8f}'.rstrip('0')}",
+               size=12, color=color, anchor="start")
+    return d.svg(_t(lang, "The factor a gradient keeps after k steps: along the cell it is the product of the "
+                          "forget gates; through a plain RNN with factor 0.5 it is 0.5^k.",
+                    "梯度在 k 步之后保留的因子：沿细胞是遗忘门的乘积；经过因子为 0.5 的普通 RNN 是 0.5^k。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
@@ -411,4 +443,5 @@ FIGURES = {
     "lstm_cell_path": lstm_cell_path,
     "lstm_gate_stack": lstm_gate_stack,
     "lstm_two_paths": lstm_two_paths,
+    "lstm_cell_products": lstm_cell_products,
 }
