@@ -435,6 +435,39 @@ def lstm_cell_products(lang: str) -> str:
                     "梯度在 k 步之后保留的因子：沿细胞是遗忘门的乘积；经过因子为 0.5 的普通 RNN 是 0.5^k。"))
 
 
+# --- trace_gru_mix ----------------------------------------------------------------------------------------
+def gru_mix_line(lang: str) -> str:
+    """h = z h_prev + (1 - z) candidate on a number line: h_prev = 0.6, candidate = -0.2, z = 0.75 -> 0.4."""
+    from seqlab.labs.gru import gru_gate_step
+    h_prev, z, cand = 0.6, 0.75, -0.2
+    h = gru_gate_step(h_prev, z, cand)
+    d = Drawing(700, 250)
+    left, right, y = 60.0, 640.0, 120.0
+    X = lambda v: left + (v + 1.0) / 2.0 * (right - left)
+    d.line(left, y, right, y, color=MUTED, width=1.5)
+    for v in (-1.0, -0.5, 0.0, 0.5, 1.0):
+        d.line(X(v), y - 5, X(v), y + 5, color=MUTED, width=1)
+        d.text(X(v), y + 20, _num(v), size=11, color=MUTED)
+    d.line(X(cand), y, X(h_prev), y, color=ACCENT, width=5)
+    d.circle(X(h_prev), y, 7, fill=KEEP, stroke=KEEP)
+    d.text(X(h_prev), y - 42, f"h_prev = {_num(h_prev)}", size=13, color=KEEP, bold=True)
+    d.text(X(h_prev), y - 24, _t(lang, f"weight z = {_num(z)}", f"权重 z = {_num(z)}"), size=12, color=KEEP)
+    d.circle(X(cand), y, 7, fill=NEW, stroke=NEW)
+    d.text(X(cand), y - 42, _t(lang, f"candidate = {_num(cand)}", f"候选值 = {_num(cand)}"), size=13, color=NEW,
+           bold=True)
+    d.text(X(cand), y - 24, _t(lang, f"weight 1 − z = {_num(1 - z)}", f"权重 1 − z = {_num(1 - z)}"), size=12,
+           color=NEW)
+    d.circle(X(h), y, 8, fill=ACCENT, stroke=ACCENT)
+    d.arrow(X(h), y + 62, X(h), y + 12, color=ACCENT)
+    d.text(X(h), y + 74, f"h = {_num(z)} · {_num(h_prev)} + {_num(1 - z)} · ({_num(cand)}) = {_num(h)}", size=13,
+           color=ACCENT, bold=True)
+    d.text(X(h), y + 94, _t(lang, "a quarter of the way from h_prev to the candidate",
+                            "从 h_prev 向候选值走了四分之一"), size=12, color=ACCENT)
+    return d.svg(_t(lang, "The GRU's new state is a point between the old state and the candidate: z = 0.75 keeps "
+                          "three quarters of the old state.",
+                    "门控循环单元的新状态是旧状态与候选值之间的一点：z = 0.75 保留四分之三的旧状态。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
@@ -444,4 +477,5 @@ FIGURES = {
     "lstm_gate_stack": lstm_gate_stack,
     "lstm_two_paths": lstm_two_paths,
     "lstm_cell_products": lstm_cell_products,
+    "gru_mix_line": gru_mix_line,
 }
