@@ -468,6 +468,60 @@ def gru_mix_line(lang: str) -> str:
                     "门控循环单元的新状态是旧状态与候选值之间的一点：z = 0.75 保留四分之三的旧状态。"))
 
 
+# --- gru_cell_forward, gru_bptt ---------------------------------------------------------------------------
+def gru_worked_params():
+    """The GRU lessons' one-unit cell (D = H = 1, x = 1, h_prev = 0.6): r = 0.5, z = 0.75, and a bias
+    bh_n = 0.4 on the candidate's recurrent map, so that the reset placements give different candidates."""
+    import numpy as np
+    return {"Wx": np.array([[0.0], [0.0], [-0.5]]), "Wh": np.array([[1.0], [1.0], [1.0]]),
+            "bx": np.array([-0.6, math.log(3.0) - 0.6, 0.0]), "bh": np.array([0.0, 0.0, 0.4])}
+
+
+def gru_reset_placement(lang: str) -> str:
+    """The candidate's pre-activation with the reset gate before the recurrent matmul (the paper's, this
+    course's) and after it (PyTorch's), on the worked one-unit cell."""
+    import numpy as np
+
+    from seqlab.labs.gru import gru_cell_forward
+    p = gru_worked_params()
+    x, h_prev = np.array([1.0]), np.array([0.6])
+    Wn, bn, input_n = p["Wh"][2, 0], p["bh"][2], p["Wx"][2, 0] * x[0] + p["bx"][2]
+    _, paper = gru_cell_forward(p, x, h_prev, "paper")
+    _, torch_ = gru_cell_forward(p, x, h_prev, "pytorch")
+    r = float(paper["r"][0])
+    rows = [
+        (_t(lang, "paper (this course): W_hn (r ⊙ h_prev) + b_hn", "论文（本课程）：W_hn (r ⊙ h_prev) + b_hn"), ACCENT,
+         [(f"h_prev = {_num(h_prev[0])}", None), (_num(r * h_prev[0]), f"× r = {_num(r)}"),
+          (_num(Wn * r * h_prev[0]), f"× W_hn = {_num(Wn)}"), (_num(Wn * r * h_prev[0] + bn), f"+ b_hn = {_num(bn)}"),
+          (_num(Wn * r * h_prev[0] + bn + input_n), f"+ W_xn x + b_xn = {_num(input_n)}"),
+          (f"n = {_num(paper['n'][0])}", "tanh")]),
+        (_t(lang, "PyTorch: r ⊙ (W_hn h_prev + b_hn)", "PyTorch：r ⊙ (W_hn h_prev + b_hn)"), NEW,
+         [(f"h_prev = {_num(h_prev[0])}", None), (_num(Wn * h_prev[0]), f"× W_hn = {_num(Wn)}"),
+          (_num(Wn * h_prev[0] + bn), f"+ b_hn = {_num(bn)}"), (_num(r * (Wn * h_prev[0] + bn)), f"× r = {_num(r)}"),
+          (_num(r * (Wn * h_prev[0] + bn) + input_n), f"+ W_xn x + b_xn = {_num(input_n)}"),
+          (f"n = {_num(torch_['n'][0])}", "tanh")]),
+    ]
+    d = Drawing(700, 250)
+    for k, (title, color, chain) in enumerate(rows):
+        y = 40 + k * 120
+        d.text(14, y, title, size=13, color=color, anchor="start", bold=True)
+        bx = 14
+        for j, (value, op) in enumerate(chain):
+            w = 92 if j in (0, len(chain) - 1) else 48
+            if op is not None:
+                d.arrow(bx, y + 48, bx + 54, y + 48, color=color)
+                d.text(bx + 27, y + (28 if j % 2 else 76), op, size=11, color=color)
+                bx += 56
+            last = j == len(chain) - 1
+            d.box(bx, y + 32, w, 32, value, size=12, fill=(NEW_FILL if k else SOFT) if last else "#ffffff",
+                  stroke=color)
+            bx += w
+    return d.svg(_t(lang, "Where the reset gate multiplies: before the recurrent matrix (the paper's form, checked in "
+                          "this course) or after it and its bias (PyTorch's). Same cell, same gates, different candidates.",
+                    "重置门乘在哪里：在循环矩阵之前（论文的形式，本课程检查的形式），或在矩阵及其偏置之后（PyTorch 的形式）。"
+                    "同一个单元、同样的门，候选值却不同。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
@@ -478,4 +532,5 @@ FIGURES = {
     "lstm_two_paths": lstm_two_paths,
     "lstm_cell_products": lstm_cell_products,
     "gru_mix_line": gru_mix_line,
+    "gru_reset_placement": gru_reset_placement,
 }
