@@ -21,9 +21,14 @@ def _t(lang: str, en: str, zh: str) -> str:
 
 
 def _num(value: float) -> str:
-    """A number as the lessons print it: six decimals, trailing zeros dropped (1, 0.4, 0.358149)."""
-    text = f"{float(value):.6f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
+    """A number as the lessons print it: exact ones short (1, 0.4, 0.25), the others to six decimals
+    (0.358149, 0.120130)."""
+    value = float(value)
+    for places in range(6):
+        if abs(value - round(value, places)) < 1e-12:
+            text = f"{value:.{places}f}"
+            return "0" if text in ("-0", "0") else text
+    return f"{value:.6f}"
 
 
 def _vec(values) -> str:
@@ -522,6 +527,47 @@ def gru_reset_placement(lang: str) -> str:
                     "同一个单元、同样的门，候选值却不同。"))
 
 
+def gru_backward_routes(lang: str) -> str:
+    """The four routes from h back to h_prev in one GRU step, with the worked cell's numbers (dh = 1)."""
+    import numpy as np
+
+    from seqlab.labs.gru import gru_cell_forward
+    p = gru_worked_params()
+    x, h_prev = np.array([1.0]), np.array([0.6])
+    _, c = gru_cell_forward(p, x, h_prev)
+    r, z, n = float(c["r"][0]), float(c["z"][0]), float(c["n"][0])
+    Wr, Wz, Wn = (float(p["Wh"][k, 0]) for k in range(3))
+    da_n = (1 - z) * (1 - n * n)
+    routes = [
+        (KEEP, _t(lang, "the copy branch: z", "复制分支：z"), z),
+        (NEW, _t(lang, "through the candidate: (1 − z) · tanh' · W_hn · r", "经过候选值：(1 − z) · tanh' · W_hn · r"),
+         da_n * Wn * r),
+        (ACCENT, _t(lang, "through r: (1 − z) · tanh' · W_hn · h_prev · σ' · W_hr",
+                    "经过 r：(1 − z) · tanh' · W_hn · h_prev · σ' · W_hr"),
+         da_n * Wn * float(h_prev[0]) * r * (1 - r) * Wr),
+        ("#7c3aed", _t(lang, "through z: (h_prev − n) · σ' · W_hz", "经过 z：(h_prev − n) · σ' · W_hz"),
+         (float(h_prev[0]) - n) * z * (1 - z) * Wz),
+    ]
+    d = Drawing(700, 290)
+    d.box(20, 115, 90, 40, "h_prev", fill=NEW_FILL, stroke=NEW)
+    d.box(590, 115, 90, 40, "h", fill=NEW_FILL, stroke=NEW)
+    d.text(635, 175, "dh = 1", size=12, color=ACCENT)
+    for k, (color, label, value) in enumerate(routes):
+        y = 40 + k * 64
+        d.line(590, 135, 520, y, color=color, width=1.5, dashed=True)
+        d.line(520, y, 190, y, color=color, width=1.5, dashed=True)
+        d.arrow(190, y, 110, 135, color=color, dashed=True)
+        d.text(355, y - 11, label, size=12, color=color)
+        d.text(355, y + 12, _num(value), size=12, color=color, bold=True)
+    total = sum(v for _, _, v in routes)
+    d.text(65, 190, f"Σ = {_num(total)}", size=13, color=ACCENT, bold=True)
+    d.text(65, 210, _t(lang, "= dh_prev", "= dh_prev"), size=12, color=ACCENT)
+    return d.svg(_t(lang, "The four routes by which the gradient at h reaches h_prev in one GRU step, on the worked "
+                          "cell: the copy branch carries z, the other three go through a gate or the candidate.",
+                    "门控循环单元一步中，h 处的梯度到达 h_prev 的四条路线（算例单元）：复制分支带来 z，其余三条经过某个门"
+                    "或候选值。"))
+
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
@@ -533,4 +579,5 @@ FIGURES = {
     "lstm_cell_products": lstm_cell_products,
     "gru_mix_line": gru_mix_line,
     "gru_reset_placement": gru_reset_placement,
+    "gru_backward_routes": gru_backward_routes,
 }
