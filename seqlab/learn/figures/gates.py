@@ -568,6 +568,83 @@ def gru_backward_routes(lang: str) -> str:
                     "或候选值。"))
 
 
+# --- stacked ----------------------------------------------------------------------------------------------
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_SUP = str.maketrans("0123456789()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾")
+
+
+def stacked_grid(lang: str) -> str:
+    """A two-layer RNN over four steps as a grid: time to the right, depth upwards; one path from x₁ to the
+    top state at t = 4 is highlighted (every such path passes T + L − 1 = 5 tanh's)."""
+    T, L = 4, 2
+    d = Drawing(700, 300)
+    x0, dx = 120, 120
+    rows = {1: 150, 2: 70}                                    # layer -> y of its centre
+    y_in = 240
+    path = {(1, 1), (1, 2), (1, 3), (1, 4), (2, 4)}          # (layer, time) on the highlighted path
+    for l, y in rows.items():
+        for t in range(1, T + 1):
+            x = x0 + (t - 1) * dx
+            on = (l, t) in path
+            d.box(x, y - 18, 70, 36, f"h{f'({l})'.translate(_SUP)}{str(t).translate(_SUB)}",
+                  fill=SOFT if on else "#ffffff", stroke=ACCENT if on else INK)
+            if t < T:
+                both = on and (l, t + 1) in path
+                d.arrow(x + 70, y, x + dx, y, color=ACCENT if both else INK, width=2 if both else 1.5)
+            if l > 1:
+                both = on and (l - 1, t) in path
+                d.arrow(x + 35, rows[l - 1] - 18, x + 35, y + 18, color=ACCENT if both else INK,
+                        width=2 if both else 1.5)
+    for t in range(1, T + 1):
+        x = x0 + (t - 1) * dx
+        on = (1, t) in path and t == 1
+        d.text(x + 35, y_in + 10, f"x{str(t).translate(_SUB)}", size=13, color=MUTED)
+        d.arrow(x + 35, y_in - 4, x + 35, rows[1] + 18, color=ACCENT if on else INK, width=2 if on else 1.5)
+    d.arrow(x0, 284, x0 + (T - 1) * dx + 70, 284, _t(lang, "time", "时间"), color=MUTED, offset=-12)
+    d.arrow(60, 230, 60, 40, _t(lang, "depth", "深度"), color=MUTED, offset=18)
+    d.text(575, 200, _t(lang, "highlighted: one path", "高亮：一条路径"), size=11, color=ACCENT, anchor="start")
+    d.text(575, 218, _t(lang, "x₁ → h⁽²⁾₄, 5 tanh's", "x₁ → h⁽²⁾₄，5 个 tanh"), size=11, color=ACCENT,
+           anchor="start")
+    return d.svg(_t(lang, "A two-layer RNN over four steps: each layer runs along time, and layer 2 reads layer 1's "
+                          "states as its inputs. Nothing points left: every state sees only the present and the past.",
+                    "两层 RNN 展开四步：每一层沿时间运行，第 2 层把第 1 层的状态当作输入。没有向左的箭头：每个状态只看到"
+                    "现在和过去。"))
+
+
+def bidirectional_reads(lang: str) -> str:
+    """A bidirectional RNN over four steps: the forward row reads left to right, the backward row right to
+    left, and the state at t = 2 is their concatenation; what each half has read is marked."""
+    T, t_mark = 4, 2
+    d = Drawing(700, 270)
+    x0, dx = 120, 130
+    yc, yf, yx, yb = 32, 104, 164, 224
+    for t in range(1, T + 1):
+        x = x0 + (t - 1) * dx
+        sub = str(t).translate(_SUB)
+        d.box(x, yf - 18, 70, 36, f"→h{sub}", fill=SOFT if t <= t_mark else "#ffffff",
+              stroke=ACCENT if t <= t_mark else MUTED)
+        d.box(x, yb - 18, 70, 36, f"←h{sub}", fill=NEW_FILL if t >= t_mark else "#ffffff",
+              stroke=NEW if t >= t_mark else MUTED)
+        d.text(x + 35, yx, f"x{sub}", size=13, bold=t == t_mark)
+        d.arrow(x + 35, yx - 10, x + 35, yf + 18, color=MUTED, width=1)
+        d.arrow(x + 35, yx + 10, x + 35, yb - 18, color=MUTED, width=1)
+        if t < T:
+            d.arrow(x + 70, yf, x + dx, yf, color=ACCENT if t < t_mark else MUTED)
+            d.arrow(x + dx, yb, x + 70, yb, color=NEW if t >= t_mark else MUTED)
+        if t == t_mark:
+            d.box(x - 15, yc - 16, 100, 32, f"[→h{sub}; ←h{sub}]", size=12)
+            d.arrow(x + 45, yf - 18, x + 45, yc + 16, color=ACCENT)
+            d.curve(x - 2, yb - 8, x + 5, yc + 16, -80, color=NEW)
+    d.text(x0 - 12, yf, _t(lang, "forward", "正向"), size=12, color=ACCENT, anchor="end")
+    d.text(x0 - 12, yb, _t(lang, "backward", "反向"), size=12, color=NEW, anchor="end")
+    d.text(x0 + dx + 100, yc - 8, _t(lang, "the state at t = 2 has read x₁, x₂ (forward)",
+                                    "t = 2 处的状态读过 x₁、x₂（正向）"), size=12, color=ACCENT, anchor="start")
+    d.text(x0 + dx + 100, yc + 12, _t(lang, "and x₂, x₃, x₄ (backward): the future too",
+                                     "以及 x₂、x₃、x₄（反向）：连未来也读过"), size=12, color=NEW, anchor="start")
+    return d.svg(_t(lang, "A bidirectional RNN: the forward row has read the past, the backward row the future; their "
+                          "concatenation at every position depends on the whole sequence.",
+                    "双向循环神经网络：正向一行读过过去，反向一行读过未来；两者在每个位置的拼接依赖整个序列。"))
+
 FIGURES = {
     "clip_two_rules": clip_two_rules,
     "clip_many_arrays": clip_many_arrays,
@@ -580,4 +657,6 @@ FIGURES = {
     "gru_mix_line": gru_mix_line,
     "gru_reset_placement": gru_reset_placement,
     "gru_backward_routes": gru_backward_routes,
+    "stacked_grid": stacked_grid,
+    "bidirectional_reads": bidirectional_reads,
 }
