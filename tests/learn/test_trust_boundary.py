@@ -377,5 +377,7 @@ def test_ctrl_c_and_sigterm_end_the_child_its_forks_and_the_scratch_folder(tmp_p
             checker.kill()
     assert checker.returncode == status, (out, err)
     assert "Traceback" not in err
+    assert ("interrupted" if signum == signal.SIGINT else "SIGTERM: stopped; the student's code and every process "
+            "it started were ended") in err
     assert _gone(child) and all(_gone(p.pid) for p in helpers)
     assert not any(tmp.iterdir())                          # the scratch folder is removed
