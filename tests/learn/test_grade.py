@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import json
 import sys
 import zipfile
@@ -19,17 +18,10 @@ from seqlab.cli import main
 from seqlab.learn import grade as grading
 from seqlab.learn.catalog import exercise
 from seqlab.learn.references import REFERENCE_MODULES
+from tests.model.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("causal_mask", "clip_global_norm", "rnn_step")
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("learn_grade_benchmark", ROOT / "benchmarks" / "learn_grade.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _zip(path: Path, files: dict[str, str | bytes], links: tuple[str, ...] = ()) -> Path:
@@ -44,7 +36,7 @@ def _zip(path: Path, files: dict[str, str | bytes], links: tuple[str, ...] = ())
 
 
 def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
-    bench = _benchmark()
+    bench = load_benchmark("learn_grade")
     exercises = [exercise(n) for n in NAMES]
     kinds = bench.make_class(tmp_path / "class", 5, exercises)
     assert sorted(kinds.values()) == sorted(bench.KINDS)
