@@ -244,7 +244,9 @@ def show_next(args) -> int:
 
 def show_step(args) -> int:
     from seqlab.learn.path import STEPS
-    progress = _progress(args) or {"steps": {}}     # a damaged progress.json (said) does not hide the step
+    progress = _progress(args)
+    if progress is None:
+        return 1
     for number, step in enumerate(STEPS, 1):
         if step.id == args.name:
             _print_step(step, args, number, _status(args, progress, step))
