@@ -339,9 +339,10 @@ def read_points(path: Path, known: list[str]) -> dict[str, float]:
     """A TOML table exercise = points; ValueError naming the file and the entry that is wrong."""
     import difflib
     import tomllib
+    text = Path(path).read_text(encoding="utf-8", errors="replace")     # OSError: the caller's runtime failure
     try:
-        table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path}: not a TOML table of exercise = points ({error})") from None
     points = {}
     for name, value in table.items():
@@ -394,6 +395,8 @@ def run_grade_command(args) -> int:
     if args.points is not None:
         try:
             points = read_points(args.points, known)
+        except OSError as error:
+            return _failure(f"cannot read --points {args.points}: {error.strerror or error}")
         except ValueError as error:
             return _usage(str(error))
         if not args.exercises:
@@ -418,9 +421,9 @@ def run_grade_command(args) -> int:
     try:
         entries = submissions(args.submissions)
     except SubmissionError as error:
-        return _usage(str(error))
+        return _failure(str(error))
     if not entries:
-        return _usage(f"{args.submissions} holds no submission (one folder or .zip per student)")
+        return _failure(f"{args.submissions} holds no submission (one folder or .zip per student)")
     grades = grade_all(entries, exercises, workers=args.workers, time_limit=args.time_limit,
                        progress=not args.no_progress)
     paths = write_report(grades, exercises, args.out)
@@ -433,3 +436,8 @@ def run_grade_command(args) -> int:
 def _usage(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+def _failure(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
