@@ -149,22 +149,31 @@ class _Memo:
         return copy.deepcopy(output)
 
 
+def _per_case(function):
+    """``function(case)`` computed once per case object (the shared cases are kept, so ids stay theirs)."""
+    done, lock = {}, threading.Lock()
+
+    def cached(case):
+        with lock:
+            if id(case) not in done:
+                done[id(case)] = (case, function(case))
+            return done[id(case)][1]
+    return cached
+
+
 def shared(exercise):
-    """The exercise with its cases made once, and its reference, catalogued mistakes and
-    finite-difference gradients computed once per input for every submission of a class."""
+    """The exercise with its cases made once, and its reference, catalogued mistakes and per-case
+    computations (finite-difference gradients, per-step terms) done once per input for every
+    submission of a class."""
     cases = exercise.cases()
     reference = _Memo(exercise.reference())
-    mistakes = tuple(dataclasses.replace(m, implementation=_Memo(m.implementation)) for m in exercise.mistakes)
+    mistakes = tuple(dataclasses.replace(m, implementation=_Memo(m.implementation))
+                     if m.implementation is not None else m for m in exercise.mistakes)
     changes = {"cases": lambda: cases, "reference": lambda: reference, "mistakes": mistakes}
-    if exercise.gradients is not None:
-        gradients, done, lock = exercise.gradients, {}, threading.Lock()
-
-        def cached_gradients(case):
-            with lock:
-                if id(case) not in done:
-                    done[id(case)] = (case, gradients(case))   # the case is kept: its id stays its own
-                return done[id(case)][1]
-        changes["gradients"] = cached_gradients
+    fields = {f.name for f in dataclasses.fields(exercise)}
+    for name in ("gradients", "step_terms"):
+        if name in fields and getattr(exercise, name) is not None:
+            changes[name] = _per_case(getattr(exercise, name))
     return dataclasses.replace(exercise, **changes)
 
 
