@@ -166,10 +166,14 @@ def shared(exercise):
     computations (finite-difference gradients, per-step terms) done once per input for every
     submission of a class."""
     cases = exercise.cases()
+
+    def made_cases():
+        return cases
+    made_cases.__dict__.update(getattr(exercise.cases, "__dict__", {}))   # what the exercise marked on its own
     reference = _Memo(exercise.reference())
     mistakes = tuple(dataclasses.replace(m, implementation=_Memo(m.implementation))
                      if m.implementation is not None else m for m in exercise.mistakes)
-    changes = {"cases": lambda: cases, "reference": lambda: reference, "mistakes": mistakes}
+    changes = {"cases": made_cases, "reference": lambda: reference, "mistakes": mistakes}
     fields = {f.name for f in dataclasses.fields(exercise)}
     for name in ("gradients", "step_terms"):
         if name in fields and getattr(exercise, name) is not None:
