@@ -6,11 +6,11 @@ pickle); anything else is the call's error, "returned a TYPE, expected ...". The
 check (one job: one file's function on its calls), from the moment the child has made the check's
 inputs to the moment its answer is written; a check that runs over ends the child, and a fresh
 child goes on with the next. One warm child runs a batch's checks one after another (numpy and
-torch imported once) and, between checks, ends every process the student's code started (it is
-their subreaper). The child runs in its own session, its working folder and TMPDIR in a scratch
-folder; a timeout, Ctrl-C or SIGTERM ends its whole group and every process below it and removes
-the scratch folder (then KeyboardInterrupt, or exit status 143). The parent writes the request
-(the jobs) with pickle; only the child reads it.
+torch imported once); between checks it ends every process the student's code started (it is their
+subreaper), and a check that leaves threads running retires it. The child runs in its own session,
+its working folder and TMPDIR in a scratch folder; a timeout, Ctrl-C or SIGTERM ends its whole
+group and every process below it and removes the scratch folder (then KeyboardInterrupt, or exit
+status 143). The parent writes the request (the jobs) with pickle; only the child reads it.
 
     run = run_student("ws/rnn_step.py", "rnn_step", [((params, x, h), {})], time_limit=5.0)
     run.calls[0].output      # the returned value, or run.calls[0].error (a traceback's last lines)
@@ -254,6 +254,7 @@ def _child_main(argv: list[str]) -> None:
     import numpy  # noqa: F401 - every exercise uses it, and answers are written with it
     answers = os.path.join(scratch, "answers")
     cases: dict[str, list] = {}
+    threads = threading.active_count()
     for k in range(first, len(jobs)):
         job, failure, rules = jobs[k], None, None
         calls = job.get("calls")
@@ -273,6 +274,9 @@ def _child_main(argv: list[str]) -> None:
         _write_answer(answers, k, run)
         _end_processes_below(os.getpid())
         os.write(events, f"done {k}\n".encode())
+        if threading.active_count() > threads and k + 1 < len(jobs):
+            os.write(events, b"retire\n")     # the student's threads still run: the next check gets a fresh child
+            break
     sys.stdout.flush()
     os._exit(0)                      # no atexit handler or thread of the student's runs after this
 
@@ -552,6 +556,8 @@ class _Batch:
                             started = now
                         now = time.monotonic()
                         deadline = (started if 0 <= now - started < PREPARE_LIMIT else now) + self._limit(k)
+                    elif words == ["retire"] and not running:
+                        return k                     # this child's student threads live on: a fresh one goes on
                     elif k < end and running and words == ["done", str(k)]:
                         try:
                             self._finish(k, _read_answer(os.path.join(self.scratch, "answers"), k))
