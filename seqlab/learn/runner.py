@@ -116,10 +116,18 @@ def _mutated(before, after, names: list[str]) -> list[str]:
     return changed
 
 
+def _text(error: BaseException) -> str:
+    """str(error), or a stand-in when the student's exception cannot say itself."""
+    try:
+        return str(error)
+    except BaseException:  # noqa: BLE001 - its __str__ raised
+        return f"<a {type(error).__name__} whose message cannot be printed>"
+
+
 def _short_traceback(error: BaseException, path: str) -> str:
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path]
     where = f"{path}, line {frames[-1].lineno}: " if frames else ""
-    return f"{where}{type(error).__name__}: {error}"
+    return f"{where}{type(error).__name__}: {_text(error)}"
 
 
 def _call(func, args, kwargs, names, job, rules, path) -> CallResult:
@@ -138,13 +146,20 @@ def _call(func, args, kwargs, names, job, rules, path) -> CallResult:
         result.not_implemented = True
     except BaseException as error:  # noqa: BLE001 - any failure of student code is a report
         if type(error).__name__ == "RuleBroken":
-            result.error = result.broke_rule = str(error)
+            result.error = result.broke_rule = _text(error)
         else:
             result.error = _short_traceback(error, path)
     result.seconds = time.perf_counter() - start
-    result.mutated = _mutated(before, given, names) + _mutated(
-        [kwargs[k] for k in kwargs], [kw[k] for k in kwargs], list(kwargs))
+    try:
+        result.mutated = _mutated(before, given, names) + _mutated(
+            [kwargs[k] for k in kwargs], [kw[k] for k in kwargs], list(kwargs))
+    except Exception:  # noqa: BLE001 - an argument replaced by something that cannot be compared
+        result.mutated = ["an argument (replaced by an object that cannot be compared with it)"]
     return result
+
+
+class _RulesFailed(Exception):
+    """The rules module's enter() failed (seqlab's code, not the student's)."""
 
 
 def _run_job(job: dict, calls: list, rules) -> StudentRun:
@@ -161,7 +176,11 @@ def _run_job(job: dict, calls: list, rules) -> StudentRun:
     modules_before = set(sys.modules)
     try:
         if rules is not None:
-            rules.enter(job["rules"])
+            try:
+                rules.enter(job["rules"])
+            except BaseException as error:  # noqa: BLE001 - the rules module's own failure
+                raise _RulesFailed(f"the exercise's rules could not be set up: {type(error).__name__}: "
+                                   f"{_text(error)}") from None
         try:
             spec = importlib.util.spec_from_file_location(f"student_{function}", path)
             module = importlib.util.module_from_spec(spec)
@@ -178,8 +197,9 @@ def _run_job(job: dict, calls: list, rules) -> StudentRun:
                 done.append(_call(func, args, kwargs, names, job, rules, path))
                 if done[-1].not_implemented:
                     break
-    except BaseException as error:  # noqa: BLE001 - the rules module's enter() failed
-        failure = failure or f"the exercise's rules could not be set up: {type(error).__name__}: {error}"
+    except BaseException as error:  # noqa: BLE001 - whatever stopped the calls is the check's failure
+        failure = failure or (str(error) if isinstance(error, _RulesFailed)
+                              else f"the check stopped: {type(error).__name__}: {_text(error)}")
     finally:
         if rules is not None:
             try:
