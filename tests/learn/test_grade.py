@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import json
 import sys
 import zipfile
@@ -19,17 +18,10 @@ from seqlab.cli import main
 from seqlab.learn import grade as grading
 from seqlab.learn.catalog import exercise
 from seqlab.learn.references import REFERENCE_MODULES
+from tests.model.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("causal_mask", "clip_global_norm", "rnn_step")
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("learn_grade_benchmark", ROOT / "benchmarks" / "learn_grade.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _zip(path: Path, files: dict[str, str | bytes], links: tuple[str, ...] = ()) -> Path:
@@ -44,7 +36,7 @@ def _zip(path: Path, files: dict[str, str | bytes], links: tuple[str, ...] = ())
 
 
 def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
-    bench = _benchmark()
+    bench = load_benchmark("learn_grade")
     exercises = [exercise(n) for n in NAMES]
     kinds = bench.make_class(tmp_path / "class", 5, exercises)
     assert sorted(kinds.values()) == sorted(bench.KINDS)
@@ -216,3 +208,41 @@ def test_the_reference_is_computed_once_for_the_whole_class(tmp_path):
     grades = grading.grade_all(entries, [counting], workers=2, progress=False)
     assert [g.passed for g in grades] == [True, True, True]
     assert len(calls) == len(base.cases())
+
+
+def test_ctrl_c_stops_the_whole_class_and_leaves_nothing_running(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    for student in ("ann", "ben", "cid"):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        (tmp_path / "class" / student / "causal_mask.py").write_text("def causal_mask(n):\n    while True:\n        pass\n")
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path / "tmp")}
+    grader = subprocess.Popen([sys.executable, "-m", "seqlab", "learn", "grade", str(tmp_path / "class"), "--out",
+                               str(tmp_path / "report"), "--exercises", "causal_mask", "--time-limit", "120",
+                               "--workers", "2", "--no-progress"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        children: list = []
+        while len(children) < 2 and time.monotonic() < deadline:
+            children = [p for p in psutil.Process(grader.pid).children(recursive=True)
+                        if "seqlab.learn.runner" in " ".join(p.cmdline())]
+            time.sleep(0.1)
+        assert len(children) == 2                     # two submissions at once
+        time.sleep(0.5)                               # both inside the student's loop
+        grader.send_signal(signal.SIGINT)
+        out, err = grader.communicate(timeout=60)
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+    assert grader.returncode == 130 and "interrupted" in err, (out, err)
+    assert not (tmp_path / "report").exists()
+    for child in children:
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    assert not any((tmp_path / "tmp").iterdir())
