@@ -582,22 +582,18 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = ()) -> dict | None
     candidates = [m for m in ex.mistakes if not m.accepted]
     usable = ev.usable("all")
     differs = [i for i in usable if not ev.close(ev.expected[i], ev.outputs[i])]
-    scored = []
-    if differs:       # a mutant can only explain values that differ from the reference's
-        for m in candidates:
-            if m.implementation is None:
-                continue
-            theirs = ev.implementation_outputs(m.implementation)
-            agree, total = _agreement(ev, theirs)
-            if total and agree == total:
-                where = _said(m, ev) or ""
-                return _record(ev, m, True, where or "every checked value is what this mistake gives")
-            scored.append((agree, total, m))
+    mutants = [m for m in candidates if m.implementation is not None] if differs else []
+    for m in mutants:     # a mutant can only explain values that differ from the reference's
+        theirs = ev.implementation_outputs(m.implementation)
+        if all(theirs[i] is not None and close(theirs[i], ev.outputs[i], ev.rtol, ev.atol) for i in usable):
+            where = _said(m, ev) or ""
+            return _record(ev, m, True, where or "every checked value is what this mistake gives")
     first_generic = own_values_right(ev)
     for m in [*(generic if first_generic else ()), *candidates]:
         said = _said(m, ev)
         if said:
             return _record(ev, m, False, said, anchor=m in candidates)
+    scored = [(*_agreement(ev, ev.implementation_outputs(m.implementation)), m) for m in mutants]
     if scored:
         reference_agree, _ = _agreement(ev, ev.expected)
         best = max(agree for agree, _, _ in scored)

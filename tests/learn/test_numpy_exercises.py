@@ -550,3 +550,33 @@ def test_every_wrong_student_version_ends_in_a_specific_diagnosis(batch):
              if (batch[f"wrong {label}", n].diagnosis or {}).get("mistake") is not None]
     print(f"\n{len(named)} of {len(WRONG_VERSIONS)} wrong NumPy versions end in a specific diagnosis")
     assert len(named) == len(WRONG_VERSIONS)
+
+
+def test_every_mistake_is_written_for_the_lesson_in_both_languages_with_the_glossary_s_words():
+    import re
+
+    from seqlab.learn.exercise import GENERIC_MISTAKES
+    for owner, mistakes in [*((e.name, e.mistakes) for e in EXERCISES), ("generic", GENERIC_MISTAKES)]:
+        ids = [m.id for m in mistakes]
+        assert len(ids) == len(set(ids)), owner                  # one anchor mistake-<id> each
+        for m in mistakes:
+            assert m.title and m.explanation and m.title_zh and m.explanation_zh, (owner, m.id)
+            en, zh = m.why
+            assert len(en) > 60 and len(zh) > 30, (owner, m.id)
+            for text in (m.title_zh, m.explanation_zh, zh):
+                assert re.search(r"[\u4e00-\u9fff]", text), (owner, m.id, text)
+                bare = re.sub(r"nn\.LSTM|BasicLSTMCell|nn\.GRU", "", text)
+                assert not re.search(r"\bBPTT\b|\bLSTM\b|\bGRU\b", bare), (owner, m.id, text)   # 随时间反向传播, 长短期记忆, 门控循环单元
+            if m.convention and not m.accepted:
+                assert "this exercise uses" in m.explanation and "本练习使用" in m.explanation_zh, (owner, m.id)
+
+
+@pytest.mark.parametrize("name", NUMPY_NAMES)
+def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_reference(batch, name):
+    ex = exercise(name)
+    stub = " ".join(open(batch["stub", name].file, encoding="utf-8").read().split())
+    checks = {c["name"] for c in batch["reference", name].checks}
+    assert ex.spec
+    for spec in ex.spec:
+        assert " ".join(spec.sentence.split()) in stub, spec.sentence
+        assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
