@@ -580,3 +580,38 @@ def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_refe
     for spec in ex.spec:
         assert " ".join(spec.sentence.split()) in stub, spec.sentence
         assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
+
+
+def test_a_backward_pass_s_diagnosis_says_which_gradients_are_right_and_which_steps_differ(batch):
+    no_future = batch["wrong no future term", "rnn_bptt"].diagnosis
+    assert no_future["mistake"] == "no_future_gradient"
+    assert "right at the last time step and wrong at every earlier one" in no_future["where"]
+    assert "right: Wy, by; wrong: Wx, Wh, b, xs, h0" in no_future["where"]
+    last_only = batch["wrong weights from the last step only", "rnn_bptt"].diagnosis
+    assert last_only["mistake"] == "shared_weights_not_summed"
+    assert "only the last step's contribution" in last_only["where"] and "right: xs, h0" in last_only["where"]
+    overwritten = batch["wrong weights overwritten", "rnn_bptt"].diagnosis
+    assert "only the first step's contribution" in overwritten["where"]
+    twice = batch["wrong divided by T twice", "truncated_bptt"].diagnosis
+    assert twice["mistake"] == "divided_by_T_twice" and "the reference times 1/T" in twice["where"]
+    a_last = batch["wrong a from the last step only", "scalar_recurrence_backward"].diagnosis
+    assert "the gradient of a: output['a'] hold only the last step's contribution" in a_last["where"]
+
+
+def test_a_forward_pass_s_diagnosis_names_the_structure_of_the_difference(batch):
+    scale = batch["wrong divided by d", "attention"].diagnosis
+    assert scale["mistake"] == "divided_by_d" and "the reference times 1/sqrt(d_k)" in scale["where"]
+    axis = batch["wrong softmax down the columns", "attention"].diagnosis
+    assert axis["mistake"] == "softmax_over_queries"
+    window = batch["wrong strict inequality", "causal_mask"].diagnosis
+    assert "False on the diagonal j = i" in window["where"]
+    ahead = batch["wrong one step ahead", "causal_mask"].diagnosis
+    assert "True on the diagonal j = i + 1" in ahead["where"]
+    late = batch["wrong y from the state before", "rnn_forward"].diagnosis
+    assert "shifted by one time step" in late["where"]
+    heads = batch["wrong heads stacked last first", "multihead_attention"].diagnosis
+    assert "heads 0, 1 of 2 differ" in heads["where"]
+    sign = batch["wrong onehot minus probs", "softmax_cross_entropy"].diagnosis
+    assert sign["mistake"] == "gradient_sign" and "times -1" in sign["where"]
+    gru = batch["wrong z for the new state", "gru_cell_forward"].diagnosis
+    assert gru["convention"] and "this exercise uses" in gru["explanation"]
