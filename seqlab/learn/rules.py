@@ -1,35 +1,20 @@
-"""An exercise's rules, enforced in the child process that runs a student's code (the runner's rules hook).
+"""An exercise's rules ("no torch.nn.functional", "no torch.softmax", ...), enforced in the child process
+that runs a student's code: the runner's rules hook (three calls around a job).
 
-The PyTorch exercises are written "with tensor operations only": no torch.nn.functional, no torch.nn
-layers, no torch.optim, no torch.softmax where the softmax is the lesson. This module makes those
-sentences checks. The runner calls, in the child:
+- :func:`enter` (rules), before the student's file is imported: each forbidden function or class is
+  replaced by one raising :class:`RuleBroken` with the rule and how to write it instead, so
+  ``from torch.nn.functional import softmax`` is caught as well as ``F.softmax``;
+- :func:`call` (function, args, kwargs, rules) -> (output, {"ops": n}): the call under a
+  ``TorchDispatchMode`` that counts the aten operations dispatched (a Python loop over heads makes
+  the count grow with the heads) and refuses the aten operations behind the forbidden functions
+  (``aten._softmax``, ``aten.silu``, ...), a second net for paths around the first;
+- :func:`leave` (): everything put back.
 
-- :func:`enter` (rules), BEFORE the student's file is imported: every forbidden function or class is
-  replaced by one that raises :class:`RuleBroken` with a message naming the rule and how to write the
-  thing instead, so ``from torch.nn.functional import softmax`` is caught as well as ``F.softmax``;
-- :func:`call` (function, args, kwargs, rules) -> (output, extra) for each call: the call runs under a
-  ``TorchDispatchMode`` that counts the aten operations it dispatches (``extra["ops"]``, which the
-  exercise compares as the number of heads or positions grows: a Python loop over heads makes it
-  grow) and refuses the aten operations behind the forbidden functions (``aten._softmax``,
-  ``aten.silu``, ``aten.nll_loss_forward``, ``aten._scaled_dot_product_*``, ...): a second net for a
-  path around the first (``torch._C._VariableFunctions.softmax``, ``torch.ops.aten.silu``);
-- :func:`leave` () after the job: everything is put back.
+A breach the student's code catches is still reported: it is recorded when it happens and raised when
+the call returns. ``rules`` is plain data: ``{"forbid": [group, ...]}``, groups of :data:`GROUPS`;
+where two groups refuse one aten operation, the first listed names the rule.
 
-A rule broken inside the student's own ``try: ... except Exception`` is still reported: the breach is
-recorded when it happens, and :func:`call` raises it when the function returns.
-
-``rules`` is plain data (it crosses from the checker in the job): ``{"forbid": [group, ...]}`` with
-the groups of :data:`GROUPS` ("functional", "layers", "optim", "softmax", "attention", "silu",
-"cross_entropy", "rms_norm", "adam"). Where two groups refuse one aten operation, the first listed
-names the rule in the message.
-
-Example (in one process; the runner does the same around a student's file)::
-
-    enter({"forbid": ["functional", "softmax"]})
-    try:
-        out, extra = call(my_softmax, (x,), {}, rules)     # extra == {"ops": 5}
-    finally:
-        leave()
+Example: ``enter({"forbid": ["functional"]}); out, extra = call(f, (x,), {}, rules); leave()``.
 """
 
 from __future__ import annotations
