@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from seqlab.learn import compare
+from seqlab.learn import compare, diagnosis
 from seqlab.learn.runner import StudentRun, run_students
 
 
@@ -24,6 +24,7 @@ class Case:
     args: tuple
     kwargs: dict = dataclasses.field(default_factory=dict)
     gradcheck: bool = False            # compare the gradients with central finite differences
+    spec: str = ""                     # the id of the Spec (sentence) this case checks; "" for the exercise's own
 
 
 def numbered_cases(make: Callable[..., tuple[tuple, dict]], settings, gradcheck: bool = False) -> list[Case]:
@@ -36,12 +37,77 @@ def numbered_cases(make: Callable[..., tuple[tuple, dict]], settings, gradcheck:
             for k, setting in enumerate(settings)]
 
 
+# The checks every exercise has, by name. A Spec with one of these ids documents the sentence that
+# check enforces (it has no cases or verify of its own).
+GENERIC_CHECKS = ("runs", "inputs unchanged", "shapes and types", "values (worked example)",
+                  "values (random inputs)", "gradients vs finite differences", "invariants", "rules")
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One sentence of a stub's contract and its check (named ``id`` in the Report).
+
+    ``sentence`` appears in ``Exercise.doc`` word for word (line breaks aside). ``cases()`` gives the
+    calls that exercise the sentence (None: the exercise's own cases). ``verify(case, output,
+    reference_output, extra)`` returns what is wrong, or None; the outputs are as returned (not the
+    checked form) and ``extra`` is what the exercise's rules module returned for the call (INTERFACES.md
+    A). Without ``verify``, the checked values are compared with the reference's. A version ignoring
+    the sentence must fail this check."""
+    id: str
+    sentence: str
+    cases: Callable[[], list[Case]] | None = None
+    verify: Callable[[Case, Any, Any, dict], str | None] | None = None
+
+
 @dataclasses.dataclass(frozen=True)
 class Mistake:
+    """A common mistake: a mutant (``implementation``, the exercise's signature) and/or a recogniser
+    of its whole family (``recognise(evidence) -> str | None``, seqlab.learn.diagnosis), with what
+    it is (``title``), what it does and the fix (``explanation``), and ``why`` (en, zh): a teacher's
+    short paragraph on why it is wrong, which the lesson's "Common mistakes" section shows.
+    ``convention`` names a valid other convention (e.g. "the update gate read as the fraction of
+    the NEW state"): ``accepted`` ones pass with a note, the others fail, the explanation saying
+    "this exercise uses X; your code uses Y"."""
     id: str
-    title: str                          # what the mistake is
-    explanation: str                    # what it does to the output, and the fix
-    implementation: Callable
+    title: str
+    explanation: str
+    implementation: Callable | None = None
+    recognise: Callable | None = None
+    title_zh: str = ""
+    explanation_zh: str = ""
+    why: tuple[str, str] = ("", "")
+    convention: str | None = None
+    accepted: bool = False
+
+
+# Mistakes any exercise can show, after its own: recognised from the check that failed.
+GENERIC_MISTAKES = (
+    Mistake("inputs_changed_in_place", "an input changed in place",
+            "the function assigned into an array it was given (x += ..., x[i] = ..., an in-place "
+            "NumPy or torch operation); work on a copy or build new arrays",
+            recognise=diagnosis.failed_check("inputs unchanged"),
+            title_zh="在原地修改了输入",
+            explanation_zh="函数对传入的数组赋值（x += ...、x[i] = ... 或原地运算）；请在副本上计算，或新建数组",
+            why=("The caller still holds the arrays it passed in: the training loop reuses the same inputs for "
+                 "the forward pass, the backward pass and the next step. A function that writes into them "
+                 "silently changes what everyone else computes, and the error shows up far from its cause.",
+                 "调用者仍然持有它传入的数组：训练循环在前向传播、反向传播和下一步中都会复用同样的输入。"
+                 "写入这些数组的函数会悄悄改变别处的计算结果，错误出现的地方离原因很远。")),
+    Mistake("rule_broken", "a rule of the exercise broken",
+            "the exercise forbids what the code used (see the rules check); write it with the allowed operations",
+            recognise=diagnosis.failed_check("rules"),
+            title_zh="违反了练习的规则",
+            explanation_zh="代码用了练习禁止的东西（见 rules 检查）；只用允许的运算来写",
+            why=("The point of the exercise is to write the computation yourself: a library call that does it "
+                 "for you passes the values but teaches nothing, and a loop over heads or positions hides the "
+                 "cost that the vectorised form makes visible.",
+                 "这个练习的目的是亲手写出计算过程：调用现成的库函数虽然数值正确，却学不到东西；"
+                 "对注意力头或位置的循环则掩盖了向量化写法所揭示的计算代价。")),
+)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
 
 
 @dataclasses.dataclass
@@ -50,9 +116,9 @@ class Exercise:
     title: str
     title_zh: str
     signature: str                      # "rnn_bptt(params, xs, h0, dys, dh_last=None)"
-    doc: str                            # shapes and conventions, for the stub's docstring
+    doc: str                            # the contract, for the stub's docstring
     reference: Callable[[], Callable]   # returns the reference function (imported on use)
-    cases: Callable[[], list[Case]]
+    cases: Callable[[], list[Case]]     # the calls checked: the exercise's own, then every Spec's (see below)
     mistakes: tuple[Mistake, ...] = ()
     compared: Callable[[Any], Any] = lambda out: out      # the part of the output that is checked
     returns: str = ""                   # the form of the output, said when the student's has another
@@ -66,6 +132,42 @@ class Exercise:
     stub_test: str = ""                 # the body of the student's own test in the stub
     kind: str = "numpy"
     may_change: tuple[str, ...] = ()    # arguments the function may change (a random generator's state)
+    spec: tuple[Spec, ...] = ()         # one per sentence of the contract
+    rules: dict | None = None           # job["rules"] for the child's rules module (INTERFACES.md A)
+    step: str = ""                      # the path's step that teaches it (default: the name)
+    widget: str = ""                    # the explorer anchor (default: the step's `look`)
+    step_terms: Callable[[Case], dict] | None = None   # the reference's per-time-step terms {name: (T, ...)}
+    axes: dict = dataclasses.field(default_factory=dict)   # output key -> names of its axes, for diagnoses
+
+    def __post_init__(self):
+        if not self.step:
+            self.step = self.name
+        if not self.widget:
+            from seqlab.learn.path import STEP_BY_ID
+            step = STEP_BY_ID.get(self.step)
+            self.widget = step.look if step is not None else ""
+        doc = _words(self.doc)
+        for spec in self.spec:
+            if _words(spec.sentence) not in doc:
+                raise ValueError(f"{self.name}: the sentence of spec {spec.id!r} is not in the docstring: "
+                                 f"{spec.sentence!r}")
+            generic = spec.id in GENERIC_CHECKS
+            if generic == (spec.cases is not None or spec.verify is not None):
+                raise ValueError(f"{self.name}: spec {spec.id!r} " + (
+                    "names a check every exercise has; it takes no cases or verify" if generic else
+                    "needs cases or a verify (or the id of a check every exercise has)"))
+        if not getattr(self.cases, "with_specs", False):
+            own, specs = self.cases, self.spec
+
+            def cases() -> list[Case]:
+                made = list(own())
+                for spec in specs:
+                    if spec.cases is not None:
+                        made += [dataclasses.replace(c, spec=spec.id) for c in spec.cases()]
+                return made
+            cases.with_specs = True
+            cases.own = own
+            self.cases = cases
 
     @property
     def arg_names(self) -> list[str]:
@@ -81,6 +183,7 @@ class Report:
     diagnosis: dict | None = None
     printed: str = ""
     printed_chars: int = 0
+    notes: list[str] = dataclasses.field(default_factory=list)   # accepted conventions
 
     @property
     def passed(self) -> bool:
@@ -91,7 +194,7 @@ class Report:
 
     def as_dict(self) -> dict:
         return {"exercise": self.exercise, "file": self.file, "passed": self.passed, "checks": self.checks,
-                "diagnosis": self.diagnosis, "printed_chars": self.printed_chars,
+                "diagnosis": self.diagnosis, "notes": self.notes, "printed_chars": self.printed_chars,
                 "printed": self.printed[:1000]}
 
 
@@ -106,46 +209,44 @@ def _compared(exercise: Exercise, output):
         return None, f"the output must be {exercise.returns or 'like the reference'}; got a {type(output).__name__}"
 
 
-def _agreeing_leaves(exercise: Exercise, implementation: Callable, cases: list[Case], outputs: list) -> int:
-    """How many (case, output part) pairs of ``implementation`` agree with the student's outputs."""
-    count = 0
-    for case, out in zip(cases, outputs):
-        try:
-            theirs = exercise.compared(_call(implementation, case))
-        except Exception:  # noqa: BLE001 - a mutant that cannot run on a case agrees with nothing there
-            continue
-        if compare.structure_error(theirs, out, "x"):
-            continue
-        for _, a, b in compare.leaf_pairs(theirs, out, "x"):
-            count += compare.agrees(a, b, exercise.rtol, exercise.atol)
-    return count
+class Expected:
+    """The reference's side of an exercise's check, computed once for every file checked against it:
+    its outputs on the cases, the finite-difference gradients, the per-step terms, and the outputs of
+    any implementation a diagnosis runs (a mistake's mutant, an accepted convention)."""
 
+    def __init__(self, exercise: Exercise, cases: list[Case]):
+        self.exercise, self.cases = exercise, cases
+        self.raw, self.checked = self.outputs_of(exercise.reference())
+        self._gradients: dict[int, tuple] = {}
+        self._terms: dict[int, dict | None] = {}
 
-def diagnose(exercise: Exercise, cases: list[Case], student_outputs: list, expected: list) -> dict | None:
-    """The catalogued mistake that best explains the student's outputs, or None.
+    def outputs_of(self, implementation: Callable) -> tuple[list, list]:
+        """(as returned, checked form) on every case; None where it raises."""
+        cache = self.__dict__.setdefault("_runs", {})
+        key = id(implementation)
+        if key not in cache:
+            raw, checked = [], []
+            for case in self.cases:
+                try:
+                    out = _call(implementation, case)
+                    raw.append(out)
+                    checked.append(self.exercise.compared(out))
+                except Exception:  # noqa: BLE001 - a mutant that cannot run on a case agrees with nothing there
+                    raw.append(None)
+                    checked.append(None)
+            cache[key] = (raw, checked, implementation)     # the implementation kept: its id stays its own
+        return cache[key][:2]
 
-    A mistake whose outputs match the student's on every case is the diagnosis. Otherwise the
-    mistake that agrees with the most parts of the outputs (each case's weights, scores, ...) is the
-    likely one, if it agrees with more of them than the reference does: a student's code often has
-    one catalogued mistake plus a slip of its own (e.g. the wrong softmax axis and no care for
-    fully masked rows).
-    """
-    if all(compare.agrees(r, o, exercise.rtol, exercise.atol) for r, o in zip(expected, student_outputs)):
-        return None
-    total = sum(len(list(compare.leaf_pairs(r, r, "x"))) for r in expected)
-    reference_score = sum(compare.agrees(a, b, exercise.rtol, exercise.atol)
-                          for r, o in zip(expected, student_outputs) for _, a, b in compare.leaf_pairs(r, o, "x"))
-    scored = [(_agreeing_leaves(exercise, m.implementation, cases, student_outputs), m) for m in exercise.mistakes]
-    if not scored:
-        return None
-    best = max(score for score, _ in scored)
-    winners = [m for score, m in scored if score == best]
-    if best <= reference_score or len(winners) != 1:
-        return None
-    mistake = winners[0]
-    likely = "" if best == total else f" (it explains {best} of {total} checked values)"
-    return {"mistake": mistake.id, "title": mistake.title + likely, "explanation": mistake.explanation,
-            "exact": best == total}
+    def gradients(self, i: int) -> tuple:
+        if i not in self._gradients:
+            self._gradients[i] = self.exercise.gradients(self.cases[i])
+        return self._gradients[i]
+
+    def terms(self, i: int) -> dict | None:
+        if i not in self._terms:
+            ex = self.exercise
+            self._terms[i] = None if ex.step_terms is None or self.cases[i].spec else ex.step_terms(self.cases[i])
+        return self._terms[i]
 
 
 def check(exercise: Exercise, path, time_limit: float | None = None, cases: list[Case] | None = None) -> Report:
@@ -161,29 +262,25 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
     # import numpy or torch and compute the reference's outputs while the child works.
     jobs = [{"file": path, "function": ex.name, "arg_names": ex.arg_names,
              **({"cases_of": ex.name, "catalog": "seqlab.learn.catalog"} if cases is None
-                else {"calls": [(c.args, c.kwargs) for c in cases]})}
+                else {"calls": [(c.args, c.kwargs) for c in cases]}),
+             **({"rules": ex.rules, "rules_module": "seqlab.learn.rules"} if ex.rules else {})}
             for ex, path in items]
     limit = time_limit or sum(ex.time_limit for ex, _ in items)
-    all_cases: list[list[Case]] = []
-    expected: dict[str, list] = {}
+    expected: dict[str, Expected] = {}
 
     def references():
-        made: dict[str, list[Case]] = {}
         for ex, _ in items:
-            if ex.name not in made:
-                made[ex.name] = ex.cases() if cases is None else cases
-                function = ex.reference()
-                expected[ex.name] = [ex.compared(_call(function, case)) for case in made[ex.name]]
-            all_cases.append(made[ex.name])
+            if ex.name not in expected:
+                expected[ex.name] = Expected(ex, ex.cases() if cases is None else cases)
 
     runs = run_students(jobs, limit, meanwhile=references)
-    return [_report(ex, path, cs, run, expected[ex.name])
-            for (ex, path), cs, run in zip(items, all_cases, runs)]
+    return [_report(ex, path, run, expected[ex.name]) for (ex, path), run in zip(items, runs)]
 
 
-def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun, expected: list) -> Report:
+def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
     report = Report(exercise=exercise.name, file=str(path))
     report.printed, report.printed_chars = run.printed, run.printed_chars
+    cases = ref.cases
     if run.failure:
         report.add("runs", False, run.failure)
         return report
@@ -192,70 +289,145 @@ def _report(exercise: Exercise, path, cases: list[Case], run: StudentRun, expect
         report.add("runs", False, f"not implemented yet: {exercise.name}() in {path} still raises "
                                   "NotImplementedError; write its body")
         return report
-    for case, call in zip(cases, run.calls):
-        if call.error:
-            report.add("runs", False, f"{exercise.name}() raised on {case.label}: {call.error}")
+    calls = list(run.calls)
+    for i, case in enumerate(cases):
+        if i >= len(calls):
+            report.add("runs", False, f"{exercise.name}() was not called on {case.label}")
+            return report
+        if calls[i].error and not case.spec and not getattr(calls[i], "broke_rule", None):
+            report.add("runs", False, f"{exercise.name}() raised on {case.label}: {calls[i].error}")
             return report
     report.add("runs", True)
-    mutated = sorted({name for call in run.calls for name in call.mutated if name not in exercise.may_change})
-    report.add("inputs unchanged", not mutated, "" if not mutated else (
+    checks, outputs = _judge(exercise, cases, calls, ref.raw, ref.checked, ref)
+    report.checks += checks
+    if not report.passed:
+        for mistake in (m for m in exercise.mistakes if m.accepted and m.implementation is not None):
+            raw, checked = ref.outputs_of(mistake.implementation)
+            if any(c is None for c in checked):
+                continue
+            again, _ = _judge(exercise, cases, calls, raw, checked, ref)
+            if all(c["passed"] for c in again):
+                report.checks = report.checks[:1] + again
+                report.notes.append(f"{mistake.title}: {mistake.explanation}")
+                return report
+    if not report.passed:
+        evidence = diagnosis.Evidence(
+            exercise, cases, outputs, ref.checked, [c.output for c in calls],
+            [dict(getattr(c, "extra", None) or {}) for c in calls],
+            {c["name"]: c["message"] for c in report.checks if not c["passed"]},
+            lambda implementation: ref.outputs_of(implementation)[1], ref.terms)
+        report.diagnosis = diagnosis.diagnose(evidence)
+    return report
+
+
+def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: list, expected: list,
+           ref: Expected) -> tuple[list[dict], list]:
+    """Every check after "runs", against ``expected`` (the reference's outputs, or an accepted
+    convention's). Returns (checks, the student's outputs in the checked form, None where unusable)."""
+    checks: list[dict] = []
+
+    def add(name, passed, message=""):
+        checks.append({"name": name, "passed": passed, "message": message})
+
+    own = [i for i, c in enumerate(cases) if not c.spec]
+    mutated = sorted({name for call in calls for name in call.mutated if name not in exercise.may_change})
+    add("inputs unchanged", not mutated, "" if not mutated else (
         f"{exercise.name}() changed its input {', '.join(mutated)} in place; the caller still needs it: "
         "work on a copy (x = x.copy(), or build new arrays) instead of assigning into it"))
-    outputs = []
-    for case, call, ref in zip(cases, run.calls, expected):
+    outputs: list = []
+    shape_error = ""
+    for i, (case, call) in enumerate(zip(cases, calls)):
+        if call.error:          # a sentence's case (its check says so) or a broken rule (the rules check)
+            outputs.append(None)
+            continue
         out, error = _compared(exercise, call.output)
-        error = error or compare.structure_error(ref, out, "output")
-        if error:
-            report.add("shapes and types", False, f"on {case.label}: {error}")
-            return report
-        outputs.append(out)
-    report.add("shapes and types", True)
-    first_bad = None
-    for kind in ("worked example", "random inputs"):
-        selected = [i for i, c in enumerate(cases) if (c.label == "the worked example") == (kind == "worked example")]
-        bad = next((i for i in selected if compare.first_difference(
-            expected[i], outputs[i], "output", exercise.rtol, exercise.atol)), None)
-        if selected:
+        error = error or (compare.structure_error(expected[i], out, "output") if expected[i] is not None else None)
+        if error and not case.spec and not shape_error:
+            shape_error = f"on {case.label}: {error}"
+        outputs.append(None if error else out)
+    add("shapes and types", not shape_error, shape_error)
+    own = [i for i in own if outputs[i] is not None]
+    if not shape_error:
+        for kind in ("worked example", "random inputs"):
+            selected = [i for i in own if (cases[i].label == "the worked example") == (kind == "worked example")]
+            bad = next((i for i in selected if compare.first_difference(
+                expected[i], outputs[i], "output", exercise.rtol, exercise.atol)), None)
+            if selected:
+                message = ""
+                if bad is not None:
+                    where, e, a = compare.first_difference(expected[bad], outputs[bad], "output",
+                                                           exercise.rtol, exercise.atol)
+                    message = f"on {cases[bad].label}: {where} is {compare.show(a)}, expected {compare.show(e)}"
+                add(f"values ({kind})", bad is None, message)
+        if exercise.gradients is not None:
+            add("gradients vs finite differences", *_gradient_check(exercise, cases, calls, own, ref))
+        if exercise.invariants is not None or exercise.relations is not None:
             message = ""
-            if bad is not None:
-                first_bad = first_bad if first_bad is not None else bad
-                where, e, a = compare.first_difference(expected[bad], outputs[bad], "output", exercise.rtol, exercise.atol)
-                message = f"on {cases[bad].label}: {where} is {compare.show(a)}, expected {compare.show(e)}"
-            report.add(f"values ({kind})", bad is None, message)
-    if exercise.gradients is not None:
-        message = ""
-        for case, out in zip(cases, (c.output for c in run.calls)):
-            if not case.gradcheck:
-                continue
-            numeric, pick = exercise.gradients(case)
-            got = pick(out)
-            for key, value in numeric.items():
-                found = compare.first_difference(value, got[key], f"gradient {key!r}", 1e-5, 1e-7)
-                if found:
-                    where, e, a = found
-                    message = (f"on {case.label}: {where} is {compare.show(a)} but the central finite "
+            try:
+                if exercise.invariants is not None:
+                    message = next((f"on {cases[i].label}: {m}" for i in own
+                                    if (m := exercise.invariants(cases[i], calls[i].output))), "")
+                if not message and exercise.relations is not None:
+                    message = exercise.relations([cases[i] for i in own], [calls[i].output for i in own]) or ""
+            except Exception as error:  # noqa: BLE001 - an output the invariant cannot read
+                message = f"the output could not be read as {exercise.returns or 'the reference'}: {error!r}"
+            add("invariants", not message, message)
+    for spec in exercise.spec:
+        if spec.id in GENERIC_CHECKS:
+            continue
+        chosen = [i for i, c in enumerate(cases) if c.spec == spec.id] if spec.cases is not None else \
+            [i for i, c in enumerate(cases) if not c.spec]
+        add(spec.id, *_spec_check(exercise, spec, cases, calls, chosen, raw_expected, expected, outputs))
+    broken = next((c.broke_rule for c in calls if getattr(c, "broke_rule", None)), None)
+    if broken or exercise.rules:
+        add("rules", not broken, broken or "")
+    return checks, outputs
+
+
+def _gradient_check(exercise: Exercise, cases, calls, own, ref: Expected) -> tuple[bool, str]:
+    for i in own:
+        if not cases[i].gradcheck:
+            continue
+        numeric, pick = ref.gradients(i)
+        try:
+            got = pick(calls[i].output)
+        except Exception:  # noqa: BLE001 - the shapes check said what is missing
+            return False, f"on {cases[i].label}: the gradients could not be read from the output"
+        for key, value in numeric.items():
+            found = compare.first_difference(value, got[key], f"gradient {key!r}", 1e-5, 1e-7)
+            if found:
+                where, e, a = found
+                return False, (f"on {cases[i].label}: {where} is {compare.show(a)} but the central finite "
                                f"difference of the loss gives {compare.show(e)}")
-                    break
+    return True, ""
+
+
+def _spec_check(exercise: Exercise, spec: Spec, cases, calls, chosen, raw_expected, expected,
+                outputs) -> tuple[bool, str]:
+    said = f' (the contract: "{_words(spec.sentence)}")'
+    for i in chosen:
+        case, call = cases[i], calls[i]
+        if getattr(call, "broke_rule", None):
+            continue                    # the rules check says so
+        if call.error:
+            return False, f"{exercise.name}() raised on {case.label}: {call.error}" + said
+        if spec.verify is not None:
+            try:
+                message = spec.verify(case, call.output, raw_expected[i], dict(getattr(call, "extra", None) or {}))
+            except Exception as error:  # noqa: BLE001 - an output of another form
+                message = f"the output could not be read: {type(error).__name__}: {error}"
             if message:
-                break
-        report.add("gradients vs finite differences", not message, message)
-    if exercise.invariants is not None or exercise.relations is not None:
-        message = ""
-        if exercise.invariants is not None:
-            message = next((f"on {case.label}: {m}" for case, call in zip(cases, run.calls)
-                            if (m := exercise.invariants(case, call.output))), "")
-        if not message and exercise.relations is not None:
-            message = exercise.relations(cases, [call.output for call in run.calls]) or ""
-        report.add("invariants", not message, message)
-    if not report.passed and first_bad is not None:
-        report.diagnosis = diagnose(exercise, cases, outputs, expected)
-        if report.diagnosis is None:
-            where, e, a = compare.first_difference(expected[first_bad], outputs[first_bad], "output",
-                                                   exercise.rtol, exercise.atol)
-            report.diagnosis = {"mistake": None, "title": "no catalogued mistake matches",
-                                "explanation": f"first difference on {cases[first_bad].label}: {where}: "
-                                               f"expected {compare.show(e)}, got {compare.show(a)}"}
-    return report
+                return False, f"on {case.label}: {message}" + said
+            continue
+        if outputs[i] is None:
+            out, error = _compared(exercise, call.output)
+            error = error or compare.structure_error(expected[i], out, "output")
+            return False, f"on {case.label}: {error}" + said
+        found = compare.first_difference(expected[i], outputs[i], "output", exercise.rtol, exercise.atol)
+        if found:
+            where, e, a = found
+            return False, f"on {case.label}: {where} is {compare.show(a)}, expected {compare.show(e)}" + said
+    return True, ""
 
 
 def central_differences(loss: Callable[[], float], arrays: dict[str, Any], eps: float = 1e-6) -> dict:
