@@ -4,7 +4,7 @@ that runs a student's code: the runner's rules hook (three calls around a job).
 - :func:`enter` (rules), before the student's file is imported: each forbidden function or class is
   replaced by one raising :class:`RuleBroken` with the rule and how to write it instead, so
   ``from torch.nn.functional import softmax`` is caught as well as ``F.softmax``;
-- :func:`call` (function, args, kwargs, rules) -> (output, {"ops": n}): the call under a
+- :func:`call` (function, args, kwargs, rules) -> (output, {"ops": n, "ops_before": m}): the call under a
   ``TorchDispatchMode`` that counts the aten operations dispatched (a Python loop over heads makes
   the count grow with the heads) and refuses the aten operations behind the forbidden functions
   (``aten._softmax``, ``aten.silu``, ...), a second net for paths around the first;
@@ -109,6 +109,7 @@ _NOT_FUNCTIONS = frozenset({"Optional", "boolean_dispatch", "handle_torch_functi
 _swapped: list[tuple[Any, str, Any, bool]] = []
 _breach: list[str] = []                      # the first rule broken since enter(), kept across calls
 _refused: dict[str, str] = {}                # aten operation name -> the message of its rule
+_counts: list[int] = []                      # the op counts of this job's calls so far
 
 
 def check_rules(rules: dict) -> list[str]:
@@ -189,7 +190,7 @@ def _swap_classes(namespace, base: type, allowed, group: Group, where: str) -> N
 
 def enter(rules: dict | None) -> None:
     """Replace what ``rules`` forbids (call before the student's file is imported; :func:`leave` undoes it)."""
-    if _swapped or _refused:
+    if _swapped or _refused or _counts:
         leave()
     if not rules:
         return
@@ -244,6 +245,7 @@ def leave() -> None:
             delattr(owner, attribute)
     _refused.clear()
     _breach.clear()
+    _counts.clear()
 
 
 def _mode():
@@ -273,9 +275,10 @@ def _mode():
 
 
 def call(function, args: tuple, kwargs: dict, rules: dict | None) -> tuple[Any, dict]:
-    """``function(*args, **kwargs)`` under the rules: (its output, {"ops": aten operations dispatched}).
-    Raises :class:`RuleBroken` if the call (or the import before it) broke a rule, even if the
-    student's code caught the error."""
+    """``function(*args, **kwargs)`` under the rules: (its output, {"ops": aten operations dispatched,
+    "ops_before": the count of the job's previous call, or None}); an exercise compares the two on a
+    case made with 4 times the heads of the case before it. Raises :class:`RuleBroken` if the call
+    (or the import before it) broke a rule, even if the student's code caught the error."""
     if _breach:
         raise RuleBroken(_breach[0])
     if not rules:
@@ -285,9 +288,12 @@ def call(function, args: tuple, kwargs: dict, rules: dict | None) -> tuple[Any, 
         with mode:
             output = function(*args, **kwargs)
     except BaseException as error:
+        _counts.append(None)                                 # no count to compare the next call with
         if _breach and not isinstance(error, RuleBroken):   # the student's code caught it and failed otherwise
             raise RuleBroken(_breach[0]) from error
         raise
     if _breach:
         raise RuleBroken(_breach[0])
-    return output, {"ops": mode.ops}
+    before = _counts[-1] if _counts else None
+    _counts.append(mode.ops)
+    return output, {"ops": mode.ops, "ops_before": before}

@@ -37,7 +37,7 @@ def check_batch(root, exercises, mistakes_module: str, sources: dict[str, dict[s
         add(("stub", ex.name), ex, path)
         add(("reference", ex.name), ex,
             write_student(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n"))
-        for m in ex.mistakes:
+        for m in (m for m in ex.mistakes if m.implementation is not None):
             add(("mutant", ex.name, m.id), ex, write_student(
                 root / f"mutant-{m.id}", ex.name, f"from {mistakes_module} import {ex.name}__{m.id} as {ex.name}\n"))
         for kind, by_name in sources.items():
@@ -47,8 +47,8 @@ def check_batch(root, exercises, mistakes_module: str, sources: dict[str, dict[s
 
 
 def mutants(exercises) -> list[tuple[str, str]]:
-    """(exercise name, mistake id) of every catalogued mistake: the parameters of the mutant test."""
-    return [(e.name, m.id) for e in exercises for m in e.mistakes]
+    """(exercise name, mistake id) of every catalogued mistake with a mutant: the parameters of the mutant test."""
+    return [(e.name, m.id) for e in exercises for m in e.mistakes if m.implementation is not None]
 
 
 def assert_diagnosed(report, mistake: str) -> None:

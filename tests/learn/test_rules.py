@@ -147,11 +147,20 @@ def _heads(x, num_heads, loop):
 def test_the_op_count_grows_with_the_heads_only_for_a_loop_over_heads():
     x = torch.randn(2, 5, 16, dtype=torch.float64)
     ops = {}
-    for loop in (False, True):
-        for heads in (2, 8):
-            out, extra = rules.call(_heads, (x, heads, loop), {}, {"forbid": []})
-            ops[loop, heads] = extra["ops"]
-            assert torch.allclose(out, _heads(x, heads, False))
+    rules.enter({"forbid": []})
+    try:
+        for loop in (False, True):
+            for heads in (2, 8):
+                out, extra = rules.call(_heads, (x, heads, loop), {}, {"forbid": []})
+                ops[loop, heads] = extra["ops"]
+                if heads == 8:                 # the job's previous call is the one with 2 heads
+                    assert extra["ops_before"] == ops[loop, 2]
+                assert torch.allclose(out, _heads(x, heads, False))
+        with pytest.raises(ZeroDivisionError):
+            rules.call(lambda: 1 / 0, (), {}, {"forbid": []})
+        assert rules.call(_heads, (x, 2, False), {}, {"forbid": []})[1]["ops_before"] is None
+    finally:
+        rules.leave()
     assert ops[False, 2] == ops[False, 8]
     assert ops[True, 8] > ops[True, 2] + 5
 
@@ -163,4 +172,4 @@ def test_entering_the_rules_imports_neither_torch_dynamo_nor_prints_warnings():
             "rules.leave()\nprint('torch._dynamo' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.stdout.split("\n")[:2] == ["{'ops': 2}", "False"] and done.stderr == ""
+    assert done.stdout.split("\n")[:2] == ["{'ops': 2, 'ops_before': None}", "False"] and done.stderr == ""
