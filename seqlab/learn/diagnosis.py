@@ -532,14 +532,13 @@ def _record(ev: Evidence, mistake, exact: bool, where: str, title_suffix: str = 
             "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}", "widget": ex.widget}}
 
 
-def diagnose(ev: Evidence) -> dict | None:
-    """The diagnosis record of INTERFACES.md B, or None when every check passed."""
+def diagnose(ev: Evidence, generic: tuple = ()) -> dict | None:
+    """The diagnosis record of INTERFACES.md B, or None when every check passed. ``generic``: mistakes
+    any exercise can show (an input changed in place), tried after the exercise's own."""
     if not ev.failed:
         return None
     ex = ev.exercise
-    from seqlab.learn.exercise import GENERIC_MISTAKES
     candidates = [m for m in ex.mistakes if not m.accepted]
-    generic = list(GENERIC_MISTAKES)
     usable = ev.usable("all")
     scored = []
     if usable:

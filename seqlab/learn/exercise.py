@@ -316,7 +316,7 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
             [dict(getattr(c, "extra", None) or {}) for c in calls],
             {c["name"]: c["message"] for c in report.checks if not c["passed"]},
             lambda implementation: ref.outputs_of(implementation)[1], ref.terms)
-        report.diagnosis = diagnosis.diagnose(evidence)
+        report.diagnosis = diagnosis.diagnose(evidence, GENERIC_MISTAKES)
     return report
 
 
