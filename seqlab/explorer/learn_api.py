@@ -185,12 +185,17 @@ def workspace(data: dict[str, Any], folder: str | None) -> dict:
     Payload(data).finish()
     from seqlab.learn.catalog import exercise
 
+    from seqlab.learn.workspace import WorkspaceError, exercise_file
+
     names = sorted({name for names in WIDGET_EXERCISES.values() for name in names})
     exercises = {}
     for name in names:
         ex = exercise(name)
         path = Path(folder) / f"{name}.py" if folder else None
-        present = bool(path and path.is_file())
+        try:
+            present = bool(path and exercise_file(folder, name).is_file())
+        except WorkspaceError:       # a link outside the workspace: not shown
+            present = False
         stub = False
         if present:
             try:

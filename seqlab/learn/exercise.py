@@ -256,16 +256,15 @@ def check(exercise: Exercise, path, time_limit: float | None = None, cases: list
 
 def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = None,
                cases: list[Case] | None = None) -> list[Report]:
-    """:func:`check` of several (exercise, file) pairs with one child process for all of them.
-    ``time_limit`` (default: the exercises' own limits, added up) covers the whole batch."""
+    """:func:`check` of several (exercise, file) pairs with one warm child process for all of them.
+    ``time_limit`` (default: each exercise's own) is for each check."""
     # The child makes the exercises' cases itself (they are deterministic), so this process can
     # import numpy or torch and compute the reference's outputs while the child works.
-    jobs = [{"file": path, "function": ex.name, "arg_names": ex.arg_names,
+    jobs = [{"file": path, "function": ex.name, "arg_names": ex.arg_names, "time_limit": time_limit or ex.time_limit,
              **({"cases_of": ex.name, "catalog": "seqlab.learn.catalog"} if cases is None
                 else {"calls": [(c.args, c.kwargs) for c in cases]}),
              **({"rules": ex.rules, "rules_module": "seqlab.learn.rules"} if ex.rules else {})}
             for ex, path in items]
-    limit = time_limit or sum(ex.time_limit for ex, _ in items)
     expected: dict[str, Expected] = {}
 
     def references():
@@ -273,7 +272,7 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
             if ex.name not in expected:
                 expected[ex.name] = Expected(ex, ex.cases() if cases is None else cases)
 
-    runs = run_students(jobs, limit, meanwhile=references)
+    runs = run_students(jobs, meanwhile=references)
     return [_report(ex, path, run, expected[ex.name]) for (ex, path), run in zip(items, runs)]
 
 

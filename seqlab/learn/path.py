@@ -81,7 +81,7 @@ STEPS: tuple[Step, ...] = (
     _s("stacked", "command", ("Stacked and bidirectional RNNs", "堆叠与双向循环神经网络"),
        ("Layers of RNNs, and a bidirectional RNN that reads the sequence both ways; the labs run them.",
         "多层 RNN，以及从两个方向读取序列的双向循环神经网络；实验会运行它们。"), "w-dependency",
-       command="seqlab labs --only stacked", then="explain_bidirectional"),
+       command="seqlab labs --only stacked --out labs_out", then="explain_bidirectional"),
     _s("trace_attention_weights", "trace", ("Attention weights", "注意力权重"),
        ("Attention: a query scores every key, a softmax turns scores into weights, the output averages the values.",
         "注意力：查询为每个键打分，softmax 把得分变成权重，输出是值的加权平均。"), "w-attention"),
