@@ -412,11 +412,11 @@ def _rms(x, weight, eps, *, outside=False):
     return x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * weight
 
 
-def _rope(t, theta, *, half_split=False, first=0):
+def _rope(t, theta, *, half_split=False):
     """t (..., heads, seq, w): pair (2k, 2k+1) at position i rotated by i * theta^(-2k/w)."""
     seq, width = t.shape[-2], t.shape[-1]
     inv = theta ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)
-    angles = (torch.arange(first, first + seq, dtype=torch.float64)[:, None] * inv).to(t.dtype)
+    angles = (torch.arange(seq, dtype=torch.float64)[:, None] * inv).to(t.dtype)
     cos, sin = angles.cos(), angles.sin()
     if half_split:
         a, b = t[..., :width // 2], t[..., width // 2:]
@@ -426,7 +426,7 @@ def _rope(t, theta, *, half_split=False, first=0):
 
 
 def _block(x, weights, num_heads, theta, eps, prefix="", *, post_norm=False, attention_residual=True,
-           ffn_residual=True, shift=0, rope=True, half_split=False, first_position=0, scale_width=True,
+           ffn_residual=True, shift=0, rope=True, half_split=False, scale_width=True,
            eps_outside=False, norms_swapped=False):
     w = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
     *batch, seq, d_model = x.shape
@@ -441,7 +441,7 @@ def _block(x, weights, num_heads, theta, eps, prefix="", *, post_norm=False, att
             return t.view(*batch, seq, num_heads, width).transpose(-3, -2)
         q, k, v = (heads(h @ w[f"attn.{n}_proj.weight"].T) for n in "qkv")
         if rope:
-            q, k = (_rope(t, theta, half_split=half_split, first=first_position) for t in (q, k))
+            q, k = (_rope(t, theta, half_split=half_split) for t in (q, k))
         scores = q @ k.transpose(-2, -1) / math.sqrt(width if scale_width else d_model)
         scores = scores.masked_fill(~torch.ones(seq, seq, dtype=torch.bool).tril(shift), float("-inf"))
         probs = torch.nan_to_num(_softmax(scores, -1), nan=0.0)   # a row with no visible key: 0
@@ -483,10 +483,6 @@ def transformer_block__causal_mask_includes_next(x, weights, num_heads, theta=10
 
 def transformer_block__rope_half_split(x, weights, num_heads, theta=10000.0, eps=1e-5):
     return _block(x, weights, num_heads, theta, eps, half_split=True)
-
-
-def transformer_block__rope_positions_from_one(x, weights, num_heads, theta=10000.0, eps=1e-5):
-    return _block(x, weights, num_heads, theta, eps, first_position=1)
 
 
 def transformer_block__scaled_by_d_model(x, weights, num_heads, theta=10000.0, eps=1e-5):

@@ -436,6 +436,20 @@ WRONG = {
             def softmax(x, dim=-1):
                 return x.softmax(dim)
         """, "rule_broken"),
+        "softmax imported from torch.nn.functional": ("""
+            from torch.nn.functional import softmax as library_softmax
+            def softmax(x, dim=-1):
+                return library_softmax(x, dim)
+        """, "rule_broken"),
+        "torch.softmax tried first, the error caught": ("""
+            import torch
+            def softmax(x, dim=-1):
+                try:
+                    return torch.softmax(x, dim)
+                except Exception:
+                    e = (x - x.amax(dim, keepdim=True)).exp()
+                    return e / e.sum(dim, keepdim=True)
+        """, "rule_broken"),
     },
     "rms_norm": {
         "eps outside the root": ("""
@@ -468,7 +482,7 @@ WRONG = {
             def rms_norm(x, weight, eps=1e-5):
                 axis = 1 if x.dim() == 2 else 2
                 return x / ((x ** 2).mean(axis, keepdim=True) + eps) ** 0.5 * weight
-        """, "leading_dims"),
+        """, "wrong_axis"),
         "float32 in, float64 out": ("""
             def rms_norm(x, weight, eps=1e-5):
                 x = x.double()
@@ -541,7 +555,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "missing_scale"),
         "divided by sqrt(m), the number of keys": ("""
@@ -554,7 +568,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "wrong_scale"),
         "softmax over the queries": ("""
@@ -567,7 +581,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-2, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-2, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-2, keepdim=True)) @ V
         """, "softmax_over_queries"),
         "the causal mask hides the diagonal": ("""
@@ -580,7 +594,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "causal_mask_excludes_current"),
         "the causal mask lets the next key through": ("""
@@ -593,7 +607,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "causal_mask_includes_next"),
         "the mask read as True = hidden": ("""
@@ -606,7 +620,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & ~mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "mask_inverted"),
         "causal ignored when a mask is given (escaped)": ("""
@@ -619,7 +633,7 @@ WRONG = {
                     s = s.masked_fill(~mask, float("-inf"))
                 elif causal:
                     s = s.masked_fill(~torch.ones(n, m, dtype=torch.bool).tril(m - n), float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "causal_ignored_with_a_mask"),
         "the mask ignored when causal": ("""
@@ -632,7 +646,7 @@ WRONG = {
                     s = s.masked_fill(~torch.ones(n, m, dtype=torch.bool).tril(m - n), float("-inf"))
                 elif mask is not None:
                     s = s.masked_fill(~mask, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "mask_ignored_when_causal"),
         "a causal mask for n == m only": ("""
@@ -645,7 +659,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "causal_from_the_first_key"),
         "NaN on fully masked rows (escaped)": ("""
@@ -686,7 +700,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask.reshape(-1, n, m)
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 out = torch.bmm(torch.nan_to_num(e / e.sum(-1, keepdim=True)), v)
                 return out.reshape(*lead, n, V.shape[-1])
         """, "leading_dims"),
@@ -700,7 +714,7 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask.view(n, m)
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "mask_broadcast"),
         "float32 in, float64 out": ("""
@@ -714,21 +728,21 @@ WRONG = {
                 if mask is not None:
                     keep = keep & mask
                 s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "dtype"),
-        "Q scaled in place": ("""
+        "the caller's mask combined in place": ("""
             import math
             import torch
             def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
                 n, m = Q.shape[-2], K.shape[-2]
-                Q /= math.sqrt(Q.shape[-1])
-                s = Q @ K.transpose(-2, -1)
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).clamp_min(-1e300)).exp()
+                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+                if mask is None:
+                    mask = torch.ones(n, m, dtype=torch.bool)
+                if causal:
+                    mask &= torch.ones(n, m, dtype=torch.bool).tril(m - n)
+                s = s.masked_fill(~mask, float("-inf"))
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
                 return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
         """, "inputs_changed_in_place"),
         "torch.nn.functional.scaled_dot_product_attention (escaped)": ("""
@@ -793,12 +807,12 @@ WRONG = {
                 picked = torch.zeros_like(logp).scatter(1, targets.reshape(-1, 1).long(), 1.0)
                 return -(logp * picked).mean()
         """, "averaged_over_the_vocabulary_too"),
-        "int32 targets used as an index": ("""
+        "int32 targets given to take_along_dim": ("""
             import torch
             def cross_entropy(logits, targets):
                 flat = logits.reshape(-1, logits.shape[-1])
                 lse = torch.logsumexp(flat, -1)
-                return (lse - flat.gather(1, targets.reshape(-1, 1))[:, 0]).mean()
+                return (lse - torch.take_along_dim(flat, targets.reshape(-1, 1), dim=1)[:, 0]).mean()
         """, "int32_targets"),
         "written for 2-D and 3-D logits only": ("""
             import torch
@@ -954,7 +968,7 @@ WRONG.update({
             "p = p - lr * weight_decay * p\n        m = b1 * m + (1 - b1) * grad",
             "grad = grad + weight_decay * p\n        m = b1 * m + (1 - b1) * grad"), "decay_on_the_moment"),
         "no bias correction": (_adam("m / (1 - b1 ** step), v / (1 - b2 ** step)", "m, v"), "no_bias_correction"),
-        "no weight decay": (_adam("p = p - lr * weight_decay * p\n", ""), "no_weight_decay"),
+        "no weight decay": (_adam("p = p - lr * weight_decay * p\n        ", ""), "no_weight_decay"),
         "the decay without lr": (_adam("p = p - lr * weight_decay * p", "p = p * (1 - weight_decay)"),
                                  "decay_without_the_learning_rate"),
         "the bias correction with step + 1": (_adam("m / (1 - b1 ** step), v / (1 - b2 ** step)",
@@ -1023,9 +1037,9 @@ WRONG.update({
         "one start for every row (right for batch 1)": (_variant(
             "get_batch", "starts = [int(generator.integers(0, high)) for _ in range(batch_size)]",
             "starts = [int(generator.integers(0, high))] * batch_size"), "one_window_for_every_row"),
-        "starts drawn with generator.choice": (_variant(
+        "distinct starts from a permutation": (_variant(
             "get_batch", "starts = [int(generator.integers(0, high)) for _ in range(batch_size)]",
-            "starts = generator.choice(high, size=batch_size)"), "starts_drawn_otherwise"),
+            "starts = generator.permutation(high)[:batch_size]"), "starts_drawn_otherwise"),
         "int32 tensors (escaped)": (_variant("get_batch", "return windows[:, :-1], windows[:, 1:]",
                                              "return windows[:, :-1].int(), windows[:, 1:].int()"), "int64"),
         "the dataset's dtype kept": (_variant("get_batch", ".astype(np.int64)", ""), "int64"),
@@ -1033,6 +1047,9 @@ WRONG.update({
             "get_batch", "high = len(dataset) - context_length",
             "high = len(dataset) - context_length\n            if high < 2:\n                raise ValueError('dataset too short')"),
             "shortest_dataset"),
+        "the dataset shuffled in place": (_variant(
+            "get_batch", "high = len(dataset) - context_length", "generator.shuffle(dataset)\n            high = len(dataset) - context_length"),
+            "inputs_changed_in_place"),
         "numpy arrays returned": (_variant("get_batch", "windows = torch.as_tensor(np.asarray(dataset)[offsets].astype(np.int64), device=device)",
                                            "windows = np.asarray(dataset)[offsets].astype(np.int64)"), "not_tensors"),
     },
@@ -1067,7 +1084,7 @@ WRONG.update({
         "scaled by 1/sqrt(d_model)": (_variant(_MHSA, "/ math.sqrt(w)", "/ math.sqrt(d)"), "scaled_by_d_model"),
         "the diagonal hidden": (_variant(_MHSA, ".triu(1)", ".triu(0)"), "causal_mask_excludes_current"),
         "the next position visible": (_variant(_MHSA, ".triu(1)", ".triu(2)"), "causal_mask_includes_next"),
-        "no causal mask": (_variant(_MHSA, "scores = scores.masked_fill(torch.ones(seq, seq, dtype=torch.bool).triu(1), -math.inf)\n", ""),
+        "no causal mask": (_variant(_MHSA, "scores = scores.masked_fill(torch.ones(seq, seq, dtype=torch.bool).triu(1), -math.inf)\n            ", ""),
                            "no_causal_mask"),
         "no output projection": (_variant(_MHSA, 'return torch.einsum("...se,de->...sd", heads, o_weight)', "return heads"),
                                  "no_output_projection"),
@@ -1101,6 +1118,8 @@ WRONG.update({
         """, "rule_broken"),
         "x unpacked as (batch, seq, d_model) (escaped)": (_variant(_MHSA, "*lead, seq, d = x.shape", "batch, seq, d = x.shape"),
                                                           "leading_dims"),
+        "the scale folded into q_weight in place": (_variant(_MHSA, "w = d // num_heads", "w = d // num_heads\n            q_weight /= math.sqrt(w)")
+                                                     .replace(") / math.sqrt(w)", ")"), "inputs_changed_in_place"),
         "float32 in, float64 out": (_variant(_MHSA, "*lead, seq, d = x.shape",
                                              "*lead, seq, d = x.shape\n            x = x.double()\n"
                                              "            q_weight, k_weight, v_weight, o_weight = (t.double() for t in (q_weight, k_weight, v_weight, o_weight))"),
@@ -1169,8 +1188,6 @@ WRONG.update({
                                               "t.double().unflatten(-1, (2, -1)).transpose(-1, -2).contiguous()")
                                      .replace("torch.view_as_real(turned).flatten(-2)",
                                               "torch.view_as_real(turned).transpose(-1, -2).flatten(-2)"), "rope_half_split"),
-        "RoPE positions from 1": (_variant(_BLOCK, "torch.arange(seq, dtype=torch.float64)", "torch.arange(1, seq + 1, dtype=torch.float64)"),
-                                  "rope_positions_from_one"),
         "scaled by 1/sqrt(d_model)": (_variant(_BLOCK, "/ math.sqrt(w)", "/ math.sqrt(d)"), "scaled_by_d_model"),
         "ln1 and ln2 swapped": (_variant(_BLOCK, 'norm(x, weights["ln1.weight"], eps)', 'norm(x, weights["ln2.weight"], eps)')
                                 .replace('norm(z, weights["ln2.weight"], eps)', 'norm(z, weights["ln1.weight"], eps)'),
@@ -1181,8 +1198,11 @@ WRONG.update({
             "\n            angles = angles[:seq] if seq <= 16 else angles.expand(seq, -1)"), "long_sequence"),
         "eps fixed at 1e-5": (_variant(_BLOCK, "h.pow(2).mean(-1, keepdim=True) + eps", "h.pow(2).mean(-1, keepdim=True) + 1e-5"),
                               "theta_and_eps"),
-        "float32 in, float64 out": (_variant(_BLOCK, "return torch.view_as_real(turned).flatten(-2).to(t.dtype)",
-                                             "return torch.view_as_real(turned).flatten(-2)"), "dtype"),
+        "float32 in, float64 out": (_variant(_BLOCK, "*lead, seq, d = x.shape",
+                                             "*lead, seq, d = x.shape\n            x, weights = x.double(), {k: t.double() for k, t in weights.items()}"),
+                                    "dtype"),
+        "the residual added into x in place": (_variant(_BLOCK, "z = x + (probs @ v)", "z = x\n            z += (probs @ v)"),
+                                                "inputs_changed_in_place"),
         "torch.nn.functional.silu": (_variant(_BLOCK, "(a * torch.sigmoid(a)", "(torch.nn.functional.silu(a)"), "rule_broken"),
         "torch.softmax": (_variant(_BLOCK, "probs = (scores - scores.amax(-1, keepdim=True)).exp()\n            probs = probs / probs.sum(-1, keepdim=True)",
                                    "probs = torch.softmax(scores, dim=-1)"), "rule_broken"),
@@ -1208,6 +1228,10 @@ WRONG.update({
         "float32 in, float64 out": (_variant(_LM, 'return norm(h, weights["ln_final.weight"], eps) @ weights["lm_head.weight"].T',
                                              'return (norm(h, weights["ln_final.weight"], eps) @ weights["lm_head.weight"].T).double()'),
                                     "dtype"),
+        "the scale folded into the q weights in place": (_variant(_LM, "for i in range(num_layers):",
+                                                                  "for i in range(num_layers):\n                weights[f'layers.{i}.attn.q_proj.weight'] /= math.sqrt(h.shape[-1] // num_heads)")
+                                                         .replace("scores = (q @ k.transpose(-2, -1) / math.sqrt(w))", "scores = (q @ k.transpose(-2, -1))"),
+                                                         "inputs_changed_in_place"),
         "torch.nn.functional.embedding": (_variant(_LM, 'h = weights["token_embeddings.weight"].index_select(0, ids.flatten()).unflatten(0, ids.shape)',
                                                    'h = torch.nn.functional.embedding(ids, weights["token_embeddings.weight"])'),
                                           "rule_broken"),
