@@ -215,7 +215,8 @@ def enter(rules: dict | None) -> None:
         for dotted in group.names:
             found = _resolve(dotted)
             if found is not None:
-                _swap(*found, _raiser(dotted, message(group.rule, dotted, group.instead)))
+                instead = INSTEAD.get(dotted.rsplit(".", 1)[-1].lstrip("_"), group.instead)
+                _swap(*found, _raiser(dotted, message(group.rule, dotted, instead)))
         for op in group.aten:
             _refused.setdefault(op, message(group.rule, f"aten::{op} (what {_ATEN_SOURCES.get(op, 'a forbidden function')} "
                                                "runs underneath)", group.instead))

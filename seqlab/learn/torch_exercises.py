@@ -97,8 +97,9 @@ def same_dtype_and_values(case, out, ref, extra) -> str | None:
         if not torch.is_tensor(o):
             return f"{name} is a {type(o).__name__}, not a torch.Tensor"
         if o.dtype != r.dtype:
-            return (f"{name} has dtype {_dtype(o)}; it must be {_dtype(r)}, the input's (compute in float64 if you "
-                    f"like, then .to(the input's dtype))")
+            how = ("compute in float64 if you like, then cast back with .to(the input's dtype)" if r.is_floating_point()
+                   else "convert with .long() or np.asarray(..., dtype=np.int64)")
+            return f"{name} has dtype {_dtype(o)}; it must be {_dtype(r)} ({how})"
         if tuple(o.shape) != tuple(r.shape):
             return f"{name} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
         if r.is_floating_point():
@@ -118,19 +119,18 @@ def is_a_float(case, out, ref, extra) -> str | None:
 GROWN = "(4 times as many)"
 
 
-def ops_do_not_grow(what: str):
-    """A verify: on a case labelled ...GROWN, the call dispatched no more tensor operations than the call
-    just before it (the same inputs with a quarter of the heads or positions: rules.call's
+def ops_do_not_grow(case, out, ref, extra) -> str | None:
+    """A verify: on a case labelled "N heads (4 times as many)" (or positions), the call dispatched no more
+    tensor operations than the call just before it, the same inputs with a quarter of them (rules.call's
     extra["ops_before"])."""
-    def verify(case, out, ref, extra) -> str | None:
-        if not case.label.endswith(GROWN) or extra.get("ops") is None or extra.get("ops_before") is None:
-            return None
-        if extra["ops"] <= extra["ops_before"]:
-            return None
-        return (f"{extra['ops']} tensor operations against {extra['ops_before']} with a quarter of the {what}: "
-                f"the count grows with the {what}, so the code loops over them in Python. Batch them: the heads are "
-                "one dimension of a tensor (..., heads, seq, w), and every position goes through the same matmul")
-    return verify
+    if not case.label.endswith(GROWN) or extra.get("ops") is None or extra.get("ops_before") is None:
+        return None
+    if extra["ops"] <= extra["ops_before"]:
+        return None
+    what = case.label.split()[1]
+    return (f"{extra['ops']} tensor operations against {extra['ops_before']} with a quarter of the {what}: the count "
+            f"grows with the {what}, so the code loops over them in Python. Batch them: the heads are one dimension "
+            "of a tensor (..., heads, seq, w), and every position goes through the same matmul")
 
 
 # --- recognisers shared by the exercises ---------------------------------------------------------------------
@@ -583,8 +583,8 @@ def _sdpa_scale(ev) -> str | None:
             continue
         Q, K, V = ev.cases[i].args[:3]
         d_k, m, d_v = Q.shape[-1], K.shape[-2], V.shape[-1]
-        names = {"1 (no scale)": 1.0, "d_k": float(d_k), "sqrt(m), the number of keys": math.sqrt(m),
-                 "sqrt(d_v), the value width": math.sqrt(d_v)}
+        names = {"1 (no scale)": 1.0, "d_k": float(d_k), "sqrt(m) (m, the number of keys)": math.sqrt(m),
+                 "sqrt(d_v) (d_v, the value width)": math.sqrt(d_v)}
         found = [name for name, c in names.items() if not math.isclose(c, math.sqrt(d_k)) and D.close(
             attend(Q * (math.sqrt(d_k) / c), K, V, *ev.cases[i].args[3:], **ev.cases[i].kwargs), ev.outputs[i],
             ev.rtol, ev.atol)]
@@ -891,21 +891,32 @@ def _schedule_family(name: str, phase: str, text: str) -> D.Recogniser:
                 continue
             if not D.close(formula(*case.args), ev.outputs[i], ev.rtol, ev.atol):
                 return None
-            steps.append(f"{case.args[0]} of ({', '.join(map(str, case.args[1:]))})")
-        return f"{text} (steps {'; '.join(steps[:3])})" if steps else None
+            steps.append(case)
+        return f"{text} ({_steps(steps)})" if steps else None
     return recognise
 
 
+def _steps(cases) -> str:
+    """'it = 0, 2 with max 1.0, min 0.1, warm-up 4, cycle 12; it = 5 with ...' for schedule cases."""
+    by_setting: dict = {}
+    for case in cases:
+        by_setting.setdefault(case.args[1:], []).append(str(case.args[0]))
+    return "; ".join(f"it = {', '.join(its)} with max {hi}, min {lo}, warm-up {w}, cycle {c}"
+                     for (hi, lo, w, c), its in list(by_setting.items())[:2])
+
+
+_PHASES = {"warm-up": "the warm-up", "cosine": "the cosine phase", "after the cycle": "the rate after the cycle"}
+
+
 def _one_phase_wrong(ev) -> str | None:
-    """Fits when the wrong rates all lie in one phase of the schedule; names it and the steps."""
+    """Fits when the wrong rates all lie in one phase of the schedule; names it, its steps and the right phases."""
     wrong = [i for i in ev.usable("all") if ev.wrong(i, ())]
     phases = {_phase(ev.cases[i]) for i in wrong}
     if len(phases) != 1:
         return None
-    right = sorted({_phase(c) for k, c in enumerate(ev.cases) if k in ev.usable("all")} - phases)
-    steps = ", ".join(str(ev.cases[i].args[0]) for i in wrong[:5])
-    return (f"only the {phases.pop()} is wrong (steps {steps}); the " + " and the ".join(right) + " "
-            + ("is" if len(right) == 1 else "are") + " right") if right else None
+    right = [_PHASES[p] for p in _PHASES if p in {_phase(ev.cases[i]) for i in ev.usable("all")} - phases]
+    return (f"only {_PHASES[phases.pop()]} is wrong ({_steps([ev.cases[i] for i in wrong])}); " + " and ".join(right)
+            + (" is" if len(right) == 1 else " are") + " right") if right else None
 
 
 _SCHEDULE_WHY = ("The schedule sets every step's size: a warm-up from 0 keeps the first, noisy Adam steps small; the "
@@ -1379,7 +1390,7 @@ CAUSAL_MHSA = _torch_exercise(
           Spec("batched", "No loop over heads or positions: batched ops.",
                lambda: [Case("2 heads", _mhsa_args((2, 5, 16), 2, 144)), _grown("8 heads", _mhsa_args((2, 5, 16), 8, 144)),
                         Case("4 positions", _mhsa_args((2, 4, 8), 2, 145)), _grown("16 positions", _mhsa_args((2, 16, 8), 2, 145))],
-               ops_do_not_grow("heads or positions")),
+               ops_do_not_grow),
           Spec("rules", _rule(_F, _SOFTMAX_RULE, _LAYERS))),
     rules={"forbid": ["functional", "attention", "softmax", "layers"]})
 

@@ -17,13 +17,42 @@ from tests.learn.torch_students import CONVENTIONS, LOOPS, VECTORISED, WRONG
 __all__ = ["LOOPS"]                    # read by test_independent_implementations
 WRONG_KEYS = [(name, version) for name, versions in WRONG.items() for version in versions]
 
+# A rule broken while the file is imported; and, in a later job of the same child, an exercise without rules
+# using torch.nn.functional: the rules are put back after each job.
+RULES_ACROSS_JOBS = {
+    "import-time": {"softmax": """
+        import torch
+        import torch.nn.functional as F
+        TABLE = F.softmax(torch.zeros(3), 0)
+        def softmax(x, dim=-1):
+            return TABLE
+    """},
+    "no-rules": {"get_batch": """
+        import numpy as np
+        import torch
+        import torch.nn.functional as F
+        def get_batch(dataset, batch_size, context_length, device, *, generator=None):
+            starts = generator.integers(0, len(dataset) - context_length, size=batch_size)
+            windows = torch.from_numpy(np.stack([np.asarray(dataset[s:s + context_length + 1], dtype=np.int64) for s in starts]))
+            return F.pad(windows[:, :-1], (0, 0)), windows[:, 1:]
+    """},
+}
+
+
+def test_a_rule_broken_at_import_fails_the_check_and_the_rules_end_with_their_job(batch):
+    report = batch["import-time", "softmax"]
+    assert not report.passed and report.checks[0]["name"] == "runs"
+    assert "RuleBroken" in report.checks[0]["message"] and "torch.nn.functional.softmax" in report.checks[0]["message"]
+    assert batch["no-rules", "get_batch"].passed, batch["no-rules", "get_batch"].checks
+
+
 def _kind(name, version) -> str:
     return f"wrong-{name}-{list(WRONG[name]).index(version)}"
 
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    sources = {"loops": LOOPS, "vectorised": VECTORISED, "convention": CONVENTIONS}
+    sources = {"loops": LOOPS, "vectorised": VECTORISED, "convention": CONVENTIONS, **RULES_ACROSS_JOBS}
     sources.update({_kind(name, version): {name: source} for name, versions in WRONG.items()
                     for version, (source, _) in versions.items()})
     return check_batch(tmp_path_factory.mktemp("torch-batch"), EXERCISES, "seqlab.learn.torch_mistakes", sources)
