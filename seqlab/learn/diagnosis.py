@@ -46,6 +46,7 @@ class Evidence:
     failed: dict                                   # failed check name -> its message
     implementation_outputs: Callable[[Callable], list]   # an implementation's checked outputs, cached
     step_terms: Callable[[int], dict | None]       # the exercise's per-time-step terms of case i, cached
+    errors: list = dataclasses.field(default_factory=list)   # what each call raised (None: it returned)
 
     @property
     def rtol(self) -> float:
@@ -105,6 +106,9 @@ def array(x) -> np.ndarray:
 
 
 def close(expected, actual, rtol: float = compare.RTOL, atol: float = compare.ATOL) -> bool:
+    """Same form and values within the tolerance (NaN where the other has NaN agrees)."""
+    if isinstance(expected, dict) or isinstance(expected, (tuple, list)) and not compare._numbers(expected):
+        return compare.agrees(expected, actual, rtol, atol)
     if isinstance(expected, (bytes, str)) or isinstance(actual, (bytes, str)):
         return expected == actual
     rtol, atol = compare.tolerance(expected, actual, rtol, atol)
@@ -286,14 +290,28 @@ def describe(ev: Evidence) -> tuple[str, str]:
 
 
 # --- recognisers (building blocks of Mistake.recognise) -------------------------------------------------------
-def failed_check(name: str, text: str = "") -> Recogniser:
-    """Fits when the check ``name`` (a sentence's id) failed; says the check's message."""
+def failed_check(name: str, text: str = "", alone: bool = True, raises: bool = False) -> Recogniser:
+    """Fits when the check ``name`` (a sentence's id) failed; says the check's message. ``alone``:
+    only when the values are right on the exercise's own cases (every one that ran), so that a
+    sentence's check that fails because everything is wrong does not name that sentence.
+    ``raises``: the check may have failed by an error the code raised (a sentence about the form of
+    the inputs: None, an empty sequence, other sizes); otherwise only by what the code returned."""
     def recognise(ev: Evidence) -> str | None:
         message = ev.failed.get(name)
-        if message is None:
+        if message is None or not raises and "() raised on " in message:
+            return None
+        if alone and ("runs" in ev.failed or not own_values_right(ev)):
             return None
         return (text + ": " if text else "") + message
     return recognise
+
+
+def own_values_right(ev: Evidence) -> bool:
+    """The student's outputs have the reference's form and values on every own case that ran (and
+    one ran at least)."""
+    usable = ev.usable()
+    ran = [i for i in ev.own() if not ev.errors or not ev.errors[i]]
+    return bool(usable) and len(usable) == len(ran) and all(ev.close(ev.expected[i], ev.outputs[i]) for i in usable)
 
 
 def matches(implementation: Callable, parts: tuple | None = None, cases: str = "all",
@@ -496,6 +514,26 @@ def right_only_at_last_step(part, text: str = "") -> Recogniser:
     return recognise
 
 
+def raised(pattern: str, text: str = "", cases: Callable[[Any], bool] | None = None) -> Recogniser:
+    """Fits when a call raised an error whose text matches the regular expression ``pattern`` (on a
+    case for which ``cases(case)`` holds, when given); says on which cases it raised and what."""
+    import re
+    compiled = re.compile(pattern, re.IGNORECASE)
+
+    def recognise(ev: Evidence) -> str | None:
+        hit = [i for i, error in enumerate(ev.errors) if error and compiled.search(error)
+               and (cases is None or cases(ev.cases[i]))]
+        if not hit:
+            return None
+        ran = [i for i, error in enumerate(ev.errors) if not error]
+        said = f"it raised on {', '.join(ev.cases[i].label for i in hit[:3])}" + ("..." if len(hit) > 3 else "")
+        said += f": {ev.errors[hit[0]].splitlines()[-1]}"
+        if ran:
+            said += f"; it ran on {', '.join(ev.cases[i].label for i in ran[:3])}" + ("..." if len(ran) > 3 else "")
+        return (text + ": " if text else "") + said
+    return recognise
+
+
 def any_of(*recognisers: Recogniser) -> Recogniser:
     """The first of ``recognisers`` that fits."""
     def recognise(ev: Evidence) -> str | None:
@@ -525,42 +563,42 @@ def _agreement(ev: Evidence, theirs: list) -> tuple[int, int]:
     return agree, total
 
 
-def _record(ev: Evidence, mistake, exact: bool, where: str, title_suffix: str = "") -> dict:
+def _record(ev: Evidence, mistake, exact: bool, where: str, title_suffix: str = "", anchor: bool = True) -> dict:
+    """``anchor``: the mistake is one of the lesson's (its "Common mistakes" section has mistake-<id>)."""
     ex = ev.exercise
-    explanation = mistake.explanation
-    return {"mistake": mistake.id, "title": mistake.title + title_suffix, "explanation": explanation,
+    return {"mistake": mistake.id, "title": mistake.title + title_suffix, "explanation": mistake.explanation,
             "exact": exact, "where": where, "convention": mistake.convention,
-            "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}", "widget": ex.widget}}
+            "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}" if anchor else "", "widget": ex.widget}}
 
 
-def diagnose(ev: Evidence, generic: tuple = ()) -> dict | None:
+def diagnose(ev: Evidence, generic: tuple = (), last: tuple = ()) -> dict | None:
     """The diagnosis record of INTERFACES.md B, or None when every check passed. ``generic``: mistakes
-    any exercise can show (an input changed in place), tried after the exercise's own."""
+    any exercise can show whatever its values (an input changed in place, a broken rule): tried first
+    when the values are right on the exercise's own cases (the check that failed is then likely
+    theirs), late otherwise. ``last``: mistakes any exercise can show, tried after everything else
+    (arrays whose shapes do not fit)."""
     if not ev.failed:
         return None
     ex = ev.exercise
     candidates = [m for m in ex.mistakes if not m.accepted]
     usable = ev.usable("all")
+    differs = [i for i in usable if not ev.close(ev.expected[i], ev.outputs[i])]
     scored = []
-    if usable:
+    if differs:       # a mutant can only explain values that differ from the reference's
         for m in candidates:
             if m.implementation is None:
                 continue
             theirs = ev.implementation_outputs(m.implementation)
             agree, total = _agreement(ev, theirs)
             if total and agree == total:
-                where = m.recognise(ev) if m.recognise is not None else ""
+                where = _said(m, ev) or ""
                 return _record(ev, m, True, where or "every checked value is what this mistake gives")
             scored.append((agree, total, m))
-    for m in candidates:
-        if m.recognise is None:
-            continue
-        try:
-            said = m.recognise(ev)
-        except Exception:  # noqa: BLE001 - a recogniser that cannot read this output does not fit
-            said = None
+    first_generic = own_values_right(ev)
+    for m in [*(generic if first_generic else ()), *candidates]:
+        said = _said(m, ev)
         if said:
-            return _record(ev, m, False, said)
+            return _record(ev, m, False, said, anchor=m in candidates)
     if scored:
         reference_agree, _ = _agreement(ev, ev.expected)
         best = max(agree for agree, _, _ in scored)
@@ -569,12 +607,10 @@ def diagnose(ev: Evidence, generic: tuple = ()) -> dict | None:
             agree, total, m = winners[0]
             return _record(ev, m, False, f"it explains {agree} of {total} checked values",
                            f" (it explains {agree} of {total} checked values)")
-    for m in generic:
-        said = m.recognise(ev)
+    for m in (*(() if first_generic else generic), *last):
+        said = _said(m, ev)
         if said:
-            record = _record(ev, m, False, said)
-            record["read"]["anchor"] = ""          # not one of the lesson's mistakes
-            return record
+            return _record(ev, m, False, said, anchor=False)
     where, explanation = describe(ev)
     first = _first_difference(ev)
     if first:
@@ -582,6 +618,15 @@ def diagnose(ev: Evidence, generic: tuple = ()) -> dict | None:
     return {"mistake": None, "title": "no catalogued mistake matches", "explanation": explanation,
             "exact": False, "where": where, "convention": None,
             "read": {"step": ex.step, "anchor": "", "widget": ex.widget}}
+
+
+def _said(mistake, ev: Evidence) -> str | None:
+    if mistake.recognise is None:
+        return None
+    try:
+        return mistake.recognise(ev)
+    except Exception:  # noqa: BLE001 - a recogniser that cannot read this output does not fit
+        return None
 
 
 def _first_difference(ev: Evidence) -> str:

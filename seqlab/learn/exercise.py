@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from seqlab.learn import compare, diagnosis
 from seqlab.learn.runner import StudentRun, run_students
@@ -80,12 +83,62 @@ class Mistake:
     accepted: bool = False
 
 
+def same_values(*paths, part: Callable[[Any], Any] | None = None, rtol: float = compare.RTOL,
+                atol: float = compare.ATOL) -> Callable:
+    """A Spec's verify: the output's leaves at ``paths`` (a key, an index or a tuple of them; none:
+    the whole output), after ``part(output)`` when given, agree with the reference's."""
+    def verify(case, output, reference_output, extra):
+        got, want = (part(output), part(reference_output)) if part else (output, reference_output)
+        for path in paths or ((),):
+            path = path if isinstance(path, tuple) else (path,)
+            name = diagnosis.leaf_name(path)
+            try:
+                actual = diagnosis.pick(got, path)
+            except (KeyError, IndexError, TypeError):
+                return f"{name} is missing"
+            expected = diagnosis.pick(want, path)
+            error = compare.structure_error(expected, actual, name)
+            if error:
+                return error
+            found = compare.first_difference(expected, actual, name, rtol, atol)
+            if found:
+                where, e, a = found
+                return f"{where} is {compare.show(a)}, expected {compare.show(e)}"
+        return None
+    return verify
+
+
+def _dtype(x) -> str | None:
+    return str(x.dtype) if compare._is_tensor(x) or isinstance(x, np.ndarray) else None
+
+
+def same_dtypes(part: Callable[[Any], Any] | None = None) -> Callable:
+    """A Spec's verify: every array (or tensor) in the output, after ``part(output)`` when given, has
+    the dtype of the reference's, and every number the reference gives as a float is a float64 one
+    (a Python float or numpy.float64, not a float32 or an array)."""
+    def verify(case, output, reference_output, extra):
+        got, want = (part(output), part(reference_output)) if part else (output, reference_output)
+        for path, expected in diagnosis.leaves(want):
+            name = diagnosis.leaf_name(path)
+            try:
+                actual = diagnosis.pick(got, path)
+            except (KeyError, IndexError, TypeError):
+                return f"{name} is missing"
+            wanted = _dtype(expected)
+            if wanted is not None and _dtype(actual) != wanted:
+                return f"{name} has dtype {_dtype(actual) or type(actual).__name__}, expected {wanted}"
+            if isinstance(expected, float) and type(actual).__name__ not in ("float", "float64"):
+                return f"{name} is a {type(actual).__module__}.{type(actual).__name__}, expected a float64 number"
+        return None
+    return verify
+
+
 # Mistakes any exercise can show, after its own: recognised from the check that failed.
 GENERIC_MISTAKES = (
     Mistake("inputs_changed_in_place", "an input changed in place",
             "the function assigned into an array it was given (x += ..., x[i] = ..., an in-place "
             "NumPy or torch operation); work on a copy or build new arrays",
-            recognise=diagnosis.failed_check("inputs unchanged"),
+            recognise=diagnosis.failed_check("inputs unchanged", alone=False),
             title_zh="在原地修改了输入",
             explanation_zh="函数对传入的数组赋值（x += ...、x[i] = ... 或原地运算）；请在副本上计算，或新建数组",
             why=("The caller still holds the arrays it passed in: the training loop reuses the same inputs for "
@@ -93,9 +146,31 @@ GENERIC_MISTAKES = (
                  "silently changes what everyone else computes, and the error shows up far from its cause.",
                  "调用者仍然持有它传入的数组：训练循环在前向传播、反向传播和下一步中都会复用同样的输入。"
                  "写入这些数组的函数会悄悄改变别处的计算结果，错误出现的地方离原因很远。")),
+    Mistake("shape_mismatch", "arrays whose shapes do not fit",
+            "the code combined arrays whose shapes do not fit (a matrix used with its axes swapped, a size "
+            "taken from the wrong array); write each array's shape beside the line and check each product",
+            recognise=diagnosis.raised(r"ValueError.*(shape|align|broadcast|mismatch)"),
+            title_zh="数组形状不匹配",
+            explanation_zh="代码把形状不匹配的数组放在一起运算（矩阵的两个轴用反了，或从错误的数组取了大小）；"
+                           "在每行旁边写下数组的形状，逐个检查乘积",
+            why=("A version that mixes up two sizes works as long as the sizes happen to be equal, as in a "
+                 "square example, and breaks on the first real input. Writing the shape of every array beside "
+                 "the line that makes it is the quickest way to see which axis is which.",
+                 "把两个大小弄混的代码，只要这两个大小恰好相等（例如方阵的例子）就能运行，遇到第一个真实输入就出错。"
+                 "在产生每个数组的那一行旁边写下它的形状，是看清每个轴含义的最快办法。")),
+    Mistake("output_form", "the output has another form than the contract's",
+            "return exactly what the docstring's Returns sentence says: the same container (tuple, dict, list), "
+            "the same keys or number of items, the same shapes",
+            recognise=diagnosis.failed_check("shapes and types", alone=False),
+            title_zh="输出的形式与约定不符",
+            explanation_zh="严格按照文档字符串中“Returns”一句返回：相同的容器（元组、字典、列表）、相同的键或元素个数、相同的形状",
+            why=("The caller unpacks the result by position or by key and uses each array with the shape it "
+                 "expects: a missing item or a transposed array breaks the next line of someone else's code.",
+                 "调用者按位置或按键解包结果，并按预期的形状使用每个数组：少一个元素或数组被转置，都会让别人代码的"
+                 "下一行出错。")),
     Mistake("rule_broken", "a rule of the exercise broken",
             "the exercise forbids what the code used (see the rules check); write it with the allowed operations",
-            recognise=diagnosis.failed_check("rules"),
+            recognise=diagnosis.failed_check("rules", alone=False),
             title_zh="违反了练习的规则",
             explanation_zh="代码用了练习禁止的东西（见 rules 检查）；只用允许的运算来写",
             why=("The point of the exercise is to write the computation yourself: a library call that does it "
@@ -104,6 +179,11 @@ GENERIC_MISTAKES = (
                  "这个练习的目的是亲手写出计算过程：调用现成的库函数虽然数值正确，却学不到东西；"
                  "对注意力头或位置的循环则掩盖了向量化写法所揭示的计算代价。")),
 )
+
+
+_LAST = ("output_form", "shape_mismatch")     # tried after the exercise's own mistakes
+_GENERIC_SPLIT = (tuple(m for m in GENERIC_MISTAKES if m.id not in _LAST),
+                  tuple(m for m in GENERIC_MISTAKES if m.id in _LAST))
 
 
 def _words(text: str) -> str:
@@ -228,7 +308,9 @@ class Expected:
             raw, checked = [], []
             for case in self.cases:
                 try:
-                    out = _call(implementation, case)
+                    with np.errstate(all="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")       # a mutant's overflow is part of its output
+                        out = _call(implementation, case)
                     raw.append(out)
                     checked.append(self.exercise.compared(out))
                 except Exception:  # noqa: BLE001 - a mutant that cannot run on a case agrees with nothing there
@@ -289,34 +371,55 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
                                   "NotImplementedError; write its body")
         return report
     calls = list(run.calls)
-    for i, case in enumerate(cases):
-        if i >= len(calls):
-            report.add("runs", False, f"{exercise.name}() was not called on {case.label}")
-            return report
-        if calls[i].error and not case.spec and not getattr(calls[i], "broke_rule", None):
-            report.add("runs", False, f"{exercise.name}() raised on {case.label}: {calls[i].error}")
-            return report
-    report.add("runs", True)
+    if len(calls) < len(cases):
+        report.add("runs", False, f"{exercise.name}() was not called on {cases[len(calls)].label}")
+        return report
+    own = [i for i, c in enumerate(cases) if not c.spec]
+    raised = [i for i in own if calls[i].error and not getattr(calls[i], "broke_rule", None)]
+    report.add("runs", not raised, "" if not raised else
+               f"{exercise.name}() raised on {cases[raised[0]].label}: {calls[raised[0]].error}" +
+               (f" (and on {len(raised) - 1} more of the {len(own)} cases)" if len(raised) > 1 else ""))
+    if len(raised) == len(own):           # nothing ran: the other checks would only repeat it
+        report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, calls, [None] * len(cases), ref, report),
+                                              *_GENERIC_SPLIT)
+        return report
     checks, outputs = _judge(exercise, cases, calls, ref.raw, ref.checked, ref)
     report.checks += checks
+    expected = ref.checked
     if not report.passed:
+        # An accepted convention (a reading the stub allows): the code that follows it passes with a
+        # note; code that follows it and has another mistake is judged and diagnosed against it.
+        own = [i for i, c in enumerate(cases) if not c.spec]
+        agree = lambda checked: sum(outputs[i] is not None and diagnosis.close(checked[i], outputs[i], exercise.rtol,
+                                                                               exercise.atol) for i in own)
+        best = agree(ref.checked)
         for mistake in (m for m in exercise.mistakes if m.accepted and m.implementation is not None):
             raw, checked = ref.outputs_of(mistake.implementation)
             if any(c is None for c in checked):
                 continue
-            again, _ = _judge(exercise, cases, calls, raw, checked, ref)
+            again, theirs = _judge(exercise, cases, calls, raw, checked, ref)
             if all(c["passed"] for c in again):
                 report.checks = report.checks[:1] + again
                 report.notes.append(f"{mistake.title}: {mistake.explanation}")
                 return report
+            if agree(checked) > best:
+                best, expected, outputs = agree(checked), checked, theirs
+                report.checks = report.checks[:1] + again
+                report.notes = [f"{mistake.title}: checked against that reading ({mistake.explanation})"]
     if not report.passed:
-        evidence = diagnosis.Evidence(
-            exercise, cases, outputs, ref.checked, [c.output for c in calls],
-            [dict(getattr(c, "extra", None) or {}) for c in calls],
-            {c["name"]: c["message"] for c in report.checks if not c["passed"]},
-            lambda implementation: ref.outputs_of(implementation)[1], ref.terms)
-        report.diagnosis = diagnosis.diagnose(evidence, GENERIC_MISTAKES)
+        report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, calls, outputs, ref, report, expected),
+                                              *_GENERIC_SPLIT)
     return report
+
+
+def _evidence(exercise: Exercise, cases, calls, outputs, ref: Expected, report: Report,
+              expected: list | None = None) -> diagnosis.Evidence:
+    return diagnosis.Evidence(
+        exercise, cases, outputs, ref.checked if expected is None else expected, [c.output for c in calls],
+        [dict(getattr(c, "extra", None) or {}) for c in calls],
+        {c["name"]: c["message"] for c in report.checks if not c["passed"]},
+        lambda implementation: ref.outputs_of(implementation)[1], ref.terms,
+        [c.error for c in calls])
 
 
 def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: list, expected: list,
@@ -432,7 +535,6 @@ def _spec_check(exercise: Exercise, spec: Spec, cases, calls, chosen, raw_expect
 def central_differences(loss: Callable[[], float], arrays: dict[str, Any], eps: float = 1e-6) -> dict:
     """d loss / d each entry of each array (changed in place and restored), by central differences.
     A scalar is given as a 0-d array."""
-    import numpy as np
     grads = {}
     for name, array in arrays.items():
         g = np.zeros(array.shape)

@@ -32,31 +32,43 @@ def scalar_recurrence__states_shifted(a, xs, h0=0.0):
     return np.array(states)
 
 
-def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
-    xs = np.asarray(xs, dtype=np.float64)
-    hs = _rec().scalar_recurrence(a, xs, h0)
-    prev = np.concatenate([[float(h0)], hs[:-1]])
-    dh, dxs = 1.0, np.zeros_like(xs)
-    da = 0.0
-    for t in reversed(range(len(xs))):
-        dpre = dh * (1 - hs[t] ** 2)
-        da = dpre * prev[t]              # overwritten each step instead of summed
-        dxs[t] = dpre
-        dh = dpre * a
-    return {"a": da, "xs": dxs, "h0": dh}
+def scalar_recurrence__h0_ignored(a, xs, h0=0.0):
+    return _rec().scalar_recurrence(a, xs, 0.0)
 
 
-def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
+def _recurrence_backward_variant(a, xs, h0, *, summed=True, tanh_prime="h", a_term="h_prev", last_factor=True):
     xs = np.asarray(xs, dtype=np.float64)
     hs = _rec().scalar_recurrence(a, xs, h0)
     prev = np.concatenate([[float(h0)], hs[:-1]])
     dh, dxs, da = 1.0, np.zeros_like(xs), 0.0
     for t in reversed(range(len(xs))):
-        dpre = dh                        # tanh' forgotten
-        da += dpre * prev[t]
+        derivative = {"h": 1 - hs[t] ** 2, "h_prev": 1 - prev[t] ** 2, "none": 1.0}[tanh_prime]
+        dpre = dh * derivative
+        term = dpre * (prev[t] if a_term == "h_prev" else hs[t])
+        da = da + term if summed else term          # overwritten each step instead of summed
         dxs[t] = dpre
-        dh = dpre * a
+        dh = dpre * a if (last_factor or t > 0) else dpre
     return {"a": da, "xs": dxs, "h0": dh}
+
+
+def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, summed=False)
+
+
+def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, tanh_prime="none")
+
+
+def scalar_recurrence_backward__tanh_derivative_of_previous_state(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, tanh_prime="h_prev")
+
+
+def scalar_recurrence_backward__a_term_uses_h_t(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, a_term="h")
+
+
+def scalar_recurrence_backward__h0_without_last_factor(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, last_factor=False)
 
 
 def _rec():
@@ -78,6 +90,15 @@ def rnn_forward__state_not_carried(params, xs, h0=None):
     h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
     hs = np.array([_rnn.rnn_step(params, x, h0) for x in xs])   # every step from h0
     return {"hs": hs, "ys": hs @ params["Wy"].T + params["by"]}
+
+
+def rnn_step__input_weight_transposed(params, x, h_prev):
+    return np.tanh(params["Wh"] @ h_prev + params["Wx"].T @ x + params["b"])
+
+
+def rnn_forward__recurrent_weight_transposed(params, xs, h0=None):
+    flipped = {**params, "Wh": params["Wh"].T}
+    return _rnn.rnn_forward(flipped, xs, h0)
 
 
 def rnn_forward__output_from_previous_state(params, xs, h0=None):
@@ -122,6 +143,15 @@ def rnn_bptt__tanh_derivative_of_previous_state(params, xs, h0, dys, dh_last=Non
     return _rnn_bptt_variant(params, xs, h0, dys, dh_last, tanh_of="h_prev")
 
 
+def rnn_bptt__dh_last_ignored(params, xs, h0, dys, dh_last=None):
+    return _rnn.rnn_bptt(params, xs, h0, dys, None)
+
+
+def rnn_bptt__Wy_gradient_transposed(params, xs, h0, dys, dh_last=None):
+    grads = _rnn.rnn_bptt(params, xs, h0, dys, dh_last)
+    return {**grads, "Wy": grads["Wy"].T}
+
+
 # --- cross-entropy -----------------------------------------------------------------------------------------
 def softmax_cross_entropy__divided_twice(logits, targets, normalizer=None):
     loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
@@ -142,6 +172,11 @@ def softmax_cross_entropy__wrong_softmax_axis(logits, targets, normalizer=None):
 
 def softmax_cross_entropy__not_averaged(logits, targets, normalizer=None):
     return _rnn.softmax_cross_entropy(logits, targets, 1)
+
+
+def softmax_cross_entropy__gradient_sign(logits, targets, normalizer=None):
+    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
+    return loss, -dlogits, probs
 
 
 # --- truncated BPTT ----------------------------------------------------------------------------------------
@@ -165,6 +200,20 @@ def truncated_bptt__gradient_crosses_chunks(params, xs, targets, h0=None, chunk_
 def truncated_bptt__state_reset_each_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
                                            loss_steps=None):
     return _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, False, loss_steps)
+
+
+def truncated_bptt__h0_gradient_from_every_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
+                                                loss_steps=None):
+    loss, grads, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
+    T = len(xs)
+    counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(float)
+    total = np.zeros_like(grads["h0"])
+    for k, start in enumerate(range(0, T, chunk_length)):
+        stop = min(start + chunk_length, T)
+        out = _rnn.rnn_forward(params, xs[start:stop], starts[k])
+        _, dys, _ = _rnn.softmax_cross_entropy(out["ys"], np.asarray(targets)[start:stop], normalizer=T)
+        total += _rnn.rnn_bptt(params, xs[start:stop], starts[k], dys * counted[start:stop, None])["h0"]
+    return loss, {**grads, "h0": total}, starts
 
 
 # --- clipping ------------------------------------------------------------------------------------------------
@@ -204,6 +253,18 @@ def lstm_cell_forward__gate_order_ifog(params, x, h_prev, c_prev):
     i, f, o, g = sigmoid(pre[:H]), sigmoid(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), np.tanh(pre[3 * H:])
     c = f * c_prev + i * g
     return o * np.tanh(c), c, {}
+
+
+def lstm_cell_forward__gate_order_igfo(params, x, h_prev, c_prev):
+    H = h_prev.shape[0]
+    pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]
+    i, g, f, o = sigmoid(pre[:H]), np.tanh(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), sigmoid(pre[3 * H:])
+    c = f * c_prev + i * g
+    return o * np.tanh(c), c, {}
+
+
+def lstm_cell_forward__bh_missing(params, x, h_prev, c_prev):
+    return _lstm.lstm_cell_forward({**params, "bh": np.zeros_like(params["bh"])}, x, h_prev, c_prev)
 
 
 def lstm_cell_forward__h_without_tanh(params, x, h_prev, c_prev):
@@ -265,6 +326,28 @@ def gru_cell_forward__reset_after_matmul(params, x, h_prev, convention="paper"):
     return _gru.gru_cell_forward(params, x, h_prev, "pytorch")
 
 
+def gru_cell_forward__gate_order_zrn(params, x, h_prev, convention="paper"):
+    H = h_prev.shape[0]
+    swap = np.r_[H:2 * H, 0:H, 2 * H:3 * H]
+    return _gru.gru_cell_forward({k: params[k][swap] for k in _gru.GRU_PARAMS}, x, h_prev)
+
+
+def gru_bptt__reset_path_missing(params, xs, dhs, h0=None, convention="paper"):
+    xs, h0 = _gru._initial_state(params, xs, h0)
+    caches = _gru.gru_forward(params, xs, h0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in _gru.GRU_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    H = h0.shape[0]
+    dh_next = np.zeros_like(h0)
+    for t in reversed(range(len(xs))):
+        cache = caches[t]
+        g["xs"][t], dh_prev = _gru.gru_cell_backward(params, cache, dhs[t] + dh_next, g)
+        dn = (dhs[t] + dh_next) * (1 - cache["z"]) * (1 - cache["n"] ** 2)
+        dh_next = dh_prev - (params["Wh"][2 * H:].T @ dn) * cache["r"]      # the r * h_prev path dropped
+    g["h0"] = dh_next
+    return g
+
+
 def gru_bptt__update_gate_other_convention(params, xs, dhs, h0=None, convention="paper"):
     return _gru.gru_bptt(params, xs, dhs, h0, _FLIPPED)
 
@@ -294,7 +377,8 @@ def causal_mask__transposed(n):
     return np.triu(np.ones((n, n), dtype=bool))
 
 
-def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, invert=False):
+def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, invert=False,
+                       inf_scores=False):
     single = np.ndim(q) == 1
     Q = np.atleast_2d(np.asarray(q, dtype=np.float64))
     K = np.asarray(keys, dtype=np.float64)
@@ -313,6 +397,8 @@ def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_aft
     if mask_after:
         w = np.where(visible, w, 0.0)
     fully = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
+    if inf_scores:
+        scores = np.where(visible, scores, -np.inf)
     out = w @ V
     if scalar_values:
         out = out[:, 0]
@@ -342,6 +428,14 @@ def attention__mask_inverted(q, keys, values, mask=None):
     return _attention_variant(q, keys, values, mask, invert=True)
 
 
+def attention__mask_ignored(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, None)
+
+
+def attention__masked_scores_as_inf(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, inf_scores=True)
+
+
 def attention_backward__missing_scale(q, keys, values, d_output, mask=None):
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
     dO = np.asarray(d_output, dtype=np.float64)
@@ -360,8 +454,24 @@ def attention_backward__softmax_jacobian_diagonal_only(q, keys, values, d_output
     return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": P.T @ dO}
 
 
-def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False, width_scale=False):
+def attention_backward__scaled_twice(q, keys, values, d_output, mask=None):
+    grads = _att.attention_backward(q, keys, values, d_output, mask)
+    scale = 1 / np.sqrt(np.shape(q)[1])
+    return {"q": grads["q"] * scale, "keys": grads["keys"] * scale, "values": grads["values"]}
+
+
+def attention_backward__values_gradient_not_transposed(q, keys, values, d_output, mask=None):
+    Q, K = np.asarray(q, dtype=np.float64), np.asarray(keys, dtype=np.float64)
+    P, _ = _att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
+    grads = _att.attention_backward(q, keys, values, d_output, mask)
+    return {**grads, "values": P @ np.asarray(d_output, dtype=np.float64)}     # P, not P^T
+
+
+def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False, width_scale=False, reversed_heads=False,
+                       projection=True, keys_from_queries=False):
     x_q, x_kv = np.asarray(x_q, dtype=np.float64), np.asarray(x_kv, dtype=np.float64)
+    if keys_from_queries:
+        x_kv = x_q
     d_model = params["Wq"].shape[0]
     Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
     width = d_model // num_heads
@@ -371,13 +481,13 @@ def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False,
     for c in cols:
         q = Q[:, c] * (np.sqrt(width) / np.sqrt(d_model) if width_scale else 1.0)
         outs.append(_att.attention(q, K[:, c], V[:, c], mask)["output"])
-    concat = np.concatenate(outs, axis=1)
+    concat = np.concatenate(outs[::-1] if reversed_heads else outs, axis=1)
     if interleaved:                                        # merged back in the same strided order
         merged = np.empty_like(concat)
         for h, c in enumerate(cols):
             merged[:, c] = concat[:, h * width:(h + 1) * width]
         concat = merged
-    return {"q": Q, "k": K, "v": V, "concat": concat, "output": concat @ params["Wo"]}
+    return {"q": Q, "k": K, "v": V, "concat": concat, "output": concat @ params["Wo"] if projection else concat}
 
 
 def multihead_attention__heads_split_interleaved(x_q, x_kv, params, num_heads, mask=None):
@@ -386,6 +496,18 @@ def multihead_attention__heads_split_interleaved(x_q, x_kv, params, num_heads, m
 
 def multihead_attention__scaled_by_d_model(x_q, x_kv, params, num_heads, mask=None):
     return _multihead_variant(x_q, x_kv, params, num_heads, mask, width_scale=True)
+
+
+def multihead_attention__heads_reversed(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, reversed_heads=True)
+
+
+def multihead_attention__no_output_projection(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, projection=False)
+
+
+def multihead_attention__keys_from_queries(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, keys_from_queries=True)
 
 
 # --- BPE ----------------------------------------------------------------------------------------------------------

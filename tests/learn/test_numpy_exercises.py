@@ -8,6 +8,7 @@ import pytest
 from seqlab.learn.catalog import NUMPY_NAMES, exercise
 from seqlab.learn.exercise import check
 from seqlab.learn.numpy_exercises import EXERCISES
+from tests.learn.numpy_students import CORRECT, WRONG
 from tests.learn.students import check_batch, mutant_test, mutants, write_student
 
 
@@ -19,7 +20,14 @@ def test_the_catalog_names_every_numpy_exercise_once():
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     """Every student file of this module checked in one child process (the cost is its start)."""
-    return check_batch(tmp_path_factory.mktemp("batch"), EXERCISES, "seqlab.learn.mistakes", {"loops": LOOPS})
+    sources = {"loops": LOOPS}
+    for name, styles in CORRECT.items():
+        for style, source in styles.items():
+            sources.setdefault(f"correct {style}", {})[name] = source
+    for name, wrong in WRONG.items():
+        for label, _, source in wrong:
+            sources.setdefault(f"wrong {label}", {})[name] = source
+    return check_batch(tmp_path_factory.mktemp("batch"), EXERCISES, "seqlab.learn.mistakes", sources)
 
 
 @pytest.mark.parametrize("name", NUMPY_NAMES)
@@ -176,6 +184,7 @@ LOOPS = {
         import numpy as np
         def attention(q, keys, values, mask=None):
             single = np.ndim(q) == 1
+            q = np.asarray(q, dtype=float)
             Q = [q] if single else list(q)
             d = len(Q[0])
             vals = np.asarray(values, dtype=float)
@@ -488,3 +497,56 @@ LOOPS.update({
 def test_an_independent_loop_style_implementation_passes(batch, name):
     report = batch["loops", name]
     assert report.passed, (report.checks, report.diagnosis)
+
+
+# Student versions written from the stubs (tests/learn/numpy_students.py): the correct ones pass, each
+# wrong one fails with the diagnosis of its mistake, and every sentence of every contract is what
+# some wrong version fails.
+CORRECT_VERSIONS = [(name, style) for name, styles in CORRECT.items() for style in styles]
+WRONG_VERSIONS = [(name, label, mistake) for name, wrong in WRONG.items() for label, mistake, _ in wrong]
+
+
+@pytest.mark.parametrize(("name", "style"), CORRECT_VERSIONS, ids=[f"{n}-{s}" for n, s in CORRECT_VERSIONS])
+def test_a_correct_student_version_passes(batch, name, style):
+    report = batch[f"correct {style}", name]
+    assert report.passed, (report.checks, report.diagnosis)
+
+
+@pytest.mark.parametrize(("name", "label", "mistake"), WRONG_VERSIONS,
+                         ids=[f"{n}-{label}" for n, label, _ in WRONG_VERSIONS])
+def test_a_wrong_student_version_fails_with_the_diagnosis_of_its_mistake(batch, name, label, mistake):
+    report = batch[f"wrong {label}", name]
+    assert not report.passed
+    d = report.diagnosis
+    assert d is not None and d["mistake"] == mistake, (d, [c for c in report.checks if not c["passed"]])
+    assert d["read"]["step"] == exercise(name).step and d["read"]["widget"] == exercise(name).widget
+    assert d["read"]["anchor"] in ("", f"mistake-{mistake}")
+    assert d["where"] and d["explanation"]
+
+
+@pytest.mark.parametrize("name", [n for n in NUMPY_NAMES if n in WRONG])
+def test_each_exercise_has_two_correct_and_four_wrong_versions_and_each_sentence_is_failed_by_one(batch, name):
+    ex = exercise(name)
+    assert len(CORRECT.get(name, {})) + (name in LOOPS) >= 2
+    wrong = WRONG.get(name, [])
+    assert len(wrong) >= 4
+    failed = {c["name"] for label, _, _ in wrong for c in batch[f"wrong {label}", name].checks if not c["passed"]}
+    for spec in ex.spec:
+        assert spec.id in failed, f"no wrong version of {name} fails {spec.id!r}: {spec.sentence}"
+
+
+def test_a_convention_the_stub_allows_passes_with_a_note(batch):
+    accepted = [(e.name, m) for e in EXERCISES for m in e.mistakes if m.accepted]
+    assert ("attention", "masked_scores_as_inf") in [(n, m.id) for n, m in accepted]
+    for name, m in accepted:
+        report = batch["mutant", name, m.id]
+        assert report.passed and report.notes and m.title in report.notes[0], (report.checks, report.notes)
+    einsum = batch["correct einsum with -inf scores", "attention"]
+    assert einsum.passed and "masked scores returned as -inf" in einsum.notes[0]
+
+
+def test_every_wrong_student_version_ends_in_a_specific_diagnosis(batch):
+    named = [(n, label) for n, label, _ in WRONG_VERSIONS
+             if (batch[f"wrong {label}", n].diagnosis or {}).get("mistake") is not None]
+    print(f"\n{len(named)} of {len(WRONG_VERSIONS)} wrong NumPy versions end in a specific diagnosis")
+    assert len(named) == len(WRONG_VERSIONS)
