@@ -1,10 +1,12 @@
 """Learn by doing: the course as a path of steps, with Implement exercises that seqlab checks.
 
 ``seqlab learn`` (``seqlab.learn.cli``) prints the path; ``catalog`` holds the exercises,
-``exercise.check`` checks a student's file, ``runner.run_student`` / ``run_student_json`` run a
-student's function in a separate process with a time limit (for the explorer too), ``mistakes``
-is the catalogue of common mistakes, ``questions`` the Trace questions and Explain/Derive cards,
-``path`` the steps, ``workspace`` the student's folder and progress.json.
+``exercise.check`` checks a student's file, ``runner.run_student`` / ``run_students`` run a
+student's function in a separate process with a time limit per check (for the explorer too), and
+``plain_data`` is what may come back from it; ``mistakes`` is the catalogue of common mistakes,
+``questions`` the Trace questions and Explain/Derive cards, ``path`` the steps, ``command_steps``
+the checks of the steps that run a command, ``workspace`` the student's folder and progress.json,
+``grade`` a class graded (``seqlab learn grade``).
 """
 
 from __future__ import annotations

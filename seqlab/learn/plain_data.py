@@ -82,10 +82,10 @@ class Encoder:
             self._count(len(value), where)
             return ["bytes", value.hex()]
         if kind is list or kind is tuple:
-            self._count(len(value), where)
+            self._count(8 * len(value), where)          # about what each item costs as JSON
             return [kind.__name__, [self.encode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]]
         if kind is dict:
-            self._count(len(value), where)
+            self._count(16 * len(value), where)
             return ["dict", [[self.encode(k, f"a key of {where}", depth + 1), self.encode(v, f"{where}[{k!r}]", depth + 1)]
                              for k, v in value.items()]]
         at = "" if where == "output" else f" as {where}"

@@ -610,10 +610,15 @@ def _read_all(fd: int) -> bytes:
 
 
 def stop_signals():
-    """SIGINT and SIGTERM raise here (KeyboardInterrupt; SystemExit 143), so that the batch's
-    ``finally`` ends the child's group and removes its scratch folder before the command exits."""
+    """SIGINT and SIGTERM raise here (KeyboardInterrupt; SystemExit 143, said on stderr), so that the
+    batch's ``finally`` ends the child's group and removes its scratch folder before the command exits."""
     from seqlab.training.interrupt import signals_request_stop
-    return signals_request_stop(lambda signum: False)
+
+    def stop(signum: int) -> bool:
+        if signum == signal.SIGTERM:
+            print("SIGTERM: stopped; the student's code and every process it started were ended", file=sys.stderr)
+        return False
+    return signals_request_stop(stop)
 
 
 def run_students(jobs: list[dict], time_limit: float = 10.0, meanwhile=None) -> list[StudentRun]:

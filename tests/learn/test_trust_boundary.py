@@ -12,7 +12,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -27,16 +26,10 @@ from seqlab.learn.catalog import exercise
 from seqlab.learn.exercise import check
 from seqlab.learn.plain_data import Encoder, Unsendable, decode
 from seqlab.learn.runner import death, run_student, run_students
+from tests.learn.students import write_student
 
 ROOT = Path(__file__).resolve().parents[2]
 CORRECT_MASK = "np.tril(np.ones((n, n), dtype=bool))"
-
-
-def _student(ws: Path, name: str, body: str) -> Path:
-    ws.mkdir(parents=True, exist_ok=True)
-    path = ws / f"{name}.py"
-    path.write_text(textwrap.dedent(body), encoding="utf-8")
-    return path
 
 
 def _gone(pid: int) -> bool:
@@ -141,7 +134,7 @@ def test_the_reader_refuses_what_is_not_plain_data(blob):
 # --- hostile student code ---------------------------------------------------------------------------
 def test_a_return_value_that_would_run_code_when_unpickled_is_refused_and_runs_nothing(tmp_path):
     marker = tmp_path / "unpickled"
-    path = _student(tmp_path / "ws", "causal_mask", f"""
+    path = write_student(tmp_path / "ws", "causal_mask", f"""
         import numpy as np
 
         class Sneaky:
@@ -163,13 +156,13 @@ def test_a_return_value_that_would_run_code_when_unpickled_is_refused_and_runs_n
 
 def test_an_ndarray_subclass_from_a_helper_module_gets_a_clear_message(tmp_path):
     ws = tmp_path / "ws"
-    _student(ws, "helper", """
+    write_student(ws, "helper", """
         import numpy as np
         class Mask(np.ndarray):
             def __reduce__(self):
                 raise RuntimeError("the checker must never pickle me")
         """)
-    path = _student(ws, "causal_mask", f"""
+    path = write_student(ws, "causal_mask", f"""
         import numpy as np
         from helper import Mask
         def causal_mask(n):
@@ -183,7 +176,7 @@ def test_an_ndarray_subclass_from_a_helper_module_gets_a_clear_message(tmp_path)
 
 def test_a_fork_that_spins_does_not_outlive_its_check(tmp_path):
     pids = tmp_path / "pids"
-    path = _student(tmp_path / "ws", "causal_mask", f"""
+    path = write_student(tmp_path / "ws", "causal_mask", f"""
         import os
         import numpy as np
 
@@ -214,14 +207,14 @@ def test_a_fork_that_spins_does_not_outlive_its_check(tmp_path):
 
 def test_a_check_that_loops_in_its_import_is_timed_and_its_forks_end_with_it(tmp_path):
     pids = tmp_path / "pid"
-    path = _student(tmp_path / "ws", "causal_mask", f"""
+    path = write_student(tmp_path / "ws", "causal_mask", f"""
         import os
         if os.fork() == 0:
             open({str(pids)!r}, "w").write(str(os.getpid()))
         while True:                                  # the import itself never ends
             pass
         """)
-    ok = _student(tmp_path / "ok", "causal_mask", f"import numpy as np\ndef causal_mask(n):\n    return {CORRECT_MASK}\n")
+    ok = write_student(tmp_path / "ok", "causal_mask", f"import numpy as np\ndef causal_mask(n):\n    return {CORRECT_MASK}\n")
     runs = run_students([{"file": path, "function": "causal_mask", "calls": [((3,), {})]},
                          {"file": ok, "function": "causal_mask", "calls": [((2,), {})]}], time_limit=1.0)
     assert runs[0].timed_out and "did not finish within 1 s" in runs[0].failure
@@ -231,7 +224,7 @@ def test_a_check_that_loops_in_its_import_is_timed_and_its_forks_end_with_it(tmp
 
 
 def test_a_child_killed_by_a_signal_says_which_and_what_it_usually_means(tmp_path):
-    path = _student(tmp_path, "causal_mask", """
+    path = write_student(tmp_path, "causal_mask", """
         import os, signal
         def causal_mask(n):
             os.kill(os.getpid(), signal.SIGKILL)
@@ -244,7 +237,7 @@ def test_a_child_killed_by_a_signal_says_which_and_what_it_usually_means(tmp_pat
 
 def test_a_student_file_cannot_forge_progress(tmp_path, capsys):
     ws = tmp_path / "ws"
-    path = _student(ws, "causal_mask", """
+    path = write_student(ws, "causal_mask", """
         import hashlib, json, pathlib
         here = pathlib.Path(__file__)
         digest = hashlib.sha256(here.read_bytes()).hexdigest()
@@ -266,7 +259,7 @@ def test_a_student_file_cannot_forge_progress(tmp_path, capsys):
 def test_the_explorer_s_panel_undoes_what_the_student_s_code_writes_to_progress(tmp_path):
     from seqlab.explorer.learn_api import yours
     ws = tmp_path / "ws"
-    _student(ws, "causal_mask", """
+    write_student(ws, "causal_mask", """
         import pathlib
         (pathlib.Path(__file__).parent / "progress.json").write_text('{"steps": {"causal_mask": {"state": "passed"}}}')
         import numpy as np
@@ -281,7 +274,7 @@ def test_the_explorer_s_panel_undoes_what_the_student_s_code_writes_to_progress(
 def test_a_workspace_file_that_links_outside_is_refused(tmp_path, capsys):
     from seqlab.explorer.learn_api import yours
     from seqlab.explorer.validation import RequestError
-    elsewhere = _student(tmp_path / "elsewhere", "causal_mask", f"import numpy as np\ndef causal_mask(n):\n    return {CORRECT_MASK}\n")
+    elsewhere = write_student(tmp_path / "elsewhere", "causal_mask", f"import numpy as np\ndef causal_mask(n):\n    return {CORRECT_MASK}\n")
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "causal_mask.py").symlink_to(elsewhere)
@@ -318,18 +311,18 @@ def test_the_rules_hook_enters_before_the_import_calls_and_leaves(tmp_path, monk
     (tmp_path / "rules_mod").mkdir()
     (tmp_path / "rules_mod" / "testrules.py").write_text(RULES)
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'rules_mod'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    uses = _student(tmp_path / "a", "clip", """
+    uses = write_student(tmp_path / "a", "clip", """
         import numpy as np
         from numpy.linalg import norm                # bound at import: after enter()
         def clip(g):
             return g * min(1.0, 1.0 / norm(g))
         """)
-    fine = _student(tmp_path / "b", "clip", """
+    fine = write_student(tmp_path / "b", "clip", """
         import numpy as np
         def clip(g):
             return g * min(1.0, 1.0 / np.sqrt((g ** 2).sum()))
         """)
-    after = _student(tmp_path / "c", "clip", "import numpy as np\ndef clip(g):\n    return np.linalg.norm(g)\n")
+    after = write_student(tmp_path / "c", "clip", "import numpy as np\ndef clip(g):\n    return np.linalg.norm(g)\n")
     rules = {"rules": {"why": "write the norm yourself"}, "rules_module": "testrules"}
     calls = [((np.array([3.0, 4.0]),), {})]
     runs = run_students([{"file": uses, "function": "clip", "calls": calls, **rules},
@@ -346,7 +339,7 @@ def test_the_rules_hook_enters_before_the_import_calls_and_leaves(tmp_path, monk
 
 def _checker(ws: Path, tmp: Path, body: str) -> tuple[subprocess.Popen, Path]:
     """`seqlab learn check causal_mask` in its own process, with TMPDIR in ``tmp`` (its scratch folders)."""
-    _student(ws, "causal_mask", body)
+    write_student(ws, "causal_mask", body)
     tmp.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
     return subprocess.Popen([sys.executable, "-m", "seqlab", "learn", "check", "causal_mask", "--workspace", str(ws)],
@@ -377,5 +370,7 @@ def test_ctrl_c_and_sigterm_end_the_child_its_forks_and_the_scratch_folder(tmp_p
             checker.kill()
     assert checker.returncode == status, (out, err)
     assert "Traceback" not in err
+    assert ("interrupted" if signum == signal.SIGINT else "SIGTERM: stopped; the student's code and every process "
+            "it started were ended") in err
     assert _gone(child) and all(_gone(p.pid) for p in helpers)
     assert not any(tmp.iterdir())                          # the scratch folder is removed
