@@ -152,10 +152,15 @@ class _Memo:
 def shared(exercise):
     """The exercise with its cases made once, and its reference, catalogued mistakes and
     finite-difference gradients computed once per input for every submission of a class."""
-    cases = exercise.cases()
+    made = exercise.cases()
+
+    def cases():
+        return made
+    cases.with_specs = True                    # the sentences' cases are among them already
     reference = _Memo(exercise.reference())
-    mistakes = tuple(dataclasses.replace(m, implementation=_Memo(m.implementation)) for m in exercise.mistakes)
-    changes = {"cases": lambda: cases, "reference": lambda: reference, "mistakes": mistakes}
+    mistakes = tuple(m if m.implementation is None else dataclasses.replace(m, implementation=_Memo(m.implementation))
+                     for m in exercise.mistakes)
+    changes = {"cases": cases, "reference": lambda: reference, "mistakes": mistakes}
     if exercise.gradients is not None:
         gradients, done, lock = exercise.gradients, {}, threading.Lock()
 
