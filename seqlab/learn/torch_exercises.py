@@ -13,7 +13,7 @@ import math
 
 from seqlab.learn import compare
 from seqlab.learn import diagnosis as D
-from seqlab.learn.exercise import Case, Exercise, Mistake, Spec, numbered_cases
+from seqlab.learn.exercise import Case, Exercise, Mistake, Spec, numbered_cases, same_dtypes, same_values
 from seqlab.learn.references import reference
 
 _IMPORTS = "import math\n\nimport torch"
@@ -86,34 +86,13 @@ def _dtype(t) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
+_SAME_DTYPES, _SAME_VALUES = same_dtypes(), same_values()
+
+
 def same_dtype_and_values(case, out, ref, extra) -> str | None:
-    """Each tensor of the output has the reference's dtype (here the input's float32) and its values to
-    that dtype's precision (float32 rounds at about 1e-7 relative; 1e-4 is allowed)."""
-    import torch
-    got, want = _tensors(out), _tensors(ref)
-    if len(got) != len(want):
-        return f"the output has {len(got)} parts, expected {len(want)}"
-    for (name, o), (_, r) in zip(got, want):
-        if not torch.is_tensor(o):
-            return f"{name} is a {type(o).__name__}, not a torch.Tensor"
-        if o.dtype != r.dtype:
-            how = ("compute in float64 if you like, then cast back with .to(the input's dtype)" if r.is_floating_point()
-                   else "convert with .long() or np.asarray(..., dtype=np.int64)")
-            return f"{name} has dtype {_dtype(o)}; it must be {_dtype(r)} ({how})"
-        if tuple(o.shape) != tuple(r.shape):
-            return f"{name} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
-        if r.is_floating_point():
-            if not torch.allclose(o.double(), r.double(), rtol=1e-4, atol=1e-5):
-                worst = (o.double() - r.double()).abs().max().item()
-                return f"{name} differs from the reference by up to {worst:.3g}, more than {_dtype(r)}'s rounding"
-        elif not torch.equal(o, r):
-            return f"{name} differs from the reference"
-    return None
-
-
-def is_a_float(case, out, ref, extra) -> str | None:
-    return None if isinstance(out, float) else (
-        f"returned a {type(out).__module__}.{type(out).__name__}; return a Python float (float(...))")
+    """A verify: the output has the reference's dtypes (here the input's float32, or int64) and its values,
+    float32 ones to float32's precision (seqlab.learn.compare.tolerance)."""
+    return _SAME_DTYPES(case, out, ref, extra) or _SAME_VALUES(case, out, ref, extra)
 
 
 GROWN = "(4 times as many)"
@@ -160,19 +139,6 @@ def matches_any(*names: str, text: str = "") -> D.Recogniser:
     return D.any_of(*(D.matches(_mutant(n), text=text) for n in names))
 
 
-OWN_CHECKS = ("values (worked example)", "values (random inputs)", "invariants", "gradients vs finite differences")
-
-
-def sentence_alone(spec_id: str) -> D.Recogniser:
-    """Fits when the sentence ``spec_id``'s check failed while the exercise's own cases are right: the
-    code ignores that sentence (where the own cases fail too, a deeper mistake is the likelier cause)."""
-    def recognise(ev) -> str | None:
-        if spec_id not in ev.failed or any(name in ev.failed for name in OWN_CHECKS):
-            return None
-        return ev.failed[spec_id]
-    return recognise
-
-
 def matches_where_finite(name: str) -> D.Recogniser:
     """Fits when the mutant ``name`` gives the student's values wherever the student's are finite, on every
     wrong case: the same mistake, with NaN where a row was left with no visible key (the mutant gives 0)."""
@@ -196,9 +162,10 @@ def matches_where_finite(name: str) -> D.Recogniser:
 
 
 def _sentence(exercise: str, spec_id: str, title, explanation, zh, why, recognise=None) -> Mistake:
-    """The mistake "the sentence ``spec_id`` ignored", recognised by its failed check (:func:`sentence_alone`)."""
+    """The mistake "the sentence ``spec_id`` ignored", recognised by its failed check while the exercise's own
+    cases are right (where they fail too, a deeper mistake is the likelier cause), by a wrong value or an error."""
     return _mistake(f"{exercise}__{spec_id.replace(' ', '_').replace('-', '_')}", title, explanation, zh, why,
-                    implementation=False, recognise=recognise or sentence_alone(spec_id))
+                    implementation=False, recognise=recognise or D.failed_check(spec_id, raises=True))
 
 
 def _dtype_mistake(exercise: str, what: str = "the input's") -> Mistake:
@@ -831,7 +798,8 @@ CROSS_ENTROPY = _torch_exercise(
                ("损失不是 0 维张量", "把平均值作为 0 维张量返回（.mean() 就是）；不要返回 Python 浮点数，也不要返回形状为 (1,) 的张量"),
                ("loss.backward() needs a tensor that is part of the graph; a Python float has no graph, and a tensor of "
                 "shape (1,) breaks code that compares, logs or sums losses as scalars.",
-                "loss.backward() 需要计算图中的张量；Python 浮点数没有计算图，形状为 (1,) 的张量会破坏把损失当标量来比较、记录或求和的代码。")),
+                "loss.backward() 需要计算图中的张量；Python 浮点数没有计算图，形状为 (1,) 的张量会破坏把损失当标量来比较、记录或求和的代码。"),
+               recognise=D.failed_check("shapes and types", alone=False)),
      _sentence("cross_entropy", "int32 targets", "int32 targets are not accepted",
                "convert the targets to int64 before indexing: targets.long() (gather needs int64 indices)",
                ("不接受 int32 的目标", "索引之前把目标转成 int64：targets.long()（gather 需要 int64 索引）"),
@@ -978,9 +946,10 @@ LR_COSINE_SCHEDULE = _torch_exercise(
                ("The rate goes into optimizer.param_groups[...]['lr'] once per step. A tensor there keeps a graph or a "
                 "device alive and makes every comparison and print a tensor operation; a float is what the optimizer expects.",
                 "学习率每一步写入 optimizer.param_groups[...]['lr']。在那里放张量会保留计算图或设备，"
-                "让每次比较和打印都成为张量运算；优化器期望的是浮点数。"))),
+                "让每次比较和打印都成为张量运算；优化器期望的是浮点数。"),
+               recognise=D.failed_check("a float", alone=False))),
     returns="a float", imports="import math",
-    spec=(Spec("a float", "Learning rate at iteration `it` (0-based), a float.", verify=is_a_float),
+    spec=(Spec("a float", "Learning rate at iteration `it` (0-based), a float.", verify=same_dtypes()),
           Spec("warm-up", "it < warmup_iters: max * it / warmup_iters (linear warm-up from 0);",
                lambda: [Case(f"warm-up, step {it}", (it, 2.0, 0.5, 4, 10)) for it in (0, 1, 3)]),
           Spec("cosine", "warmup_iters <= it <= cosine_cycle_iters: min + (max - min) * (1 + cos(pi * progress)) / 2 with",
