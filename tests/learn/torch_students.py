@@ -371,10 +371,48 @@ CONVENTIONS = {
     """,
 }
 
-_SOFTMAX_BODY = """
-        e = (x - x.amax(dim, keepdim=True)).exp()
-        return e / e.sum(dim, keepdim=True)
+# attention as a student writes it (scores, a bool mask of visible keys, a guarded softmax): the base of the
+# wrong versions below, each one edit away from it
+_SDPA = """
+            import math
+            import torch
+            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
+                n, m = Q.shape[-2], K.shape[-2]
+                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
+                if mask is not None:
+                    keep = keep & mask
+                s = s.masked_fill(~keep, float("-inf"))
+                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
+                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
 """
+
+
+def _edit(source: str, old: str, new: str) -> str:
+    """``source`` with one edit: a student's version with one mistake."""
+    assert old in source, old
+    return source.replace(old, new)
+
+
+def _sdpa(old: str, new: str) -> str:
+    return _edit(_SDPA, old, new)
+
+
+_SCHEDULE = """
+            import math
+            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
+                if it < warmup_iters:
+                    return max_learning_rate * it / warmup_iters
+                if it > cosine_cycle_iters:
+                    return min_learning_rate
+                p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
+                return min_learning_rate + (max_learning_rate - min_learning_rate) * (1 + math.cos(math.pi * p)) / 2
+"""
+
+
+def _schedule(old: str, new: str) -> str:
+    return _edit(_SCHEDULE, old, new)
+
 
 WRONG = {
     "softmax": {
@@ -546,148 +584,36 @@ WRONG = {
         """, "rule_broken"),
     },
     "scaled_dot_product_attention": {
-        "no 1/sqrt(d_k)": ("""
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1)
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "missing_scale"),
-        "divided by sqrt(m), the number of keys": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(m)
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "wrong_scale"),
-        "softmax over the queries": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-2, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-2, keepdim=True)) @ V
-        """, "softmax_over_queries"),
-        "the causal mask hides the diagonal": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n - 1) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "causal_mask_excludes_current"),
-        "the causal mask lets the next key through": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n + 1) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "causal_mask_includes_next"),
-        "the mask read as True = hidden": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & ~mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "mask_inverted"),
-        "causal ignored when a mask is given (escaped)": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                if mask is not None:
-                    s = s.masked_fill(~mask, float("-inf"))
-                elif causal:
-                    s = s.masked_fill(~torch.ones(n, m, dtype=torch.bool).tril(m - n), float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "causal_ignored_with_a_mask"),
-        "the mask ignored when causal": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                if causal:
-                    s = s.masked_fill(~torch.ones(n, m, dtype=torch.bool).tril(m - n), float("-inf"))
-                elif mask is not None:
-                    s = s.masked_fill(~mask, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "mask_ignored_when_causal"),
-        "a causal mask for n == m only": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril() if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "causal_from_the_first_key"),
-        "NaN on fully masked rows (escaped)": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True)).exp()
-                return e / e.sum(-1, keepdim=True) @ V
-        """, "nan_on_fully_masked_rows"),
-        "no max subtraction (escaped)": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                e = s.exp() * keep
-                total = e.sum(-1, keepdim=True)
-                return torch.where(total > 0, e / total, torch.zeros_like(e)) @ V
-        """, "max_not_subtracted"),
+        "no 1/sqrt(d_k)": (_sdpa("s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])", "s = Q @ K.transpose(-2, -1)"),
+                           "missing_scale"),
+        "divided by sqrt(m), the number of keys": (_sdpa("/ math.sqrt(Q.shape[-1])", "/ math.sqrt(m)"), "wrong_scale"),
+        "softmax over the queries": (_sdpa("e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()\n"
+                                           "                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V",
+                                           "e = (s - s.amax(-2, keepdim=True).nan_to_num(neginf=0.0)).exp()\n"
+                                           "                return torch.nan_to_num(e / e.sum(-2, keepdim=True)) @ V"),
+                                     "softmax_over_queries"),
+        "the causal mask hides the diagonal": (_sdpa(".tril(m - n)", ".tril(m - n - 1)"), "causal_mask_excludes_current"),
+        "the causal mask lets the next key through": (_sdpa(".tril(m - n)", ".tril(m - n + 1)"), "causal_mask_includes_next"),
+        "the mask read as True = hidden": (_sdpa("keep = keep & mask", "keep = keep & ~mask"), "mask_inverted"),
+        "causal ignored when a mask is given (escaped)": (_sdpa(
+            "keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)\n"
+            "                if mask is not None:\n                    keep = keep & mask",
+            "keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)\n"
+            "                if mask is not None:\n                    keep = mask"), "causal_ignored_with_a_mask"),
+        "the mask ignored when causal": (_sdpa("if mask is not None:", "if mask is not None and not causal:"),
+                                         "mask_ignored_when_causal"),
+        "a causal mask for n == m only": (_sdpa(".tril(m - n)", ".tril()"), "causal_from_the_first_key"),
+        "NaN on fully masked rows (escaped)": (_sdpa("e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()\n"
+                                                     "                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V",
+                                                     "e = (s - s.amax(-1, keepdim=True)).exp()\n"
+                                                     "                return e / e.sum(-1, keepdim=True) @ V"),
+                                               "nan_on_fully_masked_rows"),
+        "no max subtraction (escaped)": (_sdpa("s = s.masked_fill(~keep, float(\"-inf\"))\n"
+                                               "                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()\n"
+                                               "                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V",
+                                               "e = s.exp() * keep\n                total = e.sum(-1, keepdim=True)\n"
+                                               "                return torch.where(total > 0, e / total, torch.zeros_like(e)) @ V"),
+                                         "max_not_subtracted"),
         "flattened to (batch, n, d) for bmm: no broadcasting (escaped)": ("""
             import math
             import torch
@@ -704,33 +630,10 @@ WRONG = {
                 out = torch.bmm(torch.nan_to_num(e / e.sum(-1, keepdim=True)), v)
                 return out.reshape(*lead, n, V.shape[-1])
         """, "leading_dims"),
-        "the mask taken as (n, m)": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask.view(n, m)
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "mask_broadcast"),
-        "float32 in, float64 out": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                Q, K, V = Q.double(), K.double(), V.double()
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                s = s.masked_fill(~keep, float("-inf"))
-                e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()
-                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V
-        """, "dtype"),
+        "the mask taken as (n, m)": (_sdpa("keep = keep & mask", "keep = keep & mask.view(n, m)"), "mask_broadcast"),
+        "float32 in, float64 out": (_sdpa("n, m = Q.shape[-2], K.shape[-2]",
+                                          "Q, K, V = Q.double(), K.double(), V.double()\n                n, m = Q.shape[-2], K.shape[-2]"),
+                                    "dtype"),
         "the caller's mask combined in place": ("""
             import math
             import torch
@@ -748,25 +651,11 @@ WRONG = {
         "torch.nn.functional.scaled_dot_product_attention (escaped)": ("""
             import torch
             def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                allowed = torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    allowed = allowed & mask
-                if causal:
-                    allowed = allowed & torch.ones(n, m, dtype=torch.bool).tril(m - n)
-                return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=allowed)
+                return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask, is_causal=causal)
         """, "rule_broken"),
-        "torch.softmax": ("""
-            import math
-            import torch
-            def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-                n, m = Q.shape[-2], K.shape[-2]
-                s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-                keep = torch.ones(n, m, dtype=torch.bool).tril(m - n) if causal else torch.ones(n, m, dtype=torch.bool)
-                if mask is not None:
-                    keep = keep & mask
-                return torch.nan_to_num(torch.softmax(s.masked_fill(~keep, float("-inf")), -1)) @ V
-        """, "rule_broken"),
+        "torch.softmax": (_sdpa("e = (s - s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp()\n"
+                                "                return torch.nan_to_num(e / e.sum(-1, keepdim=True)) @ V",
+                                "return torch.nan_to_num(torch.softmax(s, -1)) @ V"), "rule_broken"),
     },
     "cross_entropy": {
         "summed, not averaged": ("""
@@ -855,73 +744,22 @@ WRONG = {
         """, "rule_broken"),
     },
     "lr_cosine_schedule": {
-        "the warm-up one step ahead": ("""
-            import math
-            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-                if it < warmup_iters:
-                    return max_learning_rate * (it + 1) / warmup_iters
-                if it > cosine_cycle_iters:
-                    return min_learning_rate
-                p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
-                return min_learning_rate + (max_learning_rate - min_learning_rate) * (1 + math.cos(math.pi * p)) / 2
-        """, "warmup_off_by_one"),
-        "the warm-up from min": ("""
-            import math
-            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-                if it < warmup_iters:
-                    return min_learning_rate + (max_learning_rate - min_learning_rate) * it / warmup_iters
-                if it > cosine_cycle_iters:
-                    return min_learning_rate
-                p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
-                return min_learning_rate + (max_learning_rate - min_learning_rate) * (1 + math.cos(math.pi * p)) / 2
-        """, "warmup_from_min"),
-        "progress = it / cosine_cycle_iters": ("""
-            import math
-            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-                if it < warmup_iters:
-                    return max_learning_rate * it / warmup_iters
-                if it > cosine_cycle_iters:
-                    return min_learning_rate
-                return min_learning_rate + (max_learning_rate - min_learning_rate) * (1 + math.cos(math.pi * it / cosine_cycle_iters)) / 2
-        """, "cosine_over_the_whole_run"),
-        "a full cosine period": ("""
-            import math
-            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-                if it < warmup_iters:
-                    return max_learning_rate * it / warmup_iters
-                if it > cosine_cycle_iters:
-                    return min_learning_rate
-                p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
-                return min_learning_rate + (max_learning_rate - min_learning_rate) * (1 + math.cos(2 * math.pi * p)) / 2
-        """, "full_cosine_period"),
-        "rising from min to max": ("""
-            import math
-            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-                if it < warmup_iters:
-                    return max_learning_rate * it / warmup_iters
-                if it > cosine_cycle_iters:
-                    return min_learning_rate
-                p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
-                return max_learning_rate + (min_learning_rate - max_learning_rate) * (1 + math.cos(math.pi * p)) / 2
-        """, "max_and_min_swapped"),
-        "no floor after the cycle": ("""
-            import math
-            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-                if it < warmup_iters:
-                    return max_learning_rate * it / warmup_iters
-                p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
-                return min_learning_rate + (max_learning_rate - min_learning_rate) * (1 + math.cos(math.pi * p)) / 2
-        """, "no_floor_after_the_cycle"),
-        "progress = (it - warmup_iters) / cosine_cycle_iters": ("""
-            import math
-            def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-                if it < warmup_iters:
-                    return max_learning_rate * it / warmup_iters
-                if it > cosine_cycle_iters:
-                    return min_learning_rate
-                p = (it - warmup_iters) / cosine_cycle_iters
-                return min_learning_rate + (max_learning_rate - min_learning_rate) * (1 + math.cos(math.pi * p)) / 2
-        """, "one_phase"),
+        "the warm-up one step ahead": (_schedule("max_learning_rate * it / warmup_iters", "max_learning_rate * (it + 1) / warmup_iters"),
+                                       "warmup_off_by_one"),
+        "the warm-up from min": (_schedule("max_learning_rate * it / warmup_iters",
+                                           "min_learning_rate + (max_learning_rate - min_learning_rate) * it / warmup_iters"),
+                                 "warmup_from_min"),
+        "progress = it / cosine_cycle_iters": (_schedule("p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)",
+                                                         "p = it / cosine_cycle_iters"), "cosine_over_the_whole_run"),
+        "a full cosine period": (_schedule("math.cos(math.pi * p)", "math.cos(2 * math.pi * p)"), "full_cosine_period"),
+        "rising from min to max": (_schedule("return min_learning_rate + (max_learning_rate - min_learning_rate) * (1",
+                                             "return max_learning_rate + (min_learning_rate - max_learning_rate) * (1"),
+                                   "max_and_min_swapped"),
+        "no floor after the cycle": (_schedule("if it > cosine_cycle_iters:\n                    return min_learning_rate\n                ", ""),
+                                     "no_floor_after_the_cycle"),
+        "progress = (it - warmup_iters) / cosine_cycle_iters": (_schedule(
+            "p = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)", "p = (it - warmup_iters) / cosine_cycle_iters"),
+            "one_phase"),
         "a tensor, not a float": ("""
             import math
             import torch
@@ -937,11 +775,9 @@ WRONG = {
 }
 
 
-def _variant(name: str, old: str, new: str, style: dict = VECTORISED) -> str:
-    """``style``'s source of ``name`` with one edit: a student's version with one mistake."""
-    source = style[name]
-    assert old in source, (name, old)
-    return source.replace(old, new)
+def _variant(name: str, old: str, new: str) -> str:
+    """The vectorised source of ``name`` with one edit."""
+    return _edit(VECTORISED[name], old, new)
 
 
 _ADAM = """
@@ -958,8 +794,7 @@ _ADAM = """
 
 
 def _adam(old: str, new: str) -> str:
-    assert old in _ADAM, old
-    return _ADAM.replace(old, new)
+    return _edit(_ADAM, old, new)
 
 
 WRONG.update({
