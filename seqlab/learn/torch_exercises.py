@@ -10,6 +10,7 @@ catalogued mistakes (mutants in seqlab.learn.torch_mistakes, recognisers here) n
 from __future__ import annotations
 
 import math
+import textwrap
 
 from seqlab.learn import compare
 from seqlab.learn import diagnosis as D
@@ -23,7 +24,9 @@ _SOFTMAX_RULE = "no torch.softmax or Tensor.softmax (nor their log_softmax)"
 
 
 def _rule(*forbidden: str) -> str:
-    return "Write it with tensor operations only: " + ", ".join(forbidden) + "."
+    """The rules sentence of a stub, wrapped to the docstring's width."""
+    return textwrap.fill("Write it with tensor operations only: " + ", ".join(forbidden) + ".", width=108,
+                         subsequent_indent="    ")
 
 
 def _ref(name):
