@@ -173,3 +173,18 @@ def test_entering_the_rules_imports_neither_torch_dynamo_nor_prints_warnings():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.stdout.split("\n")[:2] == ["{'ops': 2, 'ops_before': None}", "False"] and done.stderr == ""
+
+
+def test_each_torch_exercise_forbids_what_its_text_forbids():
+    """The stub's rules sentence and the exercise's rules name the same groups, and every group is known."""
+    from seqlab.learn.torch_exercises import EXERCISES
+    said = {"no torch.nn.functional": "functional", "no torch.nn layers": "layers", "no torch.optim": "optim",
+            "no torch.softmax": "softmax", "no torch.rms_norm": "rms_norm"}
+    for ex in EXERCISES:
+        groups = rules.check_rules(ex.rules or {})
+        text = " ".join(ex.doc.split())
+        assert {g for phrase, g in said.items() if phrase in text} == {g for g in groups if g in said.values()}, ex.name
+        # the aten nets behind a forbidden torch.nn.functional function, where the exercise is that function
+        for subject, group in (("silu", "silu"), ("cross_entropy", "cross_entropy"), ("scaled_dot_product", "attention")):
+            if subject in ex.name or f"{subject} included" in text:
+                assert group in groups, (ex.name, group)
