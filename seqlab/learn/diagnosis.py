@@ -122,12 +122,17 @@ def close(expected, actual, rtol: float = compare.RTOL, atol: float = compare.AT
 
 # --- relations between one expected leaf and the student's ---------------------------------------------------
 def factor(expected, actual, rtol: float = 1e-6, atol: float = 1e-9) -> float | None:
-    """c when actual = c * expected everywhere (c != 1, expected not all zero), else None."""
+    """c when actual = c * expected everywhere (c != 1, expected not all zero), else None. Entries that
+    are not finite (masked scores of -inf) must be the same in both and are left out."""
     e, a = array(expected), array(actual)
-    if e.shape != a.shape or e.dtype.kind not in "f" and e.dtype.kind not in "iu" or not np.all(np.isfinite(a)):
+    if e.shape != a.shape or e.dtype.kind not in "fiu":
         return None
+    finite = np.isfinite(e) & np.isfinite(a)
+    if not np.array_equal(e[~finite], a[~finite], equal_nan=True):
+        return None
+    e, a = e[finite], a[finite]
     norm = float(np.sum(e * e))
-    if norm == 0 or not np.all(np.isfinite(e)):
+    if norm == 0:
         return None
     c = float(np.sum(e * a)) / norm
     if math.isclose(c, 1.0, rel_tol=1e-9) or not np.allclose(a, c * e, rtol=rtol, atol=atol):
@@ -563,9 +568,28 @@ def _agreement(ev: Evidence, theirs: list) -> tuple[int, int]:
     return agree, total
 
 
+def right_and_wrong(ev: Evidence) -> str:
+    """'right: Wy, by; wrong: Wx, Wh, b, xs, h0': the outputs (gradients) right on every usable case and
+    the ones wrong on some, by their last key; "" when no output has the reference's form."""
+    usable = ev.usable("all")
+    if not usable:
+        return ""
+    wrong: dict[str, bool] = {}
+    for i in usable:
+        for path, _ in leaves(ev.expected[i]):
+            name = str(path[-1]) if path else "output"
+            wrong[name] = wrong.get(name, False) or ev.wrong(i, path)
+    right = [n for n, w in wrong.items() if not w]
+    bad = [n for n, w in wrong.items() if w]
+    return f"right: {', '.join(right) or 'none'}; wrong: {', '.join(bad) or 'none'}" if len(wrong) > 1 else ""
+
+
 def _record(ev: Evidence, mistake, exact: bool, where: str, title_suffix: str = "", anchor: bool = True) -> dict:
-    """``anchor``: the mistake is one of the lesson's (its "Common mistakes" section has mistake-<id>)."""
+    """``anchor``: the mistake is one of the lesson's (its "Common mistakes" section has mistake-<id>). For
+    a backward pass ``where`` also says which gradients are right and which are wrong."""
     ex = ev.exercise
+    if getattr(ex, "gradients", None) is not None and (summary := right_and_wrong(ev)):
+        where = f"{where} ({summary})" if where else summary
     return {"mistake": mistake.id, "title": mistake.title + title_suffix, "explanation": mistake.explanation,
             "exact": exact, "where": where, "convention": mistake.convention,
             "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}" if anchor else "", "widget": ex.widget}}
@@ -583,22 +607,18 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = ()) -> dict | None
     candidates = [m for m in ex.mistakes if not m.accepted]
     usable = ev.usable("all")
     differs = [i for i in usable if not ev.close(ev.expected[i], ev.outputs[i])]
-    scored = []
-    if differs:       # a mutant can only explain values that differ from the reference's
-        for m in candidates:
-            if m.implementation is None:
-                continue
-            theirs = ev.implementation_outputs(m.implementation)
-            agree, total = _agreement(ev, theirs)
-            if total and agree == total:
-                where = _said(m, ev) or ""
-                return _record(ev, m, True, where or "every checked value is what this mistake gives")
-            scored.append((agree, total, m))
+    mutants = [m for m in candidates if m.implementation is not None] if differs else []
+    for m in mutants:     # a mutant can only explain values that differ from the reference's
+        theirs = ev.implementation_outputs(m.implementation)
+        if all(theirs[i] is not None and close(theirs[i], ev.outputs[i], ev.rtol, ev.atol) for i in usable):
+            where = _said(m, ev) or ""
+            return _record(ev, m, True, where or "every checked value is what this mistake gives")
     first_generic = own_values_right(ev)
     for m in [*(generic if first_generic else ()), *candidates]:
         said = _said(m, ev)
         if said:
             return _record(ev, m, False, said, anchor=m in candidates)
+    scored = [(*_agreement(ev, ev.implementation_outputs(m.implementation)), m) for m in mutants]
     if scored:
         reference_agree, _ = _agreement(ev, ev.expected)
         best = max(agree for agree, _, _ in scored)

@@ -389,9 +389,9 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
     if not report.passed:
         # An accepted convention (a reading the stub allows): the code that follows it passes with a
         # note; code that follows it and has another mistake is judged and diagnosed against it.
-        own = [i for i, c in enumerate(cases) if not c.spec]
-        agree = lambda checked: sum(outputs[i] is not None and diagnosis.close(checked[i], outputs[i], exercise.rtol,
-                                                                               exercise.atol) for i in own)
+        own = [i for i, c in enumerate(cases) if not c.spec and outputs[i] is not None]
+        agree = lambda checked: sum(_agreeing_elements(checked[i], outputs[i], exercise.rtol, exercise.atol)
+                                    for i in own if checked[i] is not None)
         best = agree(ref.checked)
         for mistake in (m for m in exercise.mistakes if m.accepted and m.implementation is not None):
             raw, checked = ref.outputs_of(mistake.implementation)
@@ -410,6 +410,21 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
         report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, calls, outputs, ref, report, expected),
                                               *_GENERIC_SPLIT)
     return report
+
+
+def _agreeing_elements(expected, actual, rtol: float, atol: float) -> int:
+    """How many elements of ``actual`` (the forms agree) equal ``expected``'s (-inf where -inf agrees)."""
+    count = 0
+    for _, e, a in compare.leaf_pairs(expected, actual, "x"):
+        if isinstance(e, (bytes, str)):
+            count += e == a
+            continue
+        x, y = compare._array(e), compare._array(a)
+        if x.shape == y.shape:
+            same = (x == y) if x.dtype.kind in "biuSUO" else np.isclose(y.astype(np.float64), x, rtol=rtol, atol=atol,
+                                                                        equal_nan=True)
+            count += int(np.sum(same))
+    return count
 
 
 def _evidence(exercise: Exercise, cases, calls, outputs, ref: Expected, report: Report,

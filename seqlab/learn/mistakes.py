@@ -520,6 +520,14 @@ def choose_merge__tie_to_first_counted(pair_counts, token_bytes):
     return max(pair_counts, key=lambda p: pair_counts[p])
 
 
+def choose_merge__ids_compared(pair_counts, token_bytes):
+    return max(pair_counts, key=lambda p: (pair_counts[p], p))
+
+
+def choose_merge__concatenation_compared(pair_counts, token_bytes):
+    return max(pair_counts, key=lambda p: (pair_counts[p], token_bytes[p[0]] + token_bytes[p[1]]))
+
+
 def train_bpe__merges_across_special_tokens(input_path, vocab_size, special_tokens):
     from collections import Counter
 
@@ -528,6 +536,71 @@ def train_bpe__merges_across_special_tokens(input_path, vocab_size, special_toke
     with open(input_path, encoding="utf-8") as f:
         text = f.read()
     return train_bpe_from_counts(Counter(gpt2_pretokenize(text)), vocab_size, special_tokens)
+
+
+def _pieces(text, special_tokens):
+    import re
+    if not special_tokens:
+        return [text]
+    return re.split("|".join(re.escape(s) for s in sorted(special_tokens, key=len, reverse=True)), text)
+
+
+def _train_on_words(words: dict, vocab_size, special_tokens, *, greater=True):
+    """BPE on {word bytes tuple: count}: the plain loop, with the tie rule as a choice."""
+    vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
+    vocab.update({len(special_tokens) + b: bytes([b]) for b in range(256)})
+    merges = []
+    while len(vocab) < vocab_size:
+        pairs = {}
+        for word, count in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] = pairs.get(pair, 0) + count
+        if not pairs:
+            break
+        top = max(pairs.values())
+        tied = [p for p, c in pairs.items() if c == top]
+        best = max(tied) if greater else min(tied)
+        merges.append(best)
+        vocab[len(vocab)] = best[0] + best[1]
+        merged = {}
+        for word, count in words.items():
+            out, k = [], 0
+            while k < len(word):
+                if k + 1 < len(word) and (word[k], word[k + 1]) == best:
+                    out.append(word[k] + word[k + 1])
+                    k += 2
+                else:
+                    out.append(word[k])
+                    k += 1
+            merged[tuple(out)] = merged.get(tuple(out), 0) + count
+        words = merged
+    return vocab, merges
+
+
+def _word_counts(input_path, special_tokens, *, pretokenize=True):
+    from collections import Counter
+
+    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
+    with open(input_path, encoding="utf-8") as f:
+        text = f.read()
+    counts = Counter()
+    for piece in _pieces(text, special_tokens):
+        for token in (gpt2_pretokenize(piece) if pretokenize else [piece]):
+            counts[tuple(bytes([b]) for b in token.encode("utf-8"))] += 1
+    return counts
+
+
+def train_bpe__no_pretokenization(input_path, vocab_size, special_tokens):
+    return _train_on_words(_word_counts(input_path, special_tokens, pretokenize=False), vocab_size, special_tokens)
+
+
+def train_bpe__ties_to_smaller(input_path, vocab_size, special_tokens):
+    return _train_on_words(_word_counts(input_path, special_tokens), vocab_size, special_tokens, greater=False)
+
+
+def train_bpe__counts_not_weighted(input_path, vocab_size, special_tokens):
+    words = {word: 1 for word in _word_counts(input_path, special_tokens)}
+    return _train_on_words(words, vocab_size, special_tokens)
 
 
 def train_bpe__special_tokens_after_bytes(input_path, vocab_size, special_tokens):

@@ -205,27 +205,27 @@ SCALAR_RECURRENCE = Exercise(
     _ref("scalar_recurrence"), _recurrence_cases,
     (_m(M.scalar_recurrence__no_tanh, "the tanh is missing",
         "each state is a*h + x without the tanh, so states leave (-1, 1): apply np.tanh to the sum",
-        "缺少 tanh", "每个状态都是没有 tanh 的 a*h + x，所以状态会超出 (-1, 1)：对和取 np.tanh",
+        "缺少 tanh", "每个隐藏状态都是没有 tanh 的 a*h + x，所以隐藏状态会超出 (-1, 1)：对和取 np.tanh",
         "Without the squashing nonlinearity the recurrence is linear: the state grows like a^t and the "
         "network can only compute weighted sums of its inputs. The tanh keeps every state in (-1, 1) and is "
         "what makes the factor tanh'(.) appear in every backward step.",
-        "没有压缩型非线性，递推就是线性的：状态按 a^t 增长，网络只能计算输入的加权和。tanh 让每个状态都留在 "
+        "没有压缩型非线性，递推就是线性的：隐藏状态按 a^t 增长，网络只能计算输入的加权和。tanh 让每个隐藏状态都留在 "
         "(-1, 1) 内，也正是它让每一步反向传播都出现因子 tanh'(.)。"),
      _m(M.scalar_recurrence__states_shifted, "the states are shifted by one step",
         "the list holds h_0..h_{T-1}: append the new state after the update, not the old one before it",
-        "状态错位了一步", "列表里存的是 h_0..h_{T-1}：应在更新之后追加新状态，而不是在更新之前追加旧状态",
+        "隐藏状态错位了一步", "列表里存的是 h_0..h_{T-1}：应在更新之后追加新隐藏状态，而不是在更新之前追加旧隐藏状态",
         "h_t is the state AFTER reading x_t. Recording the state before the update returns the state each "
         "step started from, so the answer for step t is the one for step t-1, and the last state, the one "
         "the next chunk or the output layer needs, is never returned.",
-        "h_t 是读入 x_t 之后的状态。在更新之前记录，返回的是每一步开始时的状态，于是第 t 步的答案其实是第 t-1 步的，"
-        "而最后一个状态（下一段或输出层需要的那个）从未被返回。",
+        "h_t 是读入 x_t 之后的隐藏状态。在更新之前记录，返回的是每一步开始时的隐藏状态，于是第 t 步的答案其实是第 t-1 步的，"
+        "而最后一个隐藏状态（下一段或输出层需要的那个）从未被返回。",
         recognise=D.shifted((), axis_name="time step")),
      _m("includes_h0", "h0 returned with the states",
         "the output holds h0, h_1, ..., h_T (T + 1 values): return the T states after h0 only",
-        "把 h0 也一起返回了", "输出包含 h0, h_1, ..., h_T（T + 1 个值）：只返回 h0 之后的 T 个状态",
+        "把 h0 也一起返回了", "输出包含 h0, h_1, ..., h_T（T + 1 个值）：只返回 h0 之后的 T 个隐藏状态",
         "The function is asked for one state per input: T inputs give T states. Keeping h0 in front "
         "misaligns every later use, where h_t must sit beside x_t and y_t.",
-        "函数要求每个输入对应一个状态：T 个输入产生 T 个状态。把 h0 放在最前面会让后面的每次使用都错位，因为 h_t "
+        "函数要求每个输入对应一个隐藏状态：T 个输入产生 T 个隐藏状态。把 h0 放在最前面会让后面的每次使用都错位，因为 h_t "
         "必须与 x_t 和 y_t 对齐。",
         recognise=_one_more_row((), "h0 kept in front")),
      _m(M.scalar_recurrence__h0_ignored, "h0 is ignored",
@@ -233,7 +233,7 @@ SCALAR_RECURRENCE = Exercise(
         "忽略了 h0", "递推总是从 0 开始：应从参数 h0 开始",
         "h0 carries what came before this sequence (the previous chunk, an encoder's summary). Starting "
         "from zero throws that context away; the first states are wrong and the error fades only slowly.",
-        "h0 携带着这段序列之前的信息（上一段、编码器的概括）。从零开始就丢掉了这些上下文；最初几个状态是错的，"
+        "h0 携带着这段序列之前的信息（上一段、编码器的概括）。从零开始就丢掉了这些上下文；最初几个隐藏状态是错的，"
         "误差只会慢慢消退。"),
      _not_float64(),
      _m("empty_sequence_fails", "an empty sequence is not handled",
@@ -248,8 +248,10 @@ SCALAR_RECURRENCE = Exercise(
      _m("h0_default", "h0 has no default of 0.0",
         "keep the signature's default h0=0.0, so that scalar_recurrence(a, xs) starts from zero",
         "h0 没有默认值 0.0", "保留签名中的默认值 h0=0.0，使 scalar_recurrence(a, xs) 从零开始",
-        "The signature is part of the contract: callers that leave h0 out rely on the documented default.",
-        "函数签名也是约定的一部分：省略 h0 的调用者依赖文档中写明的默认值。",
+        "The signature is part of the contract: callers that leave h0 out rely on the documented default, "
+        "and a default of None without a check turns their call into a TypeError deep inside the loop.",
+        "函数签名也是约定的一部分：省略 h0 的调用者依赖文档中写明的默认值；如果默认值是 None 又不加检查，"
+        "他们的调用就会在循环深处变成一个 TypeError。",
         recognise=D.failed_check("h0 default", raises=True))),
     returns="an ndarray of shape (T,)",
     stub_test="    out = scalar_recurrence(0.5, np.array([1.0, 0.0, -1.0]))\n"
@@ -298,14 +300,14 @@ SCALAR_RECURRENCE_BACKWARD = Exercise(
         "既不会像真实梯度那样消失，也不会饱和。"),
      _m(M.scalar_recurrence_backward__tanh_derivative_of_previous_state, "tanh' taken at the previous state",
         "tanh'(pre_t) = 1 - h_t^2 uses the state the step produced, h_t, not h_{t-1}",
-        "tanh' 用了上一步的状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的状态 h_t，而不是 h_{t-1}",
+        "tanh' 用了上一步的隐藏状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的隐藏状态 h_t，而不是 h_{t-1}",
         "The derivative of tanh is read off its OUTPUT: if h = tanh(pre) then dh/dpre = 1 - h^2 with the "
         "same h. The state before the step is the input of the step, not the output of its tanh.",
-        "tanh 的导数由它的输出得到：若 h = tanh(pre)，则 dh/dpre = 1 - h^2，其中的 h 是同一个。这一步之前的状态是"
+        "tanh 的导数由它的输出得到：若 h = tanh(pre)，则 dh/dpre = 1 - h^2，其中的 h 是同一个。这一步之前的隐藏状态是"
         "这一步的输入，而不是它的 tanh 的输出。"),
      _m(M.scalar_recurrence_backward__a_term_uses_h_t, "a's term uses h_t instead of h_{t-1}",
         "step t computes a * h_{t-1}: its term in d h_T / d a is dpre_t * h_{t-1}, the state a multiplied",
-        "a 的项用了 h_t 而不是 h_{t-1}", "第 t 步计算的是 a * h_{t-1}：它在 d h_T / d a 中的项是 dpre_t * h_{t-1}，即 a 所乘的那个状态",
+        "a 的项用了 h_t 而不是 h_{t-1}", "第 t 步计算的是 a * h_{t-1}：它在 d h_T / d a 中的项是 dpre_t * h_{t-1}，即 a 所乘的那个隐藏状态",
         "The gradient of a product with respect to one factor is the other factor: a meets h_{t-1} at "
         "step t, so that is what multiplies the step's gradient.",
         "乘积对其中一个因子的梯度就是另一个因子：第 t 步中 a 与 h_{t-1} 相乘，所以乘到这一步梯度上的是 h_{t-1}。"),
@@ -314,7 +316,7 @@ SCALAR_RECURRENCE_BACKWARD = Exercise(
         "h0 的梯度少了最后一个因子 a", "h_1 = tanh(a h0 + x_1)：得到 dpre_1 之后，h0 还要再乘一个 a；应返回 dpre_1 * a",
         "h0 enters the first step exactly as every later state enters the next one, multiplied by a. The "
         "walk back therefore ends with the same multiplication as every other step.",
-        "h0 进入第一步的方式和后面每个状态进入下一步的方式完全一样：乘以 a。所以反向的最后一步也和其他每一步一样要乘以 a。",
+        "h0 进入第一步的方式和后面每个隐藏状态进入下一步的方式完全一样：乘以 a。所以反向的最后一步也和其他每一步一样要乘以 a。",
         recognise=D.factor_of(("h0",), lambda case: {"1/a": 1 / case.args[0]}, "the gradient of h0")),
      _not_float64()),
     returns='a dict {"a", "xs", "h0"}', gradients=_recurrence_gradients, step_terms=_recurrence_terms,
@@ -372,11 +374,11 @@ RNN_STEP = Exercise(
         "缺少 tanh", "对预激活值取 np.tanh",
         "The new hidden state is a squashed mix of the old state and the input. Without the tanh the RNN "
         "is a linear map repeated T times, which cannot represent more than a linear filter of its input.",
-        "新的隐藏状态是旧状态与输入混合后再压缩的结果。没有 tanh，RNN 就是把一个线性映射重复 T 次，"
+        "新的隐藏状态是旧隐藏状态与输入混合后再压缩的结果。没有 tanh，RNN 就是把一个线性映射重复 T 次，"
         "只能表示输入的线性滤波。"),
      _m(M.rnn_step__transposed_recurrent_weight, "Wh is transposed",
         "the lecture's convention is Wh @ h_prev (rows of Wh produce the new state), not Wh.T @ h_prev",
-        "Wh 被转置了", "课程的约定是 Wh @ h_prev（Wh 的每一行产生新状态的一个分量），不是 Wh.T @ h_prev",
+        "Wh 被转置了", "课程的约定是 Wh @ h_prev（Wh 的每一行产生新隐藏状态的一个分量），不是 Wh.T @ h_prev",
         "Wh is square, so the transposed product runs and gives a state of the right shape: only the "
         "values betray it. In the column-vector convention row i of Wh holds the weights INTO unit i; "
         "Wh.T reads them as the weights out of it.",
@@ -443,7 +445,7 @@ RNN_FORWARD = Exercise(
     _ref("rnn_forward"), _rnn_seq_cases,
     (_m(M.rnn_forward__state_not_carried, "the state is not carried from step to step",
         "every step starts from h0: feed each step's new h into the next step",
-        "状态没有在步与步之间传递", "每一步都从 h0 开始：应把每一步的新 h 传给下一步",
+        "隐藏状态没有在步与步之间传递", "每一步都从 h0 开始：应把每一步的新 h 传给下一步",
         "The hidden state is the network's memory: step t must start from h_{t-1}. Restarting from h0 "
         "makes every step see only its own input, a feed-forward network applied T times.",
         "隐藏状态是网络的记忆：第 t 步必须从 h_{t-1} 开始。每步都从 h0 重新开始，就让每一步只看见自己的输入，"
@@ -452,7 +454,7 @@ RNN_FORWARD = Exercise(
                             "every step starts from h0")),
      _m(M.rnn_forward__output_from_previous_state, "y_t is read from h_{t-1}",
         "the output at step t is Wy h_t + by, computed from the NEW state",
-        "y_t 用了 h_{t-1}", "第 t 步的输出是 Wy h_t + by，要用新的状态来算",
+        "y_t 用了 h_{t-1}", "第 t 步的输出是 Wy h_t + by，要用新的隐藏状态来算",
         "y_t is the prediction after reading x_t; computed from h_{t-1} it has not seen x_t yet, and for "
         "a language model it predicts the token it was just given rather than the next one.",
         "y_t 是读入 x_t 之后的预测；如果用 h_{t-1} 计算，它还没看到 x_t，对语言模型来说就是在预测刚刚给它的词元，"
@@ -460,15 +462,15 @@ RNN_FORWARD = Exercise(
         recognise=D.shifted("ys", axis_name="time step", text="ys is one step late")),
      _m(M.rnn_forward__recurrent_weight_transposed, "Wh is transposed",
         "h_t = tanh(Wh h_{t-1} + ...): rows of Wh produce the new state; Wh.T @ h mixes the units the other way",
-        "Wh 被转置了", "h_t = tanh(Wh h_{t-1} + ...)：Wh 的行产生新状态；Wh.T @ h 把单元按相反方向混合",
+        "Wh 被转置了", "h_t = tanh(Wh h_{t-1} + ...)：Wh 的行产生新隐藏状态；Wh.T @ h 把单元按相反方向混合",
         "Wh is square, so the transposed product runs and gives states of the right shape: only the "
         "values betray it. Keep one convention, column vectors, for every weight of the lab.",
         "Wh 是方阵，所以转置后照样能运行，形状也对：只有数值会暴露问题。整个实验请对所有权重使用同一个约定：列向量。"),
      _m("states_include_h0", "hs starts with h0",
         "hs holds the T states after each input, h_1..h_T; h0 is not one of them",
-        "hs 以 h0 开头", "hs 保存的是每个输入之后的 T 个状态 h_1..h_T；h0 不在其中",
+        "hs 以 h0 开头", "hs 保存的是每个输入之后的 T 个隐藏状态 h_1..h_T；h0 不在其中",
         "One state per input keeps hs[t] beside xs[t] and ys[t]; with h0 in front every index is off by one.",
-        "每个输入对应一个状态，hs[t] 才能和 xs[t]、ys[t] 对齐；把 h0 放在最前面，每个下标都会差一。",
+        "每个输入对应一个隐藏状态，hs[t] 才能和 xs[t]、ys[t] 对齐；把 h0 放在最前面，每个下标都会差一。",
         recognise=_one_more_row("hs", "h0 kept in front")),
      _square_only(),
      _m("h0_none_not_handled", "h0=None is not handled",
@@ -476,7 +478,7 @@ RNN_FORWARD = Exercise(
         "没有处理 h0=None", "h0 可能是 None：此时从 np.zeros(H) 开始（H 是 Wh.shape[0]）",
         "None is the usual way to say 'no previous state': the first chunk of a text and a fresh sequence "
         "start from zeros. The function has to turn None into that zero state itself.",
-        "None 是表示“没有之前状态”的常用方式：文本的第一段、一条新序列都从零开始。函数需要自己把 None 变成零状态。",
+        "None 是表示“没有之前隐藏状态”的常用方式：文本的第一段、一条新序列都从零开始。函数需要自己把 None 变成全零的隐藏状态。",
         recognise=D.failed_check("h0 None", raises=True)),
      _not_float64()),
     returns='a dict {"hs": (T, H), "ys": (T, O)}',
@@ -544,12 +546,12 @@ RNN_BPTT = Exercise(
     (_m(M.rnn_bptt__no_future_gradient, "BPTT without the gradient from the future state",
         "only the local term Wy^T dy_t reaches h_t; add the term Wh^T dpre_{t+1} that flows back from "
         "step t+1 (the gradients of the early steps are too small)",
-        "随时间反向传播时缺少来自未来状态的梯度",
+        "随时间反向传播时缺少来自未来隐藏状态的梯度",
         "到达 h_t 的只有局部项 Wy^T dy_t；还要加上从第 t+1 步流回来的 Wh^T dpre_{t+1}（前面各步的梯度因此偏小）",
         "h_t influences the loss twice: through its own output y_t and through every later state. The "
         "second path is the whole point of a recurrent network, the one that lets an early input matter "
         "for a late prediction; dropping it trains the network as if it had no memory.",
-        "h_t 通过两条路径影响损失：它自己的输出 y_t，以及之后的每一个状态。第二条路径正是循环网络的意义所在，"
+        "h_t 通过两条路径影响损失：它自己的输出 y_t，以及之后的每一个隐藏状态。第二条路径正是循环网络的意义所在，"
         "它让早期的输入能影响后面的预测；丢掉它，网络就像没有记忆一样被训练。",
         recognise=D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
                            D.matches(M.rnn_bptt__no_future_gradient, ("xs",), "own",
@@ -566,7 +568,7 @@ RNN_BPTT = Exercise(
         recognise=D.summed_over_time(("Wx", "Wh", "b", "Wy", "by"), "not summed over time")),
      _m(M.rnn_bptt__tanh_derivative_of_previous_state, "tanh' taken at the previous state",
         "tanh'(pre_t) = 1 - h_t^2 uses the state the step produced, h_t, not h_{t-1}",
-        "tanh' 用了上一步的状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的状态 h_t，而不是 h_{t-1}",
+        "tanh' 用了上一步的隐藏状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的隐藏状态 h_t，而不是 h_{t-1}",
         "h_t = tanh(pre_t), so d h_t / d pre_t = 1 - h_t^2 with the step's own output. h_{t-1} is the "
         "step's input; its tanh belongs to the step before.",
         "h_t = tanh(pre_t)，所以 d h_t / d pre_t = 1 - h_t^2，用的是这一步自己的输出。h_{t-1} 是这一步的输入，"
@@ -578,7 +580,7 @@ RNN_BPTT = Exercise(
         "The final state is often used after the sequence: by the next chunk in truncated BPTT, by a "
         "decoder, by a layer above. Its gradient enters where the walk back starts, exactly like the "
         "term from a future step.",
-        "最后的状态常常在序列之后还被使用：截断 BPTT 中的下一段、解码器、上面的一层。它的梯度在反向传播的起点进入，"
+        "最后的隐藏状态常常在序列之后还被使用：截断的随时间反向传播 中的下一段、解码器、上面的一层。它的梯度在反向传播的起点进入，"
         "和来自未来一步的项完全一样。",
         recognise=D.failed_check("dh_last")),
      _m(M.rnn_bptt__Wy_gradient_transposed, "the gradient of Wy is transposed",
@@ -696,7 +698,7 @@ SOFTMAX_CROSS_ENTROPY = Exercise(
         "忽略了 normalizer 参数", "给定 normalizer 时除以它，只有为 None 时才除以 T",
         "Truncated BPTT cuts a sequence into chunks but wants the mean over the WHOLE sequence: each chunk "
         "divides by the full T, which is what normalizer is for.",
-        "截断 BPTT 把序列切成若干段，但需要的是整条序列上的平均：每一段都要除以完整的 T，这正是 normalizer 的用途。",
+        "截断的随时间反向传播 把序列切成若干段，但需要的是整条序列上的平均：每一段都要除以完整的 T，这正是 normalizer 的用途。",
         recognise=D.failed_check("normalizer")),
      _m("max_not_subtracted", "the maximum is not subtracted",
         "exp(1000) overflows to inf and inf/inf is NaN: subtract each row's maximum (axis=-1, keepdims=True) first",
@@ -767,42 +769,42 @@ TRUNCATED_BPTT = Exercise(
                               lambda c: {"1/T": 1 / _tbptt_T(c)}, "loss and gradients")),
      _m(M.truncated_bptt__gradient_crosses_chunks, "the gradient crosses the chunk boundaries",
         "these are full-BPTT gradients: start each chunk's backward pass from its own start state, treated as a constant",
-        "梯度越过了段的边界", "这是完整 BPTT 的梯度：每一段的反向传播应从它自己的起始状态开始，并把起始状态当作常数",
+        "梯度越过了段的边界", "这是完整的随时间反向传播 的梯度：每一段的反向传播应从它自己的起始隐藏状态开始，并把起始隐藏状态当作常数",
         "Truncation is the whole point: the memory and time of the backward pass grow with the chunk, not "
         "with the sequence, because no gradient goes back into the carried state. Backpropagating through "
         "the whole history is full BPTT with extra steps.",
-        "截断正是目的所在：因为梯度不会回传进携带的状态，反向传播的内存和时间随段长而不是序列长度增长。"
-        "穿过整个历史反向传播，只是绕了远路的完整 BPTT。"),
+        "截断正是目的所在：因为梯度不会回传进携带的隐藏状态，反向传播的内存和时间随段长而不是序列长度增长。"
+        "穿过整个历史反向传播，只是绕了远路的完整的随时间反向传播。"),
      _m(M.truncated_bptt__state_reset_each_chunk, "the state is reset at every chunk",
         "with carry_state=True a chunk starts from the previous chunk's final state value, not from h0",
-        "每一段都重置了状态", "carry_state=True 时，一段从上一段最终状态的值开始，而不是从 h0 开始",
+        "每一段都重置了隐藏状态", "carry_state=True 时，一段从上一段最终隐藏状态的值开始，而不是从 h0 开始",
         "Detaching the history stops the GRADIENT, not the VALUE: the forward pass still runs through the "
         "whole sequence, so the model keeps its memory across chunks. Resetting the state makes every chunk "
         "a separate short sequence.",
-        "截断历史阻断的是梯度，不是数值：前向传播仍然贯穿整条序列，所以模型跨段保持记忆。重置状态则让每一段都成为"
+        "截断历史阻断的是梯度，不是数值：前向传播仍然贯穿整条序列，所以模型跨段保持记忆。重置隐藏状态则让每一段都成为"
         "独立的短序列。",
         recognise=D.matches(M.truncated_bptt__state_reset_each_chunk, (2,), "own", "each chunk starts from h0")),
      _m(M.truncated_bptt__h0_gradient_from_every_chunk, "grads[\"h0\"] summed over every chunk",
         "only the first chunk starts from h0; the later chunks start from carried states, constants whose "
         "gradients are dropped",
-        "grads[\"h0\"] 对每一段都求和了", "只有第一段从 h0 开始；后面各段从携带的状态开始，那些状态是常数，它们的梯度被丢弃",
+        "grads[\"h0\"] 对每一段都求和了", "只有第一段从 h0 开始；后面各段从携带的隐藏状态开始，那些隐藏状态是常数，它们的梯度被丢弃",
         "The later chunks' start states are values computed from h0, but the truncation treats them as "
         "constants. Their gradients are exactly what truncation throws away, so they are not h0's.",
-        "后面各段的起始状态是由 h0 计算出来的值，但截断把它们当作常数。它们的梯度正是截断要丢掉的部分，不属于 h0。",
+        "后面各段的起始隐藏状态是由 h0 计算出来的值，但截断把它们当作常数。它们的梯度正是截断要丢掉的部分，不属于 h0。",
         recognise=D.matches(M.truncated_bptt__h0_gradient_from_every_chunk, ((1, "h0"),), "own")),
      _m("carry_state_ignored", "carry_state=False is ignored",
         "with carry_state=False every chunk starts again from h0 (a reset), also in the forward pass",
         "忽略了 carry_state=False", "carry_state=False 时每一段都重新从 h0 开始（重置），前向传播也是如此",
         "Some tasks are sets of independent sequences, where carrying a state across a boundary leaks "
         "information between them: the flag says whether the chunks belong together.",
-        "有些任务由相互独立的序列组成，跨边界携带状态会在它们之间泄露信息：这个标志说明各段是否属于同一序列。",
+        "有些任务由相互独立的序列组成，跨边界携带隐藏状态会在它们之间泄露信息：这个标志说明各段是否属于同一序列。",
         recognise=D.failed_check("carry_state=False")),
      _m("uneven_chunks", "the last, shorter chunk is dropped or broken",
         "range(0, T, chunk_length) and xs[start:start + chunk_length] give a shorter last chunk by themselves",
         "丢掉或弄错了最后较短的一段", "range(0, T, chunk_length) 和 xs[start:start + chunk_length] 本身就会产生较短的最后一段",
         "Sequence lengths are rarely multiples of the chunk length; the steps of a short last chunk count "
-        "towards the loss like any other.",
-        "序列长度很少恰好是段长的整数倍；较短的最后一段中的各步和其他步一样计入损失。",
+        "towards the loss like any other, and dropping them silently trains on less of every sequence.",
+        "序列长度很少恰好是段长的整数倍；较短的最后一段中的各步和其他步一样计入损失，悄悄丢掉它们等于每条序列都少训练了一部分。",
         recognise=D.failed_check("uneven chunks", raises=True)),
      _m("loss_steps_ignored", "loss_steps is ignored",
         "only the steps in loss_steps contribute to the loss and send gradient back (their dys); the others' dys are 0, "
@@ -815,8 +817,10 @@ TRUNCATED_BPTT = Exercise(
      _m("h0_none_not_handled", "h0=None is not handled",
         "h0 may be None: start from np.zeros(H) then",
         "没有处理 h0=None", "h0 可能是 None：此时从 np.zeros(H) 开始",
-        "None says 'no previous state'; the function turns it into the zero state itself.",
-        "None 表示“没有之前的状态”；函数需要自己把它变成零状态。",
+        "None says 'no previous state': the first chunk of a text starts from zeros. The function turns "
+        "None into that zero state itself, so that every caller does not have to.",
+        "None 表示“没有之前的隐藏状态”：文本的第一段从零开始。函数需要自己把 None 变成全零的隐藏状态，"
+        "这样每个调用者就不必各自处理。",
         recognise=D.failed_check("h0 None", raises=True))),
     returns="a tuple (loss, grads, starts)", compared=lambda out: (out[0], out[1], list(out[2])),
     spec=(Spec("detached", "Each chunk's backward pass stops at its start state: no gradient flows into it (the "
@@ -990,7 +994,7 @@ LSTM_CELL_FORWARD = Exercise(
         "按 TensorFlow 的顺序 (i, g, f, o) 读取了门", "本练习使用 PyTorch 的顺序 i, f, g, o；你的代码用的是 TensorFlow BasicLSTMCell 的 i, j(= g), f, o",
         "TensorFlow's LSTM cells stack the candidate second; weights exported from one library load into "
         "the other only after the blocks are reordered. Here the order is PyTorch's.",
-        "TensorFlow 的 LSTM 单元把候选值放在第二块；一个库导出的权重必须重新排列这些块才能加载到另一个库。这里用的是 PyTorch 的顺序。",
+        "TensorFlow 的长短期记忆单元把候选值放在第二块；一个库导出的权重必须重新排列这些块才能加载到另一个库。这里用的是 PyTorch 的顺序。",
         convention="TensorFlow's gate order (i, g, f, o)"),
      _m(M.lstm_cell_forward__h_without_tanh, "h = o * c, without the tanh",
         "the output is h = o * tanh(c)",
@@ -1118,13 +1122,13 @@ LSTM_BPTT = Exercise(
         "The cell state is the LSTM's highway through time: c_t reaches c_{t+1} multiplied only by the "
         "forget gate. That path is the reason LSTMs keep gradients alive over long spans; without it the "
         "backward pass is that of a plain RNN.",
-        "细胞状态是 LSTM 穿越时间的高速通道：c_t 只乘以遗忘门就到达 c_{t+1}。正是这条路径让 LSTM 的梯度能在长距离上保持；"
+        "细胞状态是长短期记忆网络穿越时间的高速通道：c_t 只乘以遗忘门就到达 c_{t+1}。正是这条路径让长短期记忆网络的梯度能在长距离上保持；"
         "没有它，反向传播就和普通 RNN 一样。",
         recognise=D.matches(M.lstm_bptt__no_cell_gradient_from_future, ("xs",), "own",
                             "the cell state's gradient from step t+1 is missing")),
      _m(M.lstm_bptt__no_future_gradient, "BPTT without the gradient from the future state",
         "h_t also feeds the next step's gates: add dh_prev from step t+1 to dhs[t]",
-        "随时间反向传播时缺少来自未来状态的梯度", "h_t 也输入下一步的各个门：要把第 t+1 步传回的 dh_prev 加到 dhs[t] 上",
+        "随时间反向传播时缺少来自未来隐藏状态的梯度", "h_t 也输入下一步的各个门：要把第 t+1 步传回的 dh_prev 加到 dhs[t] 上",
         "h_t is read by every gate of step t+1, so the loss reaches it through them as well as through "
         "its own dhs[t]. Both future paths, through h and through c, must be added.",
         "h_t 被第 t+1 步的每个门读取，所以损失除了通过 dhs[t]，还通过这些门到达它。经过 h 和经过 c 的两条未来路径都必须加上。",
@@ -1133,8 +1137,9 @@ LSTM_BPTT = Exercise(
      _m(M.lstm_bptt__tanh_derivative_of_cell_missing, "tanh'(c) missing on the way from h to c",
         "h = o tanh(c): the gradient reaching c from h is dh * o * (1 - tanh(c)^2)",
         "从 h 到 c 的路上缺少 tanh'(c)", "h = o tanh(c)：从 h 到达 c 的梯度是 dh * o * (1 - tanh(c)^2)",
-        "Between c and h sits a tanh; the chain rule multiplies by its derivative there as everywhere.",
-        "c 和 h 之间有一个 tanh；链式法则在这里也和其他地方一样要乘以它的导数。"),
+        "Between c and h sits a tanh; the chain rule multiplies by its derivative there as everywhere. "
+        "Without it the gradient reaching the cell state is too large wherever the cell saturates.",
+        "c 和 h 之间有一个 tanh；链式法则在这里也和其他地方一样要乘以它的导数。没有它，细胞饱和时到达细胞状态的梯度就会偏大。"),
      _weights_not_summed(("Wx", "Wh", "bx", "bh")),
      _square_only(),
      _m("dcs_ignored", "dcs is ignored",
@@ -1146,9 +1151,10 @@ LSTM_BPTT = Exercise(
         recognise=D.failed_check("dcs")),
      _m("states_none_not_handled", "h0=None or c0=None is not handled",
         "None means a zero state: start from np.zeros(H)",
-        "没有处理 h0=None 或 c0=None", "None 表示零状态：从 np.zeros(H) 开始",
-        "A fresh sequence starts from zeros; callers say so with None.",
-        "新序列从零开始；调用者用 None 来表示。",
+        "没有处理 h0=None 或 c0=None", "None 表示全零的隐藏状态：从 np.zeros(H) 开始",
+        "A fresh sequence starts from zeros and callers say so with None. The backward pass must start "
+        "from the same zero states as the forward pass it differentiates.",
+        "新序列从零开始，调用者用 None 来表示。反向传播必须从与它所求导的前向传播相同的全零状态开始。",
         recognise=D.failed_check("h0 and c0 None", raises=True)),
      _not_float64()),
     returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")),
@@ -1189,14 +1195,14 @@ def _gru_h(out):
 _UPDATE_GATE_OTHER = ("the update gate read as the fraction of the NEW state",
                       "this exercise uses h = z * h_prev + (1 - z) * n (z keeps the OLD state, as in Cho et al. 2014, "
                       "PyTorch and d2l); your code uses h = (1 - z) * h_prev + z * n (Chung et al. 2014, Wikipedia)",
-                      "把更新门理解成新状态所占的比例",
-                      "本练习使用 h = z * h_prev + (1 - z) * n（z 保留旧状态，与 Cho et al. 2014、PyTorch 和 d2l 相同）；"
+                      "把更新门理解成新隐藏状态所占的比例",
+                      "本练习使用 h = z * h_prev + (1 - z) * n（z 保留旧隐藏状态，与 Cho et al. 2014、PyTorch 和 d2l 相同）；"
                       "你的代码用的是 h = (1 - z) * h_prev + z * n（Chung et al. 2014、维基百科）",
                       "Both readings are in the literature and both train equally well, since z is learned: only the "
                       "meaning of the gate flips. But a trained GRU's weights assume one of them, and this course "
                       "(like PyTorch) keeps the old state with z.",
-                      "两种写法在文献中都有，训练效果也一样好，因为 z 是学出来的：只是门的含义反了过来。但训练好的 GRU 权重"
-                      "只对应其中一种，而本课程（和 PyTorch 一样）用 z 保留旧状态。")
+                      "两种写法在文献中都有，训练效果也一样好，因为 z 是学出来的：只是门的含义反了过来。但训练好的门控循环单元的权重"
+                      "只对应其中一种，而本课程（和 PyTorch 一样）用 z 保留旧隐藏状态。")
 
 GRU_CELL_FORWARD = Exercise(
     "gru_cell_forward", "The GRU cell", "GRU 单元", 'gru_cell_forward(params, x, h_prev, convention="paper")',
@@ -1223,13 +1229,13 @@ GRU_CELL_FORWARD = Exercise(
         "PyTorch applies r after the matmul so that Wh h_prev can be computed for all three gates in one "
         "product; the paper resets the state first. The two give different cells, and this exercise "
         "(its backward pass too) follows the paper.",
-        "PyTorch 在矩阵乘法之后再乘 r，这样三个门的 Wh h_prev 可以用一次乘法算出；论文则先重置状态。两者是不同的单元，"
+        "PyTorch 在矩阵乘法之后再乘 r，这样三个门的 Wh h_prev 可以用一次乘法算出；论文则先重置隐藏状态。两者是不同的单元，"
         "本练习（包括它的反向传播）遵循论文。",
         convention="PyTorch's nn.GRU reset (after the matmul)"),
      _m(M.gru_cell_forward__gate_order_zrn, "the maps read in the order z, r, n",
-        "this exercise stacks the maps as r, z, n (PyTorch's order); your code reads z from the first block "
-        "and r from the second (Keras's order)",
-        "按 z, r, n 的顺序读取了各个映射", "本练习按 r, z, n（PyTorch 的顺序）堆叠各映射；你的代码从第一块读 z、从第二块读 r（Keras 的顺序）",
+        "this exercise uses PyTorch's order r, z, n for the stacked maps; your code uses Keras's order z, r, n "
+        "(z from the first block, r from the second)",
+        "按 z, r, n 的顺序读取了各个映射", "本练习使用 PyTorch 的顺序 r, z, n 堆叠各映射；你的代码用的是 Keras 的顺序 z, r, n（从第一块读 z、从第二块读 r）",
         "Stacking the maps is only a layout, but the layout is part of the weights: Keras stores z first, "
         "PyTorch r first. Reading the blocks in another order runs fine and computes another cell.",
         "把映射堆叠起来只是一种布局，但布局是权重的一部分：Keras 把 z 放在前面，PyTorch 把 r 放在前面。按另一种顺序读取这些块"
@@ -1279,10 +1285,10 @@ GRU_BPTT = Exercise(
         convention="z as the fraction of the new state (Chung et al. 2014)"),
      _m(M.gru_bptt__no_future_gradient, "BPTT without the gradient from the future state",
         "add the gradient returned for h_prev by step t+1 to dhs[t] before going through step t",
-        "随时间反向传播时缺少来自未来状态的梯度", "在经过第 t 步之前，把第 t+1 步为 h_prev 返回的梯度加到 dhs[t] 上",
+        "随时间反向传播时缺少来自未来隐藏状态的梯度", "在经过第 t 步之前，把第 t+1 步为 h_prev 返回的梯度加到 dhs[t] 上",
         "h_t is the input of step t+1, so every later loss reaches it through that step. Without the term "
         "the GRU is trained as if each step's state were used only by its own output.",
-        "h_t 是第 t+1 步的输入，所以之后的每个损失都经过那一步到达它。没有这一项，GRU 就被当作每一步的状态只被它自己的输出使用来训练。",
+        "h_t 是第 t+1 步的输入，所以之后的每个损失都经过那一步到达它。没有这一项，门控循环单元就被当作每一步的隐藏状态只被它自己的输出使用来训练。",
         recognise=D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
                            D.matches(M.gru_bptt__no_future_gradient, ("xs",), "own"))),
      _m(M.gru_bptt__reset_path_missing, "the path through r * h_prev is missing from dh_prev",
@@ -1298,8 +1304,9 @@ GRU_BPTT = Exercise(
      _m("h0_none_not_handled", "h0=None is not handled",
         "h0 may be None: start from np.zeros(H) then",
         "没有处理 h0=None", "h0 可能是 None：此时从 np.zeros(H) 开始",
-        "A fresh sequence starts from zeros; callers say so with None.",
-        "新序列从零开始；调用者用 None 来表示。",
+        "A fresh sequence starts from zeros and callers say so with None. The backward pass must start "
+        "from the same zero states as the forward pass it differentiates.",
+        "新序列从零开始，调用者用 None 来表示。反向传播必须从与它所求导的前向传播相同的全零状态开始。",
         recognise=D.failed_check("h0 None", raises=True)),
      _not_float64()),
     returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",)),
@@ -1604,7 +1611,7 @@ ATTENTION = Exercise(
         "没有处理单个查询（形状为 (d,) 的 q）", "q (d,) 表示一个查询：返回形状为 (m,) 的 scores 和 weights，输出也不带查询这一维",
         "The lesson's worked example and the decoder at generation time use one query at a time; the "
         "output keeps the form of the input.",
-        "课程的例子以及生成时的解码器每次只用一个查询；输出保持与输入相同的形式。",
+        "课程的例子以及生成时的解码器每次只用一个查询；输出保持与输入相同的形式，调用者才不必再去掉多出来的一维。",
         recognise=D.any_of(_one_query_kept_2d, D.failed_check("one query", raises=True))),
      _not_float64(),
      _m(M.attention__masked_scores_as_inf, "masked scores returned as -inf",
@@ -1717,8 +1724,9 @@ ATTENTION_BACKWARD = Exercise(
      _m("nan_for_fully_masked_rows", "fully masked rows give NaN gradients",
         "a fully masked row has P = 0 everywhere: compute it without 0/0 (as attention's forward does)",
         "完全被掩码的行得到 NaN 梯度", "完全被掩码的行 P 处处为 0：计算时避免 0/0（像前向的 attention 一样）",
-        "One NaN in a gradient turns every parameter it touches into NaN at the next step.",
-        "梯度中的一个 NaN 会在下一步把它碰到的每个参数都变成 NaN。",
+        "One NaN in a gradient turns every parameter it touches into NaN at the next step, and the run "
+        "cannot recover: fully masked rows must give exact zeros.",
+        "梯度中的一个 NaN 会在下一步把它碰到的每个参数都变成 NaN，训练无法恢复：完全被掩码的行必须给出精确的零。",
         recognise=D.failed_check("fully masked rows", raises=True)),
      _not_float64()),
     returns='a dict {"q", "keys", "values"}', gradients=_attention_gradients,
@@ -1820,7 +1828,7 @@ MULTIHEAD_ATTENTION = Exercise(
         "键和值取自 x_q", "K = x_kv Wk，V = x_kv Wv：在交叉注意力中，键和值来自另一个序列",
         "Self-attention is the special case x_kv = x_q. A decoder's cross-attention asks the encoder's "
         "states: queries from one sequence, keys and values from the other, and the weights are (n, m).",
-        "自注意力是 x_kv = x_q 的特例。解码器的交叉注意力向编码器的状态提问：查询来自一个序列，键和值来自另一个，权重是 (n, m)。"),
+        "自注意力是 x_kv = x_q 的特例。解码器的交叉注意力向编码器的隐藏状态提问：查询来自一个序列，键和值来自另一个，权重是 (n, m)。"),
      _m("mask_ignored", "the mask is ignored",
         "pass the mask to every head's attention: it applies to each of them",
         "忽略了掩码", "把掩码传给每个头的注意力：它对每个头都适用",
@@ -1851,62 +1859,160 @@ MULTIHEAD_ATTENTION = Exercise(
     axes={"concat": ("query row", "column"), "output": ("query row", "column")})
 
 
-def _mistake(function, title, explanation):
-    return Mistake(function.__name__.split('__', 1)[1], title, explanation, function)
-
-
 # --- BPE ----------------------------------------------------------------------------------------------------------
+_BYTES = [bytes([b]) for b in range(256)]
+
+
 def _merge_cases():
-    token_bytes = [bytes([b]) for b in range(256)]
     o = ord
     worked = {(o("e"), o("s")): 9, (o("s"), o("t")): 9, (o("l"), o("o")): 7, (o("o"), o("w")): 7, (o("w"), o("e")): 8}
     rng = _rng(5)
-    cases = [Case("the worked example", (worked, token_bytes))]
+    cases = [Case("the worked example", (worked, _BYTES))]
     for k in (1, 2):
         letters = [o(c) for c in "abcdefgh"]
         counts = {}
         for _ in range(12):
             pair = (int(rng.choice(letters)), int(rng.choice(letters)))
             counts[pair] = int(rng.integers(1, 4))
-        cases.append(Case(f"random inputs {k}", (counts, token_bytes)))
-    extended = token_bytes + [b"ab", b"a"]
-    cases.append(Case("random inputs 3 (longer tokens)", ({(256, 98): 3, (97, 98): 3, (257, 99): 3, (99, 97): 1}, extended)))
+        cases.append(Case(f"random inputs {k}", (counts, _BYTES)))
     return cases
+
+
+def _merge_tie_cases():
+    o = ord
+    return [Case("a tie decided by the right token", ({(o("a"), o("b")): 3, (o("a"), o("c")): 3, (o("b"), o("a")): 2}, _BYTES)),
+            Case("a tie decided by the left token", ({(o("z"), o("a")): 5, (o("b"), o("z")): 5, (o("y"), o("y")): 5}, _BYTES))]
+
+
+def _merge_longer_cases():
+    o = ord
+    extended = _BYTES + [b"ab", b"bc", b"a"]          # 256, 257 and 258 (a longer id for a short token)
+    return [Case("ids above 255: a high id for a small token", ({(258, o("z")): 4, (o("y"), o("z")): 4}, extended)),
+            Case("ids above 255: the same bytes joined", ({(o("a"), 257): 3, (256, o("c")): 3}, extended))]
+
+
+def _merge_dict_cases():
+    o = ord
+    some = {o("b"): b"b", o("x"): b"x", o("e"): b"e", 300: b"a", 301: b"zz"}     # only the ids that occur
+    return [Case("token_bytes a dict of the ids that occur", ({(300, o("x")): 2, (o("b"), o("x")): 2, (o("e"), 301): 1}, some))]
+
+
+def _a_tuple_of_ints(case, out, ref, extra):
+    if type(out) is not tuple or len(out) != 2 or not all(isinstance(i, (int, np.integer)) for i in out):
+        return f"returned {out!r} (a {type(out).__name__}); the pair must be a tuple of two ints"
+    return None
 
 
 CHOOSE_MERGE = Exercise(
     "choose_merge", "One BPE merge step: which pair to merge", "BPE 的一步：选择合并哪一对",
     "choose_merge(pair_counts, token_bytes)",
-    """The pair to merge next: the most frequent adjacent pair; ties broken by the lexicographically
-    GREATER pair of byte strings (compare token_bytes[left], then token_bytes[right]).
-    pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes (a list or dict).
-    Returns the chosen (left id, right id). Worked example: ("e","s") and ("s","t") both 9 -> ("s","t").""",
+    """The pair to merge next: the most frequent adjacent pair.
+
+    pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes, a list or a dict.
+    Ties are broken by the lexicographically GREATER pair of byte strings: compare token_bytes[left] first, then token_bytes[right].
+    Ids above 255 stand for longer byte strings: compare their bytes, not their ids.
+    Returns the chosen (left id, right id) as a tuple of two ints.
+    pair_counts and token_bytes are left unchanged.
+    Worked example: ("e","s") and ("s","t") both 9 -> ("s","t").""",
     _ref("choose_merge"), _merge_cases,
-    (_mistake(M.choose_merge__tie_to_smaller_pair, "ties broken towards the smaller pair",
-              "among equally frequent pairs the lexicographically GREATER pair of byte strings wins"),
-     _mistake(M.choose_merge__tie_to_first_counted, "ties broken by counting order",
-              "max() keeps the first pair it sees; compare the pairs' bytes to break ties")),
-    returns="a tuple (left id, right id)", compared=lambda out: tuple(int(i) for i in out))
+    (_m(M.choose_merge__tie_to_smaller_pair, "ties broken towards the smaller pair",
+        "among equally frequent pairs the lexicographically GREATER pair of byte strings wins",
+        "并列时选了较小的一对", "出现次数相同的几对中，字节串按字典序较大的一对胜出",
+        "The tie rule is arbitrary but fixed: GPT-2's and CS336's trainers take the greater pair, and a "
+        "tokenizer trained with another rule produces other merges from the first tie on, so its "
+        "vocabulary no longer matches theirs.",
+        "并列规则是人为规定的，但必须固定：GPT-2 和 CS336 的训练器取较大的一对；用别的规则训练的分词器从第一次并列起就会产生不同的合并，"
+        "词表也就和它们的不一致了。"),
+     _m(M.choose_merge__tie_to_first_counted, "ties broken by counting order",
+        "max() keeps the first pair it sees; compare the pairs' bytes to break ties",
+        "并列时按计数的先后顺序选择", "max() 会保留它先看到的那一对；要比较这几对的字节来打破并列",
+        "Which pair a dict yields first depends on the order the text was read in, so the merges would "
+        "change with the order of the documents. The byte comparison makes the result a function of the "
+        "counts alone.",
+        "字典先给出哪一对取决于读取文本的顺序，于是合并结果会随文档顺序而变。按字节比较让结果只取决于计数本身。"),
+     _m(M.choose_merge__ids_compared, "ties broken by the ids instead of the bytes",
+        "compare token_bytes[left], token_bytes[right]: a merged token's id says when it was made, not what it spells",
+        "并列时比较了 id 而不是字节", "要比较 token_bytes[left]、token_bytes[right]：合并后词元的 id 只说明它何时产生，不代表它的内容",
+        "For the 256 single bytes the id is the byte, so comparing ids looks right; a merged token gets the "
+        "next free id, and from the first merge on the ids no longer sort like the text.",
+        "对 256 个单字节来说 id 就是字节值，所以比较 id 看上去没错；但合并后的词元拿到的是下一个空闲 id，从第一次合并起 id 的顺序就和文本的顺序不一致了。"),
+     _m(M.choose_merge__concatenation_compared, "ties broken by the joined bytes",
+        "compare the PAIR (token_bytes[left], token_bytes[right]), not left + right: (b'a', b'bc') and (b'ab', b'c') "
+        "join to the same bytes",
+        "并列时比较了拼接后的字节", "要比较这一对 (token_bytes[left], token_bytes[right])，而不是 left + right：(b'a', b'bc') 和 (b'ab', b'c') 拼接后相同",
+        "Two different merges can produce the same string; the rule compares the two parts, so it still "
+        "decides between them.",
+        "两个不同的合并可能产生相同的字符串；规则比较的是两个部分，所以仍能在它们之间做出决定。"),
+     _m("not_a_tuple", "the pair is not returned as a tuple of ints",
+        "return (left, right) as a tuple of two ints, the form of pair_counts' keys",
+        "返回的这一对不是由整数组成的元组", "以两个整数组成的元组 (left, right) 返回，与 pair_counts 的键形式相同",
+        "The caller looks the pair up in dicts keyed by tuples; a list is not hashable and a pair of "
+        "strings is another key.",
+        "调用者会在以元组为键的字典里查找这一对；列表不可哈希，一对字符串则是另一个键，查找会悄悄失败。",
+        recognise=D.failed_check("a tuple", alone=False)),
+     _m("token_bytes_as_a_list_only", "token_bytes given as a dict is not handled",
+        "index token_bytes[i] directly: it works for a list and for a dict (list(a_dict) gives its keys)",
+        "没有处理以字典形式给出的 token_bytes", "直接用 token_bytes[i] 取值：对列表和字典都适用（list(一个字典) 得到的是它的键）",
+        "Trainers keep the vocabulary as a dict {id: bytes}; the function should only assume what the "
+        "contract says, that token_bytes[i] gives the bytes of token i.",
+        "训练器把词表存成字典 {id: bytes}；函数只应假设约定所说的内容：token_bytes[i] 给出词元 i 的字节。",
+        recognise=D.failed_check("token_bytes a dict", raises=True))),
+    returns="a tuple (left id, right id)", compared=lambda out: tuple(int(i) for i in out),
+    spec=(Spec("values (random inputs)", "The pair to merge next: the most frequent adjacent pair."),
+          Spec("ties", "Ties are broken by the lexicographically GREATER pair of byte strings: compare "
+               "token_bytes[left] first, then token_bytes[right].", _merge_tie_cases),
+          Spec("longer tokens", "Ids above 255 stand for longer byte strings: compare their bytes, not their ids.",
+               _merge_longer_cases),
+          Spec("token_bytes a dict", "pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes, "
+               "a list or a dict.", _merge_dict_cases),
+          Spec("a tuple", "Returns the chosen (left id, right id) as a tuple of two ints.", verify=_a_tuple_of_ints),
+          Spec("inputs unchanged", "pair_counts and token_bytes are left unchanged.")))
 
 
 _CORPUS = ("low low low low low lower lower widest widest widest newest newest newest newest newest newest"
            "<|endoftext|>") * 3 + "".join(f"ab<|endoftext|>cd{i % 3}<|endoftext|>" for i in range(20))
+_BPE_FILES: dict[str, str] = {}
+
+
+def _bpe_file(name: str, text: str) -> str:
+    """A corpus file for the cases, written once per process into a folder removed at exit."""
+    if name not in _BPE_FILES:
+        import atexit
+        import shutil
+        import tempfile
+        from pathlib import Path
+        if "" not in _BPE_FILES:
+            _BPE_FILES[""] = tempfile.mkdtemp(prefix="seqlab-learn-bpe-")
+            atexit.register(shutil.rmtree, _BPE_FILES[""], ignore_errors=True)
+        path = Path(_BPE_FILES[""]) / f"{name}.txt"
+        path.write_text(text, encoding="utf-8")
+        _BPE_FILES[name] = str(path)
+    return _BPE_FILES[name]
 
 
 def _bpe_cases():
-    import atexit
-    import shutil
-    import tempfile
-    from pathlib import Path
-    folder = Path(tempfile.mkdtemp(prefix="seqlab-learn-bpe-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    worked, other = folder / "worked.txt", folder / "random.txt"
-    worked.write_text(_CORPUS, encoding="utf-8")
     rng = _rng(6)
     words = ["the", "cat", "sat", "on", "mat", "a", "hat"]
-    other.write_text("<|endoftext|>".join(" ".join(rng.choice(words, 8)) for _ in range(30)), encoding="utf-8")
-    return [Case("the worked example", (str(worked), 256 + 1 + 12, ["<|endoftext|>"])),
-            Case("random inputs 1", (str(other), 256 + 1 + 15, ["<|endoftext|>"]))]
+    other = "<|endoftext|>".join(" ".join(rng.choice(words, 8)) for _ in range(30))
+    return [Case("the worked example", (_bpe_file("worked", _CORPUS), 256 + 1 + 12, ["<|endoftext|>"])),
+            Case("random inputs 1", (_bpe_file("random", other), 256 + 1 + 10, ["<|endoftext|>"]))]
+
+
+def _bpe_special_cases():
+    return [Case("short documents between special tokens", (_bpe_file("specials", "hi<|endoftext|>" * 40 + "hello hill"),
+                                                             256 + 2 + 6, ["<|endoftext|>", "<pad>"]))]
+
+
+def _bpe_pretokenize_cases():
+    return [Case("the same two words many times", (_bpe_file("words", "ab ab ab ab ab ab cd cd"), 256 + 1 + 5, ["<|endoftext|>"]))]
+
+
+def _bpe_tie_cases():
+    return [Case("equally frequent pairs", (_bpe_file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, []))]
+
+
+def _bpe_no_special_cases():
+    return [Case("no special tokens", (_bpe_file("plain", "the cat sat on the mat; the hat sat on the cat"), 256 + 8, []))]
 
 
 def _bpe_compared(out):
@@ -1916,21 +2022,170 @@ def _bpe_compared(out):
             "merges": [tuple(m) for m in merges]}
 
 
+def _bpe_vocab_order(case, out, ref, extra):
+    vocab, merges = out
+    specials = [s.encode("utf-8") for s in case.args[2]]
+    k = len(specials)
+    if [vocab.get(i) for i in range(k)] != specials:
+        return f"ids 0..{k - 1} are {[vocab.get(i) for i in range(k)]}, expected the special tokens {specials}"
+    if sorted(vocab.get(i, b"") for i in range(k, k + 256)) != _BYTES:
+        return f"ids {k}..{k + 255} are not the 256 single bytes"
+    joined = [vocab.get(k + 256 + n) for n in range(len(merges))]
+    if joined != [bytes(a) + bytes(b) for a, b in merges]:
+        return f"the ids after the bytes are not the merged tokens in the order learned: {joined[:4]}..."
+    return None
+
+
+def _bpe_size(case, out, ref, extra):
+    size = case.args[1]
+    return None if len(out[0]) == size else f"the vocabulary has {len(out[0])} entries, expected vocab_size = {size}"
+
+
+def _learned(ev, i):
+    """The student's merged tokens on case i (bytes), or None."""
+    try:
+        return [bytes(a) + bytes(b) for a, b in ev.raw[i][1]]
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
+def _merged_inside_special_tokens(ev):
+    """Recognises tokens learned from the special tokens' own text (found nowhere else in the corpus)."""
+    for i in ev.usable("all"):
+        path, _, specials = ev.cases[i].args
+        text = open(path, encoding="utf-8").read()
+        rest = text
+        for special in specials:
+            rest = rest.replace(special, "\x00")
+        inside = [t for t in _learned(ev, i) or () if len(t) > 1 and t.decode("utf-8", "replace") not in rest
+                  and any(t.decode("utf-8", "replace") in s for s in specials)]
+        if inside:
+            return f"on {ev.cases[i].label} it learned {inside[0]!r}, a piece of a special token's text"
+    return None
+
+
+def _spans_pretokens(ev):
+    """Recognises tokens that GPT-2's pre-tokenizer would cut in two (a merge across words)."""
+    from seqlab.tokenizer import gpt2_pretokenize
+    for i in ev.usable("all"):
+        crossing = [t for t in _learned(ev, i) or () if len(gpt2_pretokenize(t.decode("utf-8", "replace"))) > 1]
+        if crossing:
+            return f"on {ev.cases[i].label} it learned {crossing[0]!r}, which spans two pre-tokens"
+    return None
+
+
+def _vocab_size_off(ev):
+    """Recognises a merge list that is the reference's with a few merges more or fewer."""
+    off = []
+    for i in ev.own():
+        learned = _learned(ev, i)
+        if learned is None:
+            return None
+        expected = [a + b for a, b in ev.expected[i]["merges"]]
+        short, long_ = sorted((learned, expected), key=len)
+        if long_[:len(short)] != short or len(long_) - len(short) > 3:
+            return None
+        if len(learned) != len(expected):
+            off.append(i)
+    if not off:
+        return None
+    return f"on {ev.cases[off[0]].label} the vocabulary has {len(ev.raw[off[0]][0])} entries, " \
+           f"expected {ev.cases[off[0]].args[1]}"
+
+
+def _specials_not_first(ev):
+    """Recognises the special tokens present in the vocabulary but not at ids 0..k-1."""
+    for i in ev.own():
+        specials = [t.encode("utf-8") for t in ev.cases[i].args[2]]
+        try:
+            vocab = dict(ev.raw[i][0])
+        except (TypeError, ValueError, IndexError):
+            return None
+        where = {t: i for i, t in vocab.items()}
+        if specials and all(t in where for t in specials) and [where[t] for t in specials] != list(range(len(specials))):
+            return f"the special tokens have ids {[where[t] for t in specials]} on {ev.cases[i].label}"
+    return None
+
+
 TRAIN_BPE = Exercise(
     "train_bpe", "Training byte-level BPE", "训练字节级 BPE", "train_bpe(input_path, vocab_size, special_tokens)",
-    """Train byte-level BPE on the text file input_path.
-    Split the text on the special tokens first (they are never merged and never counted), pre-tokenize
-    each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be used), count pre-tokens,
-    then merge the most frequent adjacent pair (ties: lexicographically greater bytes) until the
-    vocabulary has vocab_size entries.
-    Returns (vocab: {id: bytes} with the special tokens first, then the 256 single bytes (any order),
-    then one token per merge; merges: [(left bytes, right bytes), ...] in the order learned).""",
+    """Train byte-level BPE on the text file input_path (UTF-8).
+
+    Split the text on the special tokens first: they are never merged and never counted.
+    Pre-tokenize each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be used) and count the pre-tokens: no merge crosses a pre-token.
+    Then merge the most frequent adjacent pair, ties broken by the lexicographically greater pair of bytes, until the vocabulary has vocab_size entries.
+    vocab_size counts the special tokens and the 256 single bytes.
+    special_tokens may be empty.
+    Returns (vocab, merges).
+    vocab: {id: bytes} with the special tokens first (ids 0..k-1, in the given order), then the 256 single bytes (in any order), then one token per merge.
+    merges: [(left bytes, right bytes), ...] in the order learned.""",
     _ref("train_bpe"), _bpe_cases,
-    (_mistake(M.train_bpe__merges_across_special_tokens, "BPE merging across a special token",
-              "the special token's text was counted and merged like ordinary text: split on special tokens first"),
-     _mistake(M.train_bpe__special_tokens_after_bytes, "the special tokens do not come first",
-              "ids 0..k-1 are the special tokens, then the 256 bytes, then the merges")),
-    returns="a tuple (vocab, merges)", compared=_bpe_compared, time_limit=30.0)
+    (_m(M.train_bpe__merges_across_special_tokens, "BPE merging inside a special token",
+        "the special token's text was counted and merged like ordinary text: split on special tokens first",
+        "BPE 合并了特殊词元内部的文本", "特殊词元的文本被当作普通文本计数和合并了：应先按特殊词元切分",
+        "A special token is one symbol that marks a boundary (the end of a document). If its text is "
+        "counted, BPE spends merges on '<|', 'endoftext' and '|>', and the boundary itself is never "
+        "one token, so the model cannot learn where documents end.",
+        "特殊词元是标记边界（文档结束）的一个符号。如果把它的文本计入统计，BPE 会把合并浪费在 '<|'、'endoftext'、'|>' 上，"
+        "而边界本身永远不会成为一个词元，模型就学不到文档在哪里结束。",
+        recognise=_merged_inside_special_tokens),
+     _m(M.train_bpe__no_pretokenization, "no pre-tokenization: merges across words",
+        "pre-tokenize each piece with GPT-2's regex and count the pre-tokens; BPE then merges inside pre-tokens only",
+        "没有预分词：跨词合并了", "用 GPT-2 的正则表达式对每一段预分词并统计预分词；BPE 只在预分词内部合并",
+        "Without pre-tokenization the most frequent pairs include a word's last letter and the next space "
+        "('b '), and tokens like 'the cat' appear: the vocabulary fills with accidents of the corpus "
+        "instead of reusable pieces of words.",
+        "没有预分词时，最常见的对中会出现一个词的最后一个字母加上后面的空格（'b '），还会出现 'the cat' 这样的词元："
+        "词表被语料中的偶然组合占满，而不是可复用的词的片段。",
+        recognise=_spans_pretokens),
+     _m(M.train_bpe__special_tokens_after_bytes, "the special tokens do not come first",
+        "ids 0..k-1 are the special tokens, then the 256 bytes, then the merges",
+        "特殊词元没有排在最前面", "id 0..k-1 是特殊词元，然后是 256 个字节，然后是合并产生的词元",
+        "The id layout is part of the tokenizer's file format: models and data prepared with one layout "
+        "read the wrong tokens with another.",
+        "id 的排布是分词器文件格式的一部分：用一种排布准备的模型和数据，用另一种排布读取就会读错词元。",
+        recognise=_specials_not_first),
+     _m(M.train_bpe__ties_to_smaller, "ties broken towards the smaller pair",
+        "among equally frequent pairs merge the lexicographically GREATER pair of bytes",
+        "并列时选了较小的一对", "出现次数相同的几对中，合并字节序较大的一对",
+        "The rule is a convention shared with GPT-2 and CS336's reference; any other rule diverges at the "
+        "first tie, and on real text ties come early.",
+        "这条规则是与 GPT-2 和 CS336 参考实现共享的约定；任何别的规则都会在第一次并列时分道扬镳，而在真实文本上并列来得很早。"),
+     _m(M.train_bpe__counts_not_weighted, "pairs counted once per distinct pre-token",
+        "a pre-token that occurs 6 times contributes its pairs 6 times: weight each word's pairs by its count",
+        "每个不同的预分词只计数一次", "出现 6 次的预分词，它的每一对也要计 6 次：按词的出现次数给它的各对加权",
+        "Counting distinct words gives rare words as much say as common ones; BPE's merges are the "
+        "most frequent pairs of the TEXT, so every occurrence counts.",
+        "只数不同的词，会让罕见词和常见词同样重要；BPE 合并的是文本中最常见的对，所以每次出现都要计数。"),
+     _m("vocab_size_miscounted", "one merge too many or too few",
+        "stop when len(vocab) == vocab_size: it counts the special tokens and the 256 bytes",
+        "多合并或少合并了一次", "当 len(vocab) == vocab_size 时停止：它包括特殊词元和 256 个字节",
+        "vocab_size is the size of the embedding table the model will have: an off-by-one tokenizer makes "
+        "ids the model cannot embed, or leaves a row that is never used.",
+        "vocab_size 就是模型嵌入表的大小：差一的分词器会产生模型无法嵌入的 id，或留下一行永远用不到。",
+        recognise=_vocab_size_off),
+     _m("no_special_tokens_fails", "an empty list of special tokens is not handled",
+        "with no special tokens there is nothing to split on (and re.split('', text) cuts between every "
+        "character): use the whole text as one piece",
+        "没有处理空的特殊词元列表", "没有特殊词元时无需切分（而 re.split('', text) 会在每个字符之间切开）：把整段文本当作一段",
+        "Plenty of corpora have no document markers. Joining an empty list of patterns gives the empty "
+        "pattern, which matches everywhere.",
+        "很多语料没有文档标记。把空的模式列表拼起来得到空模式，它在任何位置都能匹配，于是文本被切成单个字符。",
+        recognise=D.failed_check("no special tokens", raises=True))),
+    returns="a tuple (vocab, merges)", compared=_bpe_compared, time_limit=30.0,
+    spec=(Spec("special tokens split", "Split the text on the special tokens first: they are never merged and never counted.",
+               _bpe_special_cases),
+          Spec("pre-tokenized", "Pre-tokenize each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be "
+               "used) and count the pre-tokens: no merge crosses a pre-token.", _bpe_pretokenize_cases),
+          Spec("ties", "Then merge the most frequent adjacent pair, ties broken by the lexicographically greater pair "
+               "of bytes, until the vocabulary has vocab_size entries.", _bpe_tie_cases),
+          Spec("vocab size", "vocab_size counts the special tokens and the 256 single bytes.", verify=_bpe_size),
+          Spec("no special tokens", "special_tokens may be empty.", _bpe_no_special_cases),
+          Spec("shapes and types", "Returns (vocab, merges)."),
+          Spec("vocab order", "vocab: {id: bytes} with the special tokens first (ids 0..k-1, in the given order), then "
+               "the 256 single bytes (in any order), then one token per merge.", verify=_bpe_vocab_order),
+          Spec("merges in order", "merges: [(left bytes, right bytes), ...] in the order learned.",
+               verify=same_values("merges", part=_bpe_compared))))
 
 
 EXERCISES: tuple[Exercise, ...] = (

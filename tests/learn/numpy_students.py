@@ -1068,3 +1068,158 @@ WRONG["multihead_attention"] = [
                'K, V = x_kv @ params["Wk"], x_kv @ params["Wv"]\nQ = x_q\nQ[:] = x_q @ params["Wq"]'))),
     ("output without concat", "output_form", edit(_MHA, ('return {"concat": concat, "output": concat @ params["Wo"]}', 'return concat @ params["Wo"]'))),
 ]
+
+
+# --- choose_merge ------------------------------------------------------------------------------------------------
+_CHOOSE = """
+    def choose_merge(pair_counts, token_bytes):
+        return max(pair_counts, key=lambda p: (pair_counts[p], token_bytes[p[0]], token_bytes[p[1]]))
+"""
+CORRECT["choose_merge"] = {"max with a key": _CHOOSE, "sorted": """
+    def choose_merge(pair_counts, token_bytes):
+        # highest count first, then the greatest (left, right) bytes: sort descending and take the head
+        ranked = sorted(pair_counts.items(), key=lambda item: (item[1], bytes(token_bytes[item[0][0]]),
+                                                              bytes(token_bytes[item[0][1]])), reverse=True)
+        left, right = ranked[0][0]
+        return int(left), int(right)
+"""}
+WRONG["choose_merge"] = [
+    ("the smaller pair", "tie_to_smaller_pair", """
+        def choose_merge(pair_counts, token_bytes):
+            top = max(pair_counts.values())
+            tied = [p for p, c in pair_counts.items() if c == top]
+            return min(tied, key=lambda p: (token_bytes[p[0]], token_bytes[p[1]]))
+    """),
+    ("first seen", "tie_to_first_counted", """
+        def choose_merge(pair_counts, token_bytes):
+            best, best_count = None, -1
+            for pair, count in pair_counts.items():
+                if count > best_count:
+                    best, best_count = pair, count
+            return best
+    """),
+    ("ids", "ids_compared", edit(_CHOOSE, ("(pair_counts[p], token_bytes[p[0]], token_bytes[p[1]])", "(pair_counts[p], p)"))),
+    ("joined bytes", "concatenation_compared", edit(_CHOOSE, ("(pair_counts[p], token_bytes[p[0]], token_bytes[p[1]])",
+                                                             "(pair_counts[p], token_bytes[p[0]] + token_bytes[p[1]])"))),
+    ("a list", "not_a_tuple", """
+        def choose_merge(pair_counts, token_bytes):
+            best = max(pair_counts, key=lambda p: (pair_counts[p], token_bytes[p[0]], token_bytes[p[1]]))
+            return [best[0], best[1]]
+    """),
+    ("the bytes as a list", "token_bytes_as_a_list_only", """
+        def choose_merge(pair_counts, token_bytes):
+            table = list(token_bytes)
+            return max(pair_counts, key=lambda p: (pair_counts[p], table[p[0]], table[p[1]]))
+    """),
+    ("the chosen count zeroed", "inputs_changed_in_place", """
+        def choose_merge(pair_counts, token_bytes):
+            best = max(pair_counts, key=lambda p: (pair_counts[p], token_bytes[p[0]], token_bytes[p[1]]))
+            pair_counts[best] = 0        # it is merged now
+            return best
+    """),
+]
+
+
+# --- train_bpe -------------------------------------------------------------------------------------------------------
+_BPE = r'''
+    import collections
+    import re
+    from seqlab.tokenizer import gpt2_pretokenize
+    def train_bpe(input_path, vocab_size, special_tokens):
+        text = open(input_path, encoding="utf-8").read()
+        if special_tokens:
+            pieces = re.split("|".join(re.escape(s) for s in sorted(special_tokens, key=len, reverse=True)), text)
+        else:
+            pieces = [text]
+        words = collections.Counter()
+        for piece in pieces:
+            for token in gpt2_pretokenize(piece):
+                words[tuple(bytes([b]) for b in token.encode("utf-8"))] += 1
+        vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
+        for b in range(256):
+            vocab[len(vocab)] = bytes([b])
+        merges = []
+        while len(vocab) < vocab_size:
+            pairs = collections.Counter()
+            for word, count in words.items():
+                for pair in zip(word, word[1:]):
+                    pairs[pair] += count
+            if not pairs:
+                break
+            best = max(pairs, key=lambda p: (pairs[p], p))
+            merges.append(best)
+            vocab[len(vocab)] = best[0] + best[1]
+            new_words = collections.Counter()
+            for word, count in words.items():
+                out, k = [], 0
+                while k < len(word):
+                    if k + 1 < len(word) and (word[k], word[k + 1]) == best:
+                        out.append(best[0] + best[1])
+                        k += 2
+                    else:
+                        out.append(word[k])
+                        k += 1
+                new_words[tuple(out)] += count
+            words = new_words
+        return vocab, merges
+'''
+CORRECT["train_bpe"] = {"counter loop": _BPE, "the lab's counts": r'''
+    from collections import Counter
+    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
+    from seqlab.tokenizer.merges import choose_merge
+    def train_bpe(input_path, vocab_size, special_tokens):
+        # word lists of token ids; each step recounts the pairs and merges with the course's rule
+        text = open(input_path, encoding="utf-8").read()
+        pieces = [text]
+        for special in special_tokens:
+            pieces = [part for piece in pieces for part in piece.split(special)]
+        counts = Counter(t for piece in pieces for t in gpt2_pretokenize(piece))
+        token_bytes = [s.encode("utf-8") for s in special_tokens] + [bytes([b]) for b in range(256)]
+        first = len(special_tokens)
+        words = [[first + b for b in w.encode("utf-8")] for w in counts]
+        weights = list(counts.values())
+        merges = []
+        while len(token_bytes) < vocab_size:
+            pairs = Counter()
+            for w, c in zip(words, weights):
+                for pair in zip(w, w[1:]):
+                    pairs[pair] += c
+            if not pairs:
+                break
+            a, b = choose_merge(pairs, token_bytes)
+            token_bytes.append(token_bytes[a] + token_bytes[b])
+            merges.append((token_bytes[a], token_bytes[b]))
+            new = len(token_bytes) - 1
+            for n, w in enumerate(words):
+                out, k = [], 0
+                while k < len(w):
+                    if k + 1 < len(w) and w[k] == a and w[k + 1] == b:
+                        out.append(new)
+                        k += 2
+                    else:
+                        out.append(w[k])
+                        k += 1
+                words[n] = out
+        return dict(enumerate(token_bytes)), merges
+'''}
+WRONG["train_bpe"] = [
+    ("special tokens not split off", "merges_across_special_tokens", edit(
+        _BPE, ("if special_tokens:\n    pieces = re.split(\"|\".join(re.escape(s) for s in sorted(special_tokens, key=len, reverse=True)), text)\nelse:\n    pieces = [text]",
+               "pieces = [text]"))),
+    ("whole pieces counted", "no_pretokenization", edit(_BPE, ("for token in gpt2_pretokenize(piece):", "for token in [piece]:"))),
+    ("special tokens after the bytes", "special_tokens_after_bytes", edit(
+        _BPE, ('vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}\nfor b in range(256):\n    vocab[len(vocab)] = bytes([b])',
+               'vocab = {b: bytes([b]) for b in range(256)}\nfor s in special_tokens:\n    vocab[len(vocab)] = s.encode("utf-8")'))),
+    ("ties to the smaller pair", "ties_to_smaller", edit(_BPE, ("best = max(pairs, key=lambda p: (pairs[p], p))",
+                                                                "best = min(pairs, key=lambda p: (-pairs[p], p))"))),
+    ("each word once", "counts_not_weighted", edit(_BPE, ("pairs[pair] += count", "pairs[pair] += 1"))),
+    ("the bytes not counted in vocab_size", "vocab_size_miscounted", edit(_BPE, ("while len(vocab) < vocab_size:",
+                                                                               "while len(merges) < vocab_size - 256:"))),
+    ("an empty pattern", "no_special_tokens_fails", edit(
+        _BPE, ("if special_tokens:\n    pieces = re.split(\"|\".join(re.escape(s) for s in sorted(special_tokens, key=len, reverse=True)), text)\nelse:\n    pieces = [text]",
+               "pieces = re.split(\"|\".join(re.escape(s) for s in special_tokens), text) if special_tokens else list(text)"))),
+    ("the special tokens list extended", "inputs_changed_in_place", edit(
+        _BPE, ('vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}',
+               'special_tokens.sort(key=len)\nvocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}'))),
+    ("the merges as a dict", "output_form", edit(_BPE, ("return vocab, merges", "return vocab, dict(enumerate(merges))"))),
+]

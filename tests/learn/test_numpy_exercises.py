@@ -524,7 +524,7 @@ def test_a_wrong_student_version_fails_with_the_diagnosis_of_its_mistake(batch, 
     assert d["where"] and d["explanation"]
 
 
-@pytest.mark.parametrize("name", [n for n in NUMPY_NAMES if n in WRONG])
+@pytest.mark.parametrize("name", NUMPY_NAMES)
 def test_each_exercise_has_two_correct_and_four_wrong_versions_and_each_sentence_is_failed_by_one(batch, name):
     ex = exercise(name)
     assert len(CORRECT.get(name, {})) + (name in LOOPS) >= 2
@@ -550,3 +550,68 @@ def test_every_wrong_student_version_ends_in_a_specific_diagnosis(batch):
              if (batch[f"wrong {label}", n].diagnosis or {}).get("mistake") is not None]
     print(f"\n{len(named)} of {len(WRONG_VERSIONS)} wrong NumPy versions end in a specific diagnosis")
     assert len(named) == len(WRONG_VERSIONS)
+
+
+def test_every_mistake_is_written_for_the_lesson_in_both_languages_with_the_glossary_s_words():
+    import re
+
+    from seqlab.learn.exercise import GENERIC_MISTAKES
+    for owner, mistakes in [*((e.name, e.mistakes) for e in EXERCISES), ("generic", GENERIC_MISTAKES)]:
+        ids = [m.id for m in mistakes]
+        assert len(ids) == len(set(ids)), owner                  # one anchor mistake-<id> each
+        for m in mistakes:
+            assert m.title and m.explanation and m.title_zh and m.explanation_zh, (owner, m.id)
+            en, zh = m.why
+            assert len(en) > 60 and len(zh) > 30, (owner, m.id)
+            for text in (m.title_zh, m.explanation_zh, zh):
+                assert re.search(r"[\u4e00-\u9fff]", text), (owner, m.id, text)
+                bare = re.sub(r"nn\.LSTM|BasicLSTMCell|nn\.GRU", "", text)
+                assert not re.search(r"\bBPTT\b|\bLSTM\b|\bGRU\b", bare), (owner, m.id, text)   # 随时间反向传播, 长短期记忆, 门控循环单元
+            if m.convention and not m.accepted:
+                assert "this exercise uses" in m.explanation and "本练习使用" in m.explanation_zh, (owner, m.id)
+
+
+@pytest.mark.parametrize("name", NUMPY_NAMES)
+def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_reference(batch, name):
+    ex = exercise(name)
+    stub = " ".join(open(batch["stub", name].file, encoding="utf-8").read().split())
+    checks = {c["name"] for c in batch["reference", name].checks}
+    assert ex.spec
+    for spec in ex.spec:
+        assert " ".join(spec.sentence.split()) in stub, spec.sentence
+        assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
+
+
+def test_a_backward_pass_s_diagnosis_says_which_gradients_are_right_and_which_steps_differ(batch):
+    no_future = batch["wrong no future term", "rnn_bptt"].diagnosis
+    assert no_future["mistake"] == "no_future_gradient"
+    assert "right at the last time step and wrong at every earlier one" in no_future["where"]
+    assert "right: Wy, by; wrong: Wx, Wh, b, xs, h0" in no_future["where"]
+    last_only = batch["wrong weights from the last step only", "rnn_bptt"].diagnosis
+    assert last_only["mistake"] == "shared_weights_not_summed"
+    assert "only the last step's contribution" in last_only["where"] and "right: xs, h0" in last_only["where"]
+    overwritten = batch["wrong weights overwritten", "rnn_bptt"].diagnosis
+    assert "only the first step's contribution" in overwritten["where"]
+    twice = batch["wrong divided by T twice", "truncated_bptt"].diagnosis
+    assert twice["mistake"] == "divided_by_T_twice" and "the reference times 1/T" in twice["where"]
+    a_last = batch["wrong a from the last step only", "scalar_recurrence_backward"].diagnosis
+    assert "the gradient of a: output['a'] hold only the last step's contribution" in a_last["where"]
+
+
+def test_a_forward_pass_s_diagnosis_names_the_structure_of_the_difference(batch):
+    scale = batch["wrong divided by d", "attention"].diagnosis
+    assert scale["mistake"] == "divided_by_d" and "the reference times 1/sqrt(d_k)" in scale["where"]
+    axis = batch["wrong softmax down the columns", "attention"].diagnosis
+    assert axis["mistake"] == "softmax_over_queries"
+    window = batch["wrong strict inequality", "causal_mask"].diagnosis
+    assert "False on the diagonal j = i" in window["where"]
+    ahead = batch["wrong one step ahead", "causal_mask"].diagnosis
+    assert "True on the diagonal j = i + 1" in ahead["where"]
+    late = batch["wrong y from the state before", "rnn_forward"].diagnosis
+    assert "shifted by one time step" in late["where"]
+    heads = batch["wrong heads stacked last first", "multihead_attention"].diagnosis
+    assert "heads 0, 1 of 2 differ" in heads["where"]
+    sign = batch["wrong onehot minus probs", "softmax_cross_entropy"].diagnosis
+    assert sign["mistake"] == "gradient_sign" and "times -1" in sign["where"]
+    gru = batch["wrong z for the new state", "gru_cell_forward"].diagnosis
+    assert gru["convention"] and "this exercise uses" in gru["explanation"]
