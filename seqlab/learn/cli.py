@@ -72,7 +72,10 @@ def register(subparsers) -> None:
     p.add_argument("--show", action="store_true", help="show the worked solution")
     p = command("card", show_card, "an Explain / Derive self-check card")
     p.add_argument("--reveal", action="store_true", help="show the answer (and mark the card done)")
-    p = command("grade", grade_class, "grade a class: one workspace folder (or zip) per student", step=False)
+    p = sub.add_parser("grade", help="grade a class: one workspace folder (or zip) per student",
+                       description="Check every student's workspace the way `seqlab learn check` does; write "
+                                   "grades.csv, grades.json, summary.md and summary.png (or Gradescope's results.json).")
+    p.set_defaults(func=grade_class)
     p.add_argument("submissions", nargs="?", type=Path, default=None, metavar="SUBMISSIONS",
                    help="a folder holding one workspace folder or .zip per student (the name is the student)")
     p.add_argument("--out", type=Path, default=None, metavar="REPORT",

@@ -149,27 +149,35 @@ class _Memo:
         return copy.deepcopy(output)
 
 
+def _per_case(function):
+    """``function(case)`` computed once per case object (the shared cases are kept, so ids stay theirs)."""
+    done, lock = {}, threading.Lock()
+
+    def cached(case):
+        with lock:
+            if id(case) not in done:
+                done[id(case)] = (case, function(case))
+            return done[id(case)][1]
+    return cached
+
+
 def shared(exercise):
-    """The exercise with its cases made once, and its reference, catalogued mistakes and
-    finite-difference gradients computed once per input for every submission of a class."""
-    made = exercise.cases()
+    """The exercise with its cases made once, and its reference, catalogued mistakes and per-case
+    computations (finite-difference gradients, per-step terms) done once per input for every
+    submission of a class."""
+    cases = exercise.cases()
 
-    def cases():
-        return made
-    cases.with_specs = True                    # the sentences' cases are among them already
+    def made_cases():
+        return cases
+    made_cases.__dict__.update(getattr(exercise.cases, "__dict__", {}))   # what the exercise marked on its own
     reference = _Memo(exercise.reference())
-    mistakes = tuple(m if m.implementation is None else dataclasses.replace(m, implementation=_Memo(m.implementation))
-                     for m in exercise.mistakes)
-    changes = {"cases": cases, "reference": lambda: reference, "mistakes": mistakes}
-    if exercise.gradients is not None:
-        gradients, done, lock = exercise.gradients, {}, threading.Lock()
-
-        def cached_gradients(case):
-            with lock:
-                if id(case) not in done:
-                    done[id(case)] = (case, gradients(case))   # the case is kept: its id stays its own
-                return done[id(case)][1]
-        changes["gradients"] = cached_gradients
+    mistakes = tuple(dataclasses.replace(m, implementation=_Memo(m.implementation))
+                     if m.implementation is not None else m for m in exercise.mistakes)
+    changes = {"cases": made_cases, "reference": lambda: reference, "mistakes": mistakes}
+    fields = {f.name for f in dataclasses.fields(exercise)}
+    for name in ("gradients", "step_terms"):
+        if name in fields and getattr(exercise, name) is not None:
+            changes[name] = _per_case(getattr(exercise, name))
     return dataclasses.replace(exercise, **changes)
 
 
@@ -344,9 +352,10 @@ def read_points(path: Path, known: list[str]) -> dict[str, float]:
     """A TOML table exercise = points; ValueError naming the file and the entry that is wrong."""
     import difflib
     import tomllib
+    text = Path(path).read_text(encoding="utf-8", errors="replace")     # OSError: the caller's runtime failure
     try:
-        table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path}: not a TOML table of exercise = points ({error})") from None
     points = {}
     for name, value in table.items():
@@ -399,6 +408,8 @@ def run_grade_command(args) -> int:
     if args.points is not None:
         try:
             points = read_points(args.points, known)
+        except OSError as error:
+            return _failure(f"cannot read --points {args.points}: {error.strerror or error}")
         except ValueError as error:
             return _usage(str(error))
         if not args.exercises:
@@ -423,9 +434,9 @@ def run_grade_command(args) -> int:
     try:
         entries = submissions(args.submissions)
     except SubmissionError as error:
-        return _usage(str(error))
+        return _failure(str(error))
     if not entries:
-        return _usage(f"{args.submissions} holds no submission (one folder or .zip per student)")
+        return _failure(f"{args.submissions} holds no submission (one folder or .zip per student)")
     grades = grade_all(entries, exercises, workers=args.workers, time_limit=args.time_limit,
                        progress=not args.no_progress)
     paths = write_report(grades, exercises, args.out)
@@ -438,3 +449,8 @@ def run_grade_command(args) -> int:
 def _usage(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+def _failure(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1

@@ -304,7 +304,8 @@ def _join(lines: list[str]) -> str:
 
 # --- checks of the lessons against the path and against seqlab's own values -------------------------
 class _Lazy:
-    """``seqlab.labs.recurrence.scalar_recurrence`` in a numbers expression: submodules import on use."""
+    """``seqlab.labs.recurrence.scalar_recurrence`` in a numbers expression: submodules import on use.
+    The expressions are the project's own (lesson files), evaluated with the usual builtins."""
 
     def __init__(self, name: str):
         self._name = name
@@ -323,9 +324,7 @@ def _namespace() -> dict:
     from seqlab.learn.questions import QUESTION_BY_ID
     from seqlab.learn.references import reference
     return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": reference,
-            "answer": lambda qid: QUESTION_BY_ID[qid].answer(), "__builtins__": {"len": len, "sum": sum,
-            "abs": abs, "float": float, "int": int, "list": list, "range": range, "round": round, "min": min,
-            "max": max}}
+            "answer": lambda qid: QUESTION_BY_ID[qid].answer()}
 
 
 def _flatten(value) -> list[float]:

@@ -6,11 +6,11 @@ pickle); anything else is the call's error, "returned a TYPE, expected ...". The
 check (one job: one file's function on its calls), from the moment the child has made the check's
 inputs to the moment its answer is written; a check that runs over ends the child, and a fresh
 child goes on with the next. One warm child runs a batch's checks one after another (numpy and
-torch imported once) and, between checks, ends every process the student's code started (it is
-their subreaper). The child runs in its own session, its working folder and TMPDIR in a scratch
-folder; a timeout, Ctrl-C or SIGTERM ends its whole group and every process below it and removes
-the scratch folder (then KeyboardInterrupt, or exit status 143). The parent writes the request
-(the jobs) with pickle; only the child reads it.
+torch imported once); between checks it ends every process the student's code started (it is their
+subreaper), and a check that leaves threads running retires it. The child runs in its own session,
+its working folder and TMPDIR in a scratch folder; a timeout, Ctrl-C or SIGTERM ends its whole
+group and every process below it and removes the scratch folder (then KeyboardInterrupt, or exit
+status 143). The parent writes the request (the jobs) with pickle; only the child reads it.
 
     run = run_student("ws/rnn_step.py", "rnn_step", [((params, x, h), {})], time_limit=5.0)
     run.calls[0].output      # the returned value, or run.calls[0].error (a traceback's last lines)
@@ -116,10 +116,18 @@ def _mutated(before, after, names: list[str]) -> list[str]:
     return changed
 
 
+def _text(error: BaseException) -> str:
+    """str(error), or a stand-in when the student's exception cannot say itself."""
+    try:
+        return str(error)
+    except BaseException:  # noqa: BLE001 - its __str__ raised
+        return f"<a {type(error).__name__} whose message cannot be printed>"
+
+
 def _short_traceback(error: BaseException, path: str) -> str:
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path]
     where = f"{path}, line {frames[-1].lineno}: " if frames else ""
-    return f"{where}{type(error).__name__}: {error}"
+    return f"{where}{type(error).__name__}: {_text(error)}"
 
 
 def _call(func, args, kwargs, names, job, rules, path) -> CallResult:
@@ -138,13 +146,20 @@ def _call(func, args, kwargs, names, job, rules, path) -> CallResult:
         result.not_implemented = True
     except BaseException as error:  # noqa: BLE001 - any failure of student code is a report
         if type(error).__name__ == "RuleBroken":
-            result.error = result.broke_rule = str(error)
+            result.error = result.broke_rule = _text(error)
         else:
             result.error = _short_traceback(error, path)
     result.seconds = time.perf_counter() - start
-    result.mutated = _mutated(before, given, names) + _mutated(
-        [kwargs[k] for k in kwargs], [kw[k] for k in kwargs], list(kwargs))
+    try:
+        result.mutated = _mutated(before, given, names) + _mutated(
+            [kwargs[k] for k in kwargs], [kw[k] for k in kwargs], list(kwargs))
+    except Exception:  # noqa: BLE001 - an argument replaced by something that cannot be compared
+        result.mutated = ["an argument (replaced by an object that cannot be compared with it)"]
     return result
+
+
+class _RulesFailed(Exception):
+    """The rules module's enter() failed (seqlab's code, not the student's)."""
 
 
 def _run_job(job: dict, calls: list, rules) -> StudentRun:
@@ -161,7 +176,11 @@ def _run_job(job: dict, calls: list, rules) -> StudentRun:
     modules_before = set(sys.modules)
     try:
         if rules is not None:
-            rules.enter(job["rules"])
+            try:
+                rules.enter(job["rules"])
+            except BaseException as error:  # noqa: BLE001 - the rules module's own failure
+                raise _RulesFailed(f"the exercise's rules could not be set up: {type(error).__name__}: "
+                                   f"{_text(error)}") from None
         try:
             spec = importlib.util.spec_from_file_location(f"student_{function}", path)
             module = importlib.util.module_from_spec(spec)
@@ -178,8 +197,9 @@ def _run_job(job: dict, calls: list, rules) -> StudentRun:
                 done.append(_call(func, args, kwargs, names, job, rules, path))
                 if done[-1].not_implemented:
                     break
-    except BaseException as error:  # noqa: BLE001 - the rules module's enter() failed
-        failure = failure or f"the exercise's rules could not be set up: {type(error).__name__}: {error}"
+    except BaseException as error:  # noqa: BLE001 - whatever stopped the calls is the check's failure
+        failure = failure or (str(error) if isinstance(error, _RulesFailed)
+                              else f"the check stopped: {type(error).__name__}: {_text(error)}")
     finally:
         if rules is not None:
             try:
@@ -254,6 +274,7 @@ def _child_main(argv: list[str]) -> None:
     import numpy  # noqa: F401 - every exercise uses it, and answers are written with it
     answers = os.path.join(scratch, "answers")
     cases: dict[str, list] = {}
+    threads = threading.active_count()
     for k in range(first, len(jobs)):
         job, failure, rules = jobs[k], None, None
         calls = job.get("calls")
@@ -273,6 +294,9 @@ def _child_main(argv: list[str]) -> None:
         _write_answer(answers, k, run)
         _end_processes_below(os.getpid())
         os.write(events, f"done {k}\n".encode())
+        if threading.active_count() > threads and k + 1 < len(jobs):
+            os.write(events, b"retire\n")     # the student's threads still run: the next check gets a fresh child
+            break
     sys.stdout.flush()
     os._exit(0)                      # no atexit handler or thread of the student's runs after this
 
@@ -552,6 +576,8 @@ class _Batch:
                             started = now
                         now = time.monotonic()
                         deadline = (started if 0 <= now - started < PREPARE_LIMIT else now) + self._limit(k)
+                    elif words == ["retire"] and not running:
+                        return k                     # this child's student threads live on: a fresh one goes on
                     elif k < end and running and words == ["done", str(k)]:
                         try:
                             self._finish(k, _read_answer(os.path.join(self.scratch, "answers"), k))

@@ -205,3 +205,13 @@ def test_every_command_step_passes_on_what_its_own_command_writes(tmp_path, caps
         capsys.readouterr()
         assert _cli("check", step.id, "--workspace", ws) == 0, capsys.readouterr().out
         assert "PASS" in capsys.readouterr().out
+
+
+def test_a_written_lesson_s_hints_are_the_ones_given(tmp_path, capsys):
+    from seqlab.learn.lessons import has_lesson, lesson
+    name = next(s.id for s in STEPS if s.kind == "implement" and has_lesson(s.id) and lesson(s.id).hints)
+    hints = lesson(name).hints
+    assert len(hints) >= 3                                # the idea, the shapes, the key line
+    assert _cli("hint", name, "--workspace", tmp_path / "ws") == 0
+    out = capsys.readouterr().out
+    assert f"hint 1 of {len(hints)}: {hints[0]}" in out and hints[1] not in out

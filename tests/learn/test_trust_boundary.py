@@ -374,3 +374,37 @@ def test_ctrl_c_and_sigterm_end_the_child_its_forks_and_the_scratch_folder(tmp_p
             "it started were ended") in err
     assert _gone(child) and all(_gone(p.pid) for p in helpers)
     assert not any(tmp.iterdir())                          # the scratch folder is removed
+
+
+def test_one_warm_child_runs_a_batch_unless_a_check_leaves_threads_running(tmp_path):
+    pid = "import os\ndef f():\n    return os.getpid()\n"
+    threads = ("import os, threading\ndef spin():\n    while True:\n        pass\n"
+               "def f():\n    threading.Thread(target=spin, daemon=True).start()\n    return os.getpid()\n")
+    a, b, c = (write_student(tmp_path / name, "f", text) for name, text in (("a", pid), ("b", threads), ("c", pid)))
+    runs = run_students([{"file": path, "function": "f", "calls": [((), {})]} for path in (a, a, b, c)], time_limit=30)
+    pids = [run.calls[0].output for run in runs]
+    assert pids[0] == pids[1] == pids[2]             # one warm child for the first three checks
+    assert pids[3] != pids[2]                         # the spinning thread's child was retired
+    assert all(run.failure is None for run in runs)
+
+
+def test_an_exception_that_cannot_say_itself_and_an_argument_that_cannot_be_compared(tmp_path):
+    path = write_student(tmp_path, "f", """
+        class Mute(Exception):
+            def __str__(self):
+                raise RuntimeError("no")
+
+        class Odd:
+            def __eq__(self, other):
+                raise RuntimeError("no comparison")
+
+        def f(params):
+            if params.get("raise"):
+                raise Mute()
+            params["w"] = Odd()
+            return 1
+        """)
+    run = run_student(path, "f", [(({"raise": True},), {}), (({"w": 1},), {})], time_limit=30)
+    assert "Mute: <a Mute whose message cannot be printed>" in run.calls[0].error
+    assert run.calls[1].error is None and run.calls[1].output == 1
+    assert run.calls[1].mutated == ["an argument (replaced by an object that cannot be compared with it)"]
