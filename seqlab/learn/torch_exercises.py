@@ -456,7 +456,7 @@ ROTATE_PAIRS = _torch_exercise(
               "half-split pairs (k, k + d/2), GPT-NeoX's and Hugging Face Llama's rotate_half. Both are valid RoPE, "
               "but weights trained with one need their q/k rows permuted for the other",
               ("旋转位置编码用了前后两半配对而不是相邻配对",
-               "本练习用相邻的分量对 (2k, 2k+1)，即 RoFormer 论文和 seqlab 的布局；你的代码用前后两半配对 (k, k + d/2)，"
+               "本练习使用相邻的分量对 (2k, 2k+1)，即 RoFormer 论文和 seqlab 的布局；你的代码用前后两半配对 (k, k + d/2)，"
                "即 GPT-NeoX 和 Hugging Face Llama 的 rotate_half。两种都是有效的旋转位置编码，但用一种训练的权重换另一种时要重排 q/k 的行"),
               ("RoPE rotates two coordinates of each query and key together; which two is a convention. The paper and "
                "this course pair neighbours (2k, 2k+1); GPT-NeoX and Hugging Face's Llama pair k with k + d/2. Each "
@@ -1016,7 +1016,7 @@ ADAMW_STEP = _torch_exercise(
               "form, CS336's Algorithm 1), whose eps is in effect eps / sqrt(1 - beta2^step): the same for ordinary "
               "gradients, different when they are as small as eps",
               ("eps 加在未校正的 sqrt(v) 上",
-               "本练习用 m_hat / (sqrt(v_hat) + eps)（seqlab、torch.optim.AdamW）；你的代码用 alpha_t m / (sqrt(v) + eps)，"
+               "本练习使用 m_hat / (sqrt(v_hat) + eps)（seqlab、torch.optim.AdamW）；你的代码用 alpha_t m / (sqrt(v) + eps)，"
                "把偏差校正并入 alpha_t（Adam 论文的高效写法、CS336 的算法 1），其有效 eps 为 eps / sqrt(1 - beta2^step)："
                "普通梯度下相同，梯度小到与 eps 相当时不同"),
               ("Failed, by name: folding the bias corrections into the step size is the Adam paper's own shortcut, and "
@@ -1033,7 +1033,7 @@ ADAMW_STEP = _torch_exercise(
               "this exercise uses m_hat / (sqrt(v_hat) + eps); your code is CS336's Algorithm 1, with eps beside the "
               "uncorrected sqrt(v) (its decay after the update is accepted): move eps to sqrt(v_hat)",
               ("CS336 的算法 1：eps 加在未校正的 sqrt(v) 上",
-               "本练习用 m_hat / (sqrt(v_hat) + eps)；你的代码是 CS336 的算法 1，eps 加在未校正的 sqrt(v) 上（其更新后再衰减的顺序是接受的）："
+               "本练习使用 m_hat / (sqrt(v_hat) + eps)；你的代码是 CS336 的算法 1，eps 加在未校正的 sqrt(v) 上（其更新后再衰减的顺序是接受的）："
                "把 eps 移到 sqrt(v_hat) 旁"),
               ("CS336's handout folds the bias corrections into the step size, which puts eps beside the uncorrected "
                "sqrt(v). That is a valid Adam but a different function from this exercise's when gradients are tiny; "
@@ -1534,8 +1534,8 @@ TRANSFORMER_BLOCK = _torch_exercise(
               "add z back: y = z + swiglu(rms_norm(z))",
               ("前馈网络外面缺少残差连接", "把 z 加回来：y = z + swiglu(rms_norm(z))"),
               ("The same as for the attention: the feed-forward layer adds to the residual stream, it does not "
-               "replace it.",
-               "与注意力相同：前馈层是往残差流上加东西，而不是取代它。")),
+               "replace it; without the residual its output replaces the vector the attention left.",
+               "与注意力相同：前馈层是往残差流上加东西，而不是取代它；没有残差，前馈层的输出会取代注意力之后的向量。")),
      _mistake("transformer_block__causal_mask_excludes_current", "causal mask off by one: the current position excluded",
               "position i attends to 0..i, itself included (tril with diagonal 0)",
               ("因果掩码差一：排除了当前位置", "位置 i 关注 0..i，包括它自己（tril，diagonal 为 0）"),
@@ -1551,7 +1551,7 @@ TRANSFORMER_BLOCK = _torch_exercise(
      _mistake("transformer_block__rope_half_split", "RoPE on half-split pairs",
               "this exercise uses adjacent pairs (2k, 2k+1); your code uses half-split pairs (k, k + w/2), GPT-NeoX's "
               "and Hugging Face Llama's rotate_half",
-              ("旋转位置编码用了前后两半配对", "本练习用相邻的分量对 (2k, 2k+1)；你的代码用前后两半配对 (k, k + w/2)，即 GPT-NeoX 和 Hugging Face Llama 的 rotate_half"),
+              ("旋转位置编码用了前后两半配对", "本练习使用相邻的分量对 (2k, 2k+1)；你的代码用前后两半配对 (k, k + w/2)，即 GPT-NeoX 和 Hugging Face Llama 的 rotate_half"),
               (_rope_why(), _rope_why(True)),
               convention="half-split pairs (k, k + w/2): GPT-NeoX's and Hugging Face Llama's rotate_half"),
      _mistake("transformer_block__scaled_by_d_model", "scores scaled by 1/sqrt(d_model)",

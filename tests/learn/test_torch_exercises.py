@@ -252,3 +252,30 @@ def test_adamw_step_s_reference_is_a_step_of_seqlab_s_adamw_object():
     opt.step()
     assert torch.equal(new_p, param.detach()) and torch.equal(new_m, opt.state[param]["exp_avg"])
     assert torch.equal(new_v, opt.state[param]["exp_avg_sq"]) and opt.state[param]["step"] == 7
+
+
+def test_every_mistake_is_written_for_the_lesson_in_both_languages():
+    import re
+    for ex in EXERCISES:
+        ids = [m.id for m in ex.mistakes]
+        assert len(ids) == len(set(ids)), ex.name                 # one anchor mistake-<id> each
+        for m in ex.mistakes:
+            assert m.title and m.explanation and m.title_zh and m.explanation_zh, (ex.name, m.id)
+            en, zh = m.why
+            assert len(en) > 60 and len(zh) > 30, (ex.name, m.id)
+            for text in (m.title_zh, m.explanation_zh, zh):
+                assert re.search(r"[\u4e00-\u9fff]", text), (ex.name, m.id, text)
+            assert m.implementation is not None or m.recognise is not None, (ex.name, m.id)
+            if m.convention and not m.accepted:
+                assert "this exercise uses" in m.explanation and "本练习使用" in m.explanation_zh, (ex.name, m.id)
+
+
+@pytest.mark.parametrize("name", TORCH_NAMES)
+def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_reference(batch, name):
+    ex = exercise(name)
+    stub = " ".join(open(batch["stub", name].file, encoding="utf-8").read().split())
+    checks = {c["name"] for c in batch["reference", name].checks}
+    assert ex.spec
+    for spec in ex.spec:
+        assert " ".join(spec.sentence.split()) in stub, spec.sentence
+        assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
