@@ -1240,6 +1240,7 @@ GET_BATCH = _torch_exercise(
                 "shows whether the last start is handled.",
                 "起点的上界正是差一错误藏身之处；刚好够一个窗口的数据集能看出最后一个起点是否处理正确。"))),
     returns="a tuple (inputs, targets) of int64 tensors", imports="import numpy as np\nimport torch",
+    axes={0: ("row", "position"), 1: ("row", "position")},
     may_change=("generator",),
     spec=(Spec("values (random inputs)", "with targets[i, j] = dataset[start_i + j + 1] (the next token)."),
           Spec("values (worked example)", "Draw the starts as generator.integers(0, len(dataset) - context_length, "
@@ -1346,7 +1347,7 @@ CAUSAL_MHSA = _torch_exercise(
                 "多几个头几乎不增加开销。本检查数出 2 个头和 8 个头（以及 4 个和 16 个位置）时的张量运算次数：批量的代码次数相同。")),
      _leading_dims_mistake("causal_multihead_self_attention"),
      _dtype_mistake("causal_multihead_self_attention")),
-    returns="a tensor of x's shape",
+    returns="a tensor of x's shape", axes={"": ("sequence", "position")},
     spec=(Spec("values (random inputs)", "Head h takes the contiguous columns h*w:(h+1)*w (w = d_model / num_heads: "
                                          "a view as (..., seq, heads, w));"),
           Spec("values (worked example)", "each head: causal scaled dot-product attention with scale 1/sqrt(w); "
@@ -1579,7 +1580,7 @@ TRANSFORMER_BLOCK = _torch_exercise(
                 "trained with another one compute something else.",
                 "Llama 3 用 theta = 500000，其他模型用 10000；eps 也各不相同。写死的值会让用别的值训练的检查点算出不同的结果。")),
      _dtype_mistake("transformer_block")),
-    returns="a tensor of x's shape", relations=_causality,
+    returns="a tensor of x's shape", relations=_causality, axes={"": ("sequence", "position")},
     spec=(Spec("values (random inputs)", "z = x + attn(rms_norm(x, ln1)); y = z + swiglu(rms_norm(z, ln2))"),
           Spec("values (worked example)", "with RoPE on each head's queries and keys: pair (2k, 2k+1) at position i "
                                           "rotated by i * theta^(-2k/w),"),
@@ -1707,7 +1708,7 @@ TRANSFORMER_LM = _torch_exercise(
                 "trained to compute with its own values.",
                 "这些是模型的配置，与权重一起保存：检查点只有用它自己的这些值，才能算出训练时的结果。")),
      _dtype_mistake("transformer_lm", "the weights'")),
-    returns="a tensor (batch, seq, vocab)", relations=_causality,
+    returns="a tensor (batch, seq, vocab)", relations=_causality, axes={"": ("sequence", "position")},
     spec=(Spec("values (random inputs)", "h = token_embeddings[ids]; h = block_i(h) for i = 0..num_layers-1"),
           Spec("values (worked example)", "Return the logits, not probabilities."),
           Spec("invariants", "ids (batch, seq) int64 -> logits (batch, seq, vocab)"),

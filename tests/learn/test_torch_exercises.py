@@ -279,3 +279,20 @@ def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_refe
     for spec in ex.spec:
         assert " ".join(spec.sentence.split()) in stub, spec.sentence
         assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
+
+
+def test_when_no_mistake_fits_the_diagnosis_names_the_positions_that_differ():
+    """A block right at every position but the last, checked in this process on calls given directly."""
+    from seqlab.learn.exercise import Expected, _call, _report
+    from seqlab.learn.runner import CallResult, StudentRun
+    ex = exercise("transformer_block")
+    ref = Expected(ex, ex.cases())
+    calls = []
+    for case in ref.cases:
+        out = _call(ex.reference(), case).clone()
+        out[..., -1, :] += 0.5
+        calls.append(CallResult(output=out, extra={"ops": 1, "ops_before": 1}))
+    report = _report(ex, "transformer_block.py", StudentRun(calls=calls), ref)
+    d = report.diagnosis
+    assert not report.passed and d["mistake"] is None
+    assert "position 2 differs (positions 0, 1 are right)" in d["where"], d["where"]
