@@ -546,14 +546,6 @@ def any_of(*recognisers: Recogniser) -> Recogniser:
     return recognise
 
 
-def all_of(*recognisers: Recogniser) -> Recogniser:
-    """Fits when every one of ``recognisers`` fits; says what each says."""
-    def recognise(ev: Evidence) -> str | None:
-        said = [r(ev) for r in recognisers]
-        return None if not all(said) else "; ".join(said)
-    return recognise
-
-
 # --- the diagnosis ---------------------------------------------------------------------------------------------
 def _agreement(ev: Evidence, theirs: list) -> tuple[int, int]:
     """(parts of the outputs where ``theirs`` agrees with the student's, all parts), over usable cases."""

@@ -538,15 +538,34 @@ def train_bpe__merges_across_special_tokens(input_path, vocab_size, special_toke
     return train_bpe_from_counts(Counter(gpt2_pretokenize(text)), vocab_size, special_tokens)
 
 
-def _pieces(text, special_tokens):
+def _pretoken_counts(input_path, special_tokens, *, pretokenize=True):
+    """{pre-token: count} after splitting on the special tokens (or the whole pieces, without pre-tokenizing)."""
     import re
-    if not special_tokens:
-        return [text]
-    return re.split("|".join(re.escape(s) for s in sorted(special_tokens, key=len, reverse=True)), text)
+    from collections import Counter
+
+    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
+    with open(input_path, encoding="utf-8") as f:
+        text = f.read()
+    pattern = "|".join(re.escape(s) for s in sorted(special_tokens, key=len, reverse=True))
+    pieces = re.split(pattern, text) if special_tokens else [text]
+    return Counter(t for piece in pieces for t in (gpt2_pretokenize(piece) if pretokenize else [piece]) if t)
 
 
-def _train_on_words(words: dict, vocab_size, special_tokens, *, greater=True):
-    """BPE on {word bytes tuple: count}: the plain loop, with the tie rule as a choice."""
+def train_bpe__no_pretokenization(input_path, vocab_size, special_tokens):
+    from seqlab.tokenizer.trainer import train_bpe_from_counts
+    return train_bpe_from_counts(_pretoken_counts(input_path, special_tokens, pretokenize=False), vocab_size,
+                                 special_tokens)
+
+
+def train_bpe__counts_not_weighted(input_path, vocab_size, special_tokens):
+    from seqlab.tokenizer.trainer import train_bpe_from_counts
+    return train_bpe_from_counts(dict.fromkeys(_pretoken_counts(input_path, special_tokens), 1), vocab_size,
+                                 special_tokens)
+
+
+def train_bpe__ties_to_smaller(input_path, vocab_size, special_tokens):
+    """The merge loop with the other tie rule (seqlab's trainer has the course's rule built in)."""
+    words = {tuple(bytes([b]) for b in w.encode("utf-8")): c for w, c in _pretoken_counts(input_path, special_tokens).items()}
     vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
     vocab.update({len(special_tokens) + b: bytes([b]) for b in range(256)})
     merges = []
@@ -558,49 +577,23 @@ def _train_on_words(words: dict, vocab_size, special_tokens, *, greater=True):
         if not pairs:
             break
         top = max(pairs.values())
-        tied = [p for p, c in pairs.items() if c == top]
-        best = max(tied) if greater else min(tied)
+        best = min(p for p, c in pairs.items() if c == top)      # the SMALLER pair of the tied ones
         merges.append(best)
         vocab[len(vocab)] = best[0] + best[1]
-        merged = {}
-        for word, count in words.items():
-            out, k = [], 0
-            while k < len(word):
-                if k + 1 < len(word) and (word[k], word[k + 1]) == best:
-                    out.append(word[k] + word[k + 1])
-                    k += 2
-                else:
-                    out.append(word[k])
-                    k += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + count
-        words = merged
+        words = {_merged(word, best): count for word, count in words.items()}
     return vocab, merges
 
 
-def _word_counts(input_path, special_tokens, *, pretokenize=True):
-    from collections import Counter
-
-    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
-    with open(input_path, encoding="utf-8") as f:
-        text = f.read()
-    counts = Counter()
-    for piece in _pieces(text, special_tokens):
-        for token in (gpt2_pretokenize(piece) if pretokenize else [piece]):
-            counts[tuple(bytes([b]) for b in token.encode("utf-8"))] += 1
-    return counts
-
-
-def train_bpe__no_pretokenization(input_path, vocab_size, special_tokens):
-    return _train_on_words(_word_counts(input_path, special_tokens, pretokenize=False), vocab_size, special_tokens)
-
-
-def train_bpe__ties_to_smaller(input_path, vocab_size, special_tokens):
-    return _train_on_words(_word_counts(input_path, special_tokens), vocab_size, special_tokens, greater=False)
-
-
-def train_bpe__counts_not_weighted(input_path, vocab_size, special_tokens):
-    words = {word: 1 for word in _word_counts(input_path, special_tokens)}
-    return _train_on_words(words, vocab_size, special_tokens)
+def _merged(word: tuple, pair: tuple) -> tuple:
+    out, k = [], 0
+    while k < len(word):
+        if word[k:k + 2] == pair:
+            out.append(pair[0] + pair[1])
+            k += 2
+        else:
+            out.append(word[k])
+            k += 1
+    return tuple(out)
 
 
 def train_bpe__special_tokens_after_bytes(input_path, vocab_size, special_tokens):

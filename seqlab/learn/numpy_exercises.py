@@ -148,6 +148,20 @@ def _square_only(check="non-square"):
               recognise=_right_on_the_square_example(check))
 
 
+def _states_none(check="h0 None", mistake_id="h0_none_not_handled", names="h0"):
+    return _m(mistake_id, f"{names}=None is not handled" if names == "h0" else "h0=None or c0=None is not handled",
+              f"{names} may be None: start from zeros (np.zeros(H)) then",
+              f"没有处理 {names}=None" if names == "h0" else "没有处理 h0=None 或 c0=None",
+              f"{names} 可能是 None：此时从全零的隐藏状态（np.zeros(H)）开始",
+              "None is the usual way to say 'no previous state': the first chunk of a text and a fresh sequence "
+              "start from zeros. The function turns None into that zero state itself, so that no caller has to, "
+              "and a backward pass starts from the same zeros as the forward pass it differentiates.",
+              "None 是表示“没有之前的隐藏状态”的常用方式：文本的第一段、一条新序列都从零开始。函数需要自己把 None "
+              "变成全零的隐藏状态，调用者就不必各自处理；反向传播也要从它所求导的前向传播的同一个全零状态开始。",
+              recognise=D.failed_check(check, raises=True))
+
+
+
 # --- the one-number recurrence --------------------------------------------------------------------------
 def _recurrence_cases():
     rng = _rng(1)
@@ -473,13 +487,7 @@ RNN_FORWARD = Exercise(
         "每个输入对应一个隐藏状态，hs[t] 才能和 xs[t]、ys[t] 对齐；把 h0 放在最前面，每个下标都会差一。",
         recognise=_one_more_row("hs", "h0 kept in front")),
      _square_only(),
-     _m("h0_none_not_handled", "h0=None is not handled",
-        "h0 may be None: start from np.zeros(H) then (H is Wh.shape[0])",
-        "没有处理 h0=None", "h0 可能是 None：此时从 np.zeros(H) 开始（H 是 Wh.shape[0]）",
-        "None is the usual way to say 'no previous state': the first chunk of a text and a fresh sequence "
-        "start from zeros. The function has to turn None into that zero state itself.",
-        "None 是表示“没有之前隐藏状态”的常用方式：文本的第一段、一条新序列都从零开始。函数需要自己把 None 变成全零的隐藏状态。",
-        recognise=D.failed_check("h0 None", raises=True)),
+     _states_none(),
      _not_float64()),
     returns='a dict {"hs": (T, H), "ys": (T, O)}',
     spec=(Spec("values (random inputs)", "h_t = tanh(Wh h_{t-1} + Wx x_t + b) and y_t = Wy h_t + by for t = 1..T, "
@@ -814,14 +822,7 @@ TRUNCATED_BPTT = Exercise(
         "truncation: a step's loss sends gradient only back to the start of its chunk.",
         "选择计入的步，正是实验用来展示截断下一个预测能影响哪些输入的办法：一步的损失只把梯度送回到它所在段的开头。",
         recognise=D.failed_check("loss_steps")),
-     _m("h0_none_not_handled", "h0=None is not handled",
-        "h0 may be None: start from np.zeros(H) then",
-        "没有处理 h0=None", "h0 可能是 None：此时从 np.zeros(H) 开始",
-        "None says 'no previous state': the first chunk of a text starts from zeros. The function turns "
-        "None into that zero state itself, so that every caller does not have to.",
-        "None 表示“没有之前的隐藏状态”：文本的第一段从零开始。函数需要自己把 None 变成全零的隐藏状态，"
-        "这样每个调用者就不必各自处理。",
-        recognise=D.failed_check("h0 None", raises=True))),
+     _states_none()),
     returns="a tuple (loss, grads, starts)", compared=lambda out: (out[0], out[1], list(out[2])),
     spec=(Spec("detached", "Each chunk's backward pass stops at its start state: no gradient flows into it (the "
                "history is detached).", verify=same_values(1, part=lambda out: (out[0], out[1]))),
@@ -1149,13 +1150,7 @@ LSTM_BPTT = Exercise(
         "gradient comes in at c_t and has to join the two paths from the future.",
         "当别的东西读取细胞状态时（堆叠的层、作用于它的损失、下一段），它的梯度在 c_t 进入，必须和来自未来的两条路径汇合。",
         recognise=D.failed_check("dcs")),
-     _m("states_none_not_handled", "h0=None or c0=None is not handled",
-        "None means a zero state: start from np.zeros(H)",
-        "没有处理 h0=None 或 c0=None", "None 表示全零的隐藏状态：从 np.zeros(H) 开始",
-        "A fresh sequence starts from zeros and callers say so with None. The backward pass must start "
-        "from the same zero states as the forward pass it differentiates.",
-        "新序列从零开始，调用者用 None 来表示。反向传播必须从与它所求导的前向传播相同的全零状态开始。",
-        recognise=D.failed_check("h0 and c0 None", raises=True)),
+     _states_none("h0 and c0 None", "states_none_not_handled", "h0 and c0"),
      _not_float64()),
     returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")),
     step_terms=_gate_terms("seqlab.labs.lstm", "lstm_forward", "lstm_cell_backward", ("h0", "c0")),
@@ -1301,13 +1296,7 @@ GRU_BPTT = Exercise(
         "漏掉一处，得到的梯度与有限差分恰好相差这一项。"),
      _weights_not_summed(("Wx", "Wh", "bx", "bh")),
      _square_only(),
-     _m("h0_none_not_handled", "h0=None is not handled",
-        "h0 may be None: start from np.zeros(H) then",
-        "没有处理 h0=None", "h0 可能是 None：此时从 np.zeros(H) 开始",
-        "A fresh sequence starts from zeros and callers say so with None. The backward pass must start "
-        "from the same zero states as the forward pass it differentiates.",
-        "新序列从零开始，调用者用 None 来表示。反向传播必须从与它所求导的前向传播相同的全零状态开始。",
-        recognise=D.failed_check("h0 None", raises=True)),
+     _states_none(),
      _not_float64()),
     returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",)),
     step_terms=_gate_terms("seqlab.labs.gru", "gru_forward", "gru_cell_backward", ("h0",)),

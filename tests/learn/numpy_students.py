@@ -35,6 +35,420 @@ CORRECT: dict[str, dict[str, str]] = {}
 WRONG: dict[str, list[tuple[str, str, str]]] = {}
 
 
+# Loop-style implementations, written independently of seqlab's vectorised ones.
+LOOPS = {
+    "scalar_recurrence": """
+        import math
+        import numpy as np
+        def scalar_recurrence(a, xs, h0=0.0):
+            out, h = [], h0
+            for x in xs:
+                h = math.tanh(a * h + float(x))
+                out.append(h)
+            return np.array(out)
+    """,
+    "rnn_step": """
+        import math
+        import numpy as np
+        def rnn_step(params, x, h_prev):
+            Wx, Wh, b = params["Wx"], params["Wh"], params["b"]
+            H, D = Wx.shape
+            h = np.zeros(H)
+            for i in range(H):
+                s = b[i]
+                for j in range(D):
+                    s += Wx[i, j] * x[j]
+                for j in range(H):
+                    s += Wh[i, j] * h_prev[j]
+                h[i] = math.tanh(s)
+            return h
+    """,
+    "rnn_bptt": """
+        import numpy as np
+        def rnn_bptt(params, xs, h0, dys, dh_last=None):
+            Wx, Wh, b, Wy = params["Wx"], params["Wh"], params["b"], params["Wy"]
+            T, H = len(xs), Wh.shape[0]
+            hs, h = [], np.array(h0, dtype=float)
+            for t in range(T):
+                h = np.tanh(Wx.dot(xs[t]) + Wh.dot(h) + b)
+                hs.append(h)
+            g = {k: np.zeros_like(v) for k, v in params.items()}
+            g["xs"] = np.zeros((T, Wx.shape[1]))
+            carry = np.zeros(H) if dh_last is None else np.array(dh_last, dtype=float)
+            for t in range(T - 1, -1, -1):
+                prev = hs[t - 1] if t else np.array(h0, dtype=float)
+                g["Wy"] += np.outer(dys[t], hs[t])
+                g["by"] += dys[t]
+                total = Wy.T.dot(dys[t]) + carry
+                local = np.array([total[i] * (1 - hs[t][i] ** 2) for i in range(H)])
+                for i in range(H):
+                    g["b"][i] += local[i]
+                    for j in range(Wx.shape[1]):
+                        g["Wx"][i, j] += local[i] * xs[t][j]
+                    for j in range(H):
+                        g["Wh"][i, j] += local[i] * prev[j]
+                g["xs"][t] = Wx.T.dot(local)
+                carry = Wh.T.dot(local)
+            g["h0"] = carry
+            return g
+    """,
+    "softmax_cross_entropy": """
+        import math
+        import numpy as np
+        def softmax_cross_entropy(logits, targets, normalizer=None):
+            n = len(logits) if normalizer is None else normalizer
+            probs = np.zeros_like(logits, dtype=float)
+            loss = 0.0
+            for r, row in enumerate(logits):
+                top = max(row)
+                exps = [math.exp(v - top) for v in row]
+                total = sum(exps)
+                for c in range(len(row)):
+                    probs[r, c] = exps[c] / total
+                loss -= math.log(probs[r, targets[r]])
+            d = probs.copy()
+            for r in range(len(targets)):
+                d[r, targets[r]] -= 1.0
+            return loss / n, d / n, probs
+    """,
+    "clip_global_norm": """
+        import math
+        import numpy as np
+        def clip_global_norm(grads, threshold):
+            arrays = [grads] if isinstance(grads, np.ndarray) else list(grads)
+            total = 0.0
+            for a in arrays:
+                for v in np.ravel(a):
+                    total += float(v) * float(v)
+            norm = math.sqrt(total)
+            factor = threshold / norm if norm > threshold else 1.0
+            scaled = [np.asarray(a, dtype=float) * factor for a in arrays]
+            return (scaled[0] if isinstance(grads, np.ndarray) else scaled), norm
+    """,
+    "causal_mask": """
+        import numpy as np
+        def causal_mask(n):
+            m = np.zeros((n, n), dtype=bool)
+            for i in range(n):
+                for j in range(i + 1):
+                    m[i, j] = True
+            return m
+    """,
+    "attention": """
+        import math
+        import numpy as np
+        def attention(q, keys, values, mask=None):
+            single = np.ndim(q) == 1
+            q = np.asarray(q, dtype=float)
+            Q = [q] if single else list(q)
+            d = len(Q[0])
+            vals = np.asarray(values, dtype=float)
+            scores, weights, outputs, empty = [], [], [], []
+            for i, qi in enumerate(Q):
+                row = [sum(qi[c] * k[c] for c in range(d)) / math.sqrt(d) for k in keys]
+                if mask is None:
+                    vis = [True] * len(keys)
+                else:
+                    m = np.asarray(mask)
+                    vis = list(m if m.ndim == 1 else m[i])
+                top = max([s for s, v in zip(row, vis) if v], default=0.0)
+                e = [math.exp(s - top) if v else 0.0 for s, v in zip(row, vis)]
+                total = sum(e)
+                w = [x / total if total > 0 else 0.0 for x in e]
+                if total == 0:
+                    empty.append(i)
+                out = sum(wj * vals[j] for j, wj in enumerate(w))
+                scores.append(row); weights.append(w); outputs.append(out)
+            scores, weights = np.array(scores), np.array(weights)
+            outputs = np.array(outputs, dtype=float)
+            if single:
+                o = outputs[0]
+                return {"scores": scores[0], "weights": weights[0], "output": float(o) if np.ndim(o) == 0 else o,
+                        "fully_masked_rows": empty}
+            return {"scores": scores, "weights": weights, "output": outputs, "fully_masked_rows": empty}
+    """,
+    "choose_merge": """
+        def choose_merge(pair_counts, token_bytes):
+            best = None
+            for pair, count in pair_counts.items():
+                key = (count, token_bytes[pair[0]], token_bytes[pair[1]])
+                if best is None or key > best[0]:
+                    best = (key, pair)
+            return best[1]
+    """,
+    "gru_cell_forward": """
+        import math
+        import numpy as np
+        def gru_cell_forward(params, x, h_prev, convention="paper"):
+            sig = lambda v: 1 / (1 + math.exp(-v))
+            H = len(h_prev)
+            Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+            r = [sig(Wx[i] @ x + bx[i] + Wh[i] @ h_prev + bh[i]) for i in range(H)]
+            z = [sig(Wx[H + i] @ x + bx[H + i] + Wh[H + i] @ h_prev + bh[H + i]) for i in range(H)]
+            reset = np.array([r[j] * h_prev[j] for j in range(H)])
+            n = [math.tanh(Wx[2 * H + i] @ x + bx[2 * H + i] + Wh[2 * H + i] @ reset + bh[2 * H + i]) for i in range(H)]
+            return np.array([z[i] * h_prev[i] + (1 - z[i]) * n[i] for i in range(H)]), None
+    """,
+}
+
+
+# The exercises above have loop-style versions in LOOPS; these are the rest, written the same way
+# (one step, one row, one head at a time), from the exercises' docstrings, not from seqlab's code.
+LOOPS.update({
+    "scalar_recurrence_backward": """
+        import math
+        import numpy as np
+        def scalar_recurrence_backward(a, xs, h0=0.0):
+            hs = [float(h0)]
+            for x in xs:
+                hs.append(math.tanh(a * hs[-1] + float(x)))
+            dxs = np.zeros(len(xs))
+            dh, da = 1.0, 0.0                       # dh = d h_T / d h_t, walking back from t = T
+            for t in range(len(xs), 0, -1):
+                dpre = dh * (1.0 - hs[t] ** 2)
+                dxs[t - 1] = dpre
+                da += dpre * hs[t - 1]
+                dh = dpre * a
+            return {"a": da, "xs": dxs, "h0": dh}
+    """,
+    "rnn_forward": """
+        import math
+        import numpy as np
+        def rnn_forward(params, xs, h0=None):
+            Wx, Wh, b, Wy, by = (params[k] for k in ("Wx", "Wh", "b", "Wy", "by"))
+            H, D, O = Wh.shape[0], Wx.shape[1], Wy.shape[0]
+            h = [0.0] * H if h0 is None else [float(v) for v in h0]
+            hs, ys = [], []
+            for x in xs:
+                h = [math.tanh(b[i] + sum(Wx[i, j] * x[j] for j in range(D)) + sum(Wh[i, j] * h[j] for j in range(H)))
+                     for i in range(H)]
+                hs.append(h)
+                ys.append([by[o] + sum(Wy[o, i] * h[i] for i in range(H)) for o in range(O)])
+            return {"hs": np.array(hs), "ys": np.array(ys)}
+    """,
+    "truncated_bptt": """
+        import math
+        import numpy as np
+        def truncated_bptt(params, xs, targets, h0=None, chunk_length=2, carry_state=True, loss_steps=None):
+            Wx, Wh, b, Wy, by = (params[k] for k in ("Wx", "Wh", "b", "Wy", "by"))
+            T, H = len(xs), Wh.shape[0]
+            first = np.zeros(H) if h0 is None else np.array(h0, dtype=float)
+            grads = {k: np.zeros_like(params[k], dtype=float) for k in ("Wx", "Wh", "b", "Wy", "by")}
+            grads["xs"], grads["h0"] = np.zeros((T, Wx.shape[1])), np.zeros(H)
+            loss, state, starts = 0.0, first, []
+            for s in range(0, T, chunk_length):
+                steps = list(range(s, min(s + chunk_length, T)))
+                start = state.copy() if carry_state else first.copy()
+                starts.append(start)
+                hs, h, dys = [], start, []
+                for t in steps:
+                    h = np.tanh(Wx @ xs[t] + Wh @ h + b)
+                    hs.append(h)
+                    y = Wy @ h + by
+                    p = np.exp(y - y.max())
+                    p /= p.sum()
+                    counts = loss_steps is None or t in list(loss_steps)
+                    if counts:
+                        loss -= math.log(p[targets[t]]) / T
+                    dy = p.copy()
+                    dy[targets[t]] -= 1.0
+                    dys.append(dy / T if counts else np.zeros_like(dy))
+                carry = np.zeros(H)                 # nothing flows in from after the chunk
+                for n in range(len(steps) - 1, -1, -1):
+                    t = steps[n]
+                    prev = hs[n - 1] if n else start
+                    grads["Wy"] += np.outer(dys[n], hs[n])
+                    grads["by"] += dys[n]
+                    dpre = (Wy.T @ dys[n] + carry) * (1 - hs[n] ** 2)
+                    grads["Wx"] += np.outer(dpre, xs[t])
+                    grads["Wh"] += np.outer(dpre, prev)
+                    grads["b"] += dpre
+                    grads["xs"][t] = Wx.T @ dpre
+                    carry = Wh.T @ dpre
+                if s == 0:
+                    grads["h0"] = carry
+                state = hs[-1]
+            return loss, grads, starts
+    """,
+    "lstm_cell_forward": """
+        import math
+        import numpy as np
+        def lstm_cell_forward(params, x, h_prev, c_prev):
+            sig = lambda v: 1.0 / (1.0 + math.exp(-v))
+            H = len(h_prev)
+            pre = [params["Wx"][r] @ x + params["bx"][r] + params["Wh"][r] @ h_prev + params["bh"][r] for r in range(4 * H)]
+            h, c = np.zeros(H), np.zeros(H)
+            for u in range(H):
+                i, f, g, o = sig(pre[u]), sig(pre[H + u]), math.tanh(pre[2 * H + u]), sig(pre[3 * H + u])
+                c[u] = f * c_prev[u] + i * g
+                h[u] = o * math.tanh(c[u])
+            return h, c, None
+    """,
+    "lstm_bptt": """
+        import math
+        import numpy as np
+        def lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None):
+            Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+            H = Wh.shape[1]
+            sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+            h = np.zeros(H) if h0 is None else np.array(h0, dtype=float)
+            c = np.zeros(H) if c0 is None else np.array(c0, dtype=float)
+            steps = []
+            for x in xs:
+                a = Wx @ x + bx + Wh @ h + bh
+                i, f, g, o = sig(a[:H]), sig(a[H:2 * H]), np.tanh(a[2 * H:3 * H]), sig(a[3 * H:])
+                c_new = f * c + i * g
+                steps.append((x, h, c, i, f, g, o, c_new))
+                h, c = o * np.tanh(c_new), c_new
+            grads = {k: np.zeros_like(params[k], dtype=float) for k in ("Wx", "Wh", "bx", "bh")}
+            grads["xs"] = np.zeros((len(xs), Wx.shape[1]))
+            dh_next, dc_next = np.zeros(H), np.zeros(H)
+            for t in range(len(xs) - 1, -1, -1):
+                x, h_prev, c_prev, i, f, g, o, c_t = steps[t]
+                dh = dhs[t] + dh_next
+                dc = dc_next + dh * o * (1 - np.tanh(c_t) ** 2) + (0.0 if dcs is None else dcs[t])
+                da = np.zeros(4 * H)
+                for u in range(H):
+                    da[u] = dc[u] * g[u] * i[u] * (1 - i[u])
+                    da[H + u] = dc[u] * c_prev[u] * f[u] * (1 - f[u])
+                    da[2 * H + u] = dc[u] * i[u] * (1 - g[u] ** 2)
+                    da[3 * H + u] = dh[u] * math.tanh(c_t[u]) * o[u] * (1 - o[u])
+                grads["Wx"] += np.outer(da, x)
+                grads["Wh"] += np.outer(da, h_prev)
+                grads["bx"] += da
+                grads["bh"] += da
+                grads["xs"][t] = Wx.T @ da
+                dh_next, dc_next = Wh.T @ da, dc * f
+            grads["h0"], grads["c0"] = dh_next, dc_next
+            return grads
+    """,
+    "gru_bptt": """
+        import numpy as np
+        def gru_bptt(params, xs, dhs, h0=None, convention="paper"):
+            Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
+            H = Wh.shape[1]
+            R, Z, N = slice(0, H), slice(H, 2 * H), slice(2 * H, 3 * H)
+            sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+            h = np.zeros(H) if h0 is None else np.array(h0, dtype=float)
+            steps = []
+            for x in xs:
+                r = sig(Wx[R] @ x + bx[R] + Wh[R] @ h + bh[R])
+                z = sig(Wx[Z] @ x + bx[Z] + Wh[Z] @ h + bh[Z])
+                n = np.tanh(Wx[N] @ x + bx[N] + Wh[N] @ (r * h) + bh[N])
+                steps.append((x, h, r, z, n))
+                h = z * h + (1 - z) * n
+            grads = {k: np.zeros_like(params[k], dtype=float) for k in ("Wx", "Wh", "bx", "bh")}
+            grads["xs"] = np.zeros((len(xs), Wx.shape[1]))
+            dh_next = np.zeros(H)
+            for t in range(len(xs) - 1, -1, -1):
+                x, h_prev, r, z, n = steps[t]
+                dh = dhs[t] + dh_next
+                dan = dh * (1 - z) * (1 - n ** 2)
+                daz = dh * (h_prev - n) * z * (1 - z)
+                d_reset = Wh[N].T @ dan                   # gradient of r * h_prev
+                dar = d_reset * h_prev * r * (1 - r)
+                for rows, da, h_in in ((R, dar, h_prev), (Z, daz, h_prev), (N, dan, r * h_prev)):
+                    grads["Wx"][rows] += np.outer(da, x)
+                    grads["Wh"][rows] += np.outer(da, h_in)
+                    grads["bx"][rows] += da
+                    grads["bh"][rows] += da
+                grads["xs"][t] = Wx[R].T @ dar + Wx[Z].T @ daz + Wx[N].T @ dan
+                dh_next = dh * z + d_reset * r + Wh[R].T @ dar + Wh[Z].T @ daz
+            grads["h0"] = dh_next
+            return grads
+    """,
+    "attention_backward": """
+        import math
+        import numpy as np
+        def attention_backward(q, keys, values, d_output, mask=None):
+            n, d = q.shape
+            m = keys.shape[0]
+            visible = np.ones((n, m), bool) if mask is None else np.broadcast_to(mask, (n, m))
+            dq, dk, dv = np.zeros(q.shape), np.zeros(keys.shape), np.zeros(values.shape)
+            for i in range(n):
+                scores = [float(q[i] @ keys[j]) / math.sqrt(d) for j in range(m)]
+                seen = [j for j in range(m) if visible[i, j]]
+                p = [0.0] * m
+                if seen:
+                    top = max(scores[j] for j in seen)
+                    total = sum(math.exp(scores[j] - top) for j in seen)
+                    for j in seen:
+                        p[j] = math.exp(scores[j] - top) / total
+                dp = [float(d_output[i] @ values[j]) for j in range(m)]
+                mean = sum(p[j] * dp[j] for j in range(m))
+                for j in range(m):
+                    ds = p[j] * (dp[j] - mean) / math.sqrt(d)
+                    dv[j] += p[j] * d_output[i]
+                    dq[i] += ds * keys[j]
+                    dk[j] += ds * q[i]
+            return {"q": dq, "keys": dk, "values": dv}
+    """,
+    "multihead_attention": """
+        import math
+        import numpy as np
+        def multihead_attention(x_q, x_kv, params, num_heads, mask=None):
+            Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
+            n, m, d_model = Q.shape[0], K.shape[0], Q.shape[1]
+            w = d_model // num_heads
+            visible = np.ones((n, m), bool) if mask is None else np.broadcast_to(mask, (n, m))
+            concat = np.zeros((n, d_model))
+            for h in range(num_heads):
+                cols = slice(h * w, (h + 1) * w)
+                for i in range(n):
+                    seen = [j for j in range(m) if visible[i, j]]
+                    if not seen:
+                        continue
+                    scores = [float(Q[i, cols] @ K[j, cols]) / math.sqrt(w) for j in seen]
+                    top = max(scores)
+                    e = [math.exp(s - top) for s in scores]
+                    for j, ej in zip(seen, e):
+                        concat[i, cols] += ej / sum(e) * V[j, cols]
+            return {"concat": concat, "output": concat @ params["Wo"]}
+    """,
+    "train_bpe": r'''
+        import collections
+        import regex
+        PATTERN = regex.compile(r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+        def train_bpe(input_path, vocab_size, special_tokens):
+            text = open(input_path, encoding="utf-8").read()
+            pieces = [text]
+            for special in special_tokens:                 # never count across a special token
+                pieces = [part for piece in pieces for part in piece.split(special)]
+            words = collections.Counter()
+            for piece in pieces:
+                for token in PATTERN.findall(piece):
+                    words[tuple(bytes([c]) for c in token.encode("utf-8"))] += 1
+            vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
+            for c in range(256):
+                vocab[len(vocab)] = bytes([c])
+            merges = []
+            while len(vocab) < vocab_size:
+                pairs = collections.Counter()
+                for word, count in words.items():
+                    for a, b in zip(word, word[1:]):
+                        pairs[a, b] += count
+                if not pairs:
+                    break
+                best = max(pairs, key=lambda p: (pairs[p], p))
+                merges.append(best)
+                vocab[len(vocab)] = best[0] + best[1]
+                merged = collections.Counter()
+                for word, count in words.items():
+                    out, k = [], 0
+                    while k < len(word):
+                        if k + 1 < len(word) and (word[k], word[k + 1]) == best:
+                            out.append(word[k] + word[k + 1])
+                            k += 2
+                        else:
+                            out.append(word[k])
+                            k += 1
+                    merged[tuple(out)] += count
+                words = merged
+            return vocab, merges
+    ''',
+})
+
+
 # --- scalar_recurrence ---------------------------------------------------------------------------------------
 _REC = """
     import numpy as np
@@ -627,41 +1041,7 @@ WRONG["lstm_cell_forward"] = [
 
 
 # --- lstm_bptt ---------------------------------------------------------------------------------------------------
-_LSTMB = """
-    import numpy as np
-    def lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None):
-        Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
-        xs = np.asarray(xs, dtype=np.float64)
-        H = Wh.shape[1]
-        sig = lambda v: 1.0 / (1.0 + np.exp(-v))
-        h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)
-        c = np.zeros(H) if c0 is None else np.array(c0, dtype=np.float64)
-        steps = []
-        for x in xs:
-            a = Wx @ x + bx + Wh @ h + bh
-            i, f, g, o = sig(a[:H]), sig(a[H:2 * H]), np.tanh(a[2 * H:3 * H]), sig(a[3 * H:])
-            c_new = f * c + i * g
-            steps.append((x, h, c, i, f, g, o, np.tanh(c_new)))
-            h, c = o * np.tanh(c_new), c_new
-        grads = {k: np.zeros(params[k].shape) for k in ("Wx", "Wh", "bx", "bh")}
-        grads["xs"] = np.zeros(xs.shape)
-        dh_next, dc_next = np.zeros(H), np.zeros(H)
-        for t in range(len(xs) - 1, -1, -1):
-            x, h_prev, c_prev, i, f, g, o, tc = steps[t]
-            dh = dhs[t] + dh_next
-            dc = dc_next + dh * o * (1 - tc ** 2)
-            if dcs is not None:
-                dc = dc + dcs[t]
-            da = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g ** 2), dh * tc * o * (1 - o)])
-            grads["Wx"] += np.outer(da, x)
-            grads["Wh"] += np.outer(da, h_prev)
-            grads["bx"] += da
-            grads["bh"] += da
-            grads["xs"][t] = Wx.T @ da
-            dh_next, dc_next = Wh.T @ da, dc * f
-        grads["h0"], grads["c0"] = dh_next, dc_next
-        return grads
-"""
+_LSTMB = LOOPS["lstm_bptt"]
 _LSTMB_STACKED = """
     import numpy as np
     def lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None):
@@ -696,24 +1076,23 @@ _LSTMB_STACKED = """
         return {"Wx": flat.T @ xs, "Wh": flat.T @ hs[:-1], "bx": flat.sum(0), "bh": flat.sum(0),
                 "xs": flat @ params["Wx"], "h0": dh_next, "c0": dc_next}
 """
-CORRECT["lstm_bptt"] = {"loop": _LSTMB, "stacked arrays": _LSTMB_STACKED}
+CORRECT["lstm_bptt"] = {"stacked arrays": _LSTMB_STACKED}
 WRONG["lstm_bptt"] = [
     ("no cell path", "no_cell_gradient_from_future", edit(_LSTMB, ("dh_next, dc_next = Wh.T @ da, dc * f", "dh_next, dc_next = Wh.T @ da, 0.0 * dc"))),
     ("no hidden path", "no_future_gradient", edit(_LSTMB_STACKED, ("dh = dhs[t] + dh_next", "dh = dhs[t]"))),
-    ("no tanh' on the way to c", "tanh_derivative_of_cell_missing", edit(_LSTMB, ("dc = dc_next + dh * o * (1 - tc ** 2)", "dc = dc_next + dh * o"))),
+    ("no tanh' on the way to c", "tanh_derivative_of_cell_missing", edit(_LSTMB, ("dh * o * (1 - np.tanh(c_t) ** 2)", "dh * o"))),
     ("weights overwritten", "weights_not_summed", edit(
         _LSTMB, ('grads["Wx"] += np.outer(da, x)', 'grads["Wx"] = np.outer(da, x)'), ('grads["Wh"] += np.outer(da, h_prev)', 'grads["Wh"] = np.outer(da, h_prev)'),
         ('grads["bx"] += da', 'grads["bx"] = da'), ('grads["bh"] += da', 'grads["bh"] = da'))),
     ("weights from the last step", "weights_not_summed", edit(
         _LSTMB_STACKED, ('return {"Wx": flat.T @ xs, "Wh": flat.T @ hs[:-1], "bx": flat.sum(0), "bh": flat.sum(0),',
                          'return {"Wx": np.outer(flat[-1], xs[-1]), "Wh": np.outer(flat[-1], hs[-2]), "bx": flat[-1], "bh": flat[-1],'))),
-    ("dcs not read", "dcs_ignored", edit(_LSTMB, ("if dcs is not None:\n    dc = dc + dcs[t]", "pass"))),
+    ("dcs not read", "dcs_ignored", edit(_LSTMB, (" + (0.0 if dcs is None else dcs[t])", ""))),
     ("states copied without a None check", "states_none_not_handled", edit(
-        _LSTMB, ("h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)", "h = np.array(h0, dtype=np.float64)"),
-        ("c = np.zeros(H) if c0 is None else np.array(c0, dtype=np.float64)", "c = np.array(c0, dtype=np.float64)"))),
+        _LSTMB, ("h = np.zeros(H) if h0 is None else np.array(h0, dtype=float)", "h = np.array(h0, dtype=float)"),
+        ("c = np.zeros(H) if c0 is None else np.array(c0, dtype=float)", "c = np.array(c0, dtype=float)"))),
     ("H taken from xs", "square_only", edit(_LSTMB_STACKED, ("T, H = len(xs), params[\"Wh\"].shape[1]", "T, H = xs.shape"))),
-    ("dxs like xs", "not_float64", edit(_LSTMB, ("xs = np.asarray(xs, dtype=np.float64)\n", "xs = np.asarray(xs)\n"),
-                                        ('grads["xs"] = np.zeros(xs.shape)', 'grads["xs"] = np.zeros_like(xs)'))),
+    ("dxs like xs", "not_float64", edit(_LSTMB, ('grads["xs"] = np.zeros((len(xs), Wx.shape[1]))', 'grads["xs"] = np.zeros_like(xs)'))),
     ("dhs accumulated in place", "inputs_changed_in_place", edit(_LSTMB, ("dh = dhs[t] + dh_next", "dhs[t] += dh_next\ndh = dhs[t]"))),
 ]
 
@@ -755,43 +1134,8 @@ WRONG["gru_cell_forward"] = [
 
 
 # --- gru_bptt ------------------------------------------------------------------------------------------------------
-_GRUB = """
-    import numpy as np
-    def gru_bptt(params, xs, dhs, h0=None, convention="paper"):
-        Wx, Wh, bx, bh = params["Wx"], params["Wh"], params["bx"], params["bh"]
-        xs = np.asarray(xs, dtype=np.float64)
-        H = Wh.shape[1]
-        R, Z, N = slice(0, H), slice(H, 2 * H), slice(2 * H, 3 * H)
-        sig = lambda v: 1.0 / (1.0 + np.exp(-v))
-        h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)
-        steps = []
-        for x in xs:
-            r = sig(Wx[R] @ x + bx[R] + Wh[R] @ h + bh[R])
-            z = sig(Wx[Z] @ x + bx[Z] + Wh[Z] @ h + bh[Z])
-            n = np.tanh(Wx[N] @ x + bx[N] + Wh[N] @ (r * h) + bh[N])
-            steps.append((x, h, r, z, n))
-            h = z * h + (1 - z) * n
-        grads = {k: np.zeros(params[k].shape) for k in ("Wx", "Wh", "bx", "bh")}
-        grads["xs"] = np.zeros(xs.shape)
-        dh_next = np.zeros(H)
-        for t in range(len(xs) - 1, -1, -1):
-            x, h_prev, r, z, n = steps[t]
-            dh = dhs[t] + dh_next
-            dan = dh * (1 - z) * (1 - n ** 2)
-            daz = dh * (h_prev - n) * z * (1 - z)
-            d_reset = Wh[N].T @ dan
-            dar = d_reset * h_prev * r * (1 - r)
-            for rows, da, h_in in ((R, dar, h_prev), (Z, daz, h_prev), (N, dan, r * h_prev)):
-                grads["Wx"][rows] += np.outer(da, x)
-                grads["Wh"][rows] += np.outer(da, h_in)
-                grads["bx"][rows] += da
-                grads["bh"][rows] += da
-            grads["xs"][t] = Wx[R].T @ dar + Wx[Z].T @ daz + Wx[N].T @ dan
-            dh_next = dh * z + d_reset * r + Wh[R].T @ dar + Wh[Z].T @ daz
-        grads["h0"] = dh_next
-        return grads
-"""
-CORRECT["gru_bptt"] = {"loop": _GRUB, "stacked gates": """
+_GRUB = LOOPS["gru_bptt"]
+CORRECT["gru_bptt"] = {"stacked gates": """
     import numpy as np
     def gru_bptt(params, xs, dhs, h0=None, convention="paper"):
         xs = np.array(xs, dtype=np.float64)
@@ -832,11 +1176,10 @@ WRONG["gru_bptt"] = [
         _GRUB, ('grads["Wx"][rows] += np.outer(da, x)', 'grads["Wx"][rows] = np.outer(da, x)'),
         ('grads["Wh"][rows] += np.outer(da, h_in)', 'grads["Wh"][rows] = np.outer(da, h_in)'),
         ('grads["bx"][rows] += da', 'grads["bx"][rows] = da'), ('grads["bh"][rows] += da', 'grads["bh"][rows] = da'))),
-    ("h0 copied without a None check", "h0_none_not_handled", edit(_GRUB, ("h = np.zeros(H) if h0 is None else np.array(h0, dtype=np.float64)", "h = np.array(h0, dtype=np.float64)"))),
-    ("dWx made like Wh", "square_only", edit(_GRUB, ('grads = {k: np.zeros(params[k].shape) for k in ("Wx", "Wh", "bx", "bh")}',
-                                                     'grads = {k: np.zeros(params["Wh" if k == "Wx" else k].shape) for k in ("Wx", "Wh", "bx", "bh")}'))),
-    ("dxs like xs", "not_float64", edit(_GRUB, ("xs = np.asarray(xs, dtype=np.float64)\n", "xs = np.asarray(xs)\n"),
-                                        ('grads["xs"] = np.zeros(xs.shape)', 'grads["xs"] = np.zeros_like(xs)'))),
+    ("h0 copied without a None check", "h0_none_not_handled", edit(_GRUB, ("h = np.zeros(H) if h0 is None else np.array(h0, dtype=float)", "h = np.array(h0, dtype=float)"))),
+    ("dWx made like Wh", "square_only", edit(_GRUB, ('grads = {k: np.zeros_like(params[k], dtype=float) for k in ("Wx", "Wh", "bx", "bh")}',
+                                                     'grads = {k: np.zeros_like(params["Wh" if k == "Wx" else k], dtype=float) for k in ("Wx", "Wh", "bx", "bh")}'))),
+    ("dxs like xs", "not_float64", edit(_GRUB, ('grads["xs"] = np.zeros((len(xs), Wx.shape[1]))', 'grads["xs"] = np.zeros_like(xs)'))),
     ("dhs accumulated in place", "inputs_changed_in_place", edit(_GRUB, ("dh = dhs[t] + dh_next", "dhs[t] += dh_next\ndh = dhs[t]"))),
 ]
 
