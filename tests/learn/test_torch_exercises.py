@@ -11,7 +11,7 @@ import pytest
 from seqlab.learn.catalog import TORCH_NAMES, exercise
 from seqlab.learn.exercise import GENERIC_CHECKS
 from seqlab.learn.torch_exercises import EXERCISES
-from tests.learn.students import assert_diagnosed, check_batch
+from tests.learn.students import assert_contract_in_stub, assert_diagnosed, check_batch
 from tests.learn.torch_students import CONVENTIONS, LOOPS, VECTORISED, WRONG
 
 __all__ = ["LOOPS"]                    # read by test_independent_implementations
@@ -272,13 +272,7 @@ def test_every_mistake_is_written_for_the_lesson_in_both_languages():
 
 @pytest.mark.parametrize("name", TORCH_NAMES)
 def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_reference(batch, name):
-    ex = exercise(name)
-    stub = " ".join(open(batch["stub", name].file, encoding="utf-8").read().split())
-    checks = {c["name"] for c in batch["reference", name].checks}
-    assert ex.spec
-    for spec in ex.spec:
-        assert " ".join(spec.sentence.split()) in stub, spec.sentence
-        assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
+    assert_contract_in_stub(batch, exercise(name))
 
 
 def test_when_no_mistake_fits_the_diagnosis_names_the_positions_that_differ():
