@@ -111,6 +111,7 @@ def close(expected, actual, rtol: float = compare.RTOL, atol: float = compare.AT
         return compare.agrees(expected, actual, rtol, atol)
     if isinstance(expected, (bytes, str)) or isinstance(actual, (bytes, str)):
         return expected == actual
+    rtol, atol = compare.tolerance(expected, actual, rtol, atol)
     try:
         e, a = array(expected), array(actual)
     except Exception:  # noqa: BLE001 - not numbers: equal or not

@@ -67,3 +67,13 @@ def mutant_test(exercises):
     def test(batch, name, mistake):
         assert_diagnosed(batch["mutant", name, mistake], mistake)
     return test
+
+
+def assert_contract_in_stub(batch, ex) -> None:
+    """Each sentence of ``ex``'s contract is in its stub, word for word, and is a check of the reference's report."""
+    stub = " ".join(open(batch["stub", ex.name].file, encoding="utf-8").read().split())
+    checks = {c["name"] for c in batch["reference", ex.name].checks}
+    assert ex.spec
+    for spec in ex.spec:
+        assert " ".join(spec.sentence.split()) in stub, spec.sentence
+        assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
