@@ -63,7 +63,8 @@ def test_the_issue_s_mistakes_are_catalogued():
                      ("attention", "softmax_over_queries"), ("attention", "missing_scale"),
                      ("causal_mask", "current_position_excluded"), ("causal_mask", "one_future_position_included"),
                      ("clip_global_norm", "coordinatewise"), ("gru_cell_forward", "update_gate_other_convention"),
-                     ("train_bpe", "merges_across_special_tokens")]:
+                     ("train_bpe", "merges_across_special_tokens"), ("train_bpe", "no_pretokenization"),
+                     ("attention", "mask_ignored"), ("truncated_bptt", "h0_gradient_from_every_chunk")]:
         assert expected in ids
 
 
@@ -167,6 +168,12 @@ def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_refe
     for spec in ex.spec:
         assert " ".join(spec.sentence.split()) in stub, spec.sentence
         assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
+
+
+def test_train_bpe_without_pre_tokenization_is_not_told_it_merged_across_a_special_token(batch):
+    d = batch["wrong whole pieces counted", "train_bpe"].diagnosis
+    assert d["mistake"] == "no_pretokenization" and "spans two pre-tokens" in d["where"]
+    assert batch["wrong special tokens not split off", "train_bpe"].diagnosis["mistake"] == "merges_across_special_tokens"
 
 
 def test_a_backward_pass_s_diagnosis_says_which_gradients_are_right_and_which_steps_differ(batch):
