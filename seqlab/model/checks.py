@@ -39,10 +39,12 @@ def on_gpu_path(tensor: torch.Tensor) -> bool:
     return _gpu_path_forced or tensor.device.type != "cpu"
 
 
-def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str) -> None:
+def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str,
+                   where_text=lambda where: f"index {where}") -> None:
     """Fail for the first entry of `values` (any shape) outside [0, upper).
 
-    CPU (eager): ValueError("{what} V at index (i, j) is outside {allowed}").
+    CPU (eager): ValueError("{what} V at index (i, j) is outside {allowed}"); ``where_text`` turns
+    the index tuple into other words (e.g. "position 7").
     GPU path and torch.compile: a device-side assertion (RuntimeError) with the message "{what}
     outside {allowed} ..."; it does not wait for the device and does not split a compiled graph.
     """
@@ -56,4 +58,4 @@ def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str) ->
     bad = (values < 0) | (values >= upper)
     if bool(bad.any()):
         where = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(f"{what} {int(values[where])} at index {where} is outside {allowed}")
+        raise ValueError(f"{what} {int(values[where])} at {where_text(where)} is outside {allowed}")
