@@ -7,6 +7,8 @@ import math
 
 import torch
 
+from seqlab.model.activations import log_softmax
+
 
 def _softmax(x, dim=-1):
     e = (x - x.amax(dim, keepdim=True)).exp()
@@ -86,19 +88,14 @@ def scaled_dot_product_attention__mask_inverted(Q, K, V, mask=None, *, causal=Fa
     return _sdpa(Q, K, V, mask, causal, invert=True)
 
 
-def _log_softmax(x, dim=-1):
-    top = x.amax(dim, keepdim=True)
-    return x - top - (x - top).exp().sum(dim, keepdim=True).log()
-
-
 def cross_entropy__summed_not_averaged(logits, targets):
-    logp = _log_softmax(logits.reshape(-1, logits.shape[-1]))
+    logp = log_softmax(logits.reshape(-1, logits.shape[-1]))
     return -logp.gather(-1, targets.reshape(-1, 1).long()).sum()
 
 
 def cross_entropy__log_softmax_over_wrong_axis(logits, targets):
     flat = logits.reshape(-1, logits.shape[-1])
-    logp = _log_softmax(flat, 0)
+    logp = log_softmax(flat, 0)
     return -logp.gather(-1, targets.reshape(-1, 1).long()).mean()
 
 

@@ -34,10 +34,10 @@ def test_each_analysis_writes_a_png_and_its_numbers(byte_run, loaded, tmp_path, 
     torch.testing.assert_close(torch.tensor(lens["top_probs"]), logit_lens(loaded, list(b"hello hello")).top_probs)
     patched = json.loads((out / "patch.json").read_text())
     torch.testing.assert_close(torch.tensor(patched["recovery"]),
-                               patch(loaded, list(b"hello"), list(b"hallo"), target=ord("e"), baseline=ord("a")))
+                               patch(loaded, list(b"hello"), list(b"hallo"), target=ord("e"), baseline=ord("a")).recovery)
     knocked = json.loads((out / "knockout.json").read_text())
     torch.testing.assert_close(torch.tensor(knocked["drop"]), knockout(loaded, list(b"hello"), position=3,
-                                                                        target=ord("l")))
+                                                                        target=ord("l")).drops)
     heads = json.loads((out / "heads.json").read_text())
     torch.testing.assert_close(torch.tensor(heads["scores"]["induction"]),
                                head_scores(loaded, seq_len=8, batches=2)["induction"])
