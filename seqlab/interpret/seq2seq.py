@@ -64,9 +64,11 @@ def greedy_target(model: Seq2SeqModel, src_ids) -> list[int]:
 
     model = check_seq2seq(model)
     src = _source(model, src_ids)
-    (out,) = translate_ids(model, [src.tolist()], max_len=decode_limit(model, [len(src) + 1]),
-                           device=src.device)
-    return out
+    limit = decode_limit(model, [len(src) + 1])
+    if model.max_target_length is not None:  # the decoder then reads BOS + the output: one position more
+        limit = min(limit, model.max_target_length - 1)
+    (out,) = translate_ids(model, [src.tolist()], max_len=limit, device=src.device)
+    return [t for t in out if t != EOS_ID]
 
 
 def _pair(model: Seq2SeqModel, src_ids, target) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
