@@ -65,8 +65,9 @@ def check_token(vocab_size: int, token, name: str) -> int:
         token = token.item()
     if isinstance(token, bool) or not isinstance(token, int):
         raise TypeError(f"{name} must be a token id (an int), got {token!r}")
-    if not 0 <= token < vocab_size:
-        raise ValueError(f"{name} id {token} is outside the vocabulary [0, {vocab_size})")
+    if not -2 ** 63 <= token < 2 ** 63:
+        raise ValueError(f"{name}: id {token} does not fit a 64-bit integer")
+    check_token_ids(torch.tensor(token), vocab_size, name)
     return token
 
 

@@ -8,6 +8,7 @@ import math
 import torch
 
 from seqlab.model.activations import log_softmax
+from seqlab.model.rope import rope_angles
 
 
 def _softmax(x, dim=-1):
@@ -237,8 +238,7 @@ def _rms(x, weight, eps):
 def _rope(t, theta):
     """t (..., heads, seq, w): pair (2k, 2k+1) at position i rotated by i * theta^(-2k/w)."""
     seq, width = t.shape[-2], t.shape[-1]
-    inv = theta ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)
-    angles = (torch.arange(seq, dtype=torch.float64)[:, None] * inv).to(t.dtype)
+    angles = rope_angles(theta, width, seq, dtype=t.dtype)
     cos, sin = angles.cos(), angles.sin()
     even, odd = t[..., 0::2], t[..., 1::2]
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)

@@ -58,4 +58,12 @@ def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str,
     bad = (values < 0) | (values >= upper)
     if bool(bad.any()):
         where = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(f"{what} {int(values[where])} at {where_text(where)} is outside {allowed}")
+        at = where_text(where) if where else ""
+        raise ValueError(f"{what} {int(values[where])}{' at ' + at if at else ''} is outside {allowed}")
+
+
+def check_positions(token_positions: torch.Tensor, max_seq_len: int, table: str) -> None:
+    """Fail for the first token position outside [0, max_seq_len) of ``table`` (the rotary
+    embedding, the position table): the one range check of positions, as check_in_range does it."""
+    check_in_range(token_positions, max_seq_len, "token position",
+                   f"[0, max_seq_len={max_seq_len}) of {table}; raise max_seq_len (the context length)")

@@ -144,7 +144,7 @@ class TransformerLM(nn.Module):
         checks of shapes and context (forward checks, then calls this). ``key_padding_mask`` covers
         every key the cache will hold. The compiled decode step of a static KV cache
         (seqlab.inference.windows) calls it directly, with positions and mask it computed itself."""
-        x = self.token_embeddings(ids)  # raises on ids outside the vocabulary
+        x = self.token_embeddings(ids)  # raises on an id the vocabulary lacks (check_token_ids)
         if taps is not None:
             x = taps.tap("embed", x)
         for index, layer in enumerate(self.layers):

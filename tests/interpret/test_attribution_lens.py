@@ -52,9 +52,9 @@ def test_post_norm_and_bad_input_are_refused(model):
         direct_logit_attribution(small_model(0, norm_position="post"), IDS, target=1)
     with pytest.raises(ValueError, match="position -11 is out of range for a prompt of 10 tokens"):
         direct_logit_attribution(model, IDS, position=-11, target=1)
-    with pytest.raises(ValueError, match="baseline id 300 is outside the vocabulary"):
+    with pytest.raises(ValueError, match="baseline: token id 300 is outside the vocabulary"):
         direct_logit_attribution(model, IDS, target=1, baseline=300)
-    with pytest.raises(ValueError, match="target id 256"):
+    with pytest.raises(ValueError, match="target: token id 256"):
         logit_lens(model, IDS, target=256)
 
 

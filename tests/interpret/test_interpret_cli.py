@@ -47,7 +47,7 @@ def test_each_analysis_writes_a_png_and_its_numbers(byte_run, loaded, tmp_path, 
 @pytest.mark.parametrize("argv, message", [
     (["patch", "--clean", "hello", "--corrupt", "hell"], "--clean is 5 tokens and --corrupt 4"),
     (["knockout", "--text", "hello", "--position", "5"], "--position 5 is out of range for a prompt of 5 tokens"),
-    (["attribute", "--text", "hello", "--target", "id:999"], "target id 999 is outside the vocabulary [0, 256)"),
+    (["attribute", "--text", "hello", "--target", "id:999"], "target: token id 999 is outside the vocabulary [0, 256)"),
     (["attribute", "--text", "hello", "--target", "ab"], "--target 'ab' is 2 tokens"),
 ])
 def test_bad_input_is_one_line(byte_run, capsys, argv, message):

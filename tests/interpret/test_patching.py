@@ -160,7 +160,7 @@ def test_knockout_matches_one_forward_per_cut_edge(extra):
 def test_bad_input_is_named(model):
     with pytest.raises(ValueError, match="the clean prompt has 12 tokens and the corrupted one 11"):
         patch(model, CLEAN, CORRUPT[:11], target=42, baseline=61)
-    with pytest.raises(ValueError, match="target id 256 is outside the vocabulary"):
+    with pytest.raises(ValueError, match="target: token id 256 is outside the vocabulary"):
         patch(model, CLEAN, CORRUPT, target=256, baseline=61)
     with pytest.raises(ValueError, match="where must be one of"):
         patch(model, CLEAN, CORRUPT, target=42, baseline=61, where="attn")
@@ -168,7 +168,7 @@ def test_bad_input_is_named(model):
         patch(model, CLEAN, CLEAN, target=42, baseline=61)
     with pytest.raises(ValueError, match="position 12 is out of range for a prompt of 12 tokens"):
         knockout(model, CLEAN, position=12)
-    with pytest.raises(ValueError, match="target id -1 is outside"):
+    with pytest.raises(ValueError, match="target: token id -1 is outside"):
         knockout(model, CLEAN, target=-1)
 
 
