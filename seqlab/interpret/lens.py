@@ -8,7 +8,8 @@ import torch
 
 from seqlab.interpret.inputs import as_batch, check_lm, check_token
 from seqlab.interpret.notes import Note
-from seqlab.model import TransformerLM, softmax
+from seqlab.model import TransformerLM
+from seqlab.model.activations import log_softmax
 from seqlab.model.taps import Taps
 
 
@@ -34,7 +35,7 @@ class LogitLens:
 def lens_table(logits: torch.Tensor, targets: torch.Tensor, top_k: int) -> LogitLens:
     """A LogitLens of logits (rows, seq, vocab) and the id scored at each position (-1: none)."""
     with torch.no_grad():
-        probs = softmax(logits.float(), dim=-1)
+        probs = log_softmax(logits.float()).exp()
         top_probs, top_ids = probs.topk(top_k, dim=-1)
         known = targets >= 0
         safe = targets.clamp(min=0).expand(logits.shape[0], -1)[..., None]

@@ -6,20 +6,12 @@ Kept below training and interpretation so that both use one formula: ``seqlab.in
     tokens = repeated_tokens(vocab_size=64, seq_len=16, batches=4, seed=0)   # (4, 32): a half, twice
     scores = pattern_scores(attention_patterns(model, tokens))             # {"induction": (L, H), ...}
 
-Two conventions (``convention=``):
-
-- ``"seqlab"`` (the default): each score is the mean of the head's weight on the key its role
-  names, over the queries that have such a key: previous token over i >= 1, duplicate and
-  induction over the second half (n queries of 2n), first token over i >= 1.
-- ``"transformerlens"``: TransformerLens's head detector (``detect_head``, error measure "mul"):
-  sum(A * D) / sum(A) per sequence, averaged over the batch, with D the detection pattern built
-  from the tokens themselves (D[i, j] = 1 where token j equals token i, j < i, for duplicate; the
-  same shifted one key right for induction; j = i - 1 for previous token; for first token, j = 0
-  and i >= 1, which TransformerLens does not name). Its denominator counts every query row (each
-  sums to 1), so on tokens whose first half has no repeat:
-      transformerlens = seqlab * (queries the seqlab mean is over) / (all 2n queries)
-  that is half the seqlab score for duplicate and induction heads, and (2n - 1) / 2n of it for
-  previous-token and first-token heads (``convert_scores``).
+Two conventions: "seqlab" (the mean of the weight on the key a role names, over the queries that
+have one) and "transformerlens" (its head detector: sum(A * D) / sum(A) per sequence, D the
+detection pattern built from the tokens, averaged over the batch; :func:`pattern_scores` says
+more). Its denominator counts every query row, so on tokens whose first half has no repeat
+transformerlens = seqlab * (queries the seqlab mean is over) / (all 2n queries): half for
+duplicate and induction heads (``convert_scores``).
 """
 
 from __future__ import annotations
@@ -52,8 +44,13 @@ def attention_patterns(model, ids: torch.Tensor) -> torch.Tensor:
 def pattern_scores(pattern: torch.Tensor, tokens: torch.Tensor | None = None,
                    convention: str = "seqlab") -> dict[str, torch.Tensor]:
     """The four scores, each (L, H) float32, of patterns (L, batch, H, 2n, 2n) on tokens repeated
-    once (n = half the length), in the module docstring's ``convention`` ("transformerlens" needs
-    the tokens (batch, 2n))."""
+    once (n = half the length).
+
+    "seqlab": previous token over i >= 1, duplicate and induction over the second half (n queries of
+    2n), first token over i >= 1. "transformerlens" (needs the tokens (batch, 2n)): TransformerLens's
+    ``detect_head`` with error measure "mul", D[i, j] = 1 where token j equals token i, j < i
+    (duplicate), the same one key right (induction), j = i - 1 (previous token), and for first
+    token (which TransformerLens does not name) j = 0, i >= 1."""
     pattern = pattern.float()
     if convention == "transformerlens":
         if tokens is None:

@@ -1,41 +1,22 @@
 """Taps: named points inside every seqlab model where an activation can be read or replaced.
 
 A model's forward takes ``taps=`` the way it takes a KV cache: an optional argument. Without it
-nothing below runs (no name is built, no tensor is copied or kept; the training step's operations
-are the same as before taps existed, ``tests/model/test_taps_cost.py``). With it, each named point
-the forward passes through is offered to the Taps object, which keeps the value (``read``) or
-replaces it with what an edit function returns (``edit``)::
+nothing here runs (the training step's operations are those of before taps existed:
+tests/model/test_taps_cost.py). With it, each named point is offered to the Taps object, which
+keeps the value (``read``) or replaces it with what an edit function returns (``edit``)::
 
     taps = Taps(read=["layers.*.attn.pattern", "layers.1.resid_pre"])
     logits = model(ids, taps=taps)
     taps.cache["layers.0.attn.pattern"]          # (batch, heads, queries, keys)
+    model(other, taps=Taps(edit={"layers.1.resid_pre": lambda x, point: clean}))
 
-    clean = taps.cache["layers.1.resid_pre"]
-    patched = model(other_ids, taps=Taps(edit={"layers.1.resid_pre": lambda x, point: clean}))
-
-Names follow the module tree, and every per-layer point carries its layer's index. The points of
-each model are listed in :data:`POINTS` (``{i}`` a layer index); a read or edit name may use ``*``
-(any characters, ``fnmatch``): ``"layers.*.attn.pattern"``. An edit function gets the value and a
-:class:`TapPoint` (its ``name``, and for a recurrent state the time ``step``) and returns the value
-to use instead, of the same shape, or, on the LM's query and residual points, of fewer positions
-(``seqlab.interpret`` reads only the last position of the last layer that way).
-
-A point that costs extra work is computed only when read or edited: the attention ``scores`` and
-``pattern`` (they make the layer use the reference formula, whose steps are visible), ``head_out``
-(each head's output projected on its own) and the final norm's ``scale``.
-
-Recurrent layers offer their state once per time step: the edit function is called at every
-step (``point.step``), so a state replaced at step t is what step t + 1 reads; the cache holds
-the steps stacked, (batch, steps, hidden).
-
-``Taps(enter={k: rows})`` starts extra batch rows at layer k of a Transformer LM: ``rows``
-(n, seq, d_model) join the batch as the residual stream entering block k (they skip the blocks
-before it), after the rows already there. A batch of patches that each change one layer's input
-runs as one forward pass this way, the blocks before each patch computed once for all.
-
-:class:`ActivationCache` (``taps.cache``) is a mapping from names to tensors. For a Transformer LM
-it also answers to TransformerLens's names, with TransformerLens's shapes
-(``cache["blocks.0.attn.hook_pattern"]``, ``cache["pattern", 0]``); see docs/interpret.md.
+Names follow the module tree; every per-layer point carries its layer's index (:data:`POINTS`
+lists each model's, ``*`` matches any characters). An edit gets the value and a :class:`TapPoint`
+(name, and a recurrent state's time ``step``: states are offered once per step, so a state replaced
+at step t is what step t + 1 reads). Optional work (attention scores and weights, which switch the
+layer to the reference formula; each head's output; the final norm's scale) runs only when read or
+edited. ``Taps(enter={k: rows})`` starts extra batch rows at layer k of a Transformer LM. The cache
+(:class:`ActivationCache`) also answers to TransformerLens's names of the LM's points.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """What a trained encoder-decoder looks at: attention maps and the Jacobian dependency map.
 
 Attention maps (`model.attention_maps`) show where each decoder layer's cross-attention puts its
-weight. They are the model's own bookkeeping and can mislead (information may already have moved
-between source positions inside the encoder). The dependency map asks the question directly:
+weight; they can mislead (information may already have moved between source positions inside the
+encoder). The dependency map asks the question directly:
 
     D[t, s] = || d logits[t] / d e_s ||_F
 
 how strongly output position t's logits move when source position s's embedding vector e_s moves
-(Frobenius norm over the vocabulary and the embedding dimensions). It works for every
-architecture, the plain RNN included: there it shows how the bottleneck spreads each output's
-dependence over the whole source. The source embeddings are replaced through the model's own taps
-(``encoder.embed``), so the gradient runs through the model's own forward.
-
-``path`` splits the flow of an RNN with attention, which reaches the decoder two ways:
-"attention" keeps only the path through the attention over the encoder's states (the decoder's
-starting state is cut from the graph: ``decoder.initial`` detached); "state" only the path through
-the recurrent state (the encoder's states the attention reads are detached: ``encoder.output``).
-The plain RNN has only the state path, the Transformer only attention.
+(over the vocabulary and the embedding dimensions). It works for every architecture: for the plain
+RNN it shows how the bottleneck spreads each output's dependence over the source. The embeddings
+are replaced through the model's own taps (``encoder.embed``). ``path`` splits an RNN with
+attention's two routes: "attention" (the decoder's starting state cut from the graph) or "state"
+(the encoder states the attention reads cut). seqlab.interpret and the paths experiment use this.
 
 Example: for "reverse" on "abc" -> "cba", a model that learned the task has D large on the
 anti-diagonal: output 0 depends on source 2, output 2 on source 0.
