@@ -156,6 +156,7 @@ async function setupModel() {
   const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths, induction } = await api("runs", {});
   const translateOpened = setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
   setupPaths(paths);
+  setupPathsAsk(runs.filter((r) => r.kind === "seq2seq"));
   setupCompare();
   setupInduction(induction);
   const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
