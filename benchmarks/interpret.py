@@ -53,7 +53,6 @@ from seqlab.interpret import (
     patch,
 )
 from seqlab.model import TransformerLM
-from tests.interpret.test_patching import naive_knockout
 
 SHAPES = {
     "tiny": dict(vocab_size=300, context_length=32, d_model=32, num_layers=2, num_heads=2),  # smoke tests only
@@ -97,6 +96,8 @@ def naive_patch(model, clean, corrupt, target, baseline):
 
 
 def bench(name: str, repeats: int, naive_repeats: int) -> None:
+    from tests.interpret.test_patching import naive_knockout  # the tests' naive loop (needs pytest)
+
     torch.manual_seed(0)
     model = TransformerLM(**SHAPES[name]).eval()
     vocab = model.config.vocab_size

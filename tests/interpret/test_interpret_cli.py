@@ -156,3 +156,25 @@ def test_a_seq2seq_run_answers_every_analysis(s2s_run, capsys):
                            "--where mlp_out: a seq2seq model patches source, encoder, decoder, context")):
         assert main(["interpret", argv[0], "--run", str(s2s_run), *argv[1:]]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_patching_shows_a_progress_bar_on_standard_error(byte_run, capsys):
+    assert main(["interpret", "patch", "--run", str(byte_run), "--clean", "hello there", "--corrupt",
+                 "hallo there", "--target", "e", "--baseline", "a"]) == 0
+    err = capsys.readouterr().err
+    assert "seqlab interpret patch" in err and "100%" in err and "11/11" in err  # positions done / all
+
+
+def test_the_cost_estimate_counts_the_rows_each_measurement_runs():
+    from seqlab.interpret.cost import CostLimitError, check_cost, estimate
+
+    model = small_model(0)
+    patch_cost = estimate(model, "patch", seq=40)
+    assert patch_cost.rows == 2 * 40 and estimate(model, "patch", seq=40, heads_rows=True).rows == 2 * 4 * 40
+    assert estimate(model, "knockout", seq=40, position=9).rows == 2 * 10
+    bigger = estimate(model, "patch", seq=64)
+    assert bigger.flops > 2 * patch_cost.flops  # patching grows with the square of the prompt
+    with pytest.raises(CostLimitError, match="over this explorer's limit of 0.001 s .* seqlab interpret patch") as error:
+        check_cost(bigger, 0.001, "seqlab interpret patch --run R --clean A --corrupt B")
+    assert error.value.cost is bigger
+    check_cost(bigger, 1e9, "never shown")
