@@ -390,6 +390,16 @@ def _target(subject, args) -> list[int] | None:
     return subject.tgt_vocab.encode(check_text(args.target, "--target"))
 
 
+def _target_token(subject, value: str | None, flag: str) -> int | None:
+    """The one target-vocabulary token ``value`` names (None when not given)."""
+    if value is None:
+        return None
+    ids = subject.tgt_vocab.encode(check_text(value, flag))
+    if len(ids) != 1:
+        raise ValueError(f"{flag} {value!r} is {len(ids)} target tokens; give one")
+    return ids[0]
+
+
 def _s2s_labels(subject, src: list[int], predicted: list[int]) -> tuple[list[str], list[str]]:
     piece = lambda vocab, i: vocab.decode([i]).replace(" ", "\u2423") or "?"
     source = [f"{i}:{piece(subject.src_vocab, t)}" for i, t in enumerate(src)]
@@ -417,13 +427,8 @@ def _s2s_attribute(subject, args) -> dict:
     from seqlab.interpret.seq2seq import decoder_attribution
 
     src = _source(subject, args.text, "--text")
-    baseline = None
-    if args.baseline is not None:
-        ids = subject.tgt_vocab.encode(check_text(args.baseline, "--baseline"))
-        if len(ids) != 1:
-            raise ValueError(f"--baseline {args.baseline!r} is {len(ids)} target tokens; give one")
-        baseline = ids[0]
-    result = decoder_attribution(subject.model, src, _target(subject, args), step=args.step, baseline=baseline)
+    result = decoder_attribution(subject.model, src, _target(subject, args), step=args.step,
+                                 baseline=_target_token(subject, args.baseline, "--baseline"))
     L, H = result.self_heads.shape
     rows = [f"L{l}" for l in range(L)]
     cols = [f"self H{h}" for h in range(H)] + [f"cross H{h}" for h in range(H)] + ["MLP"]
@@ -448,14 +453,8 @@ def _s2s_patch(subject, args) -> dict:
     if where not in S2S_WHERE:
         raise ValueError(f"--where {where}: a seq2seq model patches {', '.join(S2S_WHERE)}")
     clean, corrupt = _source(subject, args.clean, "--clean"), _source(subject, args.corrupt, "--corrupt")
-    baseline = None
-    if args.baseline is not None:
-        ids = subject.tgt_vocab.encode(check_text(args.baseline, "--baseline"))
-        if len(ids) != 1:
-            raise ValueError(f"--baseline {args.baseline!r} is {len(ids)} target tokens; give one")
-        baseline = ids[0]
     result = seq2seq_patch(subject.model, clean, corrupt, _target(subject, args), where=where, step=args.step,
-                           baseline=baseline)
+                           baseline=_target_token(subject, args.baseline, "--baseline"))
     source, steps = _s2s_labels(subject, clean, result.predicted)
     cols = {"source": source, "decoder": steps, "initial": ["initial state"]}[result.axis]
     piece = lambda t: subject.tgt_vocab.decode([t]) or "</s>"

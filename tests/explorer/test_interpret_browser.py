@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from seqlab.explorer.runs import RunRegistry
-from tests.explorer.browsing import CHROMIUM, browser, open_page, settled  # noqa: F401 (fixture)
+from tests.explorer.browsing import CHROMIUM, browser, open_page, overlapping, settled  # noqa: F401 (fixture)
 from tests.explorer.conftest import client_for, saturated_lm_run, serving
 
 pytestmark = [
@@ -21,15 +21,6 @@ LABELS = """(selector) => [...document.querySelectorAll(selector)].filter((e) =>
   .map((e) => { const r = e.getBoundingClientRect(); const card = e.closest('.ask-card, .panel');
     return [card ? card.dataset.arch || card.id : '', e.textContent, r.left, r.top, r.right, r.bottom]; })"""
 OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
-
-
-def overlapping(boxes):
-    pairs = []
-    for i, (group, text, l1, t1, r1, b1) in enumerate(boxes):
-        for group2, text2, l2, t2, r2, b2 in boxes[i + 1:]:
-            if group == group2 and min(r1, r2) - max(l1, l2) > 0.5 and min(b1, b2) - max(t1, t2) > 0.5:
-                pairs.append((group, text, text2))
-    return pairs
 
 
 @pytest.fixture(params=["en", "zh"])
