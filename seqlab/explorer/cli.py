@@ -24,8 +24,9 @@ def register(subparsers) -> None:
                         f"`seqlab demo`, or a seq2seq model from `seqlab seq2seq train`; default {DEMO_RUN} "
                         "when it exists")
     parser.add_argument("--paths", metavar="DIR", help="results of `seqlab paths --out DIR` to draw")
-    parser.add_argument("--workspace", metavar="DIR", help="a `seqlab learn` workspace: each widget whose "
-                        "exercise DIR holds shows your function's output beside the reference (e.g. seqlab-learn)")
+    parser.add_argument("--workspace", metavar="DIR", help="a `seqlab learn` workspace (default ./seqlab-learn, as "
+                        "`seqlab learn`'s): the course keeps your answers and checks in its progress.json, and each "
+                        "widget whose exercise DIR holds shows your function's output beside the reference")
     parser.add_argument("--induction", metavar="DIR", help="results of `seqlab induction --out DIR` to draw (its "
                         "2-layer model also opens the information-flow section)")
     parser.add_argument("--interpret-limit", type=float, default=None, metavar="SECONDS",
@@ -71,8 +72,12 @@ def run_explore(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"seqlab explore: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    server.workspace = getattr(args, "workspace", None)  # the "yours" panels (explorer/learn_api.py)
-    if server.workspace and not os.path.isdir(server.workspace):
+    # the course's progress and the "yours" panels (explorer/course_api.py, learn_api.py): the workspace of
+    # `seqlab learn`, ./seqlab-learn unless --workspace names another
+    from seqlab.learn.cli import DEFAULT_WORKSPACE
+
+    server.workspace = getattr(args, "workspace", None) or DEFAULT_WORKSPACE
+    if args.workspace and not os.path.isdir(args.workspace):
         print(f"warning: --workspace {server.workspace} is not a directory; `seqlab learn start NAME "
               f"--workspace {server.workspace}` makes it", file=sys.stderr)
     print(f"seqlab explorer at {server.url}  (Ctrl+C to stop)", flush=True)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.explorer import api
+from seqlab.explorer.course_api import COURSE_ENDPOINTS
 from seqlab.explorer.validation import Payload, RequestError
 
 TIME_LIMIT = 4.0   # seconds for one widget's call of the student's code (numpy's import included)
@@ -185,12 +186,17 @@ def workspace(data: dict[str, Any], folder: str | None) -> dict:
     Payload(data).finish()
     from seqlab.learn.catalog import exercise
 
+    from seqlab.learn.workspace import WorkspaceError, exercise_file
+
     names = sorted({name for names in WIDGET_EXERCISES.values() for name in names})
     exercises = {}
     for name in names:
         ex = exercise(name)
         path = Path(folder) / f"{name}.py" if folder else None
-        present = bool(path and path.is_file())
+        try:
+            present = bool(path and exercise_file(folder, name).is_file())
+        except WorkspaceError:       # a link outside the workspace: not shown
+            present = False
         stub = False
         if present:
             try:
@@ -242,6 +248,7 @@ def yours(data: dict[str, Any], folder: str | None) -> dict:
 LEARN_ENDPOINTS: dict[str, Callable[[dict[str, Any], str | None], dict]] = {
     "learn/workspace": workspace,
     "learn/yours": yours,
+    **COURSE_ENDPOINTS,   # the course as the home page: path, lesson, answer, card, check (course_api.py)
 }
 
 
