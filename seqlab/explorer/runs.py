@@ -262,7 +262,9 @@ class RunRegistry:
         if run_id is None:
             # runs of that kind; for the LM panels (the default kind) also a run that could not be
             # classified, so its problem is what the panels show
-            candidates = [run for run in self.runs if run.kind == kind or (kind == "lm" and run.kind == "invalid")]
+            # (not a model read in token ids: the panels' default texts are prose)
+            candidates = [run for run in self.runs if (run.kind == kind and not run.ids_only)
+                          or (kind == "lm" and run.kind == "invalid")]
             if not candidates:
                 if kind == "lm":
                     raise RequestError(f"no language-model run to show; {MAKE_ONE}", "no_lm_run")

@@ -159,8 +159,8 @@ async function setupModel() {
   setupPathsAsk(runs.filter((r) => r.kind === "seq2seq"));
   setupCompare();
   setupInduction(induction);
-  const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
-  setupFlow(lmRuns, noRun);  // the information-flow section (flow.js) on the same run
+  setupFlow(runs.filter((r) => r.kind !== "seq2seq"), noRun);  // the information-flow section (flow.js)
+  const lmRuns = runs.filter((r) => r.kind !== "seq2seq" && r.tokens !== "ids");  // the panels below read prose
   const runSelect = $("model-run");
   const renderRuns = () => {
     if (!lmRuns.length) {
