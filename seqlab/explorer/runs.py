@@ -103,7 +103,7 @@ class IdTokenizer:
 
     def __init__(self, vocab_size: int):
         self.vocab_size = vocab_size
-        self.vocab = {i: f" {i}".encode() for i in range(vocab_size)}
+        self.vocab = {i: str(i).encode() for i in range(vocab_size)}  # a token shows as its number
 
     def encode(self, text: str) -> list[int]:
         ids = []

@@ -281,6 +281,7 @@ function setupFlow(lmRuns, noRun) {
   examples();
   // no language-model run: a hint (as the translate section gives), no panels and no requests
   $("flow-none").hidden = lmRuns.length > 0;
+  $("flow-roles-note").hidden = !lmRuns.length;
   if (!lmRuns.length) for (const node of $("w-flow").querySelectorAll(":scope > .controls, :scope > .panel")) node.style.display = "none";
   const withRun = (extra) => {
     const run = chosen();
