@@ -1,7 +1,7 @@
 """The explorer's interpretation views in headless Chromium, in English and 中文: one question asked
 of three architectures side by side (the paths experiment's runs), the note on a saturated
 prediction, and a request over the cost limit refused with its estimate and the terminal command;
-no label overlaps, and nothing overflows the page sideways (the logit-lens grid scrolls in its box)."""
+no label overlaps, and nothing overflows sideways (the logit-lens grid of a long prompt fits its panel)."""
 
 from __future__ import annotations
 
@@ -67,8 +67,10 @@ def test_a_saturated_prediction_is_said_so_and_the_lens_stays_in_its_box(browser
             text = note.text_content()
             assert ("已饱和" if lang == "zh" else "Saturated") in text and ("p = 0.99" in text or "p = 1.0" in text)
             assert page.locator("#flow-lens rect.lens-cell").count() > 0
-            assert page.evaluate(OVERFLOW) <= 0  # the 64-column lens grid scrolls inside its panel
-            box = page.locator("#flow-lens").bounding_box()
+            assert page.evaluate(OVERFLOW) <= 0
+            # the 64-column lens grid fits its panel: no sideways scrolling, in the page or in its box
+            assert page.eval_on_selector("#flow-lens", "e => e.scrollWidth - e.clientWidth") <= 0
+            box = page.locator("#flow-lens svg").bounding_box()
             assert box["x"] + box["width"] <= page.viewport_size["width"]
             assert overlapping(page.evaluate(LABELS, "#w-flow svg text")) == []
             page.locator("#flow-knockout-panel").screenshot(path=str(tmp_path / f"saturated_{lang}.png"))

@@ -59,9 +59,15 @@ function columnLabels(svg, tokens, left, top, colW, mark) {
 
 // --- the logit lens: rows = embedding and each layer (the model's output on top), columns = tokens;
 // each cell the top token and its probability, shaded by the probability of the actual next token.
+// The grid fits the panel's width: columns narrow with the prompt's length (down to 3 px), and
+// below 40 px a cell shows its shade only (the hover line names its top tokens).
 function drawLens(container, data, hover) {
   const rows = data.top_ids.length, cols = data.tokens.length;
-  const colW = 54, cellH = 32, left = 64, top = 22;
+  const cellH = 32, left = 64;
+  const room = Math.max(320, (container.clientWidth || 720) - left - 8);
+  const colW = Math.max(3, Math.min(54, Math.floor(room / cols)));
+  const written = colW >= 40;
+  const top = colW >= 7 * FLOW_CHAR ? 22 : 64;
   const width = left + cols * colW + 4, height = top + rows * cellH + 4;
   const svg = svgRoot(width, height);
   svg.classList.add("flow-lens");
@@ -80,6 +86,7 @@ function drawLens(container, data, hover) {
         fill: p === null ? "#f1f3f6" : attnColor(shade), "data-row": row, "data-pos": c, "data-p": p === null ? "" : p,
         "data-top": data.top_ids[row][c][0] }));
       const dark = p !== null && shade > 0.55 ? " dark" : "";
+      if (!written) continue;
       svg.append(svgEl("text", { x: x + colW / 2, y: y + 13, class: "lens-top" + dark, "text-anchor": "middle" },
         flowPiece(data.top_text[row][c][0], fitChars(colW))));
       svg.append(svgEl("text", { x: x + colW / 2, y: y + 27, class: "lens-prob" + dark, "text-anchor": "middle" },
