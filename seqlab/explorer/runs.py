@@ -33,6 +33,7 @@ class Run:
     kind: str  # "lm", "seq2seq" or "invalid"
     problem: RequestError | None = None
     ids_only: bool = False  # a language model trained on token ids, without a tokenizer (seqlab induction)
+    experiment: str | None = None  # the experiment folder (--paths, --induction) the run came from, if any
     example: dict[str, str] | None = None  # the information-flow section's worked example for this run
 
     def summary(self) -> dict[str, Any]:
@@ -142,7 +143,8 @@ def induction_run(directory: str | Path) -> Run | None:
     swapped[-1] = next(t for t in range(vocab) if t not in tokens) if vocab > len(tokens) else (tokens[-1] + 1) % vocab
     corrupt = swapped + tokens[:-1]
     words = lambda ids: " ".join(str(i) for i in ids)
-    return Run(str(path), path, "lm", ids_only=True, example={"clean": words(clean), "corrupt": words(corrupt)})
+    return Run(str(path), path, "lm", ids_only=True, example={"clean": words(clean), "corrupt": words(corrupt)},
+               experiment=str(directory))
 
 
 def load_lm(run: Run) -> ExplorerLM:
@@ -233,7 +235,9 @@ class RunRegistry:
             given = {run.path.resolve() for run in self.runs}
             for path in sorted(Path(paths_dir).glob("runs/*")):
                 if (path / "checkpoints" / "latest.pt").is_file() and path.resolve() not in given:
-                    self.runs.append(describe_run(str(path)))
+                    run = describe_run(str(path))
+                    run.experiment = str(paths_dir)
+                    self.runs.append(run)
         self._induction_dir = None
         self.induction_dir = induction_dir
         self.interpret_limit: float | None = None  # seconds an interpret request may need (None: the default)
