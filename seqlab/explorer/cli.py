@@ -27,7 +27,11 @@ def register(subparsers) -> None:
     parser.add_argument("--workspace", metavar="DIR", help="a `seqlab learn` workspace (default ./seqlab-learn, as "
                         "`seqlab learn`'s): the course keeps your answers and checks in its progress.json, and each "
                         "widget whose exercise DIR holds shows your function's output beside the reference")
-    parser.add_argument("--induction", metavar="DIR", help="results of `seqlab induction --out DIR` to draw")
+    parser.add_argument("--induction", metavar="DIR", help="results of `seqlab induction --out DIR` to draw (its "
+                        "2-layer model also opens the information-flow section)")
+    parser.add_argument("--interpret-limit", type=float, default=None, metavar="SECONDS",
+                        help="refuse an information-flow request estimated to need more (default 10 s on 2 cores); "
+                             "the refusal names the seqlab interpret command that runs it")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
@@ -56,6 +60,7 @@ def run_explore(args: argparse.Namespace) -> int:
     run_ids = args.run or ([DEMO_RUN] if os.path.isdir(DEMO_RUN) else [])
     runs = RunRegistry(run_ids, paths_dir=args.paths)
     runs.induction_dir = args.induction  # the induction panel's results (seqlab.explorer.induction_api)
+    runs.interpret_limit = args.interpret_limit
     for run in runs.runs:  # the page shows these too; the terminal hears first
         if run.problem is not None:
             print(f"warning: {run.problem}", file=sys.stderr)

@@ -118,9 +118,9 @@ def _exact_rope(model) -> None:
     import torch
 
     from seqlab.model import RotaryPositionalEmbedding
+    from seqlab.model.rope import rope_angles
     for rope in (m for m in model.modules() if isinstance(m, RotaryPositionalEmbedding)):
-        inv_freq = rope.theta ** (-torch.arange(0, rope.d_k, 2, dtype=torch.float64) / rope.d_k)
-        angles = torch.arange(rope.max_seq_len, dtype=torch.float64)[:, None] * inv_freq
+        angles = rope_angles(rope.theta, rope.d_k, rope.max_seq_len, dtype=torch.float64)
         rope.cos, rope.sin = angles.cos(), angles.sin()
 
 

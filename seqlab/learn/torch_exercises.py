@@ -426,9 +426,8 @@ RMS_NORM = _torch_exercise(
 
 # --- RoPE: rotating pairs ---------------------------------------------------------------------------------------
 def _rope_tables(seq, half, theta=10000.0):
-    import torch
-    inv = theta ** (-torch.arange(0, 2 * half, 2, dtype=torch.float64) / (2 * half))
-    angles = torch.arange(seq, dtype=torch.float64)[:, None] * inv
+    from seqlab.model.rope import rope_angles
+    angles = rope_angles(theta, 2 * half, seq)  # float64
     return angles.cos(), angles.sin()
 
 

@@ -9,15 +9,13 @@ import math
 
 import torch
 
+from seqlab.model.activations import log_softmax
+from seqlab.model.rope import rope_angles
+
 
 def _softmax(x, dim=-1):
     e = (x - x.amax(dim, keepdim=True)).exp()
     return e / e.sum(dim, keepdim=True)
-
-
-def _log_softmax(x, dim=-1):
-    top = x.amax(dim, keepdim=True)
-    return x - top - (x - top).exp().sum(dim, keepdim=True).log()
 
 
 # --- softmax ---------------------------------------------------------------------------------------------
@@ -154,7 +152,7 @@ def scaled_dot_product_attention__nan_on_fully_masked_rows(Q, K, V, mask=None, *
 
 # --- cross-entropy ----------------------------------------------------------------------------------------
 def _nll(logits, targets):
-    logp = _log_softmax(logits.reshape(-1, logits.shape[-1]))
+    logp = log_softmax(logits.reshape(-1, logits.shape[-1]))
     return -logp.gather(-1, targets.reshape(-1, 1).long())
 
 
@@ -164,7 +162,7 @@ def cross_entropy__summed_not_averaged(logits, targets):
 
 def cross_entropy__log_softmax_over_wrong_axis(logits, targets):
     flat = logits.reshape(-1, logits.shape[-1])
-    logp = _log_softmax(flat, 0)
+    logp = log_softmax(flat, 0)
     return -logp.gather(-1, targets.reshape(-1, 1).long()).mean()
 
 
@@ -415,8 +413,7 @@ def _rms(x, weight, eps, *, outside=False):
 def _rope(t, theta, *, half_split=False):
     """t (..., heads, seq, w): pair (2k, 2k+1) at position i rotated by i * theta^(-2k/w)."""
     seq, width = t.shape[-2], t.shape[-1]
-    inv = theta ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)
-    angles = (torch.arange(seq, dtype=torch.float64)[:, None] * inv).to(t.dtype)
+    angles = rope_angles(theta, width, seq, dtype=t.dtype)
     cos, sin = angles.cos(), angles.sin()
     if half_split:
         a, b = t[..., :width // 2], t[..., width // 2:]
@@ -503,7 +500,7 @@ def _lm(ids, weights, num_layers, num_heads, theta, eps, *, final_norm=True, tie
     out = weights["token_embeddings.weight" if tied else "lm_head.weight"]
     logits = h @ out.T
     if log_probs:
-        return _log_softmax(logits, -1)
+        return log_softmax(logits, -1)
     return _softmax(logits, -1) if probs else logits
 
 
