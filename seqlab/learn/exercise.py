@@ -450,7 +450,8 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
     own = [i for i, c in enumerate(cases) if not c.spec]
     mutated = sorted({name for call in calls for name in call.mutated if name not in exercise.may_change})
     add("inputs unchanged", not mutated, "" if not mutated else (
-        f"{exercise.name}() changed its input {', '.join(mutated)} in place; the caller still needs it: "
+        f"{exercise.name}() changed its input {', '.join(mutated[:3])}"
+        f"{f' (and {len(mutated) - 3} more)' if len(mutated) > 3 else ''} in place; the caller still needs it: "
         "work on a copy (x = x.copy(), or build new arrays) instead of assigning into it"))
     outputs: list = []
     shape_error = ""
