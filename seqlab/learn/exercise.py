@@ -182,8 +182,11 @@ GENERIC_MISTAKES = (
 
 
 _LAST = ("output_form", "shape_mismatch")     # tried after the exercise's own mistakes
-_GENERIC_SPLIT = (tuple(m for m in GENERIC_MISTAKES if m.id not in _LAST),
-                  tuple(m for m in GENERIC_MISTAKES if m.id in _LAST))
+_FIRST = ("inputs_changed_in_place",)          # tried before them: the values are then no evidence
+# diagnosis.diagnose's (generic, last, first)
+_GENERIC_SPLIT = (tuple(m for m in GENERIC_MISTAKES if m.id not in _LAST + _FIRST),
+                  tuple(m for m in GENERIC_MISTAKES if m.id in _LAST),
+                  tuple(m for m in GENERIC_MISTAKES if m.id in _FIRST))
 
 
 def _words(text: str) -> str:
