@@ -23,8 +23,9 @@ from typing import Any
 
 from seqlab.explorer.validation import Payload, RequestError
 
-# a check runs the student's code for up to the exercise's time limit: a few at a time
-_CHECKING = threading.BoundedSemaphore(2)
+# a check runs the student's code for up to the exercise's time limit: a few at a time (here and
+# for the "yours" panels' diagnoses, learn_api.full_check)
+CHECKING = threading.BoundedSemaphore(2)
 
 
 def _step(p: Payload, name: str = "step"):
@@ -158,7 +159,7 @@ def check(data: dict[str, Any], folder: str | None) -> dict:
     if folder is None:
         raise RequestError("no workspace is open: start the explorer with `seqlab explore --workspace DIR` "
                            "(DIR holds your exercises, e.g. seqlab-learn)", "learn_no_workspace")
-    with _CHECKING:
+    with CHECKING:
         try:
             report, warning = check_file(Path(folder), step.id)
         except WorkspaceError as error:

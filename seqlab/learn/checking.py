@@ -29,10 +29,13 @@ from seqlab.learn.workspace import DEFAULT_WORKSPACE, ProgressError, read_progre
 WRITTEN_BY = "# Written by seqlab.learn.check from your notebook"
 
 
-def summary(report) -> dict:
-    """What the explorer shows of a check: passed, each check, the diagnosis, when."""
+def summary(report, sha256: str | None = None) -> dict:
+    """What the explorer shows of a check: passed, each check, the diagnosis, the notes, when, and
+    the hash of the file checked (``sha256``, when given: the explorer's "yours" panels reuse a check
+    of the file as it is now)."""
     return {"passed": report.passed, "checks": report.checks, "diagnosis": report.diagnosis,
-            "file": report.file, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "notes": list(report.notes), "file": report.file, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            **({"sha256": sha256} if sha256 else {})}
 
 
 def latest_check(workspace: Path, name: str) -> dict | None:
@@ -64,7 +67,7 @@ def check_file(workspace: Path, name: str, time_limit: float | None = None):
     with progress_kept(workspace):              # the student's code may write progress.json: undone
         report = run_checks(ex, path, time_limit=time_limit)
     try:
-        record_check(workspace, name, report.passed, sha256=digest, check=summary(report))
+        record_check(workspace, name, report.passed, sha256=digest, check=summary(report, digest))
     except (OSError, ProgressError) as error:
         return report, f"progress not saved: {error}"
     return report, None
