@@ -105,7 +105,8 @@ def reading(d: dict, exercise_name: str, lang: str = "en") -> dict:
             "url": step_url(step, anchor)}
 
 
-def _wrapped(text: str, lang: str, indent: str, lead: str) -> list[str]:
+def _wrapped(text: str, indent: str, lead: str) -> list[str]:
+    """``text`` after ``lead``, wrapped at WIDTH columns (中文 between characters), then indented."""
     from seqlab.learn.views import wrap
     return wrap(text, WIDTH, indent, lead)
 
@@ -116,19 +117,19 @@ def diagnosis_lines(report, lang: str = "en") -> list[str]:
     d = report.diagnosis
     if d:
         title, explanation = diagnosis_words(d, report.exercise, lang)
-        lines += _wrapped(title, lang, "      ", "  " + _say("diagnosis", lang))
+        lines += _wrapped(title, "      ", "  " + _say("diagnosis", lang))
         where = str(d.get("where") or "")
         if where and where not in explanation:
-            lines += _wrapped(where, lang, "      ", "    " + _say("where", lang))
+            lines += _wrapped(where, "      ", "    " + _say("where", lang))
         if explanation:
-            lines += _wrapped(explanation, lang, "      ", "    ")
+            lines += _wrapped(explanation, "      ", "    ")
         r = reading(d, report.exercise, lang)
         said = (_say("read_mistake", lang, section=r["section"], heading=r["heading"]) if r["heading"]
                 else _say("read_lesson", lang))
-        lines += _wrapped(said, lang, "      ", "    " + _say("read", lang))
+        lines += _wrapped(said, "      ", "    " + _say("read", lang))
         lines += ["        " + r["command"], "        " + _say("explorer", lang, url=r["url"])]
     for note in report.notes:
-        lines += _wrapped(_note_words(report.exercise, note, lang), lang, "      ", "  " + _say("note", lang))
+        lines += _wrapped(_note_words(report.exercise, note, lang), "      ", "  " + _say("note", lang))
     return lines
 
 
@@ -181,7 +182,7 @@ def check_lines(checks: list[dict], lang: str = "en", indent: str = "    ", name
     for passed, name, message, grouped in check_rows(checks, lang, named):
         head = f"{indent}{'PASS' if passed else 'FAIL'}  {name}"
         if grouped:
-            lines += _wrapped(message, lang, indent + "      ", head + ("：" if lang == "zh" else ": "))
+            lines += _wrapped(message, indent + "      ", head + ("：" if lang == "zh" else ": "))
         else:
             lines.append(head + (f": {message}" if message else ""))
     return lines
