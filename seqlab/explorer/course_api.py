@@ -8,6 +8,8 @@
                                                     worked solution
     POST /api/learn/card {"card"}                   an Explain / Derive card's answer (marks it done)
     POST /api/learn/check {"step"}                  the check of WORKSPACE/STEP.py, as `seqlab learn check`
+                                                    (its "latest" check has "rows": the checks as
+                                                    `seqlab learn check` lists them, {"en", "zh"})
     POST /api/learn/hint {"step"}                   one more graded hint asked for (as `seqlab learn hint`)
 
 Answers and checks go into the workspace's progress.json (``seqlab explore --workspace DIR``,
@@ -23,8 +25,9 @@ from typing import Any
 
 from seqlab.explorer.validation import Payload, RequestError
 
-# a check runs the student's code for up to the exercise's time limit: a few at a time
-_CHECKING = threading.BoundedSemaphore(2)
+# a check runs the student's code for up to the exercise's time limit: a few at a time (here and
+# for the "yours" panels' diagnoses, learn_api.full_check)
+CHECKING = threading.BoundedSemaphore(2)
 
 
 def _step(p: Payload, name: str = "step"):
@@ -54,6 +57,18 @@ def _state(progress: dict, step, folder: str | None) -> str:
 
 
 DONE = ("passed", "unconfirmed")
+
+
+def _with_rows(latest: dict | None) -> dict | None:
+    """A check's summary with "rows": {"en": [...], "zh": [...]}, each [passed, name, message] as
+    `seqlab learn check` lists the checks (seqlab.learn.feedback.check_rows: the sentences' checks
+    that fail only with the values, the form or a crash on the exercise's own cases as one row)."""
+    if not latest or not isinstance(latest.get("checks"), list):
+        return latest
+    from seqlab.learn.feedback import check_rows
+    named = bool((latest.get("diagnosis") or {}).get("mistake"))
+    return {**latest, "rows": {lang: [list(row[:3]) for row in check_rows(latest["checks"], lang, named)]
+                               for lang in ("en", "zh")}}
 
 
 def path(data: dict[str, Any], folder: str | None) -> dict:
@@ -98,7 +113,7 @@ def lesson(data: dict[str, Any], folder: str | None) -> dict:
         file = Path(folder) / f"{step.id}.py" if folder else None
         view["file"] = str(file) if file else None
         view["present"] = bool(file and file.is_file())
-        view["latest"] = latest_check(Path(folder), step.id) if folder else None
+        view["latest"] = _with_rows(latest_check(Path(folder), step.id)) if folder else None
     return view
 
 
@@ -158,7 +173,7 @@ def check(data: dict[str, Any], folder: str | None) -> dict:
     if folder is None:
         raise RequestError("no workspace is open: start the explorer with `seqlab explore --workspace DIR` "
                            "(DIR holds your exercises, e.g. seqlab-learn)", "learn_no_workspace")
-    with _CHECKING:
+    with CHECKING:
         try:
             report, warning = check_file(Path(folder), step.id)
         except WorkspaceError as error:
@@ -168,7 +183,7 @@ def check(data: dict[str, Any], folder: str | None) -> dict:
             raise RequestError(f"{file} does not exist; write it first with: seqlab learn start {step.id} "
                                f"--workspace {folder}", "learn_no_file", file=str(file), name=step.id,
                                workspace=folder) from None
-    return {"step": step.id, "latest": latest_check(Path(folder), step.id) or summary(report), "warning": warning,
+    return {"step": step.id, "latest": _with_rows(latest_check(Path(folder), step.id) or summary(report)), "warning": warning,
             "state": _state(_progress(folder), step, folder)}
 
 

@@ -29,10 +29,13 @@ from seqlab.learn.workspace import DEFAULT_WORKSPACE, ProgressError, read_progre
 WRITTEN_BY = "# Written by seqlab.learn.check from your notebook"
 
 
-def summary(report) -> dict:
-    """What the explorer shows of a check: passed, each check, the diagnosis, when."""
+def summary(report, sha256: str | None = None) -> dict:
+    """What the explorer shows of a check: passed, each check, the diagnosis, the notes, when, and
+    the hash of the file checked (``sha256``, when given: the explorer's "yours" panels reuse a check
+    of the file as it is now)."""
     return {"passed": report.passed, "checks": report.checks, "diagnosis": report.diagnosis,
-            "file": report.file, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "notes": list(report.notes), "file": report.file, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            **({"sha256": sha256} if sha256 else {})}
 
 
 def latest_check(workspace: Path, name: str) -> dict | None:
@@ -64,7 +67,7 @@ def check_file(workspace: Path, name: str, time_limit: float | None = None):
     with progress_kept(workspace):              # the student's code may write progress.json: undone
         report = run_checks(ex, path, time_limit=time_limit)
     try:
-        record_check(workspace, name, report.passed, sha256=digest, check=summary(report))
+        record_check(workspace, name, report.passed, sha256=digest, check=summary(report, digest))
     except (OSError, ProgressError) as error:
         return report, f"progress not saved: {error}"
     return report, None
@@ -176,18 +179,9 @@ class CheckReport:
     def diagnosis(self) -> dict | None:
         return self.report.diagnosis
 
-    def _reading(self) -> str:
-        d = self.diagnosis or {}
-        read = d.get("read") or {}
-        anchor = read.get("anchor") or (f"mistake-{d['mistake']}" if d.get("mistake") else "")
-        step = read.get("step") or self.report.exercise
-        return f"seqlab learn show {step}" + (f"  (#{anchor})" if anchor else "")
-
     def __str__(self) -> str:
         from seqlab.learn.feedback import report_lines
         lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report)]
-        if self.diagnosis:
-            lines.append(f"  read: {self._reading()}")
         if self.warning:
             lines.append(f"  warning: {self.warning}")
         lines.append("passed." if self.passed else "not yet.")
@@ -196,20 +190,27 @@ class CheckReport:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
+        """The diagnosis first (title, where, explanation, what to read), the notes, then the checks."""
+        from seqlab.learn.feedback import check_rows, reading
         e = html.escape
-        color = "#15803d" if self.passed else "#b91c1c"
-        rows = "".join(f"<tr><td style='color:{'#15803d' if c['passed'] else '#b91c1c'};font-weight:600'>"
-                       f"{'PASS' if c['passed'] else 'FAIL'}</td><td>{e(c['name'])}</td><td>{e(c['message'])}</td></tr>"
-                       for c in self.checks)
         out = [f"<div class='seqlab-check'><p><b>{e(self.report.exercise)}</b>: {e(self.title)} "
-               f"<code>{e(self.report.file)}</code></p><table>{rows}</table>"]
+               f"<code>{e(self.report.file)}</code></p>"]
         d = self.diagnosis
         if d:
-            where = f" <i>({e(d['where'])})</i>" if d.get("where") else ""
-            out.append(f"<p style='color:#b91c1c'><b>Diagnosis: {e(d['title'])}</b>{where}</p><p>{e(d['explanation'])}"
-                       f"</p><p>Read: <code>{e(self._reading())}</code></p>")
+            r = reading(d, self.report.exercise)
+            where = f"<p><i>Where: {e(d['where'])}</i></p>" if d.get("where") and d["where"] not in d["explanation"] else ""
+            heading = f"“{e(r['heading'])}” in " if r["heading"] else ""
+            out.append(f"<p style='color:#b91c1c'><b>Diagnosis: {e(d['title'])}</b></p>{where}<p>{e(d['explanation'])}</p>"
+                       f"<p>Read: {heading}<code>{e(r['command'])}</code>, or in seqlab explore: "
+                       f"<a href='{e(r['url'])}' target='_blank'>{e(r['url'])}</a></p>")
+        out += [f"<p>note: {e(note)}</p>" for note in self.report.notes]
+        rows = check_rows(self.checks, named=bool((d or {}).get("mistake")))
+        out.append("<table>" + "".join(f"<tr><td style='color:{'#15803d' if passed else '#b91c1c'};font-weight:600'>"
+                                       f"{'PASS' if passed else 'FAIL'}</td><td>{e(name)}</td><td>{e(message)}</td></tr>"
+                                       for passed, name, message, _ in rows) + "</table>")
         if self.warning:
             out.append(f"<p>warning: {e(self.warning)}</p>")
+        color = "#15803d" if self.passed else "#b91c1c"
         out.append(f"<p style='color:{color};font-weight:600'>{'passed.' if self.passed else 'not yet.'}</p></div>")
         return "".join(out)
 

@@ -347,12 +347,17 @@ def _check_implement(args, ex) -> int:
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
         return 0 if report.passed else 1
-    print(f"{ex.name}: {ex.title}  ({_q(path)})")
-    print("\n".join(report_lines(report)))
+    zh = _lang(args) == 1
+    print(f"{ex.name}: {ex.title_zh if zh and ex.title_zh else ex.title}  ({_q(path)})")
+    print("\n".join(report_lines(report, "zh" if zh else "en")))
     ws = _with_workspace(args)
-    print(f"passed: well done. Next: seqlab learn next{ws}" if report.passed else
-          f"not yet. (`seqlab learn hint {ex.name}{ws}` gives a hint; `seqlab learn solution {ex.name}` "
-          "shows the reference, when you want it.)")
+    if report.passed:
+        print(f"通过：做得好。下一步：seqlab learn next{ws}" if zh else f"passed: well done. Next: seqlab learn next{ws}")
+    else:
+        print(f"还没有通过。（`seqlab learn hint {ex.name}{ws}` 给出提示；需要时 `seqlab learn solution {ex.name}` "
+              "显示参考实现。）" if zh else
+              f"not yet. (`seqlab learn hint {ex.name}{ws}` gives a hint; `seqlab learn solution {ex.name}` "
+              "shows the reference, when you want it.)")
     return 0 if report.passed else 1
 
 

@@ -3,6 +3,8 @@
 A failed check gathers its :class:`Evidence` (every case, the student's and the reference's outputs,
 the failed checks, the exercise's per-time-step terms) and :func:`diagnose` names the mistake:
 
+0. an input changed in place, when the check "inputs unchanged" failed: values computed from an
+   input that was written into (one that another argument may share) say nothing of the formula;
 1. a catalogued mistake whose implementation gives the student's outputs on every case (exact);
 2. a catalogued mistake whose ``recognise(evidence)`` fits: it recognises a FAMILY of wrong answers
    from the structure of the difference (a constant factor, a transpose, a shift by one position,
@@ -587,15 +589,21 @@ def _record(ev: Evidence, mistake, exact: bool, where: str, title_suffix: str = 
             "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}" if anchor else "", "widget": ex.widget}}
 
 
-def diagnose(ev: Evidence, generic: tuple = (), last: tuple = ()) -> dict | None:
+def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple = ()) -> dict | None:
     """The diagnosis record of INTERFACES.md B, or None when every check passed. ``generic``: mistakes
-    any exercise can show whatever its values (an input changed in place, a broken rule): tried first
-    when the values are right on the exercise's own cases (the check that failed is then likely
-    theirs), late otherwise. ``last``: mistakes any exercise can show, tried after everything else
-    (arrays whose shapes do not fit)."""
+    any exercise can show whatever its values (a broken rule): tried first when the values are right
+    on the exercise's own cases (the check that failed is then likely theirs), late otherwise.
+    ``last``: mistakes any exercise can show, tried after everything else (arrays whose shapes do not
+    fit). ``first``: mistakes tried before everything, whatever the values (an input changed in
+    place: values computed after an input was written into, one another argument may share, are no
+    evidence of a mistake in the formula)."""
     if not ev.failed:
         return None
     ex = ev.exercise
+    for m in first:
+        said = _said(m, ev)
+        if said:
+            return _record(ev, m, False, said, anchor=False)
     candidates = [m for m in ex.mistakes if not m.accepted]
     usable = ev.usable("all")
     differs = [i for i in usable if not ev.close(ev.expected[i], ev.outputs[i])]

@@ -83,10 +83,22 @@ class Mistake:
     accepted: bool = False
 
 
+class Differs(str):
+    """A verify's message that says the VALUES differ from the reference's (not their form, dtype or a
+    rule): where the exercise's own values differ too, what the student reads groups such checks
+    (seqlab.learn.feedback) instead of quoting each sentence as broken."""
+
+
+class OtherForm(str):
+    """A verify's message that says the output has another form than the reference's (a part
+    missing, another shape): grouped like :class:`Differs` when the "shapes and types" check failed."""
+
+
 def same_values(*paths, part: Callable[[Any], Any] | None = None, rtol: float = compare.RTOL,
                 atol: float = compare.ATOL) -> Callable:
     """A Spec's verify: the output's leaves at ``paths`` (a key, an index or a tuple of them; none:
-    the whole output), after ``part(output)`` when given, agree with the reference's."""
+    the whole output), after ``part(output)`` when given, agree with the reference's (a difference
+    is said as a :class:`Differs`)."""
     def verify(case, output, reference_output, extra):
         got, want = (part(output), part(reference_output)) if part else (output, reference_output)
         for path in paths or ((),):
@@ -95,15 +107,15 @@ def same_values(*paths, part: Callable[[Any], Any] | None = None, rtol: float = 
             try:
                 actual = diagnosis.pick(got, path)
             except (KeyError, IndexError, TypeError):
-                return f"{name} is missing"
+                return OtherForm(f"{name} is missing")
             expected = diagnosis.pick(want, path)
             error = compare.structure_error(expected, actual, name)
             if error:
-                return error
+                return OtherForm(error)
             found = compare.first_difference(expected, actual, name, rtol, atol)
             if found:
                 where, e, a = found
-                return f"{where} is {compare.show(a)}, expected {compare.show(e)}"
+                return Differs(f"{where} is {compare.show(a)}, expected {compare.show(e)}")
         return None
     return verify
 
@@ -182,8 +194,11 @@ GENERIC_MISTAKES = (
 
 
 _LAST = ("output_form", "shape_mismatch")     # tried after the exercise's own mistakes
-_GENERIC_SPLIT = (tuple(m for m in GENERIC_MISTAKES if m.id not in _LAST),
-                  tuple(m for m in GENERIC_MISTAKES if m.id in _LAST))
+_FIRST = ("inputs_changed_in_place",)          # tried before them: the values are then no evidence
+# diagnosis.diagnose's (generic, last, first)
+_GENERIC_SPLIT = (tuple(m for m in GENERIC_MISTAKES if m.id not in _LAST + _FIRST),
+                  tuple(m for m in GENERIC_MISTAKES if m.id in _LAST),
+                  tuple(m for m in GENERIC_MISTAKES if m.id in _FIRST))
 
 
 def _words(text: str) -> str:
@@ -444,13 +459,14 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
     convention's). Returns (checks, the student's outputs in the checked form, None where unusable)."""
     checks: list[dict] = []
 
-    def add(name, passed, message=""):
-        checks.append({"name": name, "passed": passed, "message": message})
+    def add(name, passed, message="", cause=""):
+        checks.append({"name": name, "passed": passed, "message": message, **({"cause": cause} if cause else {})})
 
     own = [i for i, c in enumerate(cases) if not c.spec]
     mutated = sorted({name for call in calls for name in call.mutated if name not in exercise.may_change})
     add("inputs unchanged", not mutated, "" if not mutated else (
-        f"{exercise.name}() changed its input {', '.join(mutated)} in place; the caller still needs it: "
+        f"{exercise.name}() changed its input {', '.join(mutated[:3])}"
+        f"{f' (and {len(mutated) - 3} more)' if len(mutated) > 3 else ''} in place; the caller still needs it: "
         "work on a copy (x = x.copy(), or build new arrays) instead of assigning into it"))
     outputs: list = []
     shape_error = ""
@@ -521,31 +537,35 @@ def _gradient_check(exercise: Exercise, cases, calls, own, ref: Expected) -> tup
 
 
 def _spec_check(exercise: Exercise, spec: Spec, cases, calls, chosen, raw_expected, expected,
-                outputs) -> tuple[bool, str]:
+                outputs) -> tuple[bool, str, str]:
+    """(passed, message, cause): why it failed, when that is not the sentence's own business: "values"
+    (the values on its cases differ from the reference's), "form" (the output has another form),
+    "raised" (the code raised on its cases); "" otherwise (a dtype, a count, anything a verify says)."""
     said = f' (the contract: "{_words(spec.sentence)}")'
     for i in chosen:
         case, call = cases[i], calls[i]
         if getattr(call, "broke_rule", None):
             continue                    # the rules check says so
         if call.error:
-            return False, f"{exercise.name}() raised on {case.label}: {call.error}" + said
+            return False, f"{exercise.name}() raised on {case.label}: {call.error}" + said, "raised"
         if spec.verify is not None:
             try:
                 message = spec.verify(case, call.output, raw_expected[i], dict(getattr(call, "extra", None) or {}))
             except Exception as error:  # noqa: BLE001 - an output of another form
-                message = f"the output could not be read: {type(error).__name__}: {error}"
+                message = OtherForm(f"the output could not be read: {type(error).__name__}: {error}")
             if message:
-                return False, f"on {case.label}: {message}" + said
+                cause = "values" if isinstance(message, Differs) else "form" if isinstance(message, OtherForm) else ""
+                return False, f"on {case.label}: {message}" + said, cause
             continue
         if outputs[i] is None:
             out, error = _compared(exercise, call.output)
             error = error or compare.structure_error(expected[i], out, "output")
-            return False, f"on {case.label}: {error}" + said
+            return False, f"on {case.label}: {error}" + said, "form"
         found = compare.first_difference(expected[i], outputs[i], "output", exercise.rtol, exercise.atol)
         if found:
             where, e, a = found
-            return False, f"on {case.label}: {where} is {compare.show(a)}, expected {compare.show(e)}" + said
-    return True, ""
+            return False, f"on {case.label}: {where} is {compare.show(a)}, expected {compare.show(e)}" + said, "values"
+    return True, "", ""
 
 
 def central_differences(loss: Callable[[], float], arrays: dict[str, Any], eps: float = 1e-6) -> dict:

@@ -7,8 +7,9 @@ submission that crashes, loops or cannot be unpacked fails on its own. Submissio
 per core, with a progress bar; reference outputs, gradients and the catalogued mistakes' outputs
 are computed once per exercise for the whole class (:func:`shared`). progress.json is never read.
 
-REPORT gets grades.csv and grades.json (student, exercise, passed, failed_checks, diagnosis,
-message), summary.md and summary.png (pass rate per exercise, the most common diagnoses).
+REPORT gets grades.csv and grades.json (student, exercise, passed, failed_checks, diagnosis: the
+catalogued mistake's title, message; grades.json also the mistake's id and the diagnosis's where),
+summary.md and summary.png (pass rate per exercise, the most common diagnoses).
 ``--gradescope`` grades /autograder/submission into /autograder/results/results.json, one test per
 exercise, points from ``--points FILE`` (TOML: exercise = points; default 1 each). A zip is
 unpacked safely (:func:`unpack`).
@@ -55,11 +56,17 @@ class Grade:
     diagnosis: str = ""            # the catalogued mistake's title, "" when none fits
     message: str = ""              # the first failed check's message
     mistake: str | None = None     # the catalogued mistake's id
-    feedback: str = ""             # every check's line, as `seqlab learn check` prints them
+    feedback: str = ""             # what `seqlab learn check` prints: the diagnosis, then the checks
+    where: str = ""                # the diagnosis's where: what differs and where (also when no mistake fits)
 
     def row(self) -> dict:
+        """grades.csv's columns (COLUMNS)."""
         return {"student": self.student, "exercise": self.exercise, "passed": self.passed,
                 "failed_checks": self.failed_checks, "diagnosis": self.diagnosis, "message": self.message}
+
+    def record(self) -> dict:
+        """grades.json's entry: the row, the mistake's id and the diagnosis's where."""
+        return {**self.row(), "mistake": self.mistake, "where": self.where}
 
 
 # --- submissions -----------------------------------------------------------------------------------
@@ -194,7 +201,7 @@ def _grades_of(student: str, exercises, reports: dict, missing: dict[str, str]) 
         d = report.diagnosis or {}
         grades.append(Grade(student, ex.name, report.passed, [c["name"] for c in report.checks if not c["passed"]],
                             diagnosis_title(report), first_failure(report), d.get("mistake"),
-                            "\n".join(report_lines(report))))
+                            "\n".join(report_lines(report)), str(d.get("where") or "")))
     return grades
 
 
@@ -279,7 +286,7 @@ def write_report(grades: list[Grade], exercises, out: Path) -> list[Path]:
     for g in grades:
         writer.writerow({**g.row(), "passed": "true" if g.passed else "false", "failed_checks": "; ".join(g.failed_checks)})
     atomic_write_text(out / "grades.csv", buffer.getvalue())
-    atomic_write_text(out / "grades.json", json.dumps({"grades": [g.row() for g in grades]}, indent=1,
+    atomic_write_text(out / "grades.json", json.dumps({"grades": [g.record() for g in grades]}, indent=1,
                                                       ensure_ascii=False) + "\n")
     atomic_write_text(out / "summary.md", summary_markdown(grades, exercises))
     _summary_png(grades, exercises, out / "summary.png")

@@ -103,12 +103,20 @@ def _equal(a, b) -> bool:
     return a == b
 
 
+def _entry(name: str, key) -> str:
+    """params["Wh"] for a str key, pair_counts[(3, 4)] for another."""
+    return f'{name}["{key}"]' if isinstance(key, str) else f"{name}[{key!r}]"
+
+
 def _mutated(before, after, names: list[str]) -> list[str]:
-    """Names of the arguments (params["Wh"] for a dict entry) whose values changed."""
+    """Names of the arguments (params["Wh"] for a dict entry) whose values changed; a dict's key
+    removed or added counts ("pair_counts[(3, 4)] (removed)")."""
     changed = []
     for name, a, b in zip(names, before, after):
         if isinstance(a, dict) and isinstance(b, dict):
-            changed += [f'{name}["{k}"]' for k in a if k in b and not _equal(a[k], b[k])]
+            changed += [_entry(name, k) if k in b else f"{_entry(name, k)} (removed)"
+                        for k in a if k not in b or not _equal(a[k], b[k])]
+            changed += [f"{_entry(name, k)} (added)" for k in b if k not in a]
         elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
             changed += [f"{name}[{i}]" for i, (x, y) in enumerate(zip(a, b)) if not _equal(x, y)]
         elif not _equal(a, b):

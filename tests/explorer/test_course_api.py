@@ -118,6 +118,13 @@ def test_a_check_runs_the_students_file_and_its_diagnosis_is_the_latest_check(co
     assert latest["passed"] is False and out["state"] == "started"
     assert any(not c["passed"] for c in latest["checks"])
     assert latest["diagnosis"]["mistake"] == "no_tanh"
+    # the checks as `seqlab learn check` lists them: the sentences failed with the values, one row not quoting them
+    grouped = [c["name"] for c in latest["checks"] if not c["passed"] and c.get("cause") == "values"]
+    assert grouped and [name for _, name, message in latest["rows"]["en"] if message.startswith("the values on")] == \
+        [", ".join(grouped)]
+    sentences = [spec.sentence for spec in exercise("scalar_recurrence").spec if spec.id in grouped]
+    assert not any(sentence in message for rows in latest["rows"].values() for _, _, message in rows for sentence in sentences)
+    assert [row[:2] for row in latest["rows"]["zh"]] == [row[:2] for row in latest["rows"]["en"]]
     view = client.ok("learn/lesson", {"step": "scalar_recurrence"})
     assert view["latest"] == latest and view["present"]
     # the diagnosis's mistake is an anchor of the step's lesson

@@ -1460,6 +1460,12 @@ WRONG["choose_merge"] = [
             pair_counts[best] = 0        # it is merged now
             return best
     """),
+    ("the chosen pair popped", "inputs_changed_in_place", """
+        def choose_merge(pair_counts, token_bytes):
+            best = max(pair_counts, key=lambda p: (pair_counts[p], token_bytes[p[0]], token_bytes[p[1]]))
+            pair_counts.pop(best)        # it is merged now: a key removed from the caller's dict
+            return best
+    """),
 ]
 
 

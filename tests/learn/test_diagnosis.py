@@ -183,3 +183,18 @@ def test_an_input_changed_in_place_and_a_broken_rule_are_named():
     report = _report(ex, "tiny.py", StudentRun(calls=calls), ref)
     failed = [c["name"] for c in report.checks if not c["passed"]]
     assert failed == ["rules"] and report.diagnosis["mistake"] == "rule_broken"
+
+
+def test_an_input_changed_in_place_comes_before_what_its_values_look_like():
+    """A student who writes into x, which another argument shares, gets values that look like another
+    mistake (here y halved); the input changed in place is named first, whatever the values."""
+    ex = _exercise()
+    ref = Expected(ex, ex.cases())
+    calls = [CallResult(output={"y": 0.5 * _reference(*c.args, **c.kwargs)["y"], "n": len(c.args[0])})
+             for c in ref.cases]
+    halved = _report(ex, "tiny.py", StudentRun(calls=calls), ref)
+    assert halved.diagnosis["mistake"] == "halved"                   # the values alone: y halved
+    calls[0].mutated = ["x"]
+    report = _report(ex, "tiny.py", StudentRun(calls=calls), ref)
+    assert report.diagnosis["mistake"] == "inputs_changed_in_place", report.diagnosis
+    assert "changed its input x in place" in report.diagnosis["where"]

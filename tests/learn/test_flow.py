@@ -78,6 +78,20 @@ def test_every_name_gets_a_did_you_mean(tmp_path, capsys, command, typo, suggest
     assert suggestion in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("argv", "suggestion"), [
+    (["learn", "chek", "rnn_step"], "did you mean check?"),
+    (["learn", "hnit", "rnn_step"], "did you mean hint?"),
+    (["learn", "check", "rnn_step", "--lang", "zhh"], "did you mean zh?"),
+    (["lern", "check"], "did you mean learn?"),
+])
+def test_a_typo_in_a_subcommand_gets_a_did_you_mean(capsys, argv, suggestion):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and suggestion in err, err
+
+
 def test_hints_come_one_more_each_time_from_the_lesson(tmp_path, capsys, monkeypatch):
     import seqlab.learn.lessons as lessons
 

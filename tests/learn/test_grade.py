@@ -71,6 +71,14 @@ def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
     assert [(g["student"], g["exercise"], g["passed"]) for g in data] == \
         [(r["student"], r["exercise"], r["passed"] == "true") for r in rows]
     assert all(isinstance(g["failed_checks"], list) for g in data)
+    # grades.json also says the mistake and where it shows: the title in the diagnosis column, where beside it
+    by_key = {(g["student"], g["exercise"]): g for g in data}
+    for key, (passed, _, diagnosis) in table.items():
+        g = by_key[key]
+        assert g["diagnosis"] == diagnosis and (g["where"] != "") == (diagnosis != ""), g
+        if diagnosis:
+            mistake = next(m for m in exercise(key[1]).mistakes if m.title == diagnosis)
+            assert g["mistake"] == mistake.id
     summary = (tmp_path / "report" / "summary.md").read_text()
     passed = sum(got[s, "causal_mask"]["passed"] == "true" for s in {k[0] for k in got})
     assert f"| causal_mask | {passed} | 7 | {100 * passed / 7:.0f}% |" in summary
@@ -149,6 +157,9 @@ def test_gradescope_results_follow_the_documented_format(tmp_path, capsys):
     assert (clip["score"], clip["max_score"], clip["status"]) == (0, 3.5, "failed")
     mistake = next(m for m in exercise("clip_global_norm").mistakes if m.id == "coordinatewise")
     assert mistake.title in clip["output"] and "FAIL" in clip["output"]
+    # the diagnosis first, then the checks
+    assert clip["output"].startswith(f"failed: {mistake.title}\n  diagnosis: {mistake.title}\n    where: ")
+    assert clip["output"].index("diagnosis:") < clip["output"].index("  checks:") < clip["output"].index("PASS  runs")
     assert tests["rnn_step"]["output"].startswith("failed: the submission has no rnn_step.py")
     assert data["score"] == 2
     assert "Score 2 of 6.5" in capsys.readouterr().out

@@ -249,9 +249,12 @@ function courseImplement(task) {
     box.dataset.passed = latest.passed ? "1" : "0";
     box.append(el("p", { class: latest.passed ? "good" : "bad", id: "course-check-result",
       text: t(latest.passed ? "course.passed_at" : "course.failed_at", { at: latest.at.replace("T", " ") }) }));
-    box.append(el("ul", { class: "course-checks" }, ...latest.checks.map((c) => el("li", { class: c.passed ? "good" : "bad" },
-      el("span", { class: "mono", text: (c.passed ? "PASS " : "FAIL ") + c.name }), c.message ? ": " + c.message : ""))));
     if (latest.diagnosis) box.append(courseDiagnosis(latest.diagnosis, lesson.name));
+    (latest.notes || []).forEach((note) => box.append(el("p", { class: "note course-note", text: note })));
+    // the checks as `seqlab learn check` lists them: a sentence that fails only with the values is not quoted as broken
+    const rows = latest.rows ? latest.rows[I18N.lang === "zh" ? "zh" : "en"] : latest.checks.map((c) => [c.passed, c.name, c.message]);
+    box.append(el("ul", { class: "course-checks" }, ...rows.map(([passed, name, message]) => el("li", { class: passed ? "good" : "bad" },
+      el("span", { class: "mono", text: (passed ? "PASS " : "FAIL ") + name }), message ? ": " + message : ""))));
   }
   const run = el("button", { type: "button", id: "course-check-run", text: t(latest ? "course.check_again" : "course.check_now") });
   run.disabled = !ws || !!state.checking;

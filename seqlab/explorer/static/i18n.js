@@ -625,6 +625,10 @@ const STRINGS = {
   "learn.failed": ["your code did not run: {msg}", "你的代码没有运行完：{msg}"],
   "learn.raised": ["your function raised an error: {msg}", "你的函数抛出了错误：{msg}"],
   "learn.expected": ["expected {v}", "期望值 {v}"],
+  "learn.diagnosis": ["Diagnosis of the full check: {title}", "完整检查的诊断：{title}"],
+  "learn.read_lesson": ["read the lesson", "阅读本步课文"],
+  "learn.check_passes": ["the full check (seqlab learn check {name}) passes", "完整检查（seqlab learn check {name}）通过"],
+  "learn.check_fails": ["the full check (seqlab learn check {name}) fails: {checks}", "完整检查（seqlab learn check {name}）未通过：{checks}"],
   "err.learn_no_workspace": ["No workspace is open: start the explorer with seqlab explore --workspace DIR.",
                              "没有打开工作区：请用 seqlab explore --workspace DIR 启动探索页面。"],
 };
