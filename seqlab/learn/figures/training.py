@@ -112,6 +112,23 @@ def constant_gradient_steps(steps: int = 30, *, corrected: bool = True) -> list[
     return moves
 
 
+def decay_alone(steps: int = 10, *, l2: bool = False) -> list[float]:
+    """p after each of ``steps`` updates of a parameter p = 1 whose gradient is always 0 (lr 0.1, weight decay
+    0.1): AdamW's decoupled decay (the reference), or the catalogued mistake that adds the decay to the
+    gradient (Adam + L2)."""
+    import torch
+
+    from seqlab.learn import torch_mistakes
+    update = torch_mistakes.adamw_step__decay_on_the_moment if l2 else _reference("adamw_step")
+    p = torch.ones(1, dtype=torch.float64)
+    m, v, grad = (torch.zeros(1, dtype=torch.float64) for _ in range(3))
+    values = []
+    for t in range(1, steps + 1):
+        p, m, v = update(p, grad, m, v, t, ADAMW_LR, weight_decay=ADAMW_DECAY)
+        values.append(float(p))
+    return values
+
+
 def path_length(arch: str, source: int, output: int, source_length: int) -> int:
     """Steps on the shortest path from source position ``source`` to output ``output`` (both 1-based),
     counting each recurrent step and each attention read as one. "rnn": through the encoder to its final
@@ -292,7 +309,7 @@ def adamw_decay_orders(lang: str) -> str:
         (float(adamw_update_then_decay()[0]), _t(lang, "Adam, then decay (CS336's order)", "先 Adam，再衰减（CS336 的顺序）"),
          TARGET),
         (float(torch_mistakes.adamw_step__decay_on_the_moment(*args, weight_decay=ADAMW_DECAY)[0][0]),
-         _t(lang, "decay added to the gradient (Adam + L2) = no decay", "衰减加进梯度（Adam + L2）= 没有衰减"), WARN),
+         _t(lang, "decay added to the gradient (Adam + L2): at step 1, as if none", "衰减加进梯度（Adam + L2）：第 1 步如同没有衰减"), WARN),
     ]
     lo, hi, left, right = 0.8775, 0.9025, 60, 640
     d = Drawing(700, 230)
