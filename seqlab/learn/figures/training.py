@@ -10,6 +10,7 @@ call them too.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
@@ -127,6 +128,22 @@ def decay_alone(steps: int = 10, *, l2: bool = False) -> list[float]:
         p, m, v = update(p, grad, m, v, t, ADAMW_LR, weight_decay=ADAMW_DECAY)
         values.append(float(p))
     return values
+
+
+@functools.lru_cache(maxsize=None)
+def dates_parameters(arch: str = "rnn-attention", max_steps: int = 200) -> dict[str, int]:
+    """Parameter counts by part of the model ``seqlab seq2seq train --task dates --arch ARCH`` builds, with
+    the command's own vocabularies and defaults (built on the meta device: no weights are made)."""
+    from seqlab.seq2seq.build import build_model
+    from seqlab.seq2seq.data import build_vocabs, load_pairs
+    from seqlab.seq2seq.settings import Seq2SeqTrainConfig
+    cfg = Seq2SeqTrainConfig(task="dates", arch=arch, max_steps=max_steps)
+    src_vocab, tgt_vocab = build_vocabs(cfg, load_pairs(cfg)[0])
+    model = build_model(cfg.model_config(src_vocab.size, tgt_vocab.size, 64), device="meta")
+    counts = {name: sum(p.numel() for p in module.parameters()) for name, module in model.named_children()}
+    counts["src_vocab"], counts["tgt_vocab"] = src_vocab.size, tgt_vocab.size
+    counts["total"] = sum(p.numel() for p in model.parameters())
+    return dict(counts)
 
 
 def path_length(arch: str, source: int, output: int, source_length: int) -> int:
