@@ -361,7 +361,7 @@ def batch_windows(lang: str) -> str:
     inputs, targets = _reference("get_batch")(dataset, batch, context, "cpu", generator=np.random.default_rng(0))
     starts = [int(row[0]) - 10 for row in inputs.tolist()]
     cw, x0 = 44, 150
-    d = Drawing(700, 380)
+    d = Drawing(700, 396)
     d.text(x0 - 12, 42, _t(lang, "dataset", "数据集"), size=12, anchor="end", bold=True)
     for j, token in enumerate(dataset.tolist()):
         start_ok = j <= len(dataset) - context - 1
@@ -378,12 +378,11 @@ def batch_windows(lang: str) -> str:
         d.text(x0 - 12, y + 12, _t(lang, f"row {i}: start {start}", f"第 {i} 行：起点 {start}"), size=12, anchor="end")
         _cells(d, x0 + start * cw, y, row_in, w=cw, h=24, decimals=0)
         _cells(d, x0 + (start + 1) * cw, y + 28, row_out, w=cw, h=24, decimals=0, fill=TARGET_FILL, stroke=TARGET)
-    d.text(x0 - 12, 364, "", size=1)
     d.box(560, 120, 16, 14, fill=SOFT, stroke=ACCENT, radius=0)
     d.text(582, 127, _t(lang, "inputs (4, 3)", "输入 (4, 3)"), size=11, anchor="start")
     d.box(560, 142, 16, 14, fill=TARGET_FILL, stroke=TARGET, radius=0)
     d.text(582, 149, _t(lang, "targets (4, 3)", "目标 (4, 3)"), size=11, anchor="start")
-    d.text(350, 372, _t(lang, "each target row is its input row moved one token to the right: targets[i, j] = dataset[start + j + 1]",
+    d.text(350, 382, _t(lang, "each target row is its input row moved one token to the right: targets[i, j] = dataset[start + j + 1]",
                         "每一行目标都是它的输入行右移一个词元：targets[i, j] = dataset[start + j + 1]"), size=12, color=MUTED)
     return d.svg(_t(lang, "get_batch on tokens 10 … 19 with batch size 4 and context 3: four random windows, each "
                           "with its next tokens as targets.",
