@@ -62,6 +62,7 @@ USAGE = [
     ("learn hint", "learn hint bogus", "no step 'bogus'"),
     ("learn reset", "learn reset bogus", "no Implement exercise 'bogus'"),
     ("learn grade", "learn grade file --out r --time-limit 0", "--time-limit"),
+    ("learn notebook", "learn notebook bogus --out nb", "no part 'bogus'"),
     ("interpret", "interpret lens --run lm --device bogus --text hi", "bogus"),
 ]
 
@@ -95,6 +96,7 @@ FAILURE = [
     ("learn check", "learn --workspace ws check attention", "ws/attention.py"),
     ("learn reset", "learn --workspace file reset attention", "file"),
     ("learn grade", "learn grade missing --out r", "missing is not a folder of submissions"),
+    ("learn notebook", "learn notebook recurrence --out file/nb", "cannot write into file/nb"),
     ("interpret", "interpret lens --run missing --text hi", "missing"),
 ]
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.explorer import api
+from seqlab.explorer.course_api import COURSE_ENDPOINTS
 from seqlab.explorer.validation import Payload, RequestError
 
 TIME_LIMIT = 4.0   # seconds for one widget's call of the student's code (numpy's import included)
@@ -247,6 +248,7 @@ def yours(data: dict[str, Any], folder: str | None) -> dict:
 LEARN_ENDPOINTS: dict[str, Callable[[dict[str, Any], str | None], dict]] = {
     "learn/workspace": workspace,
     "learn/yours": yours,
+    **COURSE_ENDPOINTS,   # the course as the home page: path, lesson, answer, card, check (course_api.py)
 }
 
 

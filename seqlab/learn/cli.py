@@ -1,8 +1,8 @@
 """`seqlab learn`: the learning path, its exercises and their checks.
 
     seqlab learn                       the path, each step todo / started / passed / changed: check again
-    seqlab learn next [--show]         what to do now (a Trace question in full; --show: its answer)
-    seqlab learn show NAME [--show]    one step: what to read, look at and do
+    seqlab learn next [--show]         the current step: its lesson, then what to do (a Trace question in full)
+    seqlab learn show NAME [--show]    one step's lesson and task (--show: the answers; --json: as data)
     seqlab learn start NAME            write WORKSPACE/NAME.py (never over an existing file)
     seqlab learn check [NAME] [--json] exit 0 when every check passes, 1 when one fails, 2 on usage;
                                        no NAME: the current step; a command step: what its command wrote
@@ -12,6 +12,7 @@
     seqlab learn card NAME [--reveal]  an Explain / Derive card
     seqlab learn solution NAME         the reference implementation's source
     seqlab learn grade SUBMISSIONS --out REPORT    a class's workspaces graded (or --gradescope)
+    seqlab learn notebook [PART ...] --out DIR     the course as Jupyter notebooks (--list: the parts)
 
 The workspace (--workspace, default ./seqlab-learn) holds the student's files and progress.json.
 """
@@ -51,10 +52,12 @@ def register(subparsers) -> None:
         p.set_defaults(func=func)
         return p
 
-    p = command("next", show_next, "what to do now", step=False)
-    p.add_argument("--show", action="store_true", help="a Trace question's worked answer too")
-    p = command("show", show_step, "one step: what to read, look at and do")
-    p.add_argument("--show", action="store_true", help="a Trace question's worked answer too")
+    for name, func, help in (("next", show_next, "the current step: its lesson and what to do"),
+                             ("show", show_step, "one step: its lesson (maths, figures, questions) and what to do")):
+        p = command(name, func, help, step=name == "show")
+        p.add_argument("--show", action="store_true", help="with the questions' answers and the worked solution")
+        p.add_argument("--json", action="store_true", help="print the step as JSON (name, title, kind, sections, "
+                       "questions, figures, reading, task)")
     command("start", start_exercise, "write WORKSPACE/NAME.py for an Implement exercise")
     p = command("check", check_exercise, "check WORKSPACE/NAME.py, or a command step's results "
                                          "(no NAME: the current step; exit 0 pass, 1 fail, 2 usage)", step=False)
@@ -70,6 +73,12 @@ def register(subparsers) -> None:
     p = command("answer", answer_question, "answer a Trace question: numbers separated by commas")
     p.add_argument("value", nargs="?", default=None, help='e.g. "0.4" or "0.6698, 0.3302"')
     p.add_argument("--show", action="store_true", help="show the worked solution")
+    p = command("notebook", write_notebooks, "write the course as Jupyter notebooks, one per part", step=False)
+    p.add_argument("parts", nargs="*", metavar="PART", help="the parts to write (default: all; --list names them)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write them into")
+    p.add_argument("--list", action="store_true", help="list the parts and their steps")
+    p.add_argument("--repo", default=None, metavar="URL", help="the git URL the first cell installs seqlab from "
+                   "(default: the package's Repository URL, else this checkout's origin)")
     p = command("card", show_card, "an Explain / Derive self-check card")
     p.add_argument("--reveal", action="store_true", help="show the answer (and mark the card done)")
     p = sub.add_parser("grade", help="grade a class: one workspace folder (or zip) per student",
@@ -196,40 +205,17 @@ def show_path(args) -> int:
     return 0
 
 
-def _what_to_do(step, args) -> str:
-    ws = _with_workspace(args)
-    if step.kind == "implement":
-        return f"seqlab learn start {step.id}{ws}   then   seqlab learn check {step.id}{ws}"
-    if step.kind == "trace":
-        return f"seqlab learn answer {step.id} VALUE{ws}"
-    if step.kind == "card":
-        return f"seqlab learn card {step.id}{ws}   then   seqlab learn card {step.id} --reveal{ws}"
-    return f"{step.command}   then   seqlab learn check {step.id}{ws}"
-
-
-def _print_question(question, lang: int, show: bool, args, indent: str = "  ") -> None:
-    """A Trace question in full; its worked answer only with ``show``."""
-    print(f"{indent}{'question: ' if lang == 0 else '问题：'}{question.text[lang]}")
-    print(f"{indent}{'answer:   ' if lang == 0 else '作答：'}seqlab learn answer {question.id} VALUE{_with_workspace(args)}")
-    if show:
-        print(f"{indent}{'solution: ' if lang == 0 else '解答：'}{question.solution[lang]}")
-
-
-def _print_step(step, args, number: int, status: str) -> None:
-    from seqlab.learn.questions import CARD_BY_ID, QUESTION_BY_ID
-    lang, show = _lang(args), getattr(args, "show", False)
-    print(f"{number}. {step.title[lang]}  ({step.kind}: {step.id}, {status})")
-    print(("  read: " if lang == 0 else "  阅读：") + step.read[lang])
-    if step.look:
-        print(("  look: " if lang == 0 else "  观察：") + f"seqlab explore, widget #{step.look}")
-    if step.kind == "trace":
-        _print_question(QUESTION_BY_ID[step.id], lang, show, args)
-    print(("  do:   " if lang == 0 else "  动手：") + _what_to_do(step, args))
-    if step.kind == "command" and step.then in QUESTION_BY_ID:
-        print("  then: " if lang == 0 else "  然后：")
-        _print_question(QUESTION_BY_ID[step.then], lang, show, args, indent="    ")
-    elif step.kind == "command" and step.then in CARD_BY_ID:
-        print(("  then: " if lang == 0 else "  然后：") + f"seqlab learn card {step.then}{_with_workspace(args)}")
+def _open_step(args, step_id: str, status: str) -> int:
+    """Print the step as `learn show` and `learn next` do: its lesson, then its task (or --json)."""
+    from seqlab.learn.views import step_view, text
+    lang = "zh" if _lang(args) else "en"
+    view = step_view(step_id, lang, show=args.show, workspace=_with_workspace(args))
+    view["status"] = status
+    if args.json:
+        print(json.dumps(view, indent=2, ensure_ascii=False))
+    else:
+        print(text(view), end="")
+    return 0
 
 
 def show_next(args) -> int:
@@ -238,23 +224,52 @@ def show_next(args) -> int:
         return 1
     current = _current(args, progress)
     if current is None:
+        if args.json:
+            print(json.dumps(None))
+            return 0
         print("Every step is passed. Well done." if _lang(args) == 0 else "所有步骤都已通过。做得好。")
         return 0
     number, step = current
-    _print_step(step, args, number, _status(args, progress, step))
+    return _open_step(args, step.id, _status(args, progress, step))
     return 0
 
 
 def show_step(args) -> int:
-    from seqlab.learn.path import STEPS
+    from seqlab.learn.path import STEP_BY_ID
     progress = _progress(args)
     if progress is None:
         return 1
-    for number, step in enumerate(STEPS, 1):
-        if step.id == args.name:
-            _print_step(step, args, number, _status(args, progress, step))
-            return 0
-    return _no_such("step", args.name, _all_steps())
+    if args.name not in STEP_BY_ID:
+        return _no_such("step", args.name, _all_steps())
+    return _open_step(args, args.name, _status(args, progress, STEP_BY_ID[args.name]))
+
+
+def write_notebooks(args) -> int:
+    from seqlab.learn.path import PART_BY_ID, PARTS, STEPS
+    lang = "zh" if _lang(args) else "en"
+    if args.list:
+        for part in PARTS:
+            first, last = STEPS.index(part.steps[0]) + 1, STEPS.index(part.steps[-1]) + 1
+            print(f"{part.id:<12} {part.title[_lang(args)]}  (steps {first}-{last}: "
+                  f"{', '.join(s.id for s in part.steps)})")
+        return 0
+    unknown = [p for p in args.parts if p not in PART_BY_ID]
+    if unknown:
+        return _usage(f"no part {unknown[0]!r}; the parts are: {', '.join(PART_BY_ID)} (seqlab learn notebook --list)")
+    if args.out is None:
+        return _usage("--out DIR is required: the folder to write the notebooks into")
+    from seqlab.learn.notebooks import write_notebooks as write
+    try:
+        paths = write(args.parts, args.out, lang, args.repo)
+    except OSError as error:
+        print(f"error: cannot write into {args.out}: {error}", file=sys.stderr)
+        return 1
+    for path in paths:
+        print(f"wrote {path}")
+    print("open them with Jupyter (jupyter lab " + str(args.out) + ") or upload one to Colab; the first cell installs "
+          "seqlab where it is missing" if lang == "en" else
+          f"用 Jupyter 打开（jupyter lab {args.out}）或上传到 Colab；第一个单元格会在缺少 seqlab 时安装它")
+    return 0
 
 
 def start_exercise(args) -> int:
@@ -313,9 +328,9 @@ def check_exercise(args) -> int:
 
 
 def _check_implement(args, ex) -> int:
-    from seqlab.learn.exercise import check
+    from seqlab.learn.checking import check_file
     from seqlab.learn.feedback import report_lines
-    from seqlab.learn.workspace import WorkspaceError, exercise_file, file_sha256, progress_kept, record_check
+    from seqlab.learn.workspace import WorkspaceError, exercise_file
     workspace = _workspace(args)
     try:
         path = exercise_file(workspace, ex.name)
@@ -326,10 +341,9 @@ def _check_implement(args, ex) -> int:
         print(f"error: {_q(path)} does not exist; write it first with: seqlab learn start {ex.name}{_with_workspace(args)}",
               file=sys.stderr)
         return 1
-    digest = file_sha256(path)                  # the file as it is checked
-    with progress_kept(workspace):              # the student's code may write progress.json: undone
-        report = check(ex, path, time_limit=args.time_limit)
-    _save(args, record_check, ex.name, report.passed, sha256=digest)
+    report, warning = check_file(workspace, ex.name, time_limit=args.time_limit)   # recorded, as in the explorer
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
         return 0 if report.passed else 1

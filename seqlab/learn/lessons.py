@@ -2,7 +2,8 @@
 
 ``seqlab/learn/lessons/en/STEP.md`` and ``seqlab/learn/lessons/zh/STEP.md`` hold the lesson of the
 step ``STEP`` (``seqlab.learn.path``). :func:`lesson` parses one into a :class:`Lesson`; the
-terminal, the JSON, the notebooks and the explorer render that structure, never the file.
+terminal, the JSON, the notebooks and the explorer render that structure (``seqlab.learn.views``,
+``seqlab.learn.notebooks``), never the file.
 
 The format (docs/lessons.md) is Markdown with sections ``## Heading {#id}``, the lines
 ``[[figure NAME | caption]]``, ``[[widget ANCHOR]]`` and ``[[mistakes]]``, and the blocks
@@ -18,6 +19,7 @@ import functools
 import importlib
 import math
 import re
+import unicodedata
 from pathlib import Path
 
 LESSON_DIR = Path(__file__).resolve().parent / "lessons"
@@ -180,7 +182,7 @@ def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
 
     def flush():
         if paragraph:
-            current.blocks.append(Block("paragraph", text=" ".join(p.strip() for p in paragraph), line=i))
+            current.blocks.append(Block("paragraph", text=join_lines(paragraph), line=i))
             paragraph.clear()
 
     while i < len(lines):
@@ -207,14 +209,6 @@ def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
         if not stripped:
             flush()
             i += 1
-            continue
-        if stripped.startswith("```"):
-            flush()
-            end = next((k for k in range(i + 1, len(lines)) if lines[k].strip().startswith("```")), None)
-            if end is None:
-                fail(number, "a ``` code block is never closed")
-            current.blocks.append(Block("code", text="\n".join(lines[i + 1:end]), line=number))
-            i = end + 1
             continue
         if stripped.startswith("[["):
             flush()
@@ -260,41 +254,102 @@ def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
             current.blocks.append(block)
             i = end + 1
             continue
-        if stripped.startswith("|"):
+        found = _markdown_block(lines, i, fail)
+        if found is not None:
             flush()
-            end = i
-            while end < len(lines) and lines[end].strip().startswith("|"):
-                end += 1
-            current.blocks.append(Block("table", text="\n".join(l.strip() for l in lines[i:end]), line=number))
-            i = end
-            continue
-        bullet = re.match(r"^(- |\d+\. )", stripped)
-        if bullet:
-            flush()
-            ordered = bullet.group(1) != "- "
-            items: list[str] = []
-            while i < len(lines):
-                s = lines[i].strip()
-                m = re.match(r"^(- |\d+\. )", s)
-                if m and (m.group(1) != "- ") == ordered:
-                    items.append(s[len(m.group(1)):].strip())
-                elif s and lines[i].startswith((" ", "\t")) and items:
-                    items[-1] += " " + s          # a list item's continuation line
-                else:
-                    break
-                i += 1
-            current.blocks.append(Block("olist" if ordered else "list", items=items, line=number))
-            continue
-        if stripped.startswith("### "):
-            flush()
-            current.blocks.append(Block("heading", text=stripped[4:].strip(), line=number))
-            i += 1
+            block, i = found
+            current.blocks.append(block)
             continue
         paragraph.append(line)
         i += 1
     if current is not None:
         flush()
     return Lesson(step, lang, title, sections, numbers, where)
+
+
+def _wide(c: str) -> bool:
+    return unicodedata.east_asian_width(c) in "WFA"      # 中文, full-width and “quote” marks
+
+
+def join_lines(lines: list[str]) -> str:
+    """A paragraph's lines as one line: joined by a space, except between two 中文 characters
+    (Chinese text has no spaces between its words; beside a Latin word it keeps the space)."""
+    out = ""
+    for line in (x.strip() for x in lines):
+        if out and line:
+            left, right = out.rstrip("*`")[-1:], line.lstrip("*`")[:1]     # past **bold** and `code` marks
+            out += line if left and right and _wide(left) and _wide(right) else " " + line
+        else:
+            out += line
+    return out
+
+
+def _markdown_block(lines: list[str], i: int, fail) -> tuple[Block, int] | None:
+    """The code block, table, list or ### heading that starts at ``lines[i]`` and the index after it,
+    or None when the line starts none of them (it is a paragraph's)."""
+    stripped = lines[i].strip()
+    number = i + 1
+    if stripped.startswith("```"):
+        end = next((k for k in range(i + 1, len(lines)) if lines[k].strip().startswith("```")), None)
+        if end is None:
+            fail(number, "a ``` code block is never closed")
+        return Block("code", text="\n".join(lines[i + 1:end]), line=number), end + 1
+    if stripped.startswith("|"):
+        end = i
+        while end < len(lines) and lines[end].strip().startswith("|"):
+            end += 1
+        return Block("table", text="\n".join(line.strip() for line in lines[i:end]), line=number), end
+    bullet = re.match(r"^(- |\d+\. )", stripped)
+    if bullet:
+        ordered = bullet.group(1) != "- "
+        items: list[str] = []
+        while i < len(lines):
+            s = lines[i].strip()
+            m = re.match(r"^(- |\d+\. )", s)
+            if m and (m.group(1) != "- ") == ordered:
+                items.append(s[len(m.group(1)):].strip())
+            elif s and lines[i].startswith((" ", "\t")) and items:
+                items[-1] = join_lines([items[-1], s])          # a list item's continuation line
+            else:
+                break
+            i += 1
+        return Block("olist" if ordered else "list", items=items, line=number), i
+    if stripped.startswith("### "):
+        return Block("heading", text=stripped[4:].strip(), line=number), i + 1
+    return None
+
+
+def body_blocks(text: str) -> list[Block]:
+    """The Markdown of a question's text or answer, or a mistake's paragraph, as blocks: paragraphs,
+    lists, code, tables and ### headings (no directives), for the renderers."""
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    paragraph: list[str] = []
+
+    def fail(line_no: int, message: str):
+        raise LessonError(f"line {line_no} of a block's text: {message}")
+
+    def flush():
+        if paragraph:
+            blocks.append(Block("paragraph", text=join_lines(paragraph)))
+            paragraph.clear()
+
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():
+            flush()
+            i += 1
+            continue
+        found = _markdown_block(lines, i, fail)
+        if found is None:
+            paragraph.append(lines[i])
+            i += 1
+            continue
+        flush()
+        block, i = found
+        blocks.append(block)
+    flush()
+    return blocks
 
 
 def _join(lines: list[str]) -> str:

@@ -4,6 +4,10 @@ A step's ``do`` is an Implement exercise (``implement``), a Trace question (``tr
 Derive card (``card``) or a command to run followed by a question (``command``). Titles and texts
 are (English, 中文) pairs, with the explorer glossary's terms. ``look`` is the explorer widget's
 anchor (``seqlab explore``, then ``#w-...``).
+
+The path falls into parts (:data:`PARTS`: recurrence, gated cells, attention, the Transformer LM,
+training, seq2seq), each a run of consecutive steps; the notebooks (``seqlab learn notebook``) and
+the explorer group the steps by them.
 """
 
 from __future__ import annotations
@@ -155,3 +159,36 @@ STEPS: tuple[Step, ...] = (
 )
 
 STEP_BY_ID = {s.id: s for s in STEPS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """A run of consecutive steps, from ``first`` to the step before the next part's first."""
+    id: str
+    title: tuple[str, str]
+    first: str
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return _PART_STEPS[self.id]
+
+
+PARTS: tuple[Part, ...] = (
+    Part("recurrence", ("Recurrence and backpropagation through time", "循环与随时间反向传播"), "trace_recurrence"),
+    Part("gated", ("Gated cells: LSTM and GRU", "门控单元：长短期记忆与门控循环单元"), "trace_lstm_cell"),
+    Part("attention", ("Attention", "注意力"), "trace_attention_weights"),
+    Part("transformer", ("The Transformer LM", "Transformer 语言模型"), "choose_merge"),
+    Part("training", ("Training", "训练"), "cross_entropy"),
+    Part("seq2seq", ("Seq2seq and information paths", "seq2seq 与信息路径"), "seq2seq"),
+)
+PART_BY_ID = {p.id: p for p in PARTS}
+
+
+def _part_steps() -> dict[str, tuple[Step, ...]]:
+    starts = [next(k for k, s in enumerate(STEPS) if s.id == p.first) for p in PARTS]
+    ends = starts[1:] + [len(STEPS)]
+    return {p.id: STEPS[a:b] for p, a, b in zip(PARTS, starts, ends)}
+
+
+_PART_STEPS = _part_steps()
+PART_OF = {s.id: p for p in PARTS for s in p.steps}

@@ -80,13 +80,15 @@ def set_state(workspace: Path, step: str, state: str, *, keep_passed: bool = Tru
     _write(workspace, progress)
 
 
-def record_check(workspace: Path, step: str, passed: bool, **evidence) -> None:
+def record_check(workspace: Path, step: str, passed: bool, *, check: dict | None = None, **evidence) -> None:
     """The result of checking ``step``: passed with its evidence (``sha256=`` of the file that
-    passed, or ``results=`` the folder read), or started again (a pass does not outlive a failed check)."""
+    passed, or ``results=`` the folder read), or started again (a pass does not outlive a failed check).
+    ``check``: the check's summary, kept as the step's latest check (the explorer shows it)."""
+    latest = {} if check is None else {"check": check}
     if passed:
-        set_state(workspace, step, "passed", keep_passed=False, drop=("sha256", "results"), **evidence)
+        set_state(workspace, step, "passed", keep_passed=False, drop=("sha256", "results"), **evidence, **latest)
     else:
-        set_state(workspace, step, "started", keep_passed=False, drop=("sha256", "results"))
+        set_state(workspace, step, "started", keep_passed=False, drop=("sha256", "results"), **latest)
 
 
 def note_hint(workspace: Path, step: str) -> int:
@@ -171,17 +173,23 @@ def progress_kept(workspace: Path) -> Iterator[None]:
                     tmp.write_bytes(saved[1])
 
 
+def stub_function(exercise) -> str:
+    """The exercise's imports and its function: the signature, the docstring, NotImplementedError
+    (the stub file's heart, and a notebook's code cell)."""
+    doc = exercise.doc.strip("\n")
+    return (f"{exercise.imports}\n\n\n"
+            f"def {exercise.signature}:\n"
+            f'    """{doc}\n    """\n'
+            f"    raise NotImplementedError(\"{exercise.name}: write this function\")\n")
+
+
 def stub_text(exercise) -> str:
     """The file ``seqlab learn start`` writes: the signature, the docstring, NotImplementedError, a test."""
-    doc = exercise.doc.strip("\n")
     test = exercise.stub_test or "    # call your function on a small input and assert what the lesson says it gives\n    pass\n"
     return (f'"""Exercise {exercise.name}: {exercise.title}.\n\n'
             f"Fill in the body, then run:  seqlab learn check {exercise.name}\n"
             f'(`seqlab learn solution {exercise.name}` shows seqlab\'s own version.)\n"""\n\n'
-            f"{exercise.imports}\n\n\n"
-            f"def {exercise.signature}:\n"
-            f'    """{doc}\n    """\n'
-            f"    raise NotImplementedError(\"{exercise.name}: write this function\")\n\n\n"
+            f"{stub_function(exercise)}\n\n"
             f"def test_{exercise.name}():\n"
             f"    # your own test: run it with  python -m pytest {exercise.name}.py\n{test}")
 

@@ -5,6 +5,7 @@ paths that can be pasted, and progress that follows the file that passed."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -21,24 +22,30 @@ def _cli(*args):
     return main(["learn", *map(str, args)])
 
 
+def _unwrapped(out: str) -> str:
+    """The output with `learn show`'s line wrapping undone (a break between words, or between 中文 characters)."""
+    return re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef])\n *(?=[\u3000-\u9fff\uff00-\uffef])", "",
+                  re.sub(r"(?<=[^\s\u3000-\u9fff\uff00-\uffef])\n *(?=[^\s\u3000-\u9fff\uff00-\uffef])", " ", out))
+
+
 def test_next_and_show_print_a_trace_question_in_full_and_its_answer_only_with_show(tmp_path, capsys):
     ws = tmp_path / "ws"
     first = STEPS[0]
     assert first.kind == "trace"
     question = QUESTION_BY_ID[first.id]
     assert _cli("next", "--workspace", ws) == 0
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert question.text[0] in out and f"seqlab learn answer {first.id} VALUE" in out
     assert question.solution[0] not in out
     assert _cli("show", "trace_clipping", "--show", "--workspace", ws) == 0
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert QUESTION_BY_ID["trace_clipping"].text[0] in out and QUESTION_BY_ID["trace_clipping"].solution[0] in out
     assert _cli("show", "trace_clipping", "--lang", "zh", "--workspace", ws) == 0
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert QUESTION_BY_ID["trace_clipping"].text[1] in out and QUESTION_BY_ID["trace_clipping"].solution[1] not in out
     # a command step prints the question that follows it
     assert _cli("show", "train_small", "--workspace", ws) == 0
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert QUESTION_BY_ID["trace_perplexity"].text[0] in out and "seqlab learn check train_small" in out
 
 

@@ -23,7 +23,7 @@ import torch
 from seqlab.cli import main
 from seqlab.learn import compare
 from seqlab.learn.catalog import exercise
-from seqlab.learn.exercise import check
+from seqlab.learn.exercise import run_checks as check
 from seqlab.learn.plain_data import Encoder, Unsendable, decode
 from seqlab.learn.runner import death, run_student, run_students
 from tests.learn.students import write_student
