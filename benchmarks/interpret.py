@@ -1,7 +1,19 @@
-"""seqlab.interpret: lens, attribution, patching, knockout and head scores, batched vs a naive loop.
+"""seqlab.interpret: lens, attribution, patching, knockout and head scores, batched vs a naive loop,
+and batched patching against TransformerLens.
 
     python benchmarks/interpret.py [--model demo|cs336-17m|both] [--repeats 3] [--naive-repeats 1] [--threads 2]
     python benchmarks/interpret.py --explorer-run demo_out/run [--repeats 3]   # the explorer's requests only
+    PYTHONPATH=. /work/venvs/tl/bin/python benchmarks/interpret.py --against transformerlens \
+        [--model demo|cs336-17m|both] [--tokens 64,128] [--repeats 3] [--tl-repeats 1] [--threads 2]
+
+--against transformerlens (in an environment with transformer-lens, which seqlab's tests do not
+need: python -m venv /work/venvs/tl; /work/venvs/tl/bin/pip install torch==2.13.0 transformer-lens):
+the model is saved as a run and exported with `seqlab export --to hf`; TransformerLens 4 boots that
+folder with TransformerBridge.boot_transformers in compatibility mode without weight processing
+(the same weights, unfolded). Timed: seqlab's patch (resid_pre, every layer x position) against
+transformer_lens.patching.get_act_patch_resid_pre (one hooked forward per patch) on the same
+clean/corrupted prompts, metric and logit difference; the largest difference between the two
+recovery maps is printed beside the times (it must be float32 rounding).
 
 Models (random weights of the shape; the timings do not depend on the values):
   demo       seqlab demo's model: vocab 1,024, context 128, d_model 128, 4 layers, 4 heads
@@ -41,9 +53,9 @@ from seqlab.interpret import (
     patch,
 )
 from seqlab.model import TransformerLM
-from tests.interpret.test_patching import naive_knockout
 
 SHAPES = {
+    "tiny": dict(vocab_size=300, context_length=32, d_model=32, num_layers=2, num_heads=2),  # smoke tests only
     "demo": dict(vocab_size=1024, context_length=128, d_model=128, num_layers=4, num_heads=4),
     "cs336-17m": dict(vocab_size=10_000, context_length=256, d_model=512, num_layers=4, num_heads=16, d_ff=1344),
 }
@@ -84,6 +96,8 @@ def naive_patch(model, clean, corrupt, target, baseline):
 
 
 def bench(name: str, repeats: int, naive_repeats: int) -> None:
+    from tests.interpret.test_patching import naive_knockout  # the tests' naive loop (needs pytest)
+
     torch.manual_seed(0)
     model = TransformerLM(**SHAPES[name]).eval()
     vocab = model.config.vocab_size
@@ -106,7 +120,7 @@ def bench(name: str, repeats: int, naive_repeats: int) -> None:
     rows.append((f"patch resid_pre, 128 tokens ({len(model.layers)} x 128 patches)", batched, naive))
     with torch.no_grad():
         top = int(model(long[None])[0, -1].argmax())
-    batched = timed(lambda: knockout(model, long, target=top), repeats)
+    batched = timed(lambda: knockout(model, long, target=top), repeats)  # .drops: (L, seq)
     naive = timed(lambda: naive_knockout(model, long, 127, top), naive_repeats)
     rows.append((f"knockout, 128 tokens ({len(model.layers)} x 128 edges)", batched, naive))
     print(f"\n{name}: {model.num_parameters():,} parameters, {torch.get_num_threads()} threads")
@@ -151,18 +165,97 @@ def bench_explorer(run: str, repeats: int) -> None:
         print(f"| POST /api/{name} | {seconds * 1000:.0f} ms | {goals.get(name, 0.3) * 1000:.0f} ms |")
 
 
+def synthetic_tokenizer(vocab_size: int):
+    """A byte-level BPE tokenizer of exactly ``vocab_size`` ids (merges of byte pairs): what the
+    export needs beside random weights (the benchmark feeds ids, not text)."""
+    from seqlab.tokenizer import Tokenizer
+
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    for j in range(vocab_size - 256):
+        a, b = bytes([97 + j % 26]), bytes([97 + (j // 26) % 26])
+        if j >= 26 * 26:
+            a = bytes([j % 256])
+            b = bytes([(j // 256) % 256])
+        merges.append((a, b))
+        vocab[256 + j] = a + b
+    return Tokenizer(vocab, merges)
+
+
+def bench_transformerlens(name: str, lengths: list[int], repeats: int, tl_repeats: int) -> None:
+    import tempfile
+
+    from transformer_lens import patching
+    from transformer_lens.model_bridge import TransformerBridge
+
+    from seqlab.lm import load_model
+    from seqlab.interop.export import export_hf
+    from seqlab.runs import save_checkpoint
+
+    torch.manual_seed(0)
+    shape = dict(SHAPES[name], context_length=max(SHAPES[name]["context_length"], max(lengths)))
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        synthetic_tokenizer(shape["vocab_size"]).save(run / "tokenizer")
+        save_checkpoint(TransformerLM(**shape), None, 1, run / "checkpoints" / "latest.pt")
+        export_hf(run, Path(tmp) / "hf")
+        model = load_model(run=run).model
+        bridge = TransformerBridge.boot_transformers(str(Path(tmp) / "hf"), device="cpu")
+        bridge.enable_compatibility_mode(no_processing=True)
+    vocab = shape["vocab_size"]
+    print(f"\n{name}: {model.num_parameters():,} parameters, {torch.get_num_threads()} threads; "
+          "patch resid_pre at every layer x position")
+    print("| tokens | patches | seqlab (batched) | TransformerLens get_act_patch_resid_pre | TL / seqlab | max difference |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    for n in lengths:
+        gen = torch.Generator().manual_seed(n)
+        clean = torch.randint(0, vocab, (n,), generator=gen)
+        corrupt = clean.clone()
+        corrupt[n // 3] = (corrupt[n // 3] + 1) % vocab
+        with torch.no_grad():
+            moved = model(clean[None])[0, -1] - model(corrupt[None])[0, -1]
+        target, baseline = int(moved.argmax()), int(moved.argmin())
+        ours = patch(model, clean, corrupt, target=target, baseline=baseline)  # warm
+        seqlab_time = timed(lambda: patch(model, clean, corrupt, target=target, baseline=baseline), repeats)
+
+        def tl_patch():
+            with torch.no_grad():
+                clean_logits, clean_cache = bridge.run_with_cache(clean[None])
+                corrupt_logits = bridge(corrupt[None])
+            diff = lambda logits: logits[0, -1, target] - logits[0, -1, baseline]
+            m_clean, m_corrupt = diff(clean_logits), diff(corrupt_logits)
+            metric = lambda logits: (diff(logits) - m_corrupt) / (m_clean - m_corrupt)
+            with torch.no_grad():
+                return patching.get_act_patch_resid_pre(bridge, corrupt[None], clean_cache, metric)
+
+        theirs = tl_patch()
+        tl_time = timed(tl_patch, tl_repeats)
+        difference = float((ours.recovery - theirs.to(ours.recovery.dtype)).abs().max())
+        print(f"| {n} | {len(model.layers) * n} | {seqlab_time * 1000:,.0f} ms | {tl_time * 1000:,.0f} ms | "
+              f"{tl_time / seqlab_time:.1f}x | {difference:.1e} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=("demo", "cs336-17m", "both"), default="both")
+    parser.add_argument("--model", choices=("tiny", "demo", "cs336-17m", "both"), default="both",
+                        help="both: demo and cs336-17m; tiny: a smoke test of the script")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--naive-repeats", type=int, default=1, help="repeats of the (slow) naive loops (1)")
     parser.add_argument("--explorer-run", metavar="DIR", help="time the explorer's /api/interpret/* requests on "
                         "this run (a `seqlab demo` run) instead of the library on random models")
+    parser.add_argument("--against", choices=("naive", "transformerlens"), default="naive",
+                        help="compare with the naive loop of the tests (default) or with TransformerLens")
+    parser.add_argument("--tokens", default="64,128", help="--against transformerlens: prompt lengths (64,128)")
+    parser.add_argument("--tl-repeats", type=int, default=1, help="repeats of TransformerLens's (slow) patching (1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.explorer_run:
         bench_explorer(args.explorer_run, args.repeats)
+        return 0
+    if args.against == "transformerlens":
+        for name in (("demo", "cs336-17m") if args.model == "both" else (args.model,)):
+            bench_transformerlens(name, [int(n) for n in args.tokens.split(",")], args.repeats, args.tl_repeats)
         return 0
     for name in (("demo", "cs336-17m") if args.model == "both" else (args.model,)):
         bench(name, args.repeats, args.naive_repeats)

@@ -1,9 +1,16 @@
-"""Time `seqlab learn check NAME` of every exercise, the whole command as a student runs it (goal: under
-2 s for a NumPy exercise, under 5 s for an LM component, on 2 cores), with the reference solution as
-the student's file. The peer is the floor every check pays: two Python processes (the command and
-the child that runs the student's code) that import numpy, or torch for the LM components.
+"""Time what a student waits for in `seqlab learn`, on 2 cores:
 
-    python benchmarks/learn.py [--repeats 3] [--only NAME]
+- checks: `seqlab learn check NAME` of every exercise, the whole command as a student runs it (goal:
+  under 2 s for a NumPy exercise, under 5 s for an LM component), with the reference solution as the
+  student's file. The peer is the floor every check pays: two Python processes (the command and the
+  child that runs the student's code) that import numpy, or torch for the LM components;
+- views: `seqlab learn show NAME` (the whole command with its bytecode cached, as installed; goal under
+  0.5 s), the explorer's lesson view
+  (POST /api/learn/lesson, and in Chromium a click on the step until its lesson is drawn, goal under
+  0.5 s) and a notebook's check cell (`check(NAME, function)` in an IPython shell, as in a kernel;
+  goal under 2 s for a NumPy exercise), for every step with a lesson (or --only).
+
+    python benchmarks/learn.py [--what checks|views|all] [--repeats 3] [--only NAME]
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
 
 
 def wall(command: list[str], env: dict, cwd: str, expect: int = 0) -> float:
@@ -29,38 +37,133 @@ def wall(command: list[str], env: dict, cwd: str, expect: int = 0) -> float:
     return seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", default=None)
-    args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from seqlab.learn.catalog import NUMPY_NAMES, TORCH_NAMES
+def _row(name: str, kind: str, seconds: float, goal: float, floor: float | None = None) -> str:
+    extra = f" {seconds / floor:8.2f}" if floor else ""
+    return f"{name:<30} {kind:<10} {seconds:9.3f} {goal:7.1f}{extra}" + ("" if seconds < goal else "  OVER GOAL")
+
+
+def checks(names: list[str], repeats: int, env: dict) -> None:
+    from seqlab.learn.catalog import NUMPY_NAMES
     from seqlab.learn.references import REFERENCE_MODULES
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    names = [n for n in (*NUMPY_NAMES, *TORCH_NAMES) if args.only in (None, n)]
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as ws:
         floor = {}
         for kind, module in (("numpy", "numpy"), ("torch", "torch")):
             command = [sys.executable, "-c", f"import {module}"]
-            floor[kind] = statistics.median(2 * wall(command, env, ws) for _ in range(args.repeats))
+            floor[kind] = statistics.median(2 * wall(command, env, ws) for _ in range(repeats))
         print(f"floor (2 processes importing numpy): {floor['numpy']:.2f} s; importing torch: {floor['torch']:.2f} s")
-        print(f"{'exercise':<30} {'kind':<6} {'median s':>9} {'goal s':>7} {'x floor':>8}")
+        print(f"{'exercise':<30} {'kind':<10} {'median s':>9} {'goal s':>7} {'x floor':>8}")
         worst = {"numpy": 0.0, "torch": 0.0}
         for name in names:
             kind = "numpy" if name in NUMPY_NAMES else "torch"
             Path(ws, f"{name}.py").write_text(f"from {REFERENCE_MODULES[name]} import {name}\n")
             command = [sys.executable, "-m", "seqlab", "learn", "check", name, "--workspace", ws]
-            seconds = statistics.median(wall(command, env, ws) for _ in range(args.repeats))
-            goal = 2.0 if kind == "numpy" else 5.0
+            seconds = statistics.median(wall(command, env, ws) for _ in range(repeats))
             worst[kind] = max(worst[kind], seconds)
-            print(f"{name:<30} {kind:<6} {seconds:9.2f} {goal:7.1f} {seconds / floor[kind]:8.2f}"
-                  + ("" if seconds < goal else "  OVER GOAL"))
+            print(_row(name, kind, seconds, 2.0 if kind == "numpy" else 5.0, floor[kind]))
         print(f"slowest NumPy exercise {worst['numpy']:.2f} s (goal 2 s); slowest LM component "
-              f"{worst['torch']:.2f} s (goal 5 s); load average now {os.getloadavg()[0]:.2f}")
+              f"{worst['torch']:.2f} s (goal 5 s)")
+
+
+def _browser_opens(steps: list[str], repeats: int) -> dict[str, float]:
+    """Seconds from a click on a step in the explorer's path until its lesson is drawn (median)."""
+    from playwright.sync_api import sync_playwright
+
+    from seqlab.explorer.server import start_in_thread
+    server, _ = start_in_thread()
+    seconds: dict[str, list[float]] = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM),
+                                        args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(server.url + "#step/explain_order")
+            page.wait_for_selector("body[data-ready='1']", timeout=120_000)
+            for _ in range(repeats):
+                for step in steps:
+                    other = "explain_order" if step != "explain_order" else "trace_recurrence"   # away first
+                    page.evaluate("(s) => { location.hash = '#step/' + s; }", other)
+                    page.wait_for_selector(f"#course-lesson[data-step={other}]")
+                    start = time.perf_counter()
+                    page.click(f"#course-step-{step}")
+                    page.wait_for_selector(f"#course-lesson[data-step={step}] #course-task h3")
+                    seconds.setdefault(step, []).append(time.perf_counter() - start)
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return {step: statistics.median(values) for step, values in seconds.items()}
+
+
+def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> None:
+    from seqlab.explorer.learn_api import run_learn_endpoint
+    from seqlab.learn.checking import check
+    from seqlab.learn.references import reference
+
+    with tempfile.TemporaryDirectory() as ws:
+        # as an installed seqlab runs: with its modules' bytecode cached (a first, untimed run writes it)
+        cached = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        cached["PYTHONPYCACHEPREFIX"] = os.path.join(ws, "pycache")
+        print(f"{'step':<30} {'what':<10} {'median s':>9} {'goal s':>7}")
+        worst = {"show": 0.0, "api": 0.0, "page": 0.0, "notebook": 0.0}
+        for step in steps:
+            command = [sys.executable, "-m", "seqlab", "learn", "show", step, "--workspace", ws]
+            wall(command, cached, ws)
+            seconds = statistics.median(wall(command, cached, ws) for _ in range(repeats))
+            worst["show"] = max(worst["show"], seconds)
+            print(_row(step, "show", seconds, 0.5))
+            run_learn_endpoint("learn/lesson", {"step": step, "lang": "en"}, ws)       # the first parse is cached
+            timed = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                for lang in ("en", "zh"):
+                    run_learn_endpoint("learn/lesson", {"step": step, "lang": lang}, ws)
+                timed.append((time.perf_counter() - start) / 2)
+            worst["api"] = max(worst["api"], statistics.median(timed))
+            print(_row(step, "api", statistics.median(timed), 0.5))
+        if CHROMIUM.exists():
+            for step, seconds in _browser_opens(steps, repeats).items():
+                worst["page"] = max(worst["page"], seconds)
+                print(_row(step, "page", seconds, 0.5))
+        else:
+            print(f"(no {CHROMIUM}: the lesson's drawing in the page is not timed)")
+        for name in exercises:
+            function = reference(name)
+            timed = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                report = check(name, function, workspace=ws)
+                timed.append(time.perf_counter() - start)
+                if not report.passed:
+                    raise SystemExit(f"the reference of {name} does not pass its check:\n{report}")
+            worst["notebook"] = max(worst["notebook"], statistics.median(timed))
+            print(_row(name, "notebook", statistics.median(timed), 2.0))
+        print(f"slowest: learn show {worst['show']:.3f} s, lesson API {worst['api']:.3f} s, lesson in the page "
+              f"{worst['page']:.3f} s (goals 0.5 s); a notebook's NumPy check cell {worst['notebook']:.2f} s (goal 2 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--what", choices=("checks", "views", "all"), default="all")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default=None, help="one exercise or step")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from seqlab.learn import lessons
+    from seqlab.learn.catalog import NUMPY_NAMES, TORCH_NAMES
+    from seqlab.learn.path import STEPS
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.2f}")
+    if args.what in ("checks", "all"):
+        checks([n for n in (*NUMPY_NAMES, *TORCH_NAMES) if args.only in (None, n)], args.repeats, env)
+    if args.what in ("views", "all"):
+        steps = [s.id for s in STEPS if lessons.has_lesson(s.id, "en") and args.only in (None, s.id)]
+        if not steps and args.only:
+            steps = [args.only]       # a step without a lesson shows its read line: time that
+        views(steps, [n for n in NUMPY_NAMES if args.only in (None, n)], args.repeats, env)
+    print(f"load average now {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

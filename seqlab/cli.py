@@ -44,6 +44,18 @@ class SeqlabParser(argparse.ArgumentParser):
             namespace._seqlab_parser = self
         return namespace, extras
 
+    def _check_value(self, action, value):
+        """argparse's "invalid choice: 'chek'", with the closest choice: "(did you mean check?)"."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as error:
+            import difflib
+
+            close = difflib.get_close_matches(str(value), [str(c) for c in action.choices or ()], n=1, cutoff=0.6)
+            if not close:
+                raise
+            raise argparse.ArgumentError(action, f"{error.message} (did you mean {close[0]}?)") from None
+
 
 def unknown_flags_error(parser: argparse.ArgumentParser, extras: list[str]) -> str:
     """"unrecognized arguments: --lr-rate 3 (did you mean --lr?)": the closest of ``parser``'s

@@ -59,6 +59,10 @@ USAGE = [
     ("learn solution", "learn solution bogus", "no Implement exercise 'bogus'"),
     ("learn answer", "learn answer bogus 1", "no Trace question 'bogus'"),
     ("learn card", "learn card bogus", "no card 'bogus'"),
+    ("learn hint", "learn hint bogus", "no step 'bogus'"),
+    ("learn reset", "learn reset bogus", "no Implement exercise 'bogus'"),
+    ("learn grade", "learn grade file --out r --time-limit 0", "--time-limit"),
+    ("learn notebook", "learn notebook bogus --out nb", "no part 'bogus'"),
     ("interpret", "interpret lens --run lm --device bogus --text hi", "bogus"),
 ]
 
@@ -90,6 +94,9 @@ FAILURE = [
     ("learn next", "learn --workspace ws next", "ws/progress.json"),
     ("learn start", "learn --workspace file start attention", "file/attention.py"),
     ("learn check", "learn --workspace ws check attention", "ws/attention.py"),
+    ("learn reset", "learn --workspace file reset attention", "file"),
+    ("learn grade", "learn grade missing --out r", "missing is not a folder of submissions"),
+    ("learn notebook", "learn notebook recurrence --out file/nb", "cannot write into file/nb"),
     ("interpret", "interpret lens --run missing --text hi", "missing"),
 ]
 
@@ -139,7 +146,7 @@ def _leaf_commands(parser, prefix=()):
 
 # commands that read no input, so nothing there can fail at run time: a step's text, a reference
 # solution, a question or a card (a progress.json that cannot be read is only a warning there)
-READ_NOTHING = {"learn show", "learn solution", "learn answer", "learn card"}
+READ_NOTHING = {"learn show", "learn solution", "learn answer", "learn card", "learn hint"}
 
 
 def test_every_command_is_covered():
@@ -150,9 +157,10 @@ def test_every_command_is_covered():
 
 
 @pytest.mark.parametrize("line", ["learn --workspace ws answer trace_perplexity 1",
-                                  "learn --workspace ws card explain_order"])
+                                  "learn --workspace ws card explain_order",
+                                  "learn --workspace ws hint trace_clipping"])
 def test_unreadable_progress_is_a_warning(line, place, capsys):
-    """`answer` exits 1 for a wrong answer and `card` 0; a damaged progress.json changes neither."""
+    """`answer` exits 1 for a wrong answer, `card` and `hint` 0; a damaged progress.json changes none."""
     status, err = _run(line.split(), capsys)
     assert status == (1 if "answer" in line else 0)
     assert "warning: progress not saved: ws/progress.json" in err

@@ -461,3 +461,79 @@ def test_the_config_json_writer_check_finds_a_second_writer():
                'def f(run):\n    path = run / CONFIG_FILE\n    return open(path).read()\n',
                'def f(run):\n    atomic_write_text(run / "vocab.json", "{}")\n']
     assert not [r for r in readers if config_json_writes(r)]
+
+
+# -- attention math lives in the models ------------------------------------------------------------
+# interpret, the explorer and the inspection modules read attention through the models' taps
+# (seqlab.model.taps); the models (seqlab/model, the seq2seq models), the labs and learn's references
+# and mistakes keep their own formulas
+ATTENTION_FREE = ("interpret", "explorer", "lm/inspection.py", "seq2seq/inspection.py")
+ATTENTION_PARTS = {"q_proj", "k_proj", "v_proj", "output_proj", "query_proj", "key_proj", "score_vector", "rope"}
+ATTENTION_FUNCTIONS = {"softmax", "weights_of", "attention_scores", "attention_weights", "scaled_dot_product_attention",
+                       "sdpa_attention", "chunked_attention", "flash_attention"}
+ATTENTION_MODULES = ("seqlab.model.attention", "seqlab.model.chunked_attention", "seqlab.model.sdpa_attention",
+                     "seqlab.model.flash_attention", "seqlab.model.attention_inputs", "seqlab.model.rope")
+
+
+def attention_math(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) of every piece of attention math in ``tree``: a projection or RoPE of an attention
+    module, a causal triangle (triu/tril), K^T (transpose(-2, -1), .mT), a softmax or an attention
+    function, or an import of the model's attention code."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ATTENTION_PARTS:
+            found.append((node.lineno, f".{node.attr}"))
+        elif isinstance(node, ast.Attribute) and node.attr == "mT":
+            found.append((node.lineno, ".mT"))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in ("triu", "tril"):
+                found.append((node.lineno, f"{name}()"))
+            elif name in ATTENTION_FUNCTIONS:
+                found.append((node.lineno, f"{name}()"))
+            elif name == "transpose" and [ast.unparse(a) for a in node.args] == ["-2", "-1"]:
+                found.append((node.lineno, "transpose(-2, -1)"))
+    found += [(line, f"import {name}") for line, name in imported_modules(tree)
+              if any(name == m or name.startswith(m + ".") for m in ATTENTION_MODULES)]
+    return found
+
+
+def _attention_free_files() -> list[Path]:
+    files = []
+    for entry in ATTENTION_FREE:
+        path = PACKAGE / entry
+        files += modules(path) if path.is_dir() else [path]
+    return files
+
+
+def test_interpret_the_explorer_and_the_inspection_modules_hold_no_attention_math():
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{line} {what}" for path in _attention_free_files()
+                 for line, what in attention_math(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not offenders, ("read attention through the models' taps (seqlab.model.taps: ...attn.scores, "
+                           "...attn.pattern, ...attn.head_out) instead of recomputing it:\n" + "\n".join(offenders))
+
+
+MUTANT = '''
+import math
+from seqlab.model import softmax
+
+def attention(block, x):
+    attn = block.attn
+    q = attn.q_proj(x).view(1, 4, 2, 8).transpose(1, 2)
+    k = attn.rope(attn.k_proj(x).view(1, 4, 2, 8).transpose(1, 2))
+    scores = (q / math.sqrt(8)) @ k.transpose(-2, -1)
+    scores = scores.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), float("-inf"))
+    return softmax(scores, dim=-1) @ attn.v_proj(x).view(1, 4, 2, 8).transpose(1, 2)
+'''
+
+
+def test_the_attention_rule_finds_a_copy_of_the_attention_math():
+    """A mutant: interpret's old shadow attention (seqlab/interpret/cache.py before taps) is found,
+    piece by piece; reading the same weights through a tap is not."""
+    found = {what for _, what in attention_math(ast.parse(MUTANT))}
+    assert {".q_proj", ".k_proj", ".v_proj", ".rope", "transpose(-2, -1)", "triu()", "softmax()"} <= found, found
+    tapped = "def pattern(model, ids):\n    taps = Taps(read=['layers.0.attn.pattern'])\n    model(ids, taps=taps)\n" \
+             "    return taps.cache['layers.0.attn.pattern']\n"
+    assert attention_math(ast.parse(tapped)) == []
+    assert len(_attention_free_files()) > 15  # the rule reads interpret, the explorer and both inspections

@@ -24,9 +24,14 @@ def register(subparsers) -> None:
                         f"`seqlab demo`, or a seq2seq model from `seqlab seq2seq train`; default {DEMO_RUN} "
                         "when it exists")
     parser.add_argument("--paths", metavar="DIR", help="results of `seqlab paths --out DIR` to draw")
-    parser.add_argument("--workspace", metavar="DIR", help="a `seqlab learn` workspace: each widget whose "
-                        "exercise DIR holds shows your function's output beside the reference (e.g. seqlab-learn)")
-    parser.add_argument("--induction", metavar="DIR", help="results of `seqlab induction --out DIR` to draw")
+    parser.add_argument("--workspace", metavar="DIR", help="a `seqlab learn` workspace (default ./seqlab-learn, as "
+                        "`seqlab learn`'s): the course keeps your answers and checks in its progress.json, and each "
+                        "widget whose exercise DIR holds shows your function's output beside the reference")
+    parser.add_argument("--induction", metavar="DIR", help="results of `seqlab induction --out DIR` to draw (its "
+                        "2-layer model also opens the information-flow section)")
+    parser.add_argument("--interpret-limit", type=float, default=None, metavar="SECONDS",
+                        help="refuse an information-flow request estimated to need more (default 10 s on 2 cores); "
+                             "the refusal names the seqlab interpret command that runs it")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
@@ -55,6 +60,7 @@ def run_explore(args: argparse.Namespace) -> int:
     run_ids = args.run or ([DEMO_RUN] if os.path.isdir(DEMO_RUN) else [])
     runs = RunRegistry(run_ids, paths_dir=args.paths)
     runs.induction_dir = args.induction  # the induction panel's results (seqlab.explorer.induction_api)
+    runs.interpret_limit = args.interpret_limit
     for run in runs.runs:  # the page shows these too; the terminal hears first
         if run.problem is not None:
             print(f"warning: {run.problem}", file=sys.stderr)
@@ -66,8 +72,12 @@ def run_explore(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"seqlab explore: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    server.workspace = getattr(args, "workspace", None)  # the "yours" panels (explorer/learn_api.py)
-    if server.workspace and not os.path.isdir(server.workspace):
+    # the course's progress and the "yours" panels (explorer/course_api.py, learn_api.py): the workspace of
+    # `seqlab learn`, ./seqlab-learn unless --workspace names another
+    from seqlab.learn.cli import DEFAULT_WORKSPACE
+
+    server.workspace = getattr(args, "workspace", None) or DEFAULT_WORKSPACE
+    if args.workspace and not os.path.isdir(args.workspace):
         print(f"warning: --workspace {server.workspace} is not a directory; `seqlab learn start NAME "
               f"--workspace {server.workspace}` makes it", file=sys.stderr)
     print(f"seqlab explorer at {server.url}  (Ctrl+C to stop)", flush=True)

@@ -5,13 +5,18 @@ beside the reference, with every differing element named.
     POST /api/learn/workspace {}  ->  {"workspace": "seqlab-learn" | null, "widgets": {widget: [NAME, ...]},
                                        "exercises": {NAME: {"present", "stub", "file", "title"}}}
     POST /api/learn/yours {"widget": "attention", "exercise": "attention", "inputs": {...}}
-                                  ->  seqlab.learn.side_by_side.yours_and_reference(...) and "labels"
+                                  ->  seqlab.learn.side_by_side.yours_and_reference(...), "labels", and
+                                      "check": the full check's diagnosis when yours differs (full_check)
 
 ``inputs`` is the body the widget itself sends to ``/api/<widget>``; it is validated with the same
 limits, then mapped to the exercise function's arguments (the widget's LSTM gates become the biases
 of a one-unit cell with zero weights, so the cell's gates are exactly the sliders). The student's
 code runs in a child process with a time limit (``seqlab.learn.runner``): a crash, an endless loop
-or a wrong shape is a message in the answer, and the server stays up.
+or a wrong shape is a message in the answer, and the server stays up. When the student's function
+differs from the reference (or raises) on the widget's inputs, the exercise's full check runs too,
+as `seqlab learn check` runs it (``seqlab.learn.checking.check_file``: the same runner and trust
+boundary, recorded in progress.json), once per version of the file (keyed by its hash), and its
+diagnosis comes with the answer: the title, where, and the lesson's mistake to read.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.explorer import api
+from seqlab.explorer.course_api import CHECKING, COURSE_ENDPOINTS
 from seqlab.explorer.validation import Payload, RequestError
 
 TIME_LIMIT = 4.0   # seconds for one widget's call of the student's code (numpy's import included)
@@ -174,6 +180,67 @@ MAPPINGS: dict[str, Callable[[Payload, str], tuple[Calls, list[str]]]] = {
 SHOWN = {"bpe": _bpe_shown}
 
 
+# --- the full check's diagnosis, once per version of a file -------------------------------------------------
+_CHECKED: dict[tuple[str, str, str], dict] = {}      # (workspace, exercise, file sha256) -> full_check's answer
+_CHECKED_KEPT = 64
+_CHECKED_LOCK = threading.Lock()
+_FILE_LOCKS: dict[tuple[str, str], threading.Lock] = {}   # one check of a file at a time (two panels show it)
+
+
+def _panel_check(check: dict, name: str) -> dict:
+    """What a panel shows of a check's summary: passed, the failed checks, the diagnosis in both
+    languages (title, where, explanation, and what to read: the step and the mistake's anchor)."""
+    from seqlab.learn.feedback import diagnosis_words
+    out = {"passed": bool(check.get("passed")),
+           "failed": [c["name"] for c in check.get("checks", []) if not c.get("passed")], "diagnosis": None}
+    d = check.get("diagnosis")
+    if d:
+        en, zh = diagnosis_words(d, name, "en"), diagnosis_words(d, name, "zh")
+        read = d.get("read") or {}
+        out["diagnosis"] = {"mistake": d.get("mistake"), "title": [en[0], zh[0]], "explanation": [en[1], zh[1]],
+                            "where": str(d.get("where") or ""),
+                            "read": {"step": read.get("step") or name, "anchor": read.get("anchor") or "",
+                                     "widget": read.get("widget") or ""}}
+    return out
+
+
+def full_check(folder: str, name: str) -> dict | None:
+    """The full check of FOLDER/NAME.py, as `seqlab learn check` runs it (check_file: the same runner,
+    trust boundary and progress record), once per version of the file: the latest recorded check when
+    it was of this version, else a check run now (a few at a time, course_api.CHECKING). Returns
+    :func:`_panel_check`'s answer, or None when the file cannot be checked (gone, outside the workspace)."""
+    from seqlab.learn.checking import check_file, latest_check, summary
+    from seqlab.learn.workspace import WorkspaceError, exercise_file, file_sha256
+    workspace = str(Path(folder).resolve())
+    with _CHECKED_LOCK:
+        lock = _FILE_LOCKS.setdefault((workspace, name), threading.Lock())
+    with lock:
+        try:
+            digest = file_sha256(exercise_file(folder, name))
+        except (OSError, WorkspaceError):
+            return None
+        with _CHECKED_LOCK:
+            known = _CHECKED.get((workspace, name, digest))
+        if known is not None:
+            return known
+        recorded = latest_check(Path(folder), name)
+        if recorded is None or recorded.get("sha256") != digest:
+            with CHECKING:
+                try:
+                    report, unsaved = check_file(Path(folder), name)
+                except (OSError, WorkspaceError):
+                    return None
+            recorded = None if unsaved else latest_check(Path(folder), name)    # with the hash of what was checked
+            if recorded is None or not recorded.get("sha256"):
+                recorded = summary(report, digest)
+        answer = _panel_check(recorded, name)
+        with _CHECKED_LOCK:
+            _CHECKED[(workspace, name, recorded["sha256"])] = answer      # the version that was checked
+            while len(_CHECKED) > _CHECKED_KEPT:
+                _CHECKED.pop(next(iter(_CHECKED)))
+        return answer
+
+
 # --- endpoints -----------------------------------------------------------------------------------------
 def _no_workspace() -> RequestError:
     return RequestError("no workspace is open: start the explorer with `seqlab explore --workspace DIR` "
@@ -185,12 +252,17 @@ def workspace(data: dict[str, Any], folder: str | None) -> dict:
     Payload(data).finish()
     from seqlab.learn.catalog import exercise
 
+    from seqlab.learn.workspace import WorkspaceError, exercise_file
+
     names = sorted({name for names in WIDGET_EXERCISES.values() for name in names})
     exercises = {}
     for name in names:
         ex = exercise(name)
         path = Path(folder) / f"{name}.py" if folder else None
-        present = bool(path and path.is_file())
+        try:
+            present = bool(path and exercise_file(folder, name).is_file())
+        except WorkspaceError:       # a link outside the workspace: not shown
+            present = False
         stub = False
         if present:
             try:
@@ -234,13 +306,16 @@ def yours(data: dict[str, Any], folder: str | None) -> dict:
             raise RequestError(str(exc)) from None
     if widget in SHOWN:
         SHOWN[widget](result, calls)
+    differs = any(call["difference"] or call["error"] for call in result["calls"])
     result.update(exercise=name, widget=widget, file=str(Path(folder) / f"{name}.py"), labels=labels,
-                  start=f"seqlab learn start {name} --workspace {folder}")
+                  start=f"seqlab learn start {name} --workspace {folder}",
+                  check=full_check(folder, name) if differs and result["implemented"] and not result["timed_out"] else None)
     return result
 
 
 LEARN_ENDPOINTS: dict[str, Callable[[dict[str, Any], str | None], dict]] = {
     "learn/workspace": workspace,
     "learn/yours": yours,
+    **COURSE_ENDPOINTS,   # the course as the home page: path, lesson, answer, card, check (course_api.py)
 }
 

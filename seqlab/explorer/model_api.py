@@ -322,6 +322,8 @@ def runs_compare(p: Payload, runs: RunRegistry) -> dict:
     p.finish()
     shown, skipped = [], []
     for run in runs.runs:
+        if run.experiment is not None:  # an experiment's own runs: its section draws them
+            continue
         try:
             record = read_run(run.path, name=run.id)
         except (OSError, ValueError) as exc:

@@ -32,9 +32,13 @@ class Run:
     path: Path
     kind: str  # "lm", "seq2seq" or "invalid"
     problem: RequestError | None = None
+    ids_only: bool = False  # a language model trained on token ids, without a tokenizer (seqlab induction)
+    experiment: str | None = None  # the experiment folder (--paths, --induction) the run came from, if any
+    example: dict[str, str] | None = None  # the information-flow section's worked example for this run
 
     def summary(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "error": None if self.problem is None else self.problem.body()}
+        return {"id": self.id, "kind": self.kind, "error": None if self.problem is None else self.problem.body(),
+                "tokens": "ids" if self.ids_only else "text", "example": self.example}
 
 
 def describe_run(run_id: str) -> Run:
@@ -94,6 +98,55 @@ class ExplorerLM:
     step: int = 0  # the checkpoint's training step
 
 
+class IdTokenizer:
+    """Token ids written as numbers, "3 14 7 3": the tokenizer of a language model trained on ids
+    (the models of ``seqlab induction``), so the explorer's panels read them like text."""
+
+    def __init__(self, vocab_size: int):
+        self.vocab_size = vocab_size
+        self.vocab = {i: str(i).encode() for i in range(vocab_size)}  # a token shows as its number
+
+    def encode(self, text: str) -> list[int]:
+        ids = []
+        for word in text.replace(",", " ").split():
+            if not word.isdigit() or int(word) >= self.vocab_size:
+                raise RequestError(f"{word!r} is not a token of this model: it reads token ids 0..{self.vocab_size - 1} "
+                                   "written as numbers, e.g. \"3 14 7 3\"", "ids_text", word=word[:20],
+                                   last=self.vocab_size - 1)
+            ids.append(int(word))
+        return ids
+
+    def decode(self, ids) -> str:
+        return "".join(f" {int(i)}" for i in ids).strip()
+
+
+def induction_run(directory: str | Path) -> Run | None:
+    """The 2-layer attention-only model of ``seqlab induction --out DIR`` (DIR/runs/attn2), whose heads
+    have roles (a previous-token head, an induction head), as an LM run read in token ids with its
+    worked example: half random ids, then their first half - 1 again, so the next token is a copy."""
+    import random
+
+    from seqlab.runs.config import read_run_config
+
+    path = Path(directory) / "runs" / "attn2"
+    if not (path / "checkpoints" / "latest.pt").is_file():
+        return None
+    try:
+        model = read_run_config(path).model
+        vocab, half = int(model["vocab_size"]), int(model["context_length"]) // 2
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    generator = random.Random(7)
+    tokens = generator.sample(range(vocab), min(vocab, half))
+    clean = tokens + tokens[:-1]
+    swapped = list(tokens)
+    swapped[-1] = next(t for t in range(vocab) if t not in tokens) if vocab > len(tokens) else (tokens[-1] + 1) % vocab
+    corrupt = swapped + tokens[:-1]
+    words = lambda ids: " ".join(str(i) for i in ids)
+    return Run(str(path), path, "lm", ids_only=True, example={"clean": words(clean), "corrupt": words(corrupt)},
+               experiment=str(directory))
+
+
 def load_lm(run: Run) -> ExplorerLM:
     """Load the model, tokenizer, config.json and log.jsonl of an LM run; errors name the file."""
     from seqlab.lm.loading import check_vocabularies, load_model
@@ -112,6 +165,8 @@ def load_lm(run: Run) -> ExplorerLM:
         log = read_jsonl(log_path) if log_path.is_file() else []
     except (OSError, ValueError) as exc:
         raise RequestError(f"run {run.id}: {exc}", "run_damaged", run=run.id, detail=str(exc)) from None
+    if run.ids_only:
+        tokenizer = IdTokenizer(model.config.vocab_size)
     try:  # a smaller tokenizer could not decode some sampled ids; a larger one gives ids the model lacks
         check_vocabularies(tokenizer.vocab_size, model.config.vocab_size,
                            f"use the tokenizer the model was trained with ({run.path / 'tokenizer'})")
@@ -172,11 +227,36 @@ class RunRegistry:
     loaded again when its checkpoint changes on disk (a run trained further while the explorer
     serves it), so no panel shows a stale model."""
 
-    def __init__(self, run_ids: list[str] | tuple[str, ...] = (), paths_dir: str | None = None):
+    def __init__(self, run_ids: list[str] | tuple[str, ...] = (), paths_dir: str | None = None,
+                 induction_dir: str | None = None):
         self.runs = [describe_run(run_id) for run_id in dict.fromkeys(expand_sweeps(run_ids))]
         self.paths_dir = paths_dir
+        if paths_dir is not None:  # the experiment's own runs: one question asked of every architecture
+            given = {run.path.resolve() for run in self.runs}
+            for path in sorted(Path(paths_dir).glob("runs/*")):
+                if (path / "checkpoints" / "latest.pt").is_file() and path.resolve() not in given:
+                    run = describe_run(str(path))
+                    run.experiment = str(paths_dir)
+                    self.runs.append(run)
+        self._induction_dir = None
+        self.induction_dir = induction_dir
+        self.interpret_limit: float | None = None  # seconds an interpret request may need (None: the default)
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
+
+    @property
+    def induction_dir(self) -> str | None:
+        """``seqlab explore --induction DIR``: its results draw the induction section, and its 2-layer
+        model (whose heads have roles) joins the runs as the information-flow section's default."""
+        return self._induction_dir
+
+    @induction_dir.setter
+    def induction_dir(self, directory: str | None) -> None:
+        self._induction_dir = directory
+        self.runs = [run for run in self.runs if not run.ids_only]
+        found = induction_run(directory) if directory else None
+        if found is not None:
+            self.runs.append(found)
 
     def summary(self) -> list[dict[str, Any]]:
         return [run.summary() for run in self.runs]
@@ -186,7 +266,9 @@ class RunRegistry:
         if run_id is None:
             # runs of that kind; for the LM panels (the default kind) also a run that could not be
             # classified, so its problem is what the panels show
-            candidates = [run for run in self.runs if run.kind == kind or (kind == "lm" and run.kind == "invalid")]
+            # (not a model read in token ids: the panels' default texts are prose)
+            candidates = [run for run in self.runs if (run.kind == kind and not run.ids_only)
+                          or (kind == "lm" and run.kind == "invalid")]
             if not candidates:
                 if kind == "lm":
                     raise RequestError(f"no language-model run to show; {MAKE_ONE}", "no_lm_run")

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from seqlab.model import ModelConfig, TransformerLM
+from seqlab.model.activations import log_softmax
 from seqlab.model.embedding import Embedding
 from seqlab.model.linear import Linear
 from seqlab.model.loss import cross_entropy
@@ -117,10 +118,6 @@ def in_context_metrics(logits: torch.Tensor, batch: torch.Tensor) -> dict[str, t
     accuracy = (logits.argmax(-1) == targets)[copyable].float().mean()
     return {"loss_first_half": first, "loss_repeat": repeat, "in_context_loss": repeat - first,
             "repeat_accuracy": accuracy}
-
-
-def log_softmax(x: torch.Tensor) -> torch.Tensor:
-    return x - torch.logsumexp(x, dim=-1, keepdim=True)
 
 
 class RepeatTask(Task):

@@ -23,6 +23,7 @@ import torch
 from seqlab.inference.sampling import check_sampling_args, sample_next
 from seqlab.inference.windows import RowWindows, StaticRowWindows
 from seqlab.model import TransformerLM
+from seqlab.model.embedding import check_token_ids
 
 
 def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: int, slide: int | None,
@@ -51,8 +52,9 @@ def _validate(model: TransformerLM, prompts: list[list[int]], max_new_tokens: in
                 row[j] = operator.index(token)
             except TypeError:
                 raise ValueError(f"{name}, position {j}: {token!r} is not an integer id") from None
-            if not 0 <= row[j] < vocab:
-                raise ValueError(f"{name}, position {j}: id {token!r} outside the vocabulary [0, {vocab})")
+            if not -2 ** 63 <= row[j] < 2 ** 63:
+                raise ValueError(f"{name}, position {j}: id {row[j]} does not fit a 64-bit integer")
+        check_token_ids(torch.tensor(row), vocab, name)
     slide = max(1, ctx // 4) if slide is None else slide
     if not 1 <= slide <= ctx - 1 and ctx > 1:
         raise ValueError(f"slide must be in [1, context_length - 1 = {ctx - 1}], got {slide}")

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.interpret.cache import (
-    as_batch,
-    check_model,
-    check_token,
-    run_with_cache,
-    unembed,
-)
-from seqlab.model import TransformerLM, softmax
+from seqlab.interpret.inputs import as_batch, check_lm, check_token
+from seqlab.interpret.notes import Note
+from seqlab.model import TransformerLM
+from seqlab.model.activations import log_softmax
+from seqlab.model.taps import Taps
 
 
 @dataclass
@@ -32,36 +29,53 @@ class LogitLens:
     target_prob: torch.Tensor
     target_rank: torch.Tensor
     targets: torch.Tensor  # (seq,) the id scored at each position (-1: none)
+    notes: list[Note] = field(default_factory=list)
 
 
-def logit_lens(model: TransformerLM, ids, *, top_k: int = 5, target: int | None = None) -> LogitLens:
-    """The logit lens of one prompt ids (seq,).
-
-    Example: for a model that has learned "A B ... A" -> "B", the last column's target_rank
-    often falls from hundreds at row 0 to 1 at the layer that completes the copy.
-    """
-    model = check_model(model)
-    ids = as_batch(model, ids)
-    if ids.shape[0] != 1:
-        raise ValueError(f"logit_lens reads one prompt, got a batch of {ids.shape[0]}")
-    vocab = model.config.vocab_size
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocab:
-        raise ValueError(f"top_k must be an int in [1, {vocab}], got {top_k!r}")
-    seq = ids.shape[1]
-    if target is None:
-        targets = torch.cat((ids[0, 1:], ids.new_full((1,), -1)))
-    else:
-        targets = ids.new_full((seq,), check_token(model, target, "target"))
-    cache = run_with_cache(model, ids, head_out=False)
+def lens_table(logits: torch.Tensor, targets: torch.Tensor, top_k: int) -> LogitLens:
+    """A LogitLens of logits (rows, seq, vocab) and the id scored at each position (-1: none)."""
     with torch.no_grad():
-        logits = unembed(model, cache.accumulated_resid()[:, 0])  # (L + 1, seq, vocab)
-        probs = softmax(logits.float(), dim=-1)
+        probs = log_softmax(logits.float()).exp()
         top_probs, top_ids = probs.topk(top_k, dim=-1)
         known = targets >= 0
-        safe = targets.clamp(min=0)
-        picked_logit = logits.gather(-1, safe.expand(logits.shape[0], -1)[..., None])  # (L + 1, seq, 1)
-        target_prob = probs.gather(-1, safe.expand(logits.shape[0], -1)[..., None])[..., 0]
+        safe = targets.clamp(min=0).expand(logits.shape[0], -1)[..., None]
+        picked_logit = logits.gather(-1, safe)  # (rows, seq, 1)
+        target_prob = probs.gather(-1, safe)[..., 0]
         target_rank = (logits > picked_logit).sum(-1) + 1
         target_prob = torch.where(known, target_prob, torch.full_like(target_prob, float("nan")))
         target_rank = torch.where(known, target_rank, torch.zeros_like(target_rank))
     return LogitLens(logits, top_ids, top_probs, target_prob, target_rank, targets)
+
+
+def check_top_k(top_k, vocab: int) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocab:
+        raise ValueError(f"top_k must be an int in [1, {vocab}], got {top_k!r}")
+    return top_k
+
+
+def logit_lens(model: TransformerLM, ids, *, top_k: int = 5, target: int | None = None) -> LogitLens:
+    """The logit lens of one prompt ids (seq,): the residual stream entering each layer and after
+    the last (taps ``layers.{i}.resid_pre``, ``layers.{L-1}.resid_post``), each read through the
+    model's own final norm and unembedding.
+
+    Example: for a model that has learned "A B ... A" -> "B", the last column's target_rank
+    often falls from hundreds at row 0 to 1 at the layer that completes the copy.
+    """
+    model = check_lm(model)
+    ids = as_batch(model, ids)
+    if ids.shape[0] != 1:
+        raise ValueError(f"logit_lens reads one prompt, got a batch of {ids.shape[0]}")
+    vocab = model.config.vocab_size
+    top_k = check_top_k(top_k, vocab)
+    seq = ids.shape[1]
+    if target is None:
+        targets = torch.cat((ids[0, 1:], ids.new_full((1,), -1)))
+    else:
+        targets = ids.new_full((seq,), check_token(vocab, target, "target"))
+    last = len(model.layers) - 1
+    taps = Taps(read=["layers.*.resid_pre", f"layers.{last}.resid_post"])
+    with torch.no_grad():
+        model(ids, return_hidden=True, taps=taps)
+        resid = taps.cache.accumulated_resid()[:, 0]  # (L + 1, seq, d)
+        logits = model.lm_head(model.ln_final(resid))
+    return lens_table(logits, targets, top_k)

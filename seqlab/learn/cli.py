@@ -1,12 +1,18 @@
 """`seqlab learn`: the learning path, its exercises and their checks.
 
-    seqlab learn                      the path, each step todo / started / passed
-    seqlab learn next                 what to do now
-    seqlab learn start NAME           write WORKSPACE/NAME.py (never over an existing file)
-    seqlab learn check NAME [--json]  exit 0 when every check passes, 1 when one fails, 2 on usage
-    seqlab learn answer NAME VALUE    a Trace question (--show: the worked solution)
-    seqlab learn card NAME [--reveal] an Explain / Derive card
-    seqlab learn solution NAME        the reference implementation's source
+    seqlab learn                       the path, each step todo / started / passed / changed: check again
+    seqlab learn next [--show]         the current step: its lesson, then what to do (a Trace question in full)
+    seqlab learn show NAME [--show]    one step's lesson and task (--show: the answers; --json: as data)
+    seqlab learn start NAME            write WORKSPACE/NAME.py (never over an existing file)
+    seqlab learn check [NAME] [--json] exit 0 when every check passes, 1 when one fails, 2 on usage;
+                                       no NAME: the current step; a command step: what its command wrote
+    seqlab learn hint NAME             one more graded hint each time (the idea, the shapes, the key line)
+    seqlab learn reset NAME            a fresh stub; the old file is kept as NAME.py.TIME.bak
+    seqlab learn answer NAME VALUE     a Trace question (--show: the worked solution)
+    seqlab learn card NAME [--reveal]  an Explain / Derive card
+    seqlab learn solution NAME         the reference implementation's source
+    seqlab learn grade SUBMISSIONS --out REPORT    a class's workspaces graded (or --gradescope)
+    seqlab learn notebook [PART ...] --out DIR     the course as Jupyter notebooks (--list: the parts)
 
 The workspace (--workspace, default ./seqlab-learn) holds the student's files and progress.json.
 """
@@ -14,7 +20,9 @@ The workspace (--workspace, default ./seqlab-learn) holds the student's files an
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -44,23 +52,70 @@ def register(subparsers) -> None:
         p.set_defaults(func=func)
         return p
 
-    command("next", show_next, "what to do now", step=False)
-    command("show", show_step, "one step: what to read, look at and do")
+    for name, func, help in (("next", show_next, "the current step: its lesson and what to do"),
+                             ("show", show_step, "one step: its lesson (maths, figures, questions) and what to do")):
+        p = command(name, func, help, step=name == "show")
+        p.add_argument("--show", action="store_true", help="with the questions' answers and the worked solution")
+        p.add_argument("--json", action="store_true", help="print the step as JSON (name, title, kind, sections, "
+                       "questions, figures, reading, task)")
     command("start", start_exercise, "write WORKSPACE/NAME.py for an Implement exercise")
-    p = command("check", check_exercise, "check WORKSPACE/NAME.py (exit 0 pass, 1 fail, 2 usage)")
+    p = command("check", check_exercise, "check WORKSPACE/NAME.py, or a command step's results "
+                                         "(no NAME: the current step; exit 0 pass, 1 fail, 2 usage)", step=False)
+    p.add_argument("name", nargs="?", default=None, help="a step of the path (default: the current step)")
     p.add_argument("--json", action="store_true", help="print the checks and the diagnosis as JSON")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="seconds the student's code may run (default: the exercise's, 10 s for NumPy)")
+                   help="seconds the student's code may run for the check (default: the exercise's, 10 s for NumPy)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="a command step: the folder its command wrote (default: the command's --out)")
+    command("hint", show_hint, "one more hint for a step each time: the idea, then the shapes, then the key line")
+    command("reset", reset_exercise, "write a fresh stub for NAME; the old file is kept as NAME.py.TIME.bak")
     command("solution", show_solution, "show the reference implementation")
     p = command("answer", answer_question, "answer a Trace question: numbers separated by commas")
     p.add_argument("value", nargs="?", default=None, help='e.g. "0.4" or "0.6698, 0.3302"')
     p.add_argument("--show", action="store_true", help="show the worked solution")
+    p = command("notebook", write_notebooks, "write the course as Jupyter notebooks, one per part", step=False)
+    p.add_argument("parts", nargs="*", metavar="PART", help="the parts to write (default: all; --list names them)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write them into")
+    p.add_argument("--list", action="store_true", help="list the parts and their steps")
+    p.add_argument("--repo", default=None, metavar="URL", help="the git URL the first cell installs seqlab from "
+                   "(default: the package's Repository URL, else this checkout's origin)")
     p = command("card", show_card, "an Explain / Derive self-check card")
     p.add_argument("--reveal", action="store_true", help="show the answer (and mark the card done)")
+    p = sub.add_parser("grade", help="grade a class: one workspace folder (or zip) per student",
+                       description="Check every student's workspace the way `seqlab learn check` does; write "
+                                   "grades.csv, grades.json, summary.md and summary.png (or Gradescope's results.json).")
+    p.set_defaults(func=grade_class)
+    p.add_argument("submissions", nargs="?", type=Path, default=None, metavar="SUBMISSIONS",
+                   help="a folder holding one workspace folder or .zip per student (the name is the student)")
+    p.add_argument("--out", type=Path, default=None, metavar="REPORT",
+                   help="where grades.csv, grades.json, summary.md and summary.png go")
+    p.add_argument("--gradescope", action="store_true",
+                   help="Gradescope's autograder: read /autograder/submission, write /autograder/results/results.json")
+    p.add_argument("--points", type=Path, default=None, metavar="FILE",
+                   help="a TOML table of exercise = points (default: 1 point per exercise)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="submissions graded at once (default: the machine's cores)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="seconds each check may run (default: each exercise's own)")
+    p.add_argument("--exercises", default=None, metavar="NAMES",
+                   help="comma-separated exercises to grade (default: every Implement exercise)")
+    p.add_argument("--submission", type=Path, default=Path("/autograder/submission"), help=argparse.SUPPRESS)
+    p.add_argument("--results", type=Path, default=Path("/autograder/results/results.json"), help=argparse.SUPPRESS)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _workspace(args) -> Path:
     return getattr(args, "workspace", None) or Path(DEFAULT_WORKSPACE)
+
+
+def _q(path) -> str:
+    """A path as it can be pasted into a shell."""
+    return shlex.quote(str(path))
+
+
+def _with_workspace(args) -> str:
+    """" --workspace DIR" when the command was given one (to repeat in the commands it suggests)."""
+    return f" --workspace {_q(args.workspace)}" if getattr(args, "workspace", None) else ""
 
 
 def _lang(args) -> int:
@@ -76,14 +131,20 @@ def _progress(args):
         return None
 
 
-def _set_state(args, step_id: str, state: str) -> None:
-    """Record progress; a progress.json that cannot be read or written is a warning, not a failure of the
-    step (as in `check`)."""
-    from seqlab.learn.workspace import ProgressError, set_state
+def _save(args, function, *values, **options):
+    """Record progress through ``function``; a progress.json that cannot be read or written is a
+    warning, not a failure of the step."""
+    from seqlab.learn.workspace import ProgressError
     try:
-        set_state(_workspace(args), step_id, state)
+        return function(_workspace(args), *values, **options)
     except (OSError, ProgressError) as error:
         print(f"warning: progress not saved: {error}", file=sys.stderr)
+        return None
+
+
+def _set_state(args, step_id: str, state: str) -> None:
+    from seqlab.learn.workspace import set_state
+    _save(args, set_state, step_id, state)
 
 
 def _usage(message: str) -> int:
@@ -91,137 +152,276 @@ def _usage(message: str) -> int:
     return 2
 
 
+def _no_such(what: str, name: str, known: list[str]) -> int:
+    """A usage error for an unknown NAME, with the closest names ("did you mean rnn_step?")."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if close:
+        return _usage(f"no {what} {name!r}; did you mean {' or '.join(close)}?")
+    return _usage(f"no {what} {name!r}; the {what}s are: {', '.join(known)}")
+
+
 def _exercise(name: str):
     from seqlab.learn.catalog import exercise
     return exercise(name)
 
 
-def _known(kind: str) -> str:
+def _known(kind: str) -> list[str]:
     from seqlab.learn.path import STEPS
-    return ", ".join(s.id for s in STEPS if s.kind == kind)
+    return [s.id for s in STEPS if s.kind == kind]
 
 
-def _state(progress, step) -> str:
-    """A command step is passed when its own card is, or when the question or card after it is."""
-    from seqlab.learn.workspace import state_of
-    state = state_of(progress, step.id)
-    if step.kind == "command" and state != "passed":
-        after = state_of(progress, step.then)
-        return "passed" if after == "passed" else state
-    return state
+def _all_steps() -> list[str]:
+    from seqlab.learn.path import STEPS
+    return [s.id for s in STEPS]
+
+
+def _status(args, progress, step) -> str:
+    from seqlab.learn.workspace import step_status
+    return step_status(progress, step.id, step.kind, _workspace(args))
+
+
+def _current(args, progress):
+    """(number, step) of the first step not passed, or None when every step is."""
+    from seqlab.learn.path import STEPS
+    from seqlab.learn.workspace import DONE
+    return next(((n, s) for n, s in enumerate(STEPS, 1) if _status(args, progress, s) not in DONE), None)
 
 
 def show_path(args) -> int:
     from seqlab.learn.path import STEPS
+    from seqlab.learn.workspace import CHANGED, DONE, UNCONFIRMED
     progress = _progress(args)
     if progress is None:  # progress.json cannot be read
         return 1
     lang = _lang(args)
-    marks = {"todo": " ", "started": "~", "passed": "x"}
-    print(("The path (workspace: {ws})" if lang == 0 else "学习路径（工作区：{ws}）").format(ws=_workspace(args)))
-    for number, step in enumerate(STEPS, 1):
-        state = _state(progress, step)
-        print(f"  [{marks[state]}] {number:2d}. {step.title[lang]:<46} {step.kind:<9} {step.id:<28} {state}")
-    done = sum(_state(progress, s) == "passed" for s in STEPS)
-    print(f"{done} of {len(STEPS)} passed. " + ("Next: seqlab learn next" if lang == 0 else "下一步：seqlab learn next"))
+    marks = {"todo": " ", "started": "~", "passed": "x", UNCONFIRMED: "x", CHANGED: "!"}
+    print(("The path (workspace: {ws})" if lang == 0 else "学习路径（工作区：{ws}）").format(ws=_q(_workspace(args))))
+    statuses = [_status(args, progress, step) for step in STEPS]
+    for number, (step, status) in enumerate(zip(STEPS, statuses), 1):
+        print(f"  [{marks[status]}] {number:2d}. {step.title[lang]:<46} {step.kind:<9} {step.id:<28} {status}")
+    done = sum(status in DONE for status in statuses)
+    print(f"{done} of {len(STEPS)} passed. " + ("Next: seqlab learn next" if lang == 0 else "下一步：seqlab learn next")
+          + _with_workspace(args))
     return 0
 
 
-def _what_to_do(step, lang: int) -> str:
-    if step.kind == "implement":
-        return f"seqlab learn start {step.id}   then   seqlab learn check {step.id}"
-    if step.kind == "trace":
-        return f"seqlab learn answer {step.id} VALUE"
-    if step.kind == "card":
-        return f"seqlab learn card {step.id}   then   seqlab learn card {step.id} --reveal"
-    then = f"seqlab learn answer {step.then} VALUE" if step.then.startswith("trace") else f"seqlab learn card {step.then} --reveal"
-    return f"{step.command}   then   {then}   (then: seqlab learn card {step.id} --reveal marks it done)"
-
-
-def _print_step(step, lang: int, number: int) -> None:
-    print(f"{number}. {step.title[lang]}  ({step.kind}: {step.id})")
-    print(("  read: " if lang == 0 else "  阅读：") + step.read[lang])
-    if step.look:
-        print(("  look: " if lang == 0 else "  观察：") + f"seqlab explore, widget #{step.look}")
-    print(("  do:   " if lang == 0 else "  动手：") + _what_to_do(step, lang))
+def _open_step(args, step_id: str, status: str) -> int:
+    """Print the step as `learn show` and `learn next` do: its lesson, then its task (or --json)."""
+    from seqlab.learn.views import step_view, text
+    lang = "zh" if _lang(args) else "en"
+    view = step_view(step_id, lang, show=args.show, workspace=_with_workspace(args))
+    view["status"] = status
+    if args.json:
+        print(json.dumps(view, indent=2, ensure_ascii=False))
+    else:
+        print(text(view), end="")
+    return 0
 
 
 def show_next(args) -> int:
-    from seqlab.learn.path import STEPS
     progress = _progress(args)
     if progress is None:  # progress.json cannot be read
         return 1
-    for number, step in enumerate(STEPS, 1):
-        if _state(progress, step) != "passed":
-            _print_step(step, _lang(args), number)
+    current = _current(args, progress)
+    if current is None:
+        if args.json:
+            print(json.dumps(None))
             return 0
-    print("Every step is passed. Well done." if _lang(args) == 0 else "所有步骤都已通过。做得好。")
+        print("Every step is passed. Well done." if _lang(args) == 0 else "所有步骤都已通过。做得好。")
+        return 0
+    number, step = current
+    return _open_step(args, step.id, _status(args, progress, step))
     return 0
 
 
 def show_step(args) -> int:
-    from seqlab.learn.path import STEPS
-    for number, step in enumerate(STEPS, 1):
-        if step.id == args.name:
-            _print_step(step, _lang(args), number)
-            return 0
-    return _usage(f"no step {args.name!r}; `seqlab learn` lists them")
+    from seqlab.learn.path import STEP_BY_ID
+    progress = _progress(args)
+    if progress is None:
+        return 1
+    if args.name not in STEP_BY_ID:
+        return _no_such("step", args.name, _all_steps())
+    return _open_step(args, args.name, _status(args, progress, STEP_BY_ID[args.name]))
+
+
+def write_notebooks(args) -> int:
+    from seqlab.learn.path import PART_BY_ID, PARTS, STEPS
+    lang = "zh" if _lang(args) else "en"
+    if args.list:
+        for part in PARTS:
+            first, last = STEPS.index(part.steps[0]) + 1, STEPS.index(part.steps[-1]) + 1
+            print(f"{part.id:<12} {part.title[_lang(args)]}  (steps {first}-{last}: "
+                  f"{', '.join(s.id for s in part.steps)})")
+        return 0
+    unknown = [p for p in args.parts if p not in PART_BY_ID]
+    if unknown:
+        return _usage(f"no part {unknown[0]!r}; the parts are: {', '.join(PART_BY_ID)} (seqlab learn notebook --list)")
+    if args.out is None:
+        return _usage("--out DIR is required: the folder to write the notebooks into")
+    from seqlab.learn.notebooks import write_notebooks as write
+    try:
+        paths = write(args.parts, args.out, lang, args.repo)
+    except OSError as error:
+        print(f"error: cannot write into {args.out}: {error}", file=sys.stderr)
+        return 1
+    for path in paths:
+        print(f"wrote {path}")
+    print("open them with Jupyter (jupyter lab " + str(args.out) + ") or upload one to Colab; the first cell installs "
+          "seqlab where it is missing" if lang == "en" else
+          f"用 Jupyter 打开（jupyter lab {args.out}）或上传到 Colab；第一个单元格会在缺少 seqlab 时安装它")
+    return 0
 
 
 def start_exercise(args) -> int:
     from seqlab.learn.workspace import start
     ex = _exercise(args.name)
     if ex is None:
-        return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
+        return _no_such("Implement exercise", args.name, _known("implement"))
     try:
         path, written = start(_workspace(args), ex)
     except OSError as error:  # the workspace cannot hold the file
-        print(f"error: cannot write {_workspace(args) / (ex.name + '.py')}: {error}", file=sys.stderr)
+        print(f"error: cannot write {_q(_workspace(args) / (ex.name + '.py'))}: {error}", file=sys.stderr)
         return 1
-    _set_state(args, ex.name, "started")
     if written:
-        print(f"wrote {path}: fill in {ex.signature}, then run: seqlab learn check {ex.name}"
-              + (f" --workspace {_workspace(args)}" if getattr(args, "workspace", None) else ""))
+        _set_state(args, ex.name, "started")
+        print(f"wrote {_q(path)}: fill in {ex.signature}, then run: seqlab learn check {ex.name}{_with_workspace(args)}")
     else:
-        print(f"{path} exists already: it is yours and was left as it is. Check it with: seqlab learn check {ex.name}")
+        print(f"{_q(path)} exists already: it is yours and was left as it is. "
+              f"Check it with: seqlab learn check {ex.name}{_with_workspace(args)}")
     return 0
 
 
 def check_exercise(args) -> int:
-    from seqlab.learn.exercise import check
-    from seqlab.learn.workspace import ProgressError, set_state
-    ex = _exercise(args.name)
+    from seqlab.learn.path import STEP_BY_ID
+    name = args.name
+    if name is None:
+        progress = _progress(args)
+        if progress is None:
+            return 1
+        current = _current(args, progress)
+        if current is None:
+            print("Every step is passed: there is nothing left to check. Name one to check it again.")
+            return 0
+        step = current[1]
+        if step.kind not in ("implement", "command"):
+            what = ("a Trace question: seqlab learn answer {id} VALUE" if step.kind == "trace"
+                    else "a card: seqlab learn card {id}").format(id=step.id) + _with_workspace(args)
+            return _usage(f"the current step, {step.id}, is {what}")
+        name = step.id
+        print(f"the current step: {name}")
+    step = STEP_BY_ID.get(name)
+    if step is not None and step.kind == "command":
+        return _check_command_step(args, step)
+    if step is not None and step.kind in ("trace", "card"):
+        how = "answer" if step.kind == "trace" else "card"
+        return _usage(f"{name} is {'a Trace question' if step.kind == 'trace' else 'a card'}, not checked: "
+                      f"seqlab learn {how} {name}{' VALUE' if how == 'answer' else ''}{_with_workspace(args)}")
+    if args.out is not None:
+        return _usage("--out is for a command step's results (e.g. seqlab learn check train_small --out demo_out)")
+    ex = _exercise(name)
     if ex is None:
-        return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
+        known = _known("implement") + _known("command")
+        return _no_such("Implement exercise or command step", name, known)
     if args.time_limit is not None and not args.time_limit > 0:
         return _usage(f"--time-limit must be > 0, got {args.time_limit}")
-    path = _workspace(args) / f"{ex.name}.py"
-    if not path.is_file():
-        print(f"error: {path} does not exist; write it first with: seqlab learn start {ex.name}", file=sys.stderr)
-        return 1
-    report = check(ex, path, time_limit=args.time_limit)
+    return _check_implement(args, ex)
+
+
+def _check_implement(args, ex) -> int:
+    from seqlab.learn.checking import check_file
+    from seqlab.learn.feedback import report_lines
+    from seqlab.learn.workspace import WorkspaceError, exercise_file
+    workspace = _workspace(args)
     try:
-        set_state(_workspace(args), ex.name, "passed" if report.passed else "started")
-    except (OSError, ProgressError) as error:
-        print(f"warning: progress not saved: {error}", file=sys.stderr)
+        path = exercise_file(workspace, ex.name)
+    except WorkspaceError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if not path.is_file():
+        print(f"error: {_q(path)} does not exist; write it first with: seqlab learn start {ex.name}{_with_workspace(args)}",
+              file=sys.stderr)
+        return 1
+    report, warning = check_file(workspace, ex.name, time_limit=args.time_limit)   # recorded, as in the explorer
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
         return 0 if report.passed else 1
-    print(f"{ex.name}: {ex.title}  ({path})")
-    for c in report.checks:
-        print(f"  {'PASS' if c['passed'] else 'FAIL'}  {c['name']}" + (f": {c['message']}" if c["message"] else ""))
-    if report.printed_chars:
-        head = report.printed[:300].rstrip()
-        print(f"  note: your code printed {report.printed_chars} characters; the first ones: {head!r}")
-    if report.diagnosis:
-        d = report.diagnosis
-        if d["mistake"]:
-            print(f"  diagnosis: {d['title']}: {d['explanation']}")
-        else:
-            print(f"  diagnosis: {d['title']}; {d['explanation']}")
-    print("passed: well done. Next: seqlab learn next" if report.passed else
-          f"not yet. (`seqlab learn solution {ex.name}` shows the reference, when you want it.)")
+    zh = _lang(args) == 1
+    print(f"{ex.name}: {ex.title_zh if zh and ex.title_zh else ex.title}  ({_q(path)})")
+    print("\n".join(report_lines(report, "zh" if zh else "en")))
+    ws = _with_workspace(args)
+    if report.passed:
+        print(f"通过：做得好。下一步：seqlab learn next{ws}" if zh else f"passed: well done. Next: seqlab learn next{ws}")
+    else:
+        print(f"还没有通过。（`seqlab learn hint {ex.name}{ws}` 给出提示；需要时 `seqlab learn solution {ex.name}` "
+              "显示参考实现。）" if zh else
+              f"not yet. (`seqlab learn hint {ex.name}{ws}` gives a hint; `seqlab learn solution {ex.name}` "
+              "shows the reference, when you want it.)")
     return 0 if report.passed else 1
+
+
+def _check_command_step(args, step) -> int:
+    from seqlab.learn.command_steps import check_command_step
+    from seqlab.learn.workspace import record_check
+    if args.time_limit is not None:
+        return _usage("--time-limit is for Implement exercises; a command step's results are only read")
+    evidence = check_command_step(step, _workspace(args), args.out)
+    _save(args, record_check, step.id, evidence.passed, results=str(evidence.folder))
+    if args.json:
+        print(json.dumps({"step": step.id, "passed": evidence.passed, "folder": str(evidence.folder),
+                          "message": evidence.message}, indent=2, ensure_ascii=False))
+        return 0 if evidence.passed else 1
+    print(f"{step.id}: {step.title[_lang(args)]}  ({_q(evidence.folder)})")
+    print(f"  {'PASS' if evidence.passed else 'FAIL'}  {evidence.message}")
+    if evidence.passed:
+        print(f"passed. Next: seqlab learn next{_with_workspace(args)}")
+    return 0 if evidence.passed else 1
+
+
+def show_hint(args) -> int:
+    from seqlab.learn.lessons import LessonError, lesson
+    from seqlab.learn.path import STEP_BY_ID
+    from seqlab.learn.questions import QUESTION_BY_ID
+    from seqlab.learn.workspace import note_hint
+    name, lang = args.name, _lang(args)
+    if name not in STEP_BY_ID and name not in QUESTION_BY_ID:
+        return _no_such("step", name, _all_steps())
+    try:
+        hints = list(lesson(name, ("en", "zh")[lang]).hints)
+    except LessonError:
+        hints = []
+    if not hints and name in QUESTION_BY_ID:
+        hints = [QUESTION_BY_ID[name].hint[lang]]
+    if not hints:
+        print(f"no hints are written for {name} yet; its lesson: seqlab learn show {name}{_with_workspace(args)}")
+        return 1
+    asked = _save(args, note_hint, name) or 1
+    shown = min(asked, len(hints))
+    for k in range(shown):
+        print(f"hint {k + 1} of {len(hints)}: {hints[k]}" if lang == 0 else f"提示 {k + 1}/{len(hints)}：{hints[k]}")
+    if shown < len(hints):
+        print(f"(the next hint: seqlab learn hint {name}{_with_workspace(args)})" if lang == 0 else
+              f"（下一条提示：seqlab learn hint {name}{_with_workspace(args)}）")
+    elif name in STEP_BY_ID and STEP_BY_ID[name].kind == "implement":
+        print(f"that is every hint. (`seqlab learn solution {name}` shows the reference, when you want it.)"
+              if lang == 0 else f"提示已全部给出。（`seqlab learn solution {name}` 显示参考实现。）")
+    return 0
+
+
+def reset_exercise(args) -> int:
+    from seqlab.learn.workspace import WorkspaceError, record_check, reset
+    ex = _exercise(args.name)
+    if ex is None:
+        return _no_such("Implement exercise", args.name, _known("implement"))
+    try:
+        path, backup = reset(_workspace(args), ex)
+    except (OSError, WorkspaceError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    _save(args, record_check, ex.name, False)
+    print(f"wrote a fresh stub to {_q(path)}" + (f"; your old file is kept as {_q(backup)}" if backup else ""))
+    return 0
 
 
 def show_solution(args) -> int:
@@ -234,7 +434,7 @@ def show_solution(args) -> int:
         reference,
     )
     if args.name not in REFERENCE_MODULES:
-        return _usage(f"no Implement exercise {args.name!r}; the exercises are: {_known('implement')}")
+        return _no_such("Implement exercise", args.name, _known("implement"))
     shown = [reference(args.name)]
     if args.name in SOLUTION_SOURCES:
         shown.append(helper(*SOLUTION_SOURCES[args.name]))
@@ -248,14 +448,14 @@ def answer_question(args) -> int:
     from seqlab.learn.questions import QUESTION_BY_ID, grade, parse_numbers
     q = QUESTION_BY_ID.get(args.name)
     if q is None:
-        return _usage(f"no Trace question {args.name!r}; the questions are: {', '.join(QUESTION_BY_ID)}")
+        return _no_such("Trace question", args.name, list(QUESTION_BY_ID))
     lang = _lang(args)
     if args.value is None:
         print(f"{q.title[lang]}: {q.text[lang]}")
         if args.show:
             print(("solution: " if lang == 0 else "解答：") + q.solution[lang])
         else:
-            print(f"answer with: seqlab learn answer {q.id} VALUE")
+            print(f"answer with: seqlab learn answer {q.id} VALUE{_with_workspace(args)}")
         return 0
     try:
         given = parse_numbers(args.value)
@@ -272,7 +472,7 @@ def answer_question(args) -> int:
     if args.show:
         print(("solution: " if lang == 0 else "解答：") + q.solution[lang])
     else:
-        print(f"(to see the worked answer: seqlab learn answer {q.id} --show)")
+        print(f"(to see the worked answer: seqlab learn answer {q.id} --show{_with_workspace(args)})")
     return 1
 
 
@@ -283,12 +483,10 @@ def show_card(args) -> int:
     card = CARD_BY_ID.get(args.name)
     step = STEP_BY_ID.get(args.name)
     if card is None and (step is None or step.kind != "command"):
-        return _usage(f"no card {args.name!r}; the cards are: {', '.join(CARD_BY_ID)}")
-    if card is None:                       # a command step: done when the student says so
+        return _no_such("card", args.name, list(CARD_BY_ID))
+    if card is None:                       # a command step: checked from what its command wrote
         print(f"{step.title[lang]}: {step.command}")
-        if args.reveal:
-            _set_state(args, step.id, "passed")
-            print("marked done." if lang == 0 else "已标记完成。")
+        print(f"  then check what it wrote: seqlab learn check {step.id}{_with_workspace(args)}")
         return 0
     print(f"{card.kind.capitalize()}: {card.title[lang]}\n  {card.question[lang]}")
     if args.reveal:
@@ -296,5 +494,10 @@ def show_card(args) -> int:
         _set_state(args, card.id, "passed")
     else:
         _set_state(args, card.id, "started")
-        print(f"  (think it through, then: seqlab learn card {card.id} --reveal)")
+        print(f"  (think it through, then: seqlab learn card {card.id} --reveal{_with_workspace(args)})")
     return 0
+
+
+def grade_class(args) -> int:
+    from seqlab.learn.grade import run_grade_command
+    return run_grade_command(args)

@@ -108,9 +108,25 @@ def leaf_pairs(expected: Any, actual: Any, name: str):
         yield name, expected, actual
 
 
+# the coarsest tolerance two values of these float dtypes can be held to (float32 rounds at about 1e-7
+# relative, and a few operations accumulate that)
+LOW_PRECISION = {"float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3), "bfloat16": (2e-2, 1e-3)}
+
+
+def tolerance(expected, actual, rtol: float, atol: float) -> tuple[float, float]:
+    """(rtol, atol), widened to the precision of a float32 (or half) tensor or array among the two:
+    a float32 result cannot match a float64 one to 1e-6."""
+    for value in (expected, actual):
+        widened = LOW_PRECISION.get(str(getattr(value, "dtype", "")).replace("torch.", ""))
+        if widened:
+            rtol, atol = max(rtol, widened[0]), max(atol, widened[1])
+    return rtol, atol
+
+
 def _leaf_difference(expected, actual, rtol, atol, equal_nan=False):
     if isinstance(expected, (bytes, str)):
         return None if expected == actual else ((), expected, actual)
+    rtol, atol = tolerance(expected, actual, rtol, atol)
     e, a = _array(expected), _array(actual)
     if e.shape != a.shape:
         return ((), f"shape {e.shape}", f"shape {a.shape}")

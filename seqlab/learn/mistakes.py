@@ -32,31 +32,43 @@ def scalar_recurrence__states_shifted(a, xs, h0=0.0):
     return np.array(states)
 
 
-def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
-    xs = np.asarray(xs, dtype=np.float64)
-    hs = _rec().scalar_recurrence(a, xs, h0)
-    prev = np.concatenate([[float(h0)], hs[:-1]])
-    dh, dxs = 1.0, np.zeros_like(xs)
-    da = 0.0
-    for t in reversed(range(len(xs))):
-        dpre = dh * (1 - hs[t] ** 2)
-        da = dpre * prev[t]              # overwritten each step instead of summed
-        dxs[t] = dpre
-        dh = dpre * a
-    return {"a": da, "xs": dxs, "h0": dh}
+def scalar_recurrence__h0_ignored(a, xs, h0=0.0):
+    return _rec().scalar_recurrence(a, xs, 0.0)
 
 
-def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
+def _recurrence_backward_variant(a, xs, h0, *, summed=True, tanh_prime="h", a_term="h_prev", last_factor=True):
     xs = np.asarray(xs, dtype=np.float64)
     hs = _rec().scalar_recurrence(a, xs, h0)
     prev = np.concatenate([[float(h0)], hs[:-1]])
     dh, dxs, da = 1.0, np.zeros_like(xs), 0.0
     for t in reversed(range(len(xs))):
-        dpre = dh                        # tanh' forgotten
-        da += dpre * prev[t]
+        derivative = {"h": 1 - hs[t] ** 2, "h_prev": 1 - prev[t] ** 2, "none": 1.0}[tanh_prime]
+        dpre = dh * derivative
+        term = dpre * (prev[t] if a_term == "h_prev" else hs[t])
+        da = da + term if summed else term          # overwritten each step instead of summed
         dxs[t] = dpre
-        dh = dpre * a
+        dh = dpre * a if (last_factor or t > 0) else dpre
     return {"a": da, "xs": dxs, "h0": dh}
+
+
+def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, summed=False)
+
+
+def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, tanh_prime="none")
+
+
+def scalar_recurrence_backward__tanh_derivative_of_previous_state(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, tanh_prime="h_prev")
+
+
+def scalar_recurrence_backward__a_term_uses_h_t(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, a_term="h")
+
+
+def scalar_recurrence_backward__h0_without_last_factor(a, xs, h0=0.0):
+    return _recurrence_backward_variant(a, xs, h0, last_factor=False)
 
 
 def _rec():
@@ -78,6 +90,15 @@ def rnn_forward__state_not_carried(params, xs, h0=None):
     h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
     hs = np.array([_rnn.rnn_step(params, x, h0) for x in xs])   # every step from h0
     return {"hs": hs, "ys": hs @ params["Wy"].T + params["by"]}
+
+
+def rnn_step__input_weight_transposed(params, x, h_prev):
+    return np.tanh(params["Wh"] @ h_prev + params["Wx"].T @ x + params["b"])
+
+
+def rnn_forward__recurrent_weight_transposed(params, xs, h0=None):
+    flipped = {**params, "Wh": params["Wh"].T}
+    return _rnn.rnn_forward(flipped, xs, h0)
 
 
 def rnn_forward__output_from_previous_state(params, xs, h0=None):
@@ -122,6 +143,15 @@ def rnn_bptt__tanh_derivative_of_previous_state(params, xs, h0, dys, dh_last=Non
     return _rnn_bptt_variant(params, xs, h0, dys, dh_last, tanh_of="h_prev")
 
 
+def rnn_bptt__dh_last_ignored(params, xs, h0, dys, dh_last=None):
+    return _rnn.rnn_bptt(params, xs, h0, dys, None)
+
+
+def rnn_bptt__Wy_gradient_transposed(params, xs, h0, dys, dh_last=None):
+    grads = _rnn.rnn_bptt(params, xs, h0, dys, dh_last)
+    return {**grads, "Wy": grads["Wy"].T}
+
+
 # --- cross-entropy -----------------------------------------------------------------------------------------
 def softmax_cross_entropy__divided_twice(logits, targets, normalizer=None):
     loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
@@ -142,6 +172,11 @@ def softmax_cross_entropy__wrong_softmax_axis(logits, targets, normalizer=None):
 
 def softmax_cross_entropy__not_averaged(logits, targets, normalizer=None):
     return _rnn.softmax_cross_entropy(logits, targets, 1)
+
+
+def softmax_cross_entropy__gradient_sign(logits, targets, normalizer=None):
+    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
+    return loss, -dlogits, probs
 
 
 # --- truncated BPTT ----------------------------------------------------------------------------------------
@@ -165,6 +200,20 @@ def truncated_bptt__gradient_crosses_chunks(params, xs, targets, h0=None, chunk_
 def truncated_bptt__state_reset_each_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
                                            loss_steps=None):
     return _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, False, loss_steps)
+
+
+def truncated_bptt__h0_gradient_from_every_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
+                                                loss_steps=None):
+    loss, grads, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
+    T = len(xs)
+    counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(float)
+    total = np.zeros_like(grads["h0"])
+    for k, start in enumerate(range(0, T, chunk_length)):
+        stop = min(start + chunk_length, T)
+        out = _rnn.rnn_forward(params, xs[start:stop], starts[k])
+        _, dys, _ = _rnn.softmax_cross_entropy(out["ys"], np.asarray(targets)[start:stop], normalizer=T)
+        total += _rnn.rnn_bptt(params, xs[start:stop], starts[k], dys * counted[start:stop, None])["h0"]
+    return loss, {**grads, "h0": total}, starts
 
 
 # --- clipping ------------------------------------------------------------------------------------------------
@@ -204,6 +253,18 @@ def lstm_cell_forward__gate_order_ifog(params, x, h_prev, c_prev):
     i, f, o, g = sigmoid(pre[:H]), sigmoid(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), np.tanh(pre[3 * H:])
     c = f * c_prev + i * g
     return o * np.tanh(c), c, {}
+
+
+def lstm_cell_forward__gate_order_igfo(params, x, h_prev, c_prev):
+    H = h_prev.shape[0]
+    pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]
+    i, g, f, o = sigmoid(pre[:H]), np.tanh(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), sigmoid(pre[3 * H:])
+    c = f * c_prev + i * g
+    return o * np.tanh(c), c, {}
+
+
+def lstm_cell_forward__bh_missing(params, x, h_prev, c_prev):
+    return _lstm.lstm_cell_forward({**params, "bh": np.zeros_like(params["bh"])}, x, h_prev, c_prev)
 
 
 def lstm_cell_forward__h_without_tanh(params, x, h_prev, c_prev):
@@ -265,6 +326,28 @@ def gru_cell_forward__reset_after_matmul(params, x, h_prev, convention="paper"):
     return _gru.gru_cell_forward(params, x, h_prev, "pytorch")
 
 
+def gru_cell_forward__gate_order_zrn(params, x, h_prev, convention="paper"):
+    H = h_prev.shape[0]
+    swap = np.r_[H:2 * H, 0:H, 2 * H:3 * H]
+    return _gru.gru_cell_forward({k: params[k][swap] for k in _gru.GRU_PARAMS}, x, h_prev)
+
+
+def gru_bptt__reset_path_missing(params, xs, dhs, h0=None, convention="paper"):
+    xs, h0 = _gru._initial_state(params, xs, h0)
+    caches = _gru.gru_forward(params, xs, h0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in _gru.GRU_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    H = h0.shape[0]
+    dh_next = np.zeros_like(h0)
+    for t in reversed(range(len(xs))):
+        cache = caches[t]
+        g["xs"][t], dh_prev = _gru.gru_cell_backward(params, cache, dhs[t] + dh_next, g)
+        dn = (dhs[t] + dh_next) * (1 - cache["z"]) * (1 - cache["n"] ** 2)
+        dh_next = dh_prev - (params["Wh"][2 * H:].T @ dn) * cache["r"]      # the r * h_prev path dropped
+    g["h0"] = dh_next
+    return g
+
+
 def gru_bptt__update_gate_other_convention(params, xs, dhs, h0=None, convention="paper"):
     return _gru.gru_bptt(params, xs, dhs, h0, _FLIPPED)
 
@@ -294,7 +377,8 @@ def causal_mask__transposed(n):
     return np.triu(np.ones((n, n), dtype=bool))
 
 
-def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, invert=False):
+def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, invert=False,
+                       inf_scores=False):
     single = np.ndim(q) == 1
     Q = np.atleast_2d(np.asarray(q, dtype=np.float64))
     K = np.asarray(keys, dtype=np.float64)
@@ -313,6 +397,8 @@ def _attention_variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_aft
     if mask_after:
         w = np.where(visible, w, 0.0)
     fully = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
+    if inf_scores:
+        scores = np.where(visible, scores, -np.inf)
     out = w @ V
     if scalar_values:
         out = out[:, 0]
@@ -342,6 +428,14 @@ def attention__mask_inverted(q, keys, values, mask=None):
     return _attention_variant(q, keys, values, mask, invert=True)
 
 
+def attention__mask_ignored(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, None)
+
+
+def attention__masked_scores_as_inf(q, keys, values, mask=None):
+    return _attention_variant(q, keys, values, mask, inf_scores=True)
+
+
 def attention_backward__missing_scale(q, keys, values, d_output, mask=None):
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
     dO = np.asarray(d_output, dtype=np.float64)
@@ -360,8 +454,24 @@ def attention_backward__softmax_jacobian_diagonal_only(q, keys, values, d_output
     return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": P.T @ dO}
 
 
-def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False, width_scale=False):
+def attention_backward__scaled_twice(q, keys, values, d_output, mask=None):
+    grads = _att.attention_backward(q, keys, values, d_output, mask)
+    scale = 1 / np.sqrt(np.shape(q)[1])
+    return {"q": grads["q"] * scale, "keys": grads["keys"] * scale, "values": grads["values"]}
+
+
+def attention_backward__values_gradient_not_transposed(q, keys, values, d_output, mask=None):
+    Q, K = np.asarray(q, dtype=np.float64), np.asarray(keys, dtype=np.float64)
+    P, _ = _att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
+    grads = _att.attention_backward(q, keys, values, d_output, mask)
+    return {**grads, "values": P @ np.asarray(d_output, dtype=np.float64)}     # P, not P^T
+
+
+def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False, width_scale=False, reversed_heads=False,
+                       projection=True, keys_from_queries=False):
     x_q, x_kv = np.asarray(x_q, dtype=np.float64), np.asarray(x_kv, dtype=np.float64)
+    if keys_from_queries:
+        x_kv = x_q
     d_model = params["Wq"].shape[0]
     Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
     width = d_model // num_heads
@@ -371,13 +481,13 @@ def _multihead_variant(x_q, x_kv, params, num_heads, mask, *, interleaved=False,
     for c in cols:
         q = Q[:, c] * (np.sqrt(width) / np.sqrt(d_model) if width_scale else 1.0)
         outs.append(_att.attention(q, K[:, c], V[:, c], mask)["output"])
-    concat = np.concatenate(outs, axis=1)
+    concat = np.concatenate(outs[::-1] if reversed_heads else outs, axis=1)
     if interleaved:                                        # merged back in the same strided order
         merged = np.empty_like(concat)
         for h, c in enumerate(cols):
             merged[:, c] = concat[:, h * width:(h + 1) * width]
         concat = merged
-    return {"q": Q, "k": K, "v": V, "concat": concat, "output": concat @ params["Wo"]}
+    return {"q": Q, "k": K, "v": V, "concat": concat, "output": concat @ params["Wo"] if projection else concat}
 
 
 def multihead_attention__heads_split_interleaved(x_q, x_kv, params, num_heads, mask=None):
@@ -386,6 +496,18 @@ def multihead_attention__heads_split_interleaved(x_q, x_kv, params, num_heads, m
 
 def multihead_attention__scaled_by_d_model(x_q, x_kv, params, num_heads, mask=None):
     return _multihead_variant(x_q, x_kv, params, num_heads, mask, width_scale=True)
+
+
+def multihead_attention__heads_reversed(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, reversed_heads=True)
+
+
+def multihead_attention__no_output_projection(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, projection=False)
+
+
+def multihead_attention__keys_from_queries(x_q, x_kv, params, num_heads, mask=None):
+    return _multihead_variant(x_q, x_kv, params, num_heads, mask, keys_from_queries=True)
 
 
 # --- BPE ----------------------------------------------------------------------------------------------------------
@@ -398,6 +520,14 @@ def choose_merge__tie_to_first_counted(pair_counts, token_bytes):
     return max(pair_counts, key=lambda p: pair_counts[p])
 
 
+def choose_merge__ids_compared(pair_counts, token_bytes):
+    return max(pair_counts, key=lambda p: (pair_counts[p], p))
+
+
+def choose_merge__concatenation_compared(pair_counts, token_bytes):
+    return max(pair_counts, key=lambda p: (pair_counts[p], token_bytes[p[0]] + token_bytes[p[1]]))
+
+
 def train_bpe__merges_across_special_tokens(input_path, vocab_size, special_tokens):
     from collections import Counter
 
@@ -406,6 +536,64 @@ def train_bpe__merges_across_special_tokens(input_path, vocab_size, special_toke
     with open(input_path, encoding="utf-8") as f:
         text = f.read()
     return train_bpe_from_counts(Counter(gpt2_pretokenize(text)), vocab_size, special_tokens)
+
+
+def _pretoken_counts(input_path, special_tokens, *, pretokenize=True):
+    """{pre-token: count} after splitting on the special tokens (or the whole pieces, without pre-tokenizing)."""
+    import re
+    from collections import Counter
+
+    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
+    with open(input_path, encoding="utf-8") as f:
+        text = f.read()
+    pattern = "|".join(re.escape(s) for s in sorted(special_tokens, key=len, reverse=True))
+    pieces = re.split(pattern, text) if special_tokens else [text]
+    return Counter(t for piece in pieces for t in (gpt2_pretokenize(piece) if pretokenize else [piece]) if t)
+
+
+def train_bpe__no_pretokenization(input_path, vocab_size, special_tokens):
+    from seqlab.tokenizer.trainer import train_bpe_from_counts
+    return train_bpe_from_counts(_pretoken_counts(input_path, special_tokens, pretokenize=False), vocab_size,
+                                 special_tokens)
+
+
+def train_bpe__counts_not_weighted(input_path, vocab_size, special_tokens):
+    from seqlab.tokenizer.trainer import train_bpe_from_counts
+    return train_bpe_from_counts(dict.fromkeys(_pretoken_counts(input_path, special_tokens), 1), vocab_size,
+                                 special_tokens)
+
+
+def train_bpe__ties_to_smaller(input_path, vocab_size, special_tokens):
+    """The merge loop with the other tie rule (seqlab's trainer has the course's rule built in)."""
+    words = {tuple(bytes([b]) for b in w.encode("utf-8")): c for w, c in _pretoken_counts(input_path, special_tokens).items()}
+    vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
+    vocab.update({len(special_tokens) + b: bytes([b]) for b in range(256)})
+    merges = []
+    while len(vocab) < vocab_size:
+        pairs = {}
+        for word, count in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] = pairs.get(pair, 0) + count
+        if not pairs:
+            break
+        top = max(pairs.values())
+        best = min(p for p, c in pairs.items() if c == top)      # the SMALLER pair of the tied ones
+        merges.append(best)
+        vocab[len(vocab)] = best[0] + best[1]
+        words = {_merged(word, best): count for word, count in words.items()}
+    return vocab, merges
+
+
+def _merged(word: tuple, pair: tuple) -> tuple:
+    out, k = [], 0
+    while k < len(word):
+        if word[k:k + 2] == pair:
+            out.append(pair[0] + pair[1])
+            k += 2
+        else:
+            out.append(word[k])
+            k += 1
+    return tuple(out)
 
 
 def train_bpe__special_tokens_after_bytes(input_path, vocab_size, special_tokens):

@@ -1,16 +1,29 @@
 """The Implement exercises of the NumPy labs: one per lab function, in the order of the course.
 
-Each exercise is checked on the lesson's worked example (where the lesson has one; otherwise a
-small fixed example) and on random inputs, its backward passes against central finite differences
-of the loss they differentiate, and its mistakes are recognised by their outputs (seqlab.learn.mistakes).
+Each stub's docstring is the exercise's contract, and each sentence of it is a check (``Spec``): the
+exercise's own cases (the lesson's worked example, random inputs) check the values, backward passes
+are checked against central finite differences of the loss they differentiate, and each sentence
+that asks for more (an option, an edge case, a dtype, a shape) brings cases of its own. Mistakes
+(seqlab.learn.mistakes holds their mutants) are recognised by their outputs or, as a family, by the
+structure of the difference (seqlab.learn.diagnosis).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from seqlab.learn import diagnosis as D
 from seqlab.learn import mistakes as M
-from seqlab.learn.exercise import Case, Exercise, Mistake, central_differences, numbered_cases
+from seqlab.learn.exercise import (
+    Case,
+    Exercise,
+    Mistake,
+    Spec,
+    central_differences,
+    numbered_cases,
+    same_dtypes,
+    same_values,
+)
 from seqlab.learn.references import helper, reference
 
 
@@ -18,8 +31,13 @@ def _ref(name):
     return lambda: reference(name)
 
 
-def _mistake(function, title, explanation):
-    return Mistake(function.__name__.split("__", 1)[1], title, explanation, function)
+def _m(target, title, explanation, title_zh, explanation_zh, why, why_zh, recognise=None, convention=None,
+       accepted=False) -> Mistake:
+    """A Mistake: ``target`` is its mutant in seqlab.learn.mistakes (EXERCISE__ID), or its id when a
+    recogniser alone knows it. ``why`` and ``why_zh``: the teacher's paragraph for the lesson."""
+    mistake_id, implementation = (target.__name__.split("__", 1)[1], target) if callable(target) else (target, None)
+    return Mistake(mistake_id, title, explanation, implementation, recognise, title_zh, explanation_zh,
+                   (why, why_zh), convention, accepted)
 
 
 def _rng(seed):
@@ -35,12 +53,135 @@ def _same(out):
     return out
 
 
+def copy_arrays(value):
+    if isinstance(value, dict):
+        return {k: np.array(v, dtype=np.float64) for k, v in value.items()}
+    return np.array(value, dtype=np.float64)
+
+
+def _float32(args: tuple, *positions) -> tuple:
+    """``args`` with the arrays at ``positions`` as float32 (exactly representable values kept)."""
+    return tuple(np.asarray(a, dtype=np.float32) if i in positions else a for i, a in enumerate(args))
+
+
+def _one_more_row(part, text: str):
+    """Recognises an output with one row too many whose rows after the first are the reference's
+    (the initial state kept in front)."""
+    path = part if isinstance(part, tuple) else (part,)
+
+    def recognise(ev):
+        seen = []
+        for i in ev.own():
+            raw = ev.raw[i]
+            if raw is None:
+                continue
+            try:
+                got = np.asarray(D.pick(raw, path), dtype=np.float64)
+            except (KeyError, IndexError, TypeError, ValueError):
+                return None
+            want = np.asarray(D.pick(ev.expected[i], path), dtype=np.float64)
+            if got.shape[:1] != (want.shape[0] + 1,) or not D.close(want, got[1:], ev.rtol, ev.atol):
+                return None
+            seen.append(i)
+        return f"{text}: {D.leaf_name(path)} has one row more than the reference's (on {ev.cases[seen[0]].label}); " \
+               "its rows after the first are the reference's" if seen else None
+    return recognise
+
+
+# Mistakes several exercises share, said once ----------------------------------------------------------------------
+def _not_float64(check="float64"):
+    return _m("not_float64", "an output that is not float64",
+              "an array was made with the input's dtype (np.empty_like(xs), np.zeros(n, dtype=x.dtype)) or "
+              "cast down; make outputs with dtype=np.float64 (np.zeros(shape) is float64)",
+              "输出不是 float64",
+              "用输入的 dtype 创建了数组（np.empty_like(xs)、np.zeros(n, dtype=x.dtype)）或转换成了更低精度；"
+              "输出请用 dtype=np.float64 创建（np.zeros(shape) 默认就是 float64）",
+              "Inputs arrive as integers (token ids, one-hot vectors) or as float32 (a GPU's default), and an "
+              "array made 'like the input' silently takes that dtype: integers truncate every value to 0 or "
+              "±1, float32 loses the digits that a gradient check needs. The labs compute in float64 whatever "
+              "comes in.",
+              "输入可能是整数（词元 id、one-hot 向量）或 float32（GPU 的默认类型），而“仿照输入”创建的数组会悄悄"
+              "继承这个 dtype：整数会把每个值截断成 0 或 ±1，float32 会丢掉梯度检验所需的有效数字。实验中的计算"
+              "无论输入是什么都用 float64。",
+              recognise=D.failed_check(check))
+
+
+def _same_containers(expected, actual) -> bool:
+    """The same dicts (keys), tuples and lists (lengths) down to the leaves, whatever the leaves' shapes."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and set(expected) <= set(actual) and \
+            all(_same_containers(expected[k], actual[k]) for k in expected)
+    if isinstance(expected, (tuple, list)) and not all(isinstance(v, (int, float)) for v in expected):
+        return isinstance(actual, (tuple, list)) and len(actual) == len(expected) and \
+            all(_same_containers(e, a) for e, a in zip(expected, actual))
+    return not isinstance(actual, (dict, tuple, list)) or isinstance(expected, (tuple, list))
+
+
+def _right_on_the_square_example(check):
+    """Fits when the check ``check`` failed while the worked example, whose sizes are all equal, is right
+    (and the code returns the reference's containers everywhere: only sizes go wrong)."""
+    def recognise(ev):
+        message = ev.failed.get(check)
+        worked = [i for i in ev.own() if ev.cases[i].label == "the worked example"]
+        if not message or not worked or ev.outputs[worked[0]] is None:
+            return None
+        if not all(_same_containers(ev.expected[i], ev.exercise.compared(ev.raw[i])) for i in range(len(ev.cases))
+                   if ev.raw[i] is not None and not ev.cases[i].spec):
+            return None
+        return f"right on the worked example, where the sizes are equal; {message}" \
+            if ev.close(ev.expected[worked[0]], ev.outputs[worked[0]]) else None
+    return recognise
+
+
+def _square_only(check="non-square"):
+    return _m("square_only", "right only when the sizes are equal",
+              "the code takes one size for another (D for H, a row count for a column count) or a matrix with "
+              "its axes swapped; it runs only while they happen to be equal: check each array's shape",
+              "只有尺寸相等时才正确",
+              "代码把一个尺寸当成了另一个（把 D 当成 H、把行数当成列数），或把矩阵的两个轴用反了；只有它们恰好相等时"
+              "才能运行：逐个检查数组的形状",
+              "Small examples are often square, so a matrix used with its axes swapped, or the input size taken "
+              "for the hidden size, goes unnoticed until the first real model, where D, H and O all differ. "
+              "Testing with sizes that are all different is the cheapest way to catch it.",
+              "小例子常常是方阵，因此把矩阵的轴用反、把输入维度当成隐藏维度这类错误不会被发现，直到第一个真实模型"
+              "（D、H、O 各不相同）才暴露。用互不相等的尺寸测试是发现它的最便宜的办法。",
+              recognise=_right_on_the_square_example(check))
+
+
+def _states_none(check="h0 None", mistake_id="h0_none_not_handled", names="h0"):
+    return _m(mistake_id, f"{names}=None is not handled" if names == "h0" else "h0=None or c0=None is not handled",
+              f"{names} may be None: start from zeros (np.zeros(H)) then",
+              f"没有处理 {names}=None" if names == "h0" else "没有处理 h0=None 或 c0=None",
+              f"{names} 可能是 None：此时从全零的隐藏状态（np.zeros(H)）开始",
+              "None is the usual way to say 'no previous state': the first chunk of a text and a fresh sequence "
+              "start from zeros. The function turns None into that zero state itself, so that no caller has to, "
+              "and a backward pass starts from the same zeros as the forward pass it differentiates.",
+              "None 是表示“没有之前的隐藏状态”的常用方式：文本的第一段、一条新序列都从零开始。函数需要自己把 None "
+              "变成全零的隐藏状态，调用者就不必各自处理；反向传播也要从它所求导的前向传播的同一个全零状态开始。",
+              recognise=D.failed_check(check, raises=True))
+
+
+
 # --- the one-number recurrence --------------------------------------------------------------------------
 def _recurrence_cases():
     rng = _rng(1)
     return [Case("the worked example", (0.5, np.array([1.0, 0.0, -1.0])), {"h0": 0.0}, gradcheck=True),
             Case("random inputs 1", (1.3, rng.normal(size=6)), {"h0": 0.4}, gradcheck=True),
             Case("random inputs 2", (-0.7, rng.normal(size=4)), {"h0": -0.2}, gradcheck=True)]
+
+
+def _recurrence_dtype_cases():
+    return [Case("xs of dtype float32", (0.5, np.array([1.0, 0.0, -1.0], dtype=np.float32)), {"h0": 0.0}),
+            Case("xs of integers", (0.9, np.array([2, -1, 0, 1])), {"h0": 0.5}),
+            Case("xs a list", (0.3, [0.5, -0.25]), {"h0": 0.1})]
+
+
+def _recurrence_empty_cases():
+    return [Case("an empty sequence (T = 0)", (0.5, np.zeros(0)), {"h0": 0.3})]
+
+
+def _recurrence_default_cases():
+    return [Case("h0 left out", (0.8, np.array([0.5, -1.0, 2.0, 0.1])))]
 
 
 def _recurrence_gradients(case):
@@ -51,37 +192,158 @@ def _recurrence_gradients(case):
     return numeric, _same
 
 
+def _recurrence_terms(case):
+    """d h_T / d a, step by step: step t's own term (1 - h_t^2) h_{t-1}, times d h_T / d h_t."""
+    a, xs = case.args
+    xs, h0 = np.asarray(xs, dtype=np.float64), float(case.kwargs.get("h0", 0.0))
+    forward = helper("seqlab.labs.recurrence", "scalar_recurrence")
+    backward = helper("seqlab.labs.recurrence", "scalar_recurrence_backward")
+    hs = np.concatenate([[h0], forward(a, xs, h0)])
+    return {"a": np.array([backward(a, xs[t + 1:], hs[t + 1])["h0"] * backward(a, xs[t:t + 1], hs[t])["a"]
+                           for t in range(len(xs))])}
+
+
 SCALAR_RECURRENCE = Exercise(
     "scalar_recurrence", "The recurrence h_t = tanh(a h_{t-1} + x_t)", "循环递推 h_t = tanh(a h_{t-1} + x_t)",
     "scalar_recurrence(a, xs, h0=0.0)",
-    """States h_1..h_T of the one-number RNN h_t = tanh(a * h_{t-1} + x_t).
+    """States h_1..h_T of the one-number RNN.
 
-    a: float; xs: (T,) inputs; h0: float, the state before x_1.
-    Returns an ndarray (T,): h_1, ..., h_T (not h0).
+    a: float; xs: (T,) inputs, an ndarray or a list; h0: float, the state before x_1.
+    h_t = tanh(a * h_{t-1} + x_t) for t = 1..T, starting from h0.
+    Returns an ndarray of shape (T,): h_1, ..., h_T, not h0.
+    The result is float64 whatever the dtype of xs.
+    An empty xs (T = 0) gives an empty array.
+    h0 defaults to 0.0.
+    xs is left unchanged.
     Worked example: a=0.5, xs=[1, 0, -1] -> [0.7616, 0.3634, -0.6741].""",
     _ref("scalar_recurrence"), _recurrence_cases,
-    (_mistake(M.scalar_recurrence__no_tanh, "the tanh is missing",
-              "each state is a*h + x without the tanh, so states leave (-1, 1): apply np.tanh to the sum"),
-     _mistake(M.scalar_recurrence__states_shifted, "the states are shifted by one step",
-              "the list holds h_0..h_{T-1}: append the new state after the update, not the old one before it")),
+    (_m(M.scalar_recurrence__no_tanh, "the tanh is missing",
+        "each state is a*h + x without the tanh, so states leave (-1, 1): apply np.tanh to the sum",
+        "缺少 tanh", "每个隐藏状态都是没有 tanh 的 a*h + x，所以隐藏状态会超出 (-1, 1)：对和取 np.tanh",
+        "Without the squashing nonlinearity the recurrence is linear: the state grows like a^t and the "
+        "network can only compute weighted sums of its inputs. The tanh keeps every state in (-1, 1) and is "
+        "what makes the factor tanh'(.) appear in every backward step.",
+        "没有压缩型非线性，递推就是线性的：隐藏状态按 a^t 增长，网络只能计算输入的加权和。tanh 让每个隐藏状态都留在 "
+        "(-1, 1) 内，也正是它让每一步反向传播都出现因子 tanh'(.)。"),
+     _m(M.scalar_recurrence__states_shifted, "the states are shifted by one step",
+        "the list holds h_0..h_{T-1}: append the new state after the update, not the old one before it",
+        "隐藏状态错位了一步", "列表里存的是 h_0..h_{T-1}：应在更新之后追加新隐藏状态，而不是在更新之前追加旧隐藏状态",
+        "h_t is the state AFTER reading x_t. Recording the state before the update returns the state each "
+        "step started from, so the answer for step t is the one for step t-1, and the last state, the one "
+        "the next chunk or the output layer needs, is never returned.",
+        "h_t 是读入 x_t 之后的隐藏状态。在更新之前记录，返回的是每一步开始时的隐藏状态，于是第 t 步的答案其实是第 t-1 步的，"
+        "而最后一个隐藏状态（下一段或输出层需要的那个）从未被返回。",
+        recognise=D.shifted((), axis_name="time step")),
+     _m("includes_h0", "h0 returned with the states",
+        "the output holds h0, h_1, ..., h_T (T + 1 values): return the T states after h0 only",
+        "把 h0 也一起返回了", "输出包含 h0, h_1, ..., h_T（T + 1 个值）：只返回 h0 之后的 T 个隐藏状态",
+        "The function is asked for one state per input: T inputs give T states. Keeping h0 in front "
+        "misaligns every later use, where h_t must sit beside x_t and y_t.",
+        "函数要求每个输入对应一个隐藏状态：T 个输入产生 T 个隐藏状态。把 h0 放在最前面会让后面的每次使用都错位，因为 h_t "
+        "必须与 x_t 和 y_t 对齐。",
+        recognise=_one_more_row((), "h0 kept in front")),
+     _m(M.scalar_recurrence__h0_ignored, "h0 is ignored",
+        "the recurrence always starts from 0: start from the h0 argument",
+        "忽略了 h0", "递推总是从 0 开始：应从参数 h0 开始",
+        "h0 carries what came before this sequence (the previous chunk, an encoder's summary). Starting "
+        "from zero throws that context away; the first states are wrong and the error fades only slowly.",
+        "h0 携带着这段序列之前的信息（上一段、编码器的概括）。从零开始就丢掉了这些上下文；最初几个隐藏状态是错的，"
+        "误差只会慢慢消退。"),
+     _not_float64(),
+     _m("empty_sequence_fails", "an empty sequence is not handled",
+        "with T = 0 there is nothing to compute: return an empty float64 array, without reading xs[0]",
+        "没有处理空序列", "T = 0 时无需计算：返回一个空的 float64 数组，不要读取 xs[0]",
+        "Edge cases appear in real data: a batch can hold an empty document, and chunked code calls the "
+        "function on what is left over. A loop over the inputs handles T = 0 by itself; special-casing "
+        "the first step is what breaks it.",
+        "真实数据里会出现边界情况：一个批次可能含有空文档，分块的代码也会对剩下的部分调用函数。对输入循环的写法"
+        "自然能处理 T = 0；单独处理第一步才会出错。",
+        recognise=D.failed_check("empty sequence", raises=True)),
+     _m("h0_default", "h0 has no default of 0.0",
+        "keep the signature's default h0=0.0, so that scalar_recurrence(a, xs) starts from zero",
+        "h0 没有默认值 0.0", "保留签名中的默认值 h0=0.0，使 scalar_recurrence(a, xs) 从零开始",
+        "The signature is part of the contract: callers that leave h0 out rely on the documented default, "
+        "and a default of None without a check turns their call into a TypeError deep inside the loop.",
+        "函数签名也是约定的一部分：省略 h0 的调用者依赖文档中写明的默认值；如果默认值是 None 又不加检查，"
+        "他们的调用就会在循环深处变成一个 TypeError。",
+        recognise=D.failed_check("h0 default", raises=True))),
     returns="an ndarray of shape (T,)",
     stub_test="    out = scalar_recurrence(0.5, np.array([1.0, 0.0, -1.0]))\n"
-              "    assert np.allclose(out, [0.7615941559557649, 0.36339948438905245, -0.6741436761583508])\n")
+              "    assert np.allclose(out, [0.7615941559557649, 0.36339948438905245, -0.6741436761583508])\n",
+    spec=(Spec("values (random inputs)", "h_t = tanh(a * h_{t-1} + x_t) for t = 1..T, starting from h0."),
+          Spec("shapes and types", "Returns an ndarray of shape (T,): h_1, ..., h_T, not h0."),
+          Spec("float64", "The result is float64 whatever the dtype of xs.", _recurrence_dtype_cases, same_dtypes()),
+          Spec("empty sequence", "An empty xs (T = 0) gives an empty array.", _recurrence_empty_cases),
+          Spec("h0 default", "h0 defaults to 0.0.", _recurrence_default_cases),
+          Spec("inputs unchanged", "xs is left unchanged.")),
+    axes={"": ("time step",)})
+
+
+def _backward_dtype_cases():
+    return [Case("xs of dtype float32", (0.5, np.array([1.0, 0.0, -1.0], dtype=np.float32)), {"h0": 0.0}),
+            Case("xs of integers", (0.9, np.array([2, -1, 0, 1])), {"h0": 0.5})]
+
 
 SCALAR_RECURRENCE_BACKWARD = Exercise(
     "scalar_recurrence_backward", "Backward through the one-number recurrence", "单数字循环的反向传播",
     "scalar_recurrence_backward(a, xs, h0=0.0)",
-    """Gradients of the final state h_T of h_t = tanh(a * h_{t-1} + x_t).
+    """Gradients of the final state h_T of h_t = tanh(a * h_{t-1} + x_t) (see scalar_recurrence).
 
-    Returns {"a": float d h_T / d a, "xs": ndarray (T,) d h_T / d x_t, "h0": float d h_T / d h0}.
-    Walk backward keeping dh = d h_T / d h_t; each step multiplies by tanh'(pre_t) * a = (1 - h_t^2) * a.
-    The same a is used at every step, so its gradient is a SUM over time.""",
+    Returns {"a": d h_T / d a, "xs": (T,) d h_T / d x_t, "h0": d h_T / d h0}.
+    Walk backward keeping dh = d h_T / d h_t; each step multiplies it by tanh'(pre_t) * a = (1 - h_t^2) * a.
+    The same a is used at every step, so its gradient is a SUM over time: step t adds (1 - h_t^2) * dh * h_{t-1}.
+    "a" and "h0" are numbers; "xs" is a float64 array whatever the dtype of xs.
+    xs is left unchanged.""",
     _ref("scalar_recurrence_backward"), _recurrence_cases,
-    (_mistake(M.scalar_recurrence_backward__a_not_summed, "the gradient of a is not summed over time",
-              "a is shared by every step: add each step's term (da += ...) instead of overwriting it"),
-     _mistake(M.scalar_recurrence_backward__no_tanh_derivative, "tanh' is missing",
-              "each step must multiply by (1 - h_t^2), the derivative of tanh at that step")),
-    returns='a dict {"a", "xs", "h0"}', gradients=_recurrence_gradients)
+    (_m(M.scalar_recurrence_backward__a_not_summed, "the gradient of a is not summed over time",
+        "a is shared by every step: add each step's term (da += ...) instead of overwriting it",
+        "a 的梯度没有对时间求和", "每一步都共用同一个 a：把每一步的项加起来（da += ...），不要覆盖",
+        "One parameter used at T steps is like T copies of it whose effects add up: the chain rule gives "
+        "the SUM of the T contributions. Keeping only one step's term is the gradient of a model in which "
+        "a acts at that single step.",
+        "一个参数在 T 步中被使用，相当于它的 T 个副本的效果叠加：链式法则给出这 T 个贡献的和。只保留某一步的项，"
+        "得到的是“a 只在那一步起作用”的模型的梯度。",
+        recognise=D.summed_over_time(("a",), "the gradient of a")),
+     _m(M.scalar_recurrence_backward__no_tanh_derivative, "tanh' is missing",
+        "each step must multiply by (1 - h_t^2), the derivative of tanh at that step",
+        "缺少 tanh'", "每一步都必须乘以 (1 - h_t^2)，即 tanh 在该步的导数",
+        "Every step of the forward pass goes through tanh, so every step of the backward pass multiplies by "
+        "its derivative. Without it the gradients are those of a linear recurrence and they neither vanish "
+        "nor saturate the way the real ones do.",
+        "前向传播的每一步都经过 tanh，所以反向传播的每一步都要乘以它的导数。没有它，得到的是线性递推的梯度，"
+        "既不会像真实梯度那样消失，也不会饱和。"),
+     _m(M.scalar_recurrence_backward__tanh_derivative_of_previous_state, "tanh' taken at the previous state",
+        "tanh'(pre_t) = 1 - h_t^2 uses the state the step produced, h_t, not h_{t-1}",
+        "tanh' 用了上一步的隐藏状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的隐藏状态 h_t，而不是 h_{t-1}",
+        "The derivative of tanh is read off its OUTPUT: if h = tanh(pre) then dh/dpre = 1 - h^2 with the "
+        "same h. The state before the step is the input of the step, not the output of its tanh.",
+        "tanh 的导数由它的输出得到：若 h = tanh(pre)，则 dh/dpre = 1 - h^2，其中的 h 是同一个。这一步之前的隐藏状态是"
+        "这一步的输入，而不是它的 tanh 的输出。"),
+     _m(M.scalar_recurrence_backward__a_term_uses_h_t, "a's term uses h_t instead of h_{t-1}",
+        "step t computes a * h_{t-1}: its term in d h_T / d a is dpre_t * h_{t-1}, the state a multiplied",
+        "a 的项用了 h_t 而不是 h_{t-1}", "第 t 步计算的是 a * h_{t-1}：它在 d h_T / d a 中的项是 dpre_t * h_{t-1}，即 a 所乘的那个隐藏状态",
+        "The gradient of a product with respect to one factor is the other factor: a meets h_{t-1} at "
+        "step t, so that is what multiplies the step's gradient.",
+        "乘积对其中一个因子的梯度就是另一个因子：第 t 步中 a 与 h_{t-1} 相乘，所以乘到这一步梯度上的是 h_{t-1}。"),
+     _m(M.scalar_recurrence_backward__h0_without_last_factor, "the gradient of h0 misses the last factor a",
+        "h_1 = tanh(a h0 + x_1): after dpre_1 comes one more factor a for h0; return dpre_1 * a",
+        "h0 的梯度少了最后一个因子 a", "h_1 = tanh(a h0 + x_1)：得到 dpre_1 之后，h0 还要再乘一个 a；应返回 dpre_1 * a",
+        "h0 enters the first step exactly as every later state enters the next one, multiplied by a. The "
+        "walk back therefore ends with the same multiplication as every other step.",
+        "h0 进入第一步的方式和后面每个隐藏状态进入下一步的方式完全一样：乘以 a。所以反向的最后一步也和其他每一步一样要乘以 a。",
+        recognise=D.factor_of(("h0",), lambda case: {"1/a": 1 / case.args[0]}, "the gradient of h0")),
+     _not_float64()),
+    returns='a dict {"a", "xs", "h0"}', gradients=_recurrence_gradients, step_terms=_recurrence_terms,
+    spec=(Spec("gradients vs finite differences",
+               'Returns {"a": d h_T / d a, "xs": (T,) d h_T / d x_t, "h0": d h_T / d h0}.'),
+          Spec("backward through tanh", "Walk backward keeping dh = d h_T / d h_t; each step multiplies it by "
+               "tanh'(pre_t) * a = (1 - h_t^2) * a.", verify=same_values("xs", "h0")),
+          Spec("a summed over time", "The same a is used at every step, so its gradient is a SUM over time: "
+               "step t adds (1 - h_t^2) * dh * h_{t-1}.", verify=same_values("a")),
+          Spec("float64", '"a" and "h0" are numbers; "xs" is a float64 array whatever the dtype of xs.',
+               _backward_dtype_cases, same_dtypes()),
+          Spec("inputs unchanged", "xs is left unchanged.")),
+    axes={"xs": ("time step",)})
 
 
 # --- the RNN ------------------------------------------------------------------------------------------------
@@ -90,45 +352,158 @@ def _rnn_params(rng, D=3, H=4, O=2):
 
 
 def _rnn_step_cases():
-    return _seeded_cases(lambda k, rng: ((_rnn_params(rng), rng.normal(size=3), rng.normal(size=4)), {}), (0, 5, 6))
+    return _seeded_cases(lambda k, rng, D, H: ((_rnn_params(rng, D, H), rng.normal(size=D), rng.normal(size=H)), {}),
+                         ((0, 4, 4), (5, 3, 4), (6, 5, 2)))
+
+
+def _rnn_step_non_square():
+    return _seeded_cases(lambda k, rng, D, H: ((_rnn_params(rng, D, H, 3), rng.normal(size=D), rng.normal(size=H)), {}),
+                         ((11, 2, 5), (12, 6, 3)))
+
+
+def _rnn_step_other_entries():
+    rng = _rng(13)
+    p = _rnn_params(rng, 3, 3, 3)
+    return [Case("params with Wy and by, listed first", ({k: p[k] for k in ("by", "Wy", "b", "Wh", "Wx")},
+                                                         rng.normal(size=3), rng.normal(size=3)))]
+
+
+def _rnn_step_integer_input():
+    rng = _rng(14)
+    return [Case("a one-hot x of integers", (_rnn_params(rng, 4, 3), np.array([0, 0, 1, 0]), rng.normal(size=3)))]
 
 
 RNN_STEP = Exercise(
     "rnn_step", "One RNN step", "RNN 的一步", "rnn_step(params, x, h_prev)",
     """One step of the vanilla RNN: h = tanh(Wh h_prev + Wx x + b).
 
-    params: {"Wx": (H, D), "Wh": (H, H), "b": (H,), ...} (column-vector convention).
-    x: (D,), h_prev: (H,). Returns h: (H,).""",
+    params: {"Wx": (H, D), "Wh": (H, H), "b": (H,)} in the column-vector convention (Wx @ x).
+    params may hold other entries (Wy, by) and list them in any order.
+    x: (D,), h_prev: (H,). Returns h: (H,).
+    D and H may differ.
+    h is a float64 array, also when x is given as integers (a one-hot vector).
+    x, h_prev and params are left unchanged.""",
     _ref("rnn_step"), _rnn_step_cases,
-    (_mistake(M.rnn_step__no_tanh, "the tanh is missing", "apply np.tanh to the pre-activation"),
-     _mistake(M.rnn_step__transposed_recurrent_weight, "Wh is transposed",
-              "the lecture's convention is Wh @ h_prev (rows of Wh produce the new state), not Wh.T @ h_prev")),
-    returns="an ndarray of shape (H,)")
+    (_m(M.rnn_step__no_tanh, "the tanh is missing", "apply np.tanh to the pre-activation",
+        "缺少 tanh", "对预激活值取 np.tanh",
+        "The new hidden state is a squashed mix of the old state and the input. Without the tanh the RNN "
+        "is a linear map repeated T times, which cannot represent more than a linear filter of its input.",
+        "新的隐藏状态是旧隐藏状态与输入混合后再压缩的结果。没有 tanh，RNN 就是把一个线性映射重复 T 次，"
+        "只能表示输入的线性滤波。"),
+     _m(M.rnn_step__transposed_recurrent_weight, "Wh is transposed",
+        "the lecture's convention is Wh @ h_prev (rows of Wh produce the new state), not Wh.T @ h_prev",
+        "Wh 被转置了", "课程的约定是 Wh @ h_prev（Wh 的每一行产生新隐藏状态的一个分量），不是 Wh.T @ h_prev",
+        "Wh is square, so the transposed product runs and gives a state of the right shape: only the "
+        "values betray it. In the column-vector convention row i of Wh holds the weights INTO unit i; "
+        "Wh.T reads them as the weights out of it.",
+        "Wh 是方阵，所以转置后的乘法照样能运行，形状也对：只有数值会暴露问题。在列向量约定下，Wh 的第 i 行是"
+        "流入第 i 个单元的权重；Wh.T 把它们当成了从该单元流出的权重。"),
+     _m(M.rnn_step__input_weight_transposed, "Wx is transposed",
+        "Wx is (H, D) and multiplies x from the left: Wx @ x, not Wx.T @ x (which only runs when D == H)",
+        "Wx 被转置了", "Wx 的形状是 (H, D)，从左边乘 x：Wx @ x，而不是 Wx.T @ x（后者只在 D == H 时能运行）",
+        "With D == H the transposed product runs and returns a state of the right shape, so a square "
+        "example cannot catch it; any other input size raises a shape error.",
+        "当 D == H 时转置的乘法能运行，形状也对，所以方阵的例子发现不了；换成其他输入维度就会报形状错误。"),
+     _square_only(),
+     _m("other_entries", "params read by position",
+        "params is a dict: read params[\"Wx\"], params[\"Wh\"], params[\"b\"] by name; it may hold more "
+        "entries, in any order",
+        "按位置读取了 params", "params 是字典：按名字读取 params[\"Wx\"]、params[\"Wh\"]、params[\"b\"]；它可能含有更多条目，顺序任意",
+        "A model's parameters travel together in one dict (the RNN's output layer Wy, by sits beside the "
+        "recurrent weights). Unpacking params.values() depends on how many entries there are and in what "
+        "order they were added.",
+        "模型的参数放在同一个字典里一起传递（RNN 的输出层 Wy、by 就和循环权重放在一起）。用 params.values() "
+        "解包取决于字典里有几个条目、以什么顺序加入。",
+        recognise=D.failed_check("other entries", raises=True)),
+     _not_float64()),
+    returns="an ndarray of shape (H,)",
+    spec=(Spec("values (random inputs)", "One step of the vanilla RNN: h = tanh(Wh h_prev + Wx x + b)."),
+          Spec("shapes and types", "x: (D,), h_prev: (H,). Returns h: (H,)."),
+          Spec("other entries", "params may hold other entries (Wy, by) and list them in any order.",
+               _rnn_step_other_entries),
+          Spec("non-square", "D and H may differ.", _rnn_step_non_square),
+          Spec("float64", "h is a float64 array, also when x is given as integers (a one-hot vector).",
+               _rnn_step_integer_input, same_dtypes()),
+          Spec("inputs unchanged", "x, h_prev and params are left unchanged.")),
+    axes={"": ("hidden unit",)})
 
 
-def _rnn_seq_cases(backward=False):
-    def make(k, rng, T):
-        p = _rnn_params(rng)
-        xs, h0 = rng.normal(size=(T, 3)), rng.normal(size=4) * 0.5
+def _rnn_seq_cases(backward=False, settings=((0, 3, 3, 3, 3), (7, 5, 3, 4, 2), (8, 4, 2, 3, 5)), h0=True,
+                   dh_last=False, float32=False):
+    """Sequences (seed, T, D, H, O): rnn_forward's (params, xs) with h0, or rnn_bptt's (params, xs, h0, dys)."""
+    def make(k, rng, T, D, H, O):
+        p = _rnn_params(rng, D, H, O)
+        xs, first = rng.normal(size=(T, D)), rng.normal(size=H) * 0.5
+        if float32:
+            xs = xs.astype(np.float32)
         if not backward:
-            return (p, xs), ({"h0": h0} if k else {})
-        dys = rng.normal(size=(T, 2))
-        return (p, xs, h0, dys), ({"dh_last": rng.normal(size=4)} if k == 2 else {})
-    return _seeded_cases(make, ((0, 3), (7, 5), (8, 4)), gradcheck=backward)
+            return (p, xs), ({"h0": first} if h0 else {})
+        dys = rng.normal(size=(T, O))
+        return (p, xs, first, dys), ({"dh_last": rng.normal(size=H)} if dh_last else {})
+    return _seeded_cases(make, settings, gradcheck=backward)
 
 
 RNN_FORWARD = Exercise(
     "rnn_forward", "The RNN forward pass", "RNN 前向传播", "rnn_forward(params, xs, h0=None)",
-    """Run the RNN over a sequence: h_t = tanh(Wh h_{t-1} + Wx x_t + b), y_t = Wy h_t + by.
+    """Run the RNN over a sequence.
 
-    params: Wx (H, D), Wh (H, H), b (H,), Wy (O, H), by (O,). xs: (T, D); h0: (H,) or None (zeros).
-    Returns {"hs": (T, H), "ys": (T, O)}.""",
+    params: Wx (H, D), Wh (H, H), b (H,), Wy (O, H), by (O,); xs: (T, D); h0: (H,).
+    h_t = tanh(Wh h_{t-1} + Wx x_t + b) and y_t = Wy h_t + by for t = 1..T, starting from h0.
+    Each step starts from the state the previous step produced.
+    y_t is read from the new state h_t.
+    Returns {"hs": (T, H), "ys": (T, O)}.
+    D, H and O may all differ.
+    h0 may be None: the state starts at zeros.
+    hs and ys are float64 arrays, also when xs is float32.
+    xs, h0 and params are left unchanged.""",
     _ref("rnn_forward"), _rnn_seq_cases,
-    (_mistake(M.rnn_forward__state_not_carried, "the state is not carried from step to step",
-              "every step starts from h0: feed each step's new h into the next step"),
-     _mistake(M.rnn_forward__output_from_previous_state, "y_t is read from h_{t-1}",
-              "the output at step t is Wy h_t + by, computed from the NEW state")),
-    returns='a dict {"hs": (T, H), "ys": (T, O)}')
+    (_m(M.rnn_forward__state_not_carried, "the state is not carried from step to step",
+        "every step starts from h0: feed each step's new h into the next step",
+        "隐藏状态没有在步与步之间传递", "每一步都从 h0 开始：应把每一步的新 h 传给下一步",
+        "The hidden state is the network's memory: step t must start from h_{t-1}. Restarting from h0 "
+        "makes every step see only its own input, a feed-forward network applied T times.",
+        "隐藏状态是网络的记忆：第 t 步必须从 h_{t-1} 开始。每步都从 h0 重新开始，就让每一步只看见自己的输入，"
+        "等于把一个前馈网络应用 T 次。",
+        recognise=D.matches(M.rnn_forward__state_not_carried, ("hs",), "own",
+                            "every step starts from h0")),
+     _m(M.rnn_forward__output_from_previous_state, "y_t is read from h_{t-1}",
+        "the output at step t is Wy h_t + by, computed from the NEW state",
+        "y_t 用了 h_{t-1}", "第 t 步的输出是 Wy h_t + by，要用新的隐藏状态来算",
+        "y_t is the prediction after reading x_t; computed from h_{t-1} it has not seen x_t yet, and for "
+        "a language model it predicts the token it was just given rather than the next one.",
+        "y_t 是读入 x_t 之后的预测；如果用 h_{t-1} 计算，它还没看到 x_t，对语言模型来说就是在预测刚刚给它的词元，"
+        "而不是下一个。",
+        recognise=D.shifted("ys", axis_name="time step", text="ys is one step late")),
+     _m(M.rnn_forward__recurrent_weight_transposed, "Wh is transposed",
+        "h_t = tanh(Wh h_{t-1} + ...): rows of Wh produce the new state; Wh.T @ h mixes the units the other way",
+        "Wh 被转置了", "h_t = tanh(Wh h_{t-1} + ...)：Wh 的行产生新隐藏状态；Wh.T @ h 把单元按相反方向混合",
+        "Wh is square, so the transposed product runs and gives states of the right shape: only the "
+        "values betray it. Keep one convention, column vectors, for every weight of the lab.",
+        "Wh 是方阵，所以转置后照样能运行，形状也对：只有数值会暴露问题。整个实验请对所有权重使用同一个约定：列向量。"),
+     _m("states_include_h0", "hs starts with h0",
+        "hs holds the T states after each input, h_1..h_T; h0 is not one of them",
+        "hs 以 h0 开头", "hs 保存的是每个输入之后的 T 个隐藏状态 h_1..h_T；h0 不在其中",
+        "One state per input keeps hs[t] beside xs[t] and ys[t]; with h0 in front every index is off by one.",
+        "每个输入对应一个隐藏状态，hs[t] 才能和 xs[t]、ys[t] 对齐；把 h0 放在最前面，每个下标都会差一。",
+        recognise=_one_more_row("hs", "h0 kept in front")),
+     _square_only(),
+     _states_none(),
+     _not_float64()),
+    returns='a dict {"hs": (T, H), "ys": (T, O)}',
+    spec=(Spec("values (random inputs)", "h_t = tanh(Wh h_{t-1} + Wx x_t + b) and y_t = Wy h_t + by for t = 1..T, "
+               "starting from h0."),
+          Spec("state carried", "Each step starts from the state the previous step produced.", verify=same_values("hs")),
+          Spec("output from the new state", "y_t is read from the new state h_t.", verify=same_values("ys")),
+          Spec("shapes and types", 'Returns {"hs": (T, H), "ys": (T, O)}.'),
+          Spec("non-square", "D, H and O may all differ.",
+               lambda: _rnn_seq_cases(settings=((21, 4, 2, 5, 3), (22, 3, 6, 2, 4)))),
+          Spec("h0 None", "h0 may be None: the state starts at zeros.",
+               lambda: [*_rnn_seq_cases(settings=((23, 3, 3, 4, 2),), h0=False),
+                        *[Case("h0=None", c.args, {"h0": None}) for c in _rnn_seq_cases(settings=((24, 2, 2, 3, 2),), h0=False)]]),
+          Spec("float64", "hs and ys are float64 arrays, also when xs is float32.",
+               lambda: _rnn_seq_cases(settings=((25, 3, 3, 4, 2),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "xs, h0 and params are left unchanged.")),
+    axes={"hs": ("time step", "hidden unit"), "ys": ("time step", "output")})
 
 
 def _rnn_bptt_gradients(case):
@@ -144,44 +519,126 @@ def _rnn_bptt_gradients(case):
     return central_differences(loss, {**params, "xs": xs, "h0": h0}), _same
 
 
-def copy_arrays(value):
-    if isinstance(value, dict):
-        return {k: np.array(v, dtype=np.float64) for k, v in value.items()}
-    return np.array(value, dtype=np.float64)
+def _rnn_bptt_terms(case):
+    """Each step's term of the shared weights' gradients: the lab's backward through that step alone,
+    with the gradient the later steps send it."""
+    params, xs, h0, dys = (copy_arrays(a) for a in case.args)
+    hs = helper("seqlab.labs.rnn", "rnn_hidden_forward")(params, xs, h0)
+    backward = helper("seqlab.labs.rnn", "rnn_hidden_backward")
+    T = len(xs)
+    terms = {k: [None] * T for k in ("Wx", "Wh", "b", "Wy", "by")}
+    dh_future = case.kwargs.get("dh_last")
+    for t in reversed(range(T)):
+        prev = hs[t - 1] if t else h0
+        step = backward(params, xs[t:t + 1], prev, hs[t:t + 1], dys[t:t + 1] @ params["Wy"], dh_future)
+        for k in ("Wx", "Wh", "b"):
+            terms[k][t] = step[k]
+        terms["Wy"][t], terms["by"][t] = np.outer(dys[t], hs[t]), dys[t]
+        dh_future = step["h0"]
+    return {k: np.array(v) for k, v in terms.items()}
 
 
 RNN_BPTT = Exercise(
     "rnn_bptt", "Backpropagation through time", "随时间反向传播（BPTT）", "rnn_bptt(params, xs, h0, dys, dh_last=None)",
-    """Full BPTT of the RNN given dys (T, O) = dLoss/dy_t.
+    """Full BPTT of the RNN (see rnn_forward) given dys (T, O) = dLoss/dy_t.
 
-    params: Wx (H, D), Wh (H, H), b (H,), Wy (O, H), by (O,). xs: (T, D); h0: (H,); dh_last: (H,)
-    extra gradient on the final state, or None.
-    Returns a dict of gradients with the shapes of their arrays: "Wx", "Wh", "b", "Wy", "by",
-    "xs" (T, D) and "h0" (H,).
-    The gradient reaching h_t is the local term Wy^T dy_t PLUS the term from the future through
-    h_{t+1}; both pass through tanh' = 1 - h_t^2. Shared weights: sum their gradients over t.""",
+    params: Wx (H, D), Wh (H, H), b (H,), Wy (O, H), by (O,); xs: (T, D); h0: (H,).
+    Returns the gradients of sum_t dys[t] . y_t (+ dh_last . h_T) as a dict with the shapes of their arrays: "Wx", "Wh", "b", "Wy", "by", "xs" (T, D) and "h0" (H,).
+    The gradient reaching h_t is the local term Wy^T dy_t PLUS the term from the future through h_{t+1}; both pass through tanh' = 1 - h_t^2.
+    The weights are shared by every step: their gradients are SUMS over t.
+    dh_last (H,) is an extra gradient on the final state h_T; None means none.
+    D, H and O may all differ.
+    Every gradient is a float64 array, also when xs is float32.
+    The inputs are left unchanged.""",
     _ref("rnn_bptt"), lambda: _rnn_seq_cases(backward=True),
-    (_mistake(M.rnn_bptt__no_future_gradient, "BPTT without the gradient from the future state",
-              "only the local term Wy^T dy_t reaches h_t; add the term Wh^T dpre_{t+1} that flows back from "
-              "step t+1 (the gradients of the early steps are too small)"),
-     _mistake(M.rnn_bptt__shared_weights_not_summed, "shared-weight gradients not summed over time",
-              "Wx, Wh, b, Wy, by are used at every step: their gradient is the SUM of every step's term, "
-              "use += instead of ="),
-     _mistake(M.rnn_bptt__tanh_derivative_of_previous_state, "tanh' taken at the previous state",
-              "tanh'(pre_t) = 1 - h_t^2 uses the state the step produced, h_t, not h_{t-1}")),
-    returns="a dict of gradients", gradients=_rnn_bptt_gradients)
+    (_m(M.rnn_bptt__no_future_gradient, "BPTT without the gradient from the future state",
+        "only the local term Wy^T dy_t reaches h_t; add the term Wh^T dpre_{t+1} that flows back from "
+        "step t+1 (the gradients of the early steps are too small)",
+        "随时间反向传播时缺少来自未来隐藏状态的梯度",
+        "到达 h_t 的只有局部项 Wy^T dy_t；还要加上从第 t+1 步流回来的 Wh^T dpre_{t+1}（前面各步的梯度因此偏小）",
+        "h_t influences the loss twice: through its own output y_t and through every later state. The "
+        "second path is the whole point of a recurrent network, the one that lets an early input matter "
+        "for a late prediction; dropping it trains the network as if it had no memory.",
+        "h_t 通过两条路径影响损失：它自己的输出 y_t，以及之后的每一个隐藏状态。第二条路径正是循环网络的意义所在，"
+        "它让早期的输入能影响后面的预测；丢掉它，网络就像没有记忆一样被训练。",
+        recognise=D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
+                           D.matches(M.rnn_bptt__no_future_gradient, ("xs",), "own",
+                                     "the gradient from step t+1 is missing"))),
+     _m(M.rnn_bptt__shared_weights_not_summed, "shared-weight gradients not summed over time",
+        "Wx, Wh, b, Wy, by are used at every step: their gradient is the SUM of every step's term, "
+        "use += instead of =",
+        "共享权重的梯度没有对时间求和", "Wx、Wh、b、Wy、by 在每一步都被使用：它们的梯度是每一步的项之和，用 += 而不是 =",
+        "The same matrix is applied at every step, so the loss depends on it through T uses, and the "
+        "chain rule adds their T contributions. Keeping one step's term (the first or the last one the "
+        "loop visits) is the gradient of a model that shares nothing.",
+        "同一个矩阵在每一步都被使用，损失通过这 T 次使用依赖于它，链式法则把 T 个贡献加起来。只保留一步的项"
+        "（循环最先或最后访问的那一步）得到的是一个不共享参数的模型的梯度。",
+        recognise=D.summed_over_time(("Wx", "Wh", "b", "Wy", "by"), "not summed over time")),
+     _m(M.rnn_bptt__tanh_derivative_of_previous_state, "tanh' taken at the previous state",
+        "tanh'(pre_t) = 1 - h_t^2 uses the state the step produced, h_t, not h_{t-1}",
+        "tanh' 用了上一步的隐藏状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的隐藏状态 h_t，而不是 h_{t-1}",
+        "h_t = tanh(pre_t), so d h_t / d pre_t = 1 - h_t^2 with the step's own output. h_{t-1} is the "
+        "step's input; its tanh belongs to the step before.",
+        "h_t = tanh(pre_t)，所以 d h_t / d pre_t = 1 - h_t^2，用的是这一步自己的输出。h_{t-1} 是这一步的输入，"
+        "它的 tanh 属于上一步。"),
+     _m(M.rnn_bptt__dh_last_ignored, "dh_last is ignored",
+        "dh_last is a gradient arriving at h_T from outside (the next chunk, a layer above): start the "
+        "walk back with dh_future = dh_last",
+        "忽略了 dh_last", "dh_last 是从外部（下一段、上面一层）到达 h_T 的梯度：反向传播开始时令 dh_future = dh_last",
+        "The final state is often used after the sequence: by the next chunk in truncated BPTT, by a "
+        "decoder, by a layer above. Its gradient enters where the walk back starts, exactly like the "
+        "term from a future step.",
+        "最后的隐藏状态常常在序列之后还被使用：截断的随时间反向传播 中的下一段、解码器、上面的一层。它的梯度在反向传播的起点进入，"
+        "和来自未来一步的项完全一样。",
+        recognise=D.failed_check("dh_last")),
+     _m(M.rnn_bptt__Wy_gradient_transposed, "the gradient of Wy is transposed",
+        "Wy is (O, H): its gradient is sum_t outer(dy_t, h_t) = dys.T @ hs, of shape (O, H)",
+        "Wy 的梯度被转置了", "Wy 的形状是 (O, H)：它的梯度是 sum_t outer(dy_t, h_t) = dys.T @ hs，形状为 (O, H)",
+        "A gradient has the shape of the array it belongs to. y = Wy h gives dWy = dy h^T: the output "
+        "index first, as in Wy itself.",
+        "梯度的形状与它所属的数组相同。y = Wy h 给出 dWy = dy h^T：输出的下标在前，与 Wy 本身一致。",
+        recognise=D.transposed("Wy")),
+     _square_only(), _not_float64()),
+    returns="a dict of gradients", gradients=_rnn_bptt_gradients, step_terms=_rnn_bptt_terms,
+    spec=(Spec("gradients vs finite differences", "Returns the gradients of sum_t dys[t] . y_t (+ dh_last . h_T) as "
+               'a dict with the shapes of their arrays: "Wx", "Wh", "b", "Wy", "by", "xs" (T, D) and "h0" (H,).'),
+          Spec("future term", "The gradient reaching h_t is the local term Wy^T dy_t PLUS the term from the future "
+               "through h_{t+1}; both pass through tanh' = 1 - h_t^2.", verify=same_values("xs", "h0")),
+          Spec("summed over time", "The weights are shared by every step: their gradients are SUMS over t.",
+               verify=same_values("Wx", "Wh", "b", "Wy", "by")),
+          Spec("dh_last", "dh_last (H,) is an extra gradient on the final state h_T; None means none.",
+               lambda: _rnn_seq_cases(True, ((31, 4, 3, 4, 2), (32, 1, 2, 3, 2)), dh_last=True)),
+          Spec("non-square", "D, H and O may all differ.",
+               lambda: _rnn_seq_cases(True, ((33, 4, 2, 5, 3), (34, 3, 6, 2, 4)))),
+          Spec("float64", "Every gradient is a float64 array, also when xs is float32.",
+               lambda: _rnn_seq_cases(True, ((35, 3, 3, 4, 2),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes={"xs": ("time step", "input"), "Wx": ("hidden unit", "input"), "Wh": ("hidden unit", "hidden unit"),
+          "Wy": ("output", "hidden unit"), "b": ("hidden unit",), "by": ("output",), "h0": ("hidden unit",)})
 
 
 # --- cross-entropy -------------------------------------------------------------------------------------------
 def _ce_cases():
     cases = [Case("the worked example", (np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]), np.array([0, 1])), {},
                   gradcheck=True)]
-    for k, seed in enumerate((2, 3), 1):
+    for k, (seed, T, O) in enumerate(((2, 5, 5), (3, 6, 4)), 1):
         rng = _rng(seed)
-        T = 4 + k
-        cases.append(Case(f"random inputs {k}", (rng.normal(size=(T, 5)) * 2, rng.integers(0, 5, T)),
-                          {"normalizer": 7} if k == 2 else {}, gradcheck=True))
+        cases.append(Case(f"random inputs {k}", (rng.normal(size=(T, O)) * 2, rng.integers(0, O, T)), {},
+                          gradcheck=True))
     return cases
+
+
+def _ce_normalizer_cases():
+    rng = _rng(41)
+    logits, targets = rng.normal(size=(4, 3)), rng.integers(0, 3, 4)
+    return [Case("normalizer=7", (logits, targets), {"normalizer": 7}),
+            Case("normalizer=1 (a sum)", (logits, targets), {"normalizer": 1}),
+            Case("normalizer=None (the mean)", (logits, targets), {"normalizer": None})]
+
+
+def _ce_large_cases():
+    return [Case("logits near 1000 and -1000", (np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),
+                                                np.array([1, 2])))]
 
 
 def _ce_gradients(case):
@@ -191,52 +648,199 @@ def _ce_gradients(case):
     return numeric, lambda out: {"dlogits": out[1]}
 
 
+def _ce_normalizer(case):
+    n = case.kwargs.get("normalizer")
+    return len(case.args[0]) if n is None else n
+
+
 SOFTMAX_CROSS_ENTROPY = Exercise(
     "softmax_cross_entropy", "Softmax cross-entropy and its gradient", "softmax 交叉熵及其梯度",
     "softmax_cross_entropy(logits, targets, normalizer=None)",
-    """Cross-entropy summed over rows then divided by `normalizer` (default: the number of rows T).
+    """Cross-entropy of each row's softmax against its target, summed over rows, divided by normalizer.
 
-    logits (T, O), targets (T,) ints. Returns (loss: float, dlogits: (T, O), probs: (T, O)), where
-    probs is the row-wise softmax and dlogits = (probs - onehot(targets)) / normalizer.""",
+    logits (T, O) floats; targets (T,) integer class ids.
+    probs is the softmax of each row, over the O classes.
+    loss = -sum_t log probs[t, targets[t]] / normalizer, a float.
+    dlogits = (probs - onehot(targets)) / normalizer, the gradient of loss.
+    normalizer=None means T, the number of rows (the mean); any other number divides instead of T.
+    Logits as large as 1000 give finite results: subtract each row's maximum before exp.
+    Returns (loss, dlogits (T, O), probs (T, O)).
+    dlogits and probs are float64 arrays, also for float32 logits.
+    logits and targets are left unchanged.""",
     _ref("softmax_cross_entropy"), _ce_cases,
-    (_mistake(M.softmax_cross_entropy__divided_twice, "dividing by T twice",
-              "dlogits is (probs - onehot) / T once; dividing the already-averaged gradient again makes it T times too small"),
-     _mistake(M.softmax_cross_entropy__wrong_softmax_axis, "softmax over the wrong axis",
-              "each ROW (one time step, axis=-1) is a distribution over the classes; normalize over axis=-1, not axis=0"),
-     _mistake(M.softmax_cross_entropy__not_averaged, "the loss is not averaged",
-              "divide the summed loss and its gradient by the normalizer (default T)")),
-    returns="a tuple (loss, dlogits, probs)", gradients=_ce_gradients)
+    (_m(M.softmax_cross_entropy__divided_twice, "dividing by T twice",
+        "dlogits is (probs - onehot) / T once; dividing the already-averaged gradient again makes it T times too small",
+        "除以了两次 T", "dlogits 只需除以一次 T：(probs - onehot) / T；对已经平均过的梯度再除一次，会让它小 T 倍",
+        "The 1/T of the mean is part of the loss, so it appears once in its gradient. Dividing again is "
+        "the same as training with a learning rate T times smaller, which a gradient check catches and "
+        "a training curve only shows as slow progress.",
+        "平均值中的 1/T 是损失的一部分，所以它在梯度中只出现一次。再除一次，相当于用小 T 倍的学习率训练："
+        "梯度检验能发现它，训练曲线上只会表现为进展缓慢。",
+        recognise=D.factor_of((1,), lambda c: {"1/normalizer": 1 / _ce_normalizer(c)}, "dlogits divided twice")),
+     _m(M.softmax_cross_entropy__wrong_softmax_axis, "softmax over the wrong axis",
+        "each ROW (one time step, axis=-1) is a distribution over the classes; normalize over axis=-1, not axis=0",
+        "softmax 的轴用错了", "每一行（一个时间步，axis=-1）是类别上的一个分布；应沿 axis=-1 归一化，而不是 axis=0",
+        "Each row is one prediction: a distribution over the O classes. Normalising down a column makes "
+        "each CLASS sum to 1 over the time steps, which mixes different positions and means nothing.",
+        "每一行是一个预测：O 个类别上的分布。沿列归一化会让每个类别在各时间步上的和为 1，把不同位置混在一起，"
+        "没有任何意义。",
+        recognise=D.normalised_along(2, 0, "column (over the rows)", "probs normalised over the wrong axis")),
+     _m(M.softmax_cross_entropy__not_averaged, "the loss is not averaged",
+        "divide the summed loss and its gradient by the normalizer (default T)",
+        "损失没有取平均", "把求和得到的损失和它的梯度除以 normalizer（默认 T）",
+        "A summed loss grows with the length of the batch, so the step size would depend on how many "
+        "tokens happen to be in it; the mean keeps the loss and its gradient on one scale.",
+        "求和的损失随批次长度增长，步长就会取决于批次里碰巧有多少词元；取平均能让损失和梯度保持在同一尺度上。",
+        recognise=D.factor_of((0, 1), lambda c: {"normalizer": _ce_normalizer(c)}, "loss and dlogits summed")),
+     _m(M.softmax_cross_entropy__gradient_sign, "dlogits has the wrong sign",
+        "d loss / d logits = probs - onehot(targets); onehot - probs is the direction that DEcreases the loss",
+        "dlogits 的符号错了", "d loss / d logits = probs - onehot(targets)；onehot - probs 是让损失减小的方向",
+        "The gradient points uphill: raising the target's logit lowers the loss, so its gradient entry is "
+        "negative (p - 1). Gradient descent then subtracts it. Returning the downhill direction makes "
+        "descent climb.",
+        "梯度指向上坡方向：提高目标的 logit 会降低损失，所以它的梯度分量是负的（p - 1），梯度下降再把它减去。"
+        "返回下坡方向会让梯度下降往上爬。",
+        recognise=D.factor_of((1,), lambda c: {"-1": -1.0}, "dlogits")),
+     _m("normalizer_ignored", "the normalizer argument is ignored",
+        "divide by normalizer when it is given, by T only when it is None",
+        "忽略了 normalizer 参数", "给定 normalizer 时除以它，只有为 None 时才除以 T",
+        "Truncated BPTT cuts a sequence into chunks but wants the mean over the WHOLE sequence: each chunk "
+        "divides by the full T, which is what normalizer is for.",
+        "截断的随时间反向传播 把序列切成若干段，但需要的是整条序列上的平均：每一段都要除以完整的 T，这正是 normalizer 的用途。",
+        recognise=D.failed_check("normalizer")),
+     _m("max_not_subtracted", "the maximum is not subtracted",
+        "exp(1000) overflows to inf and inf/inf is NaN: subtract each row's maximum (axis=-1, keepdims=True) first",
+        "没有减去最大值", "exp(1000) 会溢出为 inf，inf/inf 是 NaN：先减去每一行的最大值（axis=-1, keepdims=True）",
+        "softmax(z) = softmax(z - c) for any constant c, so subtracting the row's maximum changes nothing "
+        "mathematically and keeps every exponent <= 0, where exp cannot overflow. Trained models produce "
+        "logits of hundreds; the shift is what keeps them finite.",
+        "对任意常数 c 都有 softmax(z) = softmax(z - c)，所以减去该行最大值在数学上不改变结果，又让每个指数都 <= 0，"
+        "exp 不会溢出。训练好的模型会产生上百的 logits；正是这个平移让结果保持有限。",
+        recognise=D.failed_check("large logits", raises=True)),
+     _not_float64()),
+    returns="a tuple (loss, dlogits, probs)", gradients=_ce_gradients,
+    spec=(Spec("probabilities", "probs is the softmax of each row, over the O classes.", verify=same_values(2)),
+          Spec("loss", "loss = -sum_t log probs[t, targets[t]] / normalizer, a float.", verify=same_values(0)),
+          Spec("gradients vs finite differences", "dlogits = (probs - onehot(targets)) / normalizer, the gradient of loss."),
+          Spec("normalizer", "normalizer=None means T, the number of rows (the mean); any other number divides "
+               "instead of T.", _ce_normalizer_cases),
+          Spec("large logits", "Logits as large as 1000 give finite results: subtract each row's maximum before exp.",
+               _ce_large_cases),
+          Spec("shapes and types", "Returns (loss, dlogits (T, O), probs (T, O))."),
+          Spec("float64", "dlogits and probs are float64 arrays, also for float32 logits.",
+               lambda: [Case("float32 logits", _float32(_ce_cases()[1].args, 0))], same_dtypes()),
+          Spec("inputs unchanged", "logits and targets are left unchanged.")),
+    axes={1: ("row", "class"), 2: ("row", "class")})
 
 
 # --- truncated BPTT ------------------------------------------------------------------------------------------
-def _tbptt_cases():
+def _tbptt_cases(settings=((0, 6, 2, {}), (4, 6, 3, {}), (9, 8, 4, {})), h0=True):
     return _seeded_cases(lambda k, rng, T, chunk, extra: (
         (_rnn_params(rng, O=3), rng.normal(size=(T, 3)), rng.integers(0, 3, T)),
-        {"h0": rng.normal(size=4) * 0.5, "chunk_length": chunk, **extra}),
-        ((0, 5, 2, {}), (4, 6, 3, {}), (9, 7, 2, {"loss_steps": [1, 4, 6]})))
+        {**({"h0": rng.normal(size=4) * 0.5} if h0 else {}), "chunk_length": chunk, **extra}), settings)
+
+
+def _tbptt_grads(out):
+    return out[1]
+
+
+def _tbptt_T(case):
+    return len(case.args[1])
 
 
 TRUNCATED_BPTT = Exercise(
     "truncated_bptt", "Truncated BPTT", "截断的随时间反向传播",
     "truncated_bptt(params, xs, targets, h0=None, chunk_length=2, carry_state=True, loss_steps=None)",
-    """Truncated BPTT over chunks of `chunk_length` steps; the loss is the mean cross-entropy over all T steps.
+    """Truncated BPTT over chunks of chunk_length steps; the loss is the mean cross-entropy over all T steps.
 
-    params as in rnn_bptt; xs (T, D); targets (T,) ints; h0 (H,) or None.
-    carry_state=True: chunk k starts from the final state VALUE of chunk k-1, but no gradient flows
-    into it (history detached). carry_state=False: every chunk restarts from h0.
-    loss_steps: only these steps' losses count (still divided by T); None = all.
-    Returns (loss: float, grads: dict like rnn_bptt's, the sum over chunks; "h0" only from the first
-    chunk, "xs" (T, D)), starts: list of each chunk's start state (H,)).
+    params as in rnn_bptt, with Wy (O, H); xs (T, D); targets (T,) ints in 0..O-1; h0 (H,).
+    Each chunk's backward pass stops at its start state: no gradient flows into it (the history is detached).
+    carry_state=True: chunk k starts from the final state VALUE of chunk k-1.
+    carry_state=False: every chunk restarts from h0.
+    chunk_length need not divide T: the last chunk is shorter.
+    loss_steps: only these steps' losses count (still divided by T); None means all.
+    h0 may be None (zeros).
+    Returns (loss: float, grads: dict like rnn_bptt's, summed over the chunks, starts: the list of each chunk's start state (H,)).
+    grads["xs"] is (T, D); grads["h0"] is the first chunk's gradient of its start state, h0.
+    The inputs are left unchanged.
     You may use your own rnn_forward / rnn_bptt / softmax_cross_entropy (softmax_cross_entropy(...,
     normalizer=T) divides by the whole T).""",
     _ref("truncated_bptt"), _tbptt_cases,
-    (_mistake(M.truncated_bptt__divided_by_T_twice, "dividing by T twice",
-              "each chunk's loss is already divided by the whole T; dividing the total by T again makes loss and gradients T times too small"),
-     _mistake(M.truncated_bptt__gradient_crosses_chunks, "the gradient crosses the chunk boundaries",
-              "these are full-BPTT gradients: start each chunk's backward pass from its own start state, treated as a constant"),
-     _mistake(M.truncated_bptt__state_reset_each_chunk, "the state is reset at every chunk",
-              "with carry_state=True a chunk starts from the previous chunk's final state value, not from h0")),
-    returns="a tuple (loss, grads, starts)", compared=lambda out: (out[0], out[1], list(out[2])))
+    (_m(M.truncated_bptt__divided_by_T_twice, "dividing by T twice",
+        "each chunk's loss is already divided by the whole T; dividing the total by T again makes loss and gradients T times too small",
+        "除以了两次 T", "每一段的损失已经除以了完整的 T；再把总和除以 T，会让损失和梯度都小 T 倍",
+        "The mean over T steps divides once. When each chunk already divides by the full T (normalizer=T), "
+        "the chunks' sum IS the mean; a second division shrinks every gradient by T.",
+        "对 T 步取平均只需除一次。如果每一段已经除以了完整的 T（normalizer=T），各段之和就是平均值；"
+        "再除一次会把每个梯度缩小 T 倍。",
+        recognise=D.factor_of((0, (1, "Wx"), (1, "Wh"), (1, "b"), (1, "Wy"), (1, "by"), (1, "xs"), (1, "h0")),
+                              lambda c: {"1/T": 1 / _tbptt_T(c)}, "loss and gradients")),
+     _m(M.truncated_bptt__gradient_crosses_chunks, "the gradient crosses the chunk boundaries",
+        "these are full-BPTT gradients: start each chunk's backward pass from its own start state, treated as a constant",
+        "梯度越过了段的边界", "这是完整的随时间反向传播 的梯度：每一段的反向传播应从它自己的起始隐藏状态开始，并把起始隐藏状态当作常数",
+        "Truncation is the whole point: the memory and time of the backward pass grow with the chunk, not "
+        "with the sequence, because no gradient goes back into the carried state. Backpropagating through "
+        "the whole history is full BPTT with extra steps.",
+        "截断正是目的所在：因为梯度不会回传进携带的隐藏状态，反向传播的内存和时间随段长而不是序列长度增长。"
+        "穿过整个历史反向传播，只是绕了远路的完整的随时间反向传播。"),
+     _m(M.truncated_bptt__state_reset_each_chunk, "the state is reset at every chunk",
+        "with carry_state=True a chunk starts from the previous chunk's final state value, not from h0",
+        "每一段都重置了隐藏状态", "carry_state=True 时，一段从上一段最终隐藏状态的值开始，而不是从 h0 开始",
+        "Detaching the history stops the GRADIENT, not the VALUE: the forward pass still runs through the "
+        "whole sequence, so the model keeps its memory across chunks. Resetting the state makes every chunk "
+        "a separate short sequence.",
+        "截断历史阻断的是梯度，不是数值：前向传播仍然贯穿整条序列，所以模型跨段保持记忆。重置隐藏状态则让每一段都成为"
+        "独立的短序列。",
+        recognise=D.matches(M.truncated_bptt__state_reset_each_chunk, (2,), "own", "each chunk starts from h0")),
+     _m(M.truncated_bptt__h0_gradient_from_every_chunk, "grads[\"h0\"] summed over every chunk",
+        "only the first chunk starts from h0; the later chunks start from carried states, constants whose "
+        "gradients are dropped",
+        "grads[\"h0\"] 对每一段都求和了", "只有第一段从 h0 开始；后面各段从携带的隐藏状态开始，那些隐藏状态是常数，它们的梯度被丢弃",
+        "The later chunks' start states are values computed from h0, but the truncation treats them as "
+        "constants. Their gradients are exactly what truncation throws away, so they are not h0's.",
+        "后面各段的起始隐藏状态是由 h0 计算出来的值，但截断把它们当作常数。它们的梯度正是截断要丢掉的部分，不属于 h0。",
+        recognise=D.matches(M.truncated_bptt__h0_gradient_from_every_chunk, ((1, "h0"),), "own")),
+     _m("carry_state_ignored", "carry_state=False is ignored",
+        "with carry_state=False every chunk starts again from h0 (a reset), also in the forward pass",
+        "忽略了 carry_state=False", "carry_state=False 时每一段都重新从 h0 开始（重置），前向传播也是如此",
+        "Some tasks are sets of independent sequences, where carrying a state across a boundary leaks "
+        "information between them: the flag says whether the chunks belong together.",
+        "有些任务由相互独立的序列组成，跨边界携带隐藏状态会在它们之间泄露信息：这个标志说明各段是否属于同一序列。",
+        recognise=D.failed_check("carry_state=False")),
+     _m("uneven_chunks", "the last, shorter chunk is dropped or broken",
+        "range(0, T, chunk_length) and xs[start:start + chunk_length] give a shorter last chunk by themselves",
+        "丢掉或弄错了最后较短的一段", "range(0, T, chunk_length) 和 xs[start:start + chunk_length] 本身就会产生较短的最后一段",
+        "Sequence lengths are rarely multiples of the chunk length; the steps of a short last chunk count "
+        "towards the loss like any other, and dropping them silently trains on less of every sequence.",
+        "序列长度很少恰好是段长的整数倍；较短的最后一段中的各步和其他步一样计入损失，悄悄丢掉它们等于每条序列都少训练了一部分。",
+        recognise=D.failed_check("uneven chunks", raises=True)),
+     _m("loss_steps_ignored", "loss_steps is ignored",
+        "only the steps in loss_steps contribute to the loss and send gradient back (their dys); the others' dys are 0, "
+        "and the division is still by T",
+        "忽略了 loss_steps", "只有 loss_steps 中的步贡献损失并回传梯度（它们的 dys）；其余步的 dys 为 0，仍然除以 T",
+        "Selecting the steps that count is how the lab shows which inputs one prediction can reach under "
+        "truncation: a step's loss sends gradient only back to the start of its chunk.",
+        "选择计入的步，正是实验用来展示截断下一个预测能影响哪些输入的办法：一步的损失只把梯度送回到它所在段的开头。",
+        recognise=D.failed_check("loss_steps")),
+     _states_none()),
+    returns="a tuple (loss, grads, starts)", compared=lambda out: (out[0], out[1], list(out[2])),
+    spec=(Spec("detached", "Each chunk's backward pass stops at its start state: no gradient flows into it (the "
+               "history is detached).", verify=same_values(1, part=lambda out: (out[0], out[1]))),
+          Spec("carry_state=True", "carry_state=True: chunk k starts from the final state VALUE of chunk k-1.",
+               verify=same_values(0, 2, part=lambda out: (out[0], out[1], list(out[2])))),
+          Spec("carry_state=False", "carry_state=False: every chunk restarts from h0.",
+               lambda: _tbptt_cases(((51, 6, 2, {"carry_state": False}), (52, 6, 3, {"carry_state": False})))),
+          Spec("uneven chunks", "chunk_length need not divide T: the last chunk is shorter.",
+               lambda: _tbptt_cases(((53, 7, 3, {}), (54, 5, 2, {}), (55, 3, 5, {})))),
+          Spec("loss_steps", "loss_steps: only these steps' losses count (still divided by T); None means all.",
+               lambda: _tbptt_cases(((56, 8, 2, {"loss_steps": [1, 4, 6]}), (57, 4, 2, {"loss_steps": [0]})))),
+          Spec("h0 None", "h0 may be None (zeros).", lambda: _tbptt_cases(((58, 6, 2, {}),), h0=False)),
+          Spec("shapes and types", "Returns (loss: float, grads: dict like rnn_bptt's, summed over the chunks, "
+               "starts: the list of each chunk's start state (H,))."),
+          Spec("h0 gradient", 'grads["xs"] is (T, D); grads["h0"] is the first chunk\'s gradient of its start state, h0.',
+               verify=same_values("xs", "h0", part=_tbptt_grads)),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes={"xs": ("time step", "input"), "Wx": ("hidden unit", "input"), "Wh": ("hidden unit", "hidden unit")})
 
 
 # --- clipping ------------------------------------------------------------------------------------------------
@@ -244,8 +848,25 @@ def _clip_cases():
     rng = _rng(3)
     return [Case("the worked example", (np.array([3.0, 4.0]), 2.0)),
             Case("random inputs 1", ([rng.normal(size=(3, 2)) * 4, rng.normal(size=5) * 4], 1.5)),
-            Case("random inputs 2", ([rng.normal(size=4) * 0.1, rng.normal(size=(2, 2)) * 0.1], 5.0)),
-            Case("random inputs 3", ([np.array([10.0, 0.1]), np.array([0.2, -0.3])], 1.0))]
+            Case("random inputs 2", ([np.array([10.0, 0.1]), np.array([0.2, -0.3])], 1.0))]
+
+
+def _clip_below_cases():
+    rng = _rng(61)
+    return [Case("a list under the threshold", ([rng.normal(size=4) * 0.1, rng.normal(size=(2, 2)) * 0.1], 5.0)),
+            Case("an array exactly at the threshold", (np.array([0.6, 0.8]), 1.0))]
+
+
+def _clip_form_cases():
+    rng = _rng(62)
+    return [Case("one 2-D array", (rng.normal(size=(3, 4)) * 3, 2.0)),
+            Case("a list of one array", ([rng.normal(size=3) * 3], 1.0)),
+            Case("a list of three arrays", ([rng.normal(size=2), rng.normal(size=(2, 3)), rng.normal(size=1)], 0.5))]
+
+
+def _clip_zero_cases():
+    return [Case("all-zero gradients", ([np.zeros(3), np.zeros((2, 2))], 1.0)),
+            Case("an all-zero array", (np.zeros(4), 0.5))]
 
 
 def _clip_invariants(case, out):
@@ -266,21 +887,66 @@ def _clip_invariants(case, out):
 
 CLIP_GLOBAL_NORM = Exercise(
     "clip_global_norm", "Global-norm gradient clipping", "按全局范数的梯度裁剪", "clip_global_norm(grads, threshold)",
-    """Rescale ALL gradients by one factor min(1, threshold / ||g||), ||g|| the L2 norm over every entry of every array.
+    """Rescale ALL gradients by one factor min(1, threshold / ||g||), where ||g|| is the L2 norm over every entry of every array.
 
-    grads: an ndarray or a list of ndarrays; threshold > 0.
-    Returns (clipped, norm): clipped in the input's form (an array, or a list of arrays), norm the
-    global norm BEFORE clipping. [3, 4] with threshold 2 -> ([1.2, 1.6], 5.0).""",
+    grads: an ndarray or a list of ndarrays (any shapes); threshold > 0.
+    Gradients whose global norm is at most threshold come back unchanged.
+    Returns (clipped, norm).
+    clipped has the input's form: an array for an array, a list of arrays of the same shapes for a list.
+    norm is the global norm BEFORE clipping, a float.
+    All-zero gradients (norm 0) come back as zeros, never NaN.
+    grads is left unchanged: the clipped arrays are new ones.
+    [3, 4] with threshold 2 -> ([1.2, 1.6], 5.0).""",
     _ref("clip_global_norm"), _clip_cases,
-    (_mistake(M.clip_global_norm__coordinatewise, "coordinate-wise instead of global-norm clipping",
-              "clamping each entry to [-threshold, threshold] changes the direction; rescale everything by one factor"),
-     _mistake(M.clip_global_norm__each_array_its_own_norm, "each array clipped by its own norm",
-              "the norm is GLOBAL: one norm over every array together, one factor for all"),
-     _mistake(M.clip_global_norm__always_rescaled, "small gradients are scaled up",
-              "the factor is min(1, threshold / norm): gradients already under the threshold stay as they are"),
-     _mistake(M.clip_global_norm__norm_after_clipping, "the norm returned is the one after clipping",
-              "return the norm measured BEFORE clipping (it is what a training log reports)")),
-    returns="a tuple (clipped, norm)", invariants=_clip_invariants)
+    (_m(M.clip_global_norm__coordinatewise, "coordinate-wise instead of global-norm clipping",
+        "clamping each entry to [-threshold, threshold] changes the direction; rescale everything by one factor",
+        "逐坐标裁剪而不是全局范数裁剪", "把每个分量截断到 [-threshold, threshold] 会改变方向；应把所有梯度乘以同一个系数",
+        "Clamping entries one by one shrinks the large ones and keeps the small ones, so the update points "
+        "somewhere else. Global-norm clipping only shortens the step: the direction the gradient found is kept.",
+        "逐个截断分量会缩小大的分量、保留小的分量，更新方向就变了。全局范数裁剪只缩短步长：梯度找到的方向保持不变。"),
+     _m(M.clip_global_norm__each_array_its_own_norm, "each array clipped by its own norm",
+        "the norm is GLOBAL: one norm over every array together, one factor for all",
+        "每个数组按自己的范数裁剪", "范数是全局的：所有数组放在一起算一个范数，所有数组用同一个系数",
+        "The arrays together are one gradient vector of the whole model. Clipping each piece on its own "
+        "rescales the pieces by different factors, which again changes the direction.",
+        "这些数组合起来是整个模型的一个梯度向量。分别裁剪每一块会让各块乘上不同的系数，同样改变了方向。"),
+     _m(M.clip_global_norm__always_rescaled, "small gradients are scaled up",
+        "the factor is min(1, threshold / norm): gradients already under the threshold stay as they are",
+        "小梯度被放大了", "系数是 min(1, threshold / norm)：已经低于阈值的梯度保持原样",
+        "Clipping is a safety limit, not a normalisation: a gradient under the threshold is left alone, "
+        "or every step would have the same length and the optimizer could never take a small step.",
+        "裁剪是安全上限，不是归一化：低于阈值的梯度不动，否则每一步长度都相同，优化器永远迈不出小步。"),
+     _m(M.clip_global_norm__norm_after_clipping, "the norm returned is the one after clipping",
+        "return the norm measured BEFORE clipping (it is what a training log reports)",
+        "返回的是裁剪之后的范数", "应返回裁剪之前测得的范数（训练日志记录的就是它）",
+        "The norm before clipping is the diagnostic: it shows spikes and how often clipping acted. After "
+        "clipping it is never above the threshold and says nothing.",
+        "裁剪前的范数才有诊断价值：它显示尖峰以及裁剪起作用的频率。裁剪后的范数从不超过阈值，不提供任何信息。",
+        recognise=D.matches(M.clip_global_norm__norm_after_clipping, (1,), "own")),
+     _m("nan_for_zero_gradients", "all-zero gradients give NaN",
+        "with norm 0 the factor threshold / norm is undefined: keep the gradients as they are (factor 1)",
+        "全零梯度得到 NaN", "范数为 0 时 threshold / norm 没有定义：保持梯度不变（系数为 1）",
+        "A zero gradient happens (a frozen layer, a batch where nothing is learned) and must not poison "
+        "the parameters with NaN: one NaN update ruins the whole model.",
+        "零梯度会出现（冻结的层、什么都学不到的批次），不能让 NaN 污染参数：一次 NaN 更新就会毁掉整个模型。",
+        recognise=D.failed_check("zero gradients", raises=True)),
+     _m("form_changed", "the output has another form than the input",
+        "return an array for an array and a list of arrays (each of its input's shape) for a list",
+        "输出的形式与输入不同", "输入是数组就返回数组，输入是列表就返回由数组组成的列表（每个数组保持原来的形状）",
+        "The caller zips the clipped gradients back onto its parameters, one array per parameter: "
+        "flattening them or changing an array into a list breaks that pairing.",
+        "调用者会把裁剪后的梯度逐个对应回它的参数，每个参数一个数组：展平它们或把数组变成列表都会破坏这种对应。",
+        recognise=D.failed_check("form", raises=True))),
+    returns="a tuple (clipped, norm)", invariants=_clip_invariants,
+    spec=(Spec("invariants", "Rescale ALL gradients by one factor min(1, threshold / ||g||), where ||g|| is the L2 "
+               "norm over every entry of every array."),
+          Spec("below the threshold", "Gradients whose global norm is at most threshold come back unchanged.",
+               _clip_below_cases),
+          Spec("form", "clipped has the input's form: an array for an array, a list of arrays of the same shapes "
+               "for a list.", _clip_form_cases),
+          Spec("norm before clipping", "norm is the global norm BEFORE clipping, a float.", verify=same_values(1)),
+          Spec("zero gradients", "All-zero gradients (norm 0) come back as zeros, never NaN.", _clip_zero_cases),
+          Spec("inputs unchanged", "grads is left unchanged: the clipped arrays are new ones.")))
 
 
 # --- LSTM ------------------------------------------------------------------------------------------------------
@@ -288,36 +954,94 @@ def _lstm_params(rng, D=3, H=3):
     return helper("seqlab.labs.lstm", "init_lstm_params")(D, H, rng, scale=1.5)
 
 
-def _lstm_cell_cases():
-    return _seeded_cases(lambda k, rng: ((_lstm_params(rng), rng.normal(size=3), rng.normal(size=3),
-                                          rng.normal(size=3)), {}), (0, 1, 2))
+def _lstm_cell_cases(settings=((0, 3, 3), (1, 2, 4), (2, 5, 2)), float32=False):
+    def make(k, rng, D, H):
+        x = rng.normal(size=D)
+        return (_lstm_params(rng, D, H), x.astype(np.float32) if float32 else x, rng.normal(size=H),
+                rng.normal(size=H)), {}
+    return _seeded_cases(make, settings)
+
+
+def _lstm_cell_parts(out):
+    return out[0], out[1]
 
 
 LSTM_CELL_FORWARD = Exercise(
     "lstm_cell_forward", "The LSTM cell", "LSTM 单元", "lstm_cell_forward(params, x, h_prev, c_prev)",
-    """One LSTM step. Gate pre-activations Wx x + bx + Wh h_prev + bh, stacked in PyTorch's order (i, f, g, o):
-    Wx (4H, D), Wh (4H, H), bx (4H,), bh (4H,).
-    i, f, o = sigmoid(.), g = tanh(.); c = f * c_prev + i * g; h = o * tanh(c).
-    x (D,), h_prev (H,), c_prev (H,). Returns (h (H,), c (H,), cache); cache is anything you need
-    for the backward pass (only h and c are checked).""",
+    """One LSTM step.
+
+    x (D,), h_prev (H,), c_prev (H,); params Wx (4H, D), Wh (4H, H), bx (4H,), bh (4H,).
+    The four gate pre-activations Wx x + bx + Wh h_prev + bh are stacked in PyTorch's order i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H).
+    i, f, o = sigmoid(.) and g = tanh(.).
+    c = f * c_prev + i * g.
+    h = o * tanh(c).
+    Returns (h (H,), c (H,), cache); cache is anything you need for the backward pass (only h and c are checked).
+    D and H may differ.
+    h and c are float64 arrays, also when x is float32.
+    x, h_prev, c_prev and params are left unchanged.""",
     _ref("lstm_cell_forward"), _lstm_cell_cases,
-    (_mistake(M.lstm_cell_forward__gate_order_ifog, "the gates read in the order (i, f, o, g)",
-              "the rows are stacked as i, f, g, o (PyTorch's order): g is the third block, o the fourth"),
-     _mistake(M.lstm_cell_forward__h_without_tanh, "h = o * c, without the tanh",
-              "the output is h = o * tanh(c)"),
-     _mistake(M.lstm_cell_forward__gates_swapped, "forget and input gates swapped",
-              "c = f * c_prev + i * g: f scales the OLD memory, i the new content")),
-    returns="a tuple (h, c, cache)", compared=lambda out: (out[0], out[1]))
+    (_m(M.lstm_cell_forward__gate_order_ifog, "the gates read in CS231n's order (i, f, o, g)",
+        "this exercise uses PyTorch's order i, f, g, o (g is the third block, o the fourth); your code uses "
+        "CS231n's i, f, o, g",
+        "按 CS231n 的顺序 (i, f, o, g) 读取了门", "本练习使用 PyTorch 的顺序 i, f, g, o（g 是第三块，o 是第四块）；你的代码用的是 CS231n 的 i, f, o, g",
+        "The four blocks are just rows of one matrix, so any order works as long as the weights were "
+        "trained in it; but weights are shared between code that must agree. This lab follows "
+        "torch.nn.LSTM, whose checkpoints you can load; CS231n's assignment stacks o before g.",
+        "四个块只是同一个矩阵的若干行，只要权重是按某个顺序训练的，用哪种顺序都行；但权重要在多份代码之间共享，"
+        "它们必须一致。本实验遵循 torch.nn.LSTM，这样可以加载它的检查点；CS231n 的作业把 o 放在 g 前面。",
+        convention="CS231n's gate order (i, f, o, g)"),
+     _m(M.lstm_cell_forward__gate_order_igfo, "the gates read in TensorFlow's order (i, g, f, o)",
+        "this exercise uses PyTorch's order i, f, g, o; your code uses TensorFlow's BasicLSTMCell order i, j (= g), f, o",
+        "按 TensorFlow 的顺序 (i, g, f, o) 读取了门", "本练习使用 PyTorch 的顺序 i, f, g, o；你的代码用的是 TensorFlow BasicLSTMCell 的 i, j(= g), f, o",
+        "TensorFlow's LSTM cells stack the candidate second; weights exported from one library load into "
+        "the other only after the blocks are reordered. Here the order is PyTorch's.",
+        "TensorFlow 的长短期记忆单元把候选值放在第二块；一个库导出的权重必须重新排列这些块才能加载到另一个库。这里用的是 PyTorch 的顺序。",
+        convention="TensorFlow's gate order (i, g, f, o)"),
+     _m(M.lstm_cell_forward__h_without_tanh, "h = o * c, without the tanh",
+        "the output is h = o * tanh(c)",
+        "h = o * c，缺少 tanh", "输出是 h = o * tanh(c)",
+        "The cell state is unbounded (it adds up over time); the tanh squashes it into (-1, 1) before the "
+        "output gate lets part of it out, so h stays on the scale the next layer expects.",
+        "细胞状态是无界的（它随时间累加）；tanh 先把它压缩到 (-1, 1)，输出门再让其中一部分输出，这样 h 保持在下一层期望的尺度上。",
+        recognise=D.matches(M.lstm_cell_forward__h_without_tanh, (0,), "own", "h = o * c")),
+     _m(M.lstm_cell_forward__gates_swapped, "forget and input gates swapped",
+        "c = f * c_prev + i * g: f scales the OLD memory, i the new content",
+        "遗忘门和输入门用反了", "c = f * c_prev + i * g：f 作用于旧的记忆，i 作用于新内容",
+        "The forget gate decides how much of the old cell state survives; the input gate how much of the "
+        "new candidate is written. Swapped, a cell that should keep its memory (f = 1, i = 0) erases it.",
+        "遗忘门决定旧细胞状态保留多少；输入门决定新候选值写入多少。二者用反后，本应保持记忆（f = 1, i = 0）的单元会把记忆抹掉。"),
+     _m(M.lstm_cell_forward__bh_missing, "the recurrent bias bh is left out",
+        "each pre-activation is Wx x + bx + Wh h_prev + bh: both biases, as in torch.nn.LSTM",
+        "漏掉了循环偏置 bh", "每个预激活值都是 Wx x + bx + Wh h_prev + bh：两个偏置都要，和 torch.nn.LSTM 一样",
+        "Two biases are redundant mathematically (only their sum matters), but the parameters are given "
+        "as two arrays, and a checkpoint's bh holds half of every gate's offset: dropping it shifts every gate.",
+        "两个偏置在数学上是冗余的（只有它们的和起作用），但参数是以两个数组给出的，检查点中的 bh 保存了每个门偏移量的一部分："
+        "丢掉它会让每个门都发生偏移。"),
+     _square_only(), _not_float64()),
+    returns="a tuple (h, c, cache)", compared=_lstm_cell_parts,
+    spec=(Spec("values (random inputs)", "The four gate pre-activations Wx x + bx + Wh h_prev + bh are stacked in "
+               "PyTorch's order i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H)."),
+          Spec("gate functions", "i, f, o = sigmoid(.) and g = tanh(.).", verify=same_values(0, 1)),
+          Spec("cell update", "c = f * c_prev + i * g.", verify=same_values(1)),
+          Spec("output", "h = o * tanh(c).", verify=same_values(0)),
+          Spec("shapes and types", "Returns (h (H,), c (H,), cache); cache is anything you need for the backward "
+               "pass (only h and c are checked)."),
+          Spec("non-square", "D and H may differ.", lambda: _lstm_cell_cases(((11, 2, 5), (12, 6, 3)))),
+          Spec("float64", "h and c are float64 arrays, also when x is float32.",
+               lambda: _lstm_cell_cases(((13, 3, 3),), float32=True), same_dtypes(_lstm_cell_parts)),
+          Spec("inputs unchanged", "x, h_prev, c_prev and params are left unchanged.")),
+    axes={0: ("hidden unit",), 1: ("hidden unit",)})
 
 
-def _lstm_bptt_cases():
-    def make(k, rng, T):
-        p = _lstm_params(rng)
-        kw = {"h0": rng.normal(size=3) * 0.5, "c0": rng.normal(size=3) * 0.5}
-        if k == 2:
-            kw["dcs"] = rng.normal(size=(T, 3))
-        return (p, rng.normal(size=(T, 3)), rng.normal(size=(T, 3))), kw
-    return _seeded_cases(make, ((0, 3), (1, 4), (2, 5)), gradcheck=True)
+def _lstm_bptt_cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), dcs=False, states=True, float32=False):
+    def make(k, rng, T, D, H):
+        p = _lstm_params(rng, D, H)
+        kw = {"h0": rng.normal(size=H) * 0.5, "c0": rng.normal(size=H) * 0.5} if states else {}
+        if dcs:
+            kw["dcs"] = rng.normal(size=(T, H))
+        xs = rng.normal(size=(T, D))
+        return (p, xs.astype(np.float32) if float32 else xs, rng.normal(size=(T, H))), kw
+    return _seeded_cases(make, settings, gradcheck=True)
 
 
 def _sequence_gradients(module, forward_name, states):
@@ -337,21 +1061,114 @@ def _sequence_gradients(module, forward_name, states):
     return gradients
 
 
+def _gate_terms(module, forward_name, backward_name, states):
+    """Each step's term of the shared weights' gradients: the lab's backward through one cell with
+    fresh gradient arrays, fed what the later steps send back."""
+    def terms(case):
+        params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), copy_arrays(case.args[2])
+        initial = [copy_arrays(case.kwargs[name]) for name in states]
+        caches = helper(module, forward_name)(params, xs, *initial)["caches"]
+        backward = helper(module, backward_name)
+        dcs = case.kwargs.get("dcs")
+        T = len(xs)
+        out = {k: [None] * T for k in ("Wx", "Wh", "bx", "bh")}
+        carried = [np.zeros(len(initial[0])) for _ in states]
+        for t in reversed(range(T)):
+            fresh = {k: np.zeros_like(params[k]) for k in out}
+            if len(states) == 2:
+                dc = carried[1] + (0.0 if dcs is None else dcs[t])
+                _, dh_prev, dc_prev = backward(params, caches[t], dhs[t] + carried[0], dc, fresh)
+                carried = [dh_prev, dc_prev]
+            else:
+                _, dh_prev = backward(params, caches[t], dhs[t] + carried[0], fresh)
+                carried = [dh_prev]
+            for k in out:
+                out[k][t] = fresh[k]
+        return {k: np.array(v) for k, v in out.items()}
+    return terms
+
+
+_GATE_AXES = {"xs": ("time step", "input"), "Wx": ("gate row", "input"), "Wh": ("gate row", "hidden unit"),
+              "bx": ("gate row",), "bh": ("gate row",), "h0": ("hidden unit",), "c0": ("hidden unit",)}
+
+
+def _weights_not_summed(parts):
+    return _m("weights_not_summed", "shared-weight gradients not summed over time",
+              "Wx, Wh, bx, bh are used at every step: add every step's term (+=), do not overwrite it",
+              "共享权重的梯度没有对时间求和", "Wx、Wh、bx、bh 在每一步都被使用：把每一步的项加起来（+=），不要覆盖",
+              "One set of weights serves every step, so the chain rule adds the contributions of all T uses. "
+              "Keeping one step's term, or only some steps', trains the weights for a network that exists at that "
+              "step only.",
+              "同一组权重服务于每一步，所以链式法则要把 T 次使用的贡献加起来。只保留一步或部分步的项，训练出的是只在那一步存在的网络的权重。",
+              recognise=D.summed_over_time(parts, "not summed over time"))
+
+
 LSTM_BPTT = Exercise(
     "lstm_bptt", "Backward through the LSTM", "LSTM 的反向传播", "lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None)",
-    """BPTT of the LSTM (see lstm_cell_forward) given dhs (T, H) = dLoss/dh_t and optionally dcs (T, H) = dLoss/dc_t.
+    """BPTT of the LSTM (see lstm_cell_forward) given dhs (T, H) = dLoss/dh_t.
 
-    xs (T, D); h0, c0 (H,) or None (zeros).
-    Returns gradients {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.
-    Two paths reach step t from the future: through h_t and through c_t (multiplied by f_{t+1}).""",
+    xs (T, D); h0, c0 (H,).
+    Returns the gradients of sum_t dhs[t] . h_t (+ sum_t dcs[t] . c_t) as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.
+    Two paths reach step t from the future: through h_t and through c_t (multiplied by f_{t+1}).
+    The weights are shared by every step: their gradients are sums over t.
+    dcs (T, H), when given, is a gradient arriving at each c_t; None means none.
+    h0 and c0 may be None (zeros).
+    D and H may differ.
+    Every gradient is a float64 array, also when xs is float32.
+    The inputs are left unchanged.""",
     _ref("lstm_bptt"), _lstm_bptt_cases,
-    (_mistake(M.lstm_bptt__no_cell_gradient_from_future, "no gradient through the cell state from the future",
-              "c_t feeds c_{t+1} = f c_t + ...: carry dc_prev = dc_total * f back to the previous step"),
-     _mistake(M.lstm_bptt__no_future_gradient, "BPTT without the gradient from the future state",
-              "h_t also feeds the next step's gates: add dh_prev from step t+1 to dhs[t]"),
-     _mistake(M.lstm_bptt__tanh_derivative_of_cell_missing, "tanh'(c) missing on the way from h to c",
-              "h = o tanh(c): the gradient reaching c from h is dh * o * (1 - tanh(c)^2)")),
-    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")))
+    (_m(M.lstm_bptt__no_cell_gradient_from_future, "no gradient through the cell state from the future",
+        "c_t feeds c_{t+1} = f c_t + ...: carry dc_prev = dc_total * f back to the previous step",
+        "没有经过细胞状态从未来传回的梯度", "c_t 参与 c_{t+1} = f c_t + ...：要把 dc_prev = dc_total * f 传回上一步",
+        "The cell state is the LSTM's highway through time: c_t reaches c_{t+1} multiplied only by the "
+        "forget gate. That path is the reason LSTMs keep gradients alive over long spans; without it the "
+        "backward pass is that of a plain RNN.",
+        "细胞状态是长短期记忆网络穿越时间的高速通道：c_t 只乘以遗忘门就到达 c_{t+1}。正是这条路径让长短期记忆网络的梯度能在长距离上保持；"
+        "没有它，反向传播就和普通 RNN 一样。",
+        recognise=D.matches(M.lstm_bptt__no_cell_gradient_from_future, ("xs",), "own",
+                            "the cell state's gradient from step t+1 is missing")),
+     _m(M.lstm_bptt__no_future_gradient, "BPTT without the gradient from the future state",
+        "h_t also feeds the next step's gates: add dh_prev from step t+1 to dhs[t]",
+        "随时间反向传播时缺少来自未来隐藏状态的梯度", "h_t 也输入下一步的各个门：要把第 t+1 步传回的 dh_prev 加到 dhs[t] 上",
+        "h_t is read by every gate of step t+1, so the loss reaches it through them as well as through "
+        "its own dhs[t]. Both future paths, through h and through c, must be added.",
+        "h_t 被第 t+1 步的每个门读取，所以损失除了通过 dhs[t]，还通过这些门到达它。经过 h 和经过 c 的两条未来路径都必须加上。",
+        recognise=D.matches(M.lstm_bptt__no_future_gradient, ("xs",), "own",
+                            "the hidden state's gradient from step t+1 is missing")),
+     _m(M.lstm_bptt__tanh_derivative_of_cell_missing, "tanh'(c) missing on the way from h to c",
+        "h = o tanh(c): the gradient reaching c from h is dh * o * (1 - tanh(c)^2)",
+        "从 h 到 c 的路上缺少 tanh'(c)", "h = o tanh(c)：从 h 到达 c 的梯度是 dh * o * (1 - tanh(c)^2)",
+        "Between c and h sits a tanh; the chain rule multiplies by its derivative there as everywhere. "
+        "Without it the gradient reaching the cell state is too large wherever the cell saturates.",
+        "c 和 h 之间有一个 tanh；链式法则在这里也和其他地方一样要乘以它的导数。没有它，细胞饱和时到达细胞状态的梯度就会偏大。"),
+     _weights_not_summed(("Wx", "Wh", "bx", "bh")),
+     _square_only(),
+     _m("dcs_ignored", "dcs is ignored",
+        "dcs[t] is a gradient arriving at c_t from outside: add it to the cell gradient of step t",
+        "忽略了 dcs", "dcs[t] 是从外部到达 c_t 的梯度：把它加到第 t 步的细胞梯度上",
+        "When something else reads the cell state (a stacked layer, a loss on it, the next chunk), its "
+        "gradient comes in at c_t and has to join the two paths from the future.",
+        "当别的东西读取细胞状态时（堆叠的层、作用于它的损失、下一段），它的梯度在 c_t 进入，必须和来自未来的两条路径汇合。",
+        recognise=D.failed_check("dcs")),
+     _states_none("h0 and c0 None", "states_none_not_handled", "h0 and c0"),
+     _not_float64()),
+    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")),
+    step_terms=_gate_terms("seqlab.labs.lstm", "lstm_forward", "lstm_cell_backward", ("h0", "c0")),
+    spec=(Spec("gradients vs finite differences", "Returns the gradients of sum_t dhs[t] . h_t (+ sum_t dcs[t] . c_t) "
+               'as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.'),
+          Spec("two paths from the future", "Two paths reach step t from the future: through h_t and through c_t "
+               "(multiplied by f_{t+1}).", verify=same_values("xs", "h0", "c0")),
+          Spec("summed over time", "The weights are shared by every step: their gradients are sums over t.",
+               verify=same_values("Wx", "Wh", "bx", "bh")),
+          Spec("dcs", "dcs (T, H), when given, is a gradient arriving at each c_t; None means none.",
+               lambda: _lstm_bptt_cases(((21, 4, 3, 3), (22, 2, 2, 2)), dcs=True)),
+          Spec("h0 and c0 None", "h0 and c0 may be None (zeros).",
+               lambda: _lstm_bptt_cases(((23, 3, 3, 3),), states=False)),
+          Spec("non-square", "D and H may differ.", lambda: _lstm_bptt_cases(((24, 3, 2, 4), (25, 2, 5, 2)))),
+          Spec("float64", "Every gradient is a float64 array, also when xs is float32.",
+               lambda: _lstm_bptt_cases(((26, 3, 3, 3),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes=_GATE_AXES)
 
 
 # --- GRU ------------------------------------------------------------------------------------------------------
@@ -359,42 +1176,144 @@ def _gru_params(rng, D=3, H=3):
     return helper("seqlab.labs.gru", "init_gru_params")(D, H, rng, scale=1.5)
 
 
-def _gru_cell_cases():
-    return _seeded_cases(lambda k, rng: ((_gru_params(rng), rng.normal(size=3), rng.normal(size=3)), {}), (0, 1, 2))
+def _gru_cell_cases(settings=((0, 3, 3), (1, 2, 4), (2, 5, 2)), float32=False):
+    def make(k, rng, D, H):
+        x = rng.normal(size=D)
+        return (_gru_params(rng, D, H), x.astype(np.float32) if float32 else x, rng.normal(size=H)), {}
+    return _seeded_cases(make, settings)
 
 
-_GRU_DOC = """Maps stacked in PyTorch's order (r, z, n): Wx (3H, D), Wh (3H, H), bx (3H,), bh (3H,).
-    r = sigmoid(Wx_r x + bx_r + Wh_r h_prev + bh_r), z likewise,
-    n = tanh(Wx_n x + bx_n + Wh_n (r * h_prev) + bh_n)   (reset BEFORE the recurrent matmul),
-    h = z * h_prev + (1 - z) * n                          (z = the fraction of the OLD state kept).
-    Only convention="paper" (the above) is checked."""
+def _gru_h(out):
+    return out[0]
+
+
+_UPDATE_GATE_OTHER = ("the update gate read as the fraction of the NEW state",
+                      "this exercise uses h = z * h_prev + (1 - z) * n (z keeps the OLD state, as in Cho et al. 2014, "
+                      "PyTorch and d2l); your code uses h = (1 - z) * h_prev + z * n (Chung et al. 2014, Wikipedia)",
+                      "把更新门理解成新隐藏状态所占的比例",
+                      "本练习使用 h = z * h_prev + (1 - z) * n（z 保留旧隐藏状态，与 Cho et al. 2014、PyTorch 和 d2l 相同）；"
+                      "你的代码用的是 h = (1 - z) * h_prev + z * n（Chung et al. 2014、维基百科）",
+                      "Both readings are in the literature and both train equally well, since z is learned: only the "
+                      "meaning of the gate flips. But a trained GRU's weights assume one of them, and this course "
+                      "(like PyTorch) keeps the old state with z.",
+                      "两种写法在文献中都有，训练效果也一样好，因为 z 是学出来的：只是门的含义反了过来。但训练好的门控循环单元的权重"
+                      "只对应其中一种，而本课程（和 PyTorch 一样）用 z 保留旧隐藏状态。")
 
 GRU_CELL_FORWARD = Exercise(
     "gru_cell_forward", "The GRU cell", "GRU 单元", 'gru_cell_forward(params, x, h_prev, convention="paper")',
-    "One GRU step. x (D,), h_prev (H,). Returns (h (H,), cache); only h is checked.\n    " + _GRU_DOC,
+    """One GRU step.
+
+    x (D,), h_prev (H,); params Wx (3H, D), Wh (3H, H), bx (3H,), bh (3H,).
+    The three maps are stacked in PyTorch's order r, z, n (rows 0:H, H:2H, 2H:3H).
+    r = sigmoid(Wx_r x + bx_r + Wh_r h_prev + bh_r), and z likewise with the z rows.
+    n = tanh(Wx_n x + bx_n + Wh_n (r * h_prev) + bh_n): the reset gate acts BEFORE the recurrent matmul.
+    h = z * h_prev + (1 - z) * n: z is the fraction of the OLD state kept.
+    Returns (h (H,), cache); only h is checked.
+    D and H may differ.
+    h is a float64 array, also when x is float32.
+    x, h_prev and params are left unchanged.
+    Only convention="paper" (the above) is checked.""",
     _ref("gru_cell_forward"), _gru_cell_cases,
-    (_mistake(M.gru_cell_forward__update_gate_other_convention, "the update gate read in the other convention",
-              "in this course z is the fraction of the OLD state kept: h = z h_prev + (1 - z) n, not (1 - z) h_prev + z n"),
-     _mistake(M.gru_cell_forward__reset_after_matmul, "the reset gate applied after the recurrent matmul",
-              "that is PyTorch's variant r * (Wh_n h_prev + bh_n); the paper's is Wh_n (r * h_prev) + bh_n")),
-    returns="a tuple (h, cache)", compared=lambda out: out[0])
+    (_m(M.gru_cell_forward__update_gate_other_convention, *_UPDATE_GATE_OTHER,
+        convention="z as the fraction of the new state (Chung et al. 2014)"),
+     _m(M.gru_cell_forward__reset_after_matmul, "the reset gate applied after the recurrent matmul",
+        "this exercise uses the paper's n = tanh(... + Wh_n (r * h_prev) + bh_n); your code uses PyTorch's "
+        "nn.GRU form n = tanh(... + r * (Wh_n h_prev + bh_n))",
+        "重置门用在了循环矩阵乘法之后",
+        "本练习使用论文的 n = tanh(... + Wh_n (r * h_prev) + bh_n)；你的代码用的是 PyTorch nn.GRU 的形式 n = tanh(... + r * (Wh_n h_prev + bh_n))",
+        "PyTorch applies r after the matmul so that Wh h_prev can be computed for all three gates in one "
+        "product; the paper resets the state first. The two give different cells, and this exercise "
+        "(its backward pass too) follows the paper.",
+        "PyTorch 在矩阵乘法之后再乘 r，这样三个门的 Wh h_prev 可以用一次乘法算出；论文则先重置隐藏状态。两者是不同的单元，"
+        "本练习（包括它的反向传播）遵循论文。",
+        convention="PyTorch's nn.GRU reset (after the matmul)"),
+     _m(M.gru_cell_forward__gate_order_zrn, "the maps read in the order z, r, n",
+        "this exercise uses PyTorch's order r, z, n for the stacked maps; your code uses Keras's order z, r, n "
+        "(z from the first block, r from the second)",
+        "按 z, r, n 的顺序读取了各个映射", "本练习使用 PyTorch 的顺序 r, z, n 堆叠各映射；你的代码用的是 Keras 的顺序 z, r, n（从第一块读 z、从第二块读 r）",
+        "Stacking the maps is only a layout, but the layout is part of the weights: Keras stores z first, "
+        "PyTorch r first. Reading the blocks in another order runs fine and computes another cell.",
+        "把映射堆叠起来只是一种布局，但布局是权重的一部分：Keras 把 z 放在前面，PyTorch 把 r 放在前面。按另一种顺序读取这些块"
+        "照样能运行，但计算的是另一个单元。",
+        convention="Keras's gate order (z, r, n)"),
+     _square_only(), _not_float64()),
+    returns="a tuple (h, cache)", compared=_gru_h,
+    spec=(Spec("values (random inputs)", "The three maps are stacked in PyTorch's order r, z, n (rows 0:H, H:2H, 2H:3H)."),
+          Spec("gates", "r = sigmoid(Wx_r x + bx_r + Wh_r h_prev + bh_r), and z likewise with the z rows.",
+               verify=same_values(0)),
+          Spec("reset before the matmul", "n = tanh(Wx_n x + bx_n + Wh_n (r * h_prev) + bh_n): the reset gate acts "
+               "BEFORE the recurrent matmul.", verify=same_values(0)),
+          Spec("update gate", "h = z * h_prev + (1 - z) * n: z is the fraction of the OLD state kept.",
+               verify=same_values(0)),
+          Spec("shapes and types", "Returns (h (H,), cache); only h is checked."),
+          Spec("non-square", "D and H may differ.", lambda: _gru_cell_cases(((11, 2, 5), (12, 6, 3)))),
+          Spec("float64", "h is a float64 array, also when x is float32.",
+               lambda: _gru_cell_cases(((13, 3, 3),), float32=True), same_dtypes(_gru_h)),
+          Spec("inputs unchanged", "x, h_prev and params are left unchanged.")),
+    axes={"": ("hidden unit",)})
 
 
-def _gru_bptt_cases():
-    return _seeded_cases(lambda k, rng, T: ((_gru_params(rng), rng.normal(size=(T, 3)), rng.normal(size=(T, 3))),
-                                            {"h0": rng.normal(size=3) * 0.5}), ((0, 3), (1, 4), (2, 5)), gradcheck=True)
+def _gru_bptt_cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), state=True, float32=False):
+    def make(k, rng, T, D, H):
+        xs = rng.normal(size=(T, D))
+        return ((_gru_params(rng, D, H), xs.astype(np.float32) if float32 else xs, rng.normal(size=(T, H))),
+                {"h0": rng.normal(size=H) * 0.5} if state else {})
+    return _seeded_cases(make, settings, gradcheck=True)
 
 
 GRU_BPTT = Exercise(
     "gru_bptt", "Backward through the GRU", "GRU 的反向传播", 'gru_bptt(params, xs, dhs, h0=None, convention="paper")',
-    "BPTT of the GRU given dhs (T, H) = dLoss/dh_t; xs (T, D), h0 (H,) or None.\n    Returns gradients "
-    '{"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,)}.\n    ' + _GRU_DOC,
+    """BPTT of the GRU (see gru_cell_forward) given dhs (T, H) = dLoss/dh_t.
+
+    xs (T, D); h0 (H,).
+    Returns the gradients of sum_t dhs[t] . h_t as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,)}.
+    h_{t-1} reaches h_t three ways: directly (times z), through the reset gate's product r * h_{t-1}, and through the gates' pre-activations.
+    The gradient reaching h_t is dhs[t] plus what step t+1 sends back.
+    The weights are shared by every step: their gradients are sums over t.
+    h0 may be None (zeros).
+    D and H may differ.
+    Every gradient is a float64 array, also when xs is float32.
+    The inputs are left unchanged.
+    Only convention="paper" (gru_cell_forward's) is checked.""",
     _ref("gru_bptt"), _gru_bptt_cases,
-    (_mistake(M.gru_bptt__update_gate_other_convention, "the update gate read in the other convention",
-              "z keeps the OLD state here: h = z h_prev + (1 - z) n, so dh_prev gets dh * z and dn gets dh * (1 - z)"),
-     _mistake(M.gru_bptt__no_future_gradient, "BPTT without the gradient from the future state",
-              "add the gradient returned for h_prev by step t+1 to dhs[t] before going through step t")),
-    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",)))
+    (_m(M.gru_bptt__update_gate_other_convention, *_UPDATE_GATE_OTHER,
+        convention="z as the fraction of the new state (Chung et al. 2014)"),
+     _m(M.gru_bptt__no_future_gradient, "BPTT without the gradient from the future state",
+        "add the gradient returned for h_prev by step t+1 to dhs[t] before going through step t",
+        "随时间反向传播时缺少来自未来隐藏状态的梯度", "在经过第 t 步之前，把第 t+1 步为 h_prev 返回的梯度加到 dhs[t] 上",
+        "h_t is the input of step t+1, so every later loss reaches it through that step. Without the term "
+        "the GRU is trained as if each step's state were used only by its own output.",
+        "h_t 是第 t+1 步的输入，所以之后的每个损失都经过那一步到达它。没有这一项，门控循环单元就被当作每一步的隐藏状态只被它自己的输出使用来训练。",
+        recognise=D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
+                           D.matches(M.gru_bptt__no_future_gradient, ("xs",), "own"))),
+     _m(M.gru_bptt__reset_path_missing, "the path through r * h_prev is missing from dh_prev",
+        "h_prev is multiplied by r inside the candidate: dh_prev gets (Wh_n^T da_n) * r as well",
+        "dh_prev 中缺少经过 r * h_prev 的路径", "h_prev 在候选值中被 r 相乘：dh_prev 还要加上 (Wh_n^T da_n) * r",
+        "Every place a variable is used sends gradient back to it: h_prev is used by the update mix, by "
+        "the gates' pre-activations, and inside the candidate as r * h_prev. Missing one use gives a "
+        "gradient that fails the finite-difference check by exactly that term.",
+        "变量在每一个被使用的地方都会把梯度送回给它：h_prev 被更新插值使用，被各门的预激活使用，还在候选值中以 r * h_prev 的形式使用。"
+        "漏掉一处，得到的梯度与有限差分恰好相差这一项。"),
+     _weights_not_summed(("Wx", "Wh", "bx", "bh")),
+     _square_only(),
+     _states_none(),
+     _not_float64()),
+    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",)),
+    step_terms=_gate_terms("seqlab.labs.gru", "gru_forward", "gru_cell_backward", ("h0",)),
+    spec=(Spec("gradients vs finite differences", "Returns the gradients of sum_t dhs[t] . h_t as "
+               '{"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,)}.'),
+          Spec("three ways", "h_{t-1} reaches h_t three ways: directly (times z), through the reset gate's product "
+               "r * h_{t-1}, and through the gates' pre-activations.", verify=same_values("h0", "Wh")),
+          Spec("future term", "The gradient reaching h_t is dhs[t] plus what step t+1 sends back.",
+               verify=same_values("xs")),
+          Spec("summed over time", "The weights are shared by every step: their gradients are sums over t.",
+               verify=same_values("Wx", "Wh", "bx", "bh")),
+          Spec("h0 None", "h0 may be None (zeros).", lambda: _gru_bptt_cases(((21, 3, 3, 3),), state=False)),
+          Spec("non-square", "D and H may differ.", lambda: _gru_bptt_cases(((22, 3, 2, 4), (23, 2, 5, 2)))),
+          Spec("float64", "Every gradient is a float64 array, also when xs is float32.",
+               lambda: _gru_bptt_cases(((24, 3, 3, 3),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes=_GATE_AXES)
 
 
 # --- masks and attention ----------------------------------------------------------------------------------------
@@ -404,31 +1323,120 @@ def _mask_invariants(case, out):
     return None if count == n * (n + 1) // 2 else f"{count} entries visible for n={n}; a causal mask shows n(n+1)/2 = {n * (n + 1) // 2}"
 
 
+def _numbers_not_bool(ev):
+    """Recognises a 0/1 array of numbers whose truth values are the reference's mask."""
+    for i in ev.own():
+        raw = ev.raw[i]
+        if not isinstance(raw, np.ndarray) or raw.dtype == bool or raw.shape != np.shape(ev.expected[i]):
+            return None
+        if not np.array_equal(raw != 0, ev.expected[i]):
+            return None
+    return f"the output holds numbers of dtype {ev.raw[ev.own()[0]].dtype}, 1 where the mask is True"
+
+
 CAUSAL_MASK = Exercise(
     "causal_mask", "The causal mask", "因果掩码", "causal_mask(n)",
-    """(n, n) bool array, True where query i may attend key j, i.e. j <= i (itself and the past).
-    causal_mask(3) has 1 + 2 + 3 = 6 True entries.""",
-    _ref("causal_mask"), lambda: [Case("the worked example", (3,)), Case("random inputs 1", (1,)),
+    """(n, n) array, True where query i may attend key j, i.e. j <= i (itself and the past).
+
+    Row i is a query, column j a key.
+    The dtype is bool (True and False, not 1 and 0).
+    causal_mask(3) has 1 + 2 + 3 = 6 True entries.
+    n = 1 gives [[True]]; any n >= 1 works (n = 50 too).""",
+    _ref("causal_mask"), lambda: [Case("the worked example", (3,)), Case("random inputs 1", (4,)),
                                   Case("random inputs 2", (6,))],
-    (_mistake(M.causal_mask__current_position_excluded, "causal mask off by one: the current position excluded",
-              "a token may attend to itself: j <= i, not j < i (np.tril with k=0)"),
-     _mistake(M.causal_mask__one_future_position_included, "causal mask off by one: the next (future) position included",
-              "query i must not see key i+1: use j <= i (np.tril with k=0, not k=1)"),
-     _mistake(M.causal_mask__transposed, "the mask is transposed (keys see queries)",
-              "rows are queries, columns keys: row i is True for columns 0..i (lower triangle)")),
-    returns="an (n, n) bool ndarray", invariants=_mask_invariants)
+    (_m(M.causal_mask__current_position_excluded, "causal mask off by one: the current position excluded",
+        "a token may attend to itself: j <= i, not j < i (np.tril with k=0)",
+        "因果掩码差一：排除了当前位置", "词元可以关注它自己：j <= i，而不是 j < i（np.tril 取 k=0）",
+        "The prediction at position i is made from tokens 0..i, including token i itself: that is what "
+        "the model reads in order to predict token i+1. Without the diagonal, the first query has nothing "
+        "to attend to at all.",
+        "位置 i 的预测由词元 0..i 做出，包括词元 i 本身：模型正是读了它才预测词元 i+1。去掉对角线后，"
+        "第一个查询什么都无法关注。",
+        recognise=D.diagonal_offset((), "the diagonal is missing")),
+     _m(M.causal_mask__one_future_position_included, "causal mask off by one: the next (future) position included",
+        "query i must not see key i+1: use j <= i (np.tril with k=0, not k=1)",
+        "因果掩码差一：包含了下一个（未来的）位置", "查询 i 不能看到键 i+1：使用 j <= i（np.tril 取 k=0，而不是 k=1）",
+        "A language model is trained to predict token i+1 from tokens up to i. If query i can see key "
+        "i+1, the answer is in its input: the training loss drops to nearly zero and the model learns "
+        "nothing it can use at generation time, when the future is not there.",
+        "语言模型被训练成根据直到 i 的词元预测词元 i+1。如果查询 i 能看到键 i+1，答案就在它的输入里：训练损失几乎降到零，"
+        "而模型学不到任何在生成时（未来并不存在时）有用的东西。",
+        recognise=D.diagonal_offset((), "one future position visible")),
+     _m(M.causal_mask__transposed, "the mask is transposed (keys see queries)",
+        "rows are queries, columns keys: row i is True for columns 0..i (lower triangle)",
+        "掩码被转置了（键看到了查询）", "行是查询，列是键：第 i 行在第 0..i 列为 True（下三角）",
+        "The upper triangle lets every query see the future and not the past: the mask must be read with "
+        "the same axes as the scores it is applied to, queries down, keys across.",
+        "上三角让每个查询看到未来而看不到过去：掩码必须和它所作用的得分矩阵按相同的轴来读，查询在行，键在列。",
+        recognise=D.transposed(())),
+     _m("numbers_not_bool", "a mask of numbers instead of booleans",
+        "return a bool array (np.tril(np.ones((n, n), dtype=bool))): 1 and 0 index and combine differently",
+        "掩码是数字而不是布尔值", "返回布尔数组（np.tril(np.ones((n, n), dtype=bool))）：1 和 0 在索引和组合时的行为不同",
+        "A 0/1 array is not a mask to NumPy: scores[mask] with integers picks rows 0 and 1 instead of "
+        "selecting entries, and ~mask gives -1 and -2. A boolean mask means what it says.",
+        "对 NumPy 来说 0/1 数组不是掩码：用整数做 scores[mask] 会取出第 0 行和第 1 行而不是选择元素，~mask 得到 -1 和 -2。"
+        "布尔掩码才表达本意。",
+        recognise=_numbers_not_bool),
+     _m("fixed_size", "right only for some sizes",
+        "build the mask from n itself (np.tril(np.ones((n, n), dtype=bool))), not from a table of fixed size",
+        "只对某些尺寸正确", "用 n 本身构造掩码（np.tril(np.ones((n, n), dtype=bool))），不要从固定大小的表里截取",
+        "Sequences in training are hundreds of tokens long and a sequence of one token is legal too; a "
+        "mask that works for the sizes of the example fails at the first real batch.",
+        "训练中的序列有几百个词元，只有一个词元的序列也是合法的；只对例子中的尺寸有效的掩码会在第一个真实批次上出错。",
+        recognise=D.failed_check("sizes", raises=True))),
+    returns="an (n, n) bool ndarray", invariants=_mask_invariants,
+    spec=(Spec("values (random inputs)", "(n, n) array, True where query i may attend key j, i.e. j <= i (itself and the past)."),
+          Spec("rows are queries", "Row i is a query, column j a key.", verify=same_values()),
+          Spec("shapes and types", "The dtype is bool (True and False, not 1 and 0)."),
+          Spec("invariants", "causal_mask(3) has 1 + 2 + 3 = 6 True entries."),
+          Spec("sizes", "n = 1 gives [[True]]; any n >= 1 works (n = 50 too).",
+               lambda: [Case("n = 1", (1,)), Case("n = 50", (50,))])),
+    axes={"": ("query row", "key")})
 
 
 def _attention_cases():
     rng = _rng(4)
-    n, m, d = 3, 4, 4
-    cases = [Case("the worked example", (np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0])))]
-    cases.append(Case("random inputs 1", (rng.normal(size=(n, d)) * 2, rng.normal(size=(m, d)) * 2, rng.normal(size=(m, 3)))))
-    cases.append(Case("random inputs 2 (causal mask)", (rng.normal(size=(m, d)), rng.normal(size=(m, d)),
-                                                        rng.normal(size=(m, 2))), {"mask": np.tril(np.ones((m, m), bool))}))
-    cases.append(Case("random inputs 3 (padding mask)", (rng.normal(size=(n, d)), rng.normal(size=(m, d)),
-                                                         rng.normal(size=m)), {"mask": np.array([True, True, False, True])}))
-    return cases
+    return [Case("the worked example", (np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0]))),
+            Case("random inputs 1", (rng.normal(size=(3, 4)) * 2, rng.normal(size=(5, 4)) * 2, rng.normal(size=(5, 3)))),
+            Case("random inputs 2 (a mask per query)", (rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))),
+                 {"mask": np.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 1], [1, 0, 0, 1]], dtype=bool)})]
+
+
+def _attention_mask_cases():
+    rng = _rng(71)
+    return [Case("a key mask (m,) for 3 queries", (rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))),
+                 {"mask": np.array([True, False, True, True, False])}),
+            Case("a causal mask (n, m)", (rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=4)),
+                 {"mask": np.tril(np.ones((4, 4), bool))}),
+            Case("one query with a key mask", (rng.normal(size=3), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))),
+                 {"mask": np.array([False, True, True, False])})]
+
+
+def _attention_fully_masked_cases():
+    rng = _rng(72)
+    return [Case("row 1 fully masked", (rng.normal(size=(3, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 2))),
+                 {"mask": np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 1]], dtype=bool)}),
+            Case("every key masked for one query", (rng.normal(size=2), rng.normal(size=(3, 2)), rng.normal(size=3)),
+                 {"mask": np.zeros(3, dtype=bool)})]
+
+
+def _attention_large_cases():
+    rng = _rng(73)
+    q, k = rng.normal(size=(2, 4)) * 30, rng.normal(size=(3, 4)) * 30
+    return [Case("scores near 1000", (q, k, rng.normal(size=(3, 2)))),
+            Case("scores near 1000 with a mask", (q, k, rng.normal(size=3)), {"mask": np.array([[1, 0, 1], [0, 1, 1]], bool)})]
+
+
+def _attention_single_cases():
+    rng = _rng(74)
+    return [Case("one query, values (m, dv)", (rng.normal(size=3), rng.normal(size=(4, 3)), rng.normal(size=(4, 2)))),
+            Case("one query, values (m,)", (rng.normal(size=2), rng.normal(size=(5, 2)), rng.normal(size=5)))]
+
+
+def _attention_sizes_cases():
+    rng = _rng(75)
+    return [Case("n=1 (2-D), m=6, d=5, dv=1", (rng.normal(size=(1, 5)), rng.normal(size=(6, 5)), rng.normal(size=(6, 1)))),
+            Case("n=5, m=2, d=3, dv=4", (rng.normal(size=(5, 3)), rng.normal(size=(2, 3)), rng.normal(size=(2, 4))))]
 
 
 def _attention_invariants(case, out):
@@ -445,35 +1453,195 @@ def _attention_invariants(case, out):
     return None
 
 
+def _one_query_kept_2d(ev):
+    """Recognises a single query (q of shape (d,)) answered with the shapes of a batch of one."""
+    seen = []
+    for i, case in enumerate(ev.cases):
+        if np.ndim(case.args[0]) != 1 or ev.raw[i] is None:
+            continue
+        try:
+            weights = np.asarray(ev.raw[i]["weights"])
+        except (KeyError, TypeError, IndexError):
+            return None
+        if weights.shape != (1, *np.shape(ev.expected[i]["weights"])):
+            return None
+        seen.append(case.label)
+    return f"on {', '.join(seen[:3])} the weights have shape (1, m), not (m,)" if seen else None
+
+
+def _fully_masked_rows(ev, how):
+    """Recognises what the student's weights are on the rows with every key masked: "NaN" or "uniform"."""
+    seen = []
+    for i, case in enumerate(ev.cases):
+        mask = case.kwargs.get("mask")
+        if case.spec != "fully masked rows" or ev.raw[i] is None or mask is None:
+            continue
+        try:
+            weights = np.atleast_2d(np.asarray(ev.raw[i]["weights"], dtype=float))
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        rows = ~np.broadcast_to(np.asarray(mask, bool), weights.shape).any(axis=-1)
+        empty = weights[rows]
+        fits = np.isnan(empty).any() if how == "NaN" else \
+            np.allclose(empty, 1 / weights.shape[-1]) and np.all(np.isfinite(empty))
+        if not fits:
+            return None
+        seen.append(case.label)
+    return f"on {', '.join(seen)} the fully masked rows get {'NaN' if how == 'NaN' else 'uniform'} weights" if seen else None
+
+
 ATTENTION = Exercise(
     "attention", "Scaled dot-product attention with masks", "带掩码的缩放点积注意力", "attention(q, keys, values, mask=None)",
-    """Row-vector convention: q (d,) or (n, d); keys (m, d); values (m,) or (m, dv);
-    mask (m,) or (n, m) bool, True = may attend.
-    scores = q keys^T / sqrt(d); weights = softmax over each row (masked scores -> -inf first);
-    output = weights values. A row with every key masked gets zero weights and output 0 (never NaN).
-    Returns {"scores", "weights" ((m,) / (n, m)), "output" (a float / (dv,) for one query; (n,) /
-    (n, dv) otherwise), "fully_masked_rows": list of row indices with nothing to attend to}.
+    """Scaled dot-product attention, row-vector convention.
+
+    q (d,) or (n, d); keys (m, d); values (m,) or (m, dv); mask None, (m,) or (n, m) bool, True = may attend.
+    scores = q keys^T / sqrt(d).
+    weights = the softmax of each row of scores, over the keys; masked scores count as -inf, so masked weights are exactly 0.
+    output = weights values.
+    mask (m,) applies to every query; mask (n, m) gives each query its own.
+    A row with every key masked gets zero weights and output 0, never NaN, and its index is listed in fully_masked_rows.
+    Scores as large as 1000 give finite weights: subtract each row's largest unmasked score before exp.
+    q (d,) is one query: scores and weights are then (m,), and output is a float (values (m,)) or a (dv,) array (values (m, dv)).
+    n, m, d and dv may all differ.
+    Returns {"scores", "weights", "output", "fully_masked_rows"}; the returned scores may show masked entries as computed or as -inf.
+    scores, weights and output are float64.
+    q, keys, values and mask are left unchanged.
     q=[1,0], keys=[[1,0],[0,1]], values=[2,10] -> weights [0.6698, 0.3302], output 4.6419.""",
     _ref("attention"), _attention_cases,
-    (_mistake(M.attention__softmax_over_queries, "softmax over the wrong axis",
-              "each QUERY's row (axis=-1, over the keys) is a distribution; normalizing over axis 0 mixes queries"),
-     _mistake(M.attention__missing_scale, "a missing 1/sqrt(d_k)",
-              "scores = q k^T / sqrt(d_k); without it the softmax is too peaked for large d_k"),
-     _mistake(M.attention__divided_by_d, "scores divided by d_k instead of sqrt(d_k)",
-              "the scale is 1/sqrt(d_k), which keeps the scores' variance near 1"),
-     _mistake(M.attention__mask_after_softmax, "the mask applied after the softmax",
-              "set masked scores to -inf BEFORE the softmax; zeroing weights afterwards leaves rows that do not sum to 1"),
-     _mistake(M.attention__mask_inverted, "the mask read inverted",
-              "True means MAY attend: keep scores where the mask is True")),
+    (_m(M.attention__softmax_over_queries, "softmax over the wrong axis",
+        "each QUERY's row (axis=-1, over the keys) is a distribution; normalizing over axis 0 mixes queries",
+        "softmax 的轴用错了", "每个查询的那一行（axis=-1，对键）是一个分布；沿 axis 0 归一化会把不同查询混在一起",
+        "A query distributes one unit of attention over the keys it may see: its row sums to 1. "
+        "Normalising down a column makes each KEY hand out one unit over the queries, so a query's output "
+        "depends on how many other queries there are.",
+        "一个查询把一份注意力分配给它能看到的键：它的那一行之和为 1。沿列归一化则让每个键把一份注意力分给各个查询，"
+        "于是一个查询的输出取决于还有多少别的查询。",
+        recognise=D.normalised_along("weights", 0, "column (over the queries)", "weights normalised over the queries")),
+     _m(M.attention__missing_scale, "a missing 1/sqrt(d_k)",
+        "scores = q k^T / sqrt(d_k); without it the softmax is too peaked for large d_k",
+        "缺少 1/sqrt(d_k)", "scores = q k^T / sqrt(d_k)；没有它，d_k 较大时 softmax 过于尖锐",
+        "A dot product of two random d-dimensional vectors has variance d, so unscaled scores grow with the "
+        "head width and the softmax saturates: almost all weight on one key and vanishing gradients for the "
+        "rest. Dividing by sqrt(d) brings the variance back to 1.",
+        "两个随机 d 维向量的点积方差为 d，所以不缩放的得分随头的宽度增长，softmax 饱和：几乎全部权重落在一个键上，"
+        "其余的梯度消失。除以 sqrt(d) 把方差拉回到 1。",
+        recognise=D.factor_of(("scores",), lambda c: {"sqrt(d_k)": np.sqrt(np.shape(c.args[0])[-1])},
+                              "the scores are not scaled")),
+     _m(M.attention__divided_by_d, "scores divided by d_k instead of sqrt(d_k)",
+        "the scale is 1/sqrt(d_k), which keeps the scores' variance near 1",
+        "得分除以了 d_k 而不是 sqrt(d_k)", "缩放系数是 1/sqrt(d_k)，它让得分的方差保持在 1 附近",
+        "Dividing by d shrinks the scores' spread like 1/sqrt(d): for wide heads every score is near 0 and "
+        "the weights become almost uniform, so attention cannot pick out anything.",
+        "除以 d 会让得分的离散程度按 1/sqrt(d) 缩小：头较宽时每个得分都接近 0，权重几乎均匀，注意力挑不出任何东西。",
+        recognise=D.factor_of(("scores",), lambda c: {"1/sqrt(d_k)": 1 / np.sqrt(np.shape(c.args[0])[-1])},
+                              "divided by d_k")),
+     _m(M.attention__mask_after_softmax, "the mask applied after the softmax",
+        "set masked scores to -inf BEFORE the softmax; zeroing weights afterwards leaves rows that do not sum to 1",
+        "在 softmax 之后才应用掩码", "在 softmax 之前把被掩码的得分设为 -inf；之后再把权重清零，会让各行之和不为 1",
+        "The softmax must share the attention among the visible keys only. Masking afterwards removes "
+        "their share without giving it back, so each row sums to less than 1 and the output shrinks.",
+        "softmax 必须只在可见的键之间分配注意力。事后再掩码会拿走被掩码键的份额却不还回来，于是每行之和小于 1，输出变小。"),
+     _m(M.attention__mask_inverted, "the mask read inverted",
+        "True means MAY attend: keep scores where the mask is True",
+        "把掩码读反了", "True 表示可以关注：在掩码为 True 的地方保留得分",
+        "Libraries disagree (PyTorch's boolean attn_mask marks positions NOT allowed in some functions), "
+        "so the convention is written in each signature. Here True = may attend, like the causal mask.",
+        "各个库的约定不同（PyTorch 的某些函数用布尔 attn_mask 标记不允许的位置），所以约定写在每个签名里。这里 True 表示可以关注，"
+        "和因果掩码一样。"),
+     _square_only("sizes"),
+     _m(M.attention__mask_ignored, "the mask is ignored",
+        "set the scores of masked keys to -inf before the softmax",
+        "忽略了掩码", "在 softmax 之前把被掩码的键的得分设为 -inf",
+        "Without the mask a decoder sees the future and a padded batch attends to padding: the numbers come "
+        "out, and the model learns from things it must not see.",
+        "没有掩码，解码器会看到未来，带填充的批次会关注填充位置：数字照样算得出来，模型却从不该看到的东西中学习。"),
+     _m("nan_for_fully_masked_rows", "fully masked rows give NaN",
+        "a row with every score -inf has exp(-inf - (-inf)) = NaN: give such rows zero weights (and list them)",
+        "完全被掩码的行得到 NaN", "每个得分都是 -inf 的行会算出 exp(-inf - (-inf)) = NaN：应给这些行零权重（并列出它们）",
+        "Fully masked rows happen (a padded query, a window with nothing in it), and one NaN in a forward "
+        "pass spreads to the loss and to every weight at the next update. The row has nothing to attend to, "
+        "so its output is 0.",
+        "完全被掩码的行是会出现的（填充的查询、空的窗口），而前向传播中的一个 NaN 会扩散到损失，并在下一次更新时扩散到每个权重。"
+        "这一行没有可关注的东西，所以它的输出是 0。",
+        recognise=lambda ev: _fully_masked_rows(ev, "NaN")),
+     _m("finite_mask_fill", "masked scores filled with a large finite number",
+        "with -1e9 instead of -inf a fully masked row gets uniform weights over keys it may not see: use -inf "
+        "and give such rows zero weights",
+        "被掩码的得分填成了一个很大的有限数", "用 -1e9 代替 -inf 时，完全被掩码的行会在它不能看的键上得到均匀的权重：请用 -inf，并给这样的行零权重",
+        "Filling with -1e9 works while a row has at least one visible key, because exp(-1e9 - max) is 0. "
+        "When every key is masked, all scores are equal and the softmax spreads the weight evenly over "
+        "keys the row was forbidden to see.",
+        "只要一行至少有一个可见的键，用 -1e9 填充就没问题，因为 exp(-1e9 - max) 为 0。当所有键都被掩码时，所有得分相等，"
+        "softmax 会把权重平均分给这一行本不能看到的键。",
+        recognise=lambda ev: _fully_masked_rows(ev, "uniform")),
+     _m("fully_masked_rows_not_listed", "fully_masked_rows is not filled in",
+        "list the index of every query row whose keys are all masked (for one query: [0])",
+        "没有填写 fully_masked_rows", "列出每个所有键都被掩码的查询行的下标（只有一个查询时是 [0]）",
+        "The caller needs to know which rows had nothing to attend to: their zero output is a convention, "
+        "not a result, and a loss should not count them.",
+        "调用者需要知道哪些行没有可关注的东西：它们的零输出是一种约定而不是计算结果，损失不应把它们算进去。",
+        recognise=D.failed_check("fully masked rows")),
+     _m("max_not_subtracted", "the largest score is not subtracted",
+        "exp(1000) overflows to inf and inf/inf is NaN: subtract each row's largest unmasked score before exp",
+        "没有减去最大的得分", "exp(1000) 会溢出为 inf，inf/inf 是 NaN：在取 exp 之前减去每行最大的未掩码得分",
+        "softmax(s) = softmax(s - c) for any c; with c the row's largest score every exponent is <= 0 and "
+        "nothing overflows. Scores in the hundreds are ordinary in trained models.",
+        "对任意 c 都有 softmax(s) = softmax(s - c)；取 c 为该行最大的得分，每个指数都 <= 0，不会溢出。训练好的模型中上百的得分很常见。",
+        recognise=D.failed_check("large scores", raises=True)),
+     _m("key_mask_not_broadcast", "a key mask (m,) is not applied to every query",
+        "a mask of shape (m,) is the same for every query: broadcast it to (n, m) (np.broadcast_to(mask, scores.shape))",
+        "键掩码 (m,) 没有应用到每个查询上", "形状为 (m,) 的掩码对每个查询都相同：把它广播成 (n, m)（np.broadcast_to(mask, scores.shape)）",
+        "A padding mask says which KEYS are real, the same for every query; a causal mask differs per "
+        "query. Both shapes are in use, and broadcasting turns the first into the second.",
+        "填充掩码说明哪些键是真实的，对每个查询都一样；因果掩码则每个查询不同。两种形状都有人用，广播能把前者变成后者。",
+        recognise=D.failed_check("mask shapes", raises=True)),
+     _m("one_query_not_handled", "a single query (q of shape (d,)) is not handled",
+        "q (d,) is one query: return scores and weights of shape (m,) and the output without the query axis",
+        "没有处理单个查询（形状为 (d,) 的 q）", "q (d,) 表示一个查询：返回形状为 (m,) 的 scores 和 weights，输出也不带查询这一维",
+        "The lesson's worked example and the decoder at generation time use one query at a time; the "
+        "output keeps the form of the input.",
+        "课程的例子以及生成时的解码器每次只用一个查询；输出保持与输入相同的形式，调用者才不必再去掉多出来的一维。",
+        recognise=D.any_of(_one_query_kept_2d, D.failed_check("one query", raises=True))),
+     _not_float64(),
+     _m(M.attention__masked_scores_as_inf, "masked scores returned as -inf",
+        "the returned scores show masked entries as -inf; the stub allows that reading (the reference returns "
+        "them as computed)",
+        "返回的被掩码得分为 -inf", "返回的得分中被掩码的位置是 -inf；练习说明允许这种写法（参考实现返回计算出的原值）",
+        "Both are common: some implementations fill the scores in place with -inf and return them, others "
+        "keep the raw scores and mask only inside the softmax. The weights, which are what attention "
+        "uses, are the same.",
+        "两种都很常见：有的实现原地把得分填成 -inf 再返回，有的保留原始得分，只在 softmax 内部使用掩码。注意力真正使用的权重是一样的。",
+        convention="masked scores returned as -inf", accepted=True)),
     returns='a dict {"scores", "weights", "output", "fully_masked_rows"}', invariants=_attention_invariants,
-    compared=lambda out: {k: out[k] for k in ("scores", "weights", "output", "fully_masked_rows")})
+    compared=lambda out: {k: out[k] for k in ("scores", "weights", "output", "fully_masked_rows")},
+    spec=(Spec("scores", "scores = q keys^T / sqrt(d).", verify=same_values("scores")),
+          Spec("weights", "weights = the softmax of each row of scores, over the keys; masked scores count as -inf, "
+               "so masked weights are exactly 0.", verify=same_values("weights")),
+          Spec("output", "output = weights values.", verify=same_values("output")),
+          Spec("mask shapes", "mask (m,) applies to every query; mask (n, m) gives each query its own.",
+               _attention_mask_cases),
+          Spec("fully masked rows", "A row with every key masked gets zero weights and output 0, never NaN, and its "
+               "index is listed in fully_masked_rows.", _attention_fully_masked_cases),
+          Spec("large scores", "Scores as large as 1000 give finite weights: subtract each row's largest unmasked "
+               "score before exp.", _attention_large_cases),
+          Spec("one query", "q (d,) is one query: scores and weights are then (m,), and output is a float (values (m,)) "
+               "or a (dv,) array (values (m, dv)).", _attention_single_cases),
+          Spec("sizes", "n, m, d and dv may all differ.", _attention_sizes_cases),
+          Spec("shapes and types", 'Returns {"scores", "weights", "output", "fully_masked_rows"}; the returned scores '
+               "may show masked entries as computed or as -inf."),
+          Spec("float64", "scores, weights and output are float64.",
+               lambda: [Case("float32 inputs", _float32(_attention_cases()[1].args, 0, 1, 2))],
+               same_dtypes(lambda out: {k: out[k] for k in ("scores", "weights", "output")})),
+          Spec("inputs unchanged", "q, keys, values and mask are left unchanged.")),
+    axes={"scores": ("query row", "key"), "weights": ("query row", "key"), "output": ("query row", "value column")})
 
 
-def _attention_backward_cases():
-    return _seeded_cases(lambda k, rng, n, m, d, dv, masked: (
-        (rng.normal(size=(n, d)), rng.normal(size=(m, d)), rng.normal(size=(m, dv)), rng.normal(size=(n, dv))),
-        {"mask": np.tril(np.ones((n, m), bool))} if masked else {}),
-        ((0, 2, 3, 2, 2, False), (1, 3, 4, 4, 3, False), (2, 4, 4, 3, 2, True)), gradcheck=True)
+def _attention_backward_cases(settings=((0, 3, 3, 2, 2, None), (1, 3, 4, 4, 3, None), (2, 4, 2, 3, 5, None)),
+                              float32=False):
+    def make(k, rng, n, m, d, dv, mask):
+        args = (rng.normal(size=(n, d)), rng.normal(size=(m, d)), rng.normal(size=(m, dv)), rng.normal(size=(n, dv)))
+        return (_float32(args, 0, 1, 2, 3) if float32 else args), ({} if mask is None else {"mask": mask})
+    return _seeded_cases(make, settings, gradcheck=True)
 
 
 def _attention_gradients(case):
@@ -484,97 +1652,356 @@ def _attention_gradients(case):
                                {"q": q, "keys": k, "values": v}), _same
 
 
+def _sqrt_d(case):
+    return np.sqrt(np.shape(case.args[0])[-1])
+
+
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "Backward through attention", "注意力的反向传播",
     "attention_backward(q, keys, values, d_output, mask=None)",
-    """Gradients of sum(d_output * output) for 2-D inputs: q (n, d), keys (m, d), values (m, dv), d_output (n, dv).
+    """Gradients of sum(d_output * output), output = attention(q, keys, values, mask)["output"], for 2-D inputs.
+
+    q (n, d), keys (m, d), values (m, dv), d_output (n, dv); mask None, (m,) or (n, m) bool, True = may attend.
     Returns {"q": (n, d), "keys": (m, d), "values": (m, dv)}.
-    Softmax backward per row: dS = P * (dP - sum_j dP_j P_j); remember the 1/sqrt(d) scale.""",
+    Softmax backward per row: dS = P * (dP - sum_j dP_j P_j), where dP = d_output values^T.
+    The scores are scaled by 1/sqrt(d), so the gradients of q and keys carry that factor too.
+    Masked weights are 0, so their scores get no gradient.
+    A fully masked row contributes nothing: no NaN anywhere.
+    n, m, d and dv may all differ.
+    Every gradient is a float64 array, also for float32 inputs.
+    The inputs are left unchanged.""",
     _ref("attention_backward"), _attention_backward_cases,
-    (_mistake(M.attention_backward__missing_scale, "a missing 1/sqrt(d_k) in the gradient",
-              "the scores are scaled by 1/sqrt(d); the gradients of q and keys carry the same factor"),
-     _mistake(M.attention_backward__softmax_jacobian_diagonal_only, "the softmax Jacobian without its sum term",
-              "dS = P * (dP - sum_j dP_j P_j): every weight depends on every score of its row")),
-    returns='a dict {"q", "keys", "values"}', gradients=_attention_gradients)
+    (_m(M.attention_backward__missing_scale, "a missing 1/sqrt(d_k) in the gradient",
+        "the scores are scaled by 1/sqrt(d); the gradients of q and keys carry the same factor",
+        "梯度中缺少 1/sqrt(d_k)", "得分被乘以了 1/sqrt(d)；q 和 keys 的梯度也带有同一个因子",
+        "The scale is part of the function: scores = Q K^T * s, so dQ = dS K * s and dK = dS^T Q * s. "
+        "Forgetting it makes the two gradients sqrt(d) times too large, which a finite-difference check "
+        "shows at once.",
+        "缩放是函数的一部分：scores = Q K^T * s，所以 dQ = dS K * s，dK = dS^T Q * s。忘记它会让这两个梯度大 sqrt(d) 倍，"
+        "有限差分检验一眼就能看出来。",
+        recognise=D.factor_of(("q", "keys"), lambda c: {"sqrt(d)": _sqrt_d(c)}, "q and keys")),
+     _m(M.attention_backward__scaled_twice, "the 1/sqrt(d_k) applied twice in the gradient",
+        "dS already comes from the scaled scores; multiply dQ = dS K and dK = dS^T Q by 1/sqrt(d) once",
+        "梯度中把 1/sqrt(d_k) 乘了两次", "dS 已经来自缩放后的得分；dQ = dS K 和 dK = dS^T Q 只需再乘一次 1/sqrt(d)",
+        "The chain rule meets the scale once, where the scores are made. Scaling dS and then dQ again "
+        "divides the gradients by d instead of sqrt(d).",
+        "链式法则只在生成得分的地方遇到一次缩放。先缩放 dS 再缩放 dQ，相当于把梯度除以 d 而不是 sqrt(d)。",
+        recognise=D.factor_of(("q", "keys"), lambda c: {"1/sqrt(d)": 1 / _sqrt_d(c)}, "q and keys")),
+     _m(M.attention_backward__softmax_jacobian_diagonal_only, "the softmax Jacobian without its sum term",
+        "dS = P * (dP - sum_j dP_j P_j): every weight depends on every score of its row",
+        "softmax 的雅可比矩阵缺少求和项", "dS = P * (dP - sum_j dP_j P_j)：每个权重都依赖于它所在行的所有得分",
+        "Raising one score raises its weight and lowers every other weight of the row, because the row "
+        "must still sum to 1. That coupling is the -sum_j dP_j P_j term; without it the gradient treats "
+        "the softmax as an element-wise exp.",
+        "提高一个得分会提高它的权重并降低这一行其他所有权重，因为这一行的和必须仍为 1。这种耦合就是 -sum_j dP_j P_j 项；"
+        "没有它，梯度就把 softmax 当成了逐元素的 exp。"),
+     _m(M.attention_backward__values_gradient_not_transposed, "the gradient of values uses P instead of P^T",
+        "output = P V, so dV = P^T d_output (m, dv); P @ d_output only runs when n == m",
+        "values 的梯度用了 P 而不是 P^T", "output = P V，所以 dV = P^T d_output，形状 (m, dv)；P @ d_output 只有在 n == m 时才能运行",
+        "For Y = P V the gradient with respect to V sums over the queries: dV[j] = sum_i P[i, j] dY[i]. "
+        "With as many queries as keys the wrong product runs and gives another matrix of the right shape.",
+        "对 Y = P V，V 的梯度要对查询求和：dV[j] = sum_i P[i, j] dY[i]。当查询数等于键数时，错误的乘法也能运行，"
+        "给出一个形状正确的别的矩阵。"),
+     _square_only("sizes"),
+     _m("mask_ignored", "the mask is ignored in the backward pass",
+        "recompute P with the masked scores set to -inf, exactly as the forward pass did",
+        "反向传播中忽略了掩码", "像前向传播一样，把被掩码的得分设为 -inf 后重新计算 P",
+        "The backward pass differentiates the function the forward pass computed, mask included: masked "
+        "keys have weight 0 and must receive no gradient.",
+        "反向传播求导的是前向传播所计算的那个函数，包括掩码：被掩码的键权重为 0，不应得到梯度。",
+        recognise=D.failed_check("mask")),
+     _m("nan_for_fully_masked_rows", "fully masked rows give NaN gradients",
+        "a fully masked row has P = 0 everywhere: compute it without 0/0 (as attention's forward does)",
+        "完全被掩码的行得到 NaN 梯度", "完全被掩码的行 P 处处为 0：计算时避免 0/0（像前向的 attention 一样）",
+        "One NaN in a gradient turns every parameter it touches into NaN at the next step, and the run "
+        "cannot recover: fully masked rows must give exact zeros.",
+        "梯度中的一个 NaN 会在下一步把它碰到的每个参数都变成 NaN，训练无法恢复：完全被掩码的行必须给出精确的零。",
+        recognise=D.failed_check("fully masked rows", raises=True)),
+     _not_float64()),
+    returns='a dict {"q", "keys", "values"}', gradients=_attention_gradients,
+    spec=(Spec("gradients vs finite differences", "Gradients of sum(d_output * output), output = attention(q, keys, "
+               'values, mask)["output"], for 2-D inputs.'),
+          Spec("shapes and types", 'Returns {"q": (n, d), "keys": (m, d), "values": (m, dv)}.'),
+          Spec("softmax backward", "Softmax backward per row: dS = P * (dP - sum_j dP_j P_j), where dP = d_output values^T.",
+               verify=same_values("q", "keys")),
+          Spec("scale", "The scores are scaled by 1/sqrt(d), so the gradients of q and keys carry that factor too.",
+               verify=same_values("q", "keys")),
+          Spec("mask", "Masked weights are 0, so their scores get no gradient.",
+               lambda: _attention_backward_cases(((81, 4, 4, 3, 2, np.tril(np.ones((4, 4), bool))),
+                                                  (82, 2, 3, 2, 2, np.array([True, False, True]))))),
+          Spec("fully masked rows", "A fully masked row contributes nothing: no NaN anywhere.",
+               lambda: _attention_backward_cases(((83, 3, 3, 2, 2, np.array([[1, 0, 0], [0, 0, 0], [1, 1, 1]], bool)),))),
+          Spec("sizes", "n, m, d and dv may all differ.", lambda: _attention_backward_cases(((84, 1, 5, 3, 2, None),
+                                                                                            (85, 5, 2, 4, 1, None)))),
+          Spec("float64", "Every gradient is a float64 array, also for float32 inputs.",
+               lambda: _attention_backward_cases(((86, 3, 3, 2, 2, None),), float32=True), same_dtypes()),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes={"q": ("query row", "feature"), "keys": ("key row", "feature"), "values": ("key row", "value column")})
 
 
-def _multihead_cases():
-    def make(k, rng, n, m, d_model, heads, masked):
+def _multihead_cases(settings=((0, 3, 3, 4, 2, False), (1, 4, 4, 6, 3, False), (2, 4, 4, 8, 4, False)), mask=None,
+                     float32=False):
+    def make(k, rng, n, m, d_model, heads, cross):
         params = helper("seqlab.labs.attention", "init_multihead_params")(d_model, rng)
         x_q = rng.normal(size=(n, d_model))
-        x_kv = x_q if n == m and k != 1 else rng.normal(size=(m, d_model))
-        return (x_q, x_kv.copy(), params, heads), ({"mask": np.tril(np.ones((n, m), bool))} if masked else {})
-    return _seeded_cases(make, ((0, 3, 3, 4, 2, False), (1, 4, 5, 6, 3, False), (2, 4, 4, 8, 2, True)))
+        x_kv = rng.normal(size=(m, d_model)) if cross else x_q.copy()
+        if float32:
+            x_q, x_kv = x_q.astype(np.float32), x_kv.astype(np.float32)
+        return (x_q, x_kv, params, heads), ({} if mask is None else {"mask": mask})
+    return _seeded_cases(make, settings)
+
+
+def _multihead_parts(out):
+    return {"concat": out["concat"], "output": out["output"]}
+
+
+def _heads_differ(ev):
+    """Says which heads (column blocks of concat) differ, where concat is wrong."""
+    for i in ev.usable():
+        if not ev.wrong(i, ("concat",)):
+            continue
+        e, a = (np.asarray(x) for x in ev.leaf(i, ("concat",)))
+        heads = ev.cases[i].args[3]
+        w = e.shape[1] // heads
+        bad = [h for h in range(heads) if not D.close(e[:, h * w:(h + 1) * w], a[:, h * w:(h + 1) * w], ev.rtol, ev.atol)]
+        return f"on {ev.cases[i].label} heads {', '.join(map(str, bad))} of {heads} differ" if bad else None
+    return None
 
 
 MULTIHEAD_ATTENTION = Exercise(
     "multihead_attention", "Multi-head attention: split and merge heads", "多头注意力：拆分与合并头",
     "multihead_attention(x_q, x_kv, params, num_heads, mask=None)",
-    """x_q (n, d_model) queries, x_kv (m, d_model) keys/values; params Wq, Wk, Wv, Wo (d_model, d_model), applied as x @ W.
-    Q = x_q Wq, K = x_kv Wk, V = x_kv Wv; head h uses columns h*w:(h+1)*w, w = d_model / num_heads;
-    each head: scaled dot-product attention with scale 1/sqrt(w) -> (n, w); concat the heads in order
-    -> (n, d_model); output = concat Wo. Returns a dict with at least "concat" (n, d_model) and
-    "output" (n, d_model).""",
+    """Multi-head attention: x_q (n, d_model) queries, x_kv (m, d_model) keys and values.
+
+    params: Wq, Wk, Wv, Wo, each (d_model, d_model), applied as x @ W: Q = x_q Wq, K = x_kv Wk, V = x_kv Wv.
+    Head h uses the contiguous columns h*w:(h+1)*w of Q, K and V, where w = d_model / num_heads.
+    Each head is scaled dot-product attention with scale 1/sqrt(w), its own width.
+    concat = the heads' outputs side by side, head 0 first: (n, d_model).
+    output = concat Wo: (n, d_model).
+    Returns a dict with at least "concat" and "output".
+    n and m may differ (cross-attention: queries from x_q, keys and values from x_kv).
+    mask None, (m,) or (n, m), True = may attend, applies to every head.
+    concat and output are float64 arrays, also for float32 inputs.
+    The inputs are left unchanged.""",
     _ref("multihead_attention"), _multihead_cases,
-    (_mistake(M.multihead_attention__heads_split_interleaved, "heads split as interleaved columns",
-              "head h takes the CONTIGUOUS columns h*w:(h+1)*w (a reshape to (n, heads, w)), not every heads-th column"),
-     _mistake(M.multihead_attention__scaled_by_d_model, "scores scaled by 1/sqrt(d_model) instead of the head width",
-              "each head's d_k is its width w = d_model / num_heads")),
-    returns='a dict with "concat" and "output"', compared=lambda out: {"concat": out["concat"], "output": out["output"]})
+    (_m(M.multihead_attention__heads_split_interleaved, "heads split as interleaved columns",
+        "head h takes the CONTIGUOUS columns h*w:(h+1)*w (a reshape to (n, heads, w)), not every heads-th column",
+        "按交错的列拆分了头", "第 h 个头取连续的列 h*w:(h+1)*w（即 reshape 成 (n, heads, w)），而不是每隔 heads 列取一列",
+        "Any fixed split would train, but the split is part of the weights' meaning: Wq's columns "
+        "h*w:(h+1)*w are head h's query projection in every library, and reshape(n, heads, w) is what "
+        "produces them. Striding picks columns from every head.",
+        "任何固定的拆分都能训练，但拆分方式是权重含义的一部分：在每个库中 Wq 的第 h*w:(h+1)*w 列都是第 h 个头的查询投影，"
+        "reshape(n, heads, w) 产生的正是这些列。跨步取列会从每个头里各取一些。"),
+     _m(M.multihead_attention__scaled_by_d_model, "scores scaled by 1/sqrt(d_model) instead of the head width",
+        "each head's d_k is its width w = d_model / num_heads",
+        "得分除以了 sqrt(d_model) 而不是头的宽度", "每个头的 d_k 是它的宽度 w = d_model / num_heads",
+        "The scale keeps each head's dot products at unit variance, and a head's dot product runs over w "
+        "numbers, not d_model. Using d_model makes every head's softmax flatter as heads are added.",
+        "缩放让每个头的点积保持单位方差，而一个头的点积只对 w 个数求和，不是 d_model 个。用 d_model 会让头越多、每个头的 softmax 越平坦。"),
+     _m(M.multihead_attention__heads_reversed, "the heads concatenated in reverse order",
+        "concat puts head 0 first: np.concatenate(heads, axis=1) in the order h = 0, 1, ...",
+        "各个头以相反的顺序拼接", "concat 把第 0 个头放在最前面：按 h = 0, 1, ... 的顺序 np.concatenate(heads, axis=1)",
+        "Wo's rows h*w:(h+1)*w read head h's output; concatenating in another order hands each block of "
+        "Wo another head's result.",
+        "Wo 的第 h*w:(h+1)*w 行读取第 h 个头的输出；按别的顺序拼接，Wo 的每一块拿到的就是别的头的结果。",
+        recognise=_heads_differ),
+     _m(M.multihead_attention__no_output_projection, "no output projection",
+        "output = concat @ Wo: the heads are mixed by Wo after they are concatenated",
+        "没有输出投影", "output = concat @ Wo：拼接之后由 Wo 把各个头混合起来",
+        "Concatenation only places the heads side by side; Wo is what lets the model combine what "
+        "different heads found. It is a learned layer with its own weights.",
+        "拼接只是把各个头并排放在一起；Wo 让模型能把不同头的发现组合起来。它是一个有自己权重的可学习层。",
+        recognise=D.matches(M.multihead_attention__no_output_projection, ("output",), "own")),
+     _m(M.multihead_attention__keys_from_queries, "keys and values taken from x_q",
+        "K = x_kv Wk and V = x_kv Wv: in cross-attention the keys and values come from the other sequence",
+        "键和值取自 x_q", "K = x_kv Wk，V = x_kv Wv：在交叉注意力中，键和值来自另一个序列",
+        "Self-attention is the special case x_kv = x_q. A decoder's cross-attention asks the encoder's "
+        "states: queries from one sequence, keys and values from the other, and the weights are (n, m).",
+        "自注意力是 x_kv = x_q 的特例。解码器的交叉注意力向编码器的隐藏状态提问：查询来自一个序列，键和值来自另一个，权重是 (n, m)。"),
+     _m("mask_ignored", "the mask is ignored",
+        "pass the mask to every head's attention: it applies to each of them",
+        "忽略了掩码", "把掩码传给每个头的注意力：它对每个头都适用",
+        "Every head must respect causality and padding: a single head that sees the future leaks it into "
+        "the concatenated output.",
+        "每个头都必须遵守因果性和填充：只要有一个头看到了未来，就会把未来泄露到拼接后的输出中。",
+        recognise=D.failed_check("mask")),
+     _not_float64()),
+    returns='a dict with "concat" and "output"', compared=_multihead_parts,
+    spec=(Spec("values (random inputs)", "params: Wq, Wk, Wv, Wo, each (d_model, d_model), applied as x @ W: Q = x_q Wq, "
+               "K = x_kv Wk, V = x_kv Wv."),
+          Spec("contiguous heads", "Head h uses the contiguous columns h*w:(h+1)*w of Q, K and V, where w = d_model / "
+               "num_heads.", verify=same_values("concat")),
+          Spec("head scale", "Each head is scaled dot-product attention with scale 1/sqrt(w), its own width.",
+               verify=same_values("concat")),
+          Spec("head order", "concat = the heads' outputs side by side, head 0 first: (n, d_model).",
+               verify=same_values("concat")),
+          Spec("output projection", "output = concat Wo: (n, d_model).", verify=same_values("output")),
+          Spec("shapes and types", 'Returns a dict with at least "concat" and "output".'),
+          Spec("cross-attention", "n and m may differ (cross-attention: queries from x_q, keys and values from x_kv).",
+               lambda: _multihead_cases(((91, 3, 5, 4, 2, True), (92, 4, 2, 6, 3, True)))),
+          Spec("mask", "mask None, (m,) or (n, m), True = may attend, applies to every head.",
+               lambda: [*_multihead_cases(((93, 4, 4, 4, 2, False),), mask=np.tril(np.ones((4, 4), bool))),
+                        *_multihead_cases(((94, 3, 3, 6, 3, False),), mask=np.array([True, False, True]))]),
+          Spec("float64", "concat and output are float64 arrays, also for float32 inputs.",
+               lambda: _multihead_cases(((95, 3, 3, 4, 2, False),), float32=True), same_dtypes(_multihead_parts)),
+          Spec("inputs unchanged", "The inputs are left unchanged.")),
+    axes={"concat": ("query row", "column"), "output": ("query row", "column")})
 
 
 # --- BPE ----------------------------------------------------------------------------------------------------------
+_BYTES = [bytes([b]) for b in range(256)]
+
+
 def _merge_cases():
-    token_bytes = [bytes([b]) for b in range(256)]
     o = ord
     worked = {(o("e"), o("s")): 9, (o("s"), o("t")): 9, (o("l"), o("o")): 7, (o("o"), o("w")): 7, (o("w"), o("e")): 8}
     rng = _rng(5)
-    cases = [Case("the worked example", (worked, token_bytes))]
+    cases = [Case("the worked example", (worked, _BYTES))]
     for k in (1, 2):
         letters = [o(c) for c in "abcdefgh"]
         counts = {}
         for _ in range(12):
             pair = (int(rng.choice(letters)), int(rng.choice(letters)))
             counts[pair] = int(rng.integers(1, 4))
-        cases.append(Case(f"random inputs {k}", (counts, token_bytes)))
-    extended = token_bytes + [b"ab", b"a"]
-    cases.append(Case("random inputs 3 (longer tokens)", ({(256, 98): 3, (97, 98): 3, (257, 99): 3, (99, 97): 1}, extended)))
+        cases.append(Case(f"random inputs {k}", (counts, _BYTES)))
     return cases
+
+
+def _merge_tie_cases():
+    o = ord
+    return [Case("a tie decided by the right token", ({(o("a"), o("b")): 3, (o("a"), o("c")): 3, (o("b"), o("a")): 2}, _BYTES)),
+            Case("a tie decided by the left token", ({(o("z"), o("a")): 5, (o("b"), o("z")): 5, (o("y"), o("y")): 5}, _BYTES))]
+
+
+def _merge_longer_cases():
+    o = ord
+    extended = _BYTES + [b"ab", b"bc", b"a"]          # 256, 257 and 258 (a longer id for a short token)
+    return [Case("ids above 255: a high id for a small token", ({(258, o("z")): 4, (o("y"), o("z")): 4}, extended)),
+            Case("ids above 255: the same bytes joined", ({(o("a"), 257): 3, (256, o("c")): 3}, extended))]
+
+
+def _merge_dict_cases():
+    o = ord
+    some = {o("b"): b"b", o("x"): b"x", o("e"): b"e", 300: b"a", 301: b"zz"}     # only the ids that occur
+    return [Case("token_bytes a dict of the ids that occur", ({(300, o("x")): 2, (o("b"), o("x")): 2, (o("e"), 301): 1}, some))]
+
+
+def _a_tuple_of_ints(case, out, ref, extra):
+    if type(out) is not tuple or len(out) != 2 or not all(isinstance(i, (int, np.integer)) for i in out):
+        return f"returned {out!r} (a {type(out).__name__}); the pair must be a tuple of two ints"
+    return None
 
 
 CHOOSE_MERGE = Exercise(
     "choose_merge", "One BPE merge step: which pair to merge", "BPE 的一步：选择合并哪一对",
     "choose_merge(pair_counts, token_bytes)",
-    """The pair to merge next: the most frequent adjacent pair; ties broken by the lexicographically
-    GREATER pair of byte strings (compare token_bytes[left], then token_bytes[right]).
-    pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes (a list or dict).
-    Returns the chosen (left id, right id). Worked example: ("e","s") and ("s","t") both 9 -> ("s","t").""",
+    """The pair to merge next: the most frequent adjacent pair.
+
+    pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes, a list or a dict.
+    Ties are broken by the lexicographically GREATER pair of byte strings: compare token_bytes[left] first, then token_bytes[right].
+    Ids above 255 stand for longer byte strings: compare their bytes, not their ids.
+    Returns the chosen (left id, right id) as a tuple of two ints.
+    pair_counts and token_bytes are left unchanged.
+    Worked example: ("e","s") and ("s","t") both 9 -> ("s","t").""",
     _ref("choose_merge"), _merge_cases,
-    (_mistake(M.choose_merge__tie_to_smaller_pair, "ties broken towards the smaller pair",
-              "among equally frequent pairs the lexicographically GREATER pair of byte strings wins"),
-     _mistake(M.choose_merge__tie_to_first_counted, "ties broken by counting order",
-              "max() keeps the first pair it sees; compare the pairs' bytes to break ties")),
-    returns="a tuple (left id, right id)", compared=lambda out: tuple(int(i) for i in out))
+    (_m(M.choose_merge__tie_to_smaller_pair, "ties broken towards the smaller pair",
+        "among equally frequent pairs the lexicographically GREATER pair of byte strings wins",
+        "并列时选了较小的一对", "出现次数相同的几对中，字节串按字典序较大的一对胜出",
+        "The tie rule is arbitrary but fixed: GPT-2's and CS336's trainers take the greater pair, and a "
+        "tokenizer trained with another rule produces other merges from the first tie on, so its "
+        "vocabulary no longer matches theirs.",
+        "并列规则是人为规定的，但必须固定：GPT-2 和 CS336 的训练器取较大的一对；用别的规则训练的分词器从第一次并列起就会产生不同的合并，"
+        "词表也就和它们的不一致了。"),
+     _m(M.choose_merge__tie_to_first_counted, "ties broken by counting order",
+        "max() keeps the first pair it sees; compare the pairs' bytes to break ties",
+        "并列时按计数的先后顺序选择", "max() 会保留它先看到的那一对；要比较这几对的字节来打破并列",
+        "Which pair a dict yields first depends on the order the text was read in, so the merges would "
+        "change with the order of the documents. The byte comparison makes the result a function of the "
+        "counts alone.",
+        "字典先给出哪一对取决于读取文本的顺序，于是合并结果会随文档顺序而变。按字节比较让结果只取决于计数本身。"),
+     _m(M.choose_merge__ids_compared, "ties broken by the ids instead of the bytes",
+        "compare token_bytes[left], token_bytes[right]: a merged token's id says when it was made, not what it spells",
+        "并列时比较了 id 而不是字节", "要比较 token_bytes[left]、token_bytes[right]：合并后词元的 id 只说明它何时产生，不代表它的内容",
+        "For the 256 single bytes the id is the byte, so comparing ids looks right; a merged token gets the "
+        "next free id, and from the first merge on the ids no longer sort like the text.",
+        "对 256 个单字节来说 id 就是字节值，所以比较 id 看上去没错；但合并后的词元拿到的是下一个空闲 id，从第一次合并起 id 的顺序就和文本的顺序不一致了。"),
+     _m(M.choose_merge__concatenation_compared, "ties broken by the joined bytes",
+        "compare the PAIR (token_bytes[left], token_bytes[right]), not left + right: (b'a', b'bc') and (b'ab', b'c') "
+        "join to the same bytes",
+        "并列时比较了拼接后的字节", "要比较这一对 (token_bytes[left], token_bytes[right])，而不是 left + right：(b'a', b'bc') 和 (b'ab', b'c') 拼接后相同",
+        "Two different merges can produce the same string; the rule compares the two parts, so it still "
+        "decides between them.",
+        "两个不同的合并可能产生相同的字符串；规则比较的是两个部分，所以仍能在它们之间做出决定。"),
+     _m("not_a_tuple", "the pair is not returned as a tuple of ints",
+        "return (left, right) as a tuple of two ints, the form of pair_counts' keys",
+        "返回的这一对不是由整数组成的元组", "以两个整数组成的元组 (left, right) 返回，与 pair_counts 的键形式相同",
+        "The caller looks the pair up in dicts keyed by tuples; a list is not hashable and a pair of "
+        "strings is another key.",
+        "调用者会在以元组为键的字典里查找这一对；列表不可哈希，一对字符串则是另一个键，查找会悄悄失败。",
+        recognise=D.failed_check("a tuple", alone=False)),
+     _m("token_bytes_as_a_list_only", "token_bytes given as a dict is not handled",
+        "index token_bytes[i] directly: it works for a list and for a dict (list(a_dict) gives its keys)",
+        "没有处理以字典形式给出的 token_bytes", "直接用 token_bytes[i] 取值：对列表和字典都适用（list(一个字典) 得到的是它的键）",
+        "Trainers keep the vocabulary as a dict {id: bytes}; the function should only assume what the "
+        "contract says, that token_bytes[i] gives the bytes of token i.",
+        "训练器把词表存成字典 {id: bytes}；函数只应假设约定所说的内容：token_bytes[i] 给出词元 i 的字节。",
+        recognise=D.failed_check("token_bytes a dict", raises=True))),
+    returns="a tuple (left id, right id)", compared=lambda out: tuple(int(i) for i in out),
+    spec=(Spec("values (random inputs)", "The pair to merge next: the most frequent adjacent pair."),
+          Spec("ties", "Ties are broken by the lexicographically GREATER pair of byte strings: compare "
+               "token_bytes[left] first, then token_bytes[right].", _merge_tie_cases),
+          Spec("longer tokens", "Ids above 255 stand for longer byte strings: compare their bytes, not their ids.",
+               _merge_longer_cases),
+          Spec("token_bytes a dict", "pair_counts: {(left id, right id): count}, non-empty; token_bytes: id -> bytes, "
+               "a list or a dict.", _merge_dict_cases),
+          Spec("a tuple", "Returns the chosen (left id, right id) as a tuple of two ints.", verify=_a_tuple_of_ints),
+          Spec("inputs unchanged", "pair_counts and token_bytes are left unchanged.")))
 
 
 _CORPUS = ("low low low low low lower lower widest widest widest newest newest newest newest newest newest"
            "<|endoftext|>") * 3 + "".join(f"ab<|endoftext|>cd{i % 3}<|endoftext|>" for i in range(20))
+_BPE_FILES: dict[str, str] = {}
+
+
+def _bpe_file(name: str, text: str) -> str:
+    """A corpus file for the cases, written once per process into a folder removed at exit."""
+    if name not in _BPE_FILES:
+        import atexit
+        import shutil
+        import tempfile
+        from pathlib import Path
+        if "" not in _BPE_FILES:
+            _BPE_FILES[""] = tempfile.mkdtemp(prefix="seqlab-learn-bpe-")
+            atexit.register(shutil.rmtree, _BPE_FILES[""], ignore_errors=True)
+        path = Path(_BPE_FILES[""]) / f"{name}.txt"
+        path.write_text(text, encoding="utf-8")
+        _BPE_FILES[name] = str(path)
+    return _BPE_FILES[name]
 
 
 def _bpe_cases():
-    import atexit
-    import shutil
-    import tempfile
-    from pathlib import Path
-    folder = Path(tempfile.mkdtemp(prefix="seqlab-learn-bpe-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    worked, other = folder / "worked.txt", folder / "random.txt"
-    worked.write_text(_CORPUS, encoding="utf-8")
     rng = _rng(6)
     words = ["the", "cat", "sat", "on", "mat", "a", "hat"]
-    other.write_text("<|endoftext|>".join(" ".join(rng.choice(words, 8)) for _ in range(30)), encoding="utf-8")
-    return [Case("the worked example", (str(worked), 256 + 1 + 12, ["<|endoftext|>"])),
-            Case("random inputs 1", (str(other), 256 + 1 + 15, ["<|endoftext|>"]))]
+    other = "<|endoftext|>".join(" ".join(rng.choice(words, 8)) for _ in range(30))
+    return [Case("the worked example", (_bpe_file("worked", _CORPUS), 256 + 1 + 12, ["<|endoftext|>"])),
+            Case("random inputs 1", (_bpe_file("random", other), 256 + 1 + 10, ["<|endoftext|>"]))]
+
+
+def _bpe_special_cases():
+    return [Case("short documents between special tokens", (_bpe_file("specials", "hi<|endoftext|>" * 40 + "hello hill"),
+                                                             256 + 2 + 6, ["<|endoftext|>", "<pad>"]))]
+
+
+def _bpe_pretokenize_cases():
+    return [Case("the same two words many times", (_bpe_file("words", "ab ab ab ab ab ab cd cd"), 256 + 1 + 5, ["<|endoftext|>"]))]
+
+
+def _bpe_tie_cases():
+    return [Case("equally frequent pairs", (_bpe_file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, []))]
+
+
+def _bpe_no_special_cases():
+    return [Case("no special tokens", (_bpe_file("plain", "the cat sat on the mat; the hat sat on the cat"), 256 + 8, []))]
 
 
 def _bpe_compared(out):
@@ -584,21 +2011,170 @@ def _bpe_compared(out):
             "merges": [tuple(m) for m in merges]}
 
 
+def _bpe_vocab_order(case, out, ref, extra):
+    vocab, merges = out
+    specials = [s.encode("utf-8") for s in case.args[2]]
+    k = len(specials)
+    if [vocab.get(i) for i in range(k)] != specials:
+        return f"ids 0..{k - 1} are {[vocab.get(i) for i in range(k)]}, expected the special tokens {specials}"
+    if sorted(vocab.get(i, b"") for i in range(k, k + 256)) != _BYTES:
+        return f"ids {k}..{k + 255} are not the 256 single bytes"
+    joined = [vocab.get(k + 256 + n) for n in range(len(merges))]
+    if joined != [bytes(a) + bytes(b) for a, b in merges]:
+        return f"the ids after the bytes are not the merged tokens in the order learned: {joined[:4]}..."
+    return None
+
+
+def _bpe_size(case, out, ref, extra):
+    size = case.args[1]
+    return None if len(out[0]) == size else f"the vocabulary has {len(out[0])} entries, expected vocab_size = {size}"
+
+
+def _learned(ev, i):
+    """The student's merged tokens on case i (bytes), or None."""
+    try:
+        return [bytes(a) + bytes(b) for a, b in ev.raw[i][1]]
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
+def _merged_inside_special_tokens(ev):
+    """Recognises tokens learned from the special tokens' own text (found nowhere else in the corpus)."""
+    for i in ev.usable("all"):
+        path, _, specials = ev.cases[i].args
+        text = open(path, encoding="utf-8").read()
+        rest = text
+        for special in specials:
+            rest = rest.replace(special, "\x00")
+        inside = [t for t in _learned(ev, i) or () if len(t) > 1 and t.decode("utf-8", "replace") not in rest
+                  and any(t.decode("utf-8", "replace") in s for s in specials)]
+        if inside:
+            return f"on {ev.cases[i].label} it learned {inside[0]!r}, a piece of a special token's text"
+    return None
+
+
+def _spans_pretokens(ev):
+    """Recognises tokens that GPT-2's pre-tokenizer would cut in two (a merge across words)."""
+    from seqlab.tokenizer import gpt2_pretokenize
+    for i in ev.usable("all"):
+        crossing = [t for t in _learned(ev, i) or () if len(gpt2_pretokenize(t.decode("utf-8", "replace"))) > 1]
+        if crossing:
+            return f"on {ev.cases[i].label} it learned {crossing[0]!r}, which spans two pre-tokens"
+    return None
+
+
+def _vocab_size_off(ev):
+    """Recognises a merge list that is the reference's with a few merges more or fewer."""
+    off = []
+    for i in ev.own():
+        learned = _learned(ev, i)
+        if learned is None:
+            return None
+        expected = [a + b for a, b in ev.expected[i]["merges"]]
+        short, long_ = sorted((learned, expected), key=len)
+        if long_[:len(short)] != short or len(long_) - len(short) > 3:
+            return None
+        if len(learned) != len(expected):
+            off.append(i)
+    if not off:
+        return None
+    return f"on {ev.cases[off[0]].label} the vocabulary has {len(ev.raw[off[0]][0])} entries, " \
+           f"expected {ev.cases[off[0]].args[1]}"
+
+
+def _specials_not_first(ev):
+    """Recognises the special tokens present in the vocabulary but not at ids 0..k-1."""
+    for i in ev.own():
+        specials = [t.encode("utf-8") for t in ev.cases[i].args[2]]
+        try:
+            vocab = dict(ev.raw[i][0])
+        except (TypeError, ValueError, IndexError):
+            return None
+        where = {t: i for i, t in vocab.items()}
+        if specials and all(t in where for t in specials) and [where[t] for t in specials] != list(range(len(specials))):
+            return f"the special tokens have ids {[where[t] for t in specials]} on {ev.cases[i].label}"
+    return None
+
+
 TRAIN_BPE = Exercise(
     "train_bpe", "Training byte-level BPE", "训练字节级 BPE", "train_bpe(input_path, vocab_size, special_tokens)",
-    """Train byte-level BPE on the text file input_path.
-    Split the text on the special tokens first (they are never merged and never counted), pre-tokenize
-    each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be used), count pre-tokens,
-    then merge the most frequent adjacent pair (ties: lexicographically greater bytes) until the
-    vocabulary has vocab_size entries.
-    Returns (vocab: {id: bytes} with the special tokens first, then the 256 single bytes (any order),
-    then one token per merge; merges: [(left bytes, right bytes), ...] in the order learned).""",
+    """Train byte-level BPE on the text file input_path (UTF-8).
+
+    Split the text on the special tokens first: they are never merged and never counted.
+    Pre-tokenize each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be used) and count the pre-tokens: no merge crosses a pre-token.
+    Then merge the most frequent adjacent pair, ties broken by the lexicographically greater pair of bytes, until the vocabulary has vocab_size entries.
+    vocab_size counts the special tokens and the 256 single bytes.
+    special_tokens may be empty.
+    Returns (vocab, merges).
+    vocab: {id: bytes} with the special tokens first (ids 0..k-1, in the given order), then the 256 single bytes (in any order), then one token per merge.
+    merges: [(left bytes, right bytes), ...] in the order learned.""",
     _ref("train_bpe"), _bpe_cases,
-    (_mistake(M.train_bpe__merges_across_special_tokens, "BPE merging across a special token",
-              "the special token's text was counted and merged like ordinary text: split on special tokens first"),
-     _mistake(M.train_bpe__special_tokens_after_bytes, "the special tokens do not come first",
-              "ids 0..k-1 are the special tokens, then the 256 bytes, then the merges")),
-    returns="a tuple (vocab, merges)", compared=_bpe_compared, time_limit=30.0)
+    (_m(M.train_bpe__merges_across_special_tokens, "BPE merging inside a special token",
+        "the special token's text was counted and merged like ordinary text: split on special tokens first",
+        "BPE 合并了特殊词元内部的文本", "特殊词元的文本被当作普通文本计数和合并了：应先按特殊词元切分",
+        "A special token is one symbol that marks a boundary (the end of a document). If its text is "
+        "counted, BPE spends merges on '<|', 'endoftext' and '|>', and the boundary itself is never "
+        "one token, so the model cannot learn where documents end.",
+        "特殊词元是标记边界（文档结束）的一个符号。如果把它的文本计入统计，BPE 会把合并浪费在 '<|'、'endoftext'、'|>' 上，"
+        "而边界本身永远不会成为一个词元，模型就学不到文档在哪里结束。",
+        recognise=_merged_inside_special_tokens),
+     _m(M.train_bpe__no_pretokenization, "no pre-tokenization: merges across words",
+        "pre-tokenize each piece with GPT-2's regex and count the pre-tokens; BPE then merges inside pre-tokens only",
+        "没有预分词：跨词合并了", "用 GPT-2 的正则表达式对每一段预分词并统计预分词；BPE 只在预分词内部合并",
+        "Without pre-tokenization the most frequent pairs include a word's last letter and the next space "
+        "('b '), and tokens like 'the cat' appear: the vocabulary fills with accidents of the corpus "
+        "instead of reusable pieces of words.",
+        "没有预分词时，最常见的对中会出现一个词的最后一个字母加上后面的空格（'b '），还会出现 'the cat' 这样的词元："
+        "词表被语料中的偶然组合占满，而不是可复用的词的片段。",
+        recognise=_spans_pretokens),
+     _m(M.train_bpe__special_tokens_after_bytes, "the special tokens do not come first",
+        "ids 0..k-1 are the special tokens, then the 256 bytes, then the merges",
+        "特殊词元没有排在最前面", "id 0..k-1 是特殊词元，然后是 256 个字节，然后是合并产生的词元",
+        "The id layout is part of the tokenizer's file format: models and data prepared with one layout "
+        "read the wrong tokens with another.",
+        "id 的排布是分词器文件格式的一部分：用一种排布准备的模型和数据，用另一种排布读取就会读错词元。",
+        recognise=_specials_not_first),
+     _m(M.train_bpe__ties_to_smaller, "ties broken towards the smaller pair",
+        "among equally frequent pairs merge the lexicographically GREATER pair of bytes",
+        "并列时选了较小的一对", "出现次数相同的几对中，合并字节序较大的一对",
+        "The rule is a convention shared with GPT-2 and CS336's reference; any other rule diverges at the "
+        "first tie, and on real text ties come early.",
+        "这条规则是与 GPT-2 和 CS336 参考实现共享的约定；任何别的规则都会在第一次并列时分道扬镳，而在真实文本上并列来得很早。"),
+     _m(M.train_bpe__counts_not_weighted, "pairs counted once per distinct pre-token",
+        "a pre-token that occurs 6 times contributes its pairs 6 times: weight each word's pairs by its count",
+        "每个不同的预分词只计数一次", "出现 6 次的预分词，它的每一对也要计 6 次：按词的出现次数给它的各对加权",
+        "Counting distinct words gives rare words as much say as common ones; BPE's merges are the "
+        "most frequent pairs of the TEXT, so every occurrence counts.",
+        "只数不同的词，会让罕见词和常见词同样重要；BPE 合并的是文本中最常见的对，所以每次出现都要计数。"),
+     _m("vocab_size_miscounted", "one merge too many or too few",
+        "stop when len(vocab) == vocab_size: it counts the special tokens and the 256 bytes",
+        "多合并或少合并了一次", "当 len(vocab) == vocab_size 时停止：它包括特殊词元和 256 个字节",
+        "vocab_size is the size of the embedding table the model will have: an off-by-one tokenizer makes "
+        "ids the model cannot embed, or leaves a row that is never used.",
+        "vocab_size 就是模型嵌入表的大小：差一的分词器会产生模型无法嵌入的 id，或留下一行永远用不到。",
+        recognise=_vocab_size_off),
+     _m("no_special_tokens_fails", "an empty list of special tokens is not handled",
+        "with no special tokens there is nothing to split on (and re.split('', text) cuts between every "
+        "character): use the whole text as one piece",
+        "没有处理空的特殊词元列表", "没有特殊词元时无需切分（而 re.split('', text) 会在每个字符之间切开）：把整段文本当作一段",
+        "Plenty of corpora have no document markers. Joining an empty list of patterns gives the empty "
+        "pattern, which matches everywhere.",
+        "很多语料没有文档标记。把空的模式列表拼起来得到空模式，它在任何位置都能匹配，于是文本被切成单个字符。",
+        recognise=D.failed_check("no special tokens", raises=True))),
+    returns="a tuple (vocab, merges)", compared=_bpe_compared, time_limit=30.0,
+    spec=(Spec("special tokens split", "Split the text on the special tokens first: they are never merged and never counted.",
+               _bpe_special_cases),
+          Spec("pre-tokenized", "Pre-tokenize each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be "
+               "used) and count the pre-tokens: no merge crosses a pre-token.", _bpe_pretokenize_cases),
+          Spec("ties", "Then merge the most frequent adjacent pair, ties broken by the lexicographically greater pair "
+               "of bytes, until the vocabulary has vocab_size entries.", _bpe_tie_cases),
+          Spec("vocab size", "vocab_size counts the special tokens and the 256 single bytes.", verify=_bpe_size),
+          Spec("no special tokens", "special_tokens may be empty.", _bpe_no_special_cases),
+          Spec("shapes and types", "Returns (vocab, merges)."),
+          Spec("vocab order", "vocab: {id: bytes} with the special tokens first (ids 0..k-1, in the given order), then "
+               "the 256 single bytes (in any order), then one token per merge.", verify=_bpe_vocab_order),
+          Spec("merges in order", "merges: [(left bytes, right bytes), ...] in the order learned.",
+               verify=same_values("merges", part=_bpe_compared))))
 
 
 EXERCISES: tuple[Exercise, ...] = (

@@ -4,6 +4,10 @@ A step's ``do`` is an Implement exercise (``implement``), a Trace question (``tr
 Derive card (``card``) or a command to run followed by a question (``command``). Titles and texts
 are (English, 中文) pairs, with the explorer glossary's terms. ``look`` is the explorer widget's
 anchor (``seqlab explore``, then ``#w-...``).
+
+The path falls into parts (:data:`PARTS`: recurrence, gated cells, attention, the Transformer LM,
+training, seq2seq), each a run of consecutive steps; the notebooks (``seqlab learn notebook``) and
+the explorer group the steps by them.
 """
 
 from __future__ import annotations
@@ -81,7 +85,7 @@ STEPS: tuple[Step, ...] = (
     _s("stacked", "command", ("Stacked and bidirectional RNNs", "堆叠与双向循环神经网络"),
        ("Layers of RNNs, and a bidirectional RNN that reads the sequence both ways; the labs run them.",
         "多层 RNN，以及从两个方向读取序列的双向循环神经网络；实验会运行它们。"), "w-dependency",
-       command="seqlab labs --only stacked", then="explain_bidirectional"),
+       command="seqlab labs --only stacked --out labs_out", then="explain_bidirectional"),
     _s("trace_attention_weights", "trace", ("Attention weights", "注意力权重"),
        ("Attention: a query scores every key, a softmax turns scores into weights, the output averages the values.",
         "注意力：查询为每个键打分，softmax 把得分变成权重，输出是值的加权平均。"), "w-attention"),
@@ -155,3 +159,36 @@ STEPS: tuple[Step, ...] = (
 )
 
 STEP_BY_ID = {s.id: s for s in STEPS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """A run of consecutive steps, from ``first`` to the step before the next part's first."""
+    id: str
+    title: tuple[str, str]
+    first: str
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return _PART_STEPS[self.id]
+
+
+PARTS: tuple[Part, ...] = (
+    Part("recurrence", ("Recurrence and backpropagation through time", "循环与随时间反向传播"), "trace_recurrence"),
+    Part("gated", ("Gated cells: LSTM and GRU", "门控单元：长短期记忆与门控循环单元"), "trace_lstm_cell"),
+    Part("attention", ("Attention", "注意力"), "trace_attention_weights"),
+    Part("transformer", ("The Transformer LM", "Transformer 语言模型"), "choose_merge"),
+    Part("training", ("Training", "训练"), "cross_entropy"),
+    Part("seq2seq", ("Seq2seq and information paths", "seq2seq 与信息路径"), "seq2seq"),
+)
+PART_BY_ID = {p.id: p for p in PARTS}
+
+
+def _part_steps() -> dict[str, tuple[Step, ...]]:
+    starts = [next(k for k, s in enumerate(STEPS) if s.id == p.first) for p in PARTS]
+    ends = starts[1:] + [len(STEPS)]
+    return {p.id: STEPS[a:b] for p, a, b in zip(PARTS, starts, ends)}
+
+
+_PART_STEPS = _part_steps()
+PART_OF = {s.id: p for p in PARTS for s in p.steps}

@@ -89,7 +89,10 @@ def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, n
 
     from seqlab.model import MultiHeadAttention
     d_model = x.shape[-1]
-    layer = MultiHeadAttention(d_model, num_heads, causal=True, attention="reference", dtype=x.dtype)
+    # made without initialising its weights (they are replaced): the random init redraws a data-dependent
+    # number of times, which would make the check's op count vary between calls
+    layer = torch.nn.utils.skip_init(MultiHeadAttention, d_model, num_heads, causal=True, attention="reference",
+                                     dtype=x.dtype)
     with torch.no_grad():
         for linear, weight in ((layer.q_proj, q_weight), (layer.k_proj, k_weight), (layer.v_proj, v_weight),
                                (layer.output_proj, o_weight)):
@@ -115,9 +118,9 @@ def _exact_rope(model) -> None:
     import torch
 
     from seqlab.model import RotaryPositionalEmbedding
+    from seqlab.model.rope import rope_angles
     for rope in (m for m in model.modules() if isinstance(m, RotaryPositionalEmbedding)):
-        inv_freq = rope.theta ** (-torch.arange(0, rope.d_k, 2, dtype=torch.float64) / rope.d_k)
-        angles = torch.arange(rope.max_seq_len, dtype=torch.float64)[:, None] * inv_freq
+        angles = rope_angles(rope.theta, rope.d_k, rope.max_seq_len, dtype=torch.float64)
         rope.cos, rope.sin = angles.cos(), angles.sin()
 
 

@@ -6,7 +6,8 @@ explorer's "yours" beside each widget).
 returns {"implemented": bool, "not_implemented": bool, "timed_out": bool, "failure": str | None,
 "calls": [{"yours", "reference", "error", "difference": {"where", "expected", "actual", "message"} | None,
 "marks"}]}: the student's code
-runs in a child process with a time limit (seqlab.learn.runner), the reference here; only the part of
+runs in a child process with a time limit (seqlab.learn.runner), the reference here (a workspace file
+that links outside the workspace is refused: WorkspaceError); only the part of
 the output the exercise checks is compared and returned. ``marks`` lists the path of every element
 that differs (``["weights", 0, 1]``: key, then index), so a page can outline each one; values that
 are not finite are the strings "NaN", "inf", "-inf" (JSON has no such numbers).
@@ -21,34 +22,37 @@ from pathlib import Path
 
 import numpy as np
 
+from seqlab.labs.results import to_json
 from seqlab.learn import compare
 from seqlab.learn.catalog import exercise
-from seqlab.learn.runner import jsonable, run_student
+from seqlab.learn.runner import run_student
+from seqlab.learn.workspace import exercise_file, progress_kept
 
 
 def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], time_limit: float = 5.0) -> dict:
     ex = exercise(name)
     if ex is None:
         raise ValueError(f"no Implement exercise {name!r}")
-    path = Path(workspace) / f"{name}.py"
+    path = exercise_file(workspace, name)           # WorkspaceError (a ValueError) for a link outside it
     if not path.is_file():
         return {"implemented": False, "not_implemented": False, "timed_out": False,
                 "failure": f"{path} does not exist (seqlab learn start {name})", "calls": []}
-    run = run_student(path, name, calls, time_limit, arg_names=ex.arg_names)
+    with progress_kept(workspace):                  # the student's code may write progress.json: undone
+        run = run_student(path, name, calls, time_limit, arg_names=ex.arg_names)
     reference = ex.reference()
     out = {"implemented": not (run.calls and run.calls[0].not_implemented) and run.failure is None,
            "not_implemented": bool(run.calls and run.calls[0].not_implemented), "timed_out": run.timed_out,
            "failure": run.failure, "calls": []}
     for (args, kwargs), call in zip(calls, run.calls):
         expected = ex.compared(reference(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
-        entry = {"reference": finite_json(jsonable(expected)), "yours": None, "error": call.error,
+        entry = {"reference": finite_json(to_json(expected)), "yours": None, "error": call.error,
                  "difference": None, "marks": []}
         if call.error is None:
             try:
                 yours = ex.compared(call.output)
             except Exception:  # noqa: BLE001 - another form than the reference's
                 yours = call.output
-            entry["yours"] = finite_json(jsonable(yours))
+            entry["yours"] = finite_json(to_json(yours))
             problem = compare.structure_error(expected, yours, "output")
             if problem:
                 entry["difference"] = {"where": "output", "expected": None, "actual": None, "message": problem}
@@ -56,8 +60,8 @@ def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], t
                 found = compare.first_difference(expected, yours, "output", ex.rtol, ex.atol)
                 if found:
                     where, e, a = found
-                    entry["difference"] = {"where": where, "expected": finite_json(jsonable(e)),
-                                           "actual": finite_json(jsonable(a)),
+                    entry["difference"] = {"where": where, "expected": finite_json(to_json(e)),
+                                           "actual": finite_json(to_json(a)),
                                            "message": f"{where}: expected {compare.show(e)}, got {compare.show(a)}"}
                     entry["marks"] = differing_paths(expected, yours, ex.rtol, ex.atol)
         out["calls"].append(entry)

@@ -1,24 +1,44 @@
 """The student's workspace: one file per Implement exercise and progress.json, nothing else.
 
 progress.json: {"steps": {step id: {"state": "started" | "passed", "updated": ISO time, ...}}}.
-It is rewritten whole through a temporary file, so an interrupted command never leaves half of it.
+A passed Implement step also records "sha256", the hash of the file that passed, and a passed
+command step "results", the folder its results were read from; the step's status
+(:func:`step_status`) is then "passed" while the file is the same and "changed: check again" once it
+is not. A pass recorded before these fields existed is kept and shown "passed (check again to
+confirm)". The file is rewritten whole through a temporary file, so an interrupted command never
+leaves half of it.
+
+The student's code may write files. While it runs, :func:`progress_kept` holds progress.json as it
+was, and puts it back afterwards: only seqlab's own record of a check reaches the file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from seqlab.atomic import atomic_write_text
+from seqlab.atomic import atomic_path, atomic_write_text
 
 DEFAULT_WORKSPACE = "seqlab-learn"
 PROGRESS = "progress.json"
 STATES = ("todo", "started", "passed")
+CHANGED = "changed: check again"
+UNCONFIRMED = "passed (check again to confirm)"
+DONE = ("passed", UNCONFIRMED)        # the statuses that count as passed
 
 
 class ProgressError(ValueError):
     pass
+
+
+class WorkspaceError(ValueError):
+    """A workspace file seqlab will not use (one that resolves outside the workspace)."""
 
 
 def read_progress(workspace: Path) -> dict:
@@ -29,6 +49,8 @@ def read_progress(workspace: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
         raise ProgressError(f"{path} is not valid JSON ({error}); move it away to start the progress afresh") from None
+    except OSError as error:
+        raise ProgressError(f"{path} cannot be read ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("steps"), dict):
         raise ProgressError(f"{path} must hold an object with a \"steps\" object; move it away to start afresh")
     return data
@@ -39,31 +61,135 @@ def state_of(progress: dict, step: str) -> str:
     return entry.get("state", "todo") if isinstance(entry, dict) else "todo"
 
 
-def set_state(workspace: Path, step: str, state: str, **extra) -> None:
-    """Record ``state`` for ``step``; a passed step never goes back to started."""
+def _write(workspace: Path, progress: dict) -> None:
+    atomic_write_text(Path(workspace) / PROGRESS, json.dumps(progress, indent=2, ensure_ascii=False) + "\n")
+
+
+def set_state(workspace: Path, step: str, state: str, *, keep_passed: bool = True, drop: tuple[str, ...] = (),
+              **extra) -> None:
+    """Record ``state`` for ``step`` (with ``extra`` fields; ``drop``: fields to remove). With
+    ``keep_passed`` a passed step never goes back to started (a Trace question answered right)."""
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     progress = read_progress(workspace)
-    previous = state_of(progress, step)
-    if previous == "passed" and state != "passed":
+    if keep_passed and state_of(progress, step) == "passed" and state != "passed":
         state = "passed"
-    entry = dict(progress["steps"].get(step) or {})
+    entry = {k: v for k, v in (progress["steps"].get(step) or {}).items() if k not in drop}
     entry.update(extra, state=state, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
     progress["steps"][step] = entry
-    atomic_write_text(workspace / PROGRESS, json.dumps(progress, indent=2, ensure_ascii=False) + "\n")
+    _write(workspace, progress)
+
+
+def record_check(workspace: Path, step: str, passed: bool, *, check: dict | None = None, **evidence) -> None:
+    """The result of checking ``step``: passed with its evidence (``sha256=`` of the file that
+    passed, or ``results=`` the folder read), or started again (a pass does not outlive a failed check).
+    ``check``: the check's summary, kept as the step's latest check (the explorer shows it)."""
+    latest = {} if check is None else {"check": check}
+    if passed:
+        set_state(workspace, step, "passed", keep_passed=False, drop=("sha256", "results"), **evidence, **latest)
+    else:
+        set_state(workspace, step, "started", keep_passed=False, drop=("sha256", "results"), **latest)
+
+
+def note_hint(workspace: Path, step: str) -> int:
+    """Count one more hint asked for ``step``; returns how many have been asked (1, 2, ...)."""
+    workspace = Path(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    progress = read_progress(workspace)
+    entry = dict(progress["steps"].get(step) or {"state": "started"})
+    count = entry.get("hints")
+    entry["hints"] = (count if isinstance(count, int) and count >= 0 else 0) + 1
+    progress["steps"][step] = entry
+    _write(workspace, progress)
+    return entry["hints"]
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def step_status(progress: dict, step_id: str, kind: str, workspace: Path) -> str:
+    """todo, started, passed, "changed: check again" (an Implement step's file is not the one that
+    passed) or "passed (check again to confirm)" (a pass recorded without its evidence)."""
+    entry = progress["steps"].get(step_id)
+    state = state_of(progress, step_id)
+    if state not in STATES:
+        state = "todo"
+    if state != "passed" or kind not in ("implement", "command"):
+        return state
+    if kind == "command":
+        return "passed" if isinstance(entry.get("results"), str) else UNCONFIRMED
+    digest = entry.get("sha256")
+    if not isinstance(digest, str):
+        return UNCONFIRMED
+    try:
+        return "passed" if file_sha256(exercise_file(workspace, step_id)) == digest else CHANGED
+    except (OSError, WorkspaceError):
+        return CHANGED
+
+
+def exercise_file(workspace: Path, name: str) -> Path:
+    """WORKSPACE/NAME.py. A file there that resolves outside the workspace (a symbolic link to
+    another place) raises WorkspaceError: seqlab checks and shows only the workspace's own files."""
+    workspace = Path(workspace)
+    path = workspace / f"{name}.py"
+    if path.is_symlink() or path.exists():
+        inside = workspace.resolve()
+        target = path.resolve()
+        if target.parent != inside:
+            raise WorkspaceError(f"{path} is a link to {target}, outside the workspace {workspace}; "
+                                 f"put the file itself in the workspace (cp {target} {path})")
+    return path
+
+
+def _snapshot(path: Path) -> tuple[str, bytes | None]:
+    try:
+        if path.is_symlink() or path.is_dir():
+            return "other", None
+        return "file", path.read_bytes()
+    except FileNotFoundError:
+        return "none", None
+    except OSError:
+        return "other", None
+
+
+@contextlib.contextmanager
+def progress_kept(workspace: Path) -> Iterator[None]:
+    """While inside, a student's code may run: what it writes to progress.json is undone on the way
+    out (the file is put back as it was, or removed if there was none)."""
+    path = Path(workspace) / PROGRESS
+    saved = _snapshot(path)
+    try:
+        yield
+    finally:
+        if _snapshot(path) != saved and saved[0] != "other":
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            if saved[0] == "none":
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            else:
+                with atomic_path(path) as tmp:
+                    tmp.write_bytes(saved[1])
+
+
+def stub_function(exercise) -> str:
+    """The exercise's imports and its function: the signature, the docstring, NotImplementedError
+    (the stub file's heart, and a notebook's code cell)."""
+    doc = exercise.doc.strip("\n")
+    return (f"{exercise.imports}\n\n\n"
+            f"def {exercise.signature}:\n"
+            f'    """{doc}\n    """\n'
+            f"    raise NotImplementedError(\"{exercise.name}: write this function\")\n")
 
 
 def stub_text(exercise) -> str:
     """The file ``seqlab learn start`` writes: the signature, the docstring, NotImplementedError, a test."""
-    doc = exercise.doc.strip("\n")
     test = exercise.stub_test or "    # call your function on a small input and assert what the lesson says it gives\n    pass\n"
     return (f'"""Exercise {exercise.name}: {exercise.title}.\n\n'
             f"Fill in the body, then run:  seqlab learn check {exercise.name}\n"
             f'(`seqlab learn solution {exercise.name}` shows seqlab\'s own version.)\n"""\n\n'
-            f"{exercise.imports}\n\n\n"
-            f"def {exercise.signature}:\n"
-            f'    """{doc}\n    """\n'
-            f"    raise NotImplementedError(\"{exercise.name}: write this function\")\n\n\n"
+            f"{stub_function(exercise)}\n\n"
             f"def test_{exercise.name}():\n"
             f"    # your own test: run it with  python -m pytest {exercise.name}.py\n{test}")
 
@@ -73,7 +199,26 @@ def start(workspace: Path, exercise) -> tuple[Path, bool]:
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     path = workspace / f"{exercise.name}.py"
-    if path.exists():
+    if path.exists() or path.is_symlink():
         return path, False
     atomic_write_text(path, stub_text(exercise))
     return path, True
+
+
+def reset(workspace: Path, exercise) -> tuple[Path, Path | None]:
+    """Write a fresh stub for ``exercise``; the old file, if any, is kept beside it as
+    NAME.py.<time>.bak (never imported: it does not end in .py). Returns (path, backup or None)."""
+    workspace = Path(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    path = exercise_file(workspace, exercise.name)
+    backup = None
+    if path.exists() or path.is_symlink():
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        backup = workspace / f"{exercise.name}.py.{stamp}.bak"
+        n = 1
+        while backup.exists():
+            n += 1
+            backup = workspace / f"{exercise.name}.py.{stamp}-{n}.bak"
+        os.replace(path, backup)
+    atomic_write_text(path, stub_text(exercise))
+    return path, backup

@@ -1,10 +1,10 @@
 """Look inside a TransformerLM's forward pass: per-head attention weights, tensor shapes, and the
 top candidates for the next token.
 
-The model's forward never keeps the (T, T) attention weights, so ``trace_forward`` runs it block
-by block, asking each block's attention for its weights (``need_weights=True``: the same module
-with the reference formula), and records the shapes on the way. Row i of a layer's weights is
-query i's distribution over keys 0..i. ``attention_maps(model, ids)`` is the weights alone.
+``trace_forward`` runs the model once with taps (seqlab.model.taps) that read every layer's
+attention weights and the first block's tensors, and records their shapes in the order the
+forward computes them. Row i of a layer's weights is query i's distribution over keys 0..i.
+``attention_maps(model, ids)`` is the weights alone.
 
     trace = trace_forward(model, [5, 17, 2])     # a 2-layer, 2-head model
     trace.attention[0].shape       # (2, 3, 3): layer 0, heads x queries x keys
@@ -20,7 +20,8 @@ import torch
 
 from seqlab.inference.sampling import next_token_distribution
 from seqlab.model import TransformerLM
-from seqlab.model.attention import MultiHeadAttention
+from seqlab.model.embedding import check_token_ids
+from seqlab.model.taps import Taps
 
 
 @dataclass
@@ -50,41 +51,31 @@ def check_ids(model: TransformerLM, ids) -> torch.Tensor:
         raise ValueError("no token ids: give at least one token")
     if ids.numel() > context:
         raise ValueError(f"{ids.numel()} ids exceed the model's context_length {context}; cut the text")
-    bad = ((ids < 0) | (ids >= vocab)).nonzero()
-    if bad.numel():
-        position = int(bad[0, 0])
-        raise ValueError(f"position {position}: id {int(ids[position])} is outside the vocabulary [0, {vocab})")
+    check_token_ids(ids, vocab)
     return ids[None].to(next(model.parameters()).device)
 
 
-def attention_shapes(attn: MultiHeadAttention, weights: torch.Tensor) -> list[tuple[str, tuple[int, ...]]]:
-    """The shapes inside one self-attention call whose weights are (batch, heads, T, T), in the
-    order it computes them: its heads q (batch, heads, T, d_head), k and v (batch, kv_heads, T,
-    d_head), the scores and weights, the heads' outputs, their concatenation and output_proj's result."""
-    batch, heads, queries, keys = weights.shape
-    d_head = attn.d_head
-    return [("q", (batch, heads, queries, d_head)), ("k", (batch, attn.num_kv_heads, keys, d_head)),
-            ("v", (batch, attn.num_kv_heads, keys, d_head)), ("scores", tuple(weights.shape)),
-            ("weights", tuple(weights.shape)), ("head_output", (batch, heads, queries, d_head)),
-            ("concat", (batch, queries, attn.d_model)), ("attention_output", (batch, queries, attn.d_model))]
+# the first block's points, in the order the forward computes them, and their names in the trace
+FIRST_BLOCK = (("attn.q", "q"), ("attn.k", "k"), ("attn.v", "v"), ("attn.scores", "scores"),
+               ("attn.pattern", "weights"), ("attn.z", "head_output"), ("attn_out", "attention_output"),
+               ("resid_post", "block_output"))
 
 
 @torch.no_grad()
 def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
     """Run ``model`` on one sequence of ids, keeping every layer's attention weights (module docstring)."""
     ids = check_ids(model, ids)
-    shapes: list[tuple[str, tuple[int, ...]]] = [("ids", tuple(ids.shape))]
-    x = model.token_embeddings(ids)
-    shapes.append(("embedding", tuple(x.shape)))
-    attention = []
-    for index, block in enumerate(model.layers):
-        x, weights = block(x, need_weights=True)  # weights (1, heads, T, T) from the block's own attention
-        attention.append(weights[0])
-        if index == 0:
-            shapes += attention_shapes(block.attn, weights)
-            shapes.append(("block_output", tuple(x.shape)))
-    logits = model.lm_head(model.ln_final(x))
+    taps = Taps(read=["embed", "layers.*.attn.pattern", *(f"layers.0.{point}" for point, _ in FIRST_BLOCK)])
+    logits = model(ids, taps=taps)
+    cache = taps.cache
+    shapes: list[tuple[str, tuple[int, ...]]] = [("ids", tuple(ids.shape)), ("embedding", tuple(cache["embed"].shape))]
+    for point, label in FIRST_BLOCK:
+        shapes.append((label, tuple(cache[f"layers.0.{point}"].shape)))
+        if label == "head_output":  # the heads side by side again: what the output projection reads
+            batch, heads, queries, d_head = cache["layers.0.attn.z"].shape
+            shapes.append(("concat", (batch, queries, heads * d_head)))
     shapes.append(("logits", tuple(logits.shape)))
+    attention = [weights[0] for weights in cache.stack("layers.*.attn.pattern")]
     return ForwardTrace(attention=attention, shapes=shapes, logits=logits[0])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from seqlab.lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "seqlab.model.activations": ("relu", "silu", "softmax"),
+    "seqlab.model.activations": ("log_softmax", "relu", "silu", "softmax"),
     "seqlab.model.attention": (
         "MultiHeadAttention", "attention_backend", "attention_weights", "causal_mask",
         "scaled_dot_product_attention",
@@ -27,5 +27,6 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.model.residual": ("residual",),
     "seqlab.model.rmsnorm": ("RMSNorm",),
     "seqlab.model.rope": ("RotaryPositionalEmbedding",),
+    "seqlab.model.taps": ("ActivationCache", "TapPoint", "Taps"),
     "seqlab.model.transformer": ("TransformerLM",),
 })

@@ -1,4 +1,4 @@
-"""Elementwise and row-wise nonlinearities: ReLU, SiLU and a numerically stable softmax."""
+"""Elementwise and row-wise nonlinearities: ReLU, SiLU, a numerically stable softmax and log-softmax."""
 
 from __future__ import annotations
 
@@ -95,3 +95,13 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     if x.dim() == 0:
         raise ValueError("softmax needs at least one dimension")
     return _SoftmaxFunction.apply(x, dim % x.dim())
+
+
+def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """log softmax along ``dim``: x - logsumexp(x), in at least float32 (half-precision logits are
+    widened first). logsumexp subtracts the row maximum, so logits of magnitude 1e4 give no inf/NaN.
+
+    Example: log_softmax([0, ln 3]) = [ln 1/4, ln 3/4] = [-1.386, -0.288].
+    """
+    x = x.to(torch.promote_types(x.dtype, torch.float32))
+    return x - torch.logsumexp(x, dim=dim, keepdim=True)

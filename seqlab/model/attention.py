@@ -10,7 +10,8 @@ and on the forced GPU path. `attention_backend(attention, x, has_mask=...)` says
 
 `MultiHeadAttention` is seqlab's one multi-head attention: causal or bidirectional self-attention
 with RoPE, grouped-query heads and a KV cache, and cross-attention to another sequence, with a
-key-padding mask and, on request, its attention weights.
+key-padding mask and taps (seqlab.model.taps) that read or replace its queries, keys, values,
+scores, weights and each head's output.
 """
 
 from __future__ import annotations
@@ -34,18 +35,16 @@ from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
 from seqlab.model.sdpa_attention import sdpa_attention
 
 __all__ = [
-    "MultiHeadAttention", "attention_backend", "attention_weights", "causal_mask",
+    "MultiHeadAttention", "attention_backend", "attention_scores", "attention_weights", "causal_mask",
     "scaled_dot_product_attention",
 ]
 
 
-def attention_weights(Q: torch.Tensor, K: torch.Tensor, mask: torch.Tensor | None = None, *,
-                      causal: bool = False) -> torch.Tensor:
-    """softmax(Q K^T / sqrt(d_k)): how much each query attends to each key, (..., n, m).
+def attention_scores(Q: torch.Tensor, K: torch.Tensor, mask: torch.Tensor | None = None, *,
+                     causal: bool = False) -> torch.Tensor:
+    """Q K^T / sqrt(d_k), (..., n, m), with -inf where the mask (or causality) hides a key.
 
     Q (..., n, d_k), K (..., m, d_k); mask and causal as in scaled_dot_product_attention below.
-    The weights are at least float32 (also for bfloat16 scores under autocast); a query row with no
-    visible key is all zeros (not NaN). Every row with a visible key sums to 1.
     """
     check_attention_inputs(Q, K, K, mask)
     if causal:
@@ -54,8 +53,24 @@ def attention_weights(Q: torch.Tensor, K: torch.Tensor, mask: torch.Tensor | Non
     scores = (Q / math.sqrt(Q.shape[-1])) @ K.transpose(-2, -1)  # = Q K^T / sqrt(d_k), (..., n, m)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))  # a hidden key gets weight exp(-inf) = 0
-    # softmax() returns zeros, not NaN, for a row that is -inf everywhere
+    return scores
+
+
+def weights_of(scores: torch.Tensor) -> torch.Tensor:
+    """softmax of attention scores over the keys, in at least float32 (also for bfloat16 scores
+    under autocast); a row that is -inf everywhere (no visible key) is all zeros, not NaN."""
     return softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
+
+
+def attention_weights(Q: torch.Tensor, K: torch.Tensor, mask: torch.Tensor | None = None, *,
+                      causal: bool = False) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d_k)): how much each query attends to each key, (..., n, m).
+
+    Q (..., n, d_k), K (..., m, d_k); mask and causal as in scaled_dot_product_attention below.
+    The weights are at least float32; a query row with no visible key is all zeros (not NaN).
+    Every row with a visible key sums to 1.
+    """
+    return weights_of(attention_scores(Q, K, mask, causal=causal))
 
 
 def scaled_dot_product_attention(
@@ -147,9 +162,12 @@ class MultiHeadAttention(nn.Module):
     decoding step only projects its new queries. Build a cross-attention with causal=False and no
     theta (RoPE and causality relate positions of ONE sequence).
 
-    key_padding_mask (batch, keys) bool, True = a real key: padded keys get weight 0. need_weights=True
-    also returns the attention weights (batch, heads, n, keys), computed by the reference formula
-    (at least float32; the output is then weights @ V, equal to the backends' up to rounding).
+    key_padding_mask (batch, keys) bool, True = a real key: padded keys get weight 0. taps (a scope
+    of seqlab.model.taps.Taps) offer its points: q (batch, heads, n, d_head), k and v (batch,
+    kv_heads, new keys, d_head; after RoPE, before the cache), scores and pattern (batch, heads,
+    n, keys; reading or editing either makes this call use the reference formula, at least float32),
+    z (batch, heads, n, d_head: the heads' outputs before the output projection) and head_out
+    (batch, n, heads, d_model: each head's share of the output, summing over heads to it).
 
     num_kv_heads (default num_heads) key/value heads: grouped-query attention (GQA; Ainslie et al.,
     2023), multi-query attention (MQA) with num_kv_heads=1. Query head h uses key/value head
@@ -163,8 +181,9 @@ class MultiHeadAttention(nn.Module):
     Example (d_model 16, 4 heads, a 5-token target reading a 7-token source)::
 
         cross = MultiHeadAttention(16, 4, causal=False)
-        out, weights = cross(torch.randn(2, 5, 16), memory=torch.randn(2, 7, 16), need_weights=True)
-        out.shape, weights.shape      # (2, 5, 16), (2, 4, 5, 7); weights.sum(-1) is all ones
+        taps = Taps(read=["pattern"])
+        out = cross(torch.randn(2, 5, 16), memory=torch.randn(2, 7, 16), taps=taps)
+        out.shape, taps.cache["pattern"].shape      # (2, 5, 16), (2, 4, 5, 7); its rows sum to 1
     """
 
     def __init__(self, d_model: int, num_heads: int, max_seq_len: int | None = None,
@@ -199,7 +218,7 @@ class MultiHeadAttention(nn.Module):
         return kv[..., :kv_heads, :, :], kv[..., kv_heads:, :, :]
 
     def _self_qkv(self, x: torch.Tensor, token_positions: torch.Tensor | None, kv_cache: KVCache | None,
-                  layer_index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                  layer_index: int, taps=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Self-attention heads of x (batch..., seq, d_model): q (batch..., heads, seq, d_head) and k, v
         (batch..., kv_heads, keys, d_head), rotated by RoPE and extended by the cache."""
         *batch, seq, _ = x.shape
@@ -221,12 +240,14 @@ class MultiHeadAttention(nn.Module):
         q, k = qk.split((heads, kv_heads), dim=-2)
         # heads become a batch dimension: (batch..., heads, seq, d_head)
         q, k, v = q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
+        if taps is not None:
+            q, k, v = taps.tap("q", q), taps.tap("k", k), taps.tap("v", v)
         if kv_cache is not None:
             k, v = kv_cache.append(layer_index, k, v)
         return q, k, v
 
     def _cross_q(self, x: torch.Tensor, memory: torch.Tensor | None,
-                 memory_kv: tuple[torch.Tensor, torch.Tensor] | None, misused: bool):
+                 memory_kv: tuple[torch.Tensor, torch.Tensor] | None, misused: bool, taps=None):
         """Cross-attention heads: q of x (batch..., heads, n, d_head) and the memory's k, v."""
         if memory is not None and memory_kv is not None:
             raise ValueError("give the memory either as memory= (a tensor) or as memory_kv= (its keys_values), "
@@ -238,62 +259,87 @@ class MultiHeadAttention(nn.Module):
         *batch, seq, _ = x.shape
         q = (x @ self.q_proj.weight.t()).view(*batch, seq, self.num_heads, self.d_head).transpose(-3, -2)
         k, v = memory_kv if memory_kv is not None else self.keys_values(memory)
+        if taps is not None:
+            q, k, v = taps.tap("q", q), taps.tap("k", k), taps.tap("v", v)
         return q, k, v
 
+    def _padding(self, key_padding_mask: torch.Tensor | None, k: torch.Tensor) -> torch.Tensor | None:
+        """The key padding mask (batch, keys) as (batch, 1, 1, keys), checked against the keys."""
+        if key_padding_mask is None:
+            return None
+        if key_padding_mask.shape[-1] != k.shape[-2]:
+            raise ValueError(
+                f"key padding mask covers {key_padding_mask.shape[-1]} positions but there are "
+                f"{k.shape[-2]} keys"
+            )
+        return key_padding_mask.to(torch.bool)[..., None, None, :]  # (batch, 1, 1, keys)
+
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mask: torch.Tensor | None,
-                causal: bool, need_weights: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+                causal: bool) -> torch.Tensor:
         """q (batch..., heads, n, d_head), k and v (batch..., kv_heads, m, d_head) -> the heads' outputs
-        (batch..., heads, n, d_head) and, if need_weights, the weights (batch..., heads, n, m)."""
-        padding = None
-        if key_padding_mask is not None:
-            if key_padding_mask.shape[-1] != k.shape[-2]:
-                raise ValueError(
-                    f"key padding mask covers {key_padding_mask.shape[-1]} positions but there are "
-                    f"{k.shape[-2]} keys"
-                )
-            padding = key_padding_mask.to(torch.bool)[..., None, None, :]  # (batch, 1, 1, keys)
-        backend = "reference" if need_weights else attention_backend(self.attention, q, has_mask=padding is not None)
+        (batch..., heads, n, d_head)."""
+        padding = self._padding(key_padding_mask, k)
+        backend = attention_backend(self.attention, q, has_mask=padding is not None)
         if backend == "sdpa":
-            return sdpa_attention(q, k, v, padding, causal=causal), None
+            return sdpa_attention(q, k, v, padding, causal=causal)
         if backend == "flash":  # never with a mask (attention_backend falls back)
-            return flash_attention(q, k, v, padding, causal=causal), None
+            return flash_attention(q, k, v, padding, causal=causal)
         grouped = self.num_kv_heads != self.num_heads
         if grouped:  # query groups: (batch..., kv_heads, group, n, d_head) against (batch..., kv_heads, 1, m, d_head)
             q = q.unflatten(-3, (self.num_kv_heads, self.num_heads // self.num_kv_heads))
             k, v = k.unsqueeze(-3), v.unsqueeze(-3)
             if padding is not None:
                 padding = padding.unsqueeze(-3)  # (batch, 1, 1, 1, keys)
-        if need_weights:
-            weights = attention_weights(q, k, padding, causal=causal)
-            out = weights.to(v.dtype) @ v
-        else:
-            weights = None
-            attend = chunked_attention if backend == "chunked" else scaled_dot_product_attention
-            out = attend(q, k, v, padding, causal=causal)
-        if grouped:
-            out, weights = out.flatten(-4, -3), None if weights is None else weights.flatten(-4, -3)
-        return out, weights
+        attend = chunked_attention if backend == "chunked" else scaled_dot_product_attention
+        out = attend(q, k, v, padding, causal=causal)
+        return out.flatten(-4, -3) if grouped else out
+
+    def _attend_visibly(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        key_padding_mask: torch.Tensor | None, causal: bool, taps) -> torch.Tensor:
+        """_attend by the reference formula, its scores and weights offered to the taps (as
+        (batch..., heads, n, m), the query groups of grouped-query attention side by side)."""
+        padding = self._padding(key_padding_mask, k)
+        group = self.num_heads // self.num_kv_heads
+        # query groups against their key/value head: (batch..., kv_heads, group, n, d_head) vs (.., kv_heads, 1, m, d_head)
+        q = q.unflatten(-3, (self.num_kv_heads, group))
+        k, v = k.unsqueeze(-3), v.unsqueeze(-3)
+        if padding is not None:
+            padding = padding.unsqueeze(-3)
+        scores = taps.tap("scores", attention_scores(q, k, padding, causal=causal).flatten(-4, -3))
+        weights = taps.tap("pattern", weights_of(scores))
+        return (weights.unflatten(-3, (self.num_kv_heads, group)).to(v.dtype) @ v).flatten(-4, -3)
 
     def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None, *,
                 memory: torch.Tensor | None = None, memory_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
                 kv_cache: KVCache | None = None, layer_index: int = 0,
-                key_padding_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """x (batch..., seq, d_model) -> (batch..., seq, d_model), or (that, weights) with need_weights.
+                key_padding_mask: torch.Tensor | None = None, taps=None) -> torch.Tensor:
+        """x (batch..., seq, d_model) -> (batch..., seq, d_model).
 
         Self-attention (no memory): token_positions (seq,) or (batch, seq), default 0..seq-1 after
         any cached positions; kv_cache: new keys/values are appended to layer `layer_index` and
         queries attend to all cached + new keys. Cross-attention: memory (batch..., S, d_model) or
         memory_kv = keys_values(memory). key_padding_mask: (batch, all keys) bool, True = real
-        token. weights: (batch..., heads, seq, keys), rows summing to 1 (0 for a row with no key).
+        token. taps: a Taps scope for this module's points (class docstring); an edit of q may keep
+        fewer queries (the last ones), and the output then has as many positions.
         """
         *batch, seq, _ = x.shape
         if memory is None and memory_kv is None:
-            q, k, v = self._self_qkv(x, token_positions, kv_cache, layer_index)
+            q, k, v = self._self_qkv(x, token_positions, kv_cache, layer_index, taps)
             causal = self.causal
         else:
-            q, k, v = self._cross_q(x, memory, memory_kv, token_positions is not None or kv_cache is not None)
+            q, k, v = self._cross_q(x, memory, memory_kv, token_positions is not None or kv_cache is not None, taps)
             causal = False
-        out, weights = self._attend(q, k, v, key_padding_mask, causal, need_weights)
-        out = self.output_proj(out.transpose(-3, -2).reshape(*batch, seq, self.d_model))
-        return (out, weights) if need_weights else out
-
+        if taps is None:
+            out = self._attend(q, k, v, key_padding_mask, causal)
+            return self.output_proj(out.transpose(-3, -2).reshape(*batch, seq, self.d_model))
+        if taps.wants("scores") or taps.wants("pattern"):
+            z = self._attend_visibly(q, k, v, key_padding_mask, causal, taps)
+        else:
+            z = self._attend(q, k, v, key_padding_mask, causal)
+        z = taps.tap("z", z)  # (batch..., heads, n, d_head)
+        n = z.shape[-2]
+        if taps.wants("head_out"):  # head h's output: its slice of z through its columns of the output projection
+            w_o = self.output_proj.weight.view(self.d_model, self.num_heads, self.d_head)
+            head_out = taps.tap("head_out", torch.einsum("...hnk,dhk->...nhd", z, w_o))
+            return head_out.sum(-2)
+        return self.output_proj(z.transpose(-3, -2).reshape(*batch, n, self.d_model))

@@ -9,11 +9,7 @@ from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.ffn import make_ffn
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.norm import make_norm
-from seqlab.model.residual import (
-    check_norm_position,
-    residual,
-    residual_keeping_weights,
-)
+from seqlab.model.residual import check_norm_position, residual
 
 
 class TransformerBlock(nn.Module):
@@ -46,15 +42,28 @@ class TransformerBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, token_positions: torch.Tensor | None = None, *,
                 kv_cache: KVCache | None = None, layer_index: int = 0,
-                key_padding_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """(batch, seq, d_model) -> (batch, seq, d_model); with need_weights also the attention
-        weights (batch, heads, seq, keys), as (output, weights)."""
-        def attend(h: torch.Tensor, need_weights: bool = False):
-            return self.attn(h, token_positions, kv_cache=kv_cache, layer_index=layer_index,
-                             key_padding_mask=key_padding_mask, need_weights=need_weights)
+                key_padding_mask: torch.Tensor | None = None, taps=None) -> torch.Tensor:
+        """(batch, seq, d_model) -> (batch, seq, d_model).
 
-        if need_weights:
-            z, weights = residual_keeping_weights(x, self.ln1, lambda h: attend(h, True), self.norm_position)
-            return (z if self.attention_only else residual(z, self.ln2, self.ffn, self.norm_position)), weights
-        z = residual(x, self.ln1, attend, self.norm_position)
-        return z if self.attention_only else residual(z, self.ln2, self.ffn, self.norm_position)
+        taps: a Taps scope for this block (``layers.{i}``): resid_pre, attn_out, resid_mid, mlp_out
+        (not in an attention-only block), resid_post, and the attention's points under ``attn.``.
+        An edit of resid_mid may keep fewer (the last) positions; the block's output has as many.
+        """
+        if taps is None:
+            def attend(h: torch.Tensor) -> torch.Tensor:
+                return self.attn(h, token_positions, kv_cache=kv_cache, layer_index=layer_index,
+                                 key_padding_mask=key_padding_mask)
+
+            z = residual(x, self.ln1, attend, self.norm_position)
+            return z if self.attention_only else residual(z, self.ln2, self.ffn, self.norm_position)
+        attn_taps = taps.scope("attn")
+
+        def attend_tapped(h: torch.Tensor) -> torch.Tensor:
+            return taps.tap("attn_out", self.attn(h, token_positions, kv_cache=kv_cache, layer_index=layer_index,
+                                                  key_padding_mask=key_padding_mask, taps=attn_taps))
+
+        x = taps.tap("resid_pre", x)
+        z = taps.tap("resid_mid", residual(x, self.ln1, attend_tapped, self.norm_position))
+        if not self.attention_only:
+            z = residual(z, self.ln2, lambda h: taps.tap("mlp_out", self.ffn(h)), self.norm_position)
+        return taps.tap("resid_post", z)

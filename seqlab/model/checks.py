@@ -39,10 +39,12 @@ def on_gpu_path(tensor: torch.Tensor) -> bool:
     return _gpu_path_forced or tensor.device.type != "cpu"
 
 
-def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str) -> None:
+def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str,
+                   where_text=lambda where: f"index {where}") -> None:
     """Fail for the first entry of `values` (any shape) outside [0, upper).
 
-    CPU (eager): ValueError("{what} V at index (i, j) is outside {allowed}").
+    CPU (eager): ValueError("{what} V at index (i, j) is outside {allowed}"); ``where_text`` turns
+    the index tuple into other words (e.g. "position 7").
     GPU path and torch.compile: a device-side assertion (RuntimeError) with the message "{what}
     outside {allowed} ..."; it does not wait for the device and does not split a compiled graph.
     """
@@ -56,4 +58,12 @@ def check_in_range(values: torch.Tensor, upper: int, what: str, allowed: str) ->
     bad = (values < 0) | (values >= upper)
     if bool(bad.any()):
         where = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(f"{what} {int(values[where])} at index {where} is outside {allowed}")
+        at = where_text(where) if where else ""
+        raise ValueError(f"{what} {int(values[where])}{' at ' + at if at else ''} is outside {allowed}")
+
+
+def check_positions(token_positions: torch.Tensor, max_seq_len: int, table: str) -> None:
+    """Fail for the first token position outside [0, max_seq_len) of ``table`` (the rotary
+    embedding, the position table): the one range check of positions, as check_in_range does it."""
+    check_in_range(token_positions, max_seq_len, "token position",
+                   f"[0, max_seq_len={max_seq_len}) of {table}; raise max_seq_len (the context length)")

@@ -5,6 +5,13 @@ Kept below training and interpretation so that both use one formula: ``seqlab.in
 
     tokens = repeated_tokens(vocab_size=64, seq_len=16, batches=4, seed=0)   # (4, 32): a half, twice
     scores = pattern_scores(attention_patterns(model, tokens))             # {"induction": (L, H), ...}
+
+Two conventions: "seqlab" (the mean of the weight on the key a role names, over the queries that
+have one) and "transformerlens" (its head detector: sum(A * D) / sum(A) per sequence, D the
+detection pattern built from the tokens, averaged over the batch; :func:`pattern_scores` says
+more). Its denominator counts every query row, so on tokens whose first half has no repeat
+transformerlens = seqlab * (queries the seqlab mean is over) / (all 2n queries): half for
+duplicate and induction heads (``convert_scores``).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import torch
 
 ROLES = ("previous_token", "duplicate_token", "induction", "first_token")
+CONVENTIONS = ("seqlab", "transformerlens")
 
 
 def repeated_tokens(vocab_size: int, seq_len: int, batches: int, seed: int = 0,
@@ -23,22 +31,37 @@ def repeated_tokens(vocab_size: int, seq_len: int, batches: int, seed: int = 0,
 
 
 def attention_patterns(model, ids: torch.Tensor) -> torch.Tensor:
-    """(L, batch, H, seq, seq): every layer's attention weights on ids (batch, seq), one forward
-    pass through the model's own blocks (``need_weights``), without gradients."""
+    """(L, batch, H, seq, seq): every layer's attention weights on ids (batch, seq), read through the
+    model's taps in one forward pass, without gradients."""
+    from seqlab.model.taps import Taps
+
+    taps = Taps(read=["layers.*.attn.pattern"])
     with torch.no_grad():
-        x = model.token_embeddings(ids)
-        patterns = []
-        for index, layer in enumerate(model.layers):  # layers run in sequence: each reads the last one's output
-            x, weights = layer(x, layer_index=index, need_weights=True)
-            patterns.append(weights)
-    return torch.stack(patterns)
+        model(ids, return_hidden=True, taps=taps)
+    return taps.cache.stack("layers.*.attn.pattern")
 
 
-def pattern_scores(pattern: torch.Tensor) -> dict[str, torch.Tensor]:
+def pattern_scores(pattern: torch.Tensor, tokens: torch.Tensor | None = None,
+                   convention: str = "seqlab") -> dict[str, torch.Tensor]:
     """The four scores, each (L, H) float32, of patterns (L, batch, H, 2n, 2n) on tokens repeated
-    once (n = half the length): means of the diagonals i-1, i-n, i-n+1 over their queries (the last
-    two over the second half) and of column 0 over i >= 1, and over the batch."""
+    once (n = half the length).
+
+    "seqlab": previous token over i >= 1, duplicate and induction over the second half (n queries of
+    2n), first token over i >= 1. "transformerlens" (needs the tokens (batch, 2n)): TransformerLens's
+    ``detect_head`` with error measure "mul", D[i, j] = 1 where token j equals token i, j < i
+    (duplicate), the same one key right (induction), j = i - 1 (previous token), and for first
+    token (which TransformerLens does not name) j = 0, i >= 1."""
     pattern = pattern.float()
+    if convention == "transformerlens":
+        if tokens is None:
+            raise ValueError("the transformerlens convention builds its detection patterns from the tokens: "
+                             "pass tokens=")
+        detections = detection_patterns(tokens.to(pattern.device))  # role -> (batch, 2n, 2n)
+        total = pattern.sum((-2, -1))  # (L, batch, H): the number of query rows with a visible key
+        return {role: ((pattern * detections[role][None, :, None]).sum((-2, -1)) / total).mean(1)
+                for role in ROLES}
+    if convention != "seqlab":
+        raise ValueError(f"unknown convention {convention!r}; choose one of {CONVENTIONS}")
     half = pattern.shape[-1] // 2
     diagonal = lambda offset: torch.diagonal(pattern, offset=-offset, dim1=-2, dim2=-1)
     return {
@@ -47,3 +70,25 @@ def pattern_scores(pattern: torch.Tensor) -> dict[str, torch.Tensor]:
         "induction": diagonal(half - 1)[..., 1:].mean((1, 3)),
         "first_token": pattern[..., 1:, 0].mean((1, 3)),
     }
+
+
+def detection_patterns(tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """TransformerLens's detection patterns of tokens (batch, seq), each (batch, seq, seq) float."""
+    seq = tokens.shape[-1]
+    earlier = torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril(-1)  # j < i
+    duplicate = (tokens[:, :, None] == tokens[:, None, :]) & earlier
+    induction = torch.zeros_like(duplicate)
+    induction[:, :, 1:] = duplicate[:, :, :-1]  # key j <= i where token j - 1 (before i) equals token i
+    rows = torch.arange(seq, device=tokens.device)
+    previous = (rows[None, :, None] - 1 == rows[None, None, :]).expand_as(duplicate)
+    first = ((rows[None, None, :] == 0) & (rows[None, :, None] >= 1)).expand_as(duplicate)
+    return {"previous_token": previous.float(), "duplicate_token": duplicate.float(),
+            "induction": induction.float(), "first_token": first.float()}
+
+
+def convert_scores(scores: dict[str, torch.Tensor], seq: int) -> dict[str, torch.Tensor]:
+    """seqlab-convention scores on sequences of ``seq`` = 2n tokens (a first half without repeats)
+    -> the transformerlens convention: each times (its number of queries) / seq."""
+    half = seq // 2
+    queries = {"previous_token": seq - 1, "duplicate_token": half, "induction": half, "first_token": seq - 1}
+    return {role: value * (queries[role] / seq) for role, value in scores.items()}

@@ -78,5 +78,16 @@ class LayerNorm(nn.Module):
                              f"dimension must be {self.d_model}")
         return layer_norm(x, self.weight, self.bias, self.eps)
 
+    def scale(self, x: torch.Tensor) -> torch.Tensor:
+        """The divisor of each row, sqrt(var(x) + eps), (..., 1), in at least float32."""
+        x_c = x.to(torch.promote_types(x.dtype, torch.float32))
+        centred = x_c - x_c.mean(-1, keepdim=True)
+        return (centred * centred).mean(-1, keepdim=True).add_(self.eps).sqrt()
+
+    def frozen(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """The norm with its divisor held at ``scale``, without the bias: linear in x (the parts of a
+        sum go through it one by one; the bias is a part of its own)."""
+        return ((x - x.mean(-1, keepdim=True)) / scale).to(x.dtype) * self.weight
+
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}, bias={self.bias is not None}"

@@ -15,24 +15,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqlab.model.checks import check_in_range
+from seqlab.model.checks import check_positions
 from seqlab.model.init import trunc_normal_
+from seqlab.model.rope import rope_angles
 
 
 def sinusoidal_table(max_seq_len: int, d_model: int, dtype=torch.float32, device=None) -> torch.Tensor:
     """(max_seq_len, d_model) table of the formula above (computed in float64, then cast)."""
     if d_model % 2 != 0:
         raise ValueError(f"sinusoidal positions need an even d_model, got {d_model}")
-    pos = torch.arange(max_seq_len, dtype=torch.float64, device=device)[:, None]
-    inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64, device=device) / d_model)
-    angles = pos * inv_freq  # (max_seq_len, d_model/2)
+    angles = rope_angles(10000.0, d_model, max_seq_len, device=device)  # (max_seq_len, d_model/2), float64
     table = torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # interleave sin, cos
     return table.to(dtype)
-
-
-def check_positions(token_positions: torch.Tensor, max_seq_len: int) -> None:
-    check_in_range(token_positions, max_seq_len, "token position",
-                   f"[0, max_seq_len={max_seq_len}) of the position table; raise max_seq_len")
 
 
 def _positions(seq_len: int, offset: int, max_seq_len: int, device) -> torch.Tensor:
@@ -58,7 +52,7 @@ class _PositionTable(nn.Module):
         token_positions (...)."""
         table = self.rows()
         if token_positions is not None:
-            check_positions(token_positions, self.max_seq_len)
+            check_positions(token_positions, self.max_seq_len, "the position table")
             return table[token_positions]
         return table[_positions(seq_len, offset, self.max_seq_len, table.device)]
 

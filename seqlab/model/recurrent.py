@@ -143,6 +143,13 @@ def _keep_where(mask: torch.Tensor, new: State, old: State) -> State:
     return torch.where(mask, new, old)
 
 
+def _tap_state(taps, state: State, step: int) -> State:
+    """Offer a layer's state after one step: h as ``state`` (and the LSTM's c as ``cell``)."""
+    if isinstance(state, tuple):
+        return taps.tap("state", state[0], step), taps.tap("cell", state[1], step)
+    return taps.tap("state", state, step)
+
+
 class RecurrentLayer(nn.Module):
     """`num_layers` stacked cells run over a padded batch; submodules `cells.{i}`.
 
@@ -177,9 +184,14 @@ class RecurrentLayer(nn.Module):
         return torch.stack(states)
 
     def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None,
-                initial_state: State | None = None, *,
-                lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, State]:
-        """lengths (B,) ints: the same as padding_mask = [t < lengths[b]] (give one or the other)."""
+                initial_state: State | None = None, *, lengths: torch.Tensor | None = None,
+                taps=None) -> tuple[torch.Tensor, State]:
+        """lengths (B,) ints: the same as padding_mask = [t < lengths[b]] (give one or the other).
+
+        taps (a seqlab.model.taps scope, e.g. the encoder's): layer i's state after each step,
+        ``layers.{i}.state`` (h; the LSTM's cell c is ``layers.{i}.cell``), offered at every step
+        (``point.step`` = t), so a state replaced at step t is the one step t + 1 reads; kept as
+        (B, T, H). At a padded step the state offered is the one carried over."""
         if x.dim() != 3:
             raise ValueError(f"RecurrentLayer expects inputs of shape (batch, time, features), got {tuple(x.shape)}")
         batch, steps, _ = x.shape
@@ -199,10 +211,13 @@ class RecurrentLayer(nn.Module):
         for i, cell in enumerate(self.cells):
             gx = cell.project_input(layer_input)  # (B, T, G*H) for every step at once
             state = self._layer_state(initial_state, i)
+            scope = None if taps is None else taps.scope(f"layers.{i}")
             outputs = []
             for t in range(steps):
                 new = cell.recur(gx[:, t], state)
                 state = new if mask is None else _keep_where(mask[:, t], new, state)
+                if scope is not None:
+                    state = new = _tap_state(scope, state, t)
                 outputs.append(cell.hidden(new))
             layer_input = torch.stack(outputs, dim=1) if steps else x.new_zeros(batch, 0, self.hidden_size)
             if mask is not None:

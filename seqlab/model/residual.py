@@ -33,18 +33,3 @@ def residual(x: torch.Tensor, norm: Callable[[torch.Tensor], torch.Tensor],
     if norm_position == "pre":
         return x + sublayer(norm(x))
     return norm(x + sublayer(x))
-
-
-def residual_keeping_weights(x: torch.Tensor, norm: Callable[[torch.Tensor], torch.Tensor],
-                             attention: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
-                             norm_position: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """residual() around an attention that returns (output, weights) (need_weights=True):
-    (the residual's result, the weights)."""
-    kept = []
-
-    def sublayer(h: torch.Tensor) -> torch.Tensor:
-        out, weights = attention(h)
-        kept.append(weights)
-        return out
-
-    return residual(x, norm, sublayer, norm_position), kept[0]

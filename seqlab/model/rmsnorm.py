@@ -11,6 +11,11 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
+def _mean_square(x_c: torch.Tensor, eps: float) -> torch.Tensor:
+    """mean(x^2) + eps over the last dimension, kept as size 1: the square of the norm's divisor."""
+    return x_c.pow(2).mean(-1, keepdim=True).add_(eps)
+
+
 class _RMSNormFunction(torch.autograd.Function):
     """y = x / sqrt(mean(x^2) + eps) * weight, with a hand-written backward.
 
@@ -21,7 +26,7 @@ class _RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         x_c = x.to(_compute_dtype(x.dtype))
-        inv_rms = torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True).add_(eps))  # (..., 1)
+        inv_rms = torch.rsqrt(_mean_square(x_c, eps))  # (..., 1)
         ctx.save_for_backward(x, weight, inv_rms)
         return (x_c * inv_rms).mul_(weight).to(x.dtype)
 
@@ -60,6 +65,16 @@ class RMSNorm(nn.Module):
         """(..., d_model) -> (..., d_model)"""
         return rms_norm(x, self.weight, self.eps)
 
+    def scale(self, x: torch.Tensor) -> torch.Tensor:
+        """The divisor of each row, sqrt(mean(x^2) + eps), (..., 1), in at least float32 (the
+        ``ln_final.scale`` tap: TransformerLens's ``hook_scale``)."""
+        return _mean_square(x.to(_compute_dtype(x.dtype)), self.eps).sqrt()
+
+    def frozen(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """The norm with its divisor held at ``scale`` (from :meth:`scale` of another input): linear in
+        x, so the parts of a sum go through it one by one (direct logit attribution)."""
+        return (x / scale).to(x.dtype) * self.weight
+
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"
 
@@ -68,5 +83,12 @@ class Identity(nn.Module):
     """Stands in for a norm layer in the no-normalisation ablation (no parameters)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def scale(self, x: torch.Tensor) -> torch.Tensor:
+        """No norm divides by 1: ones (..., 1)."""
+        return torch.ones((*x.shape[:-1], 1), dtype=torch.promote_types(x.dtype, torch.float32), device=x.device)
+
+    def frozen(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         return x
 

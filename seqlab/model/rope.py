@@ -6,13 +6,17 @@ import torch
 from torch import nn
 
 from seqlab.model.broadcast import broadcast_shapes, sum_to_shape
-from seqlab.model.checks import check_in_range
+from seqlab.model.checks import check_positions
 
 
-def check_positions(token_positions: torch.Tensor, max_seq_len: int) -> None:
-    """Raise a ValueError naming the first position outside [0, max_seq_len)."""
-    check_in_range(token_positions, max_seq_len, "token position",
-                   f"[0, max_seq_len={max_seq_len}) of the rotary embedding")
+def rope_angles(theta: float, dim: int, length: int, *, dtype: torch.dtype = torch.float64,
+                device=None) -> torch.Tensor:
+    """The angle table (length, dim / 2): position i, pair k -> i * theta^(-2k / dim), computed in
+    float64 (large positions keep accurate angles) and returned in ``dtype`` (float64 by default).
+    The one builder of these angles: RoPE's cos/sin tables, the sinusoidal positions
+    (seqlab.model.positional, theta 10000) and the exact float64 tables of the learn references."""
+    inv_freq = theta ** (-torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim)
+    return (torch.arange(length, dtype=torch.float64, device=device)[:, None] * inv_freq).to(dtype)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -66,8 +70,7 @@ class RotaryPositionalEmbedding(nn.Module):
             raise ValueError(f"RoPE needs an even dimension, got d_k={d_k}")
         self.theta, self.d_k, self.max_seq_len = theta, d_k, max_seq_len
         # build in float64 so large positions keep accurate angles, then store float32
-        inv_freq = theta ** (-torch.arange(0, d_k, 2, dtype=torch.float64, device=device) / d_k)
-        angles = torch.arange(max_seq_len, dtype=torch.float64, device=device)[:, None] * inv_freq
+        angles = rope_angles(theta, d_k, max_seq_len, device=device)
         self.register_buffer("cos", angles.cos().float(), persistent=False)
         self.register_buffer("sin", angles.sin().float(), persistent=False)
 
@@ -87,7 +90,7 @@ class RotaryPositionalEmbedding(nn.Module):
     def cos_sin(self, token_positions: torch.Tensor, dtype: torch.dtype = torch.float32):
         """Tables for the given positions (...) -> cos, sin of shape (..., d_k/2); checks the range."""
         token_positions = torch.as_tensor(token_positions, device=self.cos.device).long()
-        check_positions(token_positions, self.max_seq_len)
+        check_positions(token_positions, self.max_seq_len, "the rotary embedding")
         return self.cos[token_positions].to(dtype), self.sin[token_positions].to(dtype)
 
     def cos_sin_span(self, start: int, length: int, dtype: torch.dtype = torch.float32):

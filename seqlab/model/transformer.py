@@ -38,7 +38,7 @@ class TransformerLM(nn.Module):
     cache-blocked kernel on a CPU in eager mode, torch's fused kernel (sdpa) on CUDA and the
     reference formula on MPS and under torch.compile on a CPU; "flash" (Triton) falls back to
     auto's choice for a padded batch. set_attention() switches it later, e.g. after loading a
-    checkpoint saved with another backend (seqlab.inference.load_model does, to "auto" by default).
+    checkpoint saved with another backend (seqlab.lm.load_model does, to "auto" by default).
     """
 
     def __init__(self, config: ModelConfig | int | None = None, *fields, device=None, dtype=None, **named):
@@ -101,7 +101,7 @@ class TransformerLM(nn.Module):
 
     def forward(self, ids: torch.Tensor, token_positions: torch.Tensor | None = None,
                 kv_cache: KVCache | None = None, padding_mask: torch.Tensor | None = None, *,
-                return_hidden: bool = False) -> torch.Tensor:
+                return_hidden: bool = False, taps=None) -> torch.Tensor:
         """ids (batch, seq) int -> logits (batch, seq, vocab_size).
 
         token_positions: (seq,) or (batch, seq); default cache_length + 0..seq-1.
@@ -109,6 +109,10 @@ class TransformerLM(nn.Module):
         padding_mask: (batch, seq) bool, True = real token; padded keys are never attended to.
         return_hidden: return the final hidden states (batch, seq, d_model) instead, the lm_head's
         input: logits = hidden @ lm_head.weight.T (the training engine's fused loss reads them).
+        taps: a seqlab.model.taps.Taps: read or replace named activations (embed, layers.{i}.resid_pre,
+        layers.{i}.attn.pattern, ..., ln_final.scale; the list is seqlab.model.taps.POINTS); its
+        ``enter`` rows join the batch at their layer (ids then holds the rows that start at the
+        embedding, possibly none: shape (0, seq)).
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must have shape (batch, seq), got {tuple(ids.shape)}")
@@ -131,17 +135,27 @@ class TransformerLM(nn.Module):
         if kv_cache is not None:
             key_padding_mask = kv_cache.extend_padding_mask(batch, seq, padding_mask, device=ids.device)
 
-        hidden = self.run_blocks(ids, token_positions, kv_cache, key_padding_mask)
+        hidden = self.run_blocks(ids, token_positions, kv_cache, key_padding_mask, taps)
         return hidden if return_hidden else self.lm_head(hidden)
 
     def run_blocks(self, ids: torch.Tensor, token_positions: torch.Tensor | None, kv_cache,
-                   key_padding_mask: torch.Tensor | None) -> torch.Tensor:
+                   key_padding_mask: torch.Tensor | None, taps=None) -> torch.Tensor:
         """Embedding, blocks and final norm -> hidden states (batch, seq, d_model), without forward's
         checks of shapes and context (forward checks, then calls this). ``key_padding_mask`` covers
         every key the cache will hold. The compiled decode step of a static KV cache
         (seqlab.inference.windows) calls it directly, with positions and mask it computed itself."""
-        x = self.token_embeddings(ids)  # raises on ids outside the vocabulary
+        x = self.token_embeddings(ids)  # raises on an id the vocabulary lacks (check_token_ids)
+        if taps is not None:
+            x = taps.tap("embed", x)
         for index, layer in enumerate(self.layers):
+            scope = None
+            if taps is not None:
+                x = taps.enter(index, x)  # rows that start at this layer (Taps(enter=...))
+                scope = taps.scope(f"layers.{index}")
             x = layer(x, token_positions, kv_cache=kv_cache, layer_index=index,
-                      key_padding_mask=key_padding_mask)
-        return self.ln_final(x)
+                      key_padding_mask=key_padding_mask, taps=scope)
+        if taps is None:
+            return self.ln_final(x)
+        if taps.wants("ln_final.scale"):
+            taps.tap("ln_final.scale", self.ln_final.scale(x))
+        return taps.tap("ln_final.normalized", self.ln_final(x))

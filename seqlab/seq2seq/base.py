@@ -48,35 +48,42 @@ def check_batch(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask):
 
 
 class Seq2SeqModel(nn.Module):
-    """Base class: `config`, `forward`, `attention_maps`, `encode`, `decode_step`, `embed_source`,
-    `forward_embedded` (the last two let the dependency map differentiate w.r.t. source embeddings)."""
+    """Base class: `config`, `forward`, `attention_maps`, `encode`, `decode_step`.
+
+    ``forward(..., taps=Taps(...))`` reads or replaces named activations (seqlab.model.taps: the
+    source and target embeddings ``encoder.embed`` and ``decoder.embed``, the encoder's states and
+    output, the decoder's states or layers, the cross-attention weights, the context vector, the
+    output layer's input ``decoder.output``); seqlab.interpret measures the models through them."""
 
     config: Seq2SeqConfig
 
-    def embed_source(self, src_ids: torch.Tensor) -> torch.Tensor:
-        """(B, S) ids -> (B, S, d_model) rows of the source embedding table."""
-        return self.src_embeddings(src_ids)
-
     def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None,
-                tgt_padding_mask: torch.Tensor | None = None, *, return_hidden: bool = False) -> torch.Tensor:
+                tgt_padding_mask: torch.Tensor | None = None, *, return_hidden: bool = False,
+                taps=None) -> torch.Tensor:
         """src_ids (B, S), tgt_ids (B, T) = BOS + target[:-1] -> logits (B, T, tgt_vocab_size).
 
         return_hidden: the decoder's last hidden states (B, T, d) instead, the lm_head's input:
-        logits = hidden @ lm_head.weight.T (the training engine's fused loss reads them)."""
+        logits = hidden @ lm_head.weight.T (the training engine's fused loss reads them).
+        taps: a seqlab.model.taps.Taps (its points: seqlab.model.taps.POINTS)."""
         src_padding_mask, tgt_padding_mask = check_batch(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask)
-        return self.forward_embedded(self.embed_source(src_ids), tgt_ids, src_padding_mask, tgt_padding_mask,
-                                     return_hidden=return_hidden)
+        return self._forward(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask, return_hidden, taps)
 
-    def forward_embedded(self, src_embeddings: torch.Tensor, tgt_ids: torch.Tensor,
-                         src_padding_mask: torch.Tensor | None = None,
-                         tgt_padding_mask: torch.Tensor | None = None, *, return_hidden: bool = False) -> torch.Tensor:
+    def _forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor, src_padding_mask: torch.Tensor | None,
+                 tgt_padding_mask: torch.Tensor | None, return_hidden: bool, taps) -> torch.Tensor:
         raise NotImplementedError
 
     def attention_maps(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor,
                        src_padding_mask: torch.Tensor | None = None,
                        tgt_padding_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """One (B, heads, T, S) tensor of attention weights over the source per decoder layer."""
-        raise NotImplementedError
+        """One (B, heads, T, S) tensor of attention weights over the source per decoder layer ([] for a
+        model without cross-attention), read through the taps ``decoder[.layers.{i}].cross_attn.pattern``."""
+        from seqlab.model.taps import Taps
+
+        taps = Taps(read=["decoder.cross_attn.pattern", "decoder.layers.*.cross_attn.pattern"])
+        self(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask, return_hidden=True, taps=taps)
+        if "decoder.cross_attn.pattern" in taps.cache:
+            return [taps.cache["decoder.cross_attn.pattern"]]
+        return list(taps.cache.stack("decoder.layers.*.cross_attn.pattern")) if len(taps.cache) else []
 
     def encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None):
         raise NotImplementedError

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
+from seqlab.model.activations import log_softmax
 from seqlab.seq2seq.base import Seq2SeqModel, check_ids, check_mask
 from seqlab.seq2seq.config import BOS_ID, EOS_ID, PAD_ID
 from seqlab.seq2seq.data import pad_sequences
@@ -41,12 +42,6 @@ def _never_generated(logits: torch.Tensor) -> torch.Tensor:
     logits[..., PAD_ID] = float("-inf")
     logits[..., BOS_ID] = float("-inf")
     return logits
-
-
-def log_softmax(logits: torch.Tensor) -> torch.Tensor:
-    """log softmax over the last dimension: logits - logsumexp(logits)."""
-    logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
-    return logits - torch.logsumexp(logits, dim=-1, keepdim=True)
 
 
 @torch.no_grad()

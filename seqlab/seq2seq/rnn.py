@@ -61,24 +61,35 @@ class RNNAttention(nn.Module):
         # additive: (B, T, 1, H) + (B, 1, S, H) -> tanh -> dot with v
         return torch.tanh(self.query_proj(query)[:, :, None, :] + keys[:, None, :, :]) @ self.score_vector
 
-    def weights(self, query: torch.Tensor, keys: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
-        """Attention weights (B, T, S); each row sums to 1 over the real source positions."""
+    def masked_scores(self, query: torch.Tensor, keys: torch.Tensor,
+                      src_padding_mask: torch.Tensor | None) -> torch.Tensor:
+        """scores (B, T, S) with -inf at padded source positions."""
         scores = self.scores(query, keys)
         if src_padding_mask is not None:
             scores = scores.masked_fill(~src_padding_mask[:, None, :], float("-inf"))
-        return softmax(scores, dim=-1)
+        return scores
+
+    def weights(self, query: torch.Tensor, keys: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
+        """Attention weights (B, T, S); each row sums to 1 over the real source positions."""
+        return softmax(self.masked_scores(query, keys, src_padding_mask), dim=-1)
 
     def forward(self, query: torch.Tensor, memory: torch.Tensor, keys: torch.Tensor,
-                src_padding_mask: torch.Tensor | None = None,
-                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """query (B, T, H), memory (B, S, H), keys = prepare_keys(memory) -> (o (B, T, H), weights or None)."""
-        if self.score == "dot" and not need_weights:
-            mask = None if src_padding_mask is None else src_padding_mask[:, None, :]
-            context, weights = scaled_dot_product_attention(query, memory, memory, mask), None
+                src_padding_mask: torch.Tensor | None = None, taps=None) -> torch.Tensor:
+        """query (B, T, H), memory (B, S, H), keys = prepare_keys(memory) -> o (B, T, H).
+
+        taps (the decoder's scope): cross_attn.scores and cross_attn.pattern (B, 1, T, S), one head,
+        and the context vectors c_t, ``context`` (B, T, H)."""
+        if taps is None:
+            if self.score == "dot":
+                mask = None if src_padding_mask is None else src_padding_mask[:, None, :]
+                context = scaled_dot_product_attention(query, memory, memory, mask)
+            else:
+                context = self.weights(query, keys, src_padding_mask) @ memory
         else:
-            weights = self.weights(query, keys, src_padding_mask)
-            context = weights @ memory
-        return torch.tanh(self.combine(torch.cat((context, query), dim=-1))), weights
+            scores = taps.tap("cross_attn.scores", self.masked_scores(query, keys, src_padding_mask)[:, None])
+            weights = taps.tap("cross_attn.pattern", softmax(scores, dim=-1))[:, 0]
+            context = taps.tap("context", weights @ memory)
+        return torch.tanh(self.combine(torch.cat((context, query), dim=-1)))
 
 
 @dataclass
@@ -134,9 +145,13 @@ class RNNSeq2Seq(Seq2SeqModel):
             return tuple(s[rows] for s in encoder_final)
         return encoder_final[rows]
 
-    def encode_embedded(self, src_embeddings: torch.Tensor,
-                        src_padding_mask: torch.Tensor | None = None) -> RNNDecoderState:
-        memory, final = self.encoder(src_embeddings, src_padding_mask)
+    def _encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None, taps=None) -> RNNDecoderState:
+        x = self.src_embeddings(src_ids)
+        if taps is not None:
+            x = taps.tap("encoder.embed", x)
+        memory, final = self.encoder(x, src_padding_mask, taps=None if taps is None else taps.scope("encoder"))
+        if taps is not None:
+            memory = taps.tap("encoder.output", memory)
         keys = self.attention.prepare_keys(memory) if self.attention is not None else memory
         return RNNDecoderState(memory, keys, src_padding_mask, self._initial_decoder_state(final))
 
@@ -144,36 +159,30 @@ class RNNSeq2Seq(Seq2SeqModel):
         """Read the source once: (B, S) ids -> the decoder's starting state."""
         check_ids(src_ids, "src_ids")
         src_padding_mask = check_mask(src_padding_mask, src_ids, "src_padding_mask")
-        return self.encode_embedded(self.embed_source(src_ids), src_padding_mask)
+        return self._encode(src_ids, src_padding_mask)
 
     def _decode(self, state: RNNDecoderState, tgt_ids: torch.Tensor, tgt_padding_mask: torch.Tensor | None,
-                need_weights: bool = False, head: bool = True):
-        """Decoder over tgt_ids (B, T) from `state` -> (logits (B, T, V), new hidden, weights or None);
-        head=False: the lm_head's input (B, T, d) instead of the logits."""
-        outputs, hidden = self.decoder(self.tgt_embeddings(tgt_ids), tgt_padding_mask, state.hidden)
-        weights = None
+                head: bool = True, taps=None):
+        """Decoder over tgt_ids (B, T) from `state` -> (logits (B, T, V), new hidden); head=False: the
+        lm_head's input (B, T, d) instead of the logits."""
+        x, initial = self.tgt_embeddings(tgt_ids), state.hidden
+        scope = None
+        if taps is not None:
+            x, initial = taps.tap("decoder.embed", x), taps.tap("decoder.initial", initial)
+            scope = taps.scope("decoder")
+        outputs, hidden = self.decoder(x, tgt_padding_mask, initial, taps=scope)
         if self.attention is not None:
-            outputs, weights = self.attention(outputs, state.memory, state.keys, state.src_padding_mask,
-                                              need_weights=need_weights)
-        return (self.lm_head(outputs) if head else outputs), hidden, weights
+            outputs = self.attention(outputs, state.memory, state.keys, state.src_padding_mask, taps=scope)
+        if taps is not None:
+            outputs = taps.tap("decoder.output", outputs)
+        return (self.lm_head(outputs) if head else outputs), hidden
 
-    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None, *,
-                         return_hidden=False):
-        logits, _, _ = self._decode(self.encode_embedded(src_embeddings, src_padding_mask), tgt_ids,
-                                    tgt_padding_mask, head=not return_hidden)
+    def _forward(self, src_ids, tgt_ids, src_padding_mask, tgt_padding_mask, return_hidden, taps):
+        logits, _ = self._decode(self._encode(src_ids, src_padding_mask, taps), tgt_ids, tgt_padding_mask,
+                                 head=not return_hidden, taps=taps)
         return logits
 
     def decode_step(self, state: RNNDecoderState, tokens: torch.Tensor) -> tuple[torch.Tensor, RNNDecoderState]:
         """tokens (B,) -> (logits (B, tgt_vocab), the state after them)."""
-        logits, hidden, _ = self._decode(state, tokens[:, None], None)
+        logits, hidden = self._decode(state, tokens[:, None], None)
         return logits[:, 0], RNNDecoderState(state.memory, state.keys, state.src_padding_mask, hidden)
-
-    def attention_maps(self, src_ids, tgt_ids, src_padding_mask=None, tgt_padding_mask=None) -> list[torch.Tensor]:
-        """[(B, 1, T, S)] for "rnn-attention"; [] for the plain RNN (it has no attention)."""
-        check_ids(tgt_ids, "tgt_ids")
-        tgt_padding_mask = check_mask(tgt_padding_mask, tgt_ids, "tgt_padding_mask")
-        if self.attention is None:
-            return []
-        state = self.encode(src_ids, src_padding_mask)
-        _, _, weights = self._decode(state, tgt_ids, tgt_padding_mask, need_weights=True)
-        return [weights[:, None]]

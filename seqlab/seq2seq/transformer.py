@@ -10,7 +10,7 @@ paper) or pre-norm. `encode` + `decode_step` decode incrementally: cross-attenti
 computed once and past self-attention keys/values kept in a KVCache. The pieces are the LM's
 (MultiHeadAttention, make_ffn, residual), so `attention=` picks the same backends; a padding mask
 sends "flash" to auto's choice. `attention_maps` returns the cross-attention weights,
-(1, heads, T, S) per layer, to draw the alignment.
+(1, heads, T, S) per layer, to draw the alignment, read through the taps (seqlab.model.taps).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from seqlab.model.positional import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
 )
-from seqlab.model.residual import residual, residual_keeping_weights
-from seqlab.seq2seq.base import Seq2SeqModel, check_batch, check_ids, check_mask
+from seqlab.model.residual import residual
+from seqlab.seq2seq.base import Seq2SeqModel, check_ids, check_mask
 from seqlab.seq2seq.config import Seq2SeqConfig
 
 ROPE_THETA = 10000.0
@@ -60,21 +60,27 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, cross_kv: tuple[torch.Tensor, torch.Tensor],
                 src_padding_mask: torch.Tensor | None, tgt_padding_mask: torch.Tensor | None, *,
-                kv_cache: KVCache | None = None, layer_index: int = 0, need_weights: bool = False):
-        """x (B, T, d) -> (B, T, d); with need_weights also the cross-attention weights (B, heads, T, S)."""
-        x = residual(x, self.ln1, lambda h: self.self_attn(h, kv_cache=kv_cache, layer_index=layer_index,
-                                                           key_padding_mask=tgt_padding_mask), self.norm_position)
-
-        def cross(h: torch.Tensor, need_weights: bool = False):
-            return self.cross_attn(h, memory_kv=cross_kv, key_padding_mask=src_padding_mask, need_weights=need_weights)
-
-        weights = None
-        if need_weights:
-            x, weights = residual_keeping_weights(x, self.ln2, lambda h: cross(h, True), self.norm_position)
-        else:
-            x = residual(x, self.ln2, cross, self.norm_position)
-        x = residual(x, self.ln3, self.ffn, self.norm_position)
-        return (x, weights) if need_weights else x
+                kv_cache: KVCache | None = None, layer_index: int = 0, taps=None) -> torch.Tensor:
+        """x (B, T, d) -> (B, T, d). taps (``decoder.layers.{i}``): resid_pre, self_attn_out, resid_mid,
+        cross_attn_out, resid_mid_cross, mlp_out, resid_post, and the attentions' points under
+        ``self_attn.`` and ``cross_attn.``."""
+        if taps is None:
+            x = residual(x, self.ln1, lambda h: self.self_attn(h, kv_cache=kv_cache, layer_index=layer_index,
+                                                               key_padding_mask=tgt_padding_mask), self.norm_position)
+            x = residual(x, self.ln2, lambda h: self.cross_attn(h, memory_kv=cross_kv, key_padding_mask=src_padding_mask),
+                         self.norm_position)
+            return residual(x, self.ln3, self.ffn, self.norm_position)
+        self_taps, cross_taps = taps.scope("self_attn"), taps.scope("cross_attn")
+        x = taps.tap("resid_pre", x)
+        x = residual(x, self.ln1, lambda h: taps.tap("self_attn_out", self.self_attn(
+            h, kv_cache=kv_cache, layer_index=layer_index, key_padding_mask=tgt_padding_mask, taps=self_taps)),
+            self.norm_position)
+        x = taps.tap("resid_mid", x)
+        x = residual(x, self.ln2, lambda h: taps.tap("cross_attn_out", self.cross_attn(
+            h, memory_kv=cross_kv, key_padding_mask=src_padding_mask, taps=cross_taps)), self.norm_position)
+        x = taps.tap("resid_mid_cross", x)
+        x = residual(x, self.ln3, lambda h: taps.tap("mlp_out", self.ffn(h)), self.norm_position)
+        return taps.tap("resid_post", x)
 
 
 class _Stack(nn.Module):
@@ -200,42 +206,52 @@ class TransformerSeq2Seq(Seq2SeqModel):
             return x + table(length, offset)
         return x
 
-    def encode_memory(self, src_embeddings: torch.Tensor, src_padding_mask: torch.Tensor | None) -> torch.Tensor:
-        """Source embedding rows (B, S, d) -> encoder memory (B, S, d)."""
-        x = self._add_positions(src_embeddings * self.embedding_scale, "src")
-        for layer in self.encoder.layers:
-            x = layer(x, key_padding_mask=src_padding_mask)
-        return self.encoder.final_norm(x)
+    def encode_memory(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None, taps=None) -> torch.Tensor:
+        """Source ids (B, S) -> encoder memory (B, S, d). taps: ``encoder.embed`` (the embedding rows,
+        before the scale and positions), ``encoder.layers.{i}.*``, ``encoder.output`` (the memory)."""
+        x = self.src_embeddings(src_ids)
+        if taps is not None:
+            x = taps.tap("encoder.embed", x)
+        x = self._add_positions(x * self.embedding_scale, "src")
+        for index, layer in enumerate(self.encoder.layers):
+            x = layer(x, key_padding_mask=src_padding_mask,
+                      taps=None if taps is None else taps.scope(f"encoder.layers.{index}"))
+        x = self.encoder.final_norm(x)
+        return x if taps is None else taps.tap("encoder.output", x)
 
     def _decode(self, tgt_ids: torch.Tensor, cross_kv, src_padding_mask, tgt_padding_mask, *,
-                kv_cache: KVCache | None = None, weights_out: list | None = None, head: bool = True) -> torch.Tensor:
-        """Logits of tgt_ids (head=False: the hidden states before the output layer, for return_hidden);
-        each layer's cross-attention weights are appended to weights_out if given."""
+                kv_cache: KVCache | None = None, head: bool = True, taps=None) -> torch.Tensor:
+        """Logits of tgt_ids (head=False: the hidden states before the output layer, for return_hidden).
+        taps: ``decoder.embed``, ``decoder.layers.{i}.*``, ``decoder.ln_final.scale`` (pre-norm),
+        ``decoder.output`` (the output layer's input)."""
         offset = 0 if kv_cache is None else kv_cache.length
-        x = self._add_positions(self.tgt_embeddings(tgt_ids) * self.embedding_scale, "tgt", offset)
+        x = self.tgt_embeddings(tgt_ids)
+        if taps is not None:
+            x = taps.tap("decoder.embed", x)
+        x = self._add_positions(x * self.embedding_scale, "tgt", offset)
         for index, layer in enumerate(self.decoder.layers):
-            x = layer(x, cross_kv[index], src_padding_mask, tgt_padding_mask, kv_cache=kv_cache,
-                      layer_index=index, need_weights=weights_out is not None)
-            if weights_out is not None:
-                x, weights = x
-                weights_out.append(weights)
+            x = layer(x, cross_kv[index], src_padding_mask, tgt_padding_mask, kv_cache=kv_cache, layer_index=index,
+                      taps=None if taps is None else taps.scope(f"decoder.layers.{index}"))
+        if taps is not None and self.decoder.ln_final is not None and taps.wants("decoder.ln_final.scale"):
+            taps.tap("decoder.ln_final.scale", self.decoder.ln_final.scale(x))
         x = self.decoder.final_norm(x)
+        if taps is not None:
+            x = taps.tap("decoder.output", x)
         return self.lm_head(x) if head else x
 
     def _cross_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return [layer.cross_attn.keys_values(memory) for layer in self.decoder.layers]
 
-    def forward_embedded(self, src_embeddings, tgt_ids, src_padding_mask=None, tgt_padding_mask=None, *,
-                         return_hidden=False):
-        memory = self.encode_memory(src_embeddings, src_padding_mask)
+    def _forward(self, src_ids, tgt_ids, src_padding_mask, tgt_padding_mask, return_hidden, taps):
+        memory = self.encode_memory(src_ids, src_padding_mask, taps)
         return self._decode(tgt_ids, self._cross_kv(memory), src_padding_mask, tgt_padding_mask,
-                            head=not return_hidden)
+                            head=not return_hidden, taps=taps)
 
     def encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None) -> TransformerDecoderState:
         """Read the source once; each decoder layer's cross-attention keys/values are computed here."""
         check_ids(src_ids, "src_ids")
         src_padding_mask = check_mask(src_padding_mask, src_ids, "src_padding_mask")
-        memory = self.encode_memory(self.embed_source(src_ids), src_padding_mask)
+        memory = self.encode_memory(src_ids, src_padding_mask)
         return TransformerDecoderState(self._cross_kv(memory), src_padding_mask,
                                        KVCache(self.config.num_decoder_layers))
 
@@ -246,11 +262,3 @@ class TransformerSeq2Seq(Seq2SeqModel):
         The state's KVCache is extended in place (and returned)."""
         logits = self._decode(tokens[:, None], state.cross_kv, state.src_padding_mask, None, kv_cache=state.cache)
         return logits[:, 0], state
-
-    def attention_maps(self, src_ids, tgt_ids, src_padding_mask=None, tgt_padding_mask=None) -> list[torch.Tensor]:
-        """Cross-attention weights, one (B, heads, T, S) tensor per decoder layer."""
-        src_padding_mask, tgt_padding_mask = check_batch(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask)
-        memory = self.encode_memory(self.embed_source(src_ids), src_padding_mask)
-        weights: list[torch.Tensor] = []
-        self._decode(tgt_ids, self._cross_kv(memory), src_padding_mask, tgt_padding_mask, weights_out=weights)
-        return weights

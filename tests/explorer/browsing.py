@@ -46,3 +46,14 @@ def set_value(page, selector, value):
     """Set an input (range, number, text, textarea) the way a user edit does: value + input event."""
     page.eval_on_selector(selector, "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }",
                           str(value))
+
+
+def overlapping(boxes):
+    """Pairs of labels in the same group (a panel, a card) whose boxes [group, text, left, top, right,
+    bottom] intersect (touching edges allowed, 0.5 px slack)."""
+    pairs = []
+    for i, (group, text, l1, t1, r1, b1) in enumerate(boxes):
+        for group2, text2, l2, t2, r2, b2 in boxes[i + 1:]:
+            if group == group2 and min(r1, r2) - max(l1, l2) > 0.5 and min(b1, b2) - max(t1, t2) > 0.5:
+                pairs.append((group, text, text2))
+    return pairs

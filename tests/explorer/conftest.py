@@ -117,3 +117,42 @@ def loaded_lm(lm_run):
 
     model, _ = load_model_from_checkpoint(lm_run / "checkpoints" / "latest.pt")
     return model, Tokenizer.load(lm_run / "tokenizer")
+
+
+@pytest.fixture(scope="session")
+def side_by_side_dir(tmp_path_factory):
+    """A folder laid out as `seqlab paths --out DIR` lays out its runs: runs/copy_rnn,
+    runs/copy_rnn-attention and runs/copy_transformer, tiny models trained a few steps on copy (their
+    weights are what they are; the tests compare with the library's numbers on them)."""
+    from seqlab.seq2seq.settings import Seq2SeqTrainConfig
+    from seqlab.seq2seq.task import train
+
+    out = tmp_path_factory.mktemp("side_by_side")
+    for arch in ("rnn", "rnn-attention", "transformer"):
+        train(Seq2SeqTrainConfig(out_dir=str(out / "runs" / f"copy_{arch}"), task="copy", min_len=3, max_len=6,
+                                 train_size=40, valid_size=4, arch=arch, d_model=16, num_heads=2, num_layers=1,
+                                 context_length=16, max_steps=4, batch_size=8, lr=0.01, progress=False, threads=1,
+                                 seed=0), say=lambda message: None)
+    return out
+
+
+def saturated_lm_run(directory):
+    """A byte-level LM run whose every prediction is token 42 ('*') with p ~ 1: every token embeds with
+    a large first component, which the final norm turns into the same direction, and the output layer
+    reads that direction for token 42 only (logit about 40)."""
+    import torch
+
+    from seqlab.model import TransformerLM
+    from seqlab.runs import save_checkpoint
+    from seqlab.tokenizer import Tokenizer
+
+    torch.manual_seed(0)
+    model = TransformerLM(256, 64, 32, 2, 4)
+    with torch.no_grad():
+        model.token_embeddings.weight[:, 0] = 100.0
+        model.lm_head.weight.mul_(0.01)
+        model.lm_head.weight[42].zero_()
+        model.lm_head.weight[42, 0] = 40.0 / 32 ** 0.5
+    Tokenizer({i: bytes([i]) for i in range(256)}, []).save(directory / "tokenizer")
+    save_checkpoint(model, None, 1, directory / "checkpoints" / "latest.pt")
+    return directory

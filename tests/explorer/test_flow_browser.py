@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.explorer.browsing import CHROMIUM, browser, open_page, set_value, settled  # noqa: F401 (fixture)
+from tests.explorer.browsing import CHROMIUM, browser, open_page, overlapping, set_value, settled  # noqa: F401 (fixture)
 
 pytestmark = [
     pytest.mark.browser,
@@ -18,16 +18,6 @@ pytest.importorskip("playwright.sync_api", reason="Python playwright is not inst
 LABEL_BOXES = """() => [...document.querySelectorAll('#w-flow svg text')].filter((e) => e.textContent.trim() !== '')
   .map((e) => { const r = e.getBoundingClientRect();
     return [e.closest('.panel').id, e.textContent, r.left, r.top, r.right, r.bottom]; })"""
-
-
-def overlapping(boxes):
-    """Pairs of labels in the same panel whose boxes intersect (touching edges allowed, 0.5 px slack)."""
-    pairs = []
-    for i, (panel, text, l1, t1, r1, b1) in enumerate(boxes):
-        for panel2, text2, l2, t2, r2, b2 in boxes[i + 1:]:
-            if panel == panel2 and min(r1, r2) - max(l1, l2) > 0.5 and min(b1, b2) - max(t1, t2) > 0.5:
-                pairs.append((panel, text, text2))
-    return pairs
 
 
 @pytest.fixture(params=["en", "zh"])

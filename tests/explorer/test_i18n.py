@@ -54,6 +54,14 @@ def test_every_key_the_page_uses_is_defined():
     paths_used = set(re.findall(r'\bt\("([\w.]+\w)"', (STATIC_DIR / "paths.js").read_text(encoding="utf-8")))
     assert {"paths.coincide", "paths.left_out", "paths.interval", "paths.longer"} <= paths_used
     used |= paths_used
+    # the course (course.js): its t("...") calls and the labels it builds from a state or a kind
+    course = (STATIC_DIR / "course.js").read_text(encoding="utf-8")
+    course_used = set(re.findall(r'\bt\("([\w.]+\w)"', course)) | set(re.findall(r'"(course\.[a-z_]+)"', course))
+    course_used |= {f"course.state.{s}" for s in ("todo", "started", "passed", "changed", "unconfirmed")}
+    course_used |= {f"course.kind.{k}" for k in ("trace", "implement", "card", "command")}
+    course_used |= {f"course.qkind.{k}" for k in ("predict", "explain", "derive", "trace", "extend")}
+    assert {"course.hint", "course.right", "course.diagnosis", "course.read_mistake"} <= course_used
+    used |= course_used
     missing = sorted(used - set(strings))
     assert not missing, missing
     assert len(used) > 200

@@ -73,21 +73,17 @@ def test_the_lm_face_names_attention_maps():
 
 
 def test_trace_weights_come_from_the_models_own_attention_module(monkeypatch):
-    """trace_forward asks each block's attention for its weights (need_weights=True): it re-derives
-    nothing, so a change to the module's attention shows up in the trace."""
-    from seqlab.model.attention import MultiHeadAttention
+    """trace_forward reads each layer's weights through the model's own taps: it re-derives
+    nothing, so a change to the module's attention formula shows up in the trace (a mutant that
+    doubles the scores changes the trace's weights)."""
+    import seqlab.model.attention as attention
 
     model, ids = _model(), [3, 1, 4, 1, 5]
-    calls = []
-    original = MultiHeadAttention.forward
-
-    def spy(self, *args, **kwargs):
-        calls.append(kwargs.get("need_weights", False))
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(MultiHeadAttention, "forward", spy)
-    trace_forward(model, ids)
-    assert calls == [True] * model.config.num_layers
+    before = trace_forward(model, ids).attention
+    original = attention.attention_scores
+    monkeypatch.setattr(attention, "attention_scores", lambda *a, **k: 2 * original(*a, **k))
+    after = trace_forward(model, ids).attention
+    assert all(not torch.allclose(a, b) for a, b in zip(before, after))
 
 
 def test_shapes_are_those_of_the_forward_pass():
@@ -104,7 +100,7 @@ def test_shapes_are_those_of_the_forward_pass():
 
 
 @pytest.mark.parametrize("ids, words", [([], "no token ids"), (list(range(13)), "13 ids exceed"),
-                                         ([1, 50], "position 1: id 50 is outside")])
+                                         ([1, 50], "token id 50 at position 1 is outside the vocabulary")])
 def test_bad_ids_are_named(ids, words):
     with pytest.raises(ValueError, match=words):
         check_ids(_model(), ids)

@@ -54,9 +54,10 @@ def test_attribution_is_the_librarys_and_sums_to_the_logit(model_client, loaded_
         logits = model(torch.tensor([ids]))[0, 3]
     assert data["target"]["id"] == int(logits.argmax()) and data["position"] == 3  # default: the top token
     ours = direct_logit_attribution(model, ids, position=3, target=data["target"]["id"])
-    close(data["heads"], ours["heads"])
-    close(data["mlps"], ours["mlps"])
-    assert math.isclose(data["embed"], ours["embed"], rel_tol=1e-4, abs_tol=1e-5)
+    close(data["heads"], ours.heads)
+    close(data["mlps"], ours.mlps)
+    assert math.isclose(data["embed"], ours.embed, rel_tol=1e-4, abs_tol=1e-5)
+    assert data["scale"]["bound"] >= 0.5 and data["scale"]["max"] >= max(max(map(max, data["heads"])), data["embed"])
     assert math.isclose(data["total"], float(logits.max()), rel_tol=1e-4, abs_tol=1e-4)
     parts = data["embed"] + sum(map(sum, data["heads"])) + sum(data["mlps"])
     assert math.isclose(parts, data["total"], rel_tol=1e-4, abs_tol=1e-4)
@@ -74,14 +75,15 @@ def test_patch_is_the_librarys_with_the_top_tokens_as_defaults(model_client, loa
         assert data["target"]["id"] == top_clean[0]
         assert data["baseline"]["id"] == (top_corrupt if top_corrupt != top_clean[0] else top_clean[1])
         ours = patch(model, clean, corrupt, target=data["target"]["id"], baseline=data["baseline"]["id"], where=where)
-        close(data["recovery"], ours)
+        close(data["recovery"], ours.recovery)
+        assert data["scale"]["bound"] >= 1.0  # recovery's floor: 0 = corrupted, 1 = clean always fits
         assert data["changed"] == [i for i, (a, b) in enumerate(zip(clean, corrupt)) if a != b]
     # named tokens: the text of one token each
     target, baseline = (tokenizer.vocab[i].decode() for i in (clean[1], clean[2]))
     data = model_client.ok("interpret/patch", {"clean": CLEAN, "corrupt": CORRUPT, "where": "mlp_out",
                                                "target": target, "baseline": baseline})
     assert (data["target"]["id"], data["baseline"]["id"]) == (clean[1], clean[2])
-    close(data["recovery"], patch(model, clean, corrupt, target=clean[1], baseline=clean[2], where="mlp_out"))
+    close(data["recovery"], patch(model, clean, corrupt, target=clean[1], baseline=clean[2], where="mlp_out").recovery)
 
 
 def test_knockout_and_heads_are_the_librarys(model_client, loaded_lm):
@@ -89,7 +91,10 @@ def test_knockout_and_heads_are_the_librarys(model_client, loaded_lm):
     ids = ids_of(loaded_lm, CLEAN)
     data = model_client.ok("interpret/knockout", {"text": CLEAN, "position": -2})
     assert data["position"] == len(ids) - 2
-    close(data["drops"], knockout(model, ids, position=-2, target=data["target"]["id"]))
+    expected = knockout(model, ids, position=-2)
+    close(data["drops"], expected.drops)
+    assert data["target"]["id"] == expected.target and math.isclose(data["p"], expected.p, rel_tol=1e-5)
+    assert [n["code"] for n in data["notes"]] == [n.code for n in expected.notes]
     with torch.no_grad():
         assert data["target"]["id"] == int(model(torch.tensor([ids]))[0, -2].argmax())
     heads = model_client.ok("interpret/heads", {})
@@ -97,6 +102,10 @@ def test_knockout_and_heads_are_the_librarys(model_client, loaded_lm):
     assert heads["seq_len"] == 16 and heads["roles"] == head_roles(scores)
     for role, values in scores.items():
         close(heads["scores"][role], values)
+    tl = model_client.ok("interpret/heads", {"convention": "transformerlens"})
+    theirs = head_scores(model, seq_len=16, convention="transformerlens")
+    assert tl["roles"] == heads["roles"] and tl["convention"] == "transformerlens"
+    close(tl["scores"]["induction"], theirs["induction"])
 
 
 @pytest.mark.parametrize("name, payload, code, words", [
@@ -119,3 +128,22 @@ def test_bad_input_is_a_400_with_its_message(model_client, name, payload, code, 
     assert data.get("code") == code, data
     for word in words:
         assert word in data["error"], data
+
+
+def test_a_request_over_the_cost_limit_is_refused_with_its_estimate_and_command(model_server, model_client):
+    from seqlab.interpret.cost import estimate
+
+    runs = model_server.runs
+    previous, runs.interpret_limit = runs.interpret_limit, 1e-6
+    try:
+        status, data = model_client.post("interpret/patch", {"clean": CLEAN, "corrupt": CORRUPT})
+    finally:
+        runs.interpret_limit = previous
+    assert status == 400 and data["code"] == "too_costly", data
+    model = runs.lm(None).model
+    seq = min(len(runs.lm(None).tokenizer.encode(CLEAN)), model.config.context_length)  # the window read
+    cost = estimate(model, "patch", seq=seq)
+    assert data["params"]["rows"] == cost.rows == len(model.layers) * seq
+    assert data["params"]["seconds"] == round(cost.seconds, 1)
+    assert data["params"]["command"].startswith("seqlab interpret patch --run ") and "--corrupt" in data["params"]["command"]
+    assert "over this explorer's limit" in data["error"] and "progress bar" in data["error"]

@@ -155,6 +155,49 @@ def test_code_that_raises_or_returns_another_shape_gets_its_message(learn, ws):
     assert np.allclose(call["reference"][0], [1.2, 1.6]) and call["reference"][1] == pytest.approx(5.0)
     assert call["marks"] == [[0, 0], [0, 1]]
     assert call["difference"]["message"] == "output[0][0]: expected 1.2, got 2"
+    assert data["check"]["diagnosis"]["mistake"] == "coordinatewise" and not data["check"]["passed"]
+
+
+def test_when_yours_differs_the_full_check_s_diagnosis_comes_once_per_edit(learn, ws, monkeypatch):
+    import seqlab.learn.checking as checking
+    from seqlab.explorer import learn_api
+    from seqlab.learn.catalog import exercise
+    from seqlab.learn.checking import latest_check
+    from seqlab.learn.workspace import file_sha256
+
+    ran = []
+    real = checking.check_file
+    monkeypatch.setattr(checking, "check_file", lambda *a, **k: ran.append(a[1]) or real(*a, **k))
+    path = _write(ws, "attention", NO_SCALE + "# a version of the file no test has checked yet\n")
+    data = learn.ok("learn/yours", {"widget": "attention", "exercise": "attention", "inputs": INPUTS})
+    check = data["check"]
+    mistake = next(m for m in exercise("attention").mistakes if m.id == "missing_scale")
+    assert ran == ["attention"] and not check["passed"] and "scores" in check["failed"]
+    d = check["diagnosis"]
+    assert d["mistake"] == "missing_scale" and d["title"] == [mistake.title, mistake.title_zh]
+    assert d["explanation"] == [mistake.explanation, mistake.explanation_zh]
+    assert "sqrt(d_k)" in d["where"]
+    assert d["read"] == {"step": "attention", "anchor": "mistake-missing_scale", "widget": "w-attention"}
+    # the check is the one `seqlab learn check` records, with the hash of the file it checked
+    recorded = latest_check(ws, "attention")
+    assert recorded["sha256"] == file_sha256(path) and recorded["diagnosis"]["mistake"] == "missing_scale"
+    # other inputs, the other widget of the exercise: the same file is not checked again
+    other = learn.ok("learn/yours", {"widget": "cross_attention", "exercise": "attention",
+                                     "inputs": {"queries": [[1.0, 1.0]], "keys": [[1.0, 0.0], [0.0, 2.0]],
+                                                "values": [[1.0], [2.0]]}})
+    assert other["calls"][0]["difference"] and other["check"] == check and ran == ["attention"]
+    learn_api._CHECKED.clear()           # a new server: the check recorded in progress.json is of this version
+    assert learn.ok("learn/yours", {"widget": "attention", "exercise": "attention", "inputs": INPUTS})["check"] == check
+    assert ran == ["attention"]
+    # an edit is checked again; yours equal to the reference on these inputs: no check at all
+    _write(ws, "attention", NO_SCALE + "# edited again\n")
+    assert learn.ok("learn/yours", {"widget": "attention", "exercise": "attention", "inputs": INPUTS})["check"] == check
+    assert ran == ["attention"] * 2
+    zero = dict(INPUTS, queries=[[0.0, 0.0]] * 3)
+    assert learn.ok("learn/yours", {"widget": "attention", "exercise": "attention", "inputs": zero})["check"] is None
+    _reference_file(ws, "attention")
+    assert learn.ok("learn/yours", {"widget": "attention", "exercise": "attention", "inputs": INPUTS})["check"] is None
+    assert ran == ["attention"] * 2
 
 
 def test_a_stub_says_not_implemented_yet(learn, ws):
@@ -304,7 +347,8 @@ def test_explore_keeps_the_workspace_on_the_server(monkeypatch, capsys, tmp_path
     assert args.func(args) == 0 and seen == [str(missing)]
     assert f"warning: --workspace {missing} is not a directory" in capsys.readouterr().err
     args = build_parser().parse_args(["explore", "--port", "0", "--no-browser"])
-    assert args.func(args) == 0 and seen[-1] is None
+    assert args.func(args) == 0 and seen[-1] == "seqlab-learn"     # the workspace of `seqlab learn`'s default
+    assert "warning: --workspace" not in capsys.readouterr().err
 
 
 def test_nan_and_infinity_in_yours_come_back_as_json(learn, ws):

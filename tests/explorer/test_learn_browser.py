@@ -127,3 +127,83 @@ def test_the_clipping_panels_yours_column_shows_every_value(browser, server, ws,
         assert [text for text, _ in cells] == ["1.200000", "1.600000", "1.200000", "1.600000", "5.000000",
                                                "5.000000"]   # reference, yours: [3, 4] clipped to norm 2, norm 5
         assert [text for text, hidden in cells if hidden] == []
+
+
+TRANSPOSED_MASK = "import numpy as np\n\ndef causal_mask(n):\n    return np.triu(np.ones((n, n), dtype=bool))\n"
+MASK_PANEL = "#learn-w-mask-causal_mask"
+
+
+def _disjoint(page, selectors: list[str]) -> None:
+    """Each selector's element is shown, inside its panel, and no two of them overlap."""
+    boxes = []
+    for selector in selectors:
+        box = page.locator(selector).bounding_box()
+        assert box and box["width"] > 0 and box["height"] > 0, selector
+        boxes.append((selector, box))
+    for k, (a, p) in enumerate(boxes):
+        for b, q in boxes[k + 1:]:
+            apart = (p["y"] + p["height"] <= q["y"] + 0.5 or q["y"] + q["height"] <= p["y"] + 0.5 or
+                     p["x"] + p["width"] <= q["x"] + 0.5 or q["x"] + q["width"] <= p["x"] + 0.5)
+            assert apart, (a, p, b, q)
+
+
+def _within(page, inner: str, outer: str) -> None:
+    p, q = page.locator(inner).bounding_box(), page.locator(outer).bounding_box()
+    assert q["x"] - 0.5 <= p["x"] and p["x"] + p["width"] <= q["x"] + q["width"] + 0.5, (inner, p, outer, q)
+    assert q["y"] - 0.5 <= p["y"] and p["y"] + p["height"] <= q["y"] + q["height"] + 0.5, (inner, p, outer, q)
+
+
+def test_a_mutant_s_panel_shows_the_full_check_s_diagnosis_and_its_link_opens_the_lesson_there(
+        browser, server, ws, tmp_path):
+    """On the widget page, in English then 中文: the attention without its scale and the transposed causal
+    mask each show the diagnosis of their full check, where, and the link to the lesson's mistake, the
+    panel's parts apart; the link opens the course there, and in the lesson the panel links to the same place."""
+    from seqlab.learn.catalog import exercise
+
+    _write(ws, "attention", NO_SCALE)
+    _write(ws, "causal_mask", TRANSPOSED_MASK)
+    scale = next(m for m in exercise("attention").mistakes if m.id == "missing_scale")
+    transposed = next(m for m in exercise("causal_mask").mistakes if m.id == "transposed")
+    for page in open_page(browser, server.url + "?view=widgets&lang=en", tmp_path):
+        settled(page)
+        for lang in ("en", "zh"):
+            zh = lang == "zh"
+            if zh:
+                page.click("#lang-zh")              # the panels are drawn again in 中文
+            for panel, name, m in ((PANEL, "attention", scale), (MASK_PANEL, "causal_mask", transposed)):
+                box = page.locator(f"{panel} .learn-diagnosis")
+                assert box.get_attribute("data-mistake") == m.id
+                title = box.locator(".learn-diagnosis-title").inner_text()
+                assert title == (f"完整检查的诊断：{m.title_zh}" if zh else f"Diagnosis of the full check: {m.title}")
+                assert box.locator(".learn-where").inner_text().startswith("位置：" if zh else "Where: ")
+                link = box.locator("a.learn-read-link")
+                assert link.inner_text() == ("阅读：为什么这是错的" if zh else "read why this is wrong")
+                assert link.get_attribute("href") == f"/?lang=en#step/{name}/mistake-{m.id}"
+                # the panel's parts, one below the other, inside the panel
+                _disjoint(page, [f"{panel} > h3", f"{panel} > .learn-status", f"{panel} .learn-diagnosis",
+                                 f"{panel} > .table-wrap"])
+                _within(page, f"{panel} .learn-diagnosis", panel)
+                page.locator(panel).screenshot(path=str(tmp_path / f"{name}-{lang}.png"))
+        assert "sqrt(d_k)" in page.locator(f"{PANEL} .learn-where").inner_text()
+        assert not page.problems, page.problems
+        # the link opens the course at that mistake of the lesson (in the language chosen on the page)
+        page.locator(f"{PANEL} a.learn-read-link").click()
+        page.wait_for_selector("body[data-ready='1']")
+        page.wait_for_selector("#mistake-missing_scale")
+        settled(page)
+        assert page.evaluate("location.pathname + location.search + location.hash") == \
+            "/?lang=en#step/attention/mistake-missing_scale"
+        assert scale.title in page.locator("#mistake-missing_scale h4").inner_text()
+        top = page.locator("#mistake-missing_scale").bounding_box()["y"]
+        assert 0 <= top < page.viewport_size["height"] / 2          # scrolled to it
+        page.screenshot(path=str(tmp_path / "lesson-at-the-mistake.png"))
+        # in the lesson, the step's widget carries the panel, its diagnosis and a link into the same lesson
+        page.locator(f"#course-lesson {PANEL} .learn-diagnosis").wait_for()
+        _disjoint(page, [f"{PANEL} > h3", f"{PANEL} > .learn-status", f"{PANEL} .learn-diagnosis", f"{PANEL} > .table-wrap"])
+        _within(page, f"{PANEL} .learn-diagnosis", "#course-lesson")
+        page.locator(PANEL).screenshot(path=str(tmp_path / "attention-in-the-lesson.png"))
+        page.locator(f"#course-lesson {PANEL} a.learn-read-link").click()
+        page.wait_for_timeout(200)
+        top = page.locator("#mistake-missing_scale").bounding_box()["y"]
+        assert 0 <= top < page.viewport_size["height"] / 2
+        assert not page.problems, page.problems

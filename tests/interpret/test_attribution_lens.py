@@ -24,25 +24,27 @@ def test_attribution_parts_sum_to_the_logit(extra):
     with torch.no_grad():
         logits = model(IDS[None])[0]
     single = direct_logit_attribution(model, IDS, position=6, target=42)
-    assert single["heads"].shape == (2, 4) and single["mlps"].shape == (2,)
-    parts = single["embed"] + float(single["heads"].sum()) + float(single["mlps"].sum())
-    assert abs(parts - float(logits[6, 42])) < 1e-4 and abs(single["total"] - float(logits[6, 42])) < 1e-5
+    assert single.heads.shape == (2, 4) and single.mlps.shape == (2,)
+    parts = single.embed + float(single.heads.sum()) + float(single.mlps.sum())
+    assert abs(parts - float(logits[6, 42])) < 1e-4 and abs(single.total - float(logits[6, 42])) < 1e-5
     diff = direct_logit_attribution(model, IDS, position=-1, target=42, baseline=9)
-    parts = diff["embed"] + float(diff["heads"].sum()) + float(diff["mlps"].sum())
+    parts = diff.embed + float(diff.heads.sum()) + float(diff.mlps.sum())
     assert abs(parts - float(logits[-1, 42] - logits[-1, 9])) < 1e-4
+    top = direct_logit_attribution(model, IDS, position=3)  # the default target: the model's top token there
+    assert top.target == int(logits[3].argmax()) and abs(top.total - float(logits[3].max())) < 1e-5
 
 
 def test_one_heads_attribution_is_its_output_read_with_the_frozen_scale(model):
     """Oracle: the final residual's logit minus the logit with head (1, 2)'s output removed, the
     final RMSNorm's scale held at the full residual's value (computed here by hand)."""
-    cache = run_with_cache(model, IDS)
+    _, cache = run_with_cache(model, IDS)
     with torch.no_grad():
-        final = cache.resid_post[-1, 0, 4]
+        final = cache["layers.1.resid_post"][0, 4]
         scale = final.pow(2).mean().add(model.config.norm_eps).rsqrt()
         readout = lambda r: float((r * scale * model.ln_final.weight) @ model.lm_head.weight[42])
-        expected = readout(final) - readout(final - cache.head_out[1, 0, 4, 2])
+        expected = readout(final) - readout(final - cache["layers.1.attn.head_out"][0, 4, 2])
     ours = direct_logit_attribution(model, IDS, position=4, target=42)
-    assert abs(float(ours["heads"][1, 2]) - expected) < 1e-5
+    assert abs(float(ours.heads[1, 2]) - expected) < 1e-5
 
 
 def test_post_norm_and_bad_input_are_refused(model):
@@ -50,9 +52,9 @@ def test_post_norm_and_bad_input_are_refused(model):
         direct_logit_attribution(small_model(0, norm_position="post"), IDS, target=1)
     with pytest.raises(ValueError, match="position -11 is out of range for a prompt of 10 tokens"):
         direct_logit_attribution(model, IDS, position=-11, target=1)
-    with pytest.raises(ValueError, match="baseline id 300 is outside the vocabulary"):
+    with pytest.raises(ValueError, match="baseline: token id 300 is outside the vocabulary"):
         direct_logit_attribution(model, IDS, target=1, baseline=300)
-    with pytest.raises(ValueError, match="target id 256"):
+    with pytest.raises(ValueError, match="target: token id 256"):
         logit_lens(model, IDS, target=256)
 
 
@@ -107,10 +109,11 @@ def test_dependencies_are_gradient_times_input_of_the_models_own_forward(extra):
     target = int(logp.argmax())
     logp[target].backward()
     expected = torch.stack([(r.grad * r).sum(-1)[0] for r in kept])
-    ours = token_dependencies(model, IDS, position=6)
-    assert ours.shape == (3, 10)
+    result = token_dependencies(model, IDS, position=6)
+    ours = result.saliency
+    assert ours.shape == (3, 10) and result.target == target
     torch.testing.assert_close(ours, expected.detach(), rtol=1e-4, atol=1e-6)
     assert torch.equal(ours[:, 7:], torch.zeros(3, 3)) and float(ours[:-1, :7].abs().min()) > 0
     # the last residual reaches the prediction only through its own position
     assert torch.equal(ours[-1, :6], torch.zeros(6)) and float(ours[-1, 6]) != 0
-    torch.testing.assert_close(token_dependencies(model, IDS, position=6, target=target), ours)
+    torch.testing.assert_close(token_dependencies(model, IDS, position=6, target=target).saliency, ours)

@@ -1,5 +1,6 @@
-"""head_scores: a hand-built previous-token head (weights set here), and every score against a
-naive loop over heads and query positions on the model's own attention weights (need_weights)."""
+"""head_scores: a hand-built previous-token head (weights set here), every score against a naive
+loop over heads and query positions on attention weights recomputed from the raw projections
+(tests/explorer/oracles.py), and TransformerLens's convention against its formula written here."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import pytest
 import torch
 
-from seqlab.interpret import head_roles, head_scores, repeated_tokens
+from seqlab.interpret import ROLES, convert_scores, head_roles, head_scores, repeated_tokens
 from seqlab.model import TransformerLM
 from tests.interpret.conftest import small_model
 
@@ -44,13 +45,10 @@ def test_a_hand_built_previous_token_head_scores_as_one():
 
 
 def naive_scores(model, tokens):
-    inputs = []
-    hooks = [layer.attn.register_forward_pre_hook(lambda m, a: inputs.append(a[0])) for layer in model.layers]
-    with torch.no_grad():
-        model(tokens)
-        weights = [layer.attn(x, need_weights=True)[1] for layer, x in zip(model.layers, inputs)]
-    for hook in hooks:
-        hook.remove()
+    from tests.explorer.oracles import attention_oracle
+
+    per_row = [[w for _, _, w in attention_oracle(model, row.tolist())] for row in tokens]  # [row][layer] (H, T, T)
+    weights = [torch.stack([per_row[b][l] for b in range(len(tokens))]).float() for l in range(len(model.layers))]
     n = tokens.shape[1] // 2
     out = {name: torch.zeros(len(model.layers), model.config.num_heads) for name in
            ("previous_token", "duplicate_token", "induction", "first_token")}
@@ -92,3 +90,49 @@ def test_bad_tokens_are_named(model):
         head_scores(model, seq_len=33)
     with pytest.raises(ValueError, match="second half of each row must equal the first"):
         head_scores(model, tokens=torch.arange(8)[None])
+
+
+def detection(row, role):
+    """TransformerLens's detection pattern of one sequence, by its definition (a loop over cells)."""
+    T = len(row)
+    d = torch.zeros(T, T)
+    for i in range(T):
+        for j in range(T):
+            if role == "previous_token":
+                d[i, j] = float(j == i - 1)
+            elif role == "duplicate_token":
+                d[i, j] = float(j < i and row[j] == row[i])
+            elif role == "induction":  # the key after an earlier copy of the current token
+                d[i, j] = float(1 <= j <= i and row[j - 1] == row[i] and j - 1 < i)
+            else:
+                d[i, j] = float(j == 0 and i >= 1)
+    return d
+
+
+def transformerlens_score(pattern, detections):
+    """TransformerLens's detect_head ("mul") written out: per sequence sum(A * D) / sum(A), averaged."""
+    return sum(float((a * d).sum() / a.sum()) for a, d in zip(pattern, detections)) / len(detections)
+
+
+def test_the_transformerlens_convention_is_its_formula_and_a_conversion_of_ours():
+    model = small_model(8)
+    generator = torch.Generator().manual_seed(2)
+    half = torch.stack([torch.randperm(256, generator=generator)[:10] for _ in range(3)])  # no repeat in a half
+    tokens = torch.cat((half, half), dim=1)
+    ours = head_scores(model, tokens=tokens)
+    theirs = head_scores(model, tokens=tokens, convention="transformerlens")
+    from seqlab.model.head_patterns import attention_patterns
+
+    patterns = attention_patterns(model, tokens)  # (L, batch, H, T, T)
+    for role in ROLES:
+        detections = [detection(row, role) for row in tokens.tolist()]
+        for l in range(2):
+            for h in range(4):
+                expected = transformerlens_score(patterns[l, :, h], detections)
+                assert abs(float(theirs[role][l, h]) - expected) < 1e-5, (role, l, h)
+    converted = convert_scores(ours, tokens.shape[1])
+    for role in ROLES:
+        torch.testing.assert_close(theirs[role], converted[role], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(theirs["induction"], ours["induction"] / 2)  # "exactly half" for induction heads
+    with pytest.raises(ValueError, match="unknown convention"):
+        head_scores(model, tokens=tokens, convention="arena")

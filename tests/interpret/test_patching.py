@@ -1,5 +1,6 @@
 """patch and knockout against a naive loop: one forward of the model per patch or knockout, the
-activation swapped (or the edge cut) by forward hooks written here."""
+activation swapped (or the edge cut) by forward hooks written here; their defaults (the target is
+the model's top token, decided in the library) and their notes on a saturated prediction."""
 
 from __future__ import annotations
 
@@ -77,7 +78,9 @@ def most_moved(model):
 def test_patching_matches_one_forward_per_patch(where, extra):
     model = small_model(2, **extra)
     target, baseline = most_moved(model)
-    ours = patch(model, CLEAN, CORRUPT, target=target, baseline=baseline, where=where)
+    result = patch(model, CLEAN, CORRUPT, target=target, baseline=baseline, where=where)
+    ours = result.recovery
+    assert (result.target, result.baseline) == (target, baseline)
     expected = naive_patch(model, where, target, baseline)
     assert ours.shape == expected.shape
     torch.testing.assert_close(ours, expected, rtol=1e-4, atol=1e-4)
@@ -87,7 +90,7 @@ def test_patching_matches_one_forward_per_patch(where, extra):
 
 def test_a_custom_metric_replaces_the_logit_difference(model):
     metric = lambda logits: logits.float().log_softmax(-1)[:, 42]
-    ours = patch(model, CLEAN, CORRUPT, metric=metric)
+    ours = patch(model, CLEAN, CORRUPT, metric=metric).recovery
     logp = lambda ids: float(forward_logits(model, ids).log_softmax(-1)[42])
 
     def hook(m, a):
@@ -144,19 +147,20 @@ def test_knockout_matches_one_forward_per_cut_edge(extra):
     model = small_model(4, **extra)
     with torch.no_grad():
         target = int(model(CLEAN[None])[0, 8].argmax())
-    ours = knockout(model, CLEAN, position=8)
-    assert ours.shape == (2, len(CLEAN))
+    result = knockout(model, CLEAN, position=8)
+    ours = result.drops
+    assert ours.shape == (2, len(CLEAN)) and result.target == target and result.position == 8
     expected = naive_knockout(model, CLEAN, 8, target)
     torch.testing.assert_close(ours[:, :9], expected[:, :9], rtol=1e-4, atol=1e-4)
     assert torch.equal(ours[:, 9:], torch.zeros(2, 3)) and float(ours.abs().max()) > 1e-3
-    other = knockout(model, CLEAN, position=-4, target=7)  # -4 is position 8 of 12
+    other = knockout(model, CLEAN, position=-4, target=7).drops  # -4 is position 8 of 12
     torch.testing.assert_close(other[:, :9], naive_knockout(model, CLEAN, 8, 7)[:, :9], rtol=1e-4, atol=1e-4)
 
 
 def test_bad_input_is_named(model):
     with pytest.raises(ValueError, match="the clean prompt has 12 tokens and the corrupted one 11"):
         patch(model, CLEAN, CORRUPT[:11], target=42, baseline=61)
-    with pytest.raises(ValueError, match="target id 256 is outside the vocabulary"):
+    with pytest.raises(ValueError, match="target: token id 256 is outside the vocabulary"):
         patch(model, CLEAN, CORRUPT, target=256, baseline=61)
     with pytest.raises(ValueError, match="where must be one of"):
         patch(model, CLEAN, CORRUPT, target=42, baseline=61, where="attn")
@@ -164,5 +168,36 @@ def test_bad_input_is_named(model):
         patch(model, CLEAN, CLEAN, target=42, baseline=61)
     with pytest.raises(ValueError, match="position 12 is out of range for a prompt of 12 tokens"):
         knockout(model, CLEAN, position=12)
-    with pytest.raises(ValueError, match="target id -1 is outside"):
+    with pytest.raises(ValueError, match="target: token id -1 is outside"):
         knockout(model, CLEAN, target=-1)
+
+
+def test_the_default_target_and_baseline_are_decided_by_the_library(model):
+    with torch.no_grad():
+        clean_logits, corrupt_logits = model(CLEAN[None])[0, -1], model(CORRUPT[None])[0, -1]
+    result = patch(model, CLEAN, CORRUPT)
+    assert result.target == int(clean_logits.argmax())
+    expected_baseline = int(corrupt_logits.argmax())
+    if expected_baseline == result.target:  # both prompts predict the same token: the clean runner-up
+        expected_baseline = int(clean_logits.topk(2).indices[1])
+    assert result.baseline == expected_baseline
+    assert abs(result.clean_metric - float(clean_logits[result.target] - clean_logits[result.baseline])) < 1e-4
+
+
+def test_a_saturated_prediction_is_said_so():
+    """Known answer: a model whose output layer puts logit +40 on one token predicts it with p ~ 1;
+    knockout and dependencies then say "saturated" and suggest another target."""
+    from seqlab.interpret import token_dependencies
+
+    model = small_model(9)
+    ids = CLEAN[:6]
+    with torch.no_grad():
+        hidden = model(ids[None], return_hidden=True)[0, -1]
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[42] = 40.0 * hidden / hidden.pow(2).sum()  # logit 40 for token 42, 0 for the rest
+    for result in (knockout(model, ids), token_dependencies(model, ids)):
+        assert result.target == 42 and result.p > 0.999
+        assert [note.code for note in result.notes][:1] == ["saturated"], result.notes
+        assert "--target" in result.notes[0].suggestion
+    calm = knockout(small_model(4), CLEAN, position=8)
+    assert calm.p < 0.999 and "saturated" not in [note.code for note in calm.notes]

@@ -37,7 +37,7 @@ def check_batch(root, exercises, mistakes_module: str, sources: dict[str, dict[s
         add(("stub", ex.name), ex, path)
         add(("reference", ex.name), ex,
             write_student(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n"))
-        for m in ex.mistakes:
+        for m in (m for m in ex.mistakes if m.implementation is not None):
             add(("mutant", ex.name, m.id), ex, write_student(
                 root / f"mutant-{m.id}", ex.name, f"from {mistakes_module} import {ex.name}__{m.id} as {ex.name}\n"))
         for kind, by_name in sources.items():
@@ -47,8 +47,9 @@ def check_batch(root, exercises, mistakes_module: str, sources: dict[str, dict[s
 
 
 def mutants(exercises) -> list[tuple[str, str]]:
-    """(exercise name, mistake id) of every catalogued mistake: the parameters of the mutant test."""
-    return [(e.name, m.id) for e in exercises for m in e.mistakes]
+    """(exercise name, mistake id) of every catalogued mistake with a mutant (not the conventions the stubs
+    accept, which pass): the parameters of the mutant test."""
+    return [(e.name, m.id) for e in exercises for m in e.mistakes if m.implementation is not None and not m.accepted]
 
 
 def assert_diagnosed(report, mistake: str) -> None:
@@ -66,3 +67,13 @@ def mutant_test(exercises):
     def test(batch, name, mistake):
         assert_diagnosed(batch["mutant", name, mistake], mistake)
     return test
+
+
+def assert_contract_in_stub(batch, ex) -> None:
+    """Each sentence of ``ex``'s contract is in its stub, word for word, and is a check of the reference's report."""
+    stub = " ".join(open(batch["stub", ex.name].file, encoding="utf-8").read().split())
+    checks = {c["name"] for c in batch["reference", ex.name].checks}
+    assert ex.spec
+    for spec in ex.spec:
+        assert " ".join(spec.sentence.split()) in stub, spec.sentence
+        assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id

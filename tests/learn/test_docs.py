@@ -22,6 +22,22 @@ def test_the_learn_section_parses_and_names_the_first_three_commands():
     rc = _readme_commands()
     text = (ROOT / "docs" / "learn.md").read_text(encoding="utf-8")
     assert rc.check(text, rc.shipped_paths(ROOT)) == []
-    (block,) = [b for b in rc.read_blocks(text) if b.lang == "bash"]
+    block = [b for b in rc.read_blocks(text) if b.lang == "bash"][0]      # the student's; then the teacher's
     commands = [str(c) for c in rc.commands(block)]
     assert commands == ["seqlab learn", "seqlab learn start rnn_step", "seqlab learn check rnn_step"]
+
+
+def test_the_lecture_table_maps_every_objective_and_exercise_to_steps_of_the_path():
+    import re
+
+    from seqlab.learn.path import STEP_BY_ID
+    text = (ROOT / "docs" / "learn.md").read_text(encoding="utf-8")
+    table = text[text.index("### The lecture, mapped to the path"):]
+    rows = [line for line in table.splitlines()[1:] if line.startswith("| ")][2:]
+    rows = rows[:next((k for k, r in enumerate(rows) if not r.startswith("| ")), len(rows))]
+    named = {row.split("|")[1].strip().split(":")[0]: re.findall(r"`([a-z0-9_]+)`", row.split("|")[2]) for row in rows}
+    assert [k for k in named if k.startswith("Objective")] == [f"Objective {k}" for k in range(1, 10)]
+    assert [k for k in named if k.startswith("Exercise")] == [f"Exercise {k} ({kind})" for k, kind in enumerate(
+        ["Explain", "Trace", "Implement", "Derive", "Trace", "Trace", "Explain", "Derive", "Extend"], 1)]
+    for row, steps in named.items():
+        assert steps and all(s in STEP_BY_ID for s in steps), (row, steps)

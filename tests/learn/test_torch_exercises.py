@@ -1,277 +1,61 @@
-"""Every LM-component exercise (PyTorch): the stub fails with "not implemented yet", seqlab.model's
-reference passes, every catalogued mistake fails with its own diagnosis, and implementations
-written here pass: loops, and torch.nn.functional where it has the function."""
+"""Every LM-component exercise (PyTorch), all its student files checked in one child process: the stub
+fails with "not implemented yet", seqlab.model's reference passes, every catalogued mistake fails with its
+own diagnosis, two independent implementations in other styles pass (and a convention the text allows,
+with a note), and every wrong version written in tests/learn/torch_students.py fails with a diagnosis
+naming its mistake: one per sentence of each contract, the rules, and the issue's escaped cases."""
 
 from __future__ import annotations
 
 import pytest
 
 from seqlab.learn.catalog import TORCH_NAMES, exercise
+from seqlab.learn.exercise import GENERIC_CHECKS
 from seqlab.learn.torch_exercises import EXERCISES
-from tests.learn.students import check_batch, mutant_test, mutants
+from tests.learn.students import assert_contract_in_stub, assert_diagnosed, check_batch
+from tests.learn.torch_students import CONVENTIONS, LOOPS, VECTORISED, WRONG
 
-# A block position by position and head by head, with math on Python floats for the RoPE angles and the softmax.
-BLOCK_LOOPS = """
-    import math
-    import torch
+__all__ = ["LOOPS"]                    # read by test_independent_implementations
+WRONG_KEYS = [(name, version) for name, versions in WRONG.items() for version in versions]
 
-    def norm(v, gain, eps):
-        ms = sum(float(t) ** 2 for t in v) / len(v)
-        return v / math.sqrt(ms + eps) * gain
-
-    def rotate(v, position, theta):
-        out = v.clone()
-        for k in range(len(v) // 2):
-            angle = position * theta ** (-2 * k / len(v))
-            a, b = float(v[2 * k]), float(v[2 * k + 1])
-            out[2 * k], out[2 * k + 1] = a * math.cos(angle) - b * math.sin(angle), a * math.sin(angle) + b * math.cos(angle)
-        return out
-
-    def transformer_block(x, weights, num_heads, theta=10000.0, eps=1e-5):
-        batch, seq, d = x.shape
-        w = d // num_heads
-        out = torch.zeros_like(x)
-        for b in range(batch):
-            normed = [norm(x[b, i], weights["ln1.weight"], eps) for i in range(seq)]
-            q = [weights["attn.q_proj.weight"] @ n for n in normed]
-            k = [weights["attn.k_proj.weight"] @ n for n in normed]
-            v = [weights["attn.v_proj.weight"] @ n for n in normed]
-            for i in range(seq):
-                heads = []
-                for h in range(num_heads):
-                    cols = slice(h * w, (h + 1) * w)
-                    qi = rotate(q[i][cols], i, theta)
-                    scores = [float(qi @ rotate(k[j][cols], j, theta)) / math.sqrt(w) for j in range(i + 1)]
-                    top = max(scores)
-                    e = [math.exp(s - top) for s in scores]
-                    heads.append(sum(e[j] / sum(e) * v[j][cols] for j in range(i + 1)))
-                z = x[b, i] + weights["attn.output_proj.weight"] @ torch.cat(heads)
-                n = norm(z, weights["ln2.weight"], eps)
-                a, g = weights["ffn.w1.weight"] @ n, weights["ffn.w3.weight"] @ n
-                silu = torch.tensor([float(t) / (1 + math.exp(-float(t))) for t in a], dtype=x.dtype)
-                out[b, i] = z + weights["ffn.w2.weight"] @ (silu * g)
-        return out
-"""
-
-# Loop-style implementations (one row, position or head at a time), written from the exercises'
-# docstrings, not from seqlab's vectorised code.
-LOOPS = {
-    "rms_norm": """
-        import math
+# A rule broken while the file is imported; and, in a later job of the same child, an exercise without rules
+# using torch.nn.functional: the rules are put back after each job.
+RULES_ACROSS_JOBS = {
+    "import-time": {"softmax": """
         import torch
-        def rms_norm(x, weight, eps=1e-5):
-            rows = x.reshape(-1, x.shape[-1])
-            out = torch.empty_like(rows)
-            for r in range(rows.shape[0]):
-                ms = sum(float(v) ** 2 for v in rows[r]) / rows.shape[1]
-                out[r] = rows[r] / math.sqrt(ms + eps) * weight
-            return out.reshape(x.shape)
-    """,
-    "rotate_pairs": """
+        import torch.nn.functional as F
+        TABLE = F.softmax(torch.zeros(3), 0)
+        def softmax(x, dim=-1):
+            return TABLE
+    """},
+    "no-rules": {"get_batch": """
+        import numpy as np
         import torch
-        def rotate_pairs(x, cos, sin):
-            out = x.clone()
-            for k in range(x.shape[-1] // 2):
-                a, b = x[..., 2 * k], x[..., 2 * k + 1]
-                out[..., 2 * k] = a * cos[:, k] - b * sin[:, k]
-                out[..., 2 * k + 1] = a * sin[:, k] + b * cos[:, k]
-            return out
-    """,
-    "lr_cosine_schedule": """
-        import math
-        def lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters):
-            if it < warmup_iters:
-                return it / warmup_iters * max_learning_rate
-            if it <= cosine_cycle_iters:
-                angle = math.pi * (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
-                return min_learning_rate + (max_learning_rate - min_learning_rate) * (math.cos(angle) + 1) / 2
-            return min_learning_rate
-    """,
-    "adamw_step": """
-        import math
-        import torch
-        def adamw_step(p, grad, m, v, step, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-            b1, b2 = betas
-            p, m, v = p.clone().flatten(), m.clone().flatten(), v.clone().flatten()
-            g = grad.flatten()
-            for i in range(p.numel()):
-                p[i] = p[i] - lr * weight_decay * p[i]
-                m[i] = b1 * m[i] + (1 - b1) * g[i]
-                v[i] = b2 * v[i] + (1 - b2) * g[i] ** 2
-                p[i] = p[i] - lr * (m[i] / (1 - b1 ** step)) / (math.sqrt(v[i] / (1 - b2 ** step)) + eps)
-            shape = grad.shape
-            return p.reshape(shape), m.reshape(shape), v.reshape(shape)
-    """,
-    "get_batch": """
-        import torch
+        import torch.nn.functional as F
         def get_batch(dataset, batch_size, context_length, device, *, generator=None):
             starts = generator.integers(0, len(dataset) - context_length, size=batch_size)
-            inputs = torch.zeros(batch_size, context_length, dtype=torch.int64)
-            targets = torch.zeros(batch_size, context_length, dtype=torch.int64)
-            for i, s in enumerate(starts):
-                for j in range(context_length):
-                    inputs[i, j] = int(dataset[s + j])
-                    targets[i, j] = int(dataset[s + j + 1])
-            return inputs.to(device), targets.to(device)
-    """,
-    "transformer_block": BLOCK_LOOPS,
-    "transformer_lm": BLOCK_LOOPS + """
-    def transformer_lm(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
-        batch, seq = ids.shape
-        emb = weights["token_embeddings.weight"]
-        h = torch.stack([torch.stack([emb[int(ids[b, i])] for i in range(seq)]) for b in range(batch)])
-        for layer in range(num_layers):
-            prefix = f"layers.{layer}."
-            mine = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
-            h = transformer_block(h, mine, num_heads, theta, eps)
-        head = weights["lm_head.weight"]
-        logits = torch.zeros(batch, seq, head.shape[0], dtype=h.dtype)
-        for b in range(batch):
-            for i in range(seq):
-                n = norm(h[b, i], weights["ln_final.weight"], eps)
-                for v in range(head.shape[0]):
-                    logits[b, i, v] = sum(float(n[c]) * float(head[v, c]) for c in range(len(n)))
-        return logits
-    """,
-    "softmax": """
-        import math
-        import torch
-        def softmax(x, dim=-1):
-            moved = x.movedim(dim, -1)
-            rows = moved.reshape(-1, moved.shape[-1])
-            out = torch.empty_like(rows)
-            for r in range(rows.shape[0]):
-                values = [float(v) for v in rows[r]]
-                top = max(values)
-                e = [math.exp(v - top) for v in values]
-                for c in range(len(e)):
-                    out[r, c] = e[c] / sum(e)
-            return out.reshape(moved.shape).movedim(-1, dim)
-    """,
-    "scaled_dot_product_attention": """
-        import math
-        import torch
-        def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-            n, m, d = Q.shape[-2], K.shape[-2], Q.shape[-1]
-            batch = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-            q = Q.expand(*batch, n, d).reshape(-1, n, d)
-            k = K.expand(*batch, m, d).reshape(-1, m, d)
-            v = V.expand(*batch, m, V.shape[-1]).reshape(-1, m, V.shape[-1])
-            allowed = torch.ones(n, m, dtype=torch.bool) if mask is None else mask
-            allowed = allowed.expand(*batch, n, m).reshape(-1, n, m)
-            out = torch.zeros(q.shape[0], n, V.shape[-1], dtype=V.dtype)
-            for b in range(q.shape[0]):
-                for i in range(n):
-                    seen = [j for j in range(m) if allowed[b, i, j] and (not causal or j <= i + m - n)]
-                    if not seen:
-                        continue
-                    scores = [float(q[b, i] @ k[b, j]) / math.sqrt(d) for j in seen]
-                    top = max(scores)
-                    e = [math.exp(s - top) for s in scores]
-                    for j, ej in zip(seen, e):
-                        out[b, i] += ej / sum(e) * v[b, j]
-            return out.reshape(*batch, n, V.shape[-1])
-    """,
-    "cross_entropy": """
-        import math
-        import torch
-        def cross_entropy(logits, targets):
-            rows, ids = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
-            total = 0.0
-            for r in range(rows.shape[0]):
-                values = [float(v) for v in rows[r]]
-                top = max(values)
-                total += top + math.log(sum(math.exp(v - top) for v in values)) - values[int(ids[r])]
-            return torch.tensor(total / rows.shape[0], dtype=logits.dtype)
-    """,
-    "causal_multihead_self_attention": """
-        import math
-        import torch
-        def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads):
-            rows = x.reshape(-1, x.shape[-2], x.shape[-1])
-            seq, d = rows.shape[1], rows.shape[2]
-            w = d // num_heads
-            out = torch.zeros_like(rows)
-            for b in range(rows.shape[0]):
-                q = [q_weight @ rows[b, i] for i in range(seq)]
-                k = [k_weight @ rows[b, i] for i in range(seq)]
-                v = [v_weight @ rows[b, i] for i in range(seq)]
-                for i in range(seq):
-                    heads = []
-                    for h in range(num_heads):
-                        cols = slice(h * w, (h + 1) * w)
-                        scores = [float(q[i][cols] @ k[j][cols]) / math.sqrt(w) for j in range(i + 1)]
-                        top = max(scores)
-                        e = [math.exp(s - top) for s in scores]
-                        heads.append(sum(e[j] / sum(e) * v[j][cols] for j in range(i + 1)))
-                    out[b, i] = o_weight @ torch.cat(heads)
-            return out.reshape(x.shape)
-    """,
-    "swiglu": """
-        import math
-        import torch
-        def swiglu(x, w1_weight, w2_weight, w3_weight):
-            rows = x.reshape(-1, x.shape[-1])
-            out = torch.zeros_like(rows)
-            for r in range(rows.shape[0]):
-                a, g = w1_weight @ rows[r], w3_weight @ rows[r]
-                hidden = torch.tensor([float(a[u]) / (1 + math.exp(-float(a[u]))) * float(g[u]) for u in range(len(a))],
-                                      dtype=x.dtype)
-                out[r] = w2_weight @ hidden
-            return out.reshape(x.shape)
-    """,
+            windows = torch.from_numpy(np.stack([np.asarray(dataset[s:s + context_length + 1], dtype=np.int64) for s in starts]))
+            return F.pad(windows[:, :-1], (0, 0)), windows[:, 1:]
+    """},
 }
 
-# torch.nn.functional (which the library may not use) as a second oracle where it has the function
-FUNCTIONAL = {
-    "softmax": """
-        import torch
-        def softmax(x, dim=-1):
-            return torch.nn.functional.softmax(x, dim=dim)
-    """,
-    "scaled_dot_product_attention": """
-        import torch
-        def scaled_dot_product_attention(Q, K, V, mask=None, *, causal=False):
-            n, m = Q.shape[-2], K.shape[-2]
-            allowed = torch.ones(n, m, dtype=torch.bool)
-            if mask is not None:
-                allowed = allowed & mask
-            if causal:
-                allowed = allowed & torch.ones(n, m, dtype=torch.bool).tril(m - n)
-            return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=allowed)
-    """,
-    "cross_entropy": """
-        import torch
-        def cross_entropy(logits, targets):
-            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-    """,
-    "causal_multihead_self_attention": """
-        import torch
-        def causal_multihead_self_attention(x, q_weight, k_weight, v_weight, o_weight, num_heads):
-            d = x.shape[-1]
-            w = d // num_heads
-            q, k, v = x @ q_weight.T, x @ k_weight.T, x @ v_weight.T
-            outs = []
-            for h in range(num_heads):
-                cols = slice(h * w, (h + 1) * w)
-                outs.append(torch.nn.functional.scaled_dot_product_attention(
-                    q[..., cols], k[..., cols], v[..., cols], is_causal=True))
-            return torch.cat(outs, dim=-1) @ o_weight.T
-    """,
-    "swiglu": """
-        import torch
-        def swiglu(x, w1_weight, w2_weight, w3_weight):
-            a = torch.nn.functional.linear(x, w1_weight)
-            return torch.nn.functional.linear(torch.nn.functional.silu(a) * torch.nn.functional.linear(x, w3_weight),
-                                              w2_weight)
-    """,
-}
+
+def test_a_rule_broken_at_import_fails_the_check_and_the_rules_end_with_their_job(batch):
+    report = batch["import-time", "softmax"]
+    assert not report.passed and report.checks[0]["name"] == "runs"
+    assert "RuleBroken" in report.checks[0]["message"] and "torch.nn.functional.softmax" in report.checks[0]["message"]
+    assert batch["no-rules", "get_batch"].passed, batch["no-rules", "get_batch"].checks
+
+
+def _kind(name, version) -> str:
+    return f"wrong-{name}-{list(WRONG[name]).index(version)}"
 
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    return check_batch(tmp_path_factory.mktemp("torch-batch"), EXERCISES, "seqlab.learn.torch_mistakes",
-                       {"loops": LOOPS, "functional": FUNCTIONAL})
+    sources = {"loops": LOOPS, "vectorised": VECTORISED, "convention": CONVENTIONS, **RULES_ACROSS_JOBS}
+    sources.update({_kind(name, version): {name: source} for name, versions in WRONG.items()
+                    for version, (source, _) in versions.items()})
+    return check_batch(tmp_path_factory.mktemp("torch-batch"), EXERCISES, "seqlab.learn.torch_mistakes", sources)
 
 
 def test_the_catalog_names_every_torch_exercise():
@@ -286,19 +70,129 @@ def test_the_stub_fails_with_not_implemented_yet(batch, name):
 
 
 @pytest.mark.parametrize("name", TORCH_NAMES)
-def test_the_reference_and_an_independent_implementation_pass(batch, name):
-    assert batch["reference", name].passed, batch["reference", name].checks
-    assert batch["loops", name].passed, (batch["loops", name].checks, batch["loops", name].diagnosis)
-    if name in FUNCTIONAL:
-        assert batch["functional", name].passed, (batch["functional", name].checks, batch["functional", name].diagnosis)
+def test_the_reference_and_two_independent_implementations_pass(batch, name):
+    for kind in ("reference", "loops", "vectorised"):
+        report = batch[kind, name]
+        assert report.passed and not report.notes, (kind, report.checks, report.diagnosis)
+        assert ("rules" in {c["name"] for c in report.checks}) == bool(exercise(name).rules)
 
 
-MUTANTS = mutants(EXERCISES)
-test_each_catalogued_mistake_fails_with_its_own_diagnosis = mutant_test(EXERCISES)
+def test_adamw_in_cs336_s_order_passes_with_a_note_naming_both_orders(batch):
+    report = batch["convention", "adamw_step"]
+    assert report.passed and report.diagnosis is None
+    assert len(report.notes) == 1 and "CS336's order" in report.notes[0] and "decays first" in report.notes[0]
+
+
+MUTANTS = [(e.name, m.id) for e in EXERCISES for m in e.mistakes if m.implementation is not None and not m.accepted]
+
+
+@pytest.mark.parametrize(("name", "mistake"), MUTANTS, ids=[f"{n}-{m}" for n, m in MUTANTS])
+def test_each_catalogued_mistake_fails_with_its_own_diagnosis(batch, name, mistake):
+    assert_diagnosed(batch["mutant", name, mistake], mistake)
+
+
+@pytest.mark.parametrize(("name", "version"), WRONG_KEYS, ids=[f"{n}-{v}" for n, v in WRONG_KEYS])
+def test_each_wrong_version_fails_and_its_diagnosis_names_the_mistake(batch, name, version):
+    report = batch[_kind(name, version), name]
+    expected = WRONG[name][version][1]
+    assert not report.passed, report.checks
+    diagnosis = report.diagnosis
+    assert diagnosis is not None and diagnosis["mistake"] == expected, (report.checks, diagnosis)
+    assert diagnosis["where"] and diagnosis["read"]["step"] == exercise(name).step
+
+
+def test_how_many_wrong_versions_end_in_a_specific_diagnosis(batch):
+    """The issue's count: every wrong version fails, and its diagnosis names a mistake (not "no catalogued
+    mistake matches"). Printed for the closing note (pytest -s)."""
+    reports = [batch[_kind(name, version), name] for name, version in WRONG_KEYS]
+    failed = sum(not r.passed for r in reports)
+    named = sum(bool(r.diagnosis and r.diagnosis["mistake"]) for r in reports)
+    print(f"\nPyTorch exercises: {failed} of {len(reports)} wrong versions fail; {named} end in a specific diagnosis")
+    assert failed == named == len(reports)
+
+
+@pytest.mark.parametrize("name", TORCH_NAMES)
+def test_every_sentence_of_the_contract_is_failed_by_a_wrong_version(batch, name):
+    """Each sentence's own check fails for some wrong version; the generic sentences (inputs unchanged,
+    the rules) likewise; at least two correct and four wrong versions per exercise."""
+    ex = exercise(name)
+    failing = {c["name"] for version in WRONG[name] for c in batch[_kind(name, version), name].checks if not c["passed"]}
+    own = [s.id for s in ex.spec if s.id not in GENERIC_CHECKS]
+    generic = [s.id for s in ex.spec if s.id in ("inputs unchanged", "rules")]
+    missing = [i for i in own + generic if i not in failing]
+    assert not missing, f"{name}: no wrong version fails the sentence(s) {missing}"
+    assert len(WRONG[name]) >= 4 and name in LOOPS and name in VECTORISED
+
+
+def test_the_issue_s_escaped_cases_are_among_the_wrong_versions():
+    escaped = {(name, expected) for name, versions in WRONG.items() for version, (_, expected) in versions.items()
+               if "(escaped)" in version}
+    for case in (("softmax", "rule_broken"), ("swiglu", "rule_broken"), ("cross_entropy", "rule_broken"),
+                 ("scaled_dot_product_attention", "rule_broken"), ("causal_multihead_self_attention", "batched"),
+                 ("softmax", "dtype"), ("get_batch", "int64"), ("scaled_dot_product_attention", "nan_on_fully_masked_rows"),
+                 ("cross_entropy", "max_not_subtracted"), ("softmax", "max_not_subtracted"),
+                 ("scaled_dot_product_attention", "causal_ignored_with_a_mask"),
+                 ("scaled_dot_product_attention", "leading_dims"), ("adamw_step", "eps_inside_the_root")):
+        assert case in escaped, case
+
+
+def test_a_broken_rule_says_what_to_write_instead(batch):
+    softmax = batch[_kind("softmax", "torch.nn.functional.softmax (escaped)"), "softmax"]
+    rules = next(c for c in softmax.checks if c["name"] == "rules")
+    assert not rules["passed"] and "torch.nn.functional.softmax" in rules["message"]
+    assert "x.amax(dim, keepdim=True)" in rules["message"]
+    silu = batch[_kind("swiglu", "torch.nn.functional.silu (escaped)"), "swiglu"]
+    assert "a * torch.sigmoid(a)" in next(c for c in silu.checks if c["name"] == "rules")["message"]
+
+
+def test_a_loop_over_heads_is_caught_by_its_op_count(batch):
+    report = batch[_kind("causal_multihead_self_attention", "a Python loop over heads (escaped)"), "causal_multihead_self_attention"]
+    failed = {c["name"]: c["message"] for c in report.checks if not c["passed"]}
+    assert list(failed) == ["batched"], failed
+    assert "8 heads (4 times as many)" in failed["batched"] and "tensor operations against" in failed["batched"]
+    positions = batch[_kind("causal_multihead_self_attention", "a Python loop over positions"), "causal_multihead_self_attention"]
+    assert "16 positions" in next(c["message"] for c in positions.checks if c["name"] == "batched")
+
+
+def test_the_references_agree_with_torch_nn_functional_on_every_case():
+    """torch.nn.functional (which the library may not use) as a second oracle, here in the test process."""
+    import torch
+    import torch.nn.functional as F
+
+    from seqlab.learn.exercise import _call
+
+    def sdpa(Q, K, V, mask=None, *, causal=False):
+        n, m = Q.shape[-2], K.shape[-2]
+        allowed = torch.ones(n, m, dtype=torch.bool)
+        if mask is not None:
+            allowed = allowed & mask
+        if causal:
+            allowed = allowed & torch.ones(n, m, dtype=torch.bool).tril(m - n)
+        out = F.scaled_dot_product_attention(Q, K, V, attn_mask=allowed)
+        return torch.where(allowed.any(-1, keepdim=True), out, torch.zeros_like(out))   # no visible key: 0
+
+    def mhsa(x, q_weight, k_weight, v_weight, o_weight, num_heads):
+        split = lambda t: t.unflatten(-1, (num_heads, -1)).transpose(-3, -2)   # noqa: E731
+        heads = F.scaled_dot_product_attention(split(x @ q_weight.T), split(x @ k_weight.T), split(x @ v_weight.T),
+                                               is_causal=True)
+        return heads.transpose(-3, -2).flatten(-2) @ o_weight.T
+
+    oracles = {"softmax": lambda x, dim=-1: F.softmax(x, dim=dim),
+               "cross_entropy": lambda logits, targets: F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                                        targets.reshape(-1).long()),
+               "swiglu": lambda x, w1, w2, w3: F.linear(F.silu(F.linear(x, w1)) * F.linear(x, w3), w2),
+               "scaled_dot_product_attention": sdpa, "causal_multihead_self_attention": mhsa}
+    for name, oracle in oracles.items():
+        ex = exercise(name)
+        for case in ex.cases():
+            if name == "causal_multihead_self_attention" and case.args[0].dim() == 2:
+                continue                          # F's is_causal wants a batch dimension
+            ours, theirs = _call(ex.reference(), case), _call(oracle, case)
+            assert ours.dtype == theirs.dtype and torch.allclose(ours, theirs, rtol=1e-5, atol=1e-6), (name, case.label)
 
 
 def test_the_issue_s_lm_mistakes_are_catalogued():
-    ids = set(MUTANTS)
+    ids = set(MUTANTS) | {(e.name, m.id) for e in EXERCISES for m in e.mistakes}
     assert ("rotate_pairs", "half_split_pairs") in ids and ("rms_norm", "eps_outside_the_root") in ids
     assert ("scaled_dot_product_attention", "causal_mask_excludes_current") in ids
     assert ("scaled_dot_product_attention", "causal_mask_includes_next") in ids
@@ -358,3 +252,41 @@ def test_adamw_step_s_reference_is_a_step_of_seqlab_s_adamw_object():
     opt.step()
     assert torch.equal(new_p, param.detach()) and torch.equal(new_m, opt.state[param]["exp_avg"])
     assert torch.equal(new_v, opt.state[param]["exp_avg_sq"]) and opt.state[param]["step"] == 7
+
+
+def test_every_mistake_is_written_for_the_lesson_in_both_languages():
+    import re
+    for ex in EXERCISES:
+        ids = [m.id for m in ex.mistakes]
+        assert len(ids) == len(set(ids)), ex.name                 # one anchor mistake-<id> each
+        for m in ex.mistakes:
+            assert m.title and m.explanation and m.title_zh and m.explanation_zh, (ex.name, m.id)
+            en, zh = m.why
+            assert len(en) > 60 and len(zh) > 30, (ex.name, m.id)
+            for text in (m.title_zh, m.explanation_zh, zh):
+                assert re.search(r"[\u4e00-\u9fff]", text), (ex.name, m.id, text)
+            assert m.implementation is not None or m.recognise is not None, (ex.name, m.id)
+            if m.convention and not m.accepted:
+                assert "this exercise uses" in m.explanation and "本练习使用" in m.explanation_zh, (ex.name, m.id)
+
+
+@pytest.mark.parametrize("name", TORCH_NAMES)
+def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_reference(batch, name):
+    assert_contract_in_stub(batch, exercise(name))
+
+
+def test_when_no_mistake_fits_the_diagnosis_names_the_positions_that_differ():
+    """A block right at every position but the last, checked in this process on calls given directly."""
+    from seqlab.learn.exercise import Expected, _call, _report
+    from seqlab.learn.runner import CallResult, StudentRun
+    ex = exercise("transformer_block")
+    ref = Expected(ex, ex.cases())
+    calls = []
+    for case in ref.cases:
+        out = _call(ex.reference(), case).clone()
+        out[..., -1, :] += 0.5
+        calls.append(CallResult(output=out, extra={"ops": 1, "ops_before": 1}))
+    report = _report(ex, "transformer_block.py", StudentRun(calls=calls), ref)
+    d = report.diagnosis
+    assert not report.passed and d["mistake"] is None
+    assert "position 2 differs (positions 0, 1 are right)" in d["where"], d["where"]

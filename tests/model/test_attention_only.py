@@ -18,9 +18,12 @@ def test_an_attention_only_block_is_attention_plus_the_residual(norm_position):
     attention = block.attn(block.ln1(x) if norm_position == "pre" else x)
     expected = x + attention if norm_position == "pre" else block.ln1(x + attention)
     torch.testing.assert_close(block(x), expected)
-    out, weights = block(x, need_weights=True)
-    torch.testing.assert_close(out, expected)
-    assert weights.shape == (3, 2, 8, 8)
+    from seqlab.model.taps import Taps
+
+    taps = Taps(read=["attn.pattern", "resid_mid", "resid_post"])
+    torch.testing.assert_close(block(x, taps=taps), expected)
+    assert taps.cache["attn.pattern"].shape == (3, 2, 8, 8)
+    assert taps.cache["resid_mid"] is taps.cache["resid_post"]  # no feed-forward between them
     names = {name for name, _ in block.named_parameters()}
     assert not any(name.startswith(("ffn.", "ln2.")) for name in names), names
 

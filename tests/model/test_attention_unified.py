@@ -20,6 +20,14 @@ OLD = Path(__file__).resolve().parents[1] / "fixtures" / "before_unified_attenti
 D, HEADS = 16, 4
 
 
+
+def _with_pattern(attn, *args, **kwargs):
+    """(output, attention weights) of one call, the weights read through the module's taps."""
+    from seqlab.model.taps import Taps
+
+    taps = Taps(read=["pattern"])
+    return attn(*args, taps=taps, **kwargs), taps.cache["pattern"]
+
 def _randn(*shape, seed=0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
@@ -57,7 +65,7 @@ def test_cross_attention_equals_torch_multihead_attention_with_a_padding_mask():
         torch_attn.out_proj.weight.copy_(attn.output_proj.weight)
     x, memory = _randn(3, 5, D, seed=1).requires_grad_(), _randn(3, 7, D, seed=2).requires_grad_()
     mask = torch.arange(7)[None, :] < torch.tensor([7, 4, 1])[:, None]
-    out, weights = attn(x, memory=memory, key_padding_mask=mask, need_weights=True)
+    out, weights = _with_pattern(attn, x, memory=memory, key_padding_mask=mask)
     want, want_weights = torch_attn(x, memory, memory, key_padding_mask=~mask, need_weights=True,
                                     average_attn_weights=False)
     assert out.shape == (3, 5, D) and weights.shape == (3, HEADS, 5, 7)
@@ -84,8 +92,8 @@ def test_grouped_query_cross_attention_against_a_softmax_oracle(num_kv_heads):
     want, want_weights = softmax_oracle(attn, x, memory, mask)
     k, v = attn.keys_values(memory)  # computed once, as for incremental decoding
     assert k.shape == v.shape == (2, num_kv_heads, 6, D // HEADS)
-    for out, weights in (attn(x, memory=memory, key_padding_mask=mask, need_weights=True),
-                         attn(x, memory_kv=(k, v), key_padding_mask=mask, need_weights=True)):
+    for out, weights in (_with_pattern(attn, x, memory=memory, key_padding_mask=mask),
+                         _with_pattern(attn, x, memory_kv=(k, v), key_padding_mask=mask)):
         torch.testing.assert_close(out, want)
         torch.testing.assert_close(weights, want_weights)
     # one decoding step at a time reads the same cached keys/values
@@ -98,7 +106,7 @@ def test_bidirectional_self_attention_sees_every_position_and_causal_only_the_pa
     mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
     for causal in (False, True):
         attn = _attention(2, causal=causal)
-        out, weights = attn(x, key_padding_mask=mask, need_weights=True)
+        out, weights = _with_pattern(attn, x, key_padding_mask=mask)
         want, want_weights = softmax_oracle(attn, x, x, mask, causal=causal)
         torch.testing.assert_close(out, want)
         torch.testing.assert_close(weights, want_weights)

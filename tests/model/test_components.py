@@ -54,7 +54,7 @@ def test_embedding_matches_functional_embedding():
 
 def test_embedding_rejects_out_of_vocab_id_with_position():
     emb = Embedding(11, 6)
-    with pytest.raises(ValueError, match=r"token id 11 at index \(1, 2\).*\[0, 11\)"):
+    with pytest.raises(ValueError, match=r"token id 11 at row 1, position 2 is outside the vocabulary \[0, 11\)"):
         emb(torch.tensor([[0, 1, 2], [3, 4, 11]]))
     with pytest.raises(ValueError, match="token id -1"):
         emb(torch.tensor([-1]))

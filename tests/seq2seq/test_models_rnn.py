@@ -176,7 +176,7 @@ def test_bad_inputs_name_the_shape():
         model(src, tgt[:2])
     with pytest.raises(TypeError, match=r"src_padding_mask must be a bool tensor"):
         model(src, tgt, src_mask.long())
-    with pytest.raises(ValueError, match=r"token id 13 at index \(0, 0\)"):
+    with pytest.raises(ValueError, match=r"token id 13 at position 0 is outside the vocabulary \[0, 13\)"):
         model(torch.full((1, 2), 13), tgt[:1])
 
 

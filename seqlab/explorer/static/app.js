@@ -573,6 +573,7 @@ async function main() {
   setupSelfCheck();
   setupDependency(d.dependency);
   await setupModel();
+  await setupCourse();   // course.js: the path and the open step's lesson, its widget moved into it
   $("lang-en").addEventListener("click", () => setLanguage("en"));
   $("lang-zh").addEventListener("click", () => setLanguage("zh"));
   setLanguage(I18N.lang);

@@ -1,7 +1,9 @@
-// Section "Information flow" on the run chosen in section 12: the logit lens, direct logit
-// attribution, activation patching, attention knockout and head roles. Each panel POSTs the run and
-// the prompts to /api/interpret/<panel> (seqlab.interpret through seqlab/explorer/interpret_api.py)
-// and draws the numbers it gets back; nothing is computed here.
+// Section "Information flow": the logit lens, direct logit attribution, activation patching,
+// attention knockout and head roles of a language-model run: by default the induction experiment's
+// 2-layer model when the explorer has one (its heads have roles), else the run chosen in section 12.
+// Each panel POSTs the run and the prompts to /api/interpret/<panel> (seqlab.interpret through
+// seqlab/explorer/interpret_api.py) and draws the numbers it gets back, on the colour scale the API
+// gives (it has a floor, so rounding noise stays pale) with its range and notes; nothing is computed here.
 //
 // Labels never overlap: a text is cut to the width of its cell, and where cells are narrower than
 // a label, only every n-th column (or row) is labelled, as the translate panel thins its labels;
@@ -20,6 +22,15 @@ const flowPiece = (text, chars) => { const v = visible(text); return v.length > 
 const fitChars = (width) => Math.max(1, Math.floor((width - 4) / FLOW_CHAR));
 // Every n-th of labels `size` px apart, so that labels `need` px long never touch.
 const thinStep = (size, need) => Math.max(1, Math.ceil(need / size));
+
+// The range and the notes of a result (a saturated prediction, an effect below float32 resolution).
+function flowNotes(container, data) {
+  const lines = [];
+  if (data.scale) lines.push(el("span", { class: "flow-range", text: t("flow.range", { lo: fmt(data.scale.min), hi: fmt(data.scale.max), bound: fmt(data.scale.bound) }) }));
+  (data.notes || []).forEach((note) => lines.push(el("span", { class: "flow-warn", "data-code": note.code,
+    text: STRINGS["flow.note." + note.code] ? t("flow.note." + note.code, { p: fmt(note.params.p), largest: fmt(note.params.largest) }) : `${note.message} ${note.suggestion}` })));
+  container.replaceChildren(...lines);
+}
 
 // Diverging colour of x in [-1, 1]: blue for positive, orange for negative (as charts.js heatmap).
 function flowDiverging(x) {
@@ -48,9 +59,15 @@ function columnLabels(svg, tokens, left, top, colW, mark) {
 
 // --- the logit lens: rows = embedding and each layer (the model's output on top), columns = tokens;
 // each cell the top token and its probability, shaded by the probability of the actual next token.
+// The grid fits the panel's width: columns narrow with the prompt's length (down to 3 px), and
+// below 40 px a cell shows its shade only (the hover line names its top tokens).
 function drawLens(container, data, hover) {
   const rows = data.top_ids.length, cols = data.tokens.length;
-  const colW = 54, cellH = 32, left = 64, top = 22;
+  const cellH = 32, left = 64;
+  const room = Math.max(320, (container.clientWidth || 720) - left - 8);
+  const colW = Math.max(3, Math.min(54, Math.floor(room / cols)));
+  const written = colW >= 40;
+  const top = colW >= 7 * FLOW_CHAR ? 22 : 64;
   const width = left + cols * colW + 4, height = top + rows * cellH + 4;
   const svg = svgRoot(width, height);
   svg.classList.add("flow-lens");
@@ -69,6 +86,7 @@ function drawLens(container, data, hover) {
         fill: p === null ? "#f1f3f6" : attnColor(shade), "data-row": row, "data-pos": c, "data-p": p === null ? "" : p,
         "data-top": data.top_ids[row][c][0] }));
       const dark = p !== null && shade > 0.55 ? " dark" : "";
+      if (!written) continue;
       svg.append(svgEl("text", { x: x + colW / 2, y: y + 13, class: "lens-top" + dark, "text-anchor": "middle" },
         flowPiece(data.top_text[row][c][0], fitChars(colW))));
       svg.append(svgEl("text", { x: x + colW / 2, y: y + 27, class: "lens-prob" + dark, "text-anchor": "middle" },
@@ -99,7 +117,7 @@ function drawAttribution(container, data) {
   const svg = svgRoot(width, height);
   svg.classList.add("flow-attr");
   svg.style.maxWidth = `${width}px`;
-  const most = Math.max(1e-9, ...parts.map(([, v]) => Math.abs(v)));
+  const most = data.scale ? data.scale.bound : Math.max(1e-9, ...parts.map(([, v]) => Math.abs(v)));
   const zero = left + barW / 2;
   svg.append(svgEl("line", { x1: zero, y1: top, x2: zero, y2: height - 4, class: "axis" }));
   parts.forEach(([label, v, kind], i) => {
@@ -122,6 +140,7 @@ function drawPatch(container, data, hover) {
     else rows.push([t("model.layer_n", { l }), r]);
   });
   const cols = data.clean_tokens.length;
+  const bound = data.scale ? data.scale.bound : 1;
   const colW = Math.max(8, Math.min(40, Math.floor(720 / cols)));
   const cellH = perHead ? 14 : 22;
   const rowStep = thinStep(cellH, FLOW_FONT + 3);
@@ -137,7 +156,7 @@ function drawPatch(container, data, hover) {
       svg.append(svgEl("text", { x: left - 6, y: y + cellH / 2 + 4, class: "flow-label row", "text-anchor": "end" }, label));
     }
     values.forEach((v, c) => svg.append(svgEl("rect", { x: left + c * colW, y, width: colW - 1, height: cellH - 1,
-      class: "patch-cell", fill: flowDiverging(v), "data-r": r, "data-pos": c, "data-v": v })));
+      class: "patch-cell", fill: flowDiverging(v / bound), "data-r": r, "data-pos": c, "data-v": v })));
   });
   svg.addEventListener("mousemove", (event) => {
     const cell = event.target.classList && event.target.classList.contains("patch-cell") ? event.target : null;
@@ -146,12 +165,14 @@ function drawPatch(container, data, hover) {
     hover(t("flow.patch_hover", { row: rows[r][0], i: c, a: visible(data.clean_tokens[c].text),
       b: visible(data.corrupt_tokens[c].text), v: fmt(Number(cell.dataset.v)) }));
   });
-  container.replaceChildren(svg, flowBar(t("flow.patch_bar_lo"), t("flow.patch_bar_hi")));
+  container.replaceChildren(svg, flowBar(bound, t("flow.patch_bar")));
 }
 
-// A colour bar for the diverging scale, labelled at both ends.
-function flowBar(lo, hi) {
-  const width = 320, svg = svgRoot(width, 30);
+// A colour bar for the diverging scale: its two ends labelled with the scale's bounds, what the
+// numbers mean under its middle.
+const shortNumber = (x) => (x > 0 ? "+" : "") + Number(Number(x).toPrecision(3));
+function flowBar(bound, meaning) {
+  const width = 420, svg = svgRoot(width, 44);
   svg.classList.add("attn-bar");
   svg.style.maxWidth = `${width}px`;
   const steps = 40;
@@ -159,8 +180,9 @@ function flowBar(lo, hi) {
     svg.append(svgEl("rect", { x: 4 + (s * (width - 8)) / steps, y: 2, width: (width - 8) / steps + 0.5, height: 10,
       fill: flowDiverging(-1 + (2 * s) / (steps - 1)) }));
   }
-  svg.append(svgEl("text", { x: 4, y: 26, class: "attn-label" }, lo));
-  svg.append(svgEl("text", { x: width - 4, y: 26, class: "attn-label", "text-anchor": "end" }, hi));
+  svg.append(svgEl("text", { x: 4, y: 26, class: "attn-label" }, shortNumber(-bound)));
+  svg.append(svgEl("text", { x: width - 4, y: 26, class: "attn-label", "text-anchor": "end" }, shortNumber(bound)));
+  svg.append(svgEl("text", { x: width / 2, y: 40, class: "attn-label", "text-anchor": "middle" }, meaning));
   return svg;
 }
 
@@ -182,12 +204,12 @@ function drawKnockout(container, data, hover) {
       t("model.layer_n", { l })));
   }
   for (let s = 0; s < n; s++) {
-    if (s % rowStep === 0 || s === pos) {
+    if ((s % rowStep === 0 && Math.abs(s - pos) >= rowStep) || s === pos) {  // the predicted row always
       svg.append(svgEl("text", { x: left - 10, y: y(s) + 4, class: "flow-label row" + (s === pos ? " target" : ""), "text-anchor": "end" },
         flowPiece(data.tokens[s].text, 10)));
     }
   }
-  const most = Math.max(1e-9, ...data.drops.flat().map(Math.abs));
+  const most = data.scale ? data.scale.bound : Math.max(1e-9, ...data.drops.flat().map(Math.abs));
   data.drops.forEach((row, l) => row.slice(0, n).forEach((d, s) => {
     const share = Math.abs(d) / most;
     if (share < 0.03) return;  // too small to draw; the hover on the nodes names every value
@@ -243,14 +265,33 @@ function drawHeads(container, legend, data, hover) {
     text: role === "none" ? t("flow.role.none") : t("flow.role_key", { role: t("flow.role." + role), x: data.thresholds[role] }) })));
 }
 
+// The run the section reads: its own choice, by default the induction experiment's 2-layer model
+// (read in token ids; its heads have roles) when there is one, else the run chosen in section 12.
+function flowRuns(lmRuns) {
+  const select = $("flow-run");
+  const ids = lmRuns.filter((r) => r.tokens === "ids");
+  select.replaceChildren(...lmRuns.map((r) => el("option", { value: r.id,
+    text: (r.tokens === "ids" ? t("flow.run_induction") + " — " : "") + r.id + (r.error ? " ⚠" : "") })));
+  if (lmRuns.length) select.value = (ids[0] || lmRuns[0]).id;
+  return () => lmRuns.find((r) => r.id === select.value);
+}
+
 function setupFlow(lmRuns, noRun) {
-  $("flow-clean").value = FLOW_CLEAN;
-  $("flow-corrupt").value = FLOW_CORRUPT;
+  const chosen = flowRuns(lmRuns);
+  const examples = () => {  // the worked example of the chosen run, and what the section says about its heads
+    const run = chosen();
+    const ids = run && run.tokens === "ids" && run.example;
+    $("flow-clean").value = ids ? run.example.clean : FLOW_CLEAN;
+    $("flow-corrupt").value = ids ? run.example.corrupt : FLOW_CORRUPT;
+    $("flow-roles-note").textContent = t(ids ? "flow.about_induction" : "flow.about_text");
+  };
+  examples();
   // no language-model run: a hint (as the translate section gives), no panels and no requests
   $("flow-none").hidden = lmRuns.length > 0;
+  $("flow-roles-note").hidden = !lmRuns.length;
   if (!lmRuns.length) for (const node of $("w-flow").querySelectorAll(":scope > .controls, :scope > .panel")) node.style.display = "none";
   const withRun = (extra) => {
-    const run = lmRuns.find((r) => r.id === $("model-run").value);
+    const run = chosen();
     const problem = run ? run.error : noRun;
     if (problem) throw apiError(problem, {});
     return { ...(run ? { run: run.id } : {}), ...extra };
@@ -269,6 +310,7 @@ function setupFlow(lmRuns, noRun) {
     $("flow-attr-note").textContent = t(data.baseline ? "flow.attr_note_diff" : "flow.attr_note", {
       tok: visible(data.target.text), base: data.baseline ? visible(data.baseline.text) : "", i: data.position,
       total: fmt(data.total), sum: fmt(sum) });
+    flowNotes($("flow-attr-notes"), data);
   }, "flow-attr-panel"));
   parts.push(widget("w-flow", () => lmRuns.length && ["interpret/patch", withRun({ clean: $("flow-clean").value, corrupt: $("flow-corrupt").value,
     where: $("flow-where").value, ...tokens() })], (data) => {
@@ -276,12 +318,14 @@ function setupFlow(lmRuns, noRun) {
     $("flow-patch-hover").textContent = t("flow.hover_hint");
     $("flow-patch-note").textContent = t("flow.patch_note", { tok: visible(data.target.text), base: visible(data.baseline.text),
       n: data.clean_tokens.length });
+    flowNotes($("flow-patch-notes"), data);
   }, "flow-patch-panel"));
   parts.push(widget("w-flow", () => lmRuns.length && ["interpret/knockout", withRun({ text: $("flow-clean").value, target: $("flow-target").value })], (data) => {
     drawKnockout($("flow-knockout"), data, say("flow-ko-hover"));
     $("flow-ko-hover").textContent = t("flow.hover_hint");
     $("flow-ko-note").textContent = t("flow.ko_note", { tok: visible(data.target.text), i: data.position,
-      at: visible(data.tokens[data.position].text) });
+      at: visible(data.tokens[data.position].text), p: fmt(data.p) });
+    flowNotes($("flow-ko-notes"), data);
   }, "flow-knockout-panel"));
   parts.push(widget("w-flow", () => lmRuns.length && ["interpret/heads", withRun({})], (data) => {
     drawHeads($("flow-heads"), $("flow-heads-legend"), data, say("flow-heads-hover"));
@@ -292,5 +336,7 @@ function setupFlow(lmRuns, noRun) {
   for (const id of ["flow-clean", "flow-corrupt", "flow-target", "flow-baseline"]) {
     $(id).addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 200); });
   }
-  $("model-run").addEventListener("change", refresh);
+  $("flow-run").addEventListener("change", () => { examples(); refresh(); });
+  const render = lens.render;  // on a language switch the note follows the language
+  lens.render = (...args) => { $("flow-roles-note").textContent = t(chosen() && chosen().tokens === "ids" ? "flow.about_induction" : "flow.about_text"); return render(...args); };
 }

@@ -2,7 +2,9 @@
 // each exercise of that widget whose file the workspace holds runs on the same inputs through
 // POST /api/learn/yours (the student's code runs in a child process on the server). The panel
 // shows the reference's values and the student's side by side; every element the server names as
-// different is outlined, with the expected value on hover. Nothing is compared here.
+// different is outlined, with the expected value on hover. Nothing is compared here. When yours
+// differs, the server also runs the exercise's full check (once per edit of the file) and the panel
+// shows its diagnosis: the title, where, and a link to the lesson at that mistake.
 "use strict";
 
 const LEARN = {
@@ -103,6 +105,38 @@ function learnStatus(result) {
   return ["same", t("learn.same")];
 }
 
+// The address of a step's lesson (at an anchor in it) on the course page: from the widget page
+// (?view=widgets) it opens the course; on the course page it is the hash route course.js follows.
+function learnLessonHref(step, anchor) {
+  const params = new URLSearchParams(location.search);
+  params.delete("view");
+  const query = params.toString();
+  return location.pathname + (query ? "?" + query : "") + "#step/" + step + (anchor ? "/" + anchor : "");
+}
+
+// The full check's verdict: its diagnosis (title, where, the link to the lesson's mistake), or that it passes.
+function learnCheck(check, name) {
+  if (check.passed) return el("p", { class: "learn-check note", text: t("learn.check_passes", { name }) });
+  const d = check.diagnosis;
+  if (!d) return el("p", { class: "learn-check note", text: t("learn.check_fails", { name, checks: check.failed.join(", ") }) });
+  const lang = I18N.lang === "zh" ? 1 : 0;
+  const box = el("div", { class: "learn-check learn-diagnosis", "data-mistake": d.mistake || "" },
+    el("p", { class: "learn-diagnosis-title" }, el("strong", { text: t("learn.diagnosis", { title: d.title[lang] }) })));
+  if (d.where && !d.explanation[lang].includes(d.where)) {
+    box.append(el("p", { class: "learn-where", text: t("course.where", { where: d.where }) }));
+  }
+  const read = d.read;
+  const link = el("a", { class: "learn-read-link", href: learnLessonHref(read.step, read.anchor),
+    text: t(read.anchor ? "course.read_mistake" : "learn.read_lesson") });
+  link.addEventListener("click", () => {
+    // the address already shown (the lesson open at that mistake, scrolled away): no hashchange
+    // would come, so the course is told to go there again
+    if (link.href === location.href) window.dispatchEvent(new HashChangeEvent("hashchange"));
+  });
+  box.append(el("p", { class: "learn-read" }, link));
+  return box;
+}
+
 function learnRender(panel) {
   const { node, result, name } = panel;
   const heading = el("h3", { text: t("learn.title", { name, file: result ? result.file : name + ".py" }) });
@@ -114,7 +148,9 @@ function learnRender(panel) {
   const table = el("table", { class: "learn-side" },
     el("tr", {}, el("th", {}), el("th", { text: t("learn.reference") }), el("th", { text: t("learn.yours") })));
   result.calls.forEach((call, i) => table.append(...learnCallRows(call, result.labels[i], LEARN_PARTS[name])));
-  node.replaceChildren(heading, status, el("div", { class: "table-wrap" }, table));
+  const shown = [heading, status];
+  if (result.check) shown.push(learnCheck(result.check, name));
+  node.replaceChildren(...shown, el("div", { class: "table-wrap" }, table));
 }
 
 async function learnUpdate(scope, endpoint, name, body) {

@@ -156,10 +156,11 @@ async function setupModel() {
   const { runs, no_lm_run: noRun, no_s2s_run: noS2S, paths, induction } = await api("runs", {});
   const translateOpened = setupTranslate(runs.filter((r) => r.kind === "seq2seq"), noS2S);
   setupPaths(paths);
+  setupPathsAsk(runs.filter((r) => r.kind === "seq2seq"));
   setupCompare();
   setupInduction(induction);
-  const lmRuns = runs.filter((r) => r.kind !== "seq2seq");
-  setupFlow(lmRuns, noRun);  // the information-flow section (flow.js) on the same run
+  setupFlow(runs.filter((r) => r.kind !== "seq2seq"), noRun);  // the information-flow section (flow.js)
+  const lmRuns = runs.filter((r) => r.kind !== "seq2seq" && r.tokens !== "ids");  // the panels below read prose
   const runSelect = $("model-run");
   const renderRuns = () => {
     if (!lmRuns.length) {

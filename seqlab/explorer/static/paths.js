@@ -155,3 +155,93 @@ function setupPaths(given) {
     w.render = () => { render(); $("paths-note").textContent = t("paths.none"); };  // on a language switch
   }
 }
+
+// --- one question, every architecture (POST /api/interpret/seq2seq) -------------------------------
+// The seq2seq runs are grouped by the task they were trained on (seq2seq/info); the chosen group's
+// models answer the chosen question about the same source, one heatmap each, side by side, on the
+// colour scale the API gives (with its floor), titled with the architecture and the range.
+const ASK_FONT = 11, ASK_CHAR = ASK_FONT * 0.62;
+const askPiece = (text, chars) => { const v = visible(text); return v.length > chars ? v.slice(0, chars - 1) + "…" : v; };
+
+function askHeatmap(result, question, hover) {
+  const rows = result.values.length, cols = result.values[0] ? result.values[0].length : 0;
+  const diverging = question === "knockout" || question === "patch";
+  const bound = result.scale.bound;
+  const cell = Math.max(10, Math.min(26, Math.floor(300 / Math.max(1, cols))));
+  const cellH = Math.max(10, Math.min(22, Math.floor(260 / Math.max(1, rows))));
+  const labelChars = 6, left = labelChars * ASK_CHAR + 12, top = cell >= 4 * ASK_CHAR ? 18 : 44;
+  const width = left + cols * cell + 6, height = top + rows * cellH + 6;
+  const svg = svgRoot(width, height);
+  svg.classList.add("ask-map");
+  svg.style.maxWidth = `${width}px`;
+  const colStep = Math.max(1, Math.ceil((ASK_FONT + 3) / cell));
+  result.columns.forEach((label, c) => {
+    if (c % colStep) return;
+    const x = left + c * cell + cell / 2;
+    svg.append(top === 18 ? svgEl("text", { x, y: top - 5, class: "flow-label col", "text-anchor": "middle" }, askPiece(label, 4))
+      : svgEl("text", { x: 0, y: 0, class: "flow-label col", transform: `translate(${x + 4}, ${top - 4}) rotate(-90)` }, askPiece(label, 5)));
+  });
+  const rowStep = Math.max(1, Math.ceil((ASK_FONT + 2) / cellH));
+  result.rows.forEach((label, r) => {
+    if (r % rowStep === 0) svg.append(svgEl("text", { x: left - 6, y: top + r * cellH + cellH / 2 + 4, class: "flow-label row", "text-anchor": "end" }, askPiece(label, labelChars)));
+    result.values[r].forEach((v, c) => svg.append(svgEl("rect", { x: left + c * cell, y: top + r * cellH, width: cell - 1, height: cellH - 1,
+      class: "ask-cell", fill: diverging ? flowDiverging(v / bound) : attnColor(v / bound), "data-r": r, "data-c": c, "data-v": v })));
+  });
+  svg.addEventListener("mousemove", (event) => {
+    const node = event.target;
+    if (!node.classList || !node.classList.contains("ask-cell")) return;
+    const r = Number(node.dataset.r), c = Number(node.dataset.c);
+    hover(t("paths.ask_hover", { arch: result.arch, row: visible(result.rows[r]), col: visible(result.columns[c]), v: fmt(Number(node.dataset.v)) }));
+  });
+  return svg;
+}
+
+function askCard(result, question, hover) {
+  const card = el("div", { class: "ask-card", "data-arch": result.arch || "" });
+  const name = result.arch + (result.cell ? ` (${result.cell})` : "");
+  card.append(el("h4", { text: name }), el("p", { class: "note mono ask-run", text: result.run }));
+  if (result.error) {
+    card.append(el("p", { class: "note flow-warn", text: t("paths.ask_cannot", { msg: result.error }) }));
+    return card;
+  }
+  card.append(el("p", { class: "note ask-output", text: t("paths.ask_output", { out: result.output.slice(0, -1).join("") || "∅" }) }));
+  card.append(el("div", { class: "flow-scroll" }, askHeatmap(result, question, hover)));
+  const notes = el("p", { class: "note flow-notes" });
+  flowNotes(notes, result);
+  card.append(notes);
+  return card;
+}
+
+async function setupPathsAsk(s2sRuns) {
+  $("paths-ask-none").hidden = s2sRuns.length > 0;
+  if (!s2sRuns.length) {
+    for (const node of $("paths-ask-panel").querySelectorAll(":scope > .controls")) node.style.display = "none";
+    return;
+  }
+  const infos = await Promise.all(s2sRuns.map((r) => (r.error ? null : api("seq2seq/info", { run: r.id }).catch(() => null))));
+  const groups = new Map();
+  s2sRuns.forEach((r, i) => {
+    const task = infos[i] ? infos[i].task || infos[i].pairs || "?" : "?";
+    if (!groups.has(task)) groups.set(task, { runs: [], example: infos[i] ? infos[i].example : "" });
+    groups.get(task).runs.push(r.id);
+  });
+  const select = $("paths-task");
+  select.replaceChildren(...[...groups.keys()].map((task) => el("option", { value: task, text: `${task} (${groups.get(task).runs.length})` })));
+  $("paths-task-label").hidden = groups.size < 2;
+  const example = () => groups.get(select.value).example || "";
+  const corruptOf = (text) => (text.length > 1 ? text.slice(0, -2) + text[text.length - 1] + text[text.length - 2] : text);
+  $("paths-source").value = example();
+  $("paths-corrupt").value = corruptOf(example());
+  const sync = () => { $("paths-corrupt-label").hidden = $("paths-question").value !== "patch"; };
+  sync();
+  const hover = (text) => { $("paths-ask-hover").textContent = text; };
+  const w = widget("w-paths", () => ["interpret/seq2seq", { question: $("paths-question").value, text: $("paths-source").value,
+    runs: groups.get(select.value).runs.slice(0, 6), ...($("paths-question").value === "patch" ? { corrupt: $("paths-corrupt").value } : {}) }],
+  (data) => {
+    $("paths-ask").replaceChildren(...data.results.map((result) => askCard(result, data.question, hover)));
+    $("paths-ask-hover").textContent = t("flow.hover_hint");
+  }, "paths-ask-panel");
+  $("paths-question").addEventListener("change", sync);
+  select.addEventListener("change", () => { $("paths-source").value = example(); $("paths-corrupt").value = corruptOf(example()); w.refresh(); });
+  w.refresh();
+}

@@ -190,7 +190,8 @@ def draw_task_dependency(out: Path, task: str, example: tuple[str, str], run_dir
         deps[arch] = example_dependency(run, example)
         labels = _example_ids(run, example)[2]
     draw_dependency(out / f"dependency_{task}.png", deps, *labels,
-                    title=f"{task}: which source positions move each output\n{example[0]!r} -> {example[1]!r}")
+                    title=f"{task}: can output step t still reach source position s? (the same measurement as "
+                          f"`seqlab interpret depends`)\n{example[0]!r} -> {example[1]!r}")
 
 
 def _say_default(message: str) -> None:

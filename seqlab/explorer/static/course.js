@@ -1,0 +1,429 @@
+// The course: the learning path as the explorer's home. The steps with their state, the current
+// step opened, its lesson rendered from the structure /api/learn/lesson sends (seqlab.learn.views),
+// the step's widget moved into the lesson (and back to its place below when another step opens),
+// Trace questions answered here, an Implement step's latest check with a button to check again.
+// Lesson text is Markdown rendered by courseInline/courseBlocks into DOM nodes: text is always
+// text (never HTML), links only to http(s) or #anchors, figures are our own SVG shown as images.
+// ?view=widgets is the widget page alone; #step/NAME opens a step; #step/NAME/mistake-ID one of its
+// mistakes; #w-... a widget, wherever it is.
+"use strict";
+
+const COURSE = {
+  path: null,          // /api/learn/path
+  open: null,          // the step shown
+  lesson: null,        // /api/learn/lesson of that step
+  moved: new Map(),    // widget anchor -> the placeholder left where it was
+  task: {},            // what the task box shows: {answer, solution, card, checking, error}
+  hints: 0,            // hints shown
+  failure: null,       // an error to show instead of the lesson
+};
+
+const courseText = (pair) => (Array.isArray(pair) ? pair[I18N.lang === "zh" ? 1 : 0] : pair);
+const courseStep = (id) => COURSE.path.steps.find((s) => s.id === id);
+
+function courseView() {
+  return new URLSearchParams(location.search).get("view") === "widgets" ? "widgets" : "course";
+}
+
+// --- Markdown (inline: **bold**, `code`, [text](url)) --------------------------------------------
+function courseLink(label, url) {
+  if (url.startsWith("#")) return el("a", { href: url, text: label });
+  if (/^https?:\/\//.test(url)) return el("a", { href: url, text: label, target: "_blank", rel: "noopener noreferrer" });
+  return document.createTextNode(label);
+}
+
+function courseInline(text) {
+  const nodes = [];
+  const pattern = /\*\*(.+?)\*\*|`([^`]+)`|\[([^\]]+)\]\(([^)\s]+)\)/g;
+  let last = 0;
+  let m;
+  while ((m = pattern.exec(text)) !== null) {
+    if (m.index > last) nodes.push(document.createTextNode(text.slice(last, m.index)));
+    if (m[1] !== undefined) nodes.push(el("strong", {}, ...courseInline(m[1])));
+    else if (m[2] !== undefined) nodes.push(el("code", { text: m[2] }));
+    else nodes.push(courseLink(m[3], m[4]));
+    last = pattern.lastIndex;
+  }
+  if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
+  return nodes;
+}
+
+function courseFigure(b) {
+  const img = el("img", { src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(b.svg || ""), alt: b.caption });
+  return el("figure", { class: "lesson-figure", "data-figure": b.name }, img, el("figcaption", {}, ...courseInline(b.caption)));
+}
+
+function courseQuestion(b) {
+  const answer = el("div", { class: "lesson-answer" }, ...courseBlocks(b.answer || []));
+  answer.hidden = true;
+  const button = el("button", { type: "button", class: "lesson-reveal", text: t("common.reveal") });
+  button.addEventListener("click", () => {
+    answer.hidden = !answer.hidden;
+    button.textContent = t(answer.hidden ? "common.reveal" : "common.hide");
+  });
+  return el("div", { class: "lesson-q", id: "q-" + b.id, "data-kind": b.kind },
+    el("span", { class: "lesson-tag", text: t("course.qkind." + b.kind) }), ...courseBlocks(b.blocks), button, answer);
+}
+
+function courseMistake(b) {
+  return el("div", { class: "lesson-mistake", id: b.anchor },
+    el("h4", {}, el("span", { class: "lesson-tag bad", text: t("course.mistake") }), ...courseInline(b.title)),
+    ...courseBlocks(b.blocks));
+}
+
+function courseBlocks(blocks) {
+  return blocks.map((b) => {
+    switch (b.type) {
+      case "paragraph": return el("p", {}, ...courseInline(b.text));
+      case "heading": return el("h4", {}, ...courseInline(b.text));
+      case "list": return el(b.ordered ? "ol" : "ul", {}, ...b.items.map((item) => el("li", {}, ...courseInline(item))));
+      case "code": return el("pre", { class: "lesson-math" }, el("code", { text: b.text }));
+      case "table": {
+        const table = el("table", { class: "lesson-table" });
+        if (b.header.length) table.append(el("thead", {}, el("tr", {}, ...b.header.map((c) => el("th", {}, ...courseInline(c))))));
+        table.append(el("tbody", {}, ...b.rows.map((row) => el("tr", {}, ...row.map((c) => el("td", {}, ...courseInline(c)))))));
+        return el("div", { class: "table-wrap" }, table);
+      }
+      case "figure": return courseFigure(b);
+      case "widget": return el("div", { class: "lesson-widget", "data-anchor": b.anchor });
+      case "question": return courseQuestion(b);
+      case "mistake": return courseMistake(b);
+      default: return null;
+    }
+  });
+}
+
+// --- widgets move into the lesson and back --------------------------------------------------------
+function courseReturnWidgets() {
+  for (const [anchor, home] of COURSE.moved) {
+    const node = document.getElementById(anchor);
+    if (node) home.replaceWith(node); else home.remove();
+  }
+  COURSE.moved.clear();
+}
+
+function courseMoveWidgets(root, step) {
+  root.querySelectorAll(".lesson-widget").forEach((holder) => {
+    const anchor = holder.dataset.anchor;
+    const node = document.getElementById(anchor);
+    if (!node || COURSE.moved.has(anchor) || node.closest("#course")) {
+      holder.append(el("p", { class: "note", text: t("course.widget_missing", { anchor }) }));
+      return;
+    }
+    const home = el("div", { class: "widget-moved", "data-anchor": anchor },
+      el("span", { text: t("course.widget_moved", { step: step.number }) + " " }),
+      el("a", { href: "#step/" + step.id, text: courseText(step.title) }));
+    node.before(home);
+    holder.append(node);
+    COURSE.moved.set(anchor, home);
+  });
+}
+
+// --- the path -----------------------------------------------------------------------------------------
+const COURSE_MARKS = { todo: "", started: "~", passed: "✓", unconfirmed: "✓", changed: "!" };
+const COURSE_DONE = ["passed", "unconfirmed"];
+
+function courseSidebar() {
+  const { steps, parts } = COURSE.path;
+  const done = steps.filter((s) => COURSE_DONE.includes(s.state)).length;
+  const nav = el("nav", { class: "course-path", id: "course-path", "aria-label": t("course.title") },
+    el("p", { class: "course-progress", id: "course-progress", text: t("course.progress", { done, n: steps.length }) }));
+  for (const part of parts) {
+    const list = el("ol", { class: "course-steps" });
+    for (const s of steps.filter((x) => x.part === part.id)) {
+      const classes = ["course-step", "state-" + s.state];
+      if (s.id === COURSE.open) classes.push("open");
+      if (s.id === COURSE.path.current) classes.push("current");
+      list.append(el("li", {}, el("a", { href: "#step/" + s.id, class: classes.join(" "), id: "course-step-" + s.id,
+        "data-state": s.state, title: t("course.state." + s.state) },
+        el("span", { class: "course-mark", text: COURSE_MARKS[s.state] || "" }),
+        el("span", { class: "course-num", text: String(s.number) }),
+        el("span", { class: "course-name", text: courseText(s.title) }))));
+    }
+    nav.append(el("div", { class: "course-part", "data-part": part.id }, el("h3", { text: courseText(part.title) }), list));
+  }
+  return nav;
+}
+
+function courseWorkspaceNote() {
+  const ws = COURSE.path.workspace;
+  return el("p", { class: "note course-ws" }, ws ? t("course.workspace", { ws }) : t("course.no_workspace"), " ",
+    el("a", { href: "?view=widgets", text: t("course.widget_page") }));
+}
+
+// --- the task -----------------------------------------------------------------------------------------
+function courseTrace(task) {
+  const state = COURSE.task;
+  const input = el("input", { type: "text", id: "course-answer", placeholder: t("course.answer_placeholder"),
+    "aria-label": t("course.answer_placeholder"), autocomplete: "off" });
+  if (state.value !== undefined) input.value = state.value;
+  const submit = el("button", { type: "submit", id: "course-submit", text: t("course.submit") });
+  const form = el("form", { class: "course-answer-form" }, input, submit);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    state.value = input.value;
+    try {
+      state.answer = await api("learn/answer", { question: task.id, value: input.value });
+      state.error = null;
+      if (state.answer.correct) await courseRefreshPath();
+    } catch (err) { state.error = err; state.answer = null; }
+    courseRenderTask();
+  });
+  const out = [el("p", { class: "course-q" }, el("strong", { text: task.title + (I18N.lang === "zh" ? "：" : ": ") }),
+    ...courseInline(task.question)), form];
+  const feedback = el("div", { class: "course-feedback", id: "course-feedback" });
+  if (state.error) feedback.append(el("p", { class: "bad", text: t("common.error", { msg: errorText(state.error) }) }));
+  if (state.answer && state.answer.correct) {
+    feedback.dataset.result = "right";
+    feedback.append(el("p", { class: "good", text: t(state.answer.recorded ? "course.right" : "course.right_unsaved") }));
+  } else if (state.answer) {
+    feedback.dataset.result = "wrong";
+    feedback.append(el("p", { class: "bad", text: t("course.wrong", { what: state.answer.what }) }),
+      el("p", { class: "course-hint", id: "course-hint", text: t("course.hint", { hint: courseText(state.answer.hint) }) }));
+  }
+  if ((state.answer && !state.answer.correct) || state.solution) {
+    if (state.solution) {
+      feedback.append(el("p", { class: "course-solution", id: "course-solution", text: t("course.solution", { text: courseText(state.solution) }) }));
+    } else {
+      const show = el("button", { type: "button", id: "course-show-solution", text: t("course.show_solution") });
+      show.addEventListener("click", async () => {
+        try { state.solution = (await api("learn/answer", { question: task.id, solution: true })).solution; } catch (err) { state.error = err; }
+        courseRenderTask();
+      });
+      feedback.append(show);
+    }
+  }
+  out.push(feedback, el("p", { class: "note", text: t("course.in_terminal", { cmd: task.answer_with }) }));
+  return out;
+}
+
+function courseCard(task) {
+  const state = COURSE.task;
+  const out = [el("p", { class: "course-q" }, el("span", { class: "lesson-tag", text: t("course.qkind." + task.kind) }),
+    el("strong", { text: " " + task.title + (I18N.lang === "zh" ? "：" : ": ") }), ...courseInline(task.question))];
+  if (state.card) {
+    out.push(el("p", { class: "course-solution", id: "course-card-answer", text: courseText(state.card.answer) }));
+  } else {
+    const reveal = el("button", { type: "button", id: "course-card-reveal", text: t("course.card_reveal") });
+    reveal.addEventListener("click", async () => {
+      try { state.card = await api("learn/card", { card: task.id }); await courseRefreshPath(); } catch (err) { state.error = err; }
+      courseRenderTask();
+    });
+    out.push(reveal);
+  }
+  if (state.error) out.push(el("p", { class: "bad", text: t("common.error", { msg: errorText(state.error) }) }));
+  out.push(el("p", { class: "note", text: t("course.in_terminal", { cmd: task.reveal_with }) }));
+  return out;
+}
+
+function courseDiagnosis(d, step) {
+  // a catalogued mistake is named as the lesson names it, in the page's language
+  const named = d.mistake && ((d.read || {}).step || step) === COURSE.lesson.name
+    ? (COURSE.lesson.mistakes || []).find((m) => m.id === d.mistake) : null;
+  const box = el("div", { class: "course-diagnosis", id: "course-diagnosis" },
+    el("p", { class: "bad" }, el("strong", { text: t("course.diagnosis", { title: named ? named.title : d.title }) })));
+  if (d.where) box.append(el("p", { class: "course-where", text: t("course.where", { where: d.where }) }));
+  const explanation = named && named.explanation ? named.explanation : d.explanation;
+  if (explanation) box.append(el("p", { text: explanation }));
+  const read = d.read || {};
+  const anchor = read.anchor || (d.mistake ? "mistake-" + d.mistake : "");
+  const links = el("p", { class: "course-read" });
+  if (anchor) links.append(el("a", { href: `#step/${read.step || step}/${anchor}`, id: "course-read-link", text: t("course.read_mistake") }));
+  const widget = read.widget || (COURSE.lesson && COURSE.lesson.look);
+  if (widget) links.append(" · ", el("a", { href: "#" + widget, text: t("course.see_widget") }));
+  if (links.childNodes.length) box.append(links);
+  return box;
+}
+
+function courseImplement(task) {
+  const state = COURSE.task;
+  const lesson = COURSE.lesson;
+  const out = [el("p", { class: "course-q" }, ...courseInline(t("course.implement", { signature: "`" + task.signature + "`" })),
+    document.createTextNode(" — " + task.title)), el("pre", { class: "lesson-math" }, el("code", { text: task.doc }))];
+  const ws = lesson.workspace;
+  out.push(el("p", { class: "note", text: t("course.start", { cmd: task.start }) }));
+  const box = el("div", { class: "course-check", id: "course-check" }, el("h4", { text: t("course.latest") }));
+  const latest = state.latest !== undefined ? state.latest : lesson.latest;
+  if (!latest) box.append(el("p", { class: "note", text: t("course.never") }));
+  else {
+    box.dataset.passed = latest.passed ? "1" : "0";
+    box.append(el("p", { class: latest.passed ? "good" : "bad", id: "course-check-result",
+      text: t(latest.passed ? "course.passed_at" : "course.failed_at", { at: latest.at.replace("T", " ") }) }));
+    if (latest.diagnosis) box.append(courseDiagnosis(latest.diagnosis, lesson.name));
+    (latest.notes || []).forEach((note) => box.append(el("p", { class: "note course-note", text: note })));
+    // the checks as `seqlab learn check` lists them: a sentence that fails only with the values is not quoted as broken
+    const rows = latest.rows ? latest.rows[I18N.lang === "zh" ? "zh" : "en"] : latest.checks.map((c) => [c.passed, c.name, c.message]);
+    box.append(el("ul", { class: "course-checks" }, ...rows.map(([passed, name, message]) => el("li", { class: passed ? "good" : "bad" },
+      el("span", { class: "mono", text: (passed ? "PASS " : "FAIL ") + name }), message ? ": " + message : ""))));
+  }
+  const run = el("button", { type: "button", id: "course-check-run", text: t(latest ? "course.check_again" : "course.check_now") });
+  run.disabled = !ws || !!state.checking;
+  run.addEventListener("click", async () => {
+    state.checking = true;
+    state.error = null;
+    courseRenderTask();
+    try {
+      const result = await api("learn/check", { step: task.id });
+      state.latest = result.latest;
+      await courseRefreshPath();
+    } catch (err) { state.error = err; }
+    state.checking = false;
+    courseRenderTask();
+  });
+  box.append(run);
+  if (state.checking) box.append(el("p", { class: "note", text: t("course.checking") }));
+  if (!ws) box.append(el("p", { class: "note", text: t("course.no_workspace") }));
+  else if (!lesson.present && !state.latest) box.append(el("p", { class: "note", text: t("course.no_file", { file: lesson.file, name: task.id, ws }) }));
+  if (state.error) box.append(el("p", { class: "bad", text: t("common.error", { msg: errorText(state.error) }) }));
+  out.push(box);
+  return out;
+}
+
+function courseRenderTask() {
+  const box = $("course-task");
+  if (!box || !COURSE.lesson) return;
+  const task = COURSE.lesson.task;
+  const parts = [el("h3", { text: t("course.task") })];
+  if (task.type === "trace") parts.push(...courseTrace(task));
+  else if (task.type === "card") parts.push(...courseCard(task));
+  else if (task.type === "implement") parts.push(...courseImplement(task));
+  else {
+    parts.push(el("p", { text: t("course.run") }), el("pre", { class: "lesson-math" }, el("code", { text: task.command })),
+      el("p", { class: "note", text: t("course.command_check", { cmd: task.check_with }) }),
+      el("p", { text: t("course.then") }));
+    parts.push(...(task.then.type === "trace" ? courseTrace(task.then) : courseCard(task.then)));
+  }
+  box.replaceChildren(...parts);
+}
+
+function courseHints() {
+  const hints = COURSE.lesson.hints || [];
+  if (!hints.length) return null;
+  const box = el("div", { class: "course-hints", id: "course-hints" }, el("h3", { text: t("course.hints") }));
+  box.append(el("ol", {}, ...hints.slice(0, COURSE.hints).map((h) => el("li", {}, ...courseInline(h)))));
+  if (COURSE.hints < hints.length) {
+    const more = el("button", { type: "button", id: "course-hint-next", text: t("course.hint_button", { k: COURSE.hints + 1, n: hints.length }) });
+    more.addEventListener("click", async () => {
+      let asked = null;     // counted in progress.json, as seqlab learn hint counts them
+      try { asked = (await api("learn/hint", { step: COURSE.lesson.name })).asked; } catch (err) { asked = null; }
+      COURSE.hints = Math.min(hints.length, Math.max(COURSE.hints + 1, asked || 0));
+      box.replaceWith(courseHints());
+    });
+    box.append(more);
+  }
+  return box;
+}
+
+// --- the page -----------------------------------------------------------------------------------------
+function courseRender() {
+  const root = $("course");
+  courseReturnWidgets();
+  const article = el("article", { class: "course-lesson", id: "course-lesson" });
+  if (COURSE.failure) article.append(el("p", { class: "bad", text: t("common.error", { msg: errorText(COURSE.failure) }) }));
+  const lesson = COURSE.lesson;
+  if (lesson) {
+    const step = courseStep(lesson.name);
+    article.dataset.step = lesson.name;
+    article.append(el("p", { class: "course-where" },
+      t("course.step_of", { n: lesson.number, of: lesson.of, part: lesson.part.title }), " · ",
+      el("span", { class: "lesson-tag", text: t("course.kind." + lesson.kind) }), " ",
+      el("span", { class: "course-state state-" + step.state, id: "course-state", "data-state": step.state, text: t("course.state." + step.state) })),
+      el("h2", { class: "lesson-title", text: lesson.title }));
+    for (const section of lesson.sections) {
+      article.append(el("section", { class: "lesson-section", id: "sec-" + section.id, "data-section": section.id },
+        el("h3", { text: section.heading }), ...courseBlocks(section.blocks)));
+    }
+    const hints = courseHints();
+    if (hints) article.append(hints);
+    article.append(el("div", { class: "course-task", id: "course-task" }));
+  }
+  root.replaceChildren(el("div", { class: "course-head" }, el("h2", { text: t("course.title") }), courseWorkspaceNote()),
+    el("div", { class: "course-cols" }, courseSidebar(), article));
+  if (lesson) {
+    courseMoveWidgets(article, courseStep(lesson.name));
+    courseRenderTask();
+  }
+}
+
+async function courseRefreshPath() {
+  COURSE.path = await api("learn/path", {});
+  const old = $("course-path");
+  if (old) old.replaceWith(courseSidebar());
+  const step = COURSE.lesson && courseStep(COURSE.lesson.name);
+  const badge = $("course-state");
+  if (step && badge) {
+    badge.className = "course-state state-" + step.state;
+    badge.dataset.state = step.state;
+    badge.textContent = t("course.state." + step.state);
+  }
+}
+
+async function courseOpen(id) {
+  try {
+    const lesson = await api("learn/lesson", { step: id, lang: I18N.lang });
+    if (id !== COURSE.open) { COURSE.task = {}; COURSE.hints = lesson.hints_shown || 0; }
+    COURSE.open = id;
+    COURSE.lesson = lesson;
+    COURSE.failure = null;
+  } catch (err) {
+    COURSE.failure = err;
+  }
+  courseRender();
+}
+
+// Scroll ``node`` to just below the sticky header, at once (a smooth scroll would still be moving
+// when the page changes again).
+function courseScrollTo(node) {
+  const header = document.querySelector("header.top");
+  const below = header && getComputedStyle(header).position === "sticky" ? header.getBoundingClientRect().height : 0;
+  window.scrollTo({ top: node.getBoundingClientRect().top + window.scrollY - below - 12, behavior: "instant" });
+}
+
+function courseTarget() {
+  const m = location.hash.match(/^#step\/([a-z0-9_]+)(?:\/([A-Za-z0-9_-]+))?$/);
+  return m && courseStep(m[1]) ? { step: m[1], anchor: m[2] || null } : null;
+}
+
+async function courseRoute(event) {
+  const target = courseTarget();
+  if (target) {
+    if (target.step !== COURSE.open) await courseOpen(target.step);
+    const node = target.anchor ? document.getElementById(target.anchor) : $("course-lesson");
+    if (node) {
+      courseScrollTo(node);
+      if (target.anchor) { node.classList.remove("flash"); void node.offsetWidth; node.classList.add("flash"); }
+    }
+  } else if (!COURSE.open) {
+    await courseOpen(COURSE.path.current || COURSE.path.steps[0].id);
+    if (!event && location.hash.startsWith("#w-")) {   // a widget's anchor: it may sit in the lesson now
+      const node = document.getElementById(location.hash.slice(1));
+      if (node) courseScrollTo(node);
+    }
+  }
+}
+
+// Called by app.js's main() once the widgets exist; the page is ready when the lesson is shown.
+async function setupCourse() {
+  const root = $("course");
+  const navLink = document.querySelector("a[data-i18n='nav.course']");
+  if (courseView() === "widgets") {
+    root.hidden = true;
+    if (navLink) navLink.href = "/";
+    return;
+  }
+  root.hidden = false;
+  if (navLink) navLink.href = "#course";
+  try {
+    COURSE.path = await api("learn/path", {});
+  } catch (err) {
+    root.replaceChildren(el("p", { class: "bad", text: t("common.error", { msg: errorText(err) }) }));
+    return;
+  }
+  let lang = I18N.lang;
+  // a language switch re-renders every widget: the lesson comes again in the new language
+  widgets.push({ render: () => {
+    if (lang !== I18N.lang && COURSE.open) { lang = I18N.lang; courseOpen(COURSE.open); }
+  }, refresh: async () => {} });
+  window.addEventListener("hashchange", courseRoute);
+  await courseRoute();
+}

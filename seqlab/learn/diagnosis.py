@@ -1,0 +1,658 @@
+"""Diagnoses from the structure of the difference between a student's outputs and the reference's.
+
+A failed check gathers its :class:`Evidence` (every case, the student's and the reference's outputs,
+the failed checks, the exercise's per-time-step terms) and :func:`diagnose` names the mistake:
+
+0. an input changed in place, when the check "inputs unchanged" failed: values computed from an
+   input that was written into (one that another argument may share) say nothing of the formula;
+1. a catalogued mistake whose implementation gives the student's outputs on every case (exact);
+2. a catalogued mistake whose ``recognise(evidence)`` fits: it recognises a FAMILY of wrong answers
+   from the structure of the difference (a constant factor, a transpose, a shift by one position,
+   a gradient summed over part of the time steps, a failed sentence of the contract), and says
+   where it fits, in words;
+3. the catalogued mistake whose implementation agrees with the most parts of the outputs, when it
+   agrees with more of them than the reference does (a mistake plus a slip of the student's own);
+4. otherwise no mistake: :func:`describe` says in words which outputs are right, which differ and
+   where (rows, positions, time steps), and how (a factor, a sign, a transpose, a shift, NaN).
+
+The recognisers below are building blocks for ``Mistake.recognise``: each takes the parts of the
+output it looks at and returns a function of the evidence that gives a sentence or None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from seqlab.learn import compare
+
+Recogniser = Callable[["Evidence"], "str | None"]
+Path = tuple  # a leaf's place in an output: ("xs",), (1, "Wx"), ...
+
+
+# --- the evidence --------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Evidence:
+    """What a check saw, for the recognisers. Outputs are in the checked form (``Exercise.compared``);
+    ``outputs[i]`` is None where the student's call raised or returned another form."""
+    exercise: Any
+    cases: list
+    outputs: list
+    expected: list
+    raw: list
+    extras: list
+    failed: dict                                   # failed check name -> its message
+    implementation_outputs: Callable[[Callable], list]   # an implementation's checked outputs, cached
+    step_terms: Callable[[int], dict | None]       # the exercise's per-time-step terms of case i, cached
+    errors: list = dataclasses.field(default_factory=list)   # what each call raised (None: it returned)
+
+    @property
+    def rtol(self) -> float:
+        return self.exercise.rtol
+
+    @property
+    def atol(self) -> float:
+        return self.exercise.atol
+
+    def own(self) -> list[int]:
+        """Indices of the exercise's own cases (not a sentence's)."""
+        return [i for i, c in enumerate(self.cases) if not c.spec]
+
+    def usable(self, cases: str = "own") -> list[int]:
+        """Indices of the cases (own, or "all") where the student's output has the reference's form."""
+        indices = self.own() if cases == "own" else range(len(self.cases))
+        return [i for i in indices if self.outputs[i] is not None]
+
+    def leaf(self, i: int, path) -> tuple[Any, Any]:
+        """(expected, actual) of the leaf at ``path`` (a key, an index or a tuple of them) in case i."""
+        path = path if isinstance(path, tuple) else (path,)
+        return pick(self.expected[i], path), pick(self.outputs[i], path)
+
+    def close(self, expected, actual) -> bool:
+        return close(expected, actual, self.rtol, self.atol)
+
+    def wrong(self, i: int, path) -> bool:
+        e, a = self.leaf(i, path)
+        return not self.close(e, a)
+
+
+def pick(value, path: Path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+def leaves(value, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+    """(path, leaf) of every leaf, in compare.leaf_pairs's order."""
+    if isinstance(value, dict):
+        for key in value:
+            yield from leaves(value[key], (*path, key))
+    elif isinstance(value, (tuple, list)) and not compare._numbers(value):
+        for i, item in enumerate(value):
+            yield from leaves(item, (*path, i))
+    else:
+        yield path, value
+
+
+def leaf_name(path: Path) -> str:
+    return "output" + "".join(f"[{k!r}]" for k in path)
+
+
+def array(x) -> np.ndarray:
+    a = compare._array(x)
+    return a.astype(np.float64) if a.dtype.kind in "biuf" else a
+
+
+def close(expected, actual, rtol: float = compare.RTOL, atol: float = compare.ATOL) -> bool:
+    """Same form and values within the tolerance (NaN where the other has NaN agrees)."""
+    if isinstance(expected, dict) or isinstance(expected, (tuple, list)) and not compare._numbers(expected):
+        return compare.agrees(expected, actual, rtol, atol)
+    if isinstance(expected, (bytes, str)) or isinstance(actual, (bytes, str)):
+        return expected == actual
+    rtol, atol = compare.tolerance(expected, actual, rtol, atol)
+    try:
+        e, a = array(expected), array(actual)
+    except Exception:  # noqa: BLE001 - not numbers: equal or not
+        return expected == actual
+    return e.shape == a.shape and e.dtype.kind != "O" and a.dtype.kind != "O" and \
+        bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True))
+
+
+# --- relations between one expected leaf and the student's ---------------------------------------------------
+def factor(expected, actual, rtol: float = 1e-6, atol: float = 1e-9) -> float | None:
+    """c when actual = c * expected everywhere (c != 1, expected not all zero), else None. Entries that
+    are not finite (masked scores of -inf) must be the same in both and are left out."""
+    e, a = array(expected), array(actual)
+    if e.shape != a.shape or e.dtype.kind not in "fiu":
+        return None
+    finite = np.isfinite(e) & np.isfinite(a)
+    if not np.array_equal(e[~finite], a[~finite], equal_nan=True):
+        return None
+    e, a = e[finite], a[finite]
+    norm = float(np.sum(e * e))
+    if norm == 0:
+        return None
+    c = float(np.sum(e * a)) / norm
+    if math.isclose(c, 1.0, rel_tol=1e-9) or not np.allclose(a, c * e, rtol=rtol, atol=atol):
+        return None
+    return c
+
+
+def named_factor(c: float, known: dict[str, float], rel: float = 1e-6) -> str | None:
+    """The name in ``known`` of the value c (e.g. {"1/T": 0.25}), or None."""
+    return next((name for name, value in known.items() if math.isclose(c, value, rel_tol=rel)), None)
+
+
+def is_transposed(expected, actual, rtol: float = 1e-6, atol: float = 1e-8) -> bool:
+    e, a = array(expected), array(actual)
+    if e.ndim < 2 or close(e, a, rtol, atol):
+        return False
+    t = np.swapaxes(e, -1, -2)
+    return t.shape == a.shape and close(t, a, rtol, atol)
+
+
+def shift(expected, actual, axis: int = 0, rtol: float = 1e-6, atol: float = 1e-8) -> int | None:
+    """+1 when actual[t] = expected[t - 1] along ``axis`` (one position late), -1 when actual[t] =
+    expected[t + 1] (one early), for every t the two share; None otherwise."""
+    e, a = array(expected), array(actual)
+    if e.shape != a.shape or e.ndim == 0 or e.shape[axis] < 2 or close(e, a, rtol, atol):
+        return None
+    e, a = np.moveaxis(e, axis, 0), np.moveaxis(a, axis, 0)
+    if close(e[:-1], a[1:], rtol, atol):
+        return 1
+    if close(e[1:], a[:-1], rtol, atol):
+        return -1
+    return None
+
+
+def differing(expected, actual, axis: int = 0, rtol: float = 1e-6, atol: float = 1e-8) -> list[int]:
+    """Indices along ``axis`` where any element differs."""
+    e, a = array(expected), array(actual)
+    if e.shape != a.shape or e.ndim == 0:
+        return []
+    if e.dtype.kind == "b" or e.dtype.kind in "iu" and a.dtype.kind in "biu":
+        bad = e != a
+    else:
+        bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+    other = tuple(k for k in range(bad.ndim) if k != axis % bad.ndim)
+    return [int(i) for i in np.flatnonzero(bad.any(axis=other) if other else bad)]
+
+
+def indices_text(indices: list[int], size: int) -> str:
+    """0, 1, 2 / 0..5 / all; "the last" for size - 1."""
+    if len(indices) == size and size > 1:
+        return "all"
+    if len(indices) > 3 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{indices[0]}..{indices[-1]}"
+    shown = ", ".join(map(str, indices[:8])) + (", ..." if len(indices) > 8 else "")
+    return shown
+
+
+def positions(expected, actual, axis_name: str, axis: int = 0, rtol: float = 1e-6, atol: float = 1e-8) -> str:
+    """'time steps 0, 1 differ; 2 is right' along one axis."""
+    e = array(expected)
+    if e.ndim == 0:
+        return ""
+    bad = differing(expected, actual, axis, rtol, atol)
+    size = e.shape[axis]
+    if not bad:
+        return ""
+    right = [i for i in range(size) if i not in bad]
+    text = f"{plural(axis_name)} {indices_text(bad, size)} differ" if len(bad) > 1 else f"{axis_name} {bad[0]} differs"
+    if right:
+        text += (f" ({axis_name} {right[0]} is right)" if len(right) == 1 else
+                 f" ({plural(axis_name)} {indices_text(right, size)} are right)")
+    return text
+
+
+def plural(noun: str) -> str:
+    """'time step' -> 'time steps', 'query row' -> 'query rows'."""
+    return noun if noun.endswith("s") else noun + "s"
+
+
+def relation(expected, actual, rtol: float = 1e-6, atol: float = 1e-8, axis_names: tuple = ()) -> str:
+    """How one leaf differs, in words: NaN, a sign, a constant factor, a transpose, a shift, and where."""
+    if isinstance(expected, (bytes, str)):
+        return f"is {actual!r}, expected {expected!r}"
+    try:
+        e, a = array(expected), array(actual)
+    except Exception:  # noqa: BLE001
+        return "holds values of another kind"
+    if e.shape != a.shape:
+        return f"has shape {a.shape}, expected {e.shape}"
+    if a.dtype.kind == "f" and not np.all(np.isfinite(a)) and np.all(np.isfinite(e)):
+        bad = np.argwhere(~np.isfinite(a)) if a.ndim else []
+        where = f" (first at [{', '.join(map(str, bad[0]))}])" if len(bad) else ""
+        kind = "NaN" if np.isnan(a).any() else "inf"
+        return f"holds {kind} where the reference is finite{where}"
+    if a.dtype.kind in "fiu" and e.dtype.kind in "fiu" and np.all(a == 0) and np.any(e != 0):
+        return "is all zeros"
+    c = factor(e, a, max(rtol, 1e-6), atol)
+    if c is not None:
+        return "has the wrong sign (it is minus the reference)" if math.isclose(c, -1, rel_tol=1e-6) else \
+            f"is the reference times a constant factor {c:.6g}"
+    if is_transposed(e, a, rtol, atol):
+        return "is the reference transposed"
+    for axis in range(min(e.ndim, 2)):
+        s = shift(e, a, axis, rtol, atol)
+        if s is not None:
+            name = axis_names[axis] if axis < len(axis_names) and axis_names[axis] else f"axis {axis}"
+            return f"is shifted by one {name} ({'late' if s > 0 else 'early'}: entry t holds the reference's entry t{'-' if s > 0 else '+'}1)"
+    if e.ndim == 0:
+        return f"is {compare.show(a.item())}, expected {compare.show(e.item())}"
+    parts = []
+    for axis in range(min(e.ndim, 2)):
+        name = axis_names[axis] if axis < len(axis_names) and axis_names[axis] else ("row" if axis == 0 else "column")
+        text = positions(e, a, name, axis, rtol, atol)
+        if text and "all" not in text.split(" differ")[0]:
+            parts.append(text)
+    if not parts:
+        parts.append("every " + (axis_names[0] if axis_names and axis_names[0] else "row") + " differs")
+    return "; ".join(parts)
+
+
+def axes_of(exercise, path: Path) -> tuple:
+    """The names the exercise gives the axes of the leaf at ``path`` (by its last key or index)."""
+    axes = getattr(exercise, "axes", None) or {}
+    return axes.get(path[-1], ()) if path else axes.get("", ())
+
+
+# --- describing a difference nothing recognises ----------------------------------------------------------------
+def describe(ev: Evidence) -> tuple[str, str]:
+    """(where, explanation) in words: which outputs are right, which differ, and where and how."""
+    usable = ev.usable("all")
+    if not usable:
+        return "", "no case's output has the reference's form"
+    names: dict[Path, list[int]] = {}
+    for i in usable:
+        for path, _ in leaves(ev.expected[i]):
+            names.setdefault(path, [])
+            if ev.wrong(i, path):
+                names[path].append(i)
+    wrong = {p: cs for p, cs in names.items() if cs}
+    right = [p for p, cs in names.items() if not cs]
+    if not wrong:
+        failed = ", ".join(ev.failed)
+        return "", f"the values agree with the reference on every case; what fails: {failed}"
+    lines = []
+    for path, cs in wrong.items():
+        first = cs[0]
+        e, a = ev.leaf(first, path)
+        how = relation(e, a, ev.rtol, ev.atol, axes_of(ev.exercise, path))
+        having = [i for i in usable if path in dict(leaves(ev.expected[i]))]
+        on = "every case" if len(cs) == len(having) else \
+            ", ".join(ev.cases[i].label for i in cs[:3]) + (", ..." if len(cs) > 3 else "")
+        lines.append(f"{leaf_name(path)} {how} (wrong on {on}{'' if len(cs) == 1 else '; as seen on ' + ev.cases[first].label})")
+    where = "; ".join(lines)
+    if len(names) > 1:
+        right_text = ", ".join(leaf_name(p) for p in right) if right else "none"
+        explanation = f"Right: {right_text}. Wrong: {where}."
+    else:
+        explanation = f"{where}."
+    return where, explanation
+
+
+# --- recognisers (building blocks of Mistake.recognise) -------------------------------------------------------
+def failed_check(name: str, text: str = "", alone: bool = True, raises: bool = False) -> Recogniser:
+    """Fits when the check ``name`` (a sentence's id) failed; says the check's message. ``alone``:
+    only when the values are right on the exercise's own cases (every one that ran), so that a
+    sentence's check that fails because everything is wrong does not name that sentence.
+    ``raises``: the check may have failed by an error the code raised (a sentence about the form of
+    the inputs: None, an empty sequence, other sizes); otherwise only by what the code returned."""
+    def recognise(ev: Evidence) -> str | None:
+        message = ev.failed.get(name)
+        if message is None or not raises and "() raised on " in message:
+            return None
+        if alone and ("runs" in ev.failed or not own_values_right(ev)):
+            return None
+        return (text + ": " if text else "") + message
+    return recognise
+
+
+def own_values_right(ev: Evidence) -> bool:
+    """The student's outputs have the reference's form and values on every own case that ran (and
+    one ran at least)."""
+    usable = ev.usable()
+    ran = [i for i in ev.own() if not ev.errors or not ev.errors[i]]
+    return bool(usable) and len(usable) == len(ran) and all(ev.close(ev.expected[i], ev.outputs[i]) for i in usable)
+
+
+def matches(implementation: Callable, parts: tuple | None = None, cases: str = "all",
+            text: str = "") -> Recogniser:
+    """Fits when ``implementation`` (a version with the mistake) gives the student's values for the
+    output ``parts`` (paths; None: all) on every usable case where the student is wrong there. The
+    rest of the output may hold other slips. Says which parts agree."""
+    def recognise(ev: Evidence) -> str | None:
+        theirs = ev.implementation_outputs(implementation)
+        seen = []
+        for i in ev.usable(cases):
+            if theirs[i] is None:
+                continue
+            paths = [p for p, _ in leaves(ev.expected[i])] if parts is None else \
+                [p if isinstance(p, tuple) else (p,) for p in parts]
+            for path in paths:
+                if not ev.wrong(i, path):
+                    continue
+                try:
+                    mutant = pick(theirs[i], path)
+                except (KeyError, IndexError, TypeError):
+                    return None
+                if not close(mutant, pick(ev.outputs[i], path), ev.rtol, ev.atol):
+                    return None
+                seen.append((path, i))
+        if not seen:
+            return None
+        shown = sorted({leaf_name(p) for p, _ in seen})
+        return (text + ": " if text else "") + ", ".join(shown) + " as that mistake gives them"
+    return recognise
+
+
+def factor_of(parts: tuple, known: Callable[[Any], dict[str, float]], text: str = "") -> Recogniser:
+    """Fits when each wrong part among ``parts`` is the reference times one of the case's ``known``
+    factors ({"1/T": 1 / T, ...}), the same name on every case. Says which factor, where."""
+    def recognise(ev: Evidence) -> str | None:
+        names, found = set(), []
+        for i in ev.usable():
+            for p in parts:
+                path = p if isinstance(p, tuple) else (p,)
+                if not ev.wrong(i, path):
+                    continue
+                e, a = ev.leaf(i, path)
+                c = factor(e, a, max(ev.rtol, 1e-6), ev.atol)
+                name = None if c is None else named_factor(c, known(ev.cases[i]))
+                if name is None:
+                    return None
+                names.add(name)
+                found.append(leaf_name(path))
+        if len(names) != 1:
+            return None
+        parts_text = ", ".join(sorted(set(found)))
+        return (text + ": " if text else "") + f"{parts_text} = the reference times {names.pop()}"
+    return recognise
+
+
+def transposed(part, text: str = "") -> Recogniser:
+    """Fits when the wrong output ``part`` is the reference's transposed on every case."""
+    path = part if isinstance(part, tuple) else (part,)
+
+    def recognise(ev: Evidence) -> str | None:
+        found = [i for i in ev.usable() if ev.wrong(i, path)]
+        if not found or not all(is_transposed(*ev.leaf(i, path), ev.rtol, ev.atol) for i in found):
+            return None
+        return (text + ": " if text else "") + f"{leaf_name(path)} is the reference's transposed"
+    return recognise
+
+
+def shifted(part, axis: int = 0, axis_name: str = "position", text: str = "") -> Recogniser:
+    """Fits when the wrong ``part`` is the reference shifted by one along ``axis`` on every case."""
+    path = part if isinstance(part, tuple) else (part,)
+
+    def recognise(ev: Evidence) -> str | None:
+        found = [i for i in ev.usable() if ev.wrong(i, path)]
+        if not found:
+            return None
+        shifts = {shift(*ev.leaf(i, path), axis, ev.rtol, ev.atol) for i in found}
+        if len(shifts) != 1 or None in shifts:
+            return None
+        late = shifts.pop() > 0
+        return (text + ": " if text else "") + (
+            f"{leaf_name(path)} is shifted by one {axis_name}: entry t holds the reference's entry "
+            f"t{'-' if late else '+'}1")
+    return recognise
+
+
+def normalised_along(part, axis: int, axis_name: str, text: str = "") -> Recogniser:
+    """Fits when the wrong ``part`` (probabilities) sums to 1 along ``axis`` instead of the last axis."""
+    path = part if isinstance(part, tuple) else (part,)
+
+    def recognise(ev: Evidence) -> str | None:
+        found = [i for i in ev.usable() if ev.wrong(i, path)]
+        if not found:
+            return None
+        for i in found:
+            _, a = ev.leaf(i, path)
+            a = array(a)
+            if a.ndim < 2 or not np.all(np.isfinite(a)):
+                return None
+            sums = a.sum(axis=axis)
+            nonzero = sums[np.abs(sums) > 1e-12]
+            if nonzero.size == 0 or not np.allclose(nonzero, 1.0, atol=1e-9):
+                return None
+        return (text + ": " if text else "") + f"{leaf_name(path)} sums to 1 along each {axis_name}"
+    return recognise
+
+
+def diagonal_offset(part, text: str = "") -> Recogniser:
+    """Fits when a wrong (n, n) bool ``part`` differs from the reference on exactly one diagonal
+    j - i = k (an off-by-one window); says which diagonal and how."""
+    path = part if isinstance(part, tuple) else (part,)
+
+    def recognise(ev: Evidence) -> str | None:
+        found = [i for i in ev.usable() if ev.wrong(i, path)]
+        if not found:
+            return None
+        offsets, how = set(), set()
+        for i in found:
+            e, a = (np.asarray(x) for x in ev.leaf(i, path))
+            if e.ndim != 2 or e.dtype != bool:
+                return None
+            bad = np.argwhere(e != a)
+            offsets |= {int(j - r) for r, j in bad}
+            how |= {bool(a[r, j]) for r, j in bad}
+        if len(offsets) != 1 or len(how) != 1:
+            return None
+        k = offsets.pop()
+        which = "the diagonal j = i (each position itself)" if k == 0 else \
+            f"the diagonal j = i {'+' if k > 0 else '-'} {abs(k)}"
+        return (text + ": " if text else "") + f"{leaf_name(path)} is {'True' if how.pop() else 'False'} on {which}, the reference is not"
+    return recognise
+
+
+def summed_over_time(parts: tuple, text: str = "") -> Recogniser:
+    """Fits when each wrong shared-weight gradient among ``parts`` is a PART of its sum over time: one
+    step's term, the terms of a run of steps, or the mean over the steps, read from the exercise's
+    per-time-step terms (``Exercise.step_terms``, {name: (T, ...)}). Says which steps it holds."""
+    def recognise(ev: Evidence) -> str | None:
+        found = []
+        for i in ev.usable():
+            terms = ev.step_terms(i)
+            if not terms:
+                continue
+            for p in parts:
+                path = p if isinstance(p, tuple) else (p,)
+                if p not in terms or not ev.wrong(i, path):
+                    continue
+                said = partial_sum(terms[p], ev.leaf(i, path)[1], ev.rtol, ev.atol)
+                if said is None:
+                    return None
+                found.append((leaf_name(path), said, i))
+        if not found:
+            return None
+        kinds = sorted({said for _, said, _ in found})
+        names = ", ".join(sorted({n for n, _, _ in found}))
+        return (text + ": " if text else "") + f"{names} hold {' / '.join(kinds)} (on {ev.cases[found[0][2]].label})"
+    return recognise
+
+
+def partial_sum(terms, actual, rtol: float = 1e-6, atol: float = 1e-8) -> str | None:
+    """How ``actual`` is part of terms.sum(0) over the steps (axis 0), in words, or None."""
+    terms, actual = array(terms), array(actual)
+    T = terms.shape[0]
+    if actual.shape != terms.shape[1:]:
+        return None
+    if T > 1 and close(terms.sum(0) / T, actual, rtol, atol):
+        return "the mean over the time steps instead of the sum"
+    for t in range(T):
+        if close(terms[t], actual, rtol, atol):
+            if T > 1 and t == T - 1:
+                return "only the last step's contribution"
+            return "only the first step's contribution" if t == 0 else f"only step {t}'s contribution"
+    for start in range(T):
+        for stop in range(start + 2, T + 1):
+            if (start, stop) != (0, T) and close(terms[start:stop].sum(0), actual, rtol, atol):
+                return f"the sum over steps {start}..{stop - 1} only"
+    return None
+
+
+def right_only_at_last_step(part, text: str = "") -> Recogniser:
+    """Fits when the wrong per-step ``part`` (T, ...) is right at the last step and wrong at every
+    earlier one: what reaches a step from the future is missing or wrong."""
+    path = part if isinstance(part, tuple) else (part,)
+
+    def recognise(ev: Evidence) -> str | None:
+        found = []
+        for i in ev.usable():
+            if not ev.wrong(i, path):
+                continue
+            e, a = ev.leaf(i, path)
+            bad = differing(e, a, 0, ev.rtol, ev.atol)
+            T = array(e).shape[0]
+            if T < 2 or bad != list(range(T - 1)):
+                return None
+            found.append(i)
+        if not found:
+            return None
+        return (text + ": " if text else "") + (f"{leaf_name(path)} is right at the last time step and wrong "
+                                                f"at every earlier one (on {ev.cases[found[0]].label})")
+    return recognise
+
+
+def raised(pattern: str, text: str = "", cases: Callable[[Any], bool] | None = None) -> Recogniser:
+    """Fits when a call raised an error whose text matches the regular expression ``pattern`` (on a
+    case for which ``cases(case)`` holds, when given); says on which cases it raised and what."""
+    import re
+    compiled = re.compile(pattern, re.IGNORECASE)
+
+    def recognise(ev: Evidence) -> str | None:
+        hit = [i for i, error in enumerate(ev.errors) if error and compiled.search(error)
+               and (cases is None or cases(ev.cases[i]))]
+        if not hit:
+            return None
+        ran = [i for i, error in enumerate(ev.errors) if not error]
+        said = f"it raised on {', '.join(ev.cases[i].label for i in hit[:3])}" + ("..." if len(hit) > 3 else "")
+        said += f": {ev.errors[hit[0]].splitlines()[-1]}"
+        if ran:
+            said += f"; it ran on {', '.join(ev.cases[i].label for i in ran[:3])}" + ("..." if len(ran) > 3 else "")
+        return (text + ": " if text else "") + said
+    return recognise
+
+
+def any_of(*recognisers: Recogniser) -> Recogniser:
+    """The first of ``recognisers`` that fits."""
+    def recognise(ev: Evidence) -> str | None:
+        return next((said for r in recognisers if (said := r(ev))), None)
+    return recognise
+
+
+# --- the diagnosis ---------------------------------------------------------------------------------------------
+def _agreement(ev: Evidence, theirs: list) -> tuple[int, int]:
+    """(parts of the outputs where ``theirs`` agrees with the student's, all parts), over usable cases."""
+    agree = total = 0
+    for i in ev.usable("all"):
+        if theirs[i] is None or compare.structure_error(theirs[i], ev.outputs[i], "x"):
+            total += sum(1 for _ in leaves(ev.expected[i]))
+            continue
+        for _, a, b in compare.leaf_pairs(theirs[i], ev.outputs[i], "x"):
+            total += 1
+            agree += compare.agrees(a, b, ev.rtol, ev.atol)
+    return agree, total
+
+
+def right_and_wrong(ev: Evidence) -> str:
+    """'right: Wy, by; wrong: Wx, Wh, b, xs, h0': the outputs (gradients) right on every usable case and
+    the ones wrong on some, by their last key; "" when no output has the reference's form."""
+    usable = ev.usable("all")
+    if not usable:
+        return ""
+    wrong: dict[str, bool] = {}
+    for i in usable:
+        for path, _ in leaves(ev.expected[i]):
+            name = str(path[-1]) if path else "output"
+            wrong[name] = wrong.get(name, False) or ev.wrong(i, path)
+    right = [n for n, w in wrong.items() if not w]
+    bad = [n for n, w in wrong.items() if w]
+    return f"right: {', '.join(right) or 'none'}; wrong: {', '.join(bad) or 'none'}" if len(wrong) > 1 else ""
+
+
+def _record(ev: Evidence, mistake, exact: bool, where: str, title_suffix: str = "", anchor: bool = True) -> dict:
+    """``anchor``: the mistake is one of the lesson's (its "Common mistakes" section has mistake-<id>). For
+    a backward pass ``where`` also says which gradients are right and which are wrong."""
+    ex = ev.exercise
+    if getattr(ex, "gradients", None) is not None and (summary := right_and_wrong(ev)):
+        where = f"{where} ({summary})" if where else summary
+    return {"mistake": mistake.id, "title": mistake.title + title_suffix, "explanation": mistake.explanation,
+            "exact": exact, "where": where, "convention": mistake.convention,
+            "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}" if anchor else "", "widget": ex.widget}}
+
+
+def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple = ()) -> dict | None:
+    """The diagnosis record of INTERFACES.md B, or None when every check passed. ``generic``: mistakes
+    any exercise can show whatever its values (a broken rule): tried first when the values are right
+    on the exercise's own cases (the check that failed is then likely theirs), late otherwise.
+    ``last``: mistakes any exercise can show, tried after everything else (arrays whose shapes do not
+    fit). ``first``: mistakes tried before everything, whatever the values (an input changed in
+    place: values computed after an input was written into, one another argument may share, are no
+    evidence of a mistake in the formula)."""
+    if not ev.failed:
+        return None
+    ex = ev.exercise
+    for m in first:
+        said = _said(m, ev)
+        if said:
+            return _record(ev, m, False, said, anchor=False)
+    candidates = [m for m in ex.mistakes if not m.accepted]
+    usable = ev.usable("all")
+    differs = [i for i in usable if not ev.close(ev.expected[i], ev.outputs[i])]
+    mutants = [m for m in candidates if m.implementation is not None] if differs else []
+    for m in mutants:     # a mutant can only explain values that differ from the reference's
+        theirs = ev.implementation_outputs(m.implementation)
+        if all(theirs[i] is not None and close(theirs[i], ev.outputs[i], ev.rtol, ev.atol) for i in usable):
+            where = _said(m, ev) or ""
+            return _record(ev, m, True, where or "every checked value is what this mistake gives")
+    first_generic = own_values_right(ev)
+    for m in [*(generic if first_generic else ()), *candidates]:
+        said = _said(m, ev)
+        if said:
+            return _record(ev, m, False, said, anchor=m in candidates)
+    scored = [(*_agreement(ev, ev.implementation_outputs(m.implementation)), m) for m in mutants]
+    if scored:
+        reference_agree, _ = _agreement(ev, ev.expected)
+        best = max(agree for agree, _, _ in scored)
+        winners = [(agree, total, m) for agree, total, m in scored if agree == best]
+        if best > reference_agree and len(winners) == 1:
+            agree, total, m = winners[0]
+            return _record(ev, m, False, f"it explains {agree} of {total} checked values",
+                           f" (it explains {agree} of {total} checked values)")
+    for m in (*(() if first_generic else generic), *last):
+        said = _said(m, ev)
+        if said:
+            return _record(ev, m, False, said, anchor=False)
+    where, explanation = describe(ev)
+    first = _first_difference(ev)
+    if first:
+        explanation += f" First difference, on {first}"
+    return {"mistake": None, "title": "no catalogued mistake matches", "explanation": explanation,
+            "exact": False, "where": where, "convention": None,
+            "read": {"step": ex.step, "anchor": "", "widget": ex.widget}}
+
+
+def _said(mistake, ev: Evidence) -> str | None:
+    if mistake.recognise is None:
+        return None
+    try:
+        return mistake.recognise(ev)
+    except Exception:  # noqa: BLE001 - a recogniser that cannot read this output does not fit
+        return None
+
+
+def _first_difference(ev: Evidence) -> str:
+    for i in ev.usable("all"):
+        found = compare.first_difference(ev.expected[i], ev.outputs[i], "output", ev.rtol, ev.atol)
+        if found:
+            where, e, a = found
+            return f"{ev.cases[i].label}: {where}: expected {compare.show(e)}, got {compare.show(a)}"
+    return ""

@@ -1,0 +1,214 @@
+"""The words a student reads about a check: what `seqlab learn check` (and a notebook's check)
+prints, and what a grade (grades.csv and grades.json, Gradescope's results.json) says about one
+exercise.
+
+The diagnosis is the headline: its title, where (which gradients, rows, positions or time steps are
+right and which are wrong), what it means and how to fix it, where to read about it (the
+`seqlab learn show` command and the heading of the mistake in the lesson, and the explorer's address
+of the lesson at that mistake), and the notes on conventions accepted. Then the checks, one line
+each, except the checks of the contract's sentences that fail only because the values differ
+everywhere: those are one line that says so, so that no sentence is quoted as broken when it was not.
+
+    report_lines(report, lang="en")  ->  ["  diagnosis: the tanh is missing", "    where: ...", ...,
+                                          "  checks:", "    PASS  runs", "    FAIL  values (worked example): ...", ...]
+    diagnosis_title(report) -> "the tanh is missing" ("" when no catalogued mistake fits)
+"""
+
+from __future__ import annotations
+
+import re
+
+WIDTH = 100      # the diagnosis's paragraphs are wrapped at this many columns (check lines are not)
+
+_L = {
+    "diagnosis": ("diagnosis: ", "诊断："),
+    "where": ("where: ", "位置："),
+    "read": ("read: ", "阅读："),
+    "read_mistake": ('"{heading}", under "{section}" in the lesson:', "课文“{section}”中的“{heading}”："),
+    "read_lesson": ("the lesson:", "本步课文："),
+    "explorer": ("{url}  (in seqlab explore)", "{url}  （在 seqlab explore 中）"),
+    "note": ("note: ", "说明："),
+    "checks": ("checks:", "检查："),
+    "printed": ("note: your code printed {n} characters; the first ones: {head!r}",
+                "说明：你的代码打印了 {n} 个字符；开头是：{head!r}"),
+    "values_too": ("the values on these sentences' cases differ from the reference's; one mistake makes "
+                   "several such checks fail: the diagnosis above says which, and these are checked again "
+                   "once it is fixed",
+                   "这些句子的用例上数值与参考实现不同；一个错误会让好几项这样的检查同时失败：错在哪里见上面的"
+                   "诊断，修正之后会再检查这些句子"),
+    "values_too_one": ("the values on this sentence's cases differ from the reference's, as they do elsewhere: "
+                       "the diagnosis above says what is wrong, and this is checked again once it is fixed",
+                       "这个句子的用例上数值与参考实现不同，其他地方也一样：错在哪里见上面的诊断，修正之后会再检查"
+                       "这个句子"),
+    "form_too": ("the output has another form on these sentences' cases too (see shapes and types); these are "
+                 "checked again once it has the contract's form",
+                 "在这些句子的用例上，输出的形式同样与约定不同（见 shapes and types）；输出符合约定的形式后会再检查这些句子"),
+    "form_too_one": ("the output has another form on this sentence's cases too (see shapes and types); this is "
+                     "checked again once it has the contract's form",
+                     "在这个句子的用例上，输出的形式同样与约定不同（见 shapes and types）；输出符合约定的形式后会再检查这个句子"),
+    "raised_too": ("your function raised on these sentences' cases too (see runs); these are checked again once "
+                   "it runs",
+                   "你的函数在这些句子的用例上同样抛出了错误（见 runs）；函数能运行之后会再检查这些句子"),
+    "raised_too_one": ("your function raised on this sentence's cases too (see runs); this is checked again once "
+                       "it runs",
+                       "你的函数在这个句子的用例上同样抛出了错误（见 runs）；函数能运行之后会再检查这个句子"),
+    "no_mistake": ("no catalogued mistake matches", "没有相符的常见错误"),
+    "explains": (" (it explains {a} of {b} checked values)", "（它解释了 {b} 个检查值中的 {a} 个）"),
+}
+
+
+def _say(key: str, lang: str, **values) -> str:
+    return _L[key][1 if lang == "zh" else 0].format(**values)
+
+
+def mistake_record(exercise_name: str, mistake_id: str | None):
+    """The Mistake record ``mistake_id`` of the exercise (or a generic one), or None."""
+    if not mistake_id:
+        return None
+    from seqlab.learn.catalog import exercise
+    from seqlab.learn.exercise import GENERIC_MISTAKES
+    ex = exercise(exercise_name)
+    return next((m for m in (*(ex.mistakes if ex is not None else ()), *GENERIC_MISTAKES) if m.id == mistake_id), None)
+
+
+def diagnosis_words(d: dict, exercise_name: str, lang: str = "en") -> tuple[str, str]:
+    """(title, explanation) of the diagnosis ``d`` in ``lang``: a catalogued mistake's own words in
+    中文 where it has them; what the check found (``where``) stays as it was said."""
+    title, explanation = str(d.get("title", "")), str(d.get("explanation", ""))
+    if lang != "zh":
+        return title, explanation
+    if not d.get("mistake"):
+        return _say("no_mistake", "zh") if title == _L["no_mistake"][0] else title, explanation
+    m = mistake_record(exercise_name, d["mistake"])
+    if m is None or not m.title_zh:
+        return title, explanation
+    suffix = re.fullmatch(r" \(it explains (\d+) of (\d+) checked values\)", title[len(m.title):])
+    zh = m.title_zh + (_say("explains", "zh", a=suffix[1], b=suffix[2]) if suffix else "")
+    return zh, (m.explanation_zh or explanation) if explanation == m.explanation else explanation
+
+
+def reading(d: dict, exercise_name: str, lang: str = "en") -> dict:
+    """Where to read about the diagnosis ``d``: {"command": "seqlab learn show STEP", "heading": the
+    mistake's heading in the lesson ("" for the lesson as a whole), "url": the explorer's address of
+    the lesson at that mistake, "#step/STEP/mistake-ID"}."""
+    from seqlab.learn.views import _sentence, label, step_url
+    read = d.get("read") or {}
+    step = read.get("step") or exercise_name
+    anchor = read.get("anchor") or ""
+    command = f"seqlab learn show {step}" + (" --lang zh" if lang == "zh" else "")     # pasted as it is
+    heading = ""
+    if anchor:
+        m = mistake_record(exercise_name, anchor.removeprefix("mistake-"))
+        title = str(d.get("title", "")) if m is None else m.title_zh if lang == "zh" and m.title_zh else m.title
+        heading = _sentence(title)
+    return {"command": command, "heading": heading, "section": label("mistakes", lang) if heading else "",
+            "url": step_url(step, anchor)}
+
+
+def _wrapped(text: str, indent: str, lead: str) -> list[str]:
+    """``text`` after ``lead``, wrapped at WIDTH columns (中文 between characters), then indented."""
+    from seqlab.learn.views import wrap
+    return wrap(text, WIDTH, indent, lead)
+
+
+def diagnosis_lines(report, lang: str = "en") -> list[str]:
+    """The diagnosis (title, where, explanation, what to read) and the notes, as report_lines starts."""
+    lines: list[str] = []
+    d = report.diagnosis
+    if d:
+        title, explanation = diagnosis_words(d, report.exercise, lang)
+        lines += _wrapped(title, "      ", "  " + _say("diagnosis", lang))
+        where = str(d.get("where") or "")
+        if where and where not in explanation:
+            lines += _wrapped(where, "      ", "    " + _say("where", lang))
+        if explanation:
+            lines += _wrapped(explanation, "      ", "    ")
+        r = reading(d, report.exercise, lang)
+        said = (_say("read_mistake", lang, section=r["section"], heading=r["heading"]) if r["heading"]
+                else _say("read_lesson", lang))
+        lines += _wrapped(said, "      ", "    " + _say("read", lang))
+        lines += ["        " + r["command"], "        " + _say("explorer", lang, url=r["url"])]
+    for note in report.notes:
+        lines += _wrapped(_note_words(report.exercise, note, lang), "      ", "  " + _say("note", lang))
+    return lines
+
+
+def _note_words(exercise_name: str, note: str, lang: str) -> str:
+    """A note on an accepted convention, in 中文 from its record where it has one: "TITLE: EXPLANATION"
+    (the code follows it and passes) or "TITLE: checked against that reading (EXPLANATION)"."""
+    if lang != "zh":
+        return note
+    from seqlab.learn.catalog import exercise
+    ex = exercise(exercise_name)
+    for m in (ex.mistakes if ex is not None else ()):
+        if not (m.accepted and m.title_zh and note.startswith(m.title + ": ")):
+            continue
+        explanation = m.explanation_zh or m.explanation
+        if note == f"{m.title}: checked against that reading ({m.explanation})":
+            return f"{m.title_zh}：按这种读法检查（{explanation}）"
+        return f"{m.title_zh}：{explanation}"
+    return note
+
+
+def check_rows(checks: list[dict], lang: str = "en", named: bool = False) -> list[tuple[bool, str, str, bool]]:
+    """(passed, name, message, grouped) per check, except the sentences' checks that failed for a reason that is
+    not theirs (their "cause"): one row for those whose values differ, when the values differ on the
+    exercise's own cases too or a catalogued mistake (``named``) explains two or more; one for those
+    whose output has another form, when "shapes and types" failed; one for those on which the code
+    raised, when it raised on the exercise's own cases ("runs" failed). No such row (``grouped``)
+    quotes a sentence as broken: it says why they fail (the names joined by ", ")."""
+    failed = {c["name"] for c in checks if not c["passed"]}
+    by_cause = {cause: [c["name"] for c in checks if not c["passed"] and c.get("cause") == cause]
+                for cause in ("values", "form", "raised")}
+    own_differ = any(name.startswith("values (") for name in failed)
+    grouped = {"values": own_differ or named and len(by_cause["values"]) > 1,
+               "form": "shapes and types" in failed, "raised": "runs" in failed}
+    group_of = {name: cause for cause, names in by_cause.items() if grouped[cause] for name in names}
+    rows = []
+    for c in checks:
+        cause = group_of.get(c["name"])
+        if cause is None:
+            rows.append((c["passed"], c["name"], c["message"], False))
+        elif c["name"] == by_cause[cause][0]:
+            names = by_cause[cause]
+            rows.append((False, ", ".join(names), _say(f"{cause}_too" + ("_one" if len(names) == 1 else ""), lang), True))
+    return rows
+
+
+def check_lines(checks: list[dict], lang: str = "en", indent: str = "    ", named: bool = False) -> list[str]:
+    """One line per row of :func:`check_rows`: PASS / FAIL, the check's name and its message (a
+    group's message wrapped, a check's as it is)."""
+    lines = []
+    for passed, name, message, grouped in check_rows(checks, lang, named):
+        head = f"{indent}{'PASS' if passed else 'FAIL'}  {name}"
+        if grouped:
+            lines += _wrapped(message, indent + "      ", head + ("：" if lang == "zh" else ": "))
+        else:
+            lines.append(head + (f": {message}" if message else ""))
+    return lines
+
+
+def report_lines(report, lang: str = "en") -> list[str]:
+    """What a check says: the diagnosis first (diagnosis_lines), then the checks (check_lines), then a
+    note on what the code printed."""
+    lines = diagnosis_lines(report, lang)
+    if lines:
+        lines.append("  " + _say("checks", lang))
+        lines += check_lines(report.checks, lang, named=bool((report.diagnosis or {}).get("mistake")))
+    else:
+        lines += check_lines(report.checks, lang, "  ")
+    if report.printed_chars:
+        lines.append("  " + _say("printed", lang, n=report.printed_chars, head=report.printed[:300].rstrip()))
+    return lines
+
+
+def diagnosis_title(report) -> str:
+    """The catalogued mistake's title, or "" (no diagnosis, or none of the catalogue fits)."""
+    d = report.diagnosis
+    return str(d["title"]) if d and d.get("mistake") else ""
+
+
+def first_failure(report) -> str:
+    """The message of the first check that failed ("" when all passed)."""
+    return next((f"{c['name']}: {c['message']}" if c["message"] else c["name"]
+                 for c in report.checks if not c["passed"]), "")

@@ -1,0 +1,620 @@
+"""Figures of the training and seq2seq lessons: log-sum-exp row by row, the cosine schedule, AdamW's
+bias correction and decay, random batch windows, the training loop, the encoder-decoder with and
+without attention, teacher forcing, and how many steps separate an output from a source position.
+
+The numbers drawn come from seqlab's own code (the exercises' references, ``seqlab.learn.torch_mistakes``
+where a figure shows what a mistake computes), so a figure cannot drift from the lessons' worked
+examples. The ``*_example`` functions return the lessons' worked inputs; the lessons' ``numbers`` lines
+call them too.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+
+TARGET_FILL, TARGET = "#fef3c7", "#d97706"     # targets (shifted), the target entry of a row
+WRONG_FILL = "#fee2e2"
+GRID = "#e5e7eb"
+
+
+def _t(lang: str, en: str, zh: str) -> str:
+    return zh if lang == "zh" else en
+
+
+def _num(value: float, decimals: int = 6) -> str:
+    """A number as the lessons print it: trailing zeros dropped (1, 0.5, 0.417030)."""
+    text = f"{float(value):.{decimals}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text == "-0" else text.replace("-", "−")
+
+
+def _polyline(d: Drawing, points, *, color: str = ACCENT, width: float = 2.0, dashed: bool = False) -> None:
+    """A line through ``points`` (the svg builder draws straight segments one at a time)."""
+    dash = ' stroke-dasharray="5 4"' if dashed else ""
+    coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    d.parts.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="{width}"'
+                   f' stroke-linejoin="round"{dash}/>')
+
+
+def _dot(d: Drawing, x: float, y: float, *, color: str = ACCENT, r: float = 4.0) -> None:
+    d.circle(x, y, r, fill=color, stroke=color)
+
+
+def _reference(name: str):
+    from seqlab.learn.references import reference
+    return reference(name)
+
+
+# --- the lessons' worked inputs -------------------------------------------------------------------------------
+def ce_example():
+    """cross_entropy's worked example (the exercise's first case): two rows of three logits, targets 0 and 1."""
+    import torch
+    logits = torch.tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]], dtype=torch.float64)
+    return logits, torch.tensor([0, 1])
+
+
+def ce_underflow_example():
+    """One float32 row whose target's probability is below the smallest float32: logits [0, 200], target 0."""
+    import torch
+    return torch.tensor([[0.0, 200.0]]), torch.tensor([0])
+
+
+def adamw_example():
+    """adamw_step's worked example, step 1: p = [1, -2], grad = [0.5, -3], m = v = 0 (lr 0.1, weight decay 0.1)."""
+    import torch
+    p = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    grad = torch.tensor([0.5, -3.0], dtype=torch.float64)
+    return p, grad, torch.zeros(2, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
+
+
+ADAMW_LR, ADAMW_DECAY = 0.1, 0.1
+
+
+def adamw_second_grad():
+    """The gradient of the worked example's second step: the first entry's is unchanged, the second's flips sign."""
+    import torch
+    return torch.tensor([0.5, 1.0], dtype=torch.float64)
+
+
+def adamw_two_steps():
+    """(p, m, v) after step 1 and after step 2 of the worked example, from the exercise's reference."""
+    step = _reference("adamw_step")
+    p, grad, m, v = adamw_example()
+    first = step(p, grad, m, v, 1, ADAMW_LR, weight_decay=ADAMW_DECAY)
+    second = step(*first[:1], adamw_second_grad(), *first[1:], 2, ADAMW_LR, weight_decay=ADAMW_DECAY)
+    return first, second
+
+
+def adamw_update_then_decay():
+    """The other order (CS336's handout): the Adam update of the worked example's step 1, then the decay
+    of the updated parameter. The update is the reference's with weight_decay = 0."""
+    p, grad, m, v = adamw_example()
+    updated = _reference("adamw_step")(p, grad, m, v, 1, ADAMW_LR, weight_decay=0.0)[0]
+    return updated * (1 - ADAMW_LR * ADAMW_DECAY)
+
+
+def constant_gradient_steps(steps: int = 30, *, corrected: bool = True) -> list[float]:
+    """How far one AdamW step moves p (lr 1, no decay) at steps 1..``steps`` when every gradient is 1:
+    the reference (bias-corrected), or the catalogued mistake without the correction."""
+    import torch
+
+    from seqlab.learn import torch_mistakes
+    update = _reference("adamw_step") if corrected else torch_mistakes.adamw_step__no_bias_correction
+    p, m, v = (torch.zeros(1, dtype=torch.float64) for _ in range(3))
+    grad = torch.ones(1, dtype=torch.float64)
+    moves = []
+    for t in range(1, steps + 1):
+        new_p, m, v = update(p, grad, m, v, t, 1.0, weight_decay=0.0)
+        moves.append(float(p - new_p))
+        p = new_p
+    return moves
+
+
+def decay_alone(steps: int = 10, *, l2: bool = False) -> list[float]:
+    """p after each of ``steps`` updates of a parameter p = 1 whose gradient is always 0 (lr 0.1, weight decay
+    0.1): AdamW's decoupled decay (the reference), or the catalogued mistake that adds the decay to the
+    gradient (Adam + L2)."""
+    import torch
+
+    from seqlab.learn import torch_mistakes
+    update = torch_mistakes.adamw_step__decay_on_the_moment if l2 else _reference("adamw_step")
+    p = torch.ones(1, dtype=torch.float64)
+    m, v, grad = (torch.zeros(1, dtype=torch.float64) for _ in range(3))
+    values = []
+    for t in range(1, steps + 1):
+        p, m, v = update(p, grad, m, v, t, ADAMW_LR, weight_decay=ADAMW_DECAY)
+        values.append(float(p))
+    return values
+
+
+@functools.lru_cache(maxsize=None)
+def dates_parameters(arch: str = "rnn-attention", max_steps: int = 200) -> dict[str, int]:
+    """Parameter counts by part of the model ``seqlab seq2seq train --task dates --arch ARCH`` builds, with
+    the command's own vocabularies and defaults (built on the meta device: no weights are made)."""
+    from seqlab.seq2seq.build import build_model
+    from seqlab.seq2seq.data import build_vocabs, load_pairs
+    from seqlab.seq2seq.settings import Seq2SeqTrainConfig
+    cfg = Seq2SeqTrainConfig(task="dates", arch=arch, max_steps=max_steps)
+    src_vocab, tgt_vocab = build_vocabs(cfg, load_pairs(cfg)[0])
+    model = build_model(cfg.model_config(src_vocab.size, tgt_vocab.size, 64), device="meta")
+    counts = {name: sum(p.numel() for p in module.parameters()) for name, module in model.named_children()}
+    counts["src_vocab"], counts["tgt_vocab"] = src_vocab.size, tgt_vocab.size
+    counts["total"] = sum(p.numel() for p in model.parameters())
+    return dict(counts)
+
+
+def path_length(arch: str, source: int, output: int, source_length: int) -> int:
+    """Steps on the shortest path from source position ``source`` to output ``output`` (both 1-based),
+    counting each recurrent step and each attention read as one. "rnn": through the encoder to its final
+    state (source_length - source steps), then ``output`` decoder steps; "rnn-attention" and
+    "transformer": one attention read of the position itself."""
+    if not (1 <= source <= source_length and output >= 1):
+        raise ValueError(f"positions are 1-based: source {source} of {source_length}, output {output}")
+    if arch == "rnn":
+        return (source_length - source) + output
+    if arch in ("rnn-attention", "transformer"):
+        return 1
+    raise ValueError(f"unknown architecture {arch!r}; expected rnn, rnn-attention or transformer")
+
+
+# --- cross_entropy --------------------------------------------------------------------------------------------
+def _cells(d: Drawing, x: float, y: float, values, *, w: float = 46, h: float = 26, mark: int | None = None,
+           decimals: int = 3, fill: str = SOFT, stroke: str = ACCENT, fixed: bool = False) -> float:
+    """A row vector as boxes; ``mark`` outlines one entry (the target); ``fixed`` keeps trailing zeros.
+    Returns the width drawn."""
+    for j, value in enumerate(values):
+        marked = j == mark
+        d.box(x + j * w, y, w, h, fill=TARGET_FILL if marked else fill, stroke=TARGET if marked else stroke, radius=0)
+        label = f"{float(value):.{decimals}f}".replace("-", "−") if fixed else _num(value, decimals)
+        d.text(x + j * w + w / 2, y + h / 2, label, size=11)
+    return len(values) * w
+
+
+def logsumexp_rows(lang: str) -> str:
+    """Both rows of the worked example through the stable loss: shift by the max, exp, sum, log, minus the target."""
+    logits, targets = ce_example()
+    loss = float(_reference("cross_entropy")(logits, targets))
+    d = Drawing(700, 300)
+    heads = [(102, _t(lang, "logits z (V = 3)", "logits z（V = 3）")), (234, "z − max z"),
+             (378, "exp(z − max z)"), (478, "Σ"), (560, "log-sum-exp"), (650, _t(lang, "loss", "损失"))]
+    for x, label in heads:
+        d.text(x, 22, label, size=12, color=MUTED)
+    for i, (row, target) in enumerate(zip(logits.tolist(), targets.tolist())):
+        y = 48 + 82 * i
+        top = max(row)
+        shifted = [z - top for z in row]
+        exps = [math.exp(z) for z in shifted]
+        total = sum(exps)
+        lse = top + math.log(total)
+        d.text(4, y + 13, _t(lang, f"row {i + 1}", f"第 {i + 1} 行"), size=12, anchor="start", bold=True)
+        _cells(d, 48, y, row, w=36, mark=target, decimals=1)
+        d.arrow(158, y + 13, 172, y + 13)
+        _cells(d, 174, y, shifted, w=40, mark=target, decimals=1)
+        d.arrow(296, y + 13, 310, y + 13)
+        _cells(d, 312, y, exps, w=44, decimals=3, fixed=True)
+        d.arrow(446, y + 13, 458, y + 13)
+        d.text(462, y + 13, f"{total:.3f}", size=12, anchor="start")
+        d.text(560, y + 13, f"{_num(top, 1)} + ln {total:.3f}", size=11)
+        d.text(560, y + 33, f"= {lse:.3f}", size=11)
+        d.text(650, y + 13, f"{lse:.3f} − {_num(row[target], 1)}", size=11)
+        d.text(650, y + 33, f"= {lse - row[target]:.3f}", size=12, bold=True)
+        d.text(102, y + 42, _t(lang, f"target {target} (outlined)", f"目标 {target}（描边）"), size=11, color=TARGET)
+    d.line(20, 214, 680, 214, color=GRID)
+    d.text(350, 236, _t(lang, f"mean over the N = 2 positions: loss = {loss:.6f}   (logits (N, V) → loss, shape ())",
+                        f"对 N = 2 个位置取平均：损失 = {loss:.6f}   （logits (N, V) → 损失，形状 ()）"), size=13, bold=True)
+    d.text(350, 266, _t(lang, "add 1000 to every logit: z − max z is unchanged, so is the loss; exp(1002) alone would overflow",
+                        "给每个 logit 加 1000：z − max z 不变，损失也不变；直接算 exp(1002) 会溢出"), size=12, color=MUTED)
+    return d.svg(_t(lang, "The worked example's two rows through the stable cross-entropy: the largest logit is "
+                          "subtracted before exp, then added back after the log.",
+                    "算例的两行经过稳定的交叉熵：先减去最大的 logit 再取 exp，取对数后再加回来。"))
+
+
+# --- lr_cosine_schedule ---------------------------------------------------------------------------------------
+SCHEDULE = (1.0, 0.1, 4, 12)    # max, min, warm-up iterations, cosine cycle iterations: the exercise's worked example
+
+
+def cosine_schedule_curve(lang: str) -> str:
+    """lr_cosine_schedule(it, 1.0, 0.1, 4, 12) for it = 0..20, the checked iterations marked, and the full-period
+    mistake dashed."""
+    from seqlab.learn import torch_mistakes
+    schedule = _reference("lr_cosine_schedule")
+    wrong = torch_mistakes.lr_cosine_schedule__full_cosine_period
+    top, bottom, left, right, last = 56, 226, 70, 650, 20
+    d = Drawing(700, 290)
+
+    def xy(it, lr):
+        return left + (right - left) * it / last, bottom - (bottom - top) * lr / SCHEDULE[0]
+
+    for lr in (0.0, 0.1, 0.5, 1.0):
+        _, y = xy(0, lr)
+        d.line(left, y, right, y, color=GRID, width=1)
+        d.text(left - 8, y, _num(lr), size=11, color=MUTED, anchor="end")
+    for it in range(0, last + 1, 2):
+        x, _ = xy(it, 0)
+        d.text(x, bottom + 16, str(it), size=11, color=MUTED)
+    d.text((left + right) / 2, bottom + 38, _t(lang, "iteration it", "迭代 it"), size=12, color=MUTED)
+    d.text(left - 8, top - 26, "lr", size=12, color=MUTED, anchor="end")
+    for it_a, it_b, label in ((0, 4, _t(lang, "warm-up: max·it/4", "预热：max·it/4")),
+                              (4, 12, _t(lang, "half a cosine, max → min", "半个余弦，max → min")),
+                              (12, 20, _t(lang, "floor: min", "下限：min"))):
+        xa, _ = xy(it_a, 0)
+        xb, _ = xy(it_b, 0)
+        d.text((xa + xb) / 2, 18, label, size=12, bold=True)
+        if it_a:
+            d.line(xa, 30, xa, bottom, color=MUTED, width=1, dashed=True)
+    fine = [i / 10 for i in range(0, 10 * last + 1)]
+    _polyline(d, [xy(i, wrong(i, *SCHEDULE)) for i in fine if 4 <= i <= 12], color=WARN, width=1.5, dashed=True)
+    _polyline(d, [xy(i, schedule(i, *SCHEDULE)) for i in fine])
+    wx, wy = xy(12, 0.8)
+    d.text(wx + 8, wy, _t(lang, "← cos(2π·progress): wrong", "← cos(2π·progress)：错误"), size=11, color=WARN,
+           anchor="start")
+    # (it, label offset x, offset y, anchor)
+    places = {2: (-8, -4, "end"), 4: (-8, -6, "end"), 6: (8, -8, "start"), 8: (8, -8, "start"),
+              10: (8, -8, "start"), 12: (8, 13, "start"), 20: (0, 14, "middle")}
+    for it, (dx, dy, anchor) in places.items():
+        lr = schedule(it, *SCHEDULE)
+        x, y = xy(it, lr)
+        _dot(d, x, y)
+        d.text(x + dx, y + dy, _num(lr), size=11, anchor=anchor)
+    _dot(d, *xy(0, 0.0))
+    return d.svg(_t(lang, "lr_cosine_schedule(it, 1.0, 0.1, 4, 12): a linear warm-up from 0, half a cosine from "
+                          "max to min, then the floor.",
+                    "lr_cosine_schedule(it, 1.0, 0.1, 4, 12)：从 0 线性预热，半个余弦从 max 降到 min，然后停在下限。"))
+
+
+# --- adamw_step -----------------------------------------------------------------------------------------------
+def adamw_bias_correction(lang: str) -> str:
+    """With every gradient 1: the raw moments m and √v (left) and the step they give, with and without the
+    bias correction (right)."""
+    beta1, beta2, steps = 0.9, 0.999, 30
+    corrected = constant_gradient_steps(steps)
+    uncorrected = constant_gradient_steps(steps, corrected=False)
+    d = Drawing(700, 300)
+    panels = ((40, _t(lang, "moments for g = 1 at every step", "每步梯度 g = 1 时的动量"), 1.0),
+              (380, _t(lang, "how far one step moves p (lr = 1)", "一步让 p 移动多远（lr = 1）"), 7.0))
+    top, bottom, width = 50, 240, 280
+    for x0, title, ymax in panels:
+        d.text(x0 + width / 2, 22, title, size=13, bold=True)
+        for frac in (0.0, 0.5, 1.0):
+            y = bottom - (bottom - top) * frac
+            d.line(x0, y, x0 + width, y, color=GRID, width=1)
+            d.text(x0 - 6, y, _num(ymax * frac), size=11, color=MUTED, anchor="end")
+        for t in (1, 10, 20, 30):
+            d.text(x0 + width * (t - 1) / (steps - 1), bottom + 15, str(t), size=11, color=MUTED)
+        d.text(x0 + width / 2, bottom + 34, _t(lang, "step t", "第 t 步"), size=12, color=MUTED)
+
+    def series(x0, ymax, values):
+        return [(x0 + width * i / (steps - 1), bottom - (bottom - top) * v / ymax) for i, v in enumerate(values)]
+
+    ts = range(1, steps + 1)
+    m_raw = [1 - beta1 ** t for t in ts]
+    v_root = [math.sqrt(1 - beta2 ** t) for t in ts]
+    _polyline(d, series(40, 1.0, [1.0] * steps), color=INK, width=1.5)
+    _polyline(d, series(40, 1.0, m_raw), color=ACCENT)
+    _polyline(d, series(40, 1.0, v_root), color=TARGET)
+    d.text(45, top - 9, _t(lang, "corrected: m̂ = √v̂ = 1", "校正后：m̂ = √v̂ = 1"), size=11, anchor="start")
+    d.text(200, 122, "m = 1 − 0.9ᵗ", size=12, color=ACCENT)
+    d.text(200, 186, "√v = √(1 − 0.999ᵗ)", size=12, color=TARGET)
+    _polyline(d, series(380, 7.0, corrected), color=INK, width=1.5)
+    _polyline(d, series(380, 7.0, uncorrected), color=WARN)
+    peak = max(range(steps), key=lambda i: uncorrected[i])
+    for i in (0, peak):
+        x, y = series(380, 7.0, uncorrected)[i]
+        _dot(d, x, y, color=WARN)
+        d.text(x + 8, y - 10, f"t = {i + 1}: {uncorrected[i]:.2f}", size=11, color=WARN, anchor="start")
+    x, y = series(380, 7.0, corrected)[-1]
+    d.text(x, y - 11, _t(lang, "with correction: 1", "有校正：1"), size=11, anchor="end")
+    d.text(520, 160, _t(lang, "without: m / √v", "无校正：m / √v"), size=12, color=WARN)
+    return d.svg(_t(lang, "Why Adam corrects its moments: m and v start at 0, so uncorrected they are too small, "
+                          "and √v far more so than m; the uncorrected first steps are several times too large.",
+                    "Adam 为什么要校正动量：m 和 v 从 0 开始，不校正就偏小，而 √v 比 m 偏小得多；"
+                    "于是不校正时最初几步大了好几倍。"))
+
+
+def adamw_decay_orders(lang: str) -> str:
+    """Where p = 1 lands after the worked example's first step under four updates: decay first (this exercise),
+    the Adam update then the decay (CS336's order), L2 in the gradient, no decay."""
+    from seqlab.learn import torch_mistakes
+    p, grad, m, v = adamw_example()
+    args = (p, grad, m, v, 1, ADAMW_LR)
+    points = [
+        (float(_reference("adamw_step")(*args, weight_decay=ADAMW_DECAY)[0][0]),
+         _t(lang, "decay first, then Adam (this exercise)", "先衰减，再 Adam（本练习）"), ACCENT),
+        (float(adamw_update_then_decay()[0]), _t(lang, "Adam, then decay (CS336's order)", "先 Adam，再衰减（CS336 的顺序）"),
+         TARGET),
+        (float(torch_mistakes.adamw_step__decay_on_the_moment(*args, weight_decay=ADAMW_DECAY)[0][0]),
+         _t(lang, "decay added to the gradient (Adam + L2): at step 1, as if none", "衰减加进梯度（Adam + L2）：第 1 步如同没有衰减"), WARN),
+    ]
+    lo, hi, left, right = 0.8775, 0.9025, 60, 640
+    d = Drawing(700, 230)
+
+    def x_of(value):
+        return left + (right - left) * (value - lo) / (hi - lo)
+
+    d.line(left, 150, right, 150, color=INK)
+    for k in range(5):
+        value = 0.88 + 0.005 * k
+        d.line(x_of(value), 145, x_of(value), 155, color=INK)
+        d.text(x_of(value), 170, _num(value, 3), size=11, color=MUTED)
+    for (value, label, color), y, anchor in zip(points, (92, 92, 36), ("end", "start", "end")):
+        x = x_of(value)
+        d.line(x, y - 8, x, 150, color=color, dashed=True)
+        _dot(d, x, 150, color=color, r=5)
+        d.text(x + (7 if anchor == "start" else -7), y, label, size=11, color=color, anchor=anchor)
+        d.text(x + (7 if anchor == "start" else -7), y + 18, _num(value), size=12, color=color, anchor=anchor, bold=True)
+    d.text(350, 200, _t(lang, "p = 1, g = 0.5, lr = 0.1, weight decay 0.1, step 1: the Adam step alone moves p by lr = 0.1",
+                        "p = 1，g = 0.5，lr = 0.1，权重衰减 0.1，第 1 步：单是 Adam 这一步就让 p 移动 lr = 0.1"),
+           size=12, color=MUTED)
+    return d.svg(_t(lang, "One step of the worked example under three updates: both AdamW orders decay p, 0.001 apart; "
+                          "weight decay added to the gradient is normalised away.",
+                    "算例的一步在三种更新下的结果：AdamW 的两种顺序都衰减了 p，相差 0.001；加进梯度的权重衰减被归一化抵消了。"))
+
+
+# --- get_batch ------------------------------------------------------------------------------------------------
+def batch_windows(lang: str) -> str:
+    """The worked example: tokens 10..19, four windows of 3 at the starts the generator draws, targets one later."""
+    import numpy as np
+    dataset, batch, context = np.arange(10, 20), 4, 3
+    inputs, targets = _reference("get_batch")(dataset, batch, context, "cpu", generator=np.random.default_rng(0))
+    starts = [int(row[0]) - 10 for row in inputs.tolist()]
+    cw, x0 = 44, 150
+    d = Drawing(700, 396)
+    d.text(x0 - 12, 42, _t(lang, "dataset", "数据集"), size=12, anchor="end", bold=True)
+    for j, token in enumerate(dataset.tolist()):
+        start_ok = j <= len(dataset) - context - 1
+        d.box(x0 + j * cw, 28, cw, 28, fill="#ffffff", stroke=INK, radius=0)
+        d.text(x0 + j * cw + cw / 2, 42, str(token), size=12)
+        d.text(x0 + j * cw + cw / 2, 68, str(j), size=11, color=ACCENT if start_ok else MUTED)
+    d.text(x0 - 12, 68, _t(lang, "index", "下标"), size=11, anchor="end", color=MUTED)
+    last = len(dataset) - context - 1
+    d.line(x0 + 6, 82, x0 + last * cw + cw - 6, 82, color=ACCENT)
+    d.text(x0 + (last + 1) * cw / 2, 96, _t(lang, f"possible starts 0 … {last}: len − context = {last + 1} of them",
+                                           f"可能的起点 0 … {last}：共 len − context = {last + 1} 个"), size=11, color=ACCENT)
+    for i, (start, row_in, row_out) in enumerate(zip(starts, inputs.tolist(), targets.tolist())):
+        y = 120 + 62 * i
+        d.text(x0 - 12, y + 12, _t(lang, f"row {i}: start {start}", f"第 {i} 行：起点 {start}"), size=12, anchor="end")
+        _cells(d, x0 + start * cw, y, row_in, w=cw, h=24, decimals=0)
+        _cells(d, x0 + (start + 1) * cw, y + 28, row_out, w=cw, h=24, decimals=0, fill=TARGET_FILL, stroke=TARGET)
+    d.box(560, 120, 16, 14, fill=SOFT, stroke=ACCENT, radius=0)
+    d.text(582, 127, _t(lang, "inputs (4, 3)", "输入 (4, 3)"), size=11, anchor="start")
+    d.box(560, 142, 16, 14, fill=TARGET_FILL, stroke=TARGET, radius=0)
+    d.text(582, 149, _t(lang, "targets (4, 3)", "目标 (4, 3)"), size=11, anchor="start")
+    d.text(350, 382, _t(lang, "each target row is its input row moved one token to the right: targets[i, j] = dataset[start + j + 1]",
+                        "每一行目标都是它的输入行右移一个词元：targets[i, j] = dataset[start + j + 1]"), size=12, color=MUTED)
+    return d.svg(_t(lang, "get_batch on tokens 10 … 19 with batch size 4 and context 3: four random windows, each "
+                          "with its next tokens as targets.",
+                    "对词元 10 … 19 调用 get_batch，批大小 4、上下文 3：四个随机窗口，每个窗口的目标是其后一个词元。"))
+
+
+# --- train_small ----------------------------------------------------------------------------------------------
+def training_loop(lang: str) -> str:
+    """One optimizer step of seqlab's engine, as a loop of boxes with the shapes between them."""
+    d = Drawing(700, 330)
+    w, h = 170, 58
+    boxes = [
+        (30, 40, "get_batch", _t(lang, "inputs, targets (B, T)", "输入、目标 (B, T)")),
+        (265, 40, _t(lang, "forward", "前向"), _t(lang, "logits (B, T, V)", "logits (B, T, V)")),
+        (500, 40, "cross_entropy", _t(lang, "loss, shape ()", "损失，形状 ()")),
+        (500, 190, _t(lang, "backward", "反向传播"), _t(lang, "a gradient per parameter", "每个参数一个梯度")),
+        (265, 190, _t(lang, "clip global norm", "按全局范数裁剪"), _t(lang, "‖g‖ ≤ 1.0", "‖g‖ ≤ 1.0")),
+        (30, 190, _t(lang, "AdamW step", "AdamW 一步"), _t(lang, "then zero the gradients", "然后清零梯度")),
+    ]
+    for x, y, title, shape in boxes:
+        d.box(x, y, w, h)
+        d.text(x + w / 2, y + 20, title, size=13, bold=True)
+        d.text(x + w / 2, y + 40, shape, size=11, color=MUTED)
+    d.arrow(200, 69, 265, 69)
+    d.arrow(435, 69, 500, 69)
+    d.arrow(585, 98, 585, 190)
+    d.arrow(500, 219, 435, 219)
+    d.arrow(265, 219, 200, 219)
+    d.arrow(115, 190, 115, 98, _t(lang, "next step", "下一步"), color=ACCENT, offset=-34)
+    d.box(30, 282, w, 36, _t(lang, "lr_cosine_schedule", "lr_cosine_schedule"), fill="#ffffff", stroke=TARGET, size=12)
+    d.arrow(115, 282, 115, 248, "lr", color=TARGET, offset=-14)
+    d.text(440, 292, _t(lang, "the gradient of every parameter has that parameter's shape;",
+                        "每个参数的梯度与该参数形状相同；"), size=11, color=MUTED)
+    d.text(440, 310, _t(lang, "the step changes the weights, never the batch", "这一步改变的是权重，而不是批次"),
+           size=11, color=MUTED)
+    return d.svg(_t(lang, "One training step: a batch, the forward pass to logits, the loss, the backward pass, "
+                          "clipping, the AdamW update at the schedule's learning rate.",
+                    "训练的一步：取批次，前向得到 logits，计算损失，反向传播，裁剪，按调度给出的学习率做 AdamW 更新。"))
+
+
+# --- seq2seq --------------------------------------------------------------------------------------------------
+def seq2seq_bottleneck(lang: str) -> str:
+    """Top: the decoder sees the source only through the encoder's final state. Bottom: each decoder step also
+    reads every encoder state (drawn for one step)."""
+    d = Drawing(700, 420)
+    src, out = 5, 4
+    for panel, (y0, title) in enumerate(((14, _t(lang, "rnn: one final state carries the whole source",
+                                                     "rnn：整个源序列只靠一个最终状态传递")),
+                                         (222, _t(lang, "rnn-attention: every decoder step reads every encoder state",
+                                                  "rnn-attention：解码器每一步都读取所有编码器状态")))):
+        d.text(350, y0 + 4, title, size=13, bold=True)
+        row = y0 + 66
+        enc_x = [30 + 62 * s for s in range(src)]
+        dec_x = [420 + 66 * t for t in range(out)]
+        for s, x in enumerate(enc_x):
+            d.box(x, row, 44, 34, f"h{'₁₂₃₄₅'[s]}", size=12)
+            d.arrow(x + 22, row - 26, x + 22, row)
+            d.text(x + 22, row - 34, f"x{'₁₂₃₄₅'[s]}", size=12, color=MUTED)
+            if s:
+                d.arrow(x - 18, row + 17, x, row + 17, color=ACCENT)
+        for t, x in enumerate(dec_x):
+            d.box(x, row, 44, 34, f"s{'₁₂₃₄'[t]}", size=12, fill=TARGET_FILL, stroke=TARGET)
+            d.arrow(x + 22, row, x + 22, row - 26)
+            d.text(x + 22, row - 34, f"y{'₁₂₃₄'[t]}", size=12, color=MUTED)
+            if t:
+                d.arrow(x - 22, row + 17, x, row + 17, color=TARGET)
+        last = enc_x[-1] + 44
+        if panel == 0:
+            d.box(last + 22, row - 4, 58, 42, "", fill="#ffffff", stroke=WARN)
+            d.text(last + 51, row + 10, _t(lang, "h₅ only", "只有 h₅"), size=11, color=WARN)
+            d.text(last + 51, row + 26, "(H,)", size=11, color=WARN)
+            d.arrow(last, row + 17, last + 22, row + 17, color=WARN)
+            d.arrow(last + 80, row + 17, dec_x[0], row + 17, color=WARN)
+            d.text(350, y0 + 140, _t(lang, "x₁ reaches y₄ only through h₅: 4 encoder steps, then 4 decoder steps",
+                                     "x₁ 只能经由 h₅ 到达 y₄：先走 4 步编码器，再走 4 步解码器"), size=12, color=MUTED)
+        else:
+            d.arrow(last, row + 17, dec_x[0], row + 17, color=MUTED, dashed=True)
+            target = dec_x[2] + 22
+            for x in enc_x:
+                d.curve(x + 22, row + 34, target, row + 34, 30 + (target - x) * 0.1, color=ACCENT)
+            d.text(350, y0 + 186, _t(lang, "s₃ scores h₁ … h₅ and mixes them: every source position is one read away",
+                                     "s₃ 为 h₁ … h₅ 打分并加权混合：每个源位置都只隔一次读取"), size=12, color=MUTED)
+    return d.svg(_t(lang, "The encoder-decoder without and with attention: a single final state against a direct "
+                          "read of every encoder state.",
+                    "不带与带注意力的编码器-解码器：只有一个最终状态，对比直接读取每个编码器状态。"))
+
+
+def teacher_forcing_shift(lang: str) -> str:
+    """Training reads BOS + target and predicts target + EOS at every position at once; generation feeds back."""
+    from seqlab.seq2seq.builtin_tasks import make_pairs
+    source, target = make_pairs("dates", 1, seed=1)[0]
+    chars = list(target)
+    cw, x0 = 44, 150
+    d = Drawing(700, 300)
+    d.text(350, 20, _t(lang, f"source “{source}” → target “{target}”", f"源 “{source}” → 目标 “{target}”"),
+           size=13, bold=True)
+    rows = ((_t(lang, "decoder reads", "解码器读入"), ["BOS", *chars], SOFT, ACCENT, 50),
+            (_t(lang, "learns to predict", "学习预测"), [*chars, "EOS"], TARGET_FILL, TARGET, 118))
+    for label, tokens, fill, stroke, y in rows:
+        d.text(x0 - 10, y + 14, label, size=12, anchor="end")
+        for j, token in enumerate(tokens):
+            d.box(x0 + j * cw, y, cw, 28, fill=fill, stroke=stroke, radius=0)
+            d.text(x0 + j * cw + cw / 2, y + 14, token, size=11 if len(token) > 1 else 13)
+    for j in range(len(chars) + 1):
+        d.arrow(x0 + j * cw + cw / 2, 80, x0 + j * cw + cw / 2, 116, color=MUTED)
+    d.text(x0 - 10, 98, _t(lang, "position t", "位置 t"), size=11, anchor="end", color=MUTED)
+    d.text(350, 170, _t(lang, f"training: all {len(chars) + 1} positions at once, each reading the TRUE earlier "
+                              "characters (teacher forcing)",
+                        f"训练：{len(chars) + 1} 个位置同时计算，每个位置读的是真实的前文（教师强制）"), size=12)
+    d.text(350, 196, _t(lang, "tokens per pair: 10 characters + EOS = 11 predictions",
+                        "每对样本：10 个字符 + EOS = 11 次预测"), size=12, color=MUTED)
+    d.line(30, 214, 670, 214, color=GRID)
+    d.text(350, 236, _t(lang, "generation: BOS → ŷ₁, then BOS ŷ₁ → ŷ₂, … one position per step until EOS",
+                        "生成：BOS → ŷ₁，再由 BOS ŷ₁ → ŷ₂，… 每步一个位置，直到 EOS"), size=12)
+    d.text(350, 262, _t(lang, "the model reads its own outputs: an early mistake is read by every later step",
+                        "模型读的是自己的输出：一个早期错误会被之后的每一步读到"), size=12, color=MUTED)
+    return d.svg(_t(lang, "Teacher forcing: the decoder reads BOS and the true target, shifted one position, and "
+                          "is trained at every position in parallel; generation feeds its own outputs back.",
+                    "教师强制：解码器读入 BOS 加真实目标（错开一位），所有位置并行训练；生成时则把自己的输出送回。"))
+
+
+# --- paths ----------------------------------------------------------------------------------------------------
+def path_lengths(lang: str) -> str:
+    """For a source of 6 and 6 outputs: the steps between source position s and output t, per architecture;
+    the cells reverse needs outlined."""
+    size = 6
+    archs = (("rnn", "rnn"), ("rnn-attention", "rnn-attention"), ("transformer", "transformer"))
+    cw = 30
+    d = Drawing(700, 330)
+    for a, (arch, title) in enumerate(archs):
+        x0 = 52 + a * 225
+        y0 = 62
+        d.text(x0 + size * cw / 2, 22, title, size=13, bold=True)
+        for t in range(1, size + 1):
+            for s in range(1, size + 1):
+                steps = path_length(arch, s, t, size)
+                shade = min(1.0, (steps - 1) / (2 * size - 2))
+                fill = _mix("#ffffff", "#2563eb", 0.12 + 0.7 * shade)
+                needed = s == size + 1 - t
+                d.box(x0 + (s - 1) * cw, y0 + (t - 1) * cw, cw, cw, fill=fill, stroke=WARN if needed else "#ffffff",
+                      radius=0)
+                d.text(x0 + (s - 1) * cw + cw / 2, y0 + (t - 1) * cw + cw / 2, str(steps), size=11,
+                       color="#ffffff" if shade > 0.55 else INK)
+            d.text(x0 - 6, y0 + (t - 1) * cw + cw / 2, f"y{_SUB[t]}", size=12, anchor="end", color=MUTED)
+        for s in range(1, size + 1):
+            d.text(x0 + (s - 1) * cw + cw / 2, y0 - 10, f"x{_SUB[s]}", size=12, color=MUTED)
+    d.text(350, 264, _t(lang, "number in a cell: recurrent steps + attention reads between source xₛ and output yₜ",
+                        "格中的数：源 xₛ 与输出 yₜ 之间的循环步数加注意力读取次数"), size=12, color=MUTED)
+    d.text(350, 288, _t(lang, "outlined: the source each output needs when reversing (yₜ copies x₇₋ₜ)",
+                        "描边：反转任务中每个输出需要的源位置（yₜ 抄写 x₇₋ₜ）"), size=12, color=WARN)
+    d.text(350, 312, _t(lang, "counted from the wiring, not measured: seqlab paths measures the dependency itself",
+                        "由连接方式数出，而非测量：seqlab paths 测量的是实际的依赖"), size=12, color=MUTED)
+    return d.svg(_t(lang, "How many steps separate output t from source position s: the plain RNN's path grows with "
+                          "the distance, attention makes every path one read long.",
+                    "输出 t 与源位置 s 之间隔了多少步：普通 RNN 的路径随距离增长，注意力让每条路径都只有一次读取。"))
+
+
+_SUB = "₀₁₂₃₄₅₆₇₈₉"
+
+
+def _mix(a: str, b: str, share: float) -> str:
+    """The colour ``share`` of the way from ``a`` to ``b`` (hex)."""
+    ca = [int(a[i:i + 2], 16) for i in (1, 3, 5)]
+    cb = [int(b[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(x + (y - x) * share):02x}" for x, y in zip(ca, cb))
+
+
+def course_through_line(lang: str) -> str:
+    """The course in four pictures of information flow: a chain, a bottleneck, shortcuts, parallel attention."""
+    d = Drawing(700, 300)
+    panels = (_t(lang, "RNN: a chain", "RNN：一条链"), _t(lang, "seq2seq: one vector", "seq2seq：一个向量"),
+              _t(lang, "+ attention: shortcuts", "+ 注意力：捷径"), _t(lang, "Transformer: all at once", "Transformer：同时进行"))
+    for p, title in enumerate(panels):
+        x0 = 14 + p * 172
+        d.box(x0, 34, 160, 200, fill="#ffffff", stroke=GRID, radius=8)
+        d.text(x0 + 80, 20, title, size=12, bold=True)
+        xs = [x0 + 22 + 38 * k for k in range(4)]
+        if p == 0:
+            for k, x in enumerate(xs):
+                d.circle(x, 150, 13, f"h{'₁₂₃₄'[k]}", size=11)
+                d.arrow(x, 210, x, 164, color=MUTED)
+                if k:
+                    d.arrow(x - 24, 150, x - 14, 150, color=ACCENT)
+            d.text(x0 + 80, 70, _t(lang, "state: fixed size,", "状态：大小固定，"), size=11, color=MUTED)
+            d.text(x0 + 80, 88, _t(lang, "updated step by step", "逐步更新"), size=11, color=MUTED)
+        elif p == 1:
+            for k, x in enumerate(xs[:3]):
+                d.circle(x, 190, 12, "", size=11)
+                if k:
+                    d.arrow(x - 24, 190, x - 13, 190, color=ACCENT)
+            d.circle(x0 + 124, 190, 12, "c", size=11, stroke=WARN)
+            d.arrow(xs[2] + 12, 190, x0 + 112, 190, color=WARN)
+            for k in range(3):
+                d.circle(xs[k] + 19, 100, 12, "", size=11, fill=TARGET_FILL, stroke=TARGET)
+                if k:
+                    d.arrow(xs[k - 1] + 31, 100, xs[k] + 7, 100, color=TARGET)
+            d.arrow(x0 + 124, 178, xs[0] + 27, 110, color=WARN)
+            d.text(x0 + 80, 60, _t(lang, "encoder → c → decoder", "编码器 → c → 解码器"), size=11, color=MUTED)
+        elif p == 2:
+            for k, x in enumerate(xs[:3]):
+                d.circle(x, 190, 12, "", size=11)
+                if k:
+                    d.arrow(x - 24, 190, x - 13, 190, color=ACCENT)
+            for k in range(3):
+                d.circle(xs[k] + 19, 100, 12, "", size=11, fill=TARGET_FILL, stroke=TARGET)
+            for x in xs[:3]:
+                d.arrow(x, 178, xs[2] + 17, 112, color=ACCENT)
+            d.text(x0 + 80, 60, _t(lang, "read by content", "按内容读取"), size=11, color=MUTED)
+        else:
+            for k, x in enumerate(xs):
+                d.circle(x, 100, 12, "", size=11, fill=TARGET_FILL, stroke=TARGET)
+                d.circle(x, 190, 12, "", size=11)
+            for k, x in enumerate(xs):
+                for j in range(k + 1):
+                    d.line(xs[j], 178, x, 112, color=ACCENT, width=1)
+            d.text(x0 + 80, 60, _t(lang, "positions + masks,", "位置 + 掩码，"), size=11, color=MUTED)
+            d.text(x0 + 80, 78, _t(lang, "no recurrence", "没有循环"), size=11, color=MUTED)
+    d.text(350, 262, _t(lang, "compare information paths, not labels: which position can read which, and through how much",
+                        "比较信息路径，而不是名称：哪个位置能读到哪个位置，中间隔了多少"), size=12, color=MUTED)
+    return d.svg(_t(lang, "The course's through-line: how information moves across positions in each architecture.",
+                    "课程的主线：在每种架构中，信息如何跨位置流动。"))
+
+
+FIGURES = {
+    "logsumexp_rows": logsumexp_rows,
+    "cosine_schedule_curve": cosine_schedule_curve,
+    "adamw_bias_correction": adamw_bias_correction,
+    "adamw_decay_orders": adamw_decay_orders,
+    "batch_windows": batch_windows,
+    "training_loop": training_loop,
+    "seq2seq_bottleneck": seq2seq_bottleneck,
+    "teacher_forcing_shift": teacher_forcing_shift,
+    "path_lengths": path_lengths,
+    "course_through_line": course_through_line,
+}

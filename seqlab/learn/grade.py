@@ -1,0 +1,463 @@
+"""Grade a class: every student's workspace checked the same way, with the reason.
+
+``seqlab learn grade SUBMISSIONS --out REPORT``: SUBMISSIONS holds one folder (or .zip) per student,
+named after the student, with the exercise files (in it, or in one folder inside it). Each
+submission is checked in one warm child process of its own, each check under its time limit; a
+submission that crashes, loops or cannot be unpacked fails on its own. Submissions are graded one
+per core, with a progress bar; reference outputs, gradients and the catalogued mistakes' outputs
+are computed once per exercise for the whole class (:func:`shared`). progress.json is never read.
+
+REPORT gets grades.csv and grades.json (student, exercise, passed, failed_checks, diagnosis: the
+catalogued mistake's title, message; grades.json also the mistake's id and the diagnosis's where),
+summary.md and summary.png (pass rate per exercise, the most common diagnoses).
+``--gradescope`` grades /autograder/submission into /autograder/results/results.json, one test per
+exercise, points from ``--points FILE`` (TOML: exercise = points; default 1 each). A zip is
+unpacked safely (:func:`unpack`).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import pickle
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path, PurePosixPath
+
+from seqlab.atomic import atomic_path, atomic_write_text
+
+UNZIP_BYTES = 20 * 2**20      # bytes of .py files one zip may unpack to
+UNZIP_FILES = 500             # entries one zip may hold
+COLUMNS = ("student", "exercise", "passed", "failed_checks", "diagnosis", "message")
+
+
+class SubmissionError(ValueError):
+    """A submission that cannot be graded as it is (a zip that is too large, holds links or paths
+    outside itself); the message is the reason every one of its exercises fails."""
+
+
+@dataclasses.dataclass
+class Grade:
+    student: str
+    exercise: str
+    passed: bool
+    failed_checks: list[str]
+    diagnosis: str = ""            # the catalogued mistake's title, "" when none fits
+    message: str = ""              # the first failed check's message
+    mistake: str | None = None     # the catalogued mistake's id
+    feedback: str = ""             # what `seqlab learn check` prints: the diagnosis, then the checks
+    where: str = ""                # the diagnosis's where: what differs and where (also when no mistake fits)
+
+    def row(self) -> dict:
+        """grades.csv's columns (COLUMNS)."""
+        return {"student": self.student, "exercise": self.exercise, "passed": self.passed,
+                "failed_checks": self.failed_checks, "diagnosis": self.diagnosis, "message": self.message}
+
+    def record(self) -> dict:
+        """grades.json's entry: the row, the mistake's id and the diagnosis's where."""
+        return {**self.row(), "mistake": self.mistake, "where": self.where}
+
+
+# --- submissions -----------------------------------------------------------------------------------
+def submissions(folder: Path) -> list[tuple[str, Path]]:
+    """(student, folder or .zip) for each entry of ``folder``, by name; hidden entries are skipped."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SubmissionError(f"{folder} is not a folder of submissions (one folder or .zip per student)")
+    found = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith(".") or entry.name.startswith("__"):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            found.append((entry.name, entry))
+        elif entry.is_file() and entry.suffix.lower() == ".zip":
+            found.append((entry.stem, entry))
+    return found
+
+
+def unpack(archive: Path, dest: Path) -> Path:
+    """Unpack the .py files of ``archive`` into ``dest`` (made here); returns ``dest``. Refused
+    (SubmissionError): absolute paths, "..", links, more than UNZIP_FILES entries or UNZIP_BYTES
+    bytes unpacked (counted as they are read, whatever the zip's headers say)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        with zipfile.ZipFile(archive) as z:
+            members = z.infolist()
+            if len(members) > UNZIP_FILES:
+                raise SubmissionError(f"{archive.name} holds {len(members)} entries; at most {UNZIP_FILES} are unpacked")
+            total = 0
+            for info in members:
+                name = info.filename.replace("\\", "/")
+                if info.is_dir() or not name.endswith(".py") or name.startswith("__MACOSX/"):
+                    continue
+                parts = PurePosixPath(name).parts
+                if name.startswith("/") or ".." in parts or any(":" in p for p in parts):
+                    raise SubmissionError(f"{archive.name} holds {info.filename!r}, a path outside the archive")
+                if stat.S_ISLNK(info.external_attr >> 16):
+                    raise SubmissionError(f"{archive.name} holds {info.filename!r}, a link; put the file itself in the zip")
+                target = dest.joinpath(*parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(info) as source, open(target, "wb") as out:
+                    while chunk := source.read(65536):
+                        total += len(chunk)
+                        if total > UNZIP_BYTES:
+                            raise SubmissionError(f"{archive.name} unpacks to more than {UNZIP_BYTES // 2**20} MB of .py files")
+                        out.write(chunk)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError) as error:
+        raise SubmissionError(f"{archive.name} is not a zip that can be read ({error})") from None
+    return dest
+
+
+def workspace_in(folder: Path, names: list[str]) -> Path:
+    """The folder of a submission that holds its exercise files: ``folder`` itself, or the one folder
+    inside it (one or two levels down) with the most of them."""
+    def count(f: Path) -> int:
+        return sum((f / f"{n}.py").is_file() or (f / f"{n}.py").is_symlink() for n in names)
+    if count(folder):
+        return folder
+    inner = [d for d in folder.glob("*") if d.is_dir() and not d.is_symlink()]
+    inner += [d for d in folder.glob("*/*") if d.is_dir() and not d.is_symlink()]
+    best = max(inner, key=count, default=None)
+    return best if best is not None and count(best) else folder
+
+
+# --- reference outputs shared by every submission ----------------------------------------------------
+class _Memo:
+    """``function``'s outputs by the bytes of its arguments, computed once for the whole class; each
+    caller gets its own copy. Arguments that cannot be pickled are computed afresh each time."""
+
+    def __init__(self, function):
+        self.function = function
+        self.outputs: dict[bytes, object] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, *args, **kwargs):
+        try:
+            key = hashlib.sha256(pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)).digest()
+        except Exception:  # noqa: BLE001 - not picklable: no caching
+            return self.function(*args, **kwargs)
+        with self.lock:
+            if key in self.outputs:
+                return copy.deepcopy(self.outputs[key])
+        output = self.function(*args, **kwargs)
+        with self.lock:
+            self.outputs[key] = output
+        return copy.deepcopy(output)
+
+
+def _per_case(function):
+    """``function(case)`` computed once per case object (the shared cases are kept, so ids stay theirs)."""
+    done, lock = {}, threading.Lock()
+
+    def cached(case):
+        with lock:
+            if id(case) not in done:
+                done[id(case)] = (case, function(case))
+            return done[id(case)][1]
+    return cached
+
+
+def shared(exercise):
+    """The exercise with its cases made once, and its reference, catalogued mistakes and per-case
+    computations (finite-difference gradients, per-step terms) done once per input for every
+    submission of a class."""
+    cases = exercise.cases()
+
+    def made_cases():
+        return cases
+    made_cases.__dict__.update(getattr(exercise.cases, "__dict__", {}))   # what the exercise marked on its own
+    reference = _Memo(exercise.reference())
+    mistakes = tuple(dataclasses.replace(m, implementation=_Memo(m.implementation))
+                     if m.implementation is not None else m for m in exercise.mistakes)
+    changes = {"cases": made_cases, "reference": lambda: reference, "mistakes": mistakes}
+    fields = {f.name for f in dataclasses.fields(exercise)}
+    for name in ("gradients", "step_terms"):
+        if name in fields and getattr(exercise, name) is not None:
+            changes[name] = _per_case(getattr(exercise, name))
+    return dataclasses.replace(exercise, **changes)
+
+
+# --- grading -----------------------------------------------------------------------------------------
+def _grades_of(student: str, exercises, reports: dict, missing: dict[str, str]) -> list[Grade]:
+    from seqlab.learn.feedback import diagnosis_title, first_failure, report_lines
+    grades = []
+    for ex in exercises:
+        if ex.name in missing:
+            grades.append(Grade(student, ex.name, False, ["file"], "", missing[ex.name],
+                                feedback=f"  FAIL  file: {missing[ex.name]}"))
+            continue
+        report = reports[ex.name]
+        d = report.diagnosis or {}
+        grades.append(Grade(student, ex.name, report.passed, [c["name"] for c in report.checks if not c["passed"]],
+                            diagnosis_title(report), first_failure(report), d.get("mistake"),
+                            "\n".join(report_lines(report)), str(d.get("where") or "")))
+    return grades
+
+
+def grade_submission(student: str, source: Path, exercises, scratch: Path, time_limit: float | None = None) -> list[Grade]:
+    """The grades of one submission (a folder or a .zip); every failure is a grade, never an exception."""
+    from seqlab.learn.exercise import check_many
+    from seqlab.learn.workspace import WorkspaceError, exercise_file
+    names = [ex.name for ex in exercises]
+    try:
+        unpacked = scratch / "unzipped" / hashlib.sha1(str(source).encode()).hexdigest()[:16]
+        folder = unpack(source, unpacked) if source.is_file() else source
+        workspace = workspace_in(folder, names)
+        zips = sorted(folder.glob("*.zip")) if folder.is_dir() else []
+        if workspace == folder and not any((folder / f"{n}.py").exists() for n in names) and len(zips) == 1:
+            workspace = workspace_in(unpack(zips[0], unpacked), names)     # a zip uploaded as it was
+        items, missing = [], {}
+        for ex in exercises:
+            try:
+                path = exercise_file(workspace, ex.name)
+            except WorkspaceError as error:
+                missing[ex.name] = str(error).replace(str(workspace) + os.sep, "")
+                continue
+            if path.is_file():
+                items.append((ex, path))
+            else:
+                missing[ex.name] = f"the submission has no {ex.name}.py"
+        reports = dict(zip((ex.name for ex, _ in items), check_many(items, time_limit=time_limit))) if items else {}
+        return _grades_of(student, exercises, reports, missing)
+    except SubmissionError as error:
+        reason = str(error)
+    except Exception as error:  # noqa: BLE001 - one submission's failure never stops the others
+        from seqlab.learn.runner import Stopped
+        if isinstance(error, Stopped):
+            raise
+        reason = f"the grader could not check this submission: {type(error).__name__}: {error}"
+    return [Grade(student, ex.name, False, ["submission"], "", reason, feedback=f"  FAIL  {reason}") for ex in exercises]
+
+
+def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None = None,
+              time_limit: float | None = None, progress: bool = True) -> list[Grade]:
+    """Grade every (student, folder or zip), ``workers`` at a time (default: the cores), with a
+    progress bar on stderr; the grades in the order of ``entries``. Ctrl-C or SIGTERM ends every
+    child at once (:func:`seqlab.learn.runner.end_all`) and raises as usual."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from tqdm import tqdm
+
+    from seqlab.learn.runner import end_all, stop_signals
+    workers = max(1, workers or os.cpu_count() or 1)
+    exercises = [shared(ex) for ex in exercises]
+    results: dict[int, list[Grade]] = {}
+    scratch = Path(tempfile.mkdtemp(prefix="seqlab-grade-"))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seqlab-grade")
+    try:
+        with stop_signals(), tqdm(total=len(entries), desc="grading", unit="submission", disable=not progress,
+                                   file=sys.stderr) as bar:
+            futures = {pool.submit(grade_submission, student, source, exercises, scratch, time_limit): i
+                       for i, (student, source) in enumerate(entries)}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.update(1)
+    except BaseException:
+        end_all(stop=True)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [g for i in range(len(entries)) for g in results[i]]
+
+
+# --- the report -------------------------------------------------------------------------------------
+def write_report(grades: list[Grade], exercises, out: Path) -> list[Path]:
+    """grades.csv, grades.json, summary.md and summary.png in ``out``; returns their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    from seqlab.atomic import remove_stale_temporaries
+    remove_stale_temporaries(out)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for g in grades:
+        writer.writerow({**g.row(), "passed": "true" if g.passed else "false", "failed_checks": "; ".join(g.failed_checks)})
+    atomic_write_text(out / "grades.csv", buffer.getvalue())
+    atomic_write_text(out / "grades.json", json.dumps({"grades": [g.record() for g in grades]}, indent=1,
+                                                      ensure_ascii=False) + "\n")
+    atomic_write_text(out / "summary.md", summary_markdown(grades, exercises))
+    _summary_png(grades, exercises, out / "summary.png")
+    return [out / name for name in ("grades.csv", "grades.json", "summary.md", "summary.png")]
+
+
+def pass_rates(grades: list[Grade], exercises) -> list[tuple[str, int, int]]:
+    """(exercise, passed, students) in the exercises' order."""
+    return [(ex.name, sum(g.passed for g in grades if g.exercise == ex.name),
+             sum(1 for g in grades if g.exercise == ex.name)) for ex in exercises]
+
+
+def common_diagnoses(grades: list[Grade], limit: int = 15) -> list[tuple[str, str, int]]:
+    """(exercise, diagnosis, students) of the most common diagnoses."""
+    counts = Counter((g.exercise, g.diagnosis) for g in grades if not g.passed and g.diagnosis)
+    return [(ex, d, n) for (ex, d), n in counts.most_common(limit)]
+
+
+def summary_markdown(grades: list[Grade], exercises) -> str:
+    students = list(dict.fromkeys(g.student for g in grades))
+    lines = [f"# Grades: {len(students)} students, {len(exercises)} exercises", "",
+             "## Pass rate per exercise", "", "| exercise | passed | of | rate |", "| --- | ---: | ---: | ---: |"]
+    for name, passed, total in pass_rates(grades, exercises):
+        lines.append(f"| {name} | {passed} | {total} | {100 * passed / total if total else 0:.0f}% |")
+    lines += ["", "## The most common diagnoses", ""]
+    common = common_diagnoses(grades)
+    if common:
+        lines += ["| students | exercise | diagnosis |", "| ---: | --- | --- |"]
+        lines += [f"| {n} | {ex} | {d} |" for ex, d, n in common]
+    else:
+        lines.append("No failure was diagnosed as a catalogued mistake.")
+    lines += ["", "## Students", "", "| student | passed | of |", "| --- | ---: | ---: |"]
+    for student in students:
+        mine = [g for g in grades if g.student == student]
+        lines.append(f"| {student} | {sum(g.passed for g in mine)} | {len(mine)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _summary_png(grades: list[Grade], exercises, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = pass_rates(grades, exercises)
+    common = common_diagnoses(grades, limit=10)
+    fig, axes = plt.subplots(1, 2, figsize=(13, max(4.0, 0.28 * len(rates) + 1.5)),
+                             gridspec_kw={"width_ratios": [1, 1.3]})
+    names = [name for name, _, _ in rates][::-1]
+    values = [100 * p / t if t else 0 for _, p, t in rates][::-1]
+    axes[0].barh(names, values, color="#4c78a8")
+    axes[0].set_xlim(0, 100)
+    axes[0].set_xlabel("students who passed (%)")
+    axes[0].set_title("Pass rate per exercise")
+    if common:
+        labels = [f"{ex}: {d[:50]}" for ex, d, _ in common][::-1]
+        axes[1].barh(labels, [n for _, _, n in common][::-1], color="#e45756")
+        axes[1].set_xlabel("students")
+    else:
+        axes[1].text(0.5, 0.5, "no catalogued mistake diagnosed", ha="center", va="center")
+        axes[1].set_axis_off()
+    axes[1].set_title("The most common diagnoses")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+
+
+# --- Gradescope -------------------------------------------------------------------------------------
+def read_points(path: Path, known: list[str]) -> dict[str, float]:
+    """A TOML table exercise = points; ValueError naming the file and the entry that is wrong."""
+    import difflib
+    import tomllib
+    text = Path(path).read_text(encoding="utf-8", errors="replace")     # OSError: the caller's runtime failure
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not a TOML table of exercise = points ({error})") from None
+    points = {}
+    for name, value in table.items():
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            raise ValueError(f"{path}: no exercise {name!r}" + (f"; did you mean {close[0]}?" if close else ""))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{path}: {name} = {value!r}; points must be a number >= 0")
+        points[name] = float(value)
+    if not points:
+        raise ValueError(f"{path}: no exercise is given points (write lines like  rnn_step = 2)")
+    return points
+
+
+def gradescope_results(grades: list[Grade], exercises, points: dict[str, float], seconds: float) -> dict:
+    """Gradescope's results.json: one test per exercise (name, number, score, max_score, status, output)."""
+    titles = {ex.name: ex.title for ex in exercises}
+    tests = []
+    for number, g in enumerate(grades, 1):
+        worth = points.get(g.exercise, 1.0)
+        verdict = "passed" if g.passed else ("failed: " + (g.diagnosis or g.message or ", ".join(g.failed_checks)))
+        tests.append({"name": f"{g.exercise}: {titles.get(g.exercise, g.exercise)}", "number": str(number),
+                      "score": worth if g.passed else 0.0, "max_score": worth,
+                      "status": "passed" if g.passed else "failed", "output": f"{verdict}\n{g.feedback}".rstrip()})
+    passed = sum(g.passed for g in grades)
+    return {"score": sum(t["score"] for t in tests), "execution_time": round(seconds, 2),
+            "output": f"{passed} of {len(grades)} exercises pass seqlab's checks.", "stdout_visibility": "hidden",
+            "tests": tests}
+
+
+# --- the command ---------------------------------------------------------------------------------------
+def run_grade_command(args) -> int:
+    """``seqlab learn grade`` (see the module's docstring)."""
+    from seqlab.learn.catalog import all_exercises
+    every = all_exercises()
+    known = [ex.name for ex in every]
+    if args.time_limit is not None and not args.time_limit > 0:
+        return _usage(f"--time-limit must be > 0, got {args.time_limit}")
+    if args.workers is not None and args.workers < 1:
+        return _usage(f"--workers must be >= 1, got {args.workers}")
+    chosen = known
+    if args.exercises:
+        chosen = [n.strip() for n in args.exercises.split(",") if n.strip()]
+        unknown = [n for n in chosen if n not in known]
+        if unknown:
+            import difflib
+            close = difflib.get_close_matches(unknown[0], known, n=1)
+            return _usage(f"--exercises: no exercise {unknown[0]!r}" + (f"; did you mean {close[0]}?" if close else ""))
+    points = {}
+    if args.points is not None:
+        try:
+            points = read_points(args.points, known)
+        except OSError as error:
+            return _failure(f"cannot read --points {args.points}: {error.strerror or error}")
+        except ValueError as error:
+            return _usage(str(error))
+        if not args.exercises:
+            chosen = [n for n in known if n in points]      # the table names what is graded
+    exercises = [ex for ex in every if ex.name in chosen]
+    start = time.monotonic()
+    if args.gradescope:
+        if args.submissions is not None or args.out is not None:
+            return _usage("--gradescope reads /autograder/submission and writes /autograder/results/results.json; "
+                          "give no SUBMISSIONS or --out with it")
+        grades = grade_all([("submission", args.submission)], exercises, workers=1, time_limit=args.time_limit,
+                           progress=not args.no_progress)
+        results = gradescope_results(grades, exercises, points, time.monotonic() - start)
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.results, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+        print(f"{results['output']} Score {results['score']:g} of {sum(t['max_score'] for t in results['tests']):g}; "
+              f"wrote {args.results}")
+        return 0
+    if args.submissions is None or args.out is None:
+        return _usage("give SUBMISSIONS (a folder with one workspace folder or .zip per student) and --out REPORT, "
+                      "or --gradescope")
+    try:
+        entries = submissions(args.submissions)
+    except SubmissionError as error:
+        return _failure(str(error))
+    if not entries:
+        return _failure(f"{args.submissions} holds no submission (one folder or .zip per student)")
+    grades = grade_all(entries, exercises, workers=args.workers, time_limit=args.time_limit,
+                       progress=not args.no_progress)
+    paths = write_report(grades, exercises, args.out)
+    passed = sum(g.passed for g in grades)
+    print(f"graded {len(entries)} submissions x {len(exercises)} exercises in {time.monotonic() - start:.0f} s: "
+          f"{passed} of {len(grades)} pass. Wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _usage(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _failure(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1

@@ -1,0 +1,510 @@
+"""The course's lessons: one Markdown file per step of the path, in English and 中文.
+
+``seqlab/learn/lessons/en/STEP.md`` and ``seqlab/learn/lessons/zh/STEP.md`` hold the lesson of the
+step ``STEP`` (``seqlab.learn.path``). :func:`lesson` parses one into a :class:`Lesson`; the
+terminal, the JSON, the notebooks and the explorer render that structure (``seqlab.learn.views``,
+``seqlab.learn.notebooks``), never the file.
+
+The format (docs/lessons.md) is Markdown with sections ``## Heading {#id}``, the lines
+``[[figure NAME | caption]]``, ``[[widget ANCHOR]]`` and ``[[mistakes]]``, and the blocks
+``:::question ID kind=...`` (with ``:::answer``) and ``:::mistake ID Title``, each closed by ``:::``.
+The English file's front matter ``numbers:`` ties each printed worked number to an expression over
+seqlab's own code; :func:`problems` recomputes them and checks both languages' text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import math
+import re
+import unicodedata
+from pathlib import Path
+
+LESSON_DIR = Path(__file__).resolve().parent / "lessons"
+LANGS = ("en", "zh")
+REQUIRED = ("idea", "maths", "worked", "predict", "mistakes", "reading")
+QUESTION_KINDS = ("predict", "explain", "derive", "trace", "extend")
+
+# The course's glossary (English -> 中文): where an English lesson uses a term, its Chinese lesson
+# uses the glossary's word for it.
+GLOSSARY: tuple[tuple[str, str], ...] = (
+    ("hidden state", "隐藏状态"), ("BPTT", "随时间反向传播"), ("gradient clipping", "梯度裁剪"),
+    ("LSTM", "长短期记忆"), ("GRU", "门控循环单元"), ("query", "查询"), ("causal mask", "因果掩码"),
+    ("positional encoding", "位置编码"),
+)   # the glossary's "key 键" and "value 值" are everyday English words too, so they are not enforced
+
+
+class LessonError(ValueError):
+    """A lesson file that does not follow the format; the message names the file and line."""
+
+
+@dataclasses.dataclass
+class Block:
+    """One piece of a section. ``kind`` is paragraph | list | olist | code | table | heading |
+    figure | widget | mistakes | question | mistake; ``text`` the Markdown of a paragraph, heading,
+    code block or table (rows joined by newlines), ``items`` a list's items; a figure's ``name`` and
+    ``caption``; a widget's ``name`` (its anchor); a question's ``name`` (id), ``kind_of`` (predict,
+    ...), ``text`` and ``answer``; a mistake's ``name`` (id), ``title`` and ``text``."""
+    kind: str
+    text: str = ""
+    items: list[str] = dataclasses.field(default_factory=list)
+    name: str = ""
+    caption: str = ""
+    answer: str = ""
+    title: str = ""
+    kind_of: str = ""
+    line: int = 0
+
+
+@dataclasses.dataclass
+class Section:
+    id: str
+    heading: str
+    blocks: list[Block]
+
+
+@dataclasses.dataclass
+class Lesson:
+    step: str
+    lang: str
+    title: str
+    sections: list[Section]
+    numbers: list[tuple[str, str]]      # (the numbers as printed, the expression), English file only
+    path: Path
+
+    def section(self, id: str) -> Section | None:
+        return next((s for s in self.sections if s.id == id), None)
+
+    def blocks(self, kind: str) -> list[Block]:
+        return [b for s in self.sections for b in s.blocks if b.kind == kind]
+
+    @property
+    def questions(self) -> list[Block]:
+        return self.blocks("question")
+
+    @property
+    def figures(self) -> list[Block]:
+        return self.blocks("figure")
+
+    @property
+    def widgets(self) -> list[str]:
+        return [b.name for b in self.blocks("widget")]
+
+    @property
+    def hints(self) -> list[str]:
+        """The graded hints of an Implement step, in order (empty for other steps)."""
+        section = self.section("hints")
+        return [item for b in (section.blocks if section else []) if b.kind == "olist" for item in b.items]
+
+    @property
+    def reading(self) -> list[str]:
+        section = self.section("reading")
+        return [item for b in (section.blocks if section else []) if b.kind in ("list", "olist") for item in b.items]
+
+    def text(self) -> str:
+        """Every word of the lesson (titles, paragraphs, questions, answers), for searches and checks."""
+        parts = [self.title]
+        for s in self.sections:
+            parts.append(s.heading)
+            for b in s.blocks:
+                parts += [b.text, b.caption, b.answer, b.title, *b.items]
+        return "\n".join(p for p in parts if p)
+
+
+def lesson_path(step: str, lang: str = "en") -> Path:
+    return LESSON_DIR / lang / f"{step}.md"
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(path: str, mtime_ns: int, step: str, lang: str) -> Lesson:
+    return parse(Path(path).read_text(encoding="utf-8"), step, lang, Path(path))
+
+
+def lesson(step: str, lang: str = "en") -> Lesson:
+    """The lesson of ``step`` in ``lang`` ("en" or "zh"). LessonError when the file is missing or malformed."""
+    if lang not in LANGS:
+        raise LessonError(f"no language {lang!r}; the lessons are in {', '.join(LANGS)}")
+    path = lesson_path(step, lang)
+    if not path.is_file():
+        raise LessonError(f"no lesson for step {step!r} in {lang}: {path} does not exist")
+    return _parse_cached(str(path), path.stat().st_mtime_ns, step, lang)
+
+
+def has_lesson(step: str, lang: str = "en") -> bool:
+    return lesson_path(step, lang).is_file()
+
+
+_SECTION = re.compile(r"^##\s+(.+?)\s*\{#([a-z0-9-]+)\}\s*$")
+_DIRECTIVE = re.compile(r"^\[\[(figure|widget|mistakes)(?:\s+([A-Za-z0-9_.-]+))?\s*(?:\|\s*(.*?))?\s*\]\]$")
+_OPEN = re.compile(r"^:::(question|mistake)\s+([a-z0-9][a-z0-9_-]*)\s*(.*)$")
+
+
+def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
+    """A lesson from its file's text; LessonError names the file and line of anything malformed."""
+    where = path or Path(f"<{lang}/{step}.md>")
+    lines = text.splitlines()
+
+    def fail(line_no: int, message: str):
+        raise LessonError(f"{where}, line {line_no}: {message}")
+
+    numbers: list[tuple[str, str]] = []
+    i = 0
+    if lines and lines[0].strip() == "---":
+        end = next((k for k in range(1, len(lines)) if lines[k].strip() == "---"), None)
+        if end is None:
+            fail(1, "the front matter opened by --- is never closed")
+        key = None
+        for k in range(1, end):
+            raw = lines[k]
+            if not raw.strip():
+                continue
+            if not raw.startswith(" "):
+                key = raw.strip().rstrip(":")
+                if key != "numbers":
+                    fail(k + 1, f"unknown front-matter key {key!r} (only 'numbers')")
+                continue
+            if "=" not in raw:
+                fail(k + 1, "a numbers line is 'the numbers as printed = expression'")
+            shown, expression = raw.split("=", 1)
+            numbers.append((shown.strip(), expression.strip()))
+        i = end + 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i >= len(lines) or not lines[i].startswith("# "):
+        fail(i + 1, "a lesson starts with its title: '# Title'")
+    title = lines[i][2:].strip()
+    i += 1
+    sections: list[Section] = []
+    current: Section | None = None
+    paragraph: list[str] = []
+
+    def flush():
+        if paragraph:
+            current.blocks.append(Block("paragraph", text=join_lines(paragraph), line=i))
+            paragraph.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        number = i + 1
+        match = _SECTION.match(line)
+        if match:
+            if current is not None:
+                flush()
+            current = Section(match.group(2), match.group(1), [])
+            if any(s.id == current.id for s in sections):
+                fail(number, f"a second section {{#{current.id}}}")
+            sections.append(current)
+            i += 1
+            continue
+        if line.startswith("## "):
+            fail(number, "a section heading ends with its id, e.g. '## The idea {#idea}'")
+        if current is None:
+            if stripped:
+                fail(number, "text before the first section ('## Heading {#id}')")
+            i += 1
+            continue
+        if not stripped:
+            flush()
+            i += 1
+            continue
+        if stripped.startswith("[["):
+            flush()
+            match = _DIRECTIVE.match(stripped)
+            if not match:
+                fail(number, "a directive is [[figure NAME | caption]], [[widget ANCHOR]] or [[mistakes]]")
+            kind, name, caption = match.group(1), match.group(2) or "", match.group(3) or ""
+            if kind in ("figure", "widget") and not name:
+                fail(number, f"[[{kind}]] needs a name")
+            current.blocks.append(Block(kind, name=name, caption=caption, line=number))
+            i += 1
+            continue
+        if stripped.startswith(":::"):
+            flush()
+            match = _OPEN.match(stripped)
+            if not match:
+                fail(number, "a block opens with ':::question ID [kind=...]' or ':::mistake ID Title'")
+            kind, name, rest = match.groups()
+            end = next((k for k in range(i + 1, len(lines)) if lines[k].strip() == ":::"), None)
+            if end is None:
+                fail(number, f"the :::{kind} block is never closed by a line ':::'")
+            body = lines[i + 1:end]
+            if any(b.strip().startswith(":::") and b.strip() not in (":::answer",) for b in body):
+                fail(number, f"the :::{kind} block holds another block; close it with ':::' first")
+            if kind == "question":
+                attrs = dict(part.split("=", 1) for part in rest.split() if "=" in part)
+                kind_of = attrs.get("kind", "predict" if current.id == "predict" else "")
+                if kind_of not in QUESTION_KINDS:
+                    fail(number, f"a question's kind is one of {', '.join(QUESTION_KINDS)} (kind=...), got {kind_of!r}")
+                split = next((k for k, b in enumerate(body) if b.strip() == ":::answer"), None)
+                question = body if split is None else body[:split]
+                answer = [] if split is None else body[split + 1:]
+                block = Block("question", name=name, kind_of=kind_of, text=_join(question), answer=_join(answer),
+                              line=number)
+                if not block.text:
+                    fail(number, f"the question {name!r} has no text")
+            else:
+                if ":::answer" in (b.strip() for b in body):
+                    fail(number, "a :::mistake block has no :::answer")
+                if not rest.strip():
+                    fail(number, f"the mistake {name!r} needs a title after its id")
+                block = Block("mistake", name=name, title=rest.strip(), text=_join(body), line=number)
+            current.blocks.append(block)
+            i = end + 1
+            continue
+        found = _markdown_block(lines, i, fail)
+        if found is not None:
+            flush()
+            block, i = found
+            current.blocks.append(block)
+            continue
+        paragraph.append(line)
+        i += 1
+    if current is not None:
+        flush()
+    return Lesson(step, lang, title, sections, numbers, where)
+
+
+def _wide(c: str) -> bool:
+    return unicodedata.east_asian_width(c) in "WFA"      # 中文, full-width and “quote” marks
+
+
+def join_lines(lines: list[str]) -> str:
+    """A paragraph's lines as one line: joined by a space, except between two 中文 characters
+    (Chinese text has no spaces between its words; beside a Latin word it keeps the space)."""
+    out = ""
+    for line in (x.strip() for x in lines):
+        if out and line:
+            left, right = out.rstrip("*`")[-1:], line.lstrip("*`")[:1]     # past **bold** and `code` marks
+            out += line if left and right and _wide(left) and _wide(right) else " " + line
+        else:
+            out += line
+    return out
+
+
+def _markdown_block(lines: list[str], i: int, fail) -> tuple[Block, int] | None:
+    """The code block, table, list or ### heading that starts at ``lines[i]`` and the index after it,
+    or None when the line starts none of them (it is a paragraph's)."""
+    stripped = lines[i].strip()
+    number = i + 1
+    if stripped.startswith("```"):
+        end = next((k for k in range(i + 1, len(lines)) if lines[k].strip().startswith("```")), None)
+        if end is None:
+            fail(number, "a ``` code block is never closed")
+        return Block("code", text="\n".join(lines[i + 1:end]), line=number), end + 1
+    if stripped.startswith("|"):
+        end = i
+        while end < len(lines) and lines[end].strip().startswith("|"):
+            end += 1
+        return Block("table", text="\n".join(line.strip() for line in lines[i:end]), line=number), end
+    bullet = re.match(r"^(- |\d+\. )", stripped)
+    if bullet:
+        ordered = bullet.group(1) != "- "
+        items: list[str] = []
+        while i < len(lines):
+            s = lines[i].strip()
+            m = re.match(r"^(- |\d+\. )", s)
+            if m and (m.group(1) != "- ") == ordered:
+                items.append(s[len(m.group(1)):].strip())
+            elif s and lines[i].startswith((" ", "\t")) and items:
+                items[-1] = join_lines([items[-1], s])          # a list item's continuation line
+            else:
+                break
+            i += 1
+        return Block("olist" if ordered else "list", items=items, line=number), i
+    if stripped.startswith("### "):
+        return Block("heading", text=stripped[4:].strip(), line=number), i + 1
+    return None
+
+
+def body_blocks(text: str) -> list[Block]:
+    """The Markdown of a question's text or answer, or a mistake's paragraph, as blocks: paragraphs,
+    lists, code, tables and ### headings (no directives), for the renderers."""
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    paragraph: list[str] = []
+
+    def fail(line_no: int, message: str):
+        raise LessonError(f"line {line_no} of a block's text: {message}")
+
+    def flush():
+        if paragraph:
+            blocks.append(Block("paragraph", text=join_lines(paragraph)))
+            paragraph.clear()
+
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():
+            flush()
+            i += 1
+            continue
+        found = _markdown_block(lines, i, fail)
+        if found is None:
+            paragraph.append(lines[i])
+            i += 1
+            continue
+        flush()
+        block, i = found
+        blocks.append(block)
+    flush()
+    return blocks
+
+
+def _join(lines: list[str]) -> str:
+    """A block's lines as Markdown: blank lines keep paragraphs apart."""
+    return "\n".join(lines).strip()
+
+
+# --- checks of the lessons against the path and against seqlab's own values -------------------------
+class _Lazy:
+    """``seqlab.labs.recurrence.scalar_recurrence`` in a numbers expression: submodules import on use.
+    The expressions are the project's own (lesson files), evaluated with the usual builtins."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        module = importlib.import_module(self._name)
+        if hasattr(module, attr):
+            value = getattr(module, attr)
+            return _Lazy(value.__name__) if isinstance(value, type(math)) else value
+        return _Lazy(f"{self._name}.{attr}")
+
+
+def _namespace() -> dict:
+    import numpy as np
+
+    from seqlab.learn.questions import QUESTION_BY_ID
+    from seqlab.learn.references import reference
+    return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": reference,
+            "answer": lambda qid: QUESTION_BY_ID[qid].answer()}
+
+
+def _flatten(value) -> list[float]:
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flatten(v)]
+    return [float(value)]
+
+
+_NUMBER = re.compile(r"[-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _printed_numbers(shown: str) -> list[str]:
+    return _NUMBER.findall(shown)
+
+
+def _close(printed: str, value: float) -> bool:
+    text = printed.replace("−", "-")
+    decimals = len(text.split(".")[1].split("e")[0]) if "." in text else 0
+    if "e" in text:
+        return math.isclose(float(text), value, rel_tol=10 ** -max(decimals, 1))
+    return abs(float(text) - value) <= 0.5 * 10 ** -decimals + 1e-12
+
+
+def _appears(printed: str, text: str) -> bool:
+    body = text.replace("−", "-")
+    number = printed.replace("−", "-")
+    pattern = r"(?<![\d.])" + re.escape(number) + r"(?![\d])"
+    if re.search(pattern, body):
+        return True
+    return number.startswith("-") and re.search(r"(?<![\d.])[−-]" + re.escape(number[1:]) + r"(?![\d])", text) is not None
+
+
+def number_problems(step: str) -> list[str]:
+    """Where the lesson's printed worked numbers disagree with the values seqlab computes now."""
+    found = []
+    en = lesson(step, "en")
+    texts = {lang: lesson(step, lang).text() for lang in LANGS if has_lesson(step, lang)}
+    namespace = _namespace()
+    for shown, expression in en.numbers:
+        printed = _printed_numbers(shown)
+        try:
+            values = _flatten(eval(expression, namespace))  # noqa: S307 - the project's own lesson files
+        except Exception as error:  # noqa: BLE001 - reported with the line
+            found.append(f"{en.path}: numbers '{shown} = {expression}' raised {type(error).__name__}: {error}")
+            continue
+        if len(values) != len(printed):
+            found.append(f"{en.path}: numbers '{shown}' lists {len(printed)} numbers but {expression} gives "
+                         f"{len(values)}: {values}")
+            continue
+        for p, v in zip(printed, values):
+            if not _close(p, v):
+                found.append(f"{en.path}: the lesson prints {p} but {expression} gives {v!r}")
+        for lang, text in texts.items():
+            missing = [p for p in printed if not _appears(p, text)]
+            if missing:
+                found.append(f"{lesson_path(step, lang)}: the worked numbers {', '.join(missing)} "
+                             f"(from '{shown} = {expression}') do not appear in the text")
+    return found
+
+
+def problems(step: str) -> list[str]:
+    """Everything that keeps the lesson of ``step`` from being complete, in both languages."""
+    from seqlab.learn.path import STEP_BY_ID
+    found: list[str] = []
+    step_record = STEP_BY_ID.get(step)
+    if step_record is None:
+        return [f"{step!r} is not a step of the path"]
+    lessons = {}
+    for lang in LANGS:
+        try:
+            lessons[lang] = lesson(step, lang)
+        except LessonError as error:
+            found.append(str(error))
+    if len(lessons) < len(LANGS):
+        return found
+    required = REQUIRED + (("hints",) if step_record.kind == "implement" else ())
+    for lang, ls in lessons.items():
+        ids = [s.id for s in ls.sections]
+        missing = [r for r in required if r not in ids]
+        if missing:
+            found.append(f"{ls.path}: missing sections {', '.join('{#' + m + '}' for m in missing)}")
+        for s in ls.sections:
+            if not s.blocks:
+                found.append(f"{ls.path}: the section {{#{s.id}}} is empty")
+        if not any(q.kind_of == "predict" for q in ls.questions):
+            found.append(f"{ls.path}: no 'predict before revealing' question (:::question ID in {{#predict}})")
+        for q in ls.questions:
+            if not q.answer:
+                found.append(f"{ls.path}, line {q.line}: the question {q.name!r} has no :::answer")
+        if not ls.figures:
+            found.append(f"{ls.path}: no figure ([[figure NAME | caption]])")
+        if step_record.kind == "implement":
+            if not ls.blocks("mistakes"):
+                found.append(f"{ls.path}: an Implement step shows its catalogued mistakes: [[mistakes]] in {{#mistakes}}")
+            if len(ls.hints) < 3:
+                found.append(f"{ls.path}: {{#hints}} needs three numbered hints (the idea, the shapes, the key line)")
+        elif not ls.blocks("mistake"):
+            found.append(f"{ls.path}: {{#mistakes}} needs at least one :::mistake block")
+    en, zh = lessons["en"], lessons["zh"]
+    if [s.id for s in en.sections] != [s.id for s in zh.sections]:
+        found.append(f"{zh.path}: its sections {[s.id for s in zh.sections]} differ from the English "
+                     f"{[s.id for s in en.sections]}")
+    for kind in ("question", "mistake", "figure", "widget"):
+        names_en = [b.name for b in en.blocks(kind)]
+        names_zh = [b.name for b in zh.blocks(kind)]
+        if names_en != names_zh:
+            found.append(f"{zh.path}: its {kind}s {names_zh} differ from the English {names_en}")
+    if len(en.hints) != len(zh.hints):
+        found.append(f"{zh.path}: {len(zh.hints)} hints against the English {len(en.hints)}")
+    if zh.numbers:
+        found.append(f"{zh.path}: the numbers front matter belongs in the English file only")
+    words_en, words_zh = en.text().lower(), zh.text()
+    for english, chinese in GLOSSARY:
+        if re.search(r"\b" + re.escape(english.lower()) + r"s?\b", words_en) and chinese not in words_zh:
+            found.append(f"{zh.path}: the English lesson says '{english}' but this one never uses the glossary's "
+                         f"'{chinese}'")
+    from seqlab.learn.figures import FIGURES
+    for b in en.figures:
+        if b.name not in FIGURES:
+            found.append(f"{en.path}, line {b.line}: no figure {b.name!r} in seqlab.learn.figures")
+    found += number_problems(step)
+    return found

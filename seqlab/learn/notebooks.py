@@ -1,0 +1,211 @@
+"""The course as Jupyter notebooks, one per part of the path (``seqlab learn notebook``).
+
+A part's notebook holds, in order: a cell that installs seqlab with pip from its git repository
+(``SEQLAB_GIT`` at its top, for a teacher to change; Colab has no seqlab), the imports, then for
+each step its lesson as Markdown (figures as attachments, drawn by ``seqlab.learn.figures``; the
+questions' worked answers folded in ``<details>``), the widget as a ``widget(...)`` cell, and its
+task: an exercise's stub as a code cell and a ``check(...)`` cell, a Trace question as a
+``!seqlab learn answer`` cell, a card's ``!seqlab learn card --reveal`` cell, a command step's
+``!seqlab ...`` cell and its ``!seqlab learn check STEP`` cell. The notebook is plain nbformat 4 JSON; nothing here imports Jupyter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from seqlab.atomic import atomic_write_text
+from seqlab.learn.path import PART_BY_ID, PARTS
+from seqlab.learn.views import plain, step_view
+
+_L = {
+    "intro": ("seqlab course notebook, part {k} of {n}: steps {first} to {last} of the path. Run the cells in order. "
+              "Your functions are checked by seqlab in a separate process with a time limit; your code and your "
+              "progress go into `./seqlab-learn`, the workspace that `seqlab learn` and `seqlab explore` use too.",
+              "seqlab 课程笔记本，第 {k} 部分（共 {n} 部分）：学习路径的第 {first} 到第 {last} 步。请按顺序运行各个单元格。"
+              "你的函数由 seqlab 在单独的进程中检查，并有时间限制；你的代码和进度保存在 `./seqlab-learn`，"
+              "`seqlab learn` 和 `seqlab explore` 也使用这个工作区。"),
+    "step": ("Step {n}: {title}", "第 {n} 步：{title}"),
+    "answer": ("Answer", "答案"),
+    "task": ("Your task", "你的任务"),
+    "implement": ("Implement `{signature}` below, then run the check cell after it.",
+                  "在下面实现 `{signature}`，然后运行其后的检查单元格。"),
+    "trace": ("Answer this Trace question in the cell below (numbers separated by commas):",
+              "在下面的单元格中回答这个追踪问题（用逗号分隔的数）："),
+    "card": ("Think it through, then run the cell below: it shows the answer and marks the card done.",
+             "先想清楚，再运行下面的单元格：它会显示答案，并把这张卡片标记为完成。"),
+    "command": ("Run the command (it may take a minute), check what it wrote, then answer:",
+                "运行这条命令（可能需要一分钟），检查它写出的结果，然后回答："),
+    "your_numbers": ("your numbers, separated by commas", "你的答案：用逗号分隔的数"),
+    "mistake": ("Common mistake", "常见错误"),
+}
+KIND = {"predict": ("Predict before revealing", "先预测，再揭晓"), "explain": ("Explain", "解释"),
+        "derive": ("Derive", "推导"), "trace": ("Trace", "追踪"), "extend": ("Extend", "拓展")}
+
+
+def _l(key: str, lang: str, **values) -> str:
+    return _L[key][1 if lang == "zh" else 0].format(**values)
+
+
+def repository_url() -> str:
+    """The git URL the install cell uses: the package's "Repository" URL where its metadata names one,
+    else the origin of the git checkout seqlab runs from, else "" (the cell then asks for one)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, metadata
+        for entry in metadata("seqlab").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() in ("repository", "source", "git"):
+                return url.strip()
+    except PackageNotFoundError:
+        pass
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True,
+                              text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+INSTALL = '''# Colab, or any Jupyter without seqlab: install seqlab from its git repository.
+# A teacher can point SEQLAB_GIT at the course's own copy of seqlab.
+SEQLAB_GIT = {url!r}
+
+import importlib.util, subprocess, sys
+if importlib.util.find_spec("seqlab") is None:
+    if not SEQLAB_GIT:
+        raise RuntimeError("seqlab is not installed here: set SEQLAB_GIT to the git URL of seqlab")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "git+" + SEQLAB_GIT], check=True)'''
+IMPORTS = "from seqlab.learn import check\nfrom seqlab.explorer.notebook import widget"
+
+
+# --- Markdown --------------------------------------------------------------------------------------------
+def _table(block: dict) -> str:
+    rows = ([block["header"], ["---"] * len(block["header"])] if block["header"] else []) + block["rows"]
+    return "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows)
+
+
+class _Cells:
+    """Cells being built: Markdown runs until a code cell interrupts them."""
+
+    def __init__(self):
+        self.cells: list[dict] = []
+        self.text: list[str] = []
+        self.attachments: dict[str, dict] = {}
+
+    def md(self, text: str) -> None:
+        self.text.append(text)
+
+    def flush(self) -> None:
+        if self.text:
+            cell = {"cell_type": "markdown", "metadata": {}, "source": "\n\n".join(self.text)}
+            if self.attachments:
+                cell["attachments"] = self.attachments
+            self.cells.append(cell)
+        self.text, self.attachments = [], {}
+
+    def code(self, source: str) -> None:
+        self.flush()
+        self.cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                           "source": source})
+
+
+def _markdown(blocks: list[dict], cells: _Cells, lang: str) -> None:
+    for b in blocks:
+        kind = b["type"]
+        if kind == "paragraph":
+            cells.md(b["text"])
+        elif kind == "heading":
+            cells.md(f"#### {b['text']}")
+        elif kind == "list":
+            cells.md("\n".join((f"{k}. " if b["ordered"] else "- ") + item for k, item in enumerate(b["items"], 1)))
+        elif kind == "code":
+            cells.md(f"```\n{b['text']}\n```")
+        elif kind == "table":
+            cells.md(_table(b))
+        elif kind == "figure":
+            name = f"{b['name']}.svg"
+            cells.attachments[name] = {"image/svg+xml": b["svg"]}
+            cells.md(f"![{plain(b['caption'])}](attachment:{name})\n\n*{b['caption']}*")
+        elif kind == "widget":
+            cells.code(f'widget("{b["anchor"]}")')
+        elif kind == "question":
+            label = KIND[b["kind"]][1 if lang == "zh" else 0]
+            cells.md(f"**{label}** (`{b['id']}`)")
+            _markdown(b["blocks"], cells, lang)
+            cells.md(f"<details><summary>{_l('answer', lang)}</summary>")
+            _markdown(b.get("answer", []), cells, lang)
+            cells.md("</details>")
+        elif kind == "mistake":
+            cells.md(f"**{_l('mistake', lang)}: {b['title']}**")
+            _markdown(b["blocks"], cells, lang)
+
+
+def _task(task: dict, cells: _Cells, lang: str) -> None:
+    from seqlab.learn.catalog import exercise
+    from seqlab.learn.workspace import stub_function
+    kind = task["type"]
+    if kind == "implement":
+        cells.md(f"### {_l('task', lang)}\n\n" + _l("implement", lang, signature=task["signature"]))
+        cells.code(stub_function(exercise(task["id"])).rstrip("\n"))
+        cells.code(f'check("{task["id"]}", {task["id"]})')
+    elif kind == "trace":
+        cells.md(f"### {_l('task', lang)}\n\n**{task['title']}**: {task['question']}\n\n" + _l("trace", lang))
+        cells.code(f'my_answer = "..."   # {_l("your_numbers", lang)}\n!seqlab learn answer {task["id"]} "{{my_answer}}"')
+    elif kind == "card":
+        label = KIND[task["kind"]][1 if lang == "zh" else 0]
+        cells.md(f"### {_l('task', lang)}\n\n**{label}: {task['title']}**\n\n{task['question']}\n\n" + _l("card", lang))
+        cells.code(f"!{task['reveal_with']}")
+    else:
+        cells.md(f"### {_l('task', lang)}\n\n" + _l("command", lang))
+        cells.code(f"!{task['command']}")
+        cells.code(f"!{task['check_with']}   # reads what the command wrote")
+        _task(task["then"], cells, lang)
+
+
+def part_notebook(part_id: str, lang: str = "en", repository: str | None = None) -> dict:
+    """The notebook of one part of the path, as nbformat 4 JSON data."""
+    part = PART_BY_ID[part_id]
+    k = [p.id for p in PARTS].index(part_id) + 1
+    cells = _Cells()
+    views = [step_view(s.id, lang, show=True, svg=True) for s in part.steps]
+    cells.md(f"# {views[0]['part']['title']}\n\n" + _l("intro", lang, k=k, n=len(PARTS), first=views[0]["number"],
+                                                        last=views[-1]["number"]))
+    cells.code(INSTALL.format(url=repository_url() if repository is None else repository))
+    cells.code(IMPORTS)
+    for view in views:
+        cells.md(f"## {_l('step', lang, n=view['number'], title=view['title'])}")
+        for section in view["sections"]:
+            if section["id"] == "hints":
+                continue                    # graded hints: `seqlab learn hint`, one at a time
+            cells.md(f"### {section['heading']}")
+            _markdown(section["blocks"], cells, lang)
+        _task(view["task"], cells, lang)
+    cells.flush()
+    for n, cell in enumerate(cells.cells):
+        cell["id"] = f"{part_id}-{n}"
+    return {"nbformat": 4, "nbformat_minor": 5, "cells": cells.cells,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                         "language_info": {"name": "python"}, "seqlab": {"part": part_id, "lang": lang}}}
+
+
+def notebook_name(part_id: str) -> str:
+    return f"{[p.id for p in PARTS].index(part_id) + 1:02d}-{part_id}.ipynb"
+
+
+def write_notebooks(part_ids: list[str], out: str | os.PathLike, lang: str = "en",
+                    repository: str | None = None) -> list[Path]:
+    """Write the notebooks of ``part_ids`` (all parts when empty) into ``out``; returns their paths."""
+    from seqlab.atomic import remove_stale_temporaries
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out)
+    url = repository_url() if repository is None else repository
+    written = []
+    for part_id in part_ids or [p.id for p in PARTS]:
+        path = out / notebook_name(part_id)
+        atomic_write_text(path, json.dumps(part_notebook(part_id, lang, url), indent=1, ensure_ascii=False) + "\n")
+        written.append(path)
+    return written

@@ -1,0 +1,399 @@
+"""What one step of the path shows, as one structure, and that structure as terminal text.
+
+:func:`step_view` joins a step's lesson (``seqlab.learn.lessons``; until it is written, the step's
+one-line ``read`` from ``seqlab.learn.path``), the catalogued mistakes of its exercise (the lesson's
+``[[mistakes]]``) and its task (the Trace question in full, the card, the command, or the exercise's
+commands) into plain data. ``seqlab learn show --json`` prints it, the explorer renders it, and
+:func:`text` turns it into what ``seqlab learn show`` and ``seqlab learn next`` print::
+
+    view = step_view("trace_recurrence", "en")          # answers left out
+    view["sections"][0] == {"id": "idea", "heading": "The idea", "text": "A sentence, ...", "blocks": [...]}
+    print(text(view))
+
+A question's answer is in the structure only with ``show=True``. Blocks are plain data whose texts
+keep the lesson's inline Markdown (``**bold**``, ``code``, ``[links](url)``); :func:`plain` strips it.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import unicodedata
+
+from seqlab.learn import lessons
+from seqlab.learn.path import PART_OF, STEP_BY_ID, STEPS
+
+EXPLORER = "http://127.0.0.1:8000/"
+
+_L = {
+    "step": ("Step {n} of {of} · {part} · {kind}: {name}", "第 {n} 步，共 {of} 步 · {part} · {kind}：{name}"),
+    "task": ("Your task", "你的任务"),
+    "read": ("In one sentence", "一句话概要"),
+    "being_written": ("The lesson of this step is being written; until then, here is what it is about.",
+                      "本步骤的课文正在编写中；在此之前，先看它讲什么。"),
+    "english_only": ("(This lesson is not in 中文 yet: shown in English.)", "（本课文还没有中文版：以下为英文。）"),
+        "answer": ("Answer", "答案"),
+    "reveal": ("(the answer: seqlab learn show {name} --show)", "（答案：seqlab learn show {name} --show）"),
+    "figure": ("Figure", "图"),
+    "see_figure": ("drawn in seqlab explore at {url}, and in seqlab learn notebook",
+                   "图见 seqlab explore 的 {url}，以及 seqlab learn notebook"),
+    "widget": ("Widget: seqlab explore, then {url}", "交互组件：seqlab explore，然后打开 {url}"),
+    "mistake": ("Mistake", "常见错误"),
+    "mistakes": ("Common mistakes", "常见错误"),
+    "trace_do": ("Answer with: seqlab learn answer {id} VALUE", "作答：seqlab learn answer {id} VALUE"),
+    "solution": ("Solution", "解答"),
+    "card_do": ("Think it through, then: seqlab learn card {id} --reveal", "先想清楚，再运行：seqlab learn card {id} --reveal"),
+    "run": ("Run", "运行"),
+    "then": ("Then", "然后"),
+    "command_check": ("Check: {cmd}   (reads what the command wrote; the step passes from its results)",
+                      "检查：{cmd}   （读取命令写出的结果；据此通过这一步）"),
+    "implement": ("Implement {signature}", "实现 {signature}"),
+    "start": ("writes the stub (signature, docstring) for you to fill in", "写出存根（签名、文档字符串）供你填写"),
+    "check": ("checks it (exit 0 when every check passes)", "检查它（所有检查通过时退出码为 0）"),
+    "hint": ("one more hint each time: the idea, the shapes, the key line", "每次多给一条提示：思路、形状、关键一行"),
+    "reference": ("shows seqlab's own version, when you want it", "需要时查看 seqlab 自己的实现"),
+}
+KINDS = {"predict": ("predict", "先预测"), "explain": ("explain", "解释"), "derive": ("derive", "推导"),
+         "trace": ("trace", "追踪"), "extend": ("extend", "拓展"), "implement": ("implement", "实现"),
+         "card": ("card", "卡片"), "command": ("command", "命令")}
+
+
+def label(key: str, lang: str, **values) -> str:
+    return _L[key][1 if lang == "zh" else 0].format(**values)
+
+
+def colon(lang: str) -> str:
+    return "：" if lang == "zh" else ": "
+
+
+def _pick(pair, lang: str) -> str:
+    return pair[1] if lang == "zh" and pair[1] else pair[0]
+
+
+def step_url(step: str, anchor: str = "") -> str:
+    """The explorer's address of a step's lesson (and of an anchor in it, e.g. ``mistake-no_tanh``)."""
+    return f"{EXPLORER}#step/{step}" + (f"/{anchor}" if anchor else "")
+
+
+# --- the structure ------------------------------------------------------------------------------------
+def _table(text: str) -> dict:
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in text.splitlines()]
+    separator = [k for k, row in enumerate(rows) if row and all(re.fullmatch(r":?-{3,}:?", c) for c in row)]
+    if separator and separator[0] == 1:
+        return {"type": "table", "header": rows[0], "rows": rows[2:]}
+    return {"type": "table", "header": [], "rows": [r for k, r in enumerate(rows) if k not in separator]}
+
+
+def _body(text: str) -> list[dict]:
+    return [_block(b) for b in lessons.body_blocks(text)]
+
+
+def _block(b: lessons.Block) -> dict:
+    if b.kind == "paragraph":
+        return {"type": "paragraph", "text": b.text}
+    if b.kind == "heading":
+        return {"type": "heading", "text": b.text}
+    if b.kind in ("list", "olist"):
+        return {"type": "list", "ordered": b.kind == "olist", "items": list(b.items)}
+    if b.kind == "code":
+        return {"type": "code", "text": b.text}
+    if b.kind == "table":
+        return _table(b.text)
+    raise ValueError(f"not a Markdown block: {b.kind}")
+
+
+def _sentence(title: str) -> str:
+    """A catalogue title as a heading: "the tanh is missing" -> "The tanh is missing"; a title that
+    starts with a symbol ("h0 ...", "a is ...") keeps it as written."""
+    first = title.split(" ", 1)[0]
+    return title[:1].upper() + title[1:] if re.fullmatch(r"[a-z]{2,}", first) else title
+
+
+def mistake_records(step: str, lang: str = "en") -> list[dict]:
+    """The catalogued mistakes of the step's exercise (none for other steps), each a paragraph in
+    ``lang``: the record's ``why`` where it has one, else its explanation, with anchor ``mistake-<id>``."""
+    from seqlab.learn.catalog import exercise
+    ex = exercise(step) if STEP_BY_ID.get(step) and STEP_BY_ID[step].kind == "implement" else None
+    found = []
+    for m in (ex.mistakes if ex is not None else ()):
+        why = getattr(m, "why", ("", "")) or ("", "")
+        title = _pick((m.title, getattr(m, "title_zh", "")), lang)
+        text = _pick((why[0] or m.explanation, why[1] or getattr(m, "explanation_zh", "")), lang)
+        found.append({"type": "mistake", "id": m.id, "anchor": f"mistake-{m.id}", "catalogued": True,
+                      "title": _sentence(title), "blocks": _body(text),
+                      "explanation": _pick((m.explanation, getattr(m, "explanation_zh", "")), lang)})
+    return found
+
+
+def _figure_svg(name: str, lang: str) -> str:
+    from seqlab.learn.figures import figure
+    return figure(name, lang)
+
+
+def _lesson_blocks(block: lessons.Block, step: str, lang: str, show: bool, svg: bool) -> list[dict]:
+    if block.kind == "figure":
+        out = {"type": "figure", "name": block.name, "caption": block.caption}
+        if svg:
+            out["svg"] = _figure_svg(block.name, lang)
+        return [out]
+    if block.kind == "widget":
+        return [{"type": "widget", "anchor": block.name}]
+    if block.kind == "mistakes":
+        return mistake_records(step, lang)
+    if block.kind == "mistake":
+        return [{"type": "mistake", "id": block.name, "anchor": f"mistake-{block.name}", "catalogued": False,
+                 "title": block.title, "blocks": _body(block.text)}]
+    if block.kind == "question":
+        out = {"type": "question", "id": block.name, "kind": block.kind_of, "blocks": _body(block.text)}
+        if show:
+            out["answer"] = _body(block.answer)
+        return [out]
+    return [_block(block)]
+
+
+def _task(step, lang: str, show: bool, ws: str = "") -> dict:
+    """The step's own task: the Trace question in full, the card, the command, or the exercise."""
+    from seqlab.learn.questions import CARD_BY_ID, QUESTION_BY_ID
+    if step.kind == "implement":
+        from seqlab.learn.catalog import exercise
+        ex = exercise(step.id)
+        first, _, rest = ex.doc.strip("\n").partition("\n")
+        doc = (first.strip() + "\n" + textwrap.dedent(rest)).strip("\n")     # the docstring as the stub shows it
+        return {"type": "implement", "id": step.id, "signature": ex.signature, "doc": doc,
+                "title": ex.title_zh if lang == "zh" else ex.title,
+                "start": f"seqlab learn start {step.id}{ws}", "check": f"seqlab learn check {step.id}{ws}",
+                "hint": f"seqlab learn hint {step.id}{ws}"}
+    name = step.id if step.kind in ("trace", "card") else step.then
+    if name in QUESTION_BY_ID:
+        q = QUESTION_BY_ID[name]
+        task = {"type": "trace", "id": q.id, "title": _pick(q.title, lang), "question": _pick(q.text, lang),
+                "answer_with": f"seqlab learn answer {q.id} VALUE{ws}"}
+        if show:
+            task.update(solution=_pick(q.solution, lang), answer=q.answer())
+    else:
+        card = CARD_BY_ID[name]
+        task = {"type": "card", "id": card.id, "kind": card.kind, "title": _pick(card.title, lang),
+                "question": _pick(card.question, lang), "reveal_with": f"seqlab learn card {card.id} --reveal{ws}"}
+        if show:
+            task["answer"] = _pick(card.answer, lang)
+    if step.kind == "command":
+        return {"type": "command", "id": step.id, "command": step.command, "then": task,
+                "check_with": f"seqlab learn check {step.id}{ws}"}
+    return task
+
+
+def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool = False, workspace: str = "") -> dict:
+    """Everything the step shows, as plain data (module docstring). ``show``: the questions' answers
+    and the task's solution too; ``svg``: each figure's SVG text (for the explorer); ``workspace``:
+    what the suggested commands end with (" --workspace DIR" when the student named one)."""
+    step = STEP_BY_ID.get(step_id)
+    if step is None:
+        raise KeyError(f"no step {step_id!r}; `seqlab learn` lists them")
+    part = PART_OF[step.id]
+    written = next((lg for lg in (lang, "en") if lessons.has_lesson(step.id, lg)), None)
+    view = {"name": step.id, "kind": step.kind, "lang": lang, "number": STEPS.index(step) + 1, "of": len(STEPS),
+            "part": {"id": part.id, "title": _pick(part.title, lang)}, "look": step.look,
+            "read": _pick(step.read, lang), "lesson": written is not None, "lesson_lang": written}
+    if written is None:
+        sections = [{"id": "read", "heading": label("read", lang), "blocks": [
+            {"type": "paragraph", "text": label("being_written", lang)}, {"type": "paragraph", "text": view["read"]}]
+            + ([{"type": "widget", "anchor": step.look}] if step.look else [])}]
+        catalogued = mistake_records(step.id, lang)      # where a diagnosis's "read" link lands
+        if catalogued:
+            sections.append({"id": "mistakes", "heading": label("mistakes", lang), "blocks": catalogued})
+        view.update(title=_pick(step.title, lang), sections=sections, reading=[])
+    else:
+        ls = lessons.lesson(step.id, written)
+        sections = []
+        for s in ls.sections:
+            blocks = [out for b in s.blocks for out in _lesson_blocks(b, step.id, written, show, svg)]
+            if s.id == "hints" and not show:
+                continue   # graded hints come one at a time (seqlab learn hint), not all at once with the lesson
+            sections.append({"id": s.id, "heading": s.heading, "blocks": blocks})
+        view.update(title=ls.title, sections=sections, reading=[plain(r) for r in ls.reading])
+    for s in view["sections"]:
+        s["text"] = blocks_text(s["blocks"], step.id, lang)
+    every = [b for s in view["sections"] for b in s["blocks"]]
+    view["questions"] = [{"id": b["id"], "kind": b["kind"], "question": blocks_text(b["blocks"], step.id, lang),
+                          **({"answer": blocks_text(b["answer"], step.id, lang)} if show else {})}
+                         for b in every if b["type"] == "question"]
+    view["figures"] = [{k: b[k] for k in ("name", "caption", "svg") if k in b} for b in every if b["type"] == "figure"]
+    view["widgets"] = [b["anchor"] for b in every if b["type"] == "widget"]
+    view["mistakes"] = [{"id": b["id"], "anchor": b["anchor"], "title": b["title"], "catalogued": b["catalogued"],
+                         "text": blocks_text(b["blocks"], step.id, lang),
+                         **({"explanation": b["explanation"]} if "explanation" in b else {})}
+                        for b in every if b["type"] == "mistake"]
+    view["task"] = _task(step, lang, show, workspace)
+    t = view["task"]
+    asked = t["then"] if t["type"] == "command" else t
+    if asked["type"] in ("trace", "card"):
+        view["questions"].append({"id": asked["id"], "kind": "trace" if asked["type"] == "trace" else asked["kind"],
+                                  "question": asked["question"], "task": True,
+                                  **({"answer": asked.get("solution") or asked.get("answer")} if show else {})})
+    return view
+
+
+# --- plain text ---------------------------------------------------------------------------------------
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def plain(markdown: str) -> str:
+    """Inline Markdown as plain text: **bold** and `code` lose their marks, [text](url) becomes "text (url)"."""
+    text = _LINK.sub(lambda m: m.group(1) if m.group(1) == m.group(2) else f"{m.group(1)} ({m.group(2)})", markdown)
+    return re.sub(r"\*\*(.+?)\*\*|`([^`]+)`", lambda m: m.group(1) or m.group(2), text)
+
+
+def width_of(text: str) -> int:
+    """Columns ``text`` takes in a terminal: 中文 characters take two."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+_NO_LINE_START = set("，。、；：？！）」』》】”’,.;:?!)]%")
+
+
+def wrap(text: str, width: int | None, indent: str = "", first: str | None = None) -> list[str]:
+    """``text`` in lines of at most ``width`` columns (None: one line), breaking at spaces and between
+    中文 characters (never before a closing punctuation mark); ``first`` indents the first line."""
+    first = indent if first is None else first
+    if width is None:
+        return [first + text]
+    tokens: list[str] = []
+    for piece in re.findall(r"\s+|\S+", text):
+        if piece.isspace():
+            tokens.append(" ")
+            continue
+        word = ""
+        for c in piece:                                  # a 中文 character is a token of its own
+            if unicodedata.east_asian_width(c) in "WF" and c not in _NO_LINE_START:
+                if word:
+                    tokens.append(word)
+                word = c
+                tokens.append(word)
+                word = ""
+            else:
+                word += c
+        if word:
+            tokens.append(word)
+    lines: list[str] = []
+    line: list[str] = []          # the tokens of the line being filled
+    lead = first
+
+    def used(parts):
+        return width_of(lead + "".join(parts))
+
+    for token in tokens:
+        if token == " ":
+            if line and line[-1] != " ":
+                line.append(" ")
+            continue
+        if line and used(line + [token]) > width:
+            carry: list[str] = []
+            if token[0] in _NO_LINE_START and len(line) > 1 and line[-1] != " ":
+                carry = [line.pop()]             # a closing mark never starts a line: take its word along
+            lines.append((lead + "".join(line)).rstrip())
+            lead, line = indent, carry
+        line.append(token)
+    lines.append((lead + "".join(line)).rstrip())
+    return lines
+
+
+def _table_lines(block: dict, width: int | None, indent: str) -> list[str]:
+    rows = ([block["header"]] if block["header"] else []) + block["rows"]
+    rows = [[plain(c) for c in row] for row in rows]
+    n = max(len(r) for r in rows)
+    rows = [r + [""] * (n - len(r)) for r in rows]
+    widths = [max(width_of(r[k]) for r in rows) for k in range(n)]
+    fmt = lambda row: indent + " | ".join(c + " " * (w - width_of(c)) for c, w in zip(row, widths)).rstrip()
+    out = [fmt(r) for r in rows]
+    if block["header"]:
+        out.insert(1, indent + "-+-".join("-" * w for w in widths))
+    return out
+
+
+def blocks_text(blocks: list[dict], step: str, lang: str, width: int | None = None, indent: str = "") -> str:
+    """Blocks as plain text, paragraphs apart; ``width``: wrap at that many columns (None: no wrapping)."""
+    out: list[list[str]] = []
+    for b in blocks:
+        kind = b["type"]
+        if kind == "paragraph":
+            out.append(wrap(plain(b["text"]), width, indent))
+        elif kind == "heading":
+            out.append([indent + plain(b["text"]).upper() if lang == "en" else indent + plain(b["text"])])
+        elif kind == "list":
+            lines = []
+            for k, item in enumerate(b["items"], 1):
+                mark = f"{k}. " if b["ordered"] else "- "
+                lines += wrap(plain(item), width, indent + " " * (len(mark) + 2), indent + "  " + mark)
+            out.append(lines)
+        elif kind == "code":
+            out.append([indent + "    " + line for line in b["text"].splitlines()])
+        elif kind == "table":
+            out.append(_table_lines(b, width, indent + "  "))
+        elif kind == "figure":
+            head = f"[{label('figure', lang)}{colon(lang)}{plain(b['caption']) or b['name']}]"
+            see = ("（{}）" if lang == "zh" else "({})").format(label("see_figure", lang, url=step_url(step)))
+            out.append(wrap(head, width, indent) + wrap(see, width, indent + "  "))
+        elif kind == "widget":
+            out.append(wrap("[" + label("widget", lang, url=EXPLORER + "#" + b["anchor"]) + "]", width, indent))
+        elif kind == "question":
+            kind = KINDS[b["kind"]][1 if lang == "zh" else 0]
+            head = (f"问题（{kind}，{b['id']}）：" if lang == "zh" else f"Question ({kind}, {b['id']}):")
+            lines = [indent + head, blocks_text(b["blocks"], step, lang, width, indent + "  ")]
+            if "answer" in b:
+                lines += [indent + "  " + label("answer", lang) + colon(lang).rstrip(), blocks_text(b["answer"], step, lang, width,
+                                                                                 indent + "    ")]
+            else:
+                lines += wrap(label("reveal", lang, name=step), width, indent + "  ")
+            out.append(lines)
+        elif kind == "mistake":
+            out.append(wrap(f"* {plain(b['title'])}  [{b['anchor']}]", width, indent + "  ", indent)
+                       + [blocks_text(b["blocks"], step, lang, width, indent + "  ")])
+    return "\n\n".join("\n".join(lines) for lines in out if lines)
+
+
+def _heading(title: str, rule: str) -> list[str]:
+    return [title, rule * width_of(title)]
+
+
+def task_text(task: dict, lang: str, width: int | None = 88) -> list[str]:
+    kind = task["type"]
+    if kind == "trace":
+        lines = wrap(f"{task['title']}{colon(lang)}{task['question']}", width)
+        lines += wrap(label("trace_do", lang, id=task["id"]), width, "  ")
+        if "solution" in task:
+            lines += wrap(f"{label('solution', lang)}{colon(lang)}{task['solution']}", width, "  ")
+        return lines
+    if kind == "card":
+        lines = wrap(f"{KINDS[task['kind']][1 if lang == 'zh' else 0].capitalize()}{colon(lang)}{task['title']}", width)
+        lines += wrap(task["question"], width, "  ")
+        if "answer" in task:
+            lines += wrap(f"{label('answer', lang)}{colon(lang)}{task['answer']}", width, "  ")
+        else:
+            lines += wrap(label("card_do", lang, id=task["id"]), width, "  ")
+        return lines
+    if kind == "command":
+        return ([f"{label('run', lang)}{colon(lang)}{task['command']}"]
+                + wrap(label("command_check", lang, cmd=task["check_with"]), width)
+                + [label("then", lang) + colon(lang).rstrip()]
+                + ["  " + line for line in task_text(task["then"], lang, None if width is None else width - 2)])
+    commands = [(task[key], label(key, lang)) for key in ("start", "check", "hint")]
+    commands.append((f"seqlab learn solution {task['id']}", label("reference", lang)))
+    column = max(len(cmd) for cmd, _ in commands) + 3
+    return (wrap(label("implement", lang, signature=task["signature"]) + f" ({task['title']})", width)
+            + ["    " + line if line.strip() else "" for line in task["doc"].splitlines()] + [""]
+            + [f"  {cmd:<{column}}{what}" for cmd, what in commands])
+
+
+def text(view: dict, width: int | None = 88) -> str:
+    """The step as ``seqlab learn show`` prints it: a header, every section, then the step's task."""
+    lang = view["lang"]
+    kind = KINDS[view["kind"]][1 if lang == "zh" else 0]
+    lines = wrap(label("step", lang, n=view["number"], of=view["of"], part=view["part"]["title"], kind=kind,
+                       name=view["name"]) + (f" · {view['status']}" if view.get("status") else ""), width) + [""]
+    lines += _heading(view["title"], "=")
+    if view["lesson"] and view["lesson_lang"] != lang:
+        lines += ["", label("english_only", lang)]
+    for s in view["sections"]:
+        lines += ["", *_heading(s["heading"], "-"), blocks_text(s["blocks"], view["name"], lang, width)]
+    lines += ["", *_heading(label("task", lang), "-"), *task_text(view["task"], lang, width)]
+    return "\n".join(lines).rstrip() + "\n"

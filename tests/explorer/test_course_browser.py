@@ -1,0 +1,190 @@
+"""The explorer's course in headless Chromium, in English and 中文: it opens on the path with the
+current step's lesson and its widget inside, a Trace question answered wrong shows the hint and
+answered right marks the step (in the workspace's progress.json), an Implement step's failed check
+shows its diagnosis with a link to the lesson's mistake, and nothing overlaps. Each stage leaves a
+screenshot in the test's tmp_path (course-<lang>-<stage>.png)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (install Debian's chromium, see DEVELOPERS.md)"),
+]
+pytest.importorskip("playwright.sync_api", reason="Python playwright is not installed")
+
+from seqlab.learn import lessons  # noqa: E402
+from seqlab.learn.catalog import exercise  # noqa: E402
+from seqlab.learn.path import STEPS  # noqa: E402
+from seqlab.learn.questions import QUESTION_BY_ID  # noqa: E402
+from seqlab.learn.workspace import read_progress  # noqa: E402
+from tests.explorer.browsing import browser, open_page, settled  # noqa: E402,F401 (fixture)
+from tests.explorer.conftest import serving  # noqa: E402
+from tests.explorer.test_course_api import NO_TANH  # noqa: E402
+
+# Every block container of the course, and which of its children must not overlap or stick out.
+OVERLAPS = """(selectors) => {
+  const found = [];
+  const shown = (e) => e.getClientRects().length > 0 && !['absolute', 'fixed'].includes(getComputedStyle(e).position);
+  for (const selector of selectors) for (const parent of document.querySelectorAll(selector)) {
+    const p = parent.getBoundingClientRect();
+    const kids = [...parent.children].filter(shown).map((e) => [e, e.getBoundingClientRect()]);
+    const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).split(' ')[0] : '');
+    kids.forEach(([a, r], i) => {
+      if (r.left < p.left - 1 || r.right > p.right + 1) found.push(`${name(a)} sticks out of ${selector}: ${r.left}-${r.right} in ${p.left}-${p.right}`);
+      kids.slice(i + 1).forEach(([b, s]) => {
+        const x = Math.min(r.right, s.right) - Math.max(r.left, s.left), y = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
+        if (x > 1 && y > 1) found.push(`${name(a)} overlaps ${name(b)} in ${selector}`);
+      });
+    });
+  }
+  return found;
+}"""
+CONTAINERS = [".course-cols", ".course-head", "#course-path", ".course-part", ".course-steps li", ".course-step",
+              "#course-lesson", ".lesson-section", ".lesson-q", ".lesson-mistake", ".lesson-figure", "#course-task",
+              ".course-answer-form", "#course-feedback", "#course-check", ".course-diagnosis",
+              # a widget moved into the lesson's (narrower) column: nothing of it may stick out
+              ".lesson-widget", ".lesson-widget > .widget", ".lesson-widget .cols", ".lesson-widget .cols > *",
+              ".lesson-widget .panel", ".lesson-widget .controls", ".lesson-widget .heatmap"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serving() as server:
+        yield server
+
+
+@pytest.fixture
+def ws(server, tmp_path):
+    """A fresh workspace for each test (the server reads it at every request)."""
+    path = tmp_path / "ws"
+    path.mkdir()
+    server.workspace = str(path)
+    yield path
+    server.workspace = None
+
+
+def _no_overlaps(page):
+    found = page.evaluate(OVERLAPS, CONTAINERS)
+    assert found == [], found
+
+
+def _shot(page, tmp_path, lang, stage, selector="#course"):
+    page.locator(selector).screenshot(path=str(tmp_path / f"course-{lang}-{stage}.png"))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_course_in_the_page(browser, server, ws, tmp_path, lang):
+    k = 0 if lang == "en" else 1
+    first = STEPS[0]
+    for page in open_page(browser, f"{server.url}?lang={lang}", tmp_path):
+        settled(page)
+        # --- it opens on the path, the current step's lesson open ------------------------------------
+        assert page.locator(".course-step").count() == len(STEPS)
+        assert page.locator(".course-step.open").get_attribute("id") == f"course-step-{first.id}"
+        assert page.locator(".course-step.current").get_attribute("id") == f"course-step-{first.id}"
+        assert page.locator("#course-progress").inner_text() == ("0 of 47 steps passed" if k == 0 else "已通过 0 / 47 步")
+        lesson = lessons.lesson(first.id, lang)
+        assert page.locator("#course-lesson .lesson-title").inner_text() == lesson.title
+        assert page.locator("#course-lesson .lesson-section > h3").all_inner_texts() == [s.heading for s in lesson.sections]
+        assert page.locator("#course-lesson .lesson-figure img").evaluate_all(
+            "(imgs) => imgs.map((i) => i.complete && i.naturalWidth > 0)") == [True] * len(lesson.figures)
+        _no_overlaps(page)
+        _shot(page, tmp_path, lang, "path", "body")
+        # --- the lesson shows its widget, which still works, and whose place below points to it ------------
+        anchor = lesson.widgets[0]
+        assert page.locator(f"#course-lesson .lesson-widget #{anchor}").count() == 1
+        assert page.locator(f"main > .widget-moved[data-anchor={anchor}]").count() == 1
+        assert page.locator("#rec-table td").all_inner_texts()[3:6] == ["0.761594", "0.363399", "-0.674144"]
+        page.click("#rec-back")
+        assert page.locator("#rec-step-label").inner_text() == ("step 2 of 3" if k == 0 else "第 2 步，共 3 步")
+        page.locator(f"#{anchor}").scroll_into_view_if_needed()
+        _shot(page, tmp_path, lang, "widget")
+        # the predict questions keep their answers until asked
+        q = page.locator(".lesson-q").first
+        assert not q.locator(".lesson-answer").is_visible()
+        q.locator(".lesson-reveal").click()
+        assert lesson.questions[0].answer.split()[0].rstrip("。，,.") in q.locator(".lesson-answer").inner_text()
+        # --- a Trace question: wrong, one hint, the worked solution on request, then right -------------------
+        question = QUESTION_BY_ID[first.id]
+        assert page.locator("#course-task .course-q").inner_text().replace("\n", " ").endswith(question.text[k])
+        page.fill("#course-answer", "0.5")
+        page.click("#course-submit")
+        settled(page)
+        assert page.locator("#course-feedback").get_attribute("data-result") == "wrong"
+        hint = page.locator("#course-hint").inner_text()
+        assert hint == ("Hint: " if k == 0 else "提示：") + question.hint[k]
+        assert page.locator("#course-solution").count() == 0
+        _no_overlaps(page)
+        _shot(page, tmp_path, lang, "hint", "#course-task")
+        page.click("#course-show-solution")
+        settled(page)
+        assert question.solution[k] in page.locator("#course-solution").inner_text()
+        assert read_progress(ws)["steps"][first.id]["state"] == "started"
+        page.fill("#course-answer", f"{question.answer()[0]:.4f}")
+        page.click("#course-submit")
+        settled(page)
+        assert page.locator("#course-feedback").get_attribute("data-result") == "right"
+        assert read_progress(ws)["steps"][first.id]["state"] == "passed"         # the CLI's progress
+        assert page.locator(f"#course-step-{first.id}").get_attribute("data-state") == "passed"
+        assert page.locator("#course-state").get_attribute("data-state") == "passed"
+        assert page.locator("#course-progress").inner_text() == ("1 of 47 steps passed" if k == 0 else "已通过 1 / 47 步")
+        _shot(page, tmp_path, lang, "right", "#course-task")
+        # --- an Implement step: a failed check's diagnosis with the link to the lesson's mistake ------------
+        (ws / "scalar_recurrence.py").write_text(textwrap.dedent(NO_TANH), encoding="utf-8")
+        page.click("#course-step-scalar_recurrence")
+        page.wait_for_selector("#course-lesson[data-step=scalar_recurrence]")
+        assert page.locator(f"#course-lesson .lesson-widget #{anchor}").count() == 1      # the same widget again
+        assert page.locator("#course-check-result").count() == 0                          # never checked
+        page.click("#course-check-run")
+        page.wait_for_selector("#course-diagnosis", timeout=30_000)
+        settled(page)
+        titles = [t for m in exercise("scalar_recurrence").mistakes if m.id == "no_tanh"
+                  for t in (m.title, getattr(m, "title_zh", "")) if t]
+        # the diagnosis, in the page's language where the catalogue has it
+        diagnosis = page.locator("#course-diagnosis").inner_text()
+        assert any(t.lower() in diagnosis.lower() for t in titles), diagnosis     # as the lesson names it
+        record = next(m for m in exercise("scalar_recurrence").mistakes if m.id == "no_tanh")
+        assert ((k and getattr(record, "explanation_zh", "")) or record.explanation) in diagnosis
+        assert page.locator("#course-task > p.note").first.inner_text().count("--workspace") == 1
+        link = page.locator("#course-read-link")
+        assert link.get_attribute("href") == "#step/scalar_recurrence/mistake-no_tanh"
+        assert page.locator("#course-check").get_attribute("data-passed") == "0"
+        assert page.locator("#course-step-scalar_recurrence").get_attribute("data-state") == "started"
+        assert read_progress(ws)["steps"]["scalar_recurrence"]["check"]["diagnosis"]["mistake"] == "no_tanh"
+        _no_overlaps(page)
+        _shot(page, tmp_path, lang, "diagnosis", "#course-task")
+        link.click()
+        page.wait_for_timeout(200)
+        box = page.locator("#mistake-no_tanh").bounding_box()
+        header = page.locator("header.top").bounding_box()
+        assert box is not None and header["height"] <= box["y"] < 900, box     # scrolled to, below the header
+        page.screenshot(path=str(tmp_path / f"course-{lang}-mistake.png"))       # what the reader sees
+        if lang == "en":                      # a wider widget in a lesson: the attention step's
+            page.click("#course-step-trace_attention_weights")
+            page.wait_for_selector("#course-lesson[data-step=trace_attention_weights]")
+            settled(page)
+            assert page.locator("#course-lesson .lesson-widget #w-attention").count() == 1
+            assert page.locator("#att-weights td").all_inner_texts() == ["0.669762", "0.330238"]
+            _no_overlaps(page)
+            page.locator("#w-attention").screenshot(path=str(tmp_path / "course-en-attention-widget.png"))
+            # a language switch brings the lesson in 中文
+            page.click("#lang-zh")
+            settled(page)
+            assert page.locator(".course-step.open .course-name").inner_text() == "注意力权重"
+            assert page.locator("#course-task h3").inner_text() == "你的任务"
+        assert page.problems == []
+
+
+def test_the_widget_page_stays_reachable(browser, server, ws, tmp_path):
+    for page in open_page(browser, f"{server.url}?view=widgets#w-attention", tmp_path):
+        assert page.locator("#course").is_hidden()
+        assert page.locator("main > #w-recurrence").count() == 1 and page.locator(".widget-moved").count() == 0
+        assert page.locator("#att-weights td").all_inner_texts() == ["0.669762", "0.330238"]
+        assert page.locator("a[data-i18n='nav.course']").get_attribute("href") == "/"
+        assert page.problems == []
