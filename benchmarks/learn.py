@@ -96,7 +96,7 @@ def _browser_opens(steps: list[str], repeats: int) -> dict[str, float]:
 
 
 def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> None:
-    from seqlab.explorer.learn_api import run_learn_endpoint
+    from seqlab.explorer.learn_api import LEARN_ENDPOINTS
     from seqlab.learn.checking import check
     from seqlab.learn.references import reference
 
@@ -112,12 +112,12 @@ def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> No
             seconds = statistics.median(wall(command, cached, ws) for _ in range(repeats))
             worst["show"] = max(worst["show"], seconds)
             print(_row(step, "show", seconds, 0.5))
-            run_learn_endpoint("learn/lesson", {"step": step, "lang": "en"}, ws)       # the first parse is cached
+            LEARN_ENDPOINTS["learn/lesson"]({"step": step, "lang": "en"}, ws)       # the first parse is cached
             timed = []
             for _ in range(repeats):
                 start = time.perf_counter()
                 for lang in ("en", "zh"):
-                    run_learn_endpoint("learn/lesson", {"step": step, "lang": lang}, ws)
+                    LEARN_ENDPOINTS["learn/lesson"]({"step": step, "lang": lang}, ws)
                 timed.append((time.perf_counter() - start) / 2)
             worst["api"] = max(worst["api"], statistics.median(timed))
             print(_row(step, "api", statistics.median(timed), 0.5))

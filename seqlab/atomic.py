@@ -96,9 +96,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_path`."""
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_path`. A lone surrogate, which UTF-8
+    cannot hold (a byte that was not UTF-8 in a file name or a student's message, e.g. ``\\udcff``),
+    is written as that escape: inside a JSON string the escape reads back as the same character,
+    so the write never fails on it."""
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
 
 
 def link_or_copy(source: str | os.PathLike, dest: str | os.PathLike) -> Path:

@@ -156,3 +156,17 @@ def test_remove_stale_temporaries_puts_back_a_folder_caught_between_two_renames(
     assert [p.name for p in remove_stale_temporaries(tmp_path)] == [f".data.old{dead}"]
     assert sorted(os.listdir(tmp_path)) == ["data", "tok"]
     assert (tmp_path / "tok" / "vocab.json").read_text() == "kept"
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_and_json_reads_it_back(tmp_path):
+    """A student's error text with a byte that was not UTF-8 (surrogateescape's \\udcff) in a JSON
+    progress file: written (not a UnicodeEncodeError), and read back as the same string."""
+    import json
+
+    from seqlab.atomic import atomic_write_text
+
+    message = b"bad byte \xff".decode("utf-8", "surrogateescape") + " 中"
+    path = tmp_path / "progress.json"
+    atomic_write_text(path, json.dumps({"error": message}, ensure_ascii=False))
+    assert json.loads(path.read_bytes()) == {"error": message}
+    assert path.read_bytes() == b'{"error": "bad byte \\udcff \xe4\xb8\xad"}'
