@@ -69,7 +69,8 @@ def json_bytes(payload: Any) -> bytes:
     e.g. ``"bad byte \\udcff"`` from a student's file) goes out as the JSON escape ``\\udcff``,
     which every JSON parser reads back, instead of failing the encoding and leaving the request
     without an answer. NaN and infinity are refused (JSON has neither)."""
-    return json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8", "backslashreplace")  # as atomic_write_text
+    # the same rule as seqlab.atomic.atomic_write_text
+    return json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 class ExplorerHandler(BaseHTTPRequestHandler):
