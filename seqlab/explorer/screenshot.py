@@ -65,7 +65,10 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
     server.workspace = workspace
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
-        page.goto(f"{server.url}?lang={lang}")
+        # a widget's section is captured on the widget page (the course opens on its current lesson,
+        # into which it moves the lesson's widget)
+        view = "&view=widgets" if section and section != "course" else ""
+        page.goto(f"{server.url}?lang={lang}{view}")
         page.wait_for_selector("body[data-ready='1']", timeout=60_000)
         # requests started after the first render (the "yours" panels) are answered and drawn too
         page.wait_for_timeout(300)
@@ -80,7 +83,8 @@ def take_screenshot(out: Path, width: int = 1200, lang: str = "en", browser=None
                                 "return {x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height}; }",
                                 section)
             if box is None:
-                ids = page.evaluate("() => [...document.querySelectorAll('section[id]')].map(s => s.id)")
+                ids = page.evaluate("() => [...document.querySelectorAll('section[id]')].map(s => s.id)"
+                                    ".filter(id => !id.startsWith('sec-'))")  # a lesson's own parts are not sections
                 raise ValueError(f"the page has no section {section!r}; its sections are {', '.join(ids)}")
             png = page.screenshot(full_page=True, clip=box)
         else:

@@ -152,5 +152,5 @@ def test_a_section_screenshot_holds_the_whole_section(browser, tiny_fr_en_run, t
         band = [pixels.getpixel((x, y)) for y in range(height - 45, height - 8) for x in range(0, width // 2)]
         assert min(band) < 120, "no text in the section's last lines"
         assert pixels.getpixel((width // 2, height - 4)) > 250  # the card's white, not the page's background
-    with pytest.raises(ValueError, match="has no section 'w-nothing'; its sections are w-recurrence"):
+    with pytest.raises(ValueError, match="has no section 'w-nothing'; its sections are course, w-recurrence"):
         take_screenshot(tmp_path / "none.png", browser=browser, section="w-nothing")
