@@ -714,7 +714,7 @@ def run_student_json(path: str | os.PathLike, function: str, calls: list[tuple[t
                      time_limit: float = 10.0) -> dict:
     """:func:`run_student` as JSON-able data: {"failure", "timed_out", "printed", "calls": [{"output",
     "error", "not_implemented", "mutated", "broke_rule"}]} (arrays as nested lists)."""
-    from seqlab.labs.results import to_json
+    from seqlab.jsonfile import to_json
     run = run_student(path, function, calls, time_limit)
     return {"failure": run.failure, "timed_out": run.timed_out, "printed": run.printed,
             "calls": [{"output": to_json(c.output), "error": c.error, "not_implemented": c.not_implemented,

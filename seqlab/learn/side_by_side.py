@@ -16,13 +16,11 @@ are not finite are the strings "NaN", "inf", "-inf" (JSON has no such numbers).
 from __future__ import annotations
 
 import copy
-import math
-import numbers
 from pathlib import Path
 
 import numpy as np
 
-from seqlab.labs.results import to_json
+from seqlab.jsonfile import to_json
 from seqlab.learn import compare
 from seqlab.learn.catalog import exercise
 from seqlab.learn.runner import run_student
@@ -45,14 +43,14 @@ def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], t
            "failure": run.failure, "calls": []}
     for (args, kwargs), call in zip(calls, run.calls):
         expected = ex.compared(reference(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
-        entry = {"reference": finite_json(to_json(expected)), "yours": None, "error": call.error,
+        entry = {"reference": _json(expected), "yours": None, "error": call.error,
                  "difference": None, "marks": []}
         if call.error is None:
             try:
                 yours = ex.compared(call.output)
             except Exception:  # noqa: BLE001 - another form than the reference's
                 yours = call.output
-            entry["yours"] = finite_json(to_json(yours))
+            entry["yours"] = _json(yours)
             problem = compare.structure_error(expected, yours, "output")
             if problem:
                 entry["difference"] = {"where": "output", "expected": None, "actual": None, "message": problem}
@@ -60,8 +58,8 @@ def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], t
                 found = compare.first_difference(expected, yours, "output", ex.rtol, ex.atol)
                 if found:
                     where, e, a = found
-                    entry["difference"] = {"where": where, "expected": finite_json(to_json(e)),
-                                           "actual": finite_json(to_json(a)),
+                    entry["difference"] = {"where": where, "expected": _json(e),
+                                           "actual": _json(a),
                                            "message": f"{where}: expected {compare.show(e)}, got {compare.show(a)}"}
                     entry["marks"] = differing_paths(expected, yours, ex.rtol, ex.atol)
         out["calls"].append(entry)
@@ -109,23 +107,7 @@ def differing_paths(expected, actual, rtol: float = compare.RTOL, atol: float = 
     return found
 
 
-def finite_json(value):
+def _json(value):
     """JSON-able data with NaN and infinities as the strings "NaN", "inf", "-inf", and anything that
     is not JSON (an object a student's function returned) as its repr, cut at 200 characters."""
-    if isinstance(value, dict):
-        return {str(k): finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_json(v) for v in value]
-    if value is None or isinstance(value, (str, bool)):
-        return value
-    if isinstance(value, numbers.Number):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return repr(value)[:200]
-        if math.isnan(number):
-            return "NaN"
-        if math.isinf(number):
-            return "inf" if number > 0 else "-inf"
-        return value if isinstance(value, int) else number
-    return repr(value)[:200]
+    return to_json(value, non_finite="text", unknown="repr")
