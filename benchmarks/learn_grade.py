@@ -40,6 +40,13 @@ def _mistakes_module(exercise) -> str:
     return "seqlab.learn.torch_mistakes" if exercise.kind == "torch" else "seqlab.learn.mistakes"
 
 
+def _mutant(exercise, i: int):
+    """Student i's catalogued mistake of ``exercise``: one with a mutant written in the mistakes module
+    (a mistake recognised only from its structure, or a convention the stub accepts, has none)."""
+    written = [m for m in exercise.mistakes if m.implementation is not None and not m.accepted]
+    return written[i % len(written)]
+
+
 def _looping(exercises) -> set[str]:
     """The exercises a looping student's code never returns from: the first NumPy and first PyTorch one."""
     picked = [next((e.name for e in exercises if e.kind == kind), None) for kind in ("numpy", "torch")]
@@ -55,7 +62,7 @@ def source_of(kind: str, exercise, i: int, exercises) -> str | None:
     if kind == "looping":
         return f"def {exercise.name}(*args, **kwargs):\n    while True:\n        pass\n"
     if kind == "wrong":
-        mistake = exercise.mistakes[i % len(exercise.mistakes)]
+        mistake = _mutant(exercise, i)
         return f"from {_mistakes_module(exercise)} import {exercise.name}__{mistake.id} as {exercise.name}\n"
     if kind == "crashing":
         if exercise.name == exercises[-1].name:
@@ -93,7 +100,7 @@ def expected(kinds: dict[str, str], exercises) -> dict[tuple[str, str], tuple[bo
             if kind == "correct" or (kind == "looping" and e.name not in _looping(exercises)):
                 table[student, e.name] = (True, "", "")
             elif kind == "wrong":
-                mistake = e.mistakes[i % len(e.mistakes)]
+                mistake = _mutant(e, i)
                 table[student, e.name] = (False, "", mistake.title)
             elif kind == "empty":
                 table[student, e.name] = (False, "file", "")
