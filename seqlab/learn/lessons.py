@@ -418,26 +418,47 @@ def _appears(printed: str, text: str) -> bool:
     return number.startswith("-") and re.search(r"(?<![\d.])[−-]" + re.escape(number[1:]) + r"(?![\d])", text) is not None
 
 
-def number_problems(step: str) -> list[str]:
-    """Where the lesson's printed worked numbers disagree with the values seqlab computes now."""
-    found = []
-    en = lesson(step, "en")
-    texts = {lang: lesson(step, lang).text() for lang in LANGS if has_lesson(step, lang)}
+def number_values(step: str) -> list[list[float] | str]:
+    """Each ``numbers:`` line's values computed now, in order (a string where the expression raised).
+
+    Plain floats, so a test can compute them in a child process with another BLAS kernel or thread
+    count and compare them with the printed numbers here (``printed_mismatches``)."""
     namespace = _namespace()
+    found: list[list[float] | str] = []
+    for _shown, expression in lesson(step, "en").numbers:
+        try:
+            found.append(_flatten(eval(expression, namespace)))  # noqa: S307 - the project's own lesson files
+        except Exception as error:  # noqa: BLE001 - reported with the line
+            found.append(f"raised {type(error).__name__}: {error}")
+    return found
+
+
+def printed_mismatches(step: str, values: list[list[float] | str]) -> list[str]:
+    """Where ``values`` (from ``number_values``) disagree with the numbers the lesson prints, each at
+    its printed precision."""
+    en = lesson(step, "en")
+    found = []
+    for (shown, expression), got in zip(en.numbers, values):
+        printed = _printed_numbers(shown)
+        if isinstance(got, str):
+            found.append(f"{en.path}: numbers '{shown} = {expression}' {got}")
+        elif len(got) != len(printed):
+            found.append(f"{en.path}: numbers '{shown}' lists {len(printed)} numbers but {expression} gives "
+                         f"{len(got)}: {got}")
+        else:
+            found += [f"{en.path}: the lesson prints {p} but {expression} gives {v!r}"
+                      for p, v in zip(printed, got) if not _close(p, v)]
+    return found
+
+
+def number_problems(step: str) -> list[str]:
+    """Where the lesson's printed worked numbers disagree with the values seqlab computes now, or are
+    missing from a language's text."""
+    en = lesson(step, "en")
+    found = printed_mismatches(step, number_values(step))
+    texts = {lang: lesson(step, lang).text() for lang in LANGS if has_lesson(step, lang)}
     for shown, expression in en.numbers:
         printed = _printed_numbers(shown)
-        try:
-            values = _flatten(eval(expression, namespace))  # noqa: S307 - the project's own lesson files
-        except Exception as error:  # noqa: BLE001 - reported with the line
-            found.append(f"{en.path}: numbers '{shown} = {expression}' raised {type(error).__name__}: {error}")
-            continue
-        if len(values) != len(printed):
-            found.append(f"{en.path}: numbers '{shown}' lists {len(printed)} numbers but {expression} gives "
-                         f"{len(values)}: {values}")
-            continue
-        for p, v in zip(printed, values):
-            if not _close(p, v):
-                found.append(f"{en.path}: the lesson prints {p} but {expression} gives {v!r}")
         for lang, text in texts.items():
             missing = [p for p in printed if not _appears(p, text)]
             if missing:
