@@ -4,7 +4,9 @@
 ``check(NAME, function_or_path)`` checks a student's function from a notebook (``checking``),
 ``exercise.run_checks`` a student's file against an exercise record, ``runner.run_student`` /
 ``run_students`` run a student's function in a separate process with a time limit per check (for
-the explorer too), and ``plain_data`` is what may come back from it; ``mistakes`` is the catalogue
+the explorer too; ``runner``'s docstring is the interface), ``child`` is the program that runs
+there (standard library, numpy and torch only) with ``child.plain_data``, what crosses between the
+two, and ``child.rules``, the runtime rules; ``mistakes`` is the catalogue
 of common mistakes, ``questions`` the Trace questions and Explain/Derive cards, ``path`` the steps
 and parts, ``lessons`` and ``views`` the lessons and how they show, ``command_steps`` the checks of
 the steps that run a command, ``workspace`` the student's folder and progress.json, ``grade`` a

@@ -13,12 +13,13 @@ import copy
 import dataclasses
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from seqlab.learn import compare, diagnosis
-from seqlab.learn.runner import StudentRun, run_students
+from seqlab.learn.runner import Job, StudentRun, run_students
 
 
 @dataclasses.dataclass
@@ -233,6 +234,8 @@ class Exercise:
     widget: str = ""                    # the explorer anchor (default: the step's `look`)
     step_terms: Callable[[Case], dict] | None = None   # the reference's per-time-step terms {name: (T, ...)}
     axes: dict = dataclasses.field(default_factory=dict)   # output key -> names of its axes, for diagnoses
+    packages: tuple[str, ...] = ()      # third-party packages the student's code may import (default: by kind)
+    helpers: dict[str, str] = dataclasses.field(default_factory=dict)  # import name -> module whose source is given
 
     def __post_init__(self):
         if not self.step:
@@ -263,6 +266,16 @@ class Exercise:
             cases.with_specs = True
             cases.own = own
             self.cases = cases
+
+    def job(self, path, calls: list[tuple[tuple, dict]], time_limit: float | None = None) -> Job:
+        """The runner's job that calls the function of the file ``path`` on each ``(args, kwargs)`` of
+        ``calls`` (seqlab.learn.runner's interface)."""
+        import importlib
+        packages = self.packages or (("numpy", "torch") if self.kind == "torch" else ("numpy",))
+        helpers = {name: Path(importlib.import_module(module).__file__).read_text(encoding="utf-8")
+                   for name, module in self.helpers.items()}
+        return Job(path, self.name, list(calls), time_limit or self.time_limit,
+                   self.rules, packages, helpers, self.arg_names)
 
     @property
     def arg_names(self) -> list[str]:
@@ -356,19 +369,19 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
                cases: list[Case] | None = None) -> list[Report]:
     """:func:`run_checks` of several (exercise, file) pairs with one warm child process for all of them.
     ``time_limit`` (default: each exercise's own) is for each check."""
-    # The child makes the exercises' cases itself (they are deterministic), so this process can
-    # import numpy or torch and compute the reference's outputs while the child works.
-    jobs = [{"file": path, "function": ex.name, "arg_names": ex.arg_names, "time_limit": time_limit or ex.time_limit,
-             **({"cases_of": ex.name, "catalog": "seqlab.learn.catalog"} if cases is None
-                else {"calls": [(c.args, c.kwargs) for c in cases]}),
-             **({"rules": ex.rules, "rules_module": "seqlab.learn.rules"} if ex.rules else {})}
-            for ex, path in items]
+    # The cases are made here and sent to the child as plain data; the reference's outputs are
+    # computed here while the child works.
+    made: dict[str, list[Case]] = {}
+    for ex, _ in items:
+        if ex.name not in made:
+            made[ex.name] = ex.cases() if cases is None else cases
+    jobs = [ex.job(path, [(c.args, c.kwargs) for c in made[ex.name]], time_limit) for ex, path in items]
     expected: dict[str, Expected] = {}
 
     def references():
         for ex, _ in items:
             if ex.name not in expected:
-                expected[ex.name] = Expected(ex, ex.cases() if cases is None else cases)
+                expected[ex.name] = Expected(ex, made[ex.name])
 
     runs = run_students(jobs, meanwhile=references)
     return [_report(ex, path, run, expected[ex.name]) for (ex, path), run in zip(items, runs)]

@@ -24,6 +24,7 @@ from seqlab.learn.exercise import (
     same_dtypes,
     same_values,
 )
+from seqlab.learn.child.plain_data import InputFile
 from seqlab.learn.references import helper, reference
 
 
@@ -1976,7 +1977,7 @@ def _bpe_file(name: str, text: str) -> str:
         path = Path(_BPE_FILES[""]) / f"{name}.txt"
         path.write_text(text, encoding="utf-8")
         _BPE_FILES[name] = str(path)
-    return _BPE_FILES[name]
+    return InputFile(_BPE_FILES[name])          # copied into the child's inputs folder
 
 
 def _bpe_cases():
@@ -2162,6 +2163,7 @@ TRAIN_BPE = Exercise(
         "很多语料没有文档标记。把空的模式列表拼起来得到空模式，它在任何位置都能匹配，于是文本被切成单个字符。",
         recognise=D.failed_check("no special tokens", raises=True))),
     returns="a tuple (vocab, merges)", compared=_bpe_compared, time_limit=30.0,
+    packages=("numpy", "regex"), helpers={"seqlab.tokenizer": "seqlab.tokenizer.pretokenize"},
     spec=(Spec("special tokens split", "Split the text on the special tokens first: they are never merged and never counted.",
                _bpe_special_cases),
           Spec("pre-tokenized", "Pre-tokenize each piece with GPT-2's regex (seqlab.tokenizer.gpt2_pretokenize may be "

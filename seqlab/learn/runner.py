@@ -1,34 +1,30 @@
-"""Run a student's code in a child process, and bring back only plain data.
+"""Run a student's code in a child process, and bring back only plain data: the trust boundary.
 
-The trust boundary of ``seqlab learn``: the student's file is imported and called only in a child
-process. What crosses back is plain data (:mod:`seqlab.learn.plain_data`: JSON and ``.npy`` without
-pickle); anything else is the call's error, "returned a TYPE, expected ...". The time limit is per
-check (one job: one file's function on its calls), from the moment the child has made the check's
-inputs to the moment its answer is written; a check that runs over ends the child, and a fresh
-child goes on with the next. One warm child runs a batch's checks one after another (numpy and
-torch imported once); between checks it ends every process the student's code started (it is their
-subreaper), and a check that leaves threads running retires it. The child runs in its own session,
-its working folder and TMPDIR in a scratch folder; a timeout, Ctrl-C or SIGTERM ends its whole
-group and every process below it and removes the scratch folder (then KeyboardInterrupt, or exit
-status 143). The parent writes the request (the jobs) with pickle; only the child reads it.
+The interface. A :class:`Job` is one check: the student's ``file``, its ``function`` and ``calls``,
+the ``(args, kwargs)`` made and seeded here (never an expected value), with the job's time limit,
+runtime rules, allowed packages and helper modules (its docstring says each). The child
+(``seqlab.learn.child.main``: the standard library, numpy and torch, never seqlab) gets the
+calls as plain data (``seqlab.learn.child.plain_data``: JSON and ``.npy``, no pickle), with the
+``.py`` files of the student's folder copied read-only beside it, and sends back plain data: each
+output, and each argument as it is after the call. This side decides everything from those: the
+values and the inputs changed in place (``CallResult.mutated``). A :class:`StudentRun` per job.
+
+A :class:`Launcher` starts the child (:class:`Plain`: a process in its own session; a sandbox
+wraps the same program). A timeout, Ctrl-C or SIGTERM ends the child's group and every process
+below it and removes the scratch folder (KeyboardInterrupt, or exit status 143). One warm child
+runs a batch's jobs (numpy and torch imported once) and ends what the student's code started
+between jobs; a job that leaves threads running retires it.
 
     run = run_student("ws/rnn_step.py", "rnn_step", [((params, x, h), {})], time_limit=5.0)
-    run.calls[0].output      # the returned value, or run.calls[0].error (a traceback's last lines)
-
-:func:`run_students` runs several jobs in one warm child; a job may name a rules module (see it).
+    run.calls[0].output      # the returned value, or run.calls[0].error
 """
 
 from __future__ import annotations
 
 import atexit
-import copy
 import dataclasses
-import importlib
-import importlib.util
-import io
 import json
 import os
-import pickle
 import select
 import shutil
 import signal
@@ -37,21 +33,53 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from seqlab.learn.plain_data import PLAIN, RESULT_LIMIT, Encoder, Unsendable, decode, type_name
+from seqlab.learn.child import plain_data
+from seqlab.learn.child.processes import end_processes_below
 
+CHILD = Path(__file__).resolve().parent / "child"      # the folder the child runs from
 PRINT_LIMIT = 4000          # characters of the student's output kept for the report
 PREPARE_LIMIT = 120.0       # seconds for a child to start and make one check's inputs (seqlab's code)
+MANIFEST_LIMIT = 8 * 2**20  # bytes of an answer's JSON manifest read at most (arrays travel beside it)
+FOLDER_FILES = 500          # .py files of a student's folder copied at most
+FOLDER_BYTES = 20 * 2**20   # ... and their bytes
+
+
+@dataclasses.dataclass
+class Job:
+    """One check: ``function`` of the student's ``file`` called on each ``(args, kwargs)`` of ``calls``.
+
+    - ``time_limit``: seconds from the moment the child has made the job's inputs to the moment its
+      answer is written (the import of the student's file and every call); None: run_students' own;
+    - ``rules``: runtime rules (``seqlab.learn.child.rules``), run in the student's process, so
+      advisory; the static rules are read from the source here, before anything runs;
+    - ``packages``: the third-party packages the code may import (numpy; torch; ``regex`` where the
+      exercise allows it): a sandbox makes only these importable;
+    - ``helpers``: allowed helper modules, {import name: source text}, importable in the child where
+      their package is not (train_bpe's GPT-2 pre-tokenizer: that module alone, not seqlab);
+    - ``arg_names``: the positional arguments' names, for messages about inputs changed in place.
+
+    Two values that are not plain data are named here and rebuilt in the child: a
+    ``numpy.random.Generator`` (its bit generator and state: get_batch's) and an
+    :class:`~seqlab.learn.child.plain_data.InputFile` (train_bpe's text: copied into the child's
+    inputs folder)."""
+    file: str | os.PathLike
+    function: str
+    calls: list[tuple[tuple, dict]]
+    time_limit: float | None = None       # None: run_students' time_limit
+    rules: dict | None = None
+    packages: tuple[str, ...] = ("numpy",)
+    helpers: dict[str, str] = dataclasses.field(default_factory=dict)
+    arg_names: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class CallResult:
     """What one call did: its output, or the error it raised; the inputs it changed in place;
-    ``extra``: plain data a rules module returned for the call; ``broke_rule``: the message when
-    the call broke one of the exercise's rules."""
+    ``extra``: plain data the runtime rules returned for the call (op counts); ``broke_rule``: the
+    message when the call broke one of the exercise's rules."""
     output: Any = None
     error: str | None = None              # the last lines of the traceback
     not_implemented: bool = False
@@ -71,25 +99,7 @@ class StudentRun:
     timed_out: bool = False
 
 
-# --- the child ------------------------------------------------------------------------------------
-class _CappedWriter(io.TextIOBase):
-    """A stdout that keeps the first PRINT_LIMIT characters and only counts the rest."""
-
-    def __init__(self):
-        self.kept: list[str] = []
-        self.size = 0
-
-    def write(self, text):
-        text = str(text)
-        if self.size < PRINT_LIMIT:
-            self.kept.append(text[:PRINT_LIMIT - self.size])
-        self.size += len(text)
-        return len(text)
-
-    def writable(self):
-        return True
-
-
+# --- arguments changed in place --------------------------------------------------------------------
 def _equal(a, b) -> bool:
     import numpy as np
     if isinstance(a, dict):
@@ -97,10 +107,14 @@ def _equal(a, b) -> bool:
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape \
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, np.random.Generator):
+        return isinstance(b, np.random.Generator) and a.bit_generator.state == b.bit_generator.state
     if type(a).__module__ == "torch":
-        return type(b) is type(a) and a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
-    return a == b
+        return type(b) is type(a) and a.dtype == b.dtype and a.shape == b.shape \
+            and bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return type(a) is type(b) and a == b
 
 
 def _entry(name: str, key) -> str:
@@ -108,278 +122,58 @@ def _entry(name: str, key) -> str:
     return f'{name}["{key}"]' if isinstance(key, str) else f"{name}[{key!r}]"
 
 
-def _mutated(before, after, names: list[str]) -> list[str]:
-    """Names of the arguments (params["Wh"] for a dict entry) whose values changed; a dict's key
-    removed or added counts ("pair_counts[(3, 4)] (removed)")."""
-    changed = []
-    for name, a, b in zip(names, before, after):
-        if isinstance(a, dict) and isinstance(b, dict):
-            changed += [_entry(name, k) if k in b else f"{_entry(name, k)} (removed)"
-                        for k in a if k not in b or not _equal(a[k], b[k])]
-            changed += [f"{_entry(name, k)} (added)" for k in b if k not in a]
-        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            changed += [f"{name}[{i}]" for i, (x, y) in enumerate(zip(a, b)) if not _equal(x, y)]
-        elif not _equal(a, b):
-            changed.append(name)
-    return changed
+def _changed(name: str, before, after) -> list[str]:
+    """The names of what changed between ``before`` (the checker's argument) and ``after`` (the
+    child's after the call): params["Wh"] for a dict entry; a key removed or added counts."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        changed = [_entry(name, k) if k in after else f"{_entry(name, k)} (removed)"
+                   for k in before if k not in after or not _equal(before[k], after[k])]
+        return changed + [f"{_entry(name, k)} (added)" for k in after if k not in before]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [f"{name}[{i}]" for i, (x, y) in enumerate(zip(before, after)) if not _equal(x, y)]
+    return [] if _equal(before, after) else [name]
 
 
-def _text(error: BaseException) -> str:
-    """str(error), or a stand-in when the student's exception cannot say itself."""
-    try:
-        return str(error)
-    except BaseException:  # noqa: BLE001 - its __str__ raised
-        return f"<a {type(error).__name__} whose message cannot be printed>"
-
-
-def _short_traceback(error: BaseException, path: str) -> str:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path]
-    where = f"{path}, line {frames[-1].lineno}: " if frames else ""
-    return f"{where}{type(error).__name__}: {_text(error)}"
-
-
-def _call(func, args, kwargs, names, job, rules, path) -> CallResult:
-    """One call on its own deep copies of the arguments; notes the arguments it changed."""
-    before = copy.deepcopy(args)
-    given, kw = copy.deepcopy(args), copy.deepcopy(kwargs)
-    result = CallResult()
-    start = time.perf_counter()
-    try:
-        if rules is None:
-            result.output = func(*given, **kw)
-        else:
-            result.output, result.extra = rules.call(func, given, kw, job["rules"])
-    except NotImplementedError as error:
-        result.error = _short_traceback(error, path)
-        result.not_implemented = True
-    except BaseException as error:  # noqa: BLE001 - any failure of student code is a report
-        if type(error).__name__ == "RuleBroken":
-            result.error = result.broke_rule = _text(error)
-        else:
-            result.error = _short_traceback(error, path)
-    result.seconds = time.perf_counter() - start
-    try:
-        result.mutated = _mutated(before, given, names) + _mutated(
-            [kwargs[k] for k in kwargs], [kw[k] for k in kwargs], list(kwargs))
-    except Exception:  # noqa: BLE001 - an argument replaced by something that cannot be compared
-        result.mutated = ["an argument (replaced by an object that cannot be compared with it)"]
-    return result
-
-
-class _RulesFailed(Exception):
-    """The rules module's enter() failed (seqlab's code, not the student's)."""
-
-
-def _run_job(job: dict, calls: list, rules) -> StudentRun:
-    path, function = job["file"], job["function"]
-    writer = _CappedWriter()
-    saved = sys.stdout, sys.stderr
-    sys.stdout = sys.stderr = writer
-    done: list[CallResult] = []
-    failure = None
-    folder = os.path.dirname(path)
-    added = folder not in sys.path
-    if added:
-        sys.path.append(folder)        # the student's other files import each other (after everything else)
-    modules_before = set(sys.modules)
-    try:
-        if rules is not None:
-            try:
-                rules.enter(job["rules"])
-            except BaseException as error:  # noqa: BLE001 - the rules module's own failure
-                raise _RulesFailed(f"the exercise's rules could not be set up: {type(error).__name__}: "
-                                   f"{_text(error)}") from None
-        try:
-            spec = importlib.util.spec_from_file_location(f"student_{function}", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            func = getattr(module, function, None)
-            if not callable(func):
-                failure = f"{path} defines no function {function}(); keep its name and signature from the stub"
-        except BaseException as error:  # noqa: BLE001
-            failure = f"importing {path} failed: {_short_traceback(error, path)}"
-        if failure is None:
-            for args, kwargs in calls:
-                names = list(job.get("arg_names") or [])[:len(args)]
-                names += [f"argument {i + 1}" for i in range(len(names), len(args))]
-                done.append(_call(func, args, kwargs, names, job, rules, path))
-                if done[-1].not_implemented:
-                    break
-    except BaseException as error:  # noqa: BLE001 - whatever stopped the calls is the check's failure
-        failure = failure or (str(error) if isinstance(error, _RulesFailed)
-                              else f"the check stopped: {type(error).__name__}: {_text(error)}")
-    finally:
-        if rules is not None:
-            try:
-                rules.leave()
-            except BaseException:  # noqa: BLE001 - the next job enters afresh
-                pass
-        sys.stdout, sys.stderr = saved
-        if added and folder in sys.path:
-            sys.path.remove(folder)
-        for name in set(sys.modules) - modules_before:   # the next job's folder may have files of these names
-            if os.path.dirname(str(getattr(sys.modules.get(name), "__file__", "") or "")) == folder:
-                del sys.modules[name]
-    return StudentRun(calls=done, failure=failure, printed="".join(writer.kept), printed_chars=writer.size)
-
-
-def _answer(run: StudentRun) -> tuple[dict, list[bytes]]:
-    """A run as the manifest and the arrays the parent reads (:func:`_read_answer`)."""
-    encoder = Encoder()
-    calls = []
-    for call in run.calls:
-        entry = {"error": call.error, "not_implemented": call.not_implemented, "mutated": call.mutated,
-                 "seconds": call.seconds, "broke_rule": call.broke_rule, "output": ["none"], "extra": ["dict", []]}
-        if call.error is None:
-            try:
-                entry["output"] = encoder.encode(call.output)
-            except Unsendable as error:
-                entry["error"] = str(error)
-            except BaseException as error:  # noqa: BLE001 - the object fought back
-                entry["error"] = (f"returned a {type_name(call.output)}, expected {PLAIN} "
-                                  f"(reading it raised {type(error).__name__})")
-        try:
-            entry["extra"] = encoder.encode(call.extra if type(call.extra) is dict else {}, "extra")
-        except BaseException as error:  # noqa: BLE001
-            entry["error"] = entry["error"] or f"the rules module's record of the call is not plain data: {error}"
-        calls.append(entry)
-    return {"failure": run.failure, "printed": run.printed, "printed_chars": run.printed_chars, "calls": calls}, \
-        encoder.blobs
-
-
-def _write_answer(folder: str, k: int, run: StudentRun) -> None:
-    manifest, blobs = _answer(run)
-    offsets, at = [], 0
-    for blob in blobs:
-        offsets.append([at, at + len(blob)])
-        at += len(blob)
-    manifest["blobs"] = offsets
-    for name, data in ((f"answer-{k}.bin", b"".join(blobs)),
-                       (f"answer-{k}.json", json.dumps(manifest).encode("utf-8"))):
-        path = os.path.join(folder, name)
-        with open(path + ".part", "wb") as f:
-            f.write(data)
-        os.replace(path + ".part", path)
-
-
-def _prctl(option: int, value: int) -> None:
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):   # not Linux
-        pass
-
-
-def _child_main(argv: list[str]) -> None:
-    scratch, first, events = argv[0], int(argv[1]), int(argv[2])
-    sys.dont_write_bytecode = True
-    _prctl(36, 1)                    # PR_SET_CHILD_SUBREAPER: the student's orphaned processes come to us
-    _prctl(1, signal.SIGKILL)        # PR_SET_PDEATHSIG: end with the checker, should it be killed
-    here = os.getcwd()
-    sys.path[:] = [p for p in sys.path if p not in ("", here)]   # nothing the student writes here is imported
-    with open(os.path.join(scratch, "request.pkl"), "rb") as f:
-        jobs = pickle.load(f)
-    import numpy  # noqa: F401 - every exercise uses it, and answers are written with it
-    answers = os.path.join(scratch, "answers")
-    cases: dict[str, list] = {}
-    threads = threading.active_count()
-    for k in range(first, len(jobs)):
-        job, failure, rules = jobs[k], None, None
-        calls = job.get("calls")
-        try:
-            if "cases_of" in job:       # the exercise's own cases, made here (the caller names the catalog)
-                name = job["cases_of"]
-                if name not in cases:
-                    catalog = importlib.import_module(job["catalog"])
-                    cases[name] = [(case.args, case.kwargs) for case in catalog.exercise(name).cases()]
-                calls = cases[name]
-            if "rules" in job:
-                rules = importlib.import_module(job.get("rules_module", "seqlab.learn.rules"))
-        except BaseException as error:  # noqa: BLE001 - seqlab's own code failed; say so
-            failure = f"seqlab could not prepare the check of {job['function']}(): {type(error).__name__}: {error}"
-        os.write(events, f"start {k} {time.monotonic()!r}\n".encode())
-        run = StudentRun(calls=[], failure=failure) if failure else _run_job(job, calls, rules)
-        _write_answer(answers, k, run)
-        _end_processes_below(os.getpid())
-        os.write(events, f"done {k}\n".encode())
-        if threading.active_count() > threads and k + 1 < len(jobs):
-            os.write(events, b"retire\n")     # the student's threads still run: the next check gets a fresh child
-            break
-    sys.stdout.flush()
-    os._exit(0)                      # no atexit handler or thread of the student's runs after this
-
-
-# --- processes ---------------------------------------------------------------------------------------
-def _children(pid: int) -> list[int]:
-    """The direct children of ``pid`` (Linux /proc; [] elsewhere)."""
+def mutated(args: tuple, kwargs: dict, after: list, after_kwargs: dict, names: list[str]) -> list[str]:
+    """The arguments a call changed in place, by name (the child sends back every argument that can
+    change; one it could not send is said as replaced)."""
     found = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
-                found += [int(p) for p in f.read().split()]
-        except FileNotFoundError:
-            if os.path.isdir(f"/proc/{pid}/task/{task}"):   # a kernel without the children file
-                return _children_by_scan(pid)
-        except OSError:
+    labelled = list(zip(names, args)) + list(kwargs.items())
+    sent = list(after) + [after_kwargs.get(k, _IMMUTABLE) for k in kwargs]
+    for (name, before), now in zip(labelled, sent):
+        if type(before) in _SKIPPED or now is _IMMUTABLE:
             continue
-    return found
-
-
-def _children_by_scan(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(b")") + 2:].split()[1]) == pid:   # the field after the state
-                found.append(int(entry))
-    return found
-
-
-def _descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        kids = _children(todo.pop())
-        found += kids
-        todo += kids
-    return found
-
-
-def _signal(pids, signum) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _end_processes_below(pid: int) -> None:
-    """Stop, then kill, every process below ``pid``; reap the ones that are ours."""
-    for _ in range(10):
-        below = _descendants(pid)
-        if not below:
-            break
-        _signal(below, signal.SIGSTOP)          # none of them forks again while we look
-        below = sorted(set(below) | set(_descendants(pid)))
-        _signal(below, signal.SIGKILL)
-        if pid == os.getpid():
-            deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline:
-                try:
-                    reaped, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if reaped == 0:
-                    time.sleep(0.001)
+        if now is _UNSENDABLE:
+            found.append(f"{name} (replaced by something that is not plain data)")
         else:
-            time.sleep(0.01)
+            found += _changed(name, before, now)
+    return found
+
+
+_IMMUTABLE, _UNSENDABLE = object(), object()
+# arguments that cannot change in place (an InputFile is a str): the child sends none of them back
+_SKIPPED = (type(None), bool, int, float, complex, str, bytes, plain_data.InputFile)
+
+
+# --- starting the child ----------------------------------------------------------------------------
+class Launcher:
+    """How a child is started: :meth:`command` gives the argv, environment and working folder of
+    ``python main.py ROOT FIRST EVENTS`` for a batch whose scratch folder is ``root``. Subclasses
+    (a sandbox) wrap the same program; ``describe`` says in words what isolation it gives."""
+
+    describe = "a child process of its own, in its own session (no sandbox)"
+
+    def command(self, root: str, first: int, events: int, jobs: list[Job]) -> tuple[list[str], dict, str]:
+        env = dict(os.environ)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["TMPDIR"] = os.path.join(root, "tmp")
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(name, "1")        # small inputs: threads cost more than they give
+        return ([sys.executable, str(CHILD / "main.py"), root, str(first), str(events)], env,
+                os.path.join(root, "work"))
+
+
+Plain = Launcher
 
 
 def _exited(child: subprocess.Popen) -> bool:
@@ -401,7 +195,7 @@ def _end_child(child: subprocess.Popen) -> None:
             os.killpg(child.pid, signal.SIGSTOP)
         except (ProcessLookupError, PermissionError):
             pass
-        _end_processes_below(child.pid)
+        end_processes_below(child.pid)
         try:
             os.killpg(child.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -465,17 +259,19 @@ def _listed(value, kind, default):
     return value if isinstance(value, kind) else default
 
 
-def _read_answer(folder: str, k: int) -> StudentRun:
-    """The child's answer to job k, read as plain data; ValueError when it is not of that form."""
+def _read_answer(folder: str, k: int, job: Job, calls: list[tuple[tuple, dict]]) -> StudentRun:
+    """The child's answer to job k, read as plain data; ValueError when it is not of that form. Its
+    size is bounded before anything is parsed: the manifest by MANIFEST_LIMIT, the arrays by RESULT_LIMIT."""
     manifest_path, blob_path = os.path.join(folder, f"answer-{k}.json"), os.path.join(folder, f"answer-{k}.bin")
-    sizes = [os.path.getsize(p) for p in (manifest_path, blob_path)]
-    if max(sizes) > 2 * RESULT_LIMIT:
-        raise ValueError(f"an answer of {max(sizes) // 2**20} MB")
+    if os.path.getsize(manifest_path) > MANIFEST_LIMIT:
+        raise ValueError(f"an answer of {os.path.getsize(manifest_path) // 2**20} MB of text")
+    if os.path.getsize(blob_path) > 2 * plain_data.RESULT_LIMIT:
+        raise ValueError(f"an answer of {os.path.getsize(blob_path) // 2**20} MB of arrays")
     with open(manifest_path, "rb") as f:
         manifest = json.loads(f.read().decode("utf-8"))
     with open(blob_path, "rb") as f:
         data = f.read()
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("calls"), list):
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("calls"), list) or len(manifest["calls"]) > len(calls):
         raise ValueError("not an answer")
     blobs = []
     for pair in _listed(manifest.get("blobs"), list, []):
@@ -483,54 +279,122 @@ def _read_answer(folder: str, k: int) -> StudentRun:
                 and 0 <= pair[0] <= pair[1] <= len(data)):
             raise ValueError("an array outside the answer")
         blobs.append(data[pair[0]:pair[1]])
-    calls = []
-    for entry in manifest["calls"]:
+    results = []
+    names = list(job.arg_names)
+    for entry, (args, kwargs) in zip(manifest["calls"], calls):
         if not isinstance(entry, dict):
             raise ValueError("a call that is not an object")
-        extra = decode(entry.get("extra", ["dict", []]), blobs)
-        calls.append(CallResult(
-            output=decode(entry.get("output", ["none"]), blobs),
+        extra = plain_data.decode(entry.get("extra", ["dict", []]), blobs)
+        labels = names[:len(args)] + [f"argument {i + 1}" for i in range(len(names), len(args))]
+        after = [_sent(node, blobs) for node in _listed(entry.get("after"), list, [])][:len(args)]
+        after += [_IMMUTABLE] * (len(args) - len(after))
+        after_kwargs = {pair[0]: _sent(pair[1], blobs) for pair in _listed(entry.get("after_kwargs"), list, [])
+                        if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)}
+        results.append(CallResult(
+            output=plain_data.decode(entry.get("output", ["none"]), blobs),
             error=_listed(entry.get("error"), str, None),
             not_implemented=entry.get("not_implemented") is True,
-            mutated=[m for m in _listed(entry.get("mutated"), list, []) if isinstance(m, str)],
+            mutated=mutated(args, kwargs, after, after_kwargs, labels),
             seconds=float(_listed(entry.get("seconds"), (int, float), 0.0)),
             extra=extra if isinstance(extra, dict) else {},
             broke_rule=_listed(entry.get("broke_rule"), str, None)))
-    return StudentRun(calls=calls, failure=_listed(manifest.get("failure"), str, None),
+    return StudentRun(calls=results, failure=_listed(manifest.get("failure"), str, None),
                       printed=_listed(manifest.get("printed"), str, "")[:PRINT_LIMIT],
                       printed_chars=int(_listed(manifest.get("printed_chars"), int, 0)))
 
 
-class _Batch:
-    """The jobs of one :func:`run_students` call and the children that run them."""
+def _sent(node, blobs):
+    """An argument as the child sent it back after the call."""
+    if node == ["none"]:
+        return _IMMUTABLE
+    if node == ["unsendable"]:
+        return _UNSENDABLE
+    return plain_data.decode(node, blobs)
 
-    def __init__(self, jobs: list[dict], time_limit: float):
-        self.jobs, self.time_limit = jobs, time_limit
+
+def _copy_folder(source: Path, dest: Path) -> None:
+    """The .py files of ``source`` (and its subfolders, hidden ones and links that leave it aside),
+    read-only copies under ``dest``: FOLDER_FILES files and FOLDER_BYTES bytes at most."""
+    count = size = 0
+    top = source.resolve()
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+        for name in sorted(files):
+            path = Path(folder) / name
+            if not name.endswith(".py") or name.startswith("."):
+                continue
+            try:
+                real = path.resolve()
+                if top not in real.parents or not real.is_file():
+                    continue                      # a link out of the folder: not the student's file
+                size += real.stat().st_size
+            except OSError:
+                continue
+            count += 1
+            if count > FOLDER_FILES or size > FOLDER_BYTES:
+                return
+            target = dest / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(real, target)
+            target.chmod(0o444)
+
+
+def _write_helpers(helpers: dict[str, str], folder: Path) -> None:
+    """Each helper module's source at its dotted name's path (its packages made empty)."""
+    folder.mkdir()
+    for name, source in helpers.items():
+        parts = name.split(".")
+        for k in range(1, len(parts)):
+            package = folder.joinpath(*parts[:k])
+            package.mkdir(exist_ok=True)
+            (package / "__init__.py").touch()
+        folder.joinpath(*parts[:-1], parts[-1] + ".py").write_text(source, encoding="utf-8")
+
+
+class _Batch:
+    """The jobs of one :func:`run_students` call and the children that run them. The scratch folder
+    is the child's ROOT (``seqlab.learn.child.main``)."""
+
+    def __init__(self, jobs: list[Job], time_limit: float, launcher: Launcher):
+        self.jobs, self.time_limit, self.launcher = jobs, time_limit, launcher
         self.runs: list[StudentRun | None] = [None] * len(jobs)
         self.scratch = tempfile.mkdtemp(prefix="seqlab-learn-")
-        for name in ("answers", "work", "tmp"):
-            os.mkdir(os.path.join(self.scratch, name))
-        with open(os.path.join(self.scratch, "request.pkl"), "wb") as f:
-            pickle.dump(jobs, f)
+        root = Path(self.scratch)
+        for name in ("answers", "work", "tmp", "student", "helpers", "inputs"):
+            (root / name).mkdir()
+        folders: dict[str, int] = {}
+        encoder = plain_data.Encoder()
+        request = []
+        for job in jobs:
+            path = Path(job.file)
+            key = str(path.parent)
+            if key not in folders:
+                folders[key] = len(folders)
+                _copy_folder(path.parent, root / "student" / str(folders[key]))
+            _write_helpers(job.helpers, root / "helpers" / str(len(request)))
+            request.append({"index": len(request), "folder": folders[key], "file": path.name, "function": job.function,
+                            "rules": job.rules, "packages": list(job.packages),
+                            "calls": [[encoder.encode(tuple(args), "the arguments"), encoder.encode(dict(kwargs), "the arguments")]
+                                      for args, kwargs in job.calls]})
+        for name, source in encoder.files:
+            shutil.copyfile(source, root / "inputs" / name)
+        offsets, at = [], 0
+        for blob in encoder.blobs:
+            offsets.append([at, at + len(blob)])
+            at += len(blob)
+        (root / "request.bin").write_bytes(b"".join(encoder.blobs))
+        (root / "request.json").write_text(json.dumps({"jobs": request, "blobs": offsets}), encoding="utf-8")
 
     def _spawn(self, first: int) -> tuple[subprocess.Popen, int, int]:
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env["TMPDIR"] = os.path.join(self.scratch, "tmp")
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(name, "1")        # small inputs: threads cost more than they give
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
         try:
+            argv, env, cwd = self.launcher.command(self.scratch, first, events_w, self.jobs)
             with _LIVE_LOCK:
                 if _STOPPED.is_set():
                     raise Stopped("the checks were stopped")
-                child = subprocess.Popen(
-                    [sys.executable, "-m", "seqlab.learn.runner", self.scratch, str(first), str(events_w)],
-                    stdin=subprocess.DEVNULL, stdout=output_w, stderr=output_w, pass_fds=(events_w,), env=env,
-                    cwd=os.path.join(self.scratch, "work"), start_new_session=True)
+                child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output_w, stderr=output_w,
+                                         pass_fds=(events_w,), env=env, cwd=cwd, start_new_session=True)
                 _LIVE[child.pid] = (child, self.scratch)
         finally:
             os.close(events_w)
@@ -540,7 +404,7 @@ class _Batch:
         return child, events_r, output_r
 
     def _limit(self, k: int) -> float:
-        return float(self.jobs[k].get("time_limit") or self.time_limit)
+        return float(self.jobs[k].time_limit or self.time_limit)
 
     def _finish(self, k: int, run: StudentRun) -> None:
         if self.runs[k] is None:
@@ -549,12 +413,15 @@ class _Batch:
     def _failed(self, k: int, reason: str, tail: str = "", timed_out: bool = False) -> None:
         job = self.jobs[k]
         if timed_out:
-            message = (f"{job['function']}() did not finish within {self._limit(k):g} s: an endless loop? "
+            message = (f"{job.function}() did not finish within {self._limit(k):g} s: an endless loop? "
                        "(a loop whose condition never changes, or a while over the wrong variable)")
         else:
             last = tail.strip().splitlines()[-1] if tail.strip() else ""
-            message = f"the process running {job['function']}() from {job['file']} {reason}" + (f": {last}" if last else "")
+            message = f"the process running {job.function}() from {job.file} {reason}" + (f": {last}" if last else "")
         self._finish(k, StudentRun(calls=[], failure=message, timed_out=timed_out))
+
+    def _answer(self, k: int) -> StudentRun:
+        return _read_answer(os.path.join(self.scratch, "answers"), k, self.jobs[k], self.jobs[k].calls)
 
     def run_from(self, first: int) -> int:
         """Run jobs ``first``, ... in one child until they are done or one of them ends it; returns
@@ -588,7 +455,7 @@ class _Batch:
                         return k                     # this child's student threads live on: a fresh one goes on
                     elif k < end and running and words == ["done", str(k)]:
                         try:
-                            self._finish(k, _read_answer(os.path.join(self.scratch, "answers"), k))
+                            self._finish(k, self._answer(k))
                         except (OSError, ValueError, RecursionError, UnicodeDecodeError) as error:
                             self._failed(k, f"sent back something seqlab cannot read ({type(error).__name__})")
                         k, running = k + 1, False
@@ -629,6 +496,7 @@ class _Batch:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+
 def _read_all(fd: int) -> bytes:
     """What the pipe holds now, at most 1 MB of it (a flood is read on the next turn, its end kept)."""
     data = b""
@@ -655,21 +523,16 @@ def stop_signals():
     return signals_request_stop(stop)
 
 
-def run_students(jobs: list[dict], time_limit: float = 10.0, meanwhile=None) -> list[StudentRun]:
-    """Several runs in one warm child process (the import of numpy or torch is paid once): each job
-    is {"file", "function", "calls": [(args, kwargs), ...], "arg_names"}, or "cases_of" and "catalog"
-    (the exercise whose cases the child makes) instead of "calls"; "time_limit": this job's own.
-    ``time_limit`` is for each job: one that runs over reports the time limit, and a fresh child goes
-    on with the next. ``meanwhile()`` runs in this process, in a thread, while the children work
-    (the checker computes the reference's outputs there); its exception, if any, is raised at the end.
-
-    A job with "rules" and "rules_module": in the child, ``rules_module.enter(rules)`` runs before the
-    student's file is imported, each call is ``output, extra = rules_module.call(function, args,
-    kwargs, rules)`` (``extra``: plain data, the call's ``CallResult.extra``), and ``leave()`` runs
-    after the job; an exception whose class is named ``RuleBroken`` sets ``CallResult.broke_rule``."""
-    jobs = [{**job, "file": os.path.abspath(os.fspath(job["file"]))} for job in jobs]
+def run_students(jobs: list[Job], time_limit: float = 10.0, meanwhile=None,
+                 launcher: Launcher | None = None) -> list[StudentRun]:
+    """Several jobs in one warm child process (the import of numpy or torch is paid once).
+    ``time_limit`` is for each job without its own: one that runs over reports the time limit, and a
+    fresh child goes on with the next. ``meanwhile()`` runs in this process, in a thread, while the
+    children work (the checker computes the reference's outputs there); its exception, if any, is
+    raised at the end. ``launcher``: how the child starts (default :class:`Plain`)."""
+    jobs = [dataclasses.replace(job, file=os.path.abspath(os.fspath(job.file))) for job in jobs]
     runs: list[StudentRun | None] = [
-        StudentRun(calls=[], failure=f"{job['file']} does not exist") if not os.path.isfile(job["file"]) else None
+        StudentRun(calls=[], failure=f"{job.file} does not exist") if not os.path.isfile(job.file) else None
         for job in jobs]
     todo = [i for i, run in enumerate(runs) if run is None]
     helper, box = None, {}
@@ -683,7 +546,7 @@ def run_students(jobs: list[dict], time_limit: float = 10.0, meanwhile=None) -> 
         helper.start()
     if todo:
         with stop_signals():
-            batch = _Batch([jobs[i] for i in todo], time_limit)
+            batch = _Batch([jobs[i] for i in todo], time_limit, launcher or Plain())
             try:
                 k = 0
                 while k < len(todo):
@@ -702,12 +565,10 @@ def run_students(jobs: list[dict], time_limit: float = 10.0, meanwhile=None) -> 
 
 
 def run_student(path: str | os.PathLike, function: str, calls: list[tuple[tuple, dict]],
-                time_limit: float = 10.0, arg_names: list[str] | None = None) -> StudentRun:
+                time_limit: float = 10.0, arg_names: list[str] | None = None, **job) -> StudentRun:
     """Call ``function`` of the file ``path`` on each ``(args, kwargs)`` of ``calls``, in a child
-    process killed after ``time_limit`` seconds. ``arg_names`` name the positional arguments in
-    messages about inputs changed in place."""
-    return run_students([{"file": path, "function": function, "calls": calls, "arg_names": arg_names}],
-                        time_limit)[0]
+    process ended after ``time_limit`` seconds; ``job``: the other fields of a :class:`Job`."""
+    return run_students([Job(path, function, calls, arg_names=list(arg_names or []), **job)], time_limit)[0]
 
 
 def run_student_json(path: str | os.PathLike, function: str, calls: list[tuple[tuple, dict]],
@@ -719,7 +580,3 @@ def run_student_json(path: str | os.PathLike, function: str, calls: list[tuple[t
     return {"failure": run.failure, "timed_out": run.timed_out, "printed": run.printed,
             "calls": [{"output": to_json(c.output), "error": c.error, "not_implemented": c.not_implemented,
                        "mutated": c.mutated, "broke_rule": c.broke_rule} for c in run.calls]}
-
-
-if __name__ == "__main__":
-    _child_main(sys.argv[1:])

@@ -23,7 +23,7 @@ import numpy as np
 from seqlab.jsonfile import to_json
 from seqlab.learn import compare
 from seqlab.learn.catalog import exercise
-from seqlab.learn.runner import run_student
+from seqlab.learn.runner import run_students
 from seqlab.learn.workspace import exercise_file, progress_kept
 
 
@@ -36,7 +36,7 @@ def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], t
         return {"implemented": False, "not_implemented": False, "timed_out": False,
                 "failure": f"{path} does not exist (seqlab learn start {name})", "calls": []}
     with progress_kept(workspace):                  # the student's code may write progress.json: undone
-        run = run_student(path, name, calls, time_limit, arg_names=ex.arg_names)
+        run = run_students([ex.job(path, calls, time_limit)])[0]
     reference = ex.reference()
     out = {"implemented": not (run.calls and run.calls[0].not_implemented) and run.failure is None,
            "not_implemented": bool(run.calls and run.calls[0].not_implemented), "timed_out": run.timed_out,

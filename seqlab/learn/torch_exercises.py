@@ -3,7 +3,7 @@
 Each docstring is a contract and each of its sentences a check (a ``Spec``): a version that ignores a
 sentence fails that check. Inputs are float64 unless a sentence is about another dtype, so the reference
 and the student's code agree to 1e-6 unless one of them is wrong. The rules ("no torch.nn.functional",
-"no loop over heads or positions") are enforced in the child process by seqlab.learn.rules; the
+"no loop over heads or positions") are enforced in the child process by seqlab.learn.child.rules; the
 catalogued mistakes (mutants in seqlab.learn.torch_mistakes, recognisers here) name what a failure means.
 """
 

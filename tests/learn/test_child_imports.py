@@ -56,3 +56,29 @@ def test_the_lazy_mark_is_what_torch_s_decorator_sets():
     torch.compiler.assume_constant_result(theirs)
     assert vars(ours) == vars(theirs) and vars(theirs)
     assert vars(attention._flash_runs) == vars(theirs)
+
+
+def test_the_child_program_imports_only_the_standard_library_numpy_torch_and_its_siblings():
+    """The child runs without seqlab (inside the sandbox seqlab is not there): an import of anything
+    else in seqlab/learn/child fails this test, the mutant below included."""
+    import ast
+
+    from seqlab.learn.runner import CHILD
+
+    siblings = {p.stem for p in CHILD.glob("*.py")}
+
+    def outside(source: str) -> list[str]:
+        found = []
+        for node in ast.walk(ast.parse(source)):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in {"numpy", "torch"} | siblings:
+                    found.append(name)
+        return found
+
+    for path in CHILD.glob("*.py"):
+        assert outside(path.read_text(encoding="utf-8")) == [], path
+    assert outside((CHILD / "main.py").read_text(encoding="utf-8") + "\nfrom seqlab.learn import compare\n") \
+        == ["seqlab.learn"]

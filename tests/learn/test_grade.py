@@ -243,7 +243,7 @@ def test_ctrl_c_stops_the_whole_class_and_leaves_nothing_running(tmp_path):
         children: list = []
         while len(children) < 2 and time.monotonic() < deadline:
             children = [p for p in psutil.Process(grader.pid).children(recursive=True)
-                        if "seqlab.learn.runner" in " ".join(p.cmdline())]
+                        if "child/main.py" in " ".join(p.cmdline())]
             time.sleep(0.1)
         assert len(children) == 2                     # two submissions at once
         time.sleep(0.5)                               # both inside the student's loop

@@ -284,12 +284,11 @@ def test_the_default_workspace_is_the_same_in_the_command_and_the_library():
 
 
 def test_a_check_that_hangs_ends_its_child_and_a_fresh_child_goes_on(tmp_path):
-    from seqlab.learn.runner import run_students
+    from seqlab.learn.runner import Job, run_students
     ok = _student(tmp_path / "a", "causal_mask", "def causal_mask(n):\n    return n * 2\n")
     hangs = _student(tmp_path / "b", "causal_mask", "def causal_mask(n):\n    while True:\n        pass\n")
-    runs = run_students([{"file": ok, "function": "causal_mask", "calls": [((3,), {})]},
-                         {"file": hangs, "function": "causal_mask", "calls": [((3,), {})]},
-                         {"file": ok, "function": "causal_mask", "calls": [((4,), {})]}], time_limit=2.0)
+    runs = run_students([Job(ok, "causal_mask", [((3,), {})]), Job(hangs, "causal_mask", [((3,), {})]),
+                         Job(ok, "causal_mask", [((4,), {})])], time_limit=2.0)
     assert runs[0].calls[0].output == 6 and runs[0].failure is None
     assert runs[1].timed_out and "did not finish within 2 s" in runs[1].failure
     assert runs[2].calls[0].output == 8 and runs[2].failure is None and not runs[2].timed_out

@@ -1,4 +1,4 @@
-"""seqlab.learn.rules in this process: what enter() forbids, what call() counts and refuses, what leave()
+"""seqlab.learn.child.rules in this process: what enter() forbids, what call() counts and refuses, what leave()
 puts back. (The runner's child uses the same three functions around a student's file.)"""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqlab.learn import rules
-from seqlab.learn.rules import RuleBroken
+from seqlab.learn.child import rules
+from seqlab.learn.child.rules import RuleBroken
 
 ALL = {"forbid": sorted(rules.GROUPS)}
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +166,7 @@ def test_the_op_count_grows_with_the_heads_only_for_a_loop_over_heads():
 
 
 def test_entering_the_rules_imports_neither_torch_dynamo_nor_prints_warnings():
-    code = ("import sys, torch\nfrom seqlab.learn import rules\n"
+    code = ("import sys, torch\nfrom seqlab.learn.child import rules\n"
             "rules.enter({'forbid': sorted(rules.GROUPS)})\n"
             "print(rules.call(lambda x: x.exp().sum(), (torch.ones(3),), {}, {'forbid': []})[1])\n"
             "rules.leave()\nprint('torch._dynamo' in sys.modules)")

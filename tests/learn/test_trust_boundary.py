@@ -24,8 +24,8 @@ from seqlab.cli import main
 from seqlab.learn import compare
 from seqlab.learn.catalog import exercise
 from seqlab.learn.exercise import run_checks as check
-from seqlab.learn.plain_data import Encoder, Unsendable, decode
-from seqlab.learn.runner import death, run_student, run_students
+from seqlab.learn.child.plain_data import Encoder, Unsendable, decode
+from seqlab.learn.runner import Job, death, run_student, run_students
 from tests.learn.students import write_student
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +109,7 @@ def test_deep_nesting_and_huge_values_are_refused(monkeypatch):
         nested = [nested]
     with pytest.raises(Unsendable, match="nested more than"):
         Encoder().encode(nested)
-    import seqlab.learn.plain_data as plain_data
+    import seqlab.learn.child.plain_data as plain_data
     monkeypatch.setattr(plain_data, "RESULT_LIMIT", 1000)
     with pytest.raises(Unsendable, match="more than 0 MB"):
         Encoder().encode(np.zeros(200))
@@ -215,8 +215,7 @@ def test_a_check_that_loops_in_its_import_is_timed_and_its_forks_end_with_it(tmp
             pass
         """)
     ok = write_student(tmp_path / "ok", "causal_mask", f"import numpy as np\ndef causal_mask(n):\n    return {CORRECT_MASK}\n")
-    runs = run_students([{"file": path, "function": "causal_mask", "calls": [((3,), {})]},
-                         {"file": ok, "function": "causal_mask", "calls": [((2,), {})]}], time_limit=1.0)
+    runs = run_students([Job(path, "causal_mask", [((3,), {})]), Job(ok, "causal_mask", [((2,), {})])], time_limit=1.0)
     assert runs[0].timed_out and "did not finish within 1 s" in runs[0].failure
     assert runs[1].failure is None and runs[1].calls[0].output.tolist() == [[True, False], [True, True]]
     forked = int(_wait_for(pids))
@@ -285,56 +284,35 @@ def test_a_workspace_file_that_links_outside_is_refused(tmp_path, capsys):
         yours({"widget": "causal_mask", "exercise": "causal_mask", "inputs": {}}, str(ws))
 
 
-RULES = '''
-class RuleBroken(Exception):
-    pass
-
-import numpy as np
-_saved = {}
-
-def enter(rules):
-    _saved["norm"] = np.linalg.norm
-    def forbidden(*args, **kwargs):
-        raise RuleBroken(f"np.linalg.norm is not allowed here: {rules['why']}")
-    np.linalg.norm = forbidden
-
-def call(function, args, kwargs, rules):
-    output = function(*args, **kwargs)
-    return output, {"calls": 1, "why": rules["why"], "shape": np.shape(output)}
-
-def leave():
-    np.linalg.norm = _saved.pop("norm")
-'''
-
-
-def test_the_rules_hook_enters_before_the_import_calls_and_leaves(tmp_path, monkeypatch):
-    (tmp_path / "rules_mod").mkdir()
-    (tmp_path / "rules_mod" / "testrules.py").write_text(RULES)
-    monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'rules_mod'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    uses = write_student(tmp_path / "a", "clip", """
-        import numpy as np
-        from numpy.linalg import norm                # bound at import: after enter()
-        def clip(g):
-            return g * min(1.0, 1.0 / norm(g))
+def test_the_runtime_rules_enter_before_the_import_count_each_call_and_leave(tmp_path):
+    """The child's own rules module (seqlab.learn.child.rules): a function bound at import time is
+    caught, a call that keeps the rules is counted, and a job without rules finds torch as it was."""
+    uses = write_student(tmp_path / "a", "f", """
+        import torch
+        from torch.nn.functional import softmax          # bound at import: after the rules entered
+        def f(x):
+            return softmax(x, dim=-1)
         """)
-    fine = write_student(tmp_path / "b", "clip", """
-        import numpy as np
-        def clip(g):
-            return g * min(1.0, 1.0 / np.sqrt((g ** 2).sum()))
+    fine = write_student(tmp_path / "b", "f", """
+        import torch
+        def f(x):
+            e = (x - x.amax(-1, keepdim=True)).exp()
+            return e / e.sum(-1, keepdim=True)
         """)
-    after = write_student(tmp_path / "c", "clip", "import numpy as np\ndef clip(g):\n    return np.linalg.norm(g)\n")
-    rules = {"rules": {"why": "write the norm yourself"}, "rules_module": "testrules"}
-    calls = [((np.array([3.0, 4.0]),), {})]
-    runs = run_students([{"file": uses, "function": "clip", "calls": calls, **rules},
-                         {"file": fine, "function": "clip", "calls": calls, **rules},
-                         {"file": after, "function": "clip", "calls": calls}], time_limit=30)
+    after = write_student(tmp_path / "c", "f", "import torch\ndef f(x):\n    return torch.softmax(x, -1)\n")
+    calls = [((torch.tensor([[1.0, 2.0], [0.0, 0.0]]),), {})]
+    rules = {"forbid": ["functional", "softmax"]}
+    runs = run_students([Job(uses, "f", calls, rules=rules, packages=("numpy", "torch")),
+                         Job(fine, "f", calls, rules=rules, packages=("numpy", "torch")),
+                         Job(after, "f", calls, packages=("numpy", "torch"))], time_limit=60)
     broke = runs[0].calls[0]
-    assert broke.broke_rule == broke.error == "np.linalg.norm is not allowed here: write the norm yourself"
+    assert broke.broke_rule == broke.error and "torch.nn.functional.softmax breaks this exercise's rule" in broke.error
     good = runs[1].calls[0]
-    assert good.broke_rule is None and good.error is None and np.allclose(good.output, [0.6, 0.8])
-    assert good.extra == {"calls": 1, "why": "write the norm yourself", "shape": (2,)}
-    plain = runs[2].calls[0]                      # leave() put numpy back; without rules, extra is empty
-    assert plain.output == 5.0 and plain.extra == {} and plain.broke_rule is None
+    assert good.broke_rule is None and good.error is None
+    assert torch.allclose(good.output, torch.tensor([[1.0, 2.0], [0.0, 0.0]]).softmax(-1))
+    assert good.extra["ops"] > 0 and good.extra["ops_before"] is None
+    plain = runs[2].calls[0]                      # leave() put torch back; without rules, extra is empty
+    assert plain.error is None and plain.extra == {} and plain.broke_rule is None
 
 
 def _checker(ws: Path, tmp: Path, body: str) -> tuple[subprocess.Popen, Path]:
@@ -381,7 +359,7 @@ def test_one_warm_child_runs_a_batch_unless_a_check_leaves_threads_running(tmp_p
     threads = ("import os, threading\ndef spin():\n    while True:\n        pass\n"
                "def f():\n    threading.Thread(target=spin, daemon=True).start()\n    return os.getpid()\n")
     a, b, c = (write_student(tmp_path / name, "f", text) for name, text in (("a", pid), ("b", threads), ("c", pid)))
-    runs = run_students([{"file": path, "function": "f", "calls": [((), {})]} for path in (a, a, b, c)], time_limit=30)
+    runs = run_students([Job(path, "f", [((), {})]) for path in (a, a, b, c)], time_limit=30)
     pids = [run.calls[0].output for run in runs]
     assert pids[0] == pids[1] == pids[2]             # one warm child for the first three checks
     assert pids[3] != pids[2]                         # the spinning thread's child was retired
@@ -407,4 +385,4 @@ def test_an_exception_that_cannot_say_itself_and_an_argument_that_cannot_be_comp
     run = run_student(path, "f", [(({"raise": True},), {}), (({"w": 1},), {})], time_limit=30)
     assert "Mute: <a Mute whose message cannot be printed>" in run.calls[0].error
     assert run.calls[1].error is None and run.calls[1].output == 1
-    assert run.calls[1].mutated == ["an argument (replaced by an object that cannot be compared with it)"]
+    assert run.calls[1].mutated == ["argument 1 (replaced by something that is not plain data)"]

@@ -1,12 +1,15 @@
-"""Values as plain data, to cross from the process that runs a student's code to the checker.
+"""Values as plain data, between the checker and the child (the cases one way, the answers back).
 
-:class:`Encoder` (in the child) turns a value into a JSON tree of ``[tag, payload]`` nodes (None,
+:class:`Encoder` turns a value into a JSON tree of ``[tag, payload]`` nodes (None,
 bool, int, float, str, bytes, list, tuple, dict with its keys kept) and its numpy arrays, numpy
 scalars and torch tensors into ``.npy`` bytes written with ``allow_pickle=False``, tagged so that
 each comes back as itself (dtype and shape kept; a bfloat16 tensor travels as the int16 of its
-bits). Anything else raises :class:`Unsendable` with a message for the student: "returned a
-helper.Weird (a subclass of numpy.ndarray) as output['weights'], expected a plain numpy.ndarray".
-:func:`decode` (in the checker) reads such a tree back with ``json`` and ``np.load(allow_pickle=False)``
+bits). Two values that are not plain data are named and rebuilt on the other side: a
+``numpy.random.Generator`` (its bit generator's name and state) and an :class:`InputFile` (a path
+in the parent, its file copied into the child's inputs folder, where the child's ``decode`` gives
+the path of the copy). Anything else raises :class:`Unsendable` with a message for the student:
+"returned a helper.Weird (a subclass of numpy.ndarray) as output['weights'], expected a plain
+numpy.ndarray". :func:`decode` reads such a tree back with ``json`` and ``np.load(allow_pickle=False)``
 only, and raises ValueError on anything not of this form: nothing the child sends runs code here.
 
     encoder = Encoder()
@@ -17,11 +20,21 @@ only, and raises ValueError on anything not of this form: nothing the child send
 from __future__ import annotations
 
 import io
+import os
 import sys
 
 RESULT_LIMIT = 64 * 2**20   # bytes one check may send back
 DEPTH_LIMIT = 40            # nesting of lists, tuples and dicts in a returned value
 PLAIN = "plain data: numbers, strings, bytes, lists, tuples, dicts, numpy arrays or torch tensors"
+
+
+class InputFile(str):
+    """The path of a file a function reads (train_bpe's text). In the parent it is the path itself;
+    it is sent as ``["file", NAME]``, the file copied to ``INPUTS/NAME`` for the child (``Encoder.files``)."""
+
+
+# the bit generators a numpy.random.Generator may be rebuilt from
+GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
 
 
 class Unsendable(Exception):
@@ -42,6 +55,7 @@ class Encoder:
 
     def __init__(self):
         self.blobs: list[bytes] = []
+        self.files: list[tuple[str, str]] = []      # (NAME in the inputs folder, the parent's path)
         self.size = 0
 
     def _count(self, n: int, where: str) -> None:
@@ -65,6 +79,10 @@ class Encoder:
         if depth > DEPTH_LIMIT:
             raise Unsendable(f"returned a value nested more than {DEPTH_LIMIT} levels deep (at {where})")
         kind = type(value)
+        if kind is InputFile:
+            name = f"{len(self.files)}-{os.path.basename(value)}"
+            self.files.append((name, str(value)))
+            return ["file", name]
         if value is None:
             return ["none"]
         if kind is bool:
@@ -95,6 +113,11 @@ class Encoder:
                 return ["ndarray", self._blob(value, where)]
             if isinstance(value, np.generic) and kind.__module__ == "numpy":
                 return ["npscalar", self._blob(np.asarray(value), where)]
+            if kind is np.random.Generator:
+                bits = type(value.bit_generator).__name__
+                if bits not in GENERATORS:
+                    raise Unsendable(f"a numpy.random.Generator over {bits}{at}; seqlab sends {', '.join(GENERATORS)}")
+                return ["generator", bits, self.encode(value.bit_generator.state, where, depth + 1)]
             if isinstance(value, (np.ndarray, np.generic)):
                 base = "numpy.ndarray" if isinstance(value, np.ndarray) else "numpy scalar"
                 raise Unsendable(f"returned a {type_name(value)} (a subclass of {base}){at}, expected a plain "
@@ -125,9 +148,10 @@ class Encoder:
         return ["tensor", self._blob(array, where), name]
 
 
-def decode(node, blobs: list[bytes], depth: int = 0):
-    """The parent's side of :class:`_Encoder`: a JSON tree and .npy bytes -> the value. Anything
-    that is not of this form raises ValueError. No code of the child's runs here."""
+def decode(node, blobs: list[bytes], depth: int = 0, inputs: str | None = None):
+    """:class:`Encoder`'s tree and .npy bytes -> the value. Anything that is not of this form raises
+    ValueError; no code of the sender's runs here. ``inputs``: the folder holding the request's input
+    files (the child's side); without it a ``["file", NAME]`` node is refused."""
     import numpy as np
     if depth > DEPTH_LIMIT + 2 or not isinstance(node, list) or not node or not isinstance(node[0], str):
         raise ValueError("not a tagged value")
@@ -142,19 +166,30 @@ def decode(node, blobs: list[bytes], depth: int = 0):
     if tag == "bytes" and len(payload) == 1 and isinstance(payload[0], str):
         return bytes.fromhex(payload[0])
     if tag in ("list", "tuple") and len(payload) == 1 and isinstance(payload[0], list):
-        items = [decode(v, blobs, depth + 1) for v in payload[0]]
+        items = [decode(v, blobs, depth + 1, inputs) for v in payload[0]]
         return items if tag == "list" else tuple(items)
     if tag == "dict" and len(payload) == 1 and isinstance(payload[0], list):
         out = {}
         for pair in payload[0]:
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise ValueError("not a dict item")
-            key = decode(pair[0], blobs, depth + 1)
+            key = decode(pair[0], blobs, depth + 1, inputs)
             try:
-                out[key] = decode(pair[1], blobs, depth + 1)
+                out[key] = decode(pair[1], blobs, depth + 1, inputs)
             except TypeError:
                 raise ValueError("a dict key that cannot be a key") from None
         return out
+    if tag == "file" and inputs is not None and len(payload) == 1 and isinstance(payload[0], str) \
+            and payload[0] == os.path.basename(payload[0]) and payload[0] not in ("", ".", ".."):
+        return os.path.join(inputs, payload[0])
+    if tag == "generator" and len(payload) == 2 and payload[0] in GENERATORS:
+        state = decode(payload[1], blobs, depth + 1)
+        generator = np.random.Generator(getattr(np.random, payload[0])())
+        try:
+            generator.bit_generator.state = state
+        except (TypeError, ValueError, KeyError, OverflowError) as error:
+            raise ValueError(f"not the state of a {payload[0]} generator ({type(error).__name__})") from None
+        return generator
     if tag in ("ndarray", "npscalar", "tensor") and payload and type(payload[0]) is int and 0 <= payload[0] < len(blobs):
         array = np.load(io.BytesIO(blobs[payload[0]]), allow_pickle=False)
         if not isinstance(array, np.ndarray) or array.dtype.hasobject:
