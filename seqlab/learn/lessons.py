@@ -1,7 +1,7 @@
 """The course's lessons: one Markdown file per step of the path, in English and 中文.
 
-``seqlab/learn/lessons/en/STEP.md`` and ``seqlab/learn/lessons/zh/STEP.md`` hold the lesson of the
-step ``STEP`` (``seqlab.learn.path``). :func:`lesson` parses one into a :class:`Lesson`; the
+``STEP/lesson.en.md`` and ``STEP/lesson.zh.md`` in the course folder (``seqlab.learn.courses``) hold
+the lesson of the step ``STEP``. :func:`lesson` parses one into a :class:`Lesson`; the
 terminal, the JSON, the notebooks and the explorer render that structure (``seqlab.learn.views``,
 ``seqlab.learn.notebooks``), never the file.
 
@@ -22,7 +22,9 @@ import re
 import unicodedata
 from pathlib import Path
 
-LESSON_DIR = Path(__file__).resolve().parent / "lessons"
+from seqlab.learn.courses import BUILT_IN
+
+LESSON_DIR = BUILT_IN           # the course folder: STEP/lesson.LANG.md
 LANGS = ("en", "zh")
 REQUIRED = ("idea", "maths", "worked", "predict", "mistakes", "reading")
 QUESTION_KINDS = ("predict", "explain", "derive", "trace", "extend")
@@ -114,7 +116,7 @@ class Lesson:
 
 
 def lesson_path(step: str, lang: str = "en") -> Path:
-    return LESSON_DIR / lang / f"{step}.md"
+    return LESSON_DIR / step / f"lesson.{lang}.md"
 
 
 @functools.lru_cache(maxsize=256)

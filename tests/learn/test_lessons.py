@@ -17,8 +17,8 @@ def test_a_written_lesson_is_complete_in_both_languages(step):
 
 def _write(tmp_path, monkeypatch, en: str, zh: str, step: str = "trace_recurrence"):
     for lang, text in (("en", en), ("zh", zh)):
-        (tmp_path / lang).mkdir(exist_ok=True)
-        (tmp_path / lang / f"{step}.md").write_text(text, encoding="utf-8")
+        (tmp_path / step).mkdir(exist_ok=True)
+        (tmp_path / step / f"lesson.{lang}.md").write_text(text, encoding="utf-8")
     monkeypatch.setattr(lessons, "LESSON_DIR", tmp_path)
     lessons._parse_cached.cache_clear()
 
@@ -57,7 +57,7 @@ def test_a_malformed_block_names_the_file_and_line(tmp_path, monkeypatch):
     en, zh = _texts()
     _write(tmp_path, monkeypatch, en.replace(":::mistake tanh-forgotten Forgetting the tanh\n",
                                              ":::mistake tanh-forgotten\n"), zh)
-    with pytest.raises(lessons.LessonError, match=r"en/trace_recurrence.md, line \d+: the mistake 'tanh-forgotten' needs a title"):
+    with pytest.raises(lessons.LessonError, match=r"trace_recurrence/lesson.en.md, line \d+: the mistake 'tanh-forgotten' needs a title"):
         lessons.lesson("trace_recurrence", "en")
 
 

@@ -27,8 +27,7 @@ def _one_line(text: str) -> str:
 def lesson_dir(tmp_path, monkeypatch):
     """A lessons folder of our own: the written lessons plus those a test writes."""
     import shutil
-    for lang in lessons.LANGS:
-        shutil.copytree(lessons.LESSON_DIR / lang, tmp_path / lang)
+    shutil.copytree(lessons.LESSON_DIR, tmp_path, dirs_exist_ok=True)
     monkeypatch.setattr(lessons, "LESSON_DIR", tmp_path)
     lessons._parse_cached.cache_clear()
     yield tmp_path
@@ -141,7 +140,7 @@ def test_json_is_the_stable_structure_and_answers_only_with_show(capsys):
 
 def test_the_catalogued_mistakes_come_from_the_exercise_records(capsys, lesson_dir):
     for lang in lessons.LANGS:
-        (lesson_dir / lang / "scalar_recurrence.md").write_text(IMPLEMENT_LESSON, encoding="utf-8")
+        (lesson_dir / "scalar_recurrence" / f"lesson.{lang}.md").write_text(IMPLEMENT_LESSON, encoding="utf-8")
     records = exercise("scalar_recurrence").mistakes
     code, out = _cli(capsys, "show", "scalar_recurrence")
     flat = _one_line(out)
@@ -166,7 +165,7 @@ def test_the_catalogued_mistakes_come_from_the_exercise_records(capsys, lesson_d
 def test_a_step_whose_lesson_is_not_written_shows_its_read_line_and_task(capsys, lesson_dir):
     for lang in lessons.LANGS:
         for name in ("trace_clipping", "rnn_step", "stacked"):
-            (lesson_dir / lang / f"{name}.md").unlink(missing_ok=True)
+            (lesson_dir / name / f"lesson.{lang}.md").unlink(missing_ok=True)
     step = STEP_BY_ID["trace_clipping"]
     for lang, k in (("en", 0), ("zh", 1)):
         code, out = _cli(capsys, "show", "trace_clipping", "--lang", lang)
