@@ -36,8 +36,13 @@ def kind_of(i: int, students: int) -> str:
     return KINDS[i % len(KINDS)] if students <= len(KINDS) else MIX[i % len(MIX)]
 
 
-def _mistakes_module(exercise) -> str:
-    return "seqlab.learn.torch_mistakes" if exercise.kind == "torch" else "seqlab.learn.mistakes"
+def _mutant_import(exercise, mistake) -> str:
+    """A file that is the mistake's mutant: from its step folder's check.py, or the old mistakes modules."""
+    module = mistake.implementation.__module__
+    if module.startswith("seqlab.learn.course."):
+        return f"from {module} import {mistake.implementation.__name__} as {exercise.name}\n"
+    module = "seqlab.learn.torch_mistakes" if exercise.kind == "torch" else "seqlab.learn.mistakes"
+    return f"from {module} import {exercise.name}__{mistake.id} as {exercise.name}\n"
 
 
 def _mutant(exercise, i: int):
@@ -63,7 +68,7 @@ def source_of(kind: str, exercise, i: int, exercises) -> str | None:
         return f"def {exercise.name}(*args, **kwargs):\n    while True:\n        pass\n"
     if kind == "wrong":
         mistake = _mutant(exercise, i)
-        return f"from {_mistakes_module(exercise)} import {exercise.name}__{mistake.id} as {exercise.name}\n"
+        return _mutant_import(exercise, mistake)
     if kind == "crashing":
         if exercise.name == exercises[-1].name:
             return f"import os\n\n\ndef {exercise.name}(*args, **kwargs):\n    os._exit(7)\n"

@@ -1,7 +1,18 @@
-"""Every Implement exercise by name: the NumPy labs' (numpy_exercises) and the LM components'
-(torch_exercises, which import torch only when one of them is asked for)."""
+"""Every Implement exercise by name, each built from its step's folder (``seqlab.learn.courses``):
+the words from ``step.toml`` (the title, the contract's sentences and their checks, the mistakes'
+titles, fixes and paragraphs, the settings) and the code from ``check.py`` (``cases()``,
+``CHECKS``, ``MUTANTS``, ``RECOGNISERS`` and, where the exercise has them, ``compared``,
+``gradients``, ``invariants``, ``relations``, ``step_terms``, ``axes``).
+
+The exercises not yet in a folder come from the old tables (numpy_exercises, torch_exercises).
+"""
 
 from __future__ import annotations
+
+import functools
+import importlib
+
+from seqlab.learn.courses import CourseError, Folder, builtin
 
 NUMPY_NAMES = (
     "scalar_recurrence", "scalar_recurrence_backward", "rnn_step", "rnn_forward", "rnn_bptt",
@@ -12,10 +23,103 @@ NUMPY_NAMES = (
 TORCH_NAMES = ("softmax", "rms_norm", "rotate_pairs", "scaled_dot_product_attention", "cross_entropy",
                "lr_cosine_schedule", "adamw_step", "get_batch", "causal_multihead_self_attention", "swiglu",
                "transformer_block", "transformer_lm")
+# the optional code of an exercise, by the name check.py gives it
+_CODE = ("compared", "gradients", "invariants", "relations", "step_terms", "axes")
+
+
+def _pair(value) -> tuple[str, str]:
+    if isinstance(value, dict):
+        return value.get("en", ""), value.get("zh", "")
+    return str(value or ""), ""
+
+
+def _reference(folder: Folder, module):
+    dotted = folder.record.get("reference")
+    if dotted:
+        owner, name = dotted.rsplit(".", 1)
+        return lambda: getattr(importlib.import_module(owner), name)
+    if not callable(getattr(module, "reference", None)):
+        raise CourseError(f"{folder.path / 'step.toml'}: name the reference (reference = \"package.module.function\") "
+                          "or define reference() in check.py")
+    return lambda: module.reference
+
+
+def _mistakes(folder: Folder, module) -> tuple:
+    from seqlab.learn.exercise import Mistake, shared_mistake
+    mutants, recognisers = getattr(module, "MUTANTS", {}), getattr(module, "RECOGNISERS", {})
+    listed = folder.record.get("mistakes", {})
+    unknown = sorted((set(mutants) | set(recognisers)) - set(listed))
+    if unknown:
+        raise CourseError(f"{folder.path / 'check.py'}: the mistakes {', '.join(unknown)} have no words in step.toml "
+                          "([mistakes.ID] with a title, a fix and why)")
+    found = []
+    for key, words in listed.items():
+        implementation, recognise = mutants.get(key), recognisers.get(key)
+        if implementation is None and recognise is None:
+            raise CourseError(f"{folder.path / 'step.toml'}: the mistake {key!r} has neither a mutant (MUTANTS) nor "
+                              "a recogniser (RECOGNISERS) in check.py: nothing could name it")
+        shared = words.get("shared")
+        if shared:                        # words.toml's: shared = true (the same key) or the key, with {names} here
+            values = {k: v for k, v in words.items() if k != "shared" and isinstance(v, str)}
+            found.append(shared_mistake(key if shared is True else shared, recognise, implementation, key, **values))
+            continue
+        (title, title_zh), (fix, fix_zh) = _pair(words.get("title")), _pair(words.get("fix"))
+        found.append(Mistake(key, title, fix, implementation, recognise, title_zh, fix_zh, _pair(words.get("why")),
+                             words.get("convention"), bool(words.get("accepted", False))))
+    return tuple(found)
+
+
+def _contract(folder: Folder, module) -> tuple[str, tuple]:
+    """(the docstring, the Spec of each sentence that names a check)."""
+    from seqlab.learn.exercise import GENERIC_CHECKS, Check, Spec
+    checks = getattr(module, "CHECKS", {})
+    lines, specs = [], []
+    for entry in folder.record.get("contract", []):
+        text = _pair(entry.get("text"))[0]
+        lines.append(text)
+        for check in entry.get("checks", []):
+            code = checks.get(check, Check())
+            if check not in GENERIC_CHECKS and check not in checks:
+                raise CourseError(f"{folder.path / 'check.py'}: the sentence {text!r} names the check {check!r}, which "
+                                  "CHECKS does not define (its cases, its verify or both)")
+            specs.append(Spec(check, text, code.cases, code.verify))
+    return "\n    ".join(lines), tuple(specs)
+
+
+def from_folder(folder: Folder):
+    """The :class:`~seqlab.learn.exercise.Exercise` of an Implement step's folder."""
+    from seqlab.learn import compare
+    from seqlab.learn.exercise import Exercise
+    r, module = folder.record, folder.module()
+    if module is None or not callable(getattr(module, "cases", None)):
+        raise CourseError(f"{folder.path}: an Implement step needs check.py with cases()")
+    doc, spec = _contract(folder, module)
+    title, title_zh = _pair(r["title"])
+    library = r.get("library", "numpy")
+    code = {name: getattr(module, name) for name in _CODE if hasattr(module, name)}
+    options = {"rtol": r.get("rtol", compare.RTOL), "atol": r.get("atol", compare.ATOL),
+               "imports": r.get("imports") or ("import math\n\nimport torch" if library == "torch" else "import numpy as np"),
+               "time_limit": float(r.get("time_limit", 30.0 if library == "torch" else 10.0)),
+               "stub_test": r.get("stub_test", ""), "kind": library, "may_change": tuple(r.get("may_change", ())),
+               "rules": {"forbid": list(r["forbid"])} if r.get("forbid") else None,
+               "widget": r.get("widget", ""), "packages": tuple(r.get("packages", ())),
+               "helpers": dict(r.get("helpers", {}))}
+    return Exercise(folder.id, title, title_zh, r["signature"], doc, _reference(folder, module), module.cases,
+                    _mistakes(folder, module), returns=r.get("returns", ""), spec=spec, **code, **options)
+
+
+@functools.cache
+def _folder_exercises() -> dict:
+    course = builtin()
+    return {name: from_folder(f) for name, f in course.folders.items()
+            if f.kind == "implement" and "contract" in f.record}
 
 
 def exercise(name: str):
     """The exercise called ``name``, or None."""
+    made = _folder_exercises()
+    if name in made:
+        return made[name]
     if name in NUMPY_NAMES:
         from seqlab.learn.numpy_exercises import EXERCISES
     elif name in TORCH_NAMES:
@@ -25,7 +129,16 @@ def exercise(name: str):
     return next((e for e in EXERCISES if e.name == name), None)
 
 
+def mutant(name: str, mistake_id: str):
+    """The mutant of the catalogued mistake ``mistake_id`` of the exercise ``name`` (lessons and
+    figures show what a mistake computes with it)."""
+    found = next((m.implementation for m in exercise(name).mistakes if m.id == mistake_id), None)
+    if found is None:
+        raise KeyError(f"the exercise {name!r} has no mistake {mistake_id!r} with a mutant")
+    return found
+
+
 def all_exercises() -> list:
-    from seqlab.learn.numpy_exercises import EXERCISES as numpy_exercises
-    from seqlab.learn.torch_exercises import EXERCISES as torch_exercises
-    return [*numpy_exercises, *torch_exercises]
+    """Every exercise, in the order of the path."""
+    from seqlab.learn.path import STEPS
+    return [exercise(s.id) for s in STEPS if s.kind == "implement"]

@@ -41,6 +41,14 @@ def numbered_cases(make: Callable[..., tuple[tuple, dict]], settings, gradcheck:
             for k, setting in enumerate(settings)]
 
 
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """The code of a contract sentence's named check (a step's ``check.py``, ``CHECKS``): the cases
+    that exercise the sentence (None: the exercise's own) and ``verify`` (see :class:`Spec`)."""
+    cases: Callable[[], list[Case]] | None = None
+    verify: Callable[[Case, Any, Any, dict], str | None] | None = None
+
+
 # The checks every exercise has, by name. A Spec with one of these ids documents the sentence that
 # check enforces (it has no cases or verify of its own).
 GENERIC_CHECKS = ("runs", "inputs unchanged", "shapes and types", "values (worked example)",
@@ -146,51 +154,21 @@ def same_dtypes(part: Callable[[Any], Any] | None = None) -> Callable:
     return verify
 
 
+def shared_mistake(key: str, recognise: Callable | None = None, implementation: Callable | None = None,
+                   mistake_id: str | None = None, **values) -> Mistake:
+    """A mistake whose words several exercises share (``words.toml``, ``mistakes.KEY``, its {names}
+    filled from ``values``), under the id ``mistake_id`` (default: the key)."""
+    from seqlab.learn.words import pair
+    title, fix, why = (pair(f"mistakes.{key}.{field}", **values) for field in ("title", "fix", "why"))
+    return Mistake(mistake_id or key, title[0], fix[0], implementation, recognise, title[1], fix[1], why)
+
+
 # Mistakes any exercise can show, after its own: recognised from the check that failed.
 GENERIC_MISTAKES = (
-    Mistake("inputs_changed_in_place", "an input changed in place",
-            "the function assigned into an array it was given (x += ..., x[i] = ..., an in-place "
-            "NumPy or torch operation); work on a copy or build new arrays",
-            recognise=diagnosis.failed_check("inputs unchanged", alone=False),
-            title_zh="在原地修改了输入",
-            explanation_zh="函数对传入的数组赋值（x += ...、x[i] = ... 或原地运算）；请在副本上计算，或新建数组",
-            why=("The caller still holds the arrays it passed in: the training loop reuses the same inputs for "
-                 "the forward pass, the backward pass and the next step. A function that writes into them "
-                 "silently changes what everyone else computes, and the error shows up far from its cause.",
-                 "调用者仍然持有它传入的数组：训练循环在前向传播、反向传播和下一步中都会复用同样的输入。"
-                 "写入这些数组的函数会悄悄改变别处的计算结果，错误出现的地方离原因很远。")),
-    Mistake("shape_mismatch", "arrays whose shapes do not fit",
-            "the code combined arrays whose shapes do not fit (a matrix used with its axes swapped, a size "
-            "taken from the wrong array); write each array's shape beside the line and check each product",
-            recognise=diagnosis.raised(r"ValueError.*(shape|align|broadcast|mismatch)"),
-            title_zh="数组形状不匹配",
-            explanation_zh="代码把形状不匹配的数组放在一起运算（矩阵的两个轴用反了，或从错误的数组取了大小）；"
-                           "在每行旁边写下数组的形状，逐个检查乘积",
-            why=("A version that mixes up two sizes works as long as the sizes happen to be equal, as in a "
-                 "square example, and breaks on the first real input. Writing the shape of every array beside "
-                 "the line that makes it is the quickest way to see which axis is which.",
-                 "把两个大小弄混的代码，只要这两个大小恰好相等（例如方阵的例子）就能运行，遇到第一个真实输入就出错。"
-                 "在产生每个数组的那一行旁边写下它的形状，是看清每个轴含义的最快办法。")),
-    Mistake("output_form", "the output has another form than the contract's",
-            "return exactly what the docstring's Returns sentence says: the same container (tuple, dict, list), "
-            "the same keys or number of items, the same shapes",
-            recognise=diagnosis.failed_check("shapes and types", alone=False),
-            title_zh="输出的形式与约定不符",
-            explanation_zh="严格按照文档字符串中“Returns”一句返回：相同的容器（元组、字典、列表）、相同的键或元素个数、相同的形状",
-            why=("The caller unpacks the result by position or by key and uses each array with the shape it "
-                 "expects: a missing item or a transposed array breaks the next line of someone else's code.",
-                 "调用者按位置或按键解包结果，并按预期的形状使用每个数组：少一个元素或数组被转置，都会让别人代码的"
-                 "下一行出错。")),
-    Mistake("rule_broken", "a rule of the exercise broken",
-            "the exercise forbids what the code used (see the rules check); write it with the allowed operations",
-            recognise=diagnosis.failed_check("rules", alone=False),
-            title_zh="违反了练习的规则",
-            explanation_zh="代码用了练习禁止的东西（见 rules 检查）；只用允许的运算来写",
-            why=("The point of the exercise is to write the computation yourself: a library call that does it "
-                 "for you passes the values but teaches nothing, and a loop over heads or positions hides the "
-                 "cost that the vectorised form makes visible.",
-                 "这个练习的目的是亲手写出计算过程：调用现成的库函数虽然数值正确，却学不到东西；"
-                 "对注意力头或位置的循环则掩盖了向量化写法所揭示的计算代价。")),
+    shared_mistake("inputs_changed_in_place", diagnosis.failed_check("inputs unchanged", alone=False)),
+    shared_mistake("shape_mismatch", diagnosis.raised(r"ValueError.*(shape|align|broadcast|mismatch)")),
+    shared_mistake("output_form", diagnosis.failed_check("shapes and types", alone=False)),
+    shared_mistake("rule_broken", diagnosis.failed_check("rules", alone=False)),
 )
 
 

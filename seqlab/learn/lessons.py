@@ -378,9 +378,10 @@ class _Lazy:
 def _namespace() -> dict:
     import numpy as np
 
+    from seqlab.learn.catalog import mutant
     from seqlab.learn.questions import QUESTION_BY_ID
     from seqlab.learn.references import reference
-    return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": reference,
+    return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": reference, "mistake": mutant,
             "answer": lambda qid: QUESTION_BY_ID[qid].answer()}
 
 

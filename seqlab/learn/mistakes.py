@@ -77,12 +77,8 @@ def _rec():
 
 
 # --- the RNN ------------------------------------------------------------------------------------------------
-def rnn_step__no_tanh(params, x, h_prev):
-    return params["Wh"] @ h_prev + params["Wx"] @ x + params["b"]
 
 
-def rnn_step__transposed_recurrent_weight(params, x, h_prev):
-    return np.tanh(params["Wh"].T @ h_prev + params["Wx"] @ x + params["b"])
 
 
 def rnn_forward__state_not_carried(params, xs, h0=None):
@@ -92,8 +88,6 @@ def rnn_forward__state_not_carried(params, xs, h0=None):
     return {"hs": hs, "ys": hs @ params["Wy"].T + params["by"]}
 
 
-def rnn_step__input_weight_transposed(params, x, h_prev):
-    return np.tanh(params["Wh"] @ h_prev + params["Wx"].T @ x + params["b"])
 
 
 def rnn_forward__recurrent_weight_transposed(params, xs, h0=None):

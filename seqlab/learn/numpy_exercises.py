@@ -23,8 +23,14 @@ from seqlab.learn.exercise import (
     numbered_cases,
     same_dtypes,
     same_values,
+    shared_mistake,
 )
 from seqlab.learn.child.plain_data import InputFile
+from seqlab.learn.kit import float32 as _float32
+from seqlab.learn.kit import not_float64, square_only, states_none
+from seqlab.learn.kit import rng as _rng
+from seqlab.learn.kit import rnn_params as _rnn_params
+from seqlab.learn.kit import seeded_cases as _seeded_cases
 from seqlab.learn.references import helper, reference
 
 
@@ -41,17 +47,24 @@ def _m(target, title, explanation, title_zh, explanation_zh, why, why_zh, recogn
                    (why, why_zh), convention, accepted)
 
 
-def _rng(seed):
-    return np.random.default_rng(seed)
 
 
-def _seeded_cases(make, settings, gradcheck=False):
-    """numbered_cases whose settings start with a seed: make(k, rng, *rest) gets default_rng(seed)."""
-    return numbered_cases(lambda k, seed, *rest: make(k, _rng(seed), *rest), settings, gradcheck)
 
 
 def _same(out):
     return out
+
+
+def _not_float64(check="float64"):
+    return shared_mistake("not_float64", not_float64(check))
+
+
+def _square_only(check="non-square"):
+    return shared_mistake("square_only", square_only(check))
+
+
+def _states_none(check="h0 None", mistake_id="h0_none_not_handled"):
+    return shared_mistake(mistake_id, states_none(check))
 
 
 def copy_arrays(value):
@@ -60,9 +73,6 @@ def copy_arrays(value):
     return np.array(value, dtype=np.float64)
 
 
-def _float32(args: tuple, *positions) -> tuple:
-    """``args`` with the arrays at ``positions`` as float32 (exactly representable values kept)."""
-    return tuple(np.asarray(a, dtype=np.float32) if i in positions else a for i, a in enumerate(args))
 
 
 def _one_more_row(part, text: str):
@@ -90,76 +100,14 @@ def _one_more_row(part, text: str):
 
 
 # Mistakes several exercises share, said once ----------------------------------------------------------------------
-def _not_float64(check="float64"):
-    return _m("not_float64", "an output that is not float64",
-              "an array was made with the input's dtype (np.empty_like(xs), np.zeros(n, dtype=x.dtype)) or "
-              "cast down; make outputs with dtype=np.float64 (np.zeros(shape) is float64)",
-              "输出不是 float64",
-              "用输入的 dtype 创建了数组（np.empty_like(xs)、np.zeros(n, dtype=x.dtype)）或转换成了更低精度；"
-              "输出请用 dtype=np.float64 创建（np.zeros(shape) 默认就是 float64）",
-              "Inputs arrive as integers (token ids, one-hot vectors) or as float32 (a GPU's default), and an "
-              "array made 'like the input' silently takes that dtype: integers truncate every value to 0 or "
-              "±1, float32 loses the digits that a gradient check needs. The labs compute in float64 whatever "
-              "comes in.",
-              "输入可能是整数（词元 id、one-hot 向量）或 float32（GPU 的默认类型），而“仿照输入”创建的数组会悄悄"
-              "继承这个 dtype：整数会把每个值截断成 0 或 ±1，float32 会丢掉梯度检验所需的有效数字。实验中的计算"
-              "无论输入是什么都用 float64。",
-              recognise=D.failed_check(check))
 
 
-def _same_containers(expected, actual) -> bool:
-    """The same dicts (keys), tuples and lists (lengths) down to the leaves, whatever the leaves' shapes."""
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and set(expected) <= set(actual) and \
-            all(_same_containers(expected[k], actual[k]) for k in expected)
-    if isinstance(expected, (tuple, list)) and not all(isinstance(v, (int, float)) for v in expected):
-        return isinstance(actual, (tuple, list)) and len(actual) == len(expected) and \
-            all(_same_containers(e, a) for e, a in zip(expected, actual))
-    return not isinstance(actual, (dict, tuple, list)) or isinstance(expected, (tuple, list))
 
 
-def _right_on_the_square_example(check):
-    """Fits when the check ``check`` failed while the worked example, whose sizes are all equal, is right
-    (and the code returns the reference's containers everywhere: only sizes go wrong)."""
-    def recognise(ev):
-        message = ev.failed.get(check)
-        worked = [i for i in ev.own() if ev.cases[i].label == "the worked example"]
-        if not message or not worked or ev.outputs[worked[0]] is None:
-            return None
-        if not all(_same_containers(ev.expected[i], ev.exercise.compared(ev.raw[i])) for i in range(len(ev.cases))
-                   if ev.raw[i] is not None and not ev.cases[i].spec):
-            return None
-        return f"right on the worked example, where the sizes are equal; {message}" \
-            if ev.close(ev.expected[worked[0]], ev.outputs[worked[0]]) else None
-    return recognise
 
 
-def _square_only(check="non-square"):
-    return _m("square_only", "right only when the sizes are equal",
-              "the code takes one size for another (D for H, a row count for a column count) or a matrix with "
-              "its axes swapped; it runs only while they happen to be equal: check each array's shape",
-              "只有尺寸相等时才正确",
-              "代码把一个尺寸当成了另一个（把 D 当成 H、把行数当成列数），或把矩阵的两个轴用反了；只有它们恰好相等时"
-              "才能运行：逐个检查数组的形状",
-              "Small examples are often square, so a matrix used with its axes swapped, or the input size taken "
-              "for the hidden size, goes unnoticed until the first real model, where D, H and O all differ. "
-              "Testing with sizes that are all different is the cheapest way to catch it.",
-              "小例子常常是方阵，因此把矩阵的轴用反、把输入维度当成隐藏维度这类错误不会被发现，直到第一个真实模型"
-              "（D、H、O 各不相同）才暴露。用互不相等的尺寸测试是发现它的最便宜的办法。",
-              recognise=_right_on_the_square_example(check))
 
 
-def _states_none(check="h0 None", mistake_id="h0_none_not_handled", names="h0"):
-    return _m(mistake_id, f"{names}=None is not handled" if names == "h0" else "h0=None or c0=None is not handled",
-              f"{names} may be None: start from zeros (np.zeros(H)) then",
-              f"没有处理 {names}=None" if names == "h0" else "没有处理 h0=None 或 c0=None",
-              f"{names} 可能是 None：此时从全零的隐藏状态（np.zeros(H)）开始",
-              "None is the usual way to say 'no previous state': the first chunk of a text and a fresh sequence "
-              "start from zeros. The function turns None into that zero state itself, so that no caller has to, "
-              "and a backward pass starts from the same zeros as the forward pass it differentiates.",
-              "None 是表示“没有之前的隐藏状态”的常用方式：文本的第一段、一条新序列都从零开始。函数需要自己把 None "
-              "变成全零的隐藏状态，调用者就不必各自处理；反向传播也要从它所求导的前向传播的同一个全零状态开始。",
-              recognise=D.failed_check(check, raises=True))
 
 
 
@@ -348,85 +296,6 @@ SCALAR_RECURRENCE_BACKWARD = Exercise(
 
 
 # --- the RNN ------------------------------------------------------------------------------------------------
-def _rnn_params(rng, D=3, H=4, O=2):
-    return helper("seqlab.labs.rnn", "init_rnn_params")(D, H, O, rng, scale=1.2)
-
-
-def _rnn_step_cases():
-    return _seeded_cases(lambda k, rng, D, H: ((_rnn_params(rng, D, H), rng.normal(size=D), rng.normal(size=H)), {}),
-                         ((0, 4, 4), (5, 3, 4), (6, 5, 2)))
-
-
-def _rnn_step_non_square():
-    return _seeded_cases(lambda k, rng, D, H: ((_rnn_params(rng, D, H, 3), rng.normal(size=D), rng.normal(size=H)), {}),
-                         ((11, 2, 5), (12, 6, 3)))
-
-
-def _rnn_step_other_entries():
-    rng = _rng(13)
-    p = _rnn_params(rng, 3, 3, 3)
-    return [Case("params with Wy and by, listed first", ({k: p[k] for k in ("by", "Wy", "b", "Wh", "Wx")},
-                                                         rng.normal(size=3), rng.normal(size=3)))]
-
-
-def _rnn_step_integer_input():
-    rng = _rng(14)
-    return [Case("a one-hot x of integers", (_rnn_params(rng, 4, 3), np.array([0, 0, 1, 0]), rng.normal(size=3)))]
-
-
-RNN_STEP = Exercise(
-    "rnn_step", "One RNN step", "RNN 的一步", "rnn_step(params, x, h_prev)",
-    """One step of the vanilla RNN: h = tanh(Wh h_prev + Wx x + b).
-
-    params: {"Wx": (H, D), "Wh": (H, H), "b": (H,)} in the column-vector convention (Wx @ x).
-    params may hold other entries (Wy, by) and list them in any order.
-    x: (D,), h_prev: (H,). Returns h: (H,).
-    D and H may differ.
-    h is a float64 array, also when x is given as integers (a one-hot vector).
-    x, h_prev and params are left unchanged.""",
-    _ref("rnn_step"), _rnn_step_cases,
-    (_m(M.rnn_step__no_tanh, "the tanh is missing", "apply np.tanh to the pre-activation",
-        "缺少 tanh", "对预激活值取 np.tanh",
-        "The new hidden state is a squashed mix of the old state and the input. Without the tanh the RNN "
-        "is a linear map repeated T times, which cannot represent more than a linear filter of its input.",
-        "新的隐藏状态是旧隐藏状态与输入混合后再压缩的结果。没有 tanh，RNN 就是把一个线性映射重复 T 次，"
-        "只能表示输入的线性滤波。"),
-     _m(M.rnn_step__transposed_recurrent_weight, "Wh is transposed",
-        "the lecture's convention is Wh @ h_prev (rows of Wh produce the new state), not Wh.T @ h_prev",
-        "Wh 被转置了", "课程的约定是 Wh @ h_prev（Wh 的每一行产生新隐藏状态的一个分量），不是 Wh.T @ h_prev",
-        "Wh is square, so the transposed product runs and gives a state of the right shape: only the "
-        "values betray it. In the column-vector convention row i of Wh holds the weights INTO unit i; "
-        "Wh.T reads them as the weights out of it.",
-        "Wh 是方阵，所以转置后的乘法照样能运行，形状也对：只有数值会暴露问题。在列向量约定下，Wh 的第 i 行是"
-        "流入第 i 个单元的权重；Wh.T 把它们当成了从该单元流出的权重。"),
-     _m(M.rnn_step__input_weight_transposed, "Wx is transposed",
-        "Wx is (H, D) and multiplies x from the left: Wx @ x, not Wx.T @ x (which only runs when D == H)",
-        "Wx 被转置了", "Wx 的形状是 (H, D)，从左边乘 x：Wx @ x，而不是 Wx.T @ x（后者只在 D == H 时能运行）",
-        "With D == H the transposed product runs and returns a state of the right shape, so a square "
-        "example cannot catch it; any other input size raises a shape error.",
-        "当 D == H 时转置的乘法能运行，形状也对，所以方阵的例子发现不了；换成其他输入维度就会报形状错误。"),
-     _square_only(),
-     _m("other_entries", "params read by position",
-        "params is a dict: read params[\"Wx\"], params[\"Wh\"], params[\"b\"] by name; it may hold more "
-        "entries, in any order",
-        "按位置读取了 params", "params 是字典：按名字读取 params[\"Wx\"]、params[\"Wh\"]、params[\"b\"]；它可能含有更多条目，顺序任意",
-        "A model's parameters travel together in one dict (the RNN's output layer Wy, by sits beside the "
-        "recurrent weights). Unpacking params.values() depends on how many entries there are and in what "
-        "order they were added.",
-        "模型的参数放在同一个字典里一起传递（RNN 的输出层 Wy、by 就和循环权重放在一起）。用 params.values() "
-        "解包取决于字典里有几个条目、以什么顺序加入。",
-        recognise=D.failed_check("other entries", raises=True)),
-     _not_float64()),
-    returns="an ndarray of shape (H,)",
-    spec=(Spec("values (random inputs)", "One step of the vanilla RNN: h = tanh(Wh h_prev + Wx x + b)."),
-          Spec("shapes and types", "x: (D,), h_prev: (H,). Returns h: (H,)."),
-          Spec("other entries", "params may hold other entries (Wy, by) and list them in any order.",
-               _rnn_step_other_entries),
-          Spec("non-square", "D and H may differ.", _rnn_step_non_square),
-          Spec("float64", "h is a float64 array, also when x is given as integers (a one-hot vector).",
-               _rnn_step_integer_input, same_dtypes()),
-          Spec("inputs unchanged", "x, h_prev and params are left unchanged.")),
-    axes={"": ("hidden unit",)})
 
 
 def _rnn_seq_cases(backward=False, settings=((0, 3, 3, 3, 3), (7, 5, 3, 4, 2), (8, 4, 2, 3, 5)), h0=True,
@@ -1151,7 +1020,7 @@ LSTM_BPTT = Exercise(
         "gradient comes in at c_t and has to join the two paths from the future.",
         "当别的东西读取细胞状态时（堆叠的层、作用于它的损失、下一段），它的梯度在 c_t 进入，必须和来自未来的两条路径汇合。",
         recognise=D.failed_check("dcs")),
-     _states_none("h0 and c0 None", "states_none_not_handled", "h0 and c0"),
+     _states_none("h0 and c0 None", "states_none_not_handled"),
      _not_float64()),
     returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")),
     step_terms=_gate_terms("seqlab.labs.lstm", "lstm_forward", "lstm_cell_backward", ("h0", "c0")),
@@ -2180,7 +2049,7 @@ TRAIN_BPE = Exercise(
 
 
 EXERCISES: tuple[Exercise, ...] = (
-    SCALAR_RECURRENCE, SCALAR_RECURRENCE_BACKWARD, RNN_STEP, RNN_FORWARD, RNN_BPTT, SOFTMAX_CROSS_ENTROPY,
+    SCALAR_RECURRENCE, SCALAR_RECURRENCE_BACKWARD, RNN_FORWARD, RNN_BPTT, SOFTMAX_CROSS_ENTROPY,
     TRUNCATED_BPTT, CLIP_GLOBAL_NORM, LSTM_CELL_FORWARD, LSTM_BPTT, GRU_CELL_FORWARD, GRU_BPTT, CAUSAL_MASK,
     ATTENTION, ATTENTION_BACKWARD, MULTIHEAD_ATTENTION, CHOOSE_MERGE, TRAIN_BPE,
 )

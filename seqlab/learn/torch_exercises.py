@@ -14,7 +14,7 @@ import textwrap
 
 from seqlab.learn import compare
 from seqlab.learn import diagnosis as D
-from seqlab.learn.exercise import Case, Exercise, Mistake, Spec, numbered_cases, same_dtypes, same_values
+from seqlab.learn.exercise import Case, Exercise, Mistake, Spec, numbered_cases, same_dtypes, same_values, shared_mistake
 from seqlab.learn.references import reference
 
 _IMPORTS = "import math\n\nimport torch"
@@ -172,31 +172,11 @@ def _sentence(exercise: str, spec_id: str, title, explanation, zh, why, recognis
 
 
 def _dtype_mistake(exercise: str, what: str = "the input's") -> Mistake:
-    return _sentence(
-        exercise, "dtype", f"the output's dtype is not {what}",
-        f"return {what} dtype: computing in float64 is fine, then cast back with .to(...); a float32 model that "
-        "gets float64 tensors back runs at a fraction of the speed with twice the memory, silently",
-        ("输出的数据类型与输入不同",
-         "返回与输入相同的数据类型：可以用 float64 计算，最后用 .to(...) 转回；float32 模型拿到 float64 张量会悄悄地变慢、占用两倍内存"),
-        ("A layer's output feeds the next layer: if a float32 model gets a float64 tensor back, every later "
-         "operation is promoted to float64, with twice the memory and a fraction of the GPU's speed, and no error "
-         "says so. Keep the caller's dtype.",
-         "一层的输出是下一层的输入：float32 模型如果拿回 float64 张量，之后的每个运算都会被提升到 float64，"
-         "内存翻倍、GPU 速度大减，却没有任何报错。请保持调用者的数据类型。"))
+    return shared_mistake("dtype", D.failed_check("dtype", raises=True), mistake_id="dtype", what=what)
 
 
 def _leading_dims_mistake(exercise: str) -> Mistake:
-    return _sentence(
-        exercise, "leading dims", "right only for one number of leading dimensions",
-        "index from the end (x[..., k], x.shape[-1], transpose(-2, -1), reshape(*x.shape[:-1], ...)) so that any "
-        "number of leading (batch) dimensions works",
-        ("只对某一种前导维数正确",
-         "从末尾索引（x[..., k]、x.shape[-1]、transpose(-2, -1)、reshape(*x.shape[:-1], ...)），让任意个前导（批）维都能工作"),
-        ("A model calls the same function on (batch, seq, d), on (batch, heads, seq, d) and, when generating, on "
-         "(seq, d): code written for one of these shapes breaks, or silently computes over the wrong axis, on the "
-         "others. Counting axes from the end makes the leading ones not matter.",
-         "模型会用 (batch, seq, d)、(batch, heads, seq, d)，生成时还会用 (seq, d) 调用同一个函数："
-         "只为其中一种形状写的代码在其他形状上会出错，或悄悄地在错误的轴上计算。从末尾数轴，前导维就无关紧要了。"))
+    return shared_mistake("leading_dims", D.failed_check("leading dims", raises=True), mistake_id="leading_dims")
 
 
 # --- softmax ---------------------------------------------------------------------------------------------------

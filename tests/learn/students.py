@@ -24,7 +24,17 @@ def write_student(folder, name, source):
     return path
 
 
-def check_batch(root, exercises, mistakes_module: str, sources: dict[str, dict[str, str]]) -> dict:
+def mutant_import(ex, m) -> str:
+    """A student file that is the catalogued mistake ``m``'s mutant: from its step folder's check.py, or
+    from the old mistakes modules."""
+    module = m.implementation.__module__
+    if module.startswith("seqlab.learn.course."):
+        return f"from {module} import {m.implementation.__name__} as {ex.name}\n"
+    module = "seqlab.learn.torch_mistakes" if ex.kind == "torch" else "seqlab.learn.mistakes"
+    return f"from {module} import {ex.name}__{m.id} as {ex.name}\n"
+
+
+def check_batch(root, exercises, sources: dict[str, dict[str, str]]) -> dict:
     items, keys = [], []
 
     def add(key, ex, path):
@@ -38,8 +48,7 @@ def check_batch(root, exercises, mistakes_module: str, sources: dict[str, dict[s
         add(("reference", ex.name), ex,
             write_student(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n"))
         for m in (m for m in ex.mistakes if m.implementation is not None):
-            add(("mutant", ex.name, m.id), ex, write_student(
-                root / f"mutant-{m.id}", ex.name, f"from {mistakes_module} import {ex.name}__{m.id} as {ex.name}\n"))
+            add(("mutant", ex.name, m.id), ex, write_student(root / f"mutant-{m.id}", ex.name, mutant_import(ex, m)))
         for kind, by_name in sources.items():
             if ex.name in by_name:
                 add((kind, ex.name), ex, write_student(root / kind, ex.name, by_name[ex.name]))

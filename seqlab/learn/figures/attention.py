@@ -2,7 +2,7 @@
 masks, the softmax Jacobian, self- against cross-attention, the split into heads and the n² cost.
 
 Every number drawn comes from ``seqlab.labs.attention`` (or the catalogued mistakes of
-``seqlab.learn.mistakes`` where a figure shows what a mistake computes), so a figure cannot drift
+the catalogued mistakes' mutants where a figure shows what a mistake computes), so a figure cannot drift
 from the lessons' worked examples.
 """
 
@@ -100,7 +100,7 @@ def mask_before_softmax(lang: str) -> str:
     """Two queries, two keys, three maps: no mask; key 2 masked before the softmax; masked after it (wrong)."""
     import numpy as np
 
-    from seqlab.learn import mistakes
+    from seqlab.learn.catalog import mutant
     att = _lab()
     Q, K, V = np.eye(2), np.eye(2), np.array([2.0, 10.0])
     pad = np.array([True, False])
@@ -108,7 +108,7 @@ def mask_before_softmax(lang: str) -> str:
               (_t(lang, "key 2 masked: −∞, then softmax", "键 2 被掩码：先设 −∞，再 softmax"),
                att.attention(Q, K, V, pad), pad),
               (_t(lang, "softmax, then zeroed (wrong)", "先 softmax，再置零（错误）"),
-               mistakes.attention__mask_after_softmax(Q, K, V, pad), pad)]
+               mutant("attention", "mask_after_softmax")(Q, K, V, pad), pad)]
     d = Drawing(700, 215)
     for p, (title, out, mask) in enumerate(panels):
         x = 45 + p * 222
@@ -165,10 +165,10 @@ def scale_draw():
 
 def softmax_saturation(lang: str) -> str:
     """The same four keys scored with and without the 1/√d_k (d_k = 64): a saturated and a spread softmax."""
-    from seqlab.learn import mistakes
+    from seqlab.learn.catalog import mutant
     q, keys, values = scale_draw()
     panels = [(_t(lang, "without 1/√64: scores q·k", "不除以 √64：得分 q·k"),
-               mistakes.attention__missing_scale(q, keys, values), WARN, WRONG_FILL),
+               mutant("attention", "missing_scale")(q, keys, values), WARN, WRONG_FILL),
               (_t(lang, "with 1/√64: scores q·k/8", "除以 √64：得分 q·k/8"), _lab().attention(q, keys, values), ACCENT, SOFT)]
     d = Drawing(700, 250)
     base, tall = 190, 130

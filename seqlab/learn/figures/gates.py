@@ -127,10 +127,10 @@ def clip_many_arrays(lang: str) -> str:
     import numpy as np
 
     from seqlab.labs.clipping import clip_global_norm, global_norm
-    from seqlab.learn.mistakes import clip_global_norm__each_array_its_own_norm
+    from seqlab.learn.catalog import mutant
     grads, threshold = _two_arrays(), 2.0
     clipped, norm = clip_global_norm(grads, threshold)
-    own, _ = clip_global_norm__each_array_its_own_norm(grads, threshold)
+    own, _ = mutant("clip_global_norm", "each_array_its_own_norm")(grads, threshold)
     d = Drawing(700, 300)
     d.text(60, 22, "g₁  (2, 2)", size=12, color=MUTED)
     _cells(d, 20, 36, grads[0])

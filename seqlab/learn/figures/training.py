@@ -2,7 +2,7 @@
 bias correction and decay, random batch windows, the training loop, the encoder-decoder with and
 without attention, teacher forcing, and how many steps separate an output from a source position.
 
-The numbers drawn come from seqlab's own code (the exercises' references, ``seqlab.learn.torch_mistakes``
+The numbers drawn come from seqlab's own code (the exercises' references, the catalogued mistakes' mutants
 where a figure shows what a mistake computes), so a figure cannot drift from the lessons' worked
 examples. The ``*_example`` functions return the lessons' worked inputs; the lessons' ``numbers`` lines
 call them too.
@@ -101,8 +101,8 @@ def constant_gradient_steps(steps: int = 30, *, corrected: bool = True) -> list[
     the reference (bias-corrected), or the catalogued mistake without the correction."""
     import torch
 
-    from seqlab.learn import torch_mistakes
-    update = _reference("adamw_step") if corrected else torch_mistakes.adamw_step__no_bias_correction
+    from seqlab.learn.catalog import mutant
+    update = _reference("adamw_step") if corrected else mutant("adamw_step", "no_bias_correction")
     p, m, v = (torch.zeros(1, dtype=torch.float64) for _ in range(3))
     grad = torch.ones(1, dtype=torch.float64)
     moves = []
@@ -119,8 +119,8 @@ def decay_alone(steps: int = 10, *, l2: bool = False) -> list[float]:
     gradient (Adam + L2)."""
     import torch
 
-    from seqlab.learn import torch_mistakes
-    update = torch_mistakes.adamw_step__decay_on_the_moment if l2 else _reference("adamw_step")
+    from seqlab.learn.catalog import mutant
+    update = mutant("adamw_step", "decay_on_the_moment") if l2 else _reference("adamw_step")
     p = torch.ones(1, dtype=torch.float64)
     m, v, grad = (torch.zeros(1, dtype=torch.float64) for _ in range(3))
     values = []
@@ -219,9 +219,9 @@ SCHEDULE = (1.0, 0.1, 4, 12)    # max, min, warm-up iterations, cosine cycle ite
 def cosine_schedule_curve(lang: str) -> str:
     """lr_cosine_schedule(it, 1.0, 0.1, 4, 12) for it = 0..20, the checked iterations marked, and the full-period
     mistake dashed."""
-    from seqlab.learn import torch_mistakes
+    from seqlab.learn.catalog import mutant
     schedule = _reference("lr_cosine_schedule")
-    wrong = torch_mistakes.lr_cosine_schedule__full_cosine_period
+    wrong = mutant("lr_cosine_schedule", "full_cosine_period")
     top, bottom, left, right, last = 56, 226, 70, 650, 20
     d = Drawing(700, 290)
 
@@ -317,7 +317,7 @@ def adamw_bias_correction(lang: str) -> str:
 def adamw_decay_orders(lang: str) -> str:
     """Where p = 1 lands after the worked example's first step under four updates: decay first (this exercise),
     the Adam update then the decay (CS336's order), L2 in the gradient, no decay."""
-    from seqlab.learn import torch_mistakes
+    from seqlab.learn.catalog import mutant
     p, grad, m, v = adamw_example()
     args = (p, grad, m, v, 1, ADAMW_LR)
     points = [
@@ -325,7 +325,7 @@ def adamw_decay_orders(lang: str) -> str:
          _t(lang, "decay first, then Adam (this exercise)", "先衰减，再 Adam（本练习）"), ACCENT),
         (float(adamw_update_then_decay()[0]), _t(lang, "Adam, then decay (CS336's order)", "先 Adam，再衰减（CS336 的顺序）"),
          TARGET),
-        (float(torch_mistakes.adamw_step__decay_on_the_moment(*args, weight_decay=ADAMW_DECAY)[0][0]),
+        (float(mutant("adamw_step", "decay_on_the_moment")(*args, weight_decay=ADAMW_DECAY)[0][0]),
          _t(lang, "decay added to the gradient (Adam + L2): at step 1, as if none", "衰减加进梯度（Adam + L2）：第 1 步如同没有衰减"), WARN),
     ]
     lo, hi, left, right = 0.8775, 0.9025, 60, 640

@@ -164,12 +164,12 @@ def softmax_example():
 def softmax_overflow(lang: str) -> str:
     """Row [1000, 1000, 1001]: exp straight away overflows to inf and inf/inf is NaN; with the maximum
     subtracted first the exponentials are at most 1 and the result is the softmax of [−1, −1, 0]."""
-    from seqlab.learn import torch_mistakes
+    from seqlab.learn.catalog import mutant
     from seqlab.learn.references import reference
     x = softmax_example()
     row = x[1]
     good = reference("softmax")(x)[1]
-    bad = torch_mistakes.softmax__max_not_subtracted(x)[1]
+    bad = mutant("softmax", "max_not_subtracted")(x)[1]
     shifted = row - row.max()
     d = Drawing(700, 300)
     cw = 72
@@ -220,12 +220,12 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
 
     import torch
 
-    from seqlab.learn import torch_mistakes
+    from seqlab.learn.catalog import mutant
     from seqlab.learn.references import reference
     x, weight, eps = rms_norm_example()
     ones = torch.ones_like(weight)
     rms = reference("rms_norm")(x, ones, eps)[0]
-    centred = torch_mistakes.rms_norm__mean_subtracted(x, ones, eps)[0]
+    centred = mutant("rms_norm", "mean_subtracted")(x, ones, eps)[0]
     d = Drawing(700, 300)
     ox, oy, unit = 150, 215, 40
     d.line(ox - 3 * unit, oy, ox + 4.6 * unit, oy, color=MUTED, width=1)
@@ -250,7 +250,7 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
     # right: eps inside against outside the root on the tiny row
     tiny = x[1:]
     inside = reference("rms_norm")(tiny, weight, eps)[0]
-    outside = torch_mistakes.rms_norm__eps_outside_the_root(tiny, weight, eps)[0]
+    outside = mutant("rms_norm", "eps_outside_the_root")(tiny, weight, eps)[0]
     x0 = 400
     d.text(x0 + 140, 20, _t(lang, "row [0.001, −0.001], gain [1, 2]", "行 [0.001, −0.001]，增益 [1, 2]"), size=12,
            bold=True)

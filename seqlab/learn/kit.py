@@ -1,0 +1,70 @@
+"""What several exercises' ``check.py`` share: case makers and the recognisers of mistake families
+that appear in many exercises (their words are in ``words.toml``, under ``mistakes``).
+
+    seeded_cases(lambda k, rng, D, H: ((rnn_params(rng, D, H), rng.normal(size=D)), {}), ((0, 4, 4), (5, 3, 4)))
+    RECOGNISERS = {"square_only": square_only(), "not_float64": not_float64()}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab.learn import diagnosis as D
+from seqlab.learn.exercise import numbered_cases
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def seeded_cases(make, settings, gradcheck: bool = False):
+    """numbered_cases whose settings start with a seed: make(k, rng, *rest) gets default_rng(seed)."""
+    return numbered_cases(lambda k, seed, *rest: make(k, rng(seed), *rest), settings, gradcheck)
+
+
+def rnn_params(generator: np.random.Generator, D: int = 3, H: int = 4, O: int = 2) -> dict:
+    from seqlab.labs.rnn import init_rnn_params
+    return init_rnn_params(D, H, O, generator, scale=1.2)
+
+
+def float32(args: tuple, *positions) -> tuple:
+    """``args`` with the arrays at ``positions`` as float32 (exactly representable values kept)."""
+    return tuple(np.asarray(a, dtype=np.float32) if i in positions else a for i, a in enumerate(args))
+
+
+# --- recognisers of the families several exercises share ---------------------------------------------
+def _same_containers(expected, actual) -> bool:
+    """The same dicts (keys), tuples and lists (lengths) down to the leaves, whatever the leaves' shapes."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and set(expected) <= set(actual) and \
+            all(_same_containers(expected[k], actual[k]) for k in expected)
+    if isinstance(expected, (tuple, list)) and not all(isinstance(v, (int, float)) for v in expected):
+        return isinstance(actual, (tuple, list)) and len(actual) == len(expected) and \
+            all(_same_containers(e, a) for e, a in zip(expected, actual))
+    return not isinstance(actual, (dict, tuple, list)) or isinstance(expected, (tuple, list))
+
+
+def square_only(check: str = "non-square") -> D.Recogniser:
+    """"right only when the sizes are equal": the check ``check`` failed while the worked example, whose
+    sizes are all equal, is right (and the code returns the reference's containers everywhere)."""
+    def recognise(ev):
+        message = ev.failed.get(check)
+        worked = [i for i in ev.own() if ev.cases[i].label == "the worked example"]
+        if not message or not worked or ev.outputs[worked[0]] is None:
+            return None
+        if not all(_same_containers(ev.expected[i], ev.exercise.compared(ev.raw[i])) for i in range(len(ev.cases))
+                   if ev.raw[i] is not None and not ev.cases[i].spec):
+            return None
+        return f"right on the worked example, where the sizes are equal; {message}" \
+            if ev.close(ev.expected[worked[0]], ev.outputs[worked[0]]) else None
+    return recognise
+
+
+def not_float64(check: str = "float64") -> D.Recogniser:
+    """"an output that is not float64": the dtype sentence's check failed."""
+    return D.failed_check(check)
+
+
+def states_none(check: str = "h0 None") -> D.Recogniser:
+    """"h0=None is not handled": the code raised on the sentence's case of a None state."""
+    return D.failed_check(check, raises=True)
