@@ -140,6 +140,11 @@ def builtin() -> Course:
     return _load(BUILT_IN, "seqlab.learn.course")
 
 
+def active() -> Course:
+    """The course being followed: seqlab's own (a teacher's course folder, once chosen, later)."""
+    return builtin()
+
+
 def load(root: str | Path) -> Course:
     """A course folder of the same layout as seqlab's (its modules get names of their own)."""
     root = Path(root).resolve()

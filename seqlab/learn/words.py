@@ -8,6 +8,7 @@ languages side by side. A step's own words are in its folder's ``step.toml``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tomllib
 from pathlib import Path
@@ -44,3 +45,75 @@ def pair(key: str, **values) -> tuple[str, str]:
 def say(key: str, lang: str = "en", **values) -> str:
     """The text ``key`` in ``lang`` (English where 中文 has none), its {names} filled from ``values``."""
     return pair(key, **values)[1 if lang == "zh" else 0]
+
+
+# --- words said later, in the student's language ------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Said:
+    """Words to say in the student's language, when the language is known: ``key`` names a text of
+    the step's own ``[words]`` table (``step``: the folder's name) or of ``words.toml``, and
+    ``values`` fill its {names}: numbers, names from code (said as they are) and other Said. A
+    recogniser or a check returns one instead of an English sentence; ``str()`` is the English."""
+    key: str
+    values: dict = dataclasses.field(default_factory=dict)
+    step: str = ""
+
+    def __str__(self) -> str:
+        return render(self, "en")
+
+    def __add__(self, other: str) -> str:          # "..." + said, said + "...": English, as before
+        return str(self) + other
+
+    def __radd__(self, other: str) -> str:
+        return other + str(self)
+
+    def as_json(self) -> dict:
+        return {"said": self.key, "step": self.step,
+                "values": {k: v.as_json() if isinstance(v, Said) else v for k, v in self.values.items()}}
+
+
+def speaker(step: str):
+    """``say(key, **values) -> Said`` for the step folder ``step`` (a check.py: ``say = speaker(__file__)``,
+    the folder being the file's)."""
+    name = Path(step).parent.name if step.endswith(".py") else step
+
+    def say_later(key: str, **values) -> Said:
+        return Said(key, values, name)
+    return say_later
+
+
+def said(key: str, **values) -> Said:
+    """Words of ``words.toml`` said later."""
+    return Said(key, values)
+
+
+def from_json(value):
+    """A Said from its ``as_json`` form (anything else as it is)."""
+    if isinstance(value, dict) and set(value) == {"said", "step", "values"} and isinstance(value["values"], dict):
+        return Said(str(value["said"]), {k: from_json(v) for k, v in value["values"].items()}, str(value["step"]))
+    return value
+
+
+def _step_words(step: str) -> dict:
+    from seqlab.learn.courses import active
+    try:
+        return active().folder(step).record.get("words", {})
+    except KeyError:
+        return {}
+
+
+def render(value, lang: str = "en") -> str:
+    """``value`` in ``lang``: a Said's text with its values rendered, a number as it is shown, text as it is."""
+    if isinstance(value, dict):
+        value = from_json(value)
+    if not isinstance(value, Said):
+        return value if isinstance(value, str) else f"{value:.6g}" if isinstance(value, float) else str(value)
+    node = _step_words(value.step).get(value.key) if value.step else None
+    if node is None:
+        try:
+            node = entry(value.key)
+        except KeyError:
+            where = f"the step {value.step!r}'s [words] nor " if value.step else ""
+            raise KeyError(f"no words {value.key!r} in {where}{WORDS}") from None
+    text = node.get(lang) or node["en"] if lang != "en" else node["en"]
+    return text.format(**{k: render(v, lang) for k, v in value.values.items()})
