@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", type=Path, default=argparse.SUPPRESS,
                         help=f"the student's folder: exercise files and progress.json (default: ./{DEFAULT_WORKSPACE})")
-    common.add_argument("--lang", choices=sorted(_LANGS), default=argparse.SUPPRESS, help="en (default) or zh (中文)")
+    common.add_argument("--lang", choices=sorted(_LANGS), default=argparse.SUPPRESS, help="en (default) or zh (Chinese)")
     parser = subparsers.add_parser(
         "learn", parents=[common], help="the learning path: exercises checked by seqlab, with diagnoses",
         description="The course as a path of steps: read, look at the explorer widget, do an exercise. "
@@ -118,6 +118,12 @@ def _with_workspace(args) -> str:
     return f" --workspace {_q(args.workspace)}" if getattr(args, "workspace", None) else ""
 
 
+def _say(key: str, lang, **values) -> str:
+    """seqlab learn's line ``key`` (words.toml, [cli]) in the language ``lang`` (0 or 1, False or True, "en" or "zh")."""
+    from seqlab.learn.words import say
+    return say(f"cli.{key}", "zh" if lang in (1, "zh") else "en", **values)
+
+
 def _lang(args) -> int:
     return _LANGS[getattr(args, "lang", "en")]
 
@@ -195,13 +201,12 @@ def show_path(args) -> int:
         return 1
     lang = _lang(args)
     marks = {"todo": " ", "started": "~", "passed": "x", UNCONFIRMED: "x", CHANGED: "!"}
-    print(("The path (workspace: {ws})" if lang == 0 else "学习路径（工作区：{ws}）").format(ws=_q(_workspace(args))))
+    print(_say("path_head", lang, ws=_q(_workspace(args))))
     statuses = [_status(args, progress, step) for step in STEPS]
     for number, (step, status) in enumerate(zip(STEPS, statuses), 1):
         print(f"  [{marks[status]}] {number:2d}. {step.title[lang]:<46} {step.kind:<9} {step.id:<28} {status}")
     done = sum(status in DONE for status in statuses)
-    print(f"{done} of {len(STEPS)} passed. " + ("Next: seqlab learn next" if lang == 0 else "下一步：seqlab learn next")
-          + _with_workspace(args))
+    print(_say("passed_count", lang, done=done, n=len(STEPS), ws=_with_workspace(args)))
     return 0
 
 
@@ -227,7 +232,7 @@ def show_next(args) -> int:
         if args.json:
             print(json.dumps(None))
             return 0
-        print("Every step is passed. Well done." if _lang(args) == 0 else "所有步骤都已通过。做得好。")
+        print(_say("all_passed", _lang(args)))
         return 0
     number, step = current
     return _open_step(args, step.id, _status(args, progress, step))
@@ -266,9 +271,7 @@ def write_notebooks(args) -> int:
         return 1
     for path in paths:
         print(f"wrote {path}")
-    print("open them with Jupyter (jupyter lab " + str(args.out) + ") or upload one to Colab; the first cell installs "
-          "seqlab where it is missing" if lang == "en" else
-          f"用 Jupyter 打开（jupyter lab {args.out}）或上传到 Colab；第一个单元格会在缺少 seqlab 时安装它")
+    print(_say("notebooks_written", lang, out=args.out))
     return 0
 
 
@@ -352,12 +355,9 @@ def _check_implement(args, ex) -> int:
     print("\n".join(report_lines(report, "zh" if zh else "en")))
     ws = _with_workspace(args)
     if report.passed:
-        print(f"通过：做得好。下一步：seqlab learn next{ws}" if zh else f"passed: well done. Next: seqlab learn next{ws}")
+        print(_say("check_passed", zh, ws=ws))
     else:
-        print(f"还没有通过。（`seqlab learn hint {ex.name}{ws}` 给出提示；需要时 `seqlab learn solution {ex.name}` "
-              "显示参考实现。）" if zh else
-              f"not yet. (`seqlab learn hint {ex.name}{ws}` gives a hint; `seqlab learn solution {ex.name}` "
-              "shows the reference, when you want it.)")
+        print(_say("check_not_yet", zh, name=ex.name, ws=ws))
     return 0 if report.passed else 1
 
 
@@ -399,13 +399,11 @@ def show_hint(args) -> int:
     asked = _save(args, note_hint, name) or 1
     shown = min(asked, len(hints))
     for k in range(shown):
-        print(f"hint {k + 1} of {len(hints)}: {hints[k]}" if lang == 0 else f"提示 {k + 1}/{len(hints)}：{hints[k]}")
+        print(_say("hint_k", lang, k=k + 1, n=len(hints), hint=hints[k]))
     if shown < len(hints):
-        print(f"(the next hint: seqlab learn hint {name}{_with_workspace(args)})" if lang == 0 else
-              f"（下一条提示：seqlab learn hint {name}{_with_workspace(args)}）")
+        print(_say("next_hint", lang, name=name, ws=_with_workspace(args)))
     elif name in STEP_BY_ID and STEP_BY_ID[name].kind == "implement":
-        print(f"that is every hint. (`seqlab learn solution {name}` shows the reference, when you want it.)"
-              if lang == 0 else f"提示已全部给出。（`seqlab learn solution {name}` 显示参考实现。）")
+        print(_say("every_hint", lang, name=name))
     return 0
 
 
@@ -453,7 +451,7 @@ def answer_question(args) -> int:
     if args.value is None:
         print(f"{q.title[lang]}: {q.text[lang]}")
         if args.show:
-            print(("solution: " if lang == 0 else "解答：") + q.solution[lang])
+            print(_say("solution", lang) + q.solution[lang])
         else:
             print(f"answer with: seqlab learn answer {q.id} VALUE{_with_workspace(args)}")
         return 0
@@ -464,13 +462,13 @@ def answer_question(args) -> int:
     correct, what = grade(q, given)
     _set_state(args, q.id, "passed" if correct else "started")
     if correct:
-        print("right." if lang == 0 else "正确。")
+        print(_say("right", lang))
         if args.show:
-            print(("solution: " if lang == 0 else "解答：") + q.solution[lang])
+            print(_say("solution", lang) + q.solution[lang])
         return 0
-    print((f"not yet: {what}. hint: " if lang == 0 else f"还不对：{what}。提示：") + q.hint[lang])
+    print(_say("not_yet_answer", lang, what=what) + q.hint[lang])
     if args.show:
-        print(("solution: " if lang == 0 else "解答：") + q.solution[lang])
+        print(_say("solution", lang) + q.solution[lang])
     else:
         print(f"(to see the worked answer: seqlab learn answer {q.id} --show{_with_workspace(args)})")
     return 1
@@ -490,7 +488,7 @@ def show_card(args) -> int:
         return 0
     print(f"{card.kind.capitalize()}: {card.title[lang]}\n  {card.question[lang]}")
     if args.reveal:
-        print(("  answer: " if lang == 0 else "  答案：") + card.answer[lang])
+        print(_say("card_answer", lang) + card.answer[lang])
         _set_state(args, card.id, "passed")
     else:
         _set_state(args, card.id, "started")

@@ -575,17 +575,27 @@ def right_and_wrong(ev: Evidence) -> str:
             wrong[name] = wrong.get(name, False) or ev.wrong(i, path)
     right = [n for n, w in wrong.items() if not w]
     bad = [n for n, w in wrong.items() if w]
-    return f"right: {', '.join(right) or 'none'}; wrong: {', '.join(bad) or 'none'}" if len(wrong) > 1 else ""
+    if len(wrong) < 2:
+        return ""
+    from seqlab.learn.words import said
+    nothing = said("feedback.none")
+    return said("feedback.right_wrong", right=", ".join(right) or nothing, wrong=", ".join(bad) or nothing)
 
 
-def _record(ev: Evidence, mistake, exact: bool, where: str, title_suffix: str = "", anchor: bool = True) -> dict:
-    """``anchor``: the mistake is one of the lesson's (its "Common mistakes" section has mistake-<id>). For
-    a backward pass ``where`` also says which gradients are right and which are wrong."""
+def _record(ev: Evidence, mistake, exact: bool, where, explains: tuple[int, int] | None = None,
+            anchor: bool = True) -> dict:
+    """The facts of a diagnosis: the mistake, where (English, and ``where_said``: its words to say in
+    the student's language, where the recogniser gave them), how many checked values it explains
+    when that is all it does. ``anchor``: the mistake is one of the lesson's (its "Common mistakes"
+    section has mistake-<id>). For a backward pass ``where`` also says which gradients are right."""
+    from seqlab.learn.words import Said, said
     ex = ev.exercise
     if getattr(ex, "gradients", None) is not None and (summary := right_and_wrong(ev)):
-        where = f"{where} ({summary})" if where else summary
-    return {"mistake": mistake.id, "title": mistake.title + title_suffix, "explanation": mistake.explanation,
-            "exact": exact, "where": where, "convention": mistake.convention,
+        where = said("feedback.where_and_summary", where=where, summary=summary) if where else summary
+    title = mistake.title + (f" (it explains {explains[0]} of {explains[1]} checked values)" if explains else "")
+    return {"mistake": mistake.id, "title": title, "explanation": mistake.explanation,
+            "exact": exact, "where": str(where), **({"where_said": where.as_json()} if isinstance(where, Said) else {}),
+            "explains": list(explains) if explains else None, "convention": mistake.convention,
             "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}" if anchor else "", "widget": ex.widget}}
 
 
@@ -625,8 +635,7 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple =
         winners = [(agree, total, m) for agree, total, m in scored if agree == best]
         if best > reference_agree and len(winners) == 1:
             agree, total, m = winners[0]
-            return _record(ev, m, False, f"it explains {agree} of {total} checked values",
-                           f" (it explains {agree} of {total} checked values)")
+            return _record(ev, m, False, f"it explains {agree} of {total} checked values", (agree, total))
     for m in (*(() if first_generic else generic), *last):
         said = _said(m, ev)
         if said:

@@ -269,7 +269,8 @@ class Report:
     diagnosis: dict | None = None
     printed: str = ""
     printed_chars: int = 0
-    notes: list[str] = dataclasses.field(default_factory=list)   # accepted conventions
+    notes: list[str] = dataclasses.field(default_factory=list)   # accepted conventions, in English
+    conventions: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (mistake id, "passes" | "against")
 
     @property
     def passed(self) -> bool:
@@ -280,7 +281,7 @@ class Report:
 
     def as_dict(self) -> dict:
         return {"exercise": self.exercise, "file": self.file, "passed": self.passed, "checks": self.checks,
-                "diagnosis": self.diagnosis, "notes": self.notes, "printed_chars": self.printed_chars,
+                "diagnosis": self.diagnosis, "notes": self.notes, "conventions": self.conventions, "printed_chars": self.printed_chars,
                 "printed": self.printed[:1000]}
 
 
@@ -408,11 +409,13 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
             if all(c["passed"] for c in again):
                 report.checks = report.checks[:1] + again
                 report.notes.append(f"{mistake.title}: {mistake.explanation}")
+                report.conventions.append((mistake.id, "passes"))
                 return report
             if agree(checked) > best:
                 best, expected, outputs = agree(checked), checked, theirs
                 report.checks = report.checks[:1] + again
                 report.notes = [f"{mistake.title}: checked against that reading ({mistake.explanation})"]
+                report.conventions = [(mistake.id, "against")]
     if not report.passed:
         report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, calls, outputs, ref, report, expected),
                                               *_GENERIC_SPLIT)

@@ -16,49 +16,12 @@ everywhere: those are one line that says so, so that no sentence is quoted as br
 
 from __future__ import annotations
 
-import re
+from seqlab.learn.words import say
 
 WIDTH = 100      # the diagnosis's paragraphs are wrapped at this many columns (check lines are not)
 
-_L = {
-    "diagnosis": ("diagnosis: ", "诊断："),
-    "where": ("where: ", "位置："),
-    "read": ("read: ", "阅读："),
-    "read_mistake": ('"{heading}", under "{section}" in the lesson:', "课文“{section}”中的“{heading}”："),
-    "read_lesson": ("the lesson:", "本步课文："),
-    "explorer": ("{url}  (in seqlab explore)", "{url}  （在 seqlab explore 中）"),
-    "note": ("note: ", "说明："),
-    "checks": ("checks:", "检查："),
-    "printed": ("note: your code printed {n} characters; the first ones: {head!r}",
-                "说明：你的代码打印了 {n} 个字符；开头是：{head!r}"),
-    "values_too": ("the values on these sentences' cases differ from the reference's; one mistake makes "
-                   "several such checks fail: the diagnosis above says which, and these are checked again "
-                   "once it is fixed",
-                   "这些句子的用例上数值与参考实现不同；一个错误会让好几项这样的检查同时失败：错在哪里见上面的"
-                   "诊断，修正之后会再检查这些句子"),
-    "values_too_one": ("the values on this sentence's cases differ from the reference's, as they do elsewhere: "
-                       "the diagnosis above says what is wrong, and this is checked again once it is fixed",
-                       "这个句子的用例上数值与参考实现不同，其他地方也一样：错在哪里见上面的诊断，修正之后会再检查"
-                       "这个句子"),
-    "form_too": ("the output has another form on these sentences' cases too (see shapes and types); these are "
-                 "checked again once it has the contract's form",
-                 "在这些句子的用例上，输出的形式同样与约定不同（见 shapes and types）；输出符合约定的形式后会再检查这些句子"),
-    "form_too_one": ("the output has another form on this sentence's cases too (see shapes and types); this is "
-                     "checked again once it has the contract's form",
-                     "在这个句子的用例上，输出的形式同样与约定不同（见 shapes and types）；输出符合约定的形式后会再检查这个句子"),
-    "raised_too": ("your function raised on these sentences' cases too (see runs); these are checked again once "
-                   "it runs",
-                   "你的函数在这些句子的用例上同样抛出了错误（见 runs）；函数能运行之后会再检查这些句子"),
-    "raised_too_one": ("your function raised on this sentence's cases too (see runs); this is checked again once "
-                       "it runs",
-                       "你的函数在这个句子的用例上同样抛出了错误（见 runs）；函数能运行之后会再检查这个句子"),
-    "no_mistake": ("no catalogued mistake matches", "没有相符的常见错误"),
-    "explains": (" (it explains {a} of {b} checked values)", "（它解释了 {b} 个检查值中的 {a} 个）"),
-}
-
-
 def _say(key: str, lang: str, **values) -> str:
-    return _L[key][1 if lang == "zh" else 0].format(**values)
+    return say(f"feedback.{key}", lang, **values)
 
 
 def mistake_record(exercise_name: str, mistake_id: str | None):
@@ -72,19 +35,25 @@ def mistake_record(exercise_name: str, mistake_id: str | None):
 
 
 def diagnosis_words(d: dict, exercise_name: str, lang: str = "en") -> tuple[str, str]:
-    """(title, explanation) of the diagnosis ``d`` in ``lang``: a catalogued mistake's own words in
-    中文 where it has them; what the check found (``where``) stays as it was said."""
-    title, explanation = str(d.get("title", "")), str(d.get("explanation", ""))
-    if lang != "zh":
-        return title, explanation
+    """(title, explanation) of the diagnosis ``d`` in ``lang``, from the facts it holds: the catalogued
+    mistake's own words, and how many checked values it explains when that is all it does."""
     if not d.get("mistake"):
-        return _say("no_mistake", "zh") if title == _L["no_mistake"][0] else title, explanation
+        return _say("no_mistake", lang), str(d.get("explanation", ""))
     m = mistake_record(exercise_name, d["mistake"])
-    if m is None or not m.title_zh:
-        return title, explanation
-    suffix = re.fullmatch(r" \(it explains (\d+) of (\d+) checked values\)", title[len(m.title):])
-    zh = m.title_zh + (_say("explains", "zh", a=suffix[1], b=suffix[2]) if suffix else "")
-    return zh, (m.explanation_zh or explanation) if explanation == m.explanation else explanation
+    if m is None:
+        return str(d.get("title", "")), str(d.get("explanation", ""))
+    title = m.title_zh if lang == "zh" and m.title_zh else m.title
+    explains = d.get("explains")
+    if isinstance(explains, list) and len(explains) == 2:
+        title += _say("explains", lang, a=explains[0], b=explains[1])
+    return title, (m.explanation_zh if lang == "zh" and m.explanation_zh else m.explanation)
+
+
+def where_words(d: dict, lang: str = "en") -> str:
+    """The diagnosis's where in ``lang``: its words said later where the recogniser gave them."""
+    from seqlab.learn.words import render
+    said = d.get("where_said")
+    return render(said, lang) if isinstance(said, dict) else str(d.get("where") or "")
 
 
 def reading(d: dict, exercise_name: str, lang: str = "en") -> dict:
@@ -106,7 +75,7 @@ def reading(d: dict, exercise_name: str, lang: str = "en") -> dict:
 
 
 def _wrapped(text: str, indent: str, lead: str) -> list[str]:
-    """``text`` after ``lead``, wrapped at WIDTH columns (中文 between characters), then indented."""
+    """``text`` after ``lead``, wrapped at WIDTH columns (Chinese between characters), then indented."""
     from seqlab.learn.views import wrap
     return wrap(text, WIDTH, indent, lead)
 
@@ -118,7 +87,7 @@ def diagnosis_lines(report, lang: str = "en") -> list[str]:
     if d:
         title, explanation = diagnosis_words(d, report.exercise, lang)
         lines += _wrapped(title, "      ", "  " + _say("diagnosis", lang))
-        where = str(d.get("where") or "")
+        where = where_words(d, lang)
         if where and where not in explanation:
             lines += _wrapped(where, "      ", "    " + _say("where", lang))
         if explanation:
@@ -128,26 +97,18 @@ def diagnosis_lines(report, lang: str = "en") -> list[str]:
                 else _say("read_lesson", lang))
         lines += _wrapped(said, "      ", "    " + _say("read", lang))
         lines += ["        " + r["command"], "        " + _say("explorer", lang, url=r["url"])]
-    for note in report.notes:
-        lines += _wrapped(_note_words(report.exercise, note, lang), "      ", "  " + _say("note", lang))
+    for convention in report.conventions:
+        lines += _wrapped(_note_words(report.exercise, convention, lang), "      ", "  " + _say("note", lang))
     return lines
 
 
-def _note_words(exercise_name: str, note: str, lang: str) -> str:
-    """A note on an accepted convention, in 中文 from its record where it has one: "TITLE: EXPLANATION"
-    (the code follows it and passes) or "TITLE: checked against that reading (EXPLANATION)"."""
-    if lang != "zh":
-        return note
-    from seqlab.learn.catalog import exercise
-    ex = exercise(exercise_name)
-    for m in (ex.mistakes if ex is not None else ()):
-        if not (m.accepted and m.title_zh and note.startswith(m.title + ": ")):
-            continue
-        explanation = m.explanation_zh or m.explanation
-        if note == f"{m.title}: checked against that reading ({m.explanation})":
-            return f"{m.title_zh}：按这种读法检查（{explanation}）"
-        return f"{m.title_zh}：{explanation}"
-    return note
+def _note_words(exercise_name: str, convention: tuple[str, str], lang: str) -> str:
+    """A note on an accepted convention the code follows: it passes ("passes") or is judged against
+    that reading ("against"), in the mistake's own words."""
+    m = mistake_record(exercise_name, convention[0])
+    title = m.title_zh if lang == "zh" and m.title_zh else m.title
+    fix = m.explanation_zh if lang == "zh" and m.explanation_zh else m.explanation
+    return _say("note_passes" if convention[1] == "passes" else "note_against", lang, title=title, fix=fix)
 
 
 def check_rows(checks: list[dict], lang: str = "en", named: bool = False) -> list[tuple[bool, str, str, bool]]:

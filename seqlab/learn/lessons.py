@@ -1,4 +1,4 @@
-"""The course's lessons: one Markdown file per step of the path, in English and 中文.
+"""The course's lessons: one Markdown file per step of the path, in English and Chinese.
 
 ``STEP/lesson.en.md`` and ``STEP/lesson.zh.md`` in the course folder (``seqlab.learn.courses``) hold
 the lesson of the step ``STEP``. :func:`lesson` parses one into a :class:`Lesson`; the
@@ -29,13 +29,12 @@ LANGS = ("en", "zh")
 REQUIRED = ("idea", "maths", "worked", "predict", "mistakes", "reading")
 QUESTION_KINDS = ("predict", "explain", "derive", "trace", "extend")
 
-# The course's glossary (English -> 中文): where an English lesson uses a term, its Chinese lesson
-# uses the glossary's word for it.
-GLOSSARY: tuple[tuple[str, str], ...] = (
-    ("hidden state", "隐藏状态"), ("BPTT", "随时间反向传播"), ("gradient clipping", "梯度裁剪"),
-    ("LSTM", "长短期记忆"), ("GRU", "门控循环单元"), ("query", "查询"), ("causal mask", "因果掩码"),
-    ("positional encoding", "位置编码"),
-)   # the glossary's "key 键" and "value 值" are everyday English words too, so they are not enforced
+def glossary() -> tuple[tuple[str, str], ...]:
+    """The course's glossary (words.toml): where an English lesson uses a term, its Chinese lesson uses
+    the glossary's word for it (the glossary's "key" and "value" are everyday English words too, so
+    they are not enforced)."""
+    from seqlab.learn.words import table
+    return tuple(table()["glossary"].items())
 
 
 class LessonError(ValueError):
@@ -270,11 +269,11 @@ def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
 
 
 def _wide(c: str) -> bool:
-    return unicodedata.east_asian_width(c) in "WFA"      # 中文, full-width and “quote” marks
+    return unicodedata.east_asian_width(c) in "WFA"      # Chinese, full-width and quote marks
 
 
 def join_lines(lines: list[str]) -> str:
-    """A paragraph's lines as one line: joined by a space, except between two 中文 characters
+    """A paragraph's lines as one line: joined by a space, except between two Chinese characters
     (Chinese text has no spaces between its words; beside a Latin word it keeps the space)."""
     out = ""
     for line in (x.strip() for x in lines):
@@ -522,7 +521,7 @@ def problems(step: str) -> list[str]:
     if zh.numbers:
         found.append(f"{zh.path}: the numbers front matter belongs in the English file only")
     words_en, words_zh = en.text().lower(), zh.text()
-    for english, chinese in GLOSSARY:
+    for english, chinese in glossary():
         if re.search(r"\b" + re.escape(english.lower()) + r"s?\b", words_en) and chinese not in words_zh:
             found.append(f"{zh.path}: the English lesson says '{english}' but this one never uses the glossary's "
                          f"'{chinese}'")

@@ -19,34 +19,10 @@ from pathlib import Path
 from seqlab.atomic import atomic_write_text
 from seqlab.learn.path import PART_BY_ID, PARTS
 from seqlab.learn.views import plain, step_view
-
-_L = {
-    "intro": ("seqlab course notebook, part {k} of {n}: steps {first} to {last} of the path. Run the cells in order. "
-              "Your functions are checked by seqlab in a separate process with a time limit; your code and your "
-              "progress go into `./seqlab-learn`, the workspace that `seqlab learn` and `seqlab explore` use too.",
-              "seqlab 课程笔记本，第 {k} 部分（共 {n} 部分）：学习路径的第 {first} 到第 {last} 步。请按顺序运行各个单元格。"
-              "你的函数由 seqlab 在单独的进程中检查，并有时间限制；你的代码和进度保存在 `./seqlab-learn`，"
-              "`seqlab learn` 和 `seqlab explore` 也使用这个工作区。"),
-    "step": ("Step {n}: {title}", "第 {n} 步：{title}"),
-    "answer": ("Answer", "答案"),
-    "task": ("Your task", "你的任务"),
-    "implement": ("Implement `{signature}` below, then run the check cell after it.",
-                  "在下面实现 `{signature}`，然后运行其后的检查单元格。"),
-    "trace": ("Answer this Trace question in the cell below (numbers separated by commas):",
-              "在下面的单元格中回答这个追踪问题（用逗号分隔的数）："),
-    "card": ("Think it through, then run the cell below: it shows the answer and marks the card done.",
-             "先想清楚，再运行下面的单元格：它会显示答案，并把这张卡片标记为完成。"),
-    "command": ("Run the command (it may take a minute), check what it wrote, then answer:",
-                "运行这条命令（可能需要一分钟），检查它写出的结果，然后回答："),
-    "your_numbers": ("your numbers, separated by commas", "你的答案：用逗号分隔的数"),
-    "mistake": ("Common mistake", "常见错误"),
-}
-KIND = {"predict": ("Predict before revealing", "先预测，再揭晓"), "explain": ("Explain", "解释"),
-        "derive": ("Derive", "推导"), "trace": ("Trace", "追踪"), "extend": ("Extend", "拓展")}
-
+from seqlab.learn.words import say
 
 def _l(key: str, lang: str, **values) -> str:
-    return _L[key][1 if lang == "zh" else 0].format(**values)
+    return say(f"notebooks.{key}", lang, **values)
 
 
 def repository_url() -> str:
@@ -132,7 +108,7 @@ def _markdown(blocks: list[dict], cells: _Cells, lang: str) -> None:
         elif kind == "widget":
             cells.code(f'widget("{b["anchor"]}")')
         elif kind == "question":
-            label = KIND[b["kind"]][1 if lang == "zh" else 0]
+            label = say(f"notebook_kinds.{b['kind']}", lang)
             cells.md(f"**{label}** (`{b['id']}`)")
             _markdown(b["blocks"], cells, lang)
             cells.md(f"<details><summary>{_l('answer', lang)}</summary>")
@@ -155,7 +131,7 @@ def _task(task: dict, cells: _Cells, lang: str) -> None:
         cells.md(f"### {_l('task', lang)}\n\n**{task['title']}**: {task['question']}\n\n" + _l("trace", lang))
         cells.code(f'my_answer = "..."   # {_l("your_numbers", lang)}\n!seqlab learn answer {task["id"]} "{{my_answer}}"')
     elif kind == "card":
-        label = KIND[task["kind"]][1 if lang == "zh" else 0]
+        label = say(f"notebook_kinds.{task['kind']}", lang)
         cells.md(f"### {_l('task', lang)}\n\n**{label}: {task['title']}**\n\n{task['question']}\n\n" + _l("card", lang))
         cells.code(f"!{task['reveal_with']}")
     else:

@@ -5,7 +5,7 @@ The order and every step's words come from the course's folders (``seqlab.learn.
 
 A step's ``do`` is an Implement exercise (``implement``), a Trace question (``trace``), an Explain or
 Derive card (``card``) or a command to run followed by a question (``command``). Titles and texts
-are (English, 中文) pairs, with the explorer glossary's terms. ``look`` is the explorer widget's
+are (English, Chinese) pairs, with the explorer glossary's terms. ``look`` is the explorer widget's
 anchor (``seqlab explore``, then ``#w-...``).
 
 The path falls into parts (:data:`PARTS`: recurrence, gated cells, attention, the Transformer LM,

@@ -17,7 +17,7 @@ from seqlab.learn.courses import builtin
 @dataclasses.dataclass(frozen=True)
 class Question:
     id: str
-    title: tuple[str, str]                 # (English, 中文)
+    title: tuple[str, str]                 # (English, Chinese)
     text: tuple[str, str]
     answer: Callable[[], list[float]]      # the expected numbers, from the labs
     hint: tuple[str, str]

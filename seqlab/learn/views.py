@@ -22,44 +22,16 @@ import unicodedata
 
 from seqlab.learn import lessons
 from seqlab.learn.path import PART_OF, STEP_BY_ID, STEPS
+from seqlab.learn.words import say
 
 EXPLORER = "http://127.0.0.1:8000/"
 
-_L = {
-    "step": ("Step {n} of {of} · {part} · {kind}: {name}", "第 {n} 步，共 {of} 步 · {part} · {kind}：{name}"),
-    "task": ("Your task", "你的任务"),
-    "read": ("In one sentence", "一句话概要"),
-    "being_written": ("The lesson of this step is being written; until then, here is what it is about.",
-                      "本步骤的课文正在编写中；在此之前，先看它讲什么。"),
-    "english_only": ("(This lesson is not in 中文 yet: shown in English.)", "（本课文还没有中文版：以下为英文。）"),
-        "answer": ("Answer", "答案"),
-    "reveal": ("(the answer: seqlab learn show {name} --show)", "（答案：seqlab learn show {name} --show）"),
-    "figure": ("Figure", "图"),
-    "see_figure": ("drawn in seqlab explore at {url}, and in seqlab learn notebook",
-                   "图见 seqlab explore 的 {url}，以及 seqlab learn notebook"),
-    "widget": ("Widget: seqlab explore, then {url}", "交互组件：seqlab explore，然后打开 {url}"),
-    "mistake": ("Mistake", "常见错误"),
-    "mistakes": ("Common mistakes", "常见错误"),
-    "trace_do": ("Answer with: seqlab learn answer {id} VALUE", "作答：seqlab learn answer {id} VALUE"),
-    "solution": ("Solution", "解答"),
-    "card_do": ("Think it through, then: seqlab learn card {id} --reveal", "先想清楚，再运行：seqlab learn card {id} --reveal"),
-    "run": ("Run", "运行"),
-    "then": ("Then", "然后"),
-    "command_check": ("Check: {cmd}   (reads what the command wrote; the step passes from its results)",
-                      "检查：{cmd}   （读取命令写出的结果；据此通过这一步）"),
-    "implement": ("Implement {signature}", "实现 {signature}"),
-    "start": ("writes the stub (signature, docstring) for you to fill in", "写出存根（签名、文档字符串）供你填写"),
-    "check": ("checks it (exit 0 when every check passes)", "检查它（所有检查通过时退出码为 0）"),
-    "hint": ("one more hint each time: the idea, the shapes, the key line", "每次多给一条提示：思路、形状、关键一行"),
-    "reference": ("shows seqlab's own version, when you want it", "需要时查看 seqlab 自己的实现"),
-}
-KINDS = {"predict": ("predict", "先预测"), "explain": ("explain", "解释"), "derive": ("derive", "推导"),
-         "trace": ("trace", "追踪"), "extend": ("extend", "拓展"), "implement": ("implement", "实现"),
-         "card": ("card", "卡片"), "command": ("command", "命令")}
-
-
 def label(key: str, lang: str, **values) -> str:
-    return _L[key][1 if lang == "zh" else 0].format(**values)
+    return say(f"views.{key}", lang, **values)
+
+
+def kind_word(kind: str, lang: str) -> str:
+    return say(f"kinds.{kind}", lang)
 
 
 def colon(lang: str) -> str:
@@ -244,7 +216,7 @@ def plain(markdown: str) -> str:
 
 
 def width_of(text: str) -> int:
-    """Columns ``text`` takes in a terminal: 中文 characters take two."""
+    """Columns ``text`` takes in a terminal: Chinese characters take two."""
     return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
@@ -253,7 +225,7 @@ _NO_LINE_START = set("，。、；：？！）」』》】”’,.;:?!)]%")
 
 def wrap(text: str, width: int | None, indent: str = "", first: str | None = None) -> list[str]:
     """``text`` in lines of at most ``width`` columns (None: one line), breaking at spaces and between
-    中文 characters (never before a closing punctuation mark); ``first`` indents the first line."""
+    Chinese characters (never before a closing punctuation mark); ``first`` indents the first line."""
     first = indent if first is None else first
     if width is None:
         return [first + text]
@@ -263,7 +235,7 @@ def wrap(text: str, width: int | None, indent: str = "", first: str | None = Non
             tokens.append(" ")
             continue
         word = ""
-        for c in piece:                                  # a 中文 character is a token of its own
+        for c in piece:                                  # a Chinese character is a token of its own
             if unicodedata.east_asian_width(c) in "WF" and c not in _NO_LINE_START:
                 if word:
                     tokens.append(word)
@@ -336,8 +308,8 @@ def blocks_text(blocks: list[dict], step: str, lang: str, width: int | None = No
         elif kind == "widget":
             out.append(wrap("[" + label("widget", lang, url=EXPLORER + "#" + b["anchor"]) + "]", width, indent))
         elif kind == "question":
-            kind = KINDS[b["kind"]][1 if lang == "zh" else 0]
-            head = (f"问题（{kind}，{b['id']}）：" if lang == "zh" else f"Question ({kind}, {b['id']}):")
+            kind = kind_word(b["kind"], lang)
+            head = say("feedback.question_head", lang, kind=kind, id=b["id"])
             lines = [indent + head, blocks_text(b["blocks"], step, lang, width, indent + "  ")]
             if "answer" in b:
                 lines += [indent + "  " + label("answer", lang) + colon(lang).rstrip(), blocks_text(b["answer"], step, lang, width,
@@ -364,7 +336,7 @@ def task_text(task: dict, lang: str, width: int | None = 88) -> list[str]:
             lines += wrap(f"{label('solution', lang)}{colon(lang)}{task['solution']}", width, "  ")
         return lines
     if kind == "card":
-        lines = wrap(f"{KINDS[task['kind']][1 if lang == 'zh' else 0].capitalize()}{colon(lang)}{task['title']}", width)
+        lines = wrap(f"{kind_word(task['kind'], lang).capitalize()}{colon(lang)}{task['title']}", width)
         lines += wrap(task["question"], width, "  ")
         if "answer" in task:
             lines += wrap(f"{label('answer', lang)}{colon(lang)}{task['answer']}", width, "  ")
@@ -387,7 +359,7 @@ def task_text(task: dict, lang: str, width: int | None = 88) -> list[str]:
 def text(view: dict, width: int | None = 88) -> str:
     """The step as ``seqlab learn show`` prints it: a header, every section, then the step's task."""
     lang = view["lang"]
-    kind = KINDS[view["kind"]][1 if lang == "zh" else 0]
+    kind = kind_word(view["kind"], lang)
     lines = wrap(label("step", lang, n=view["number"], of=view["of"], part=view["part"]["title"], kind=kind,
                        name=view["name"]) + (f" · {view['status']}" if view.get("status") else ""), width) + [""]
     lines += _heading(view["title"], "=")

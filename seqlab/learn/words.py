@@ -1,9 +1,9 @@
-"""The checker's words in English and 中文: one data file (``words.toml``), each key once with both
+"""The checker's words in English and Chinese: one data file (``words.toml``), each key once with both
 languages side by side. A step's own words are in its folder's ``step.toml``.
 
-    say("feedback.diagnosis", "zh")            # "诊断："
+    say("feedback.diagnosis", "en")            # "diagnosis: "
     say("feedback.explains", "en", a=5, b=18)  # " (it explains 5 of 18 checked values)"
-    pair("mistakes.square_only.title")         # ("right only when the sizes are equal", "只有尺寸相等时才正确")
+    pair("mistakes.square_only.title")         # (the English, the Chinese)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def entry(key: str) -> dict:
             raise KeyError(f"{WORDS} has no words {key!r}")
         node = node[part]
     if not isinstance(node, dict) or "en" not in node:
-        raise KeyError(f"{WORDS}: {key!r} is not a text in English and 中文")
+        raise KeyError(f"{WORDS}: {key!r} is not a text in English and Chinese")
     return node
 
 
@@ -43,7 +43,7 @@ def pair(key: str, **values) -> tuple[str, str]:
 
 
 def say(key: str, lang: str = "en", **values) -> str:
-    """The text ``key`` in ``lang`` (English where 中文 has none), its {names} filled from ``values``."""
+    """The text ``key`` in ``lang`` (English where Chinese has none), its {names} filled from ``values``."""
     return pair(key, **values)[1 if lang == "zh" else 0]
 
 

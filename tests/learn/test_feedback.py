@@ -130,10 +130,11 @@ def test_learn_check_in_chinese(tmp_path, capsys):
 def test_an_accepted_convention_s_note_comes_before_the_checks_in_both_languages():
     accepted = next(m for m in exercise("adamw_step").mistakes if m.accepted)
     report = Report("adamw_step", "adamw_step.py", checks=[{"name": "runs", "passed": True, "message": ""}],
-                    notes=[f"{accepted.title}: {accepted.explanation}"])
+                    notes=[f"{accepted.title}: {accepted.explanation}"], conventions=[(accepted.id, "passes")])
     assert _unwrapped(report_lines(report)) == f"  note: {accepted.title}: {accepted.explanation}\n  checks:\n    PASS  runs"
     zh = re.sub(r"\n {6,}", "", "\n".join(report_lines(report, "zh")))
     assert zh.startswith(f"  说明：{accepted.title_zh}：{accepted.explanation_zh}\n  检查：")
     report.notes = [f"{accepted.title}: checked against that reading ({accepted.explanation})"]
+    report.conventions = [(accepted.id, "against")]
     zh = re.sub(r"\n {6,}", "", "\n".join(report_lines(report, "zh")))
     assert zh.startswith(f"  说明：{accepted.title_zh}：按这种读法检查（{accepted.explanation_zh}）")
