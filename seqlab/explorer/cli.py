@@ -43,6 +43,8 @@ def register(subparsers) -> None:
     shot.add_argument("--lang", choices=("en", "zh"), default="en", help="with --screenshot: the page's language")
     shot.add_argument("--section", metavar="ID", help="with --screenshot: capture only this section "
                       "(e.g. w-model, w-paths)")
+    parser.add_argument("--course", metavar="DIR", default=None,
+                        help="a teacher's course folder (default: SEQLAB_COURSE, else the one the workspace follows)")
     parser.set_defaults(func=run_explore)
 
 
@@ -50,6 +52,16 @@ def run_explore(args: argparse.Namespace) -> int:
     if args.screenshot:
         return run_screenshot(args)
     import webbrowser
+
+    from seqlab.learn.cli import DEFAULT_WORKSPACE
+    from seqlab.learn.courses import CourseError, use
+    from seqlab.learn.workspace import remembered_course
+    workspace = getattr(args, "workspace", None) or DEFAULT_WORKSPACE
+    try:     # before anything reads the path: the course's steps are the page's
+        use(args.course or os.environ.get("SEQLAB_COURSE") or remembered_course(workspace))
+    except CourseError as error:
+        print(f"seqlab explore: {error}", file=sys.stderr)
+        return 2
 
     from seqlab.explorer.runs import RunRegistry
     from seqlab.explorer.server import make_server
@@ -74,9 +86,7 @@ def run_explore(args: argparse.Namespace) -> int:
         return 1
     # the course's progress and the "yours" panels (explorer/course_api.py, learn_api.py): the workspace of
     # `seqlab learn`, ./seqlab-learn unless --workspace names another
-    from seqlab.learn.cli import DEFAULT_WORKSPACE
-
-    server.workspace = getattr(args, "workspace", None) or DEFAULT_WORKSPACE
+    server.workspace = workspace
     if args.workspace and not os.path.isdir(args.workspace):
         print(f"warning: --workspace {server.workspace} is not a directory; `seqlab learn start NAME "
               f"--workspace {server.workspace}` makes it", file=sys.stderr)

@@ -36,12 +36,15 @@ def register(subparsers) -> None:
     common.add_argument("--workspace", type=Path, default=argparse.SUPPRESS,
                         help=f"the student's folder: exercise files and progress.json (default: ./{DEFAULT_WORKSPACE})")
     common.add_argument("--lang", choices=sorted(_LANGS), default=argparse.SUPPRESS, help="en (default) or zh (Chinese)")
+    common.add_argument("--course", type=Path, default=argparse.SUPPRESS, metavar="DIR",
+                        help="a teacher's course folder (path.toml and step folders; docs/learn.md); also "
+                             "SEQLAB_COURSE; the workspace remembers it")
     parser = subparsers.add_parser(
         "learn", parents=[common], help="the learning path: exercises checked by seqlab, with diagnoses",
         description="The course as a path of steps: read, look at the explorer widget, do an exercise. "
                     "Implement exercises are checked (shapes, values, gradients, invariants) with a diagnosis "
                     "of the most likely mistake.")
-    parser.set_defaults(func=show_path)
+    parser.set_defaults(func=_in_course(show_path))
     sub = parser.add_subparsers(dest="learn_command", metavar="COMMAND")
 
     def command(name, func, help, *, step=True):
@@ -49,7 +52,7 @@ def register(subparsers) -> None:
         p = sub.add_parser(name, parents=[common], help=help)
         if step:
             p.add_argument("name")
-        p.set_defaults(func=func)
+        p.set_defaults(func=_in_course(func))
         return p
 
     for name, func, help in (("next", show_next, "the current step: its lesson and what to do"),
@@ -84,7 +87,9 @@ def register(subparsers) -> None:
     p = sub.add_parser("grade", help="grade a class: one workspace folder (or zip) per student",
                        description="Check every student's workspace the way `seqlab learn check` does; write "
                                    "grades.csv, grades.json, summary.md and summary.png (or Gradescope's results.json).")
-    p.set_defaults(func=grade_class)
+    p.set_defaults(func=_in_course(grade_class, workspace=False))
+    p.add_argument("--course", type=Path, default=None, metavar="DIR",
+                   help="a teacher's course folder whose exercises are graded (also SEQLAB_COURSE)")
     p.add_argument("submissions", nargs="?", type=Path, default=None, metavar="SUBMISSIONS",
                    help="a folder holding one workspace folder or .zip per student (the name is the student)")
     p.add_argument("--out", type=Path, default=None, metavar="REPORT",
@@ -102,6 +107,32 @@ def register(subparsers) -> None:
     p.add_argument("--submission", type=Path, default=Path("/autograder/submission"), help=argparse.SUPPRESS)
     p.add_argument("--results", type=Path, default=Path("/autograder/results/results.json"), help=argparse.SUPPRESS)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _in_course(func, workspace: bool = True):
+    """``func`` run in the course chosen by --course, SEQLAB_COURSE or the workspace (seqlab's own
+    otherwise); a course given is remembered by the workspace (``workspace``: the command has one)."""
+    def run(args) -> int:
+        import os
+
+        from seqlab.learn.courses import CourseError, use
+        given = getattr(args, "course", None) or os.environ.get("SEQLAB_COURSE") or None
+        try:
+            if workspace:
+                from seqlab.learn.workspace import ProgressError, remember_course, remembered_course
+                use(given or remembered_course(_workspace(args)))
+                if given:
+                    try:
+                        remember_course(_workspace(args), Path(given))
+                    except (OSError, ProgressError) as error:
+                        print(f"warning: the workspace cannot remember the course: {error}", file=sys.stderr)
+            else:
+                use(given)
+        except CourseError as error:
+            return _usage(str(error))
+        return func(args)
+    run.__name__, run.__doc__ = func.__name__, func.__doc__
+    return run
 
 
 def _workspace(args) -> Path:
@@ -423,19 +454,21 @@ def reset_exercise(args) -> int:
 
 
 def show_solution(args) -> int:
+    import importlib
     import inspect
 
-    from seqlab.learn.references import (
-        REFERENCE_MODULES,
-        SOLUTION_SOURCES,
-        helper,
-        reference,
-    )
-    if args.name not in REFERENCE_MODULES:
+    from seqlab.learn.catalog import exercise
+    ex = exercise(args.name)
+    if ex is None:
         return _no_such("Implement exercise", args.name, _known("implement"))
-    shown = [reference(args.name)]
-    if args.name in SOLUTION_SOURCES:
-        shown.append(helper(*SOLUTION_SOURCES[args.name]))
+    shown = [ex.reference()]
+    also = ex.solution
+    if not also:                                    # an exercise not yet in its folder
+        from seqlab.learn.references import SOLUTION_SOURCES
+        also = ".".join(SOLUTION_SOURCES.get(args.name, ()))
+    if also:
+        owner, name = also.rsplit(".", 1)
+        shown.append(getattr(importlib.import_module(owner), name))
     for function in shown:
         print(f"# {inspect.getsourcefile(function)}\n")
         print(inspect.getsource(function))

@@ -82,7 +82,7 @@ class Part:
     steps: tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Course:
     """The steps of a course in order (``order``), in ``parts``, and every step folder it can reach
     (``folders``: also the cards and questions a command step asks, which are not on the path)."""
@@ -120,16 +120,19 @@ def _folder(path: Path, prefix: str) -> Folder:
     return Folder(path.name, path, record, prefix)
 
 
-def _load(root: Path, prefix: str) -> Course:
+def _load(root: Path, prefix: str, also: dict | None = None) -> Course:
+    """The course in ``root``; its parts may name the folders of ``also`` too (seqlab's own steps)."""
     spec = _read_toml(root / "path.toml")
     folders = {p.name: _folder(p, prefix) for p in sorted(root.iterdir()) if (p / "step.toml").is_file()}
+    reachable = {**(also or {}), **folders}
     parts = []
     for k, part in enumerate(spec.get("part", [])):
         steps = tuple(part.get("steps", ()))
-        missing = [s for s in steps if s not in folders]
+        missing = [s for s in steps if s not in reachable]
         if missing:
             raise CourseError(f"{root / 'path.toml'}: part {k + 1} names {', '.join(missing)}, "
-                              f"which {'has' if len(missing) == 1 else 'have'} no folder with a step.toml in {root}")
+                              f"which {'has' if len(missing) == 1 else 'have'} no folder with a step.toml in {root}"
+                              + (" nor in seqlab's course" if also else ""))
         parts.append(Part(str(part.get("id", f"part{k + 1}")), dict(part.get("title", {})), steps))
     return Course(root, tuple(parts), folders)
 
@@ -140,13 +143,54 @@ def builtin() -> Course:
     return _load(BUILT_IN, "seqlab.learn.course")
 
 
+_ACTIVE: list[Course] = []
+
+
 def active() -> Course:
-    """The course being followed: seqlab's own (a teacher's course folder, once chosen, later)."""
-    return builtin()
+    """The course this process follows: the one :func:`use` chose, else seqlab's own."""
+    return _ACTIVE[0] if _ACTIVE else builtin()
 
 
+def use(root: str | Path | None) -> Course:
+    """Follow the course folder ``root`` (None: seqlab's own) in this process. The course is chosen once,
+    before the path is read (``seqlab learn --course DIR`` does it first); choosing another after that
+    is a CourseError."""
+    course = builtin() if root is None else load(root)
+    if _ACTIVE and _ACTIVE[0].root != course.root:
+        raise CourseError(f"this process follows the course in {_ACTIVE[0].root} already; it cannot switch to "
+                          f"{course.root} (run another command)")
+    if not _ACTIVE and course.root != BUILT_IN and "seqlab.learn.path" in sys.modules:
+        raise CourseError("the course must be chosen before seqlab.learn.path is imported")
+    _ACTIVE[:] = [course]
+    return course
+
+
+@functools.cache
 def load(root: str | Path) -> Course:
-    """A course folder of the same layout as seqlab's (its modules get names of their own)."""
+    """A teacher's course folder: its ``path.toml`` and step folders of seqlab's layout (its modules get
+    names of their own, so it cannot change seqlab's). The path.toml says which of seqlab's own steps
+    the course keeps (``keep = "all"``, the default, ``"none"`` or a list of steps; ``hide = [...]``
+    leaves some out) and lists its own parts (``[[part]]``: ``id``, ``title``, ``steps``, and ``after``,
+    the id of one of seqlab's parts to follow; by default they come last). A folder of the course
+    named like one of seqlab's steps replaces it, where it stands."""
     root = Path(root).resolve()
+    if not (root / "path.toml").is_file():
+        raise CourseError(f"{root} is not a course folder: it has no path.toml (docs/learn.md, \"Write an exercise\")")
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:10]
-    return _load(root, f"seqlab_course_{digest}")
+    own = _load(root, f"seqlab_course_{digest}", builtin().folders)
+    spec = _read_toml(root / "path.toml")
+    base = builtin()
+    keep, hide = spec.get("keep", "all"), set(spec.get("hide", ()))
+    kept = set(base.order) if keep == "all" else set() if keep == "none" else set(keep)
+    unknown = sorted((kept | hide) - set(base.folders))
+    if unknown:
+        raise CourseError(f"{root / 'path.toml'}: keep and hide name steps seqlab's course does not have: "
+                          f"{', '.join(unknown)}")
+    kept -= hide
+    parts = [Part(p.id, p.title, tuple(s for s in p.steps if s in kept)) for p in base.parts]
+    for part in own.parts:
+        after = next((p for p in spec.get("part", []) if p.get("id") == part.id), {}).get("after")
+        at = next((k + 1 for k, p in enumerate(parts) if p.id == after), len(parts))
+        parts.insert(at, part)
+    folders = {**base.folders, **own.folders}
+    return Course(root, tuple(p for p in parts if p.steps), folders)

@@ -214,6 +214,7 @@ class Exercise:
     axes: dict = dataclasses.field(default_factory=dict)   # output key -> names of its axes, for diagnoses
     packages: tuple[str, ...] = ()      # third-party packages the student's code may import (default: by kind)
     helpers: dict[str, str] = dataclasses.field(default_factory=dict)  # import name -> module whose source is given
+    solution: str = ""                  # what `seqlab learn solution` shows beside the reference ("seqlab.model.SwiGLU")
 
     def __post_init__(self):
         if not self.step:

@@ -115,7 +115,11 @@ class Lesson:
 
 
 def lesson_path(step: str, lang: str = "en") -> Path:
-    return LESSON_DIR / step / f"lesson.{lang}.md"
+    """STEP/lesson.LANG.md in the course this process follows (or under LESSON_DIR, where a test put its own)."""
+    from seqlab.learn.courses import active
+    if LESSON_DIR == BUILT_IN and step in active().folders:
+        return active().folder(step).lesson_path(lang)
+    return Path(LESSON_DIR) / step / f"lesson.{lang}.md"
 
 
 @functools.lru_cache(maxsize=256)
@@ -377,10 +381,10 @@ class _Lazy:
 def _namespace() -> dict:
     import numpy as np
 
-    from seqlab.learn.catalog import mutant
+    from seqlab.learn.catalog import exercise, mutant
     from seqlab.learn.questions import QUESTION_BY_ID
-    from seqlab.learn.references import reference
-    return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": reference, "mistake": mutant,
+    return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": lambda name: exercise(name).reference(),
+            "mistake": mutant,
             "answer": lambda qid: QUESTION_BY_ID[qid].answer()}
 
 

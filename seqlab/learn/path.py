@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from seqlab.learn.courses import builtin
+from seqlab.learn.courses import active
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,7 @@ def _step(folder) -> Step:
                 r.get("command", ""), r.get("then", ""))
 
 
-_COURSE = builtin()
+_COURSE = active()
 STEPS: tuple[Step, ...] = tuple(_step(_COURSE.folder(s)) for s in _COURSE.order)
 STEP_BY_ID = {s.id: s for s in STEPS}
 

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from seqlab.learn.courses import builtin
+from seqlab.learn.courses import active
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +49,7 @@ def _card(folder) -> Card:
     return Card(folder.id, c["kind"], _pair(folder.record["title"]), _pair(c["question"]), _pair(c["answer"]))
 
 
-_FOLDERS = builtin().folders.values()
+_FOLDERS = active().folders.values()
 QUESTIONS: tuple[Question, ...] = tuple(_question(f) for f in _FOLDERS if "question" in f.record)
 CARDS: tuple[Card, ...] = tuple(_card(f) for f in _FOLDERS if "card" in f.record)
 

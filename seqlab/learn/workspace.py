@@ -1,6 +1,7 @@
 """The student's workspace: one file per Implement exercise and progress.json, nothing else.
 
-progress.json: {"steps": {step id: {"state": "started" | "passed", "updated": ISO time, ...}}}.
+progress.json: {"steps": {step id: {"state": "started" | "passed", "updated": ISO time, ...}},
+"course": the course folder it follows, when it is a teacher's}.
 A passed Implement step also records "sha256", the hash of the file that passed, and a passed
 command step "results", the folder its results were read from; the step's status
 (:func:`step_status`) is then "passed" while the file is the same and "changed: check again" once it
@@ -54,6 +55,25 @@ def read_progress(workspace: Path) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("steps"), dict):
         raise ProgressError(f"{path} must hold an object with a \"steps\" object; move it away to start afresh")
     return data
+
+
+def remembered_course(workspace: Path) -> str | None:
+    """The course folder the workspace follows (progress.json's "course"), or None: seqlab's own."""
+    try:
+        course = read_progress(Path(workspace)).get("course")
+    except ProgressError:
+        return None
+    return course if isinstance(course, str) and course else None
+
+
+def remember_course(workspace: Path, course: Path) -> None:
+    """Record that the workspace follows the course folder ``course`` (its absolute path)."""
+    workspace = Path(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    progress = read_progress(workspace)
+    if progress.get("course") != str(Path(course).resolve()):
+        progress["course"] = str(Path(course).resolve())
+        _write(workspace, progress)
 
 
 def state_of(progress: dict, step: str) -> str:

@@ -32,7 +32,8 @@ def test_the_lecture_table_maps_every_objective_and_exercise_to_steps_of_the_pat
 
     from seqlab.learn.path import STEP_BY_ID
     text = (ROOT / "docs" / "learn.md").read_text(encoding="utf-8")
-    table = text[text.index("### The lecture, mapped to the path"):]
+    start = text.index("### The lecture, mapped to the path")
+    table = text[start:text.index("\n### ", start + 1)]
     rows = [line for line in table.splitlines()[1:] if line.startswith("| ")][2:]
     rows = rows[:next((k for k, r in enumerate(rows) if not r.startswith("| ")), len(rows))]
     named = {row.split("|")[1].strip().split(":")[0]: re.findall(r"`([a-z0-9_]+)`", row.split("|")[2]) for row in rows}
