@@ -68,3 +68,17 @@ def not_float64(check: str = "float64") -> D.Recogniser:
 def states_none(check: str = "h0 None") -> D.Recogniser:
     """"h0=None is not handled": the code raised on the sentence's case of a None state."""
     return D.failed_check(check, raises=True)
+
+
+# --- shared by the recurrence exercises (scalar_recurrence, rnn_forward, rnn_bptt and the gated and
+# attention exercises' gradients) ---------------------------------------------------------------------
+def same(out):
+    """The output as it is (a gradients() pick: the whole output is the gradients)."""
+    return out
+
+
+def copy_arrays(value):
+    """float64 copies: of a dict's values, or of one array."""
+    if isinstance(value, dict):
+        return {k: np.array(v, dtype=np.float64) for k, v in value.items()}
+    return np.array(value, dtype=np.float64)
