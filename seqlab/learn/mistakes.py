@@ -15,67 +15,6 @@ from seqlab.labs import rnn as _rnn
 from seqlab.labs.lstm import sigmoid
 
 
-# --- the one-number recurrence --------------------------------------------------------------------------
-def scalar_recurrence__no_tanh(a, xs, h0=0.0):
-    states, h = [], float(h0)
-    for x in np.asarray(xs, dtype=np.float64):
-        h = a * h + x
-        states.append(h)
-    return np.array(states)
-
-
-def scalar_recurrence__states_shifted(a, xs, h0=0.0):
-    states, h = [], float(h0)
-    for x in np.asarray(xs, dtype=np.float64):
-        states.append(h)                 # records h_{t-1}, not h_t
-        h = np.tanh(a * h + x)
-    return np.array(states)
-
-
-def scalar_recurrence__h0_ignored(a, xs, h0=0.0):
-    return _rec().scalar_recurrence(a, xs, 0.0)
-
-
-def _recurrence_backward_variant(a, xs, h0, *, summed=True, tanh_prime="h", a_term="h_prev", last_factor=True):
-    xs = np.asarray(xs, dtype=np.float64)
-    hs = _rec().scalar_recurrence(a, xs, h0)
-    prev = np.concatenate([[float(h0)], hs[:-1]])
-    dh, dxs, da = 1.0, np.zeros_like(xs), 0.0
-    for t in reversed(range(len(xs))):
-        derivative = {"h": 1 - hs[t] ** 2, "h_prev": 1 - prev[t] ** 2, "none": 1.0}[tanh_prime]
-        dpre = dh * derivative
-        term = dpre * (prev[t] if a_term == "h_prev" else hs[t])
-        da = da + term if summed else term          # overwritten each step instead of summed
-        dxs[t] = dpre
-        dh = dpre * a if (last_factor or t > 0) else dpre
-    return {"a": da, "xs": dxs, "h0": dh}
-
-
-def scalar_recurrence_backward__a_not_summed(a, xs, h0=0.0):
-    return _recurrence_backward_variant(a, xs, h0, summed=False)
-
-
-def scalar_recurrence_backward__no_tanh_derivative(a, xs, h0=0.0):
-    return _recurrence_backward_variant(a, xs, h0, tanh_prime="none")
-
-
-def scalar_recurrence_backward__tanh_derivative_of_previous_state(a, xs, h0=0.0):
-    return _recurrence_backward_variant(a, xs, h0, tanh_prime="h_prev")
-
-
-def scalar_recurrence_backward__a_term_uses_h_t(a, xs, h0=0.0):
-    return _recurrence_backward_variant(a, xs, h0, a_term="h")
-
-
-def scalar_recurrence_backward__h0_without_last_factor(a, xs, h0=0.0):
-    return _recurrence_backward_variant(a, xs, h0, last_factor=False)
-
-
-def _rec():
-    from seqlab.labs import recurrence
-    return recurrence
-
-
 # --- the RNN ------------------------------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ from seqlab.learn.kit import rng as _rng
 from seqlab.learn.kit import rnn_params as _rnn_params
 from seqlab.learn.kit import copy_arrays
 from seqlab.learn.kit import same as _same
+from seqlab.learn.kit import one_more_row as _one_more_row
 from seqlab.learn.kit import seeded_cases as _seeded_cases
 from seqlab.learn.references import helper, reference
 
@@ -71,28 +72,6 @@ def _states_none(check="h0 None", mistake_id="h0_none_not_handled"):
 
 
 
-def _one_more_row(part, text: str):
-    """Recognises an output with one row too many whose rows after the first are the reference's
-    (the initial state kept in front)."""
-    path = part if isinstance(part, tuple) else (part,)
-
-    def recognise(ev):
-        seen = []
-        for i in ev.own():
-            raw = ev.raw[i]
-            if raw is None:
-                continue
-            try:
-                got = np.asarray(D.pick(raw, path), dtype=np.float64)
-            except (KeyError, IndexError, TypeError, ValueError):
-                return None
-            want = np.asarray(D.pick(ev.expected[i], path), dtype=np.float64)
-            if got.shape[:1] != (want.shape[0] + 1,) or not D.close(want, got[1:], ev.rtol, ev.atol):
-                return None
-            seen.append(i)
-        return f"{text}: {D.leaf_name(path)} has one row more than the reference's (on {ev.cases[seen[0]].label}); " \
-               "its rows after the first are the reference's" if seen else None
-    return recognise
 
 
 # Mistakes several exercises share, said once ----------------------------------------------------------------------
@@ -105,190 +84,6 @@ def _one_more_row(part, text: str):
 
 
 
-
-
-# --- the one-number recurrence --------------------------------------------------------------------------
-def _recurrence_cases():
-    rng = _rng(1)
-    return [Case("the worked example", (0.5, np.array([1.0, 0.0, -1.0])), {"h0": 0.0}, gradcheck=True),
-            Case("random inputs 1", (1.3, rng.normal(size=6)), {"h0": 0.4}, gradcheck=True),
-            Case("random inputs 2", (-0.7, rng.normal(size=4)), {"h0": -0.2}, gradcheck=True)]
-
-
-def _recurrence_dtype_cases():
-    return [Case("xs of dtype float32", (0.5, np.array([1.0, 0.0, -1.0], dtype=np.float32)), {"h0": 0.0}),
-            Case("xs of integers", (0.9, np.array([2, -1, 0, 1])), {"h0": 0.5}),
-            Case("xs a list", (0.3, [0.5, -0.25]), {"h0": 0.1})]
-
-
-def _recurrence_empty_cases():
-    return [Case("an empty sequence (T = 0)", (0.5, np.zeros(0)), {"h0": 0.3})]
-
-
-def _recurrence_default_cases():
-    return [Case("h0 left out", (0.8, np.array([0.5, -1.0, 2.0, 0.1])))]
-
-
-def _recurrence_gradients(case):
-    a, xs = case.args
-    params = {"a": np.array(float(a)), "xs": np.array(xs, dtype=np.float64), "h0": np.array(float(case.kwargs["h0"]))}
-    run = helper("seqlab.labs.recurrence", "scalar_recurrence")
-    numeric = central_differences(lambda: float(run(float(params["a"]), params["xs"], float(params["h0"]))[-1]), params)
-    return numeric, _same
-
-
-def _recurrence_terms(case):
-    """d h_T / d a, step by step: step t's own term (1 - h_t^2) h_{t-1}, times d h_T / d h_t."""
-    a, xs = case.args
-    xs, h0 = np.asarray(xs, dtype=np.float64), float(case.kwargs.get("h0", 0.0))
-    forward = helper("seqlab.labs.recurrence", "scalar_recurrence")
-    backward = helper("seqlab.labs.recurrence", "scalar_recurrence_backward")
-    hs = np.concatenate([[h0], forward(a, xs, h0)])
-    return {"a": np.array([backward(a, xs[t + 1:], hs[t + 1])["h0"] * backward(a, xs[t:t + 1], hs[t])["a"]
-                           for t in range(len(xs))])}
-
-
-SCALAR_RECURRENCE = Exercise(
-    "scalar_recurrence", "The recurrence h_t = tanh(a h_{t-1} + x_t)", "循环递推 h_t = tanh(a h_{t-1} + x_t)",
-    "scalar_recurrence(a, xs, h0=0.0)",
-    """States h_1..h_T of the one-number RNN.
-
-    a: float; xs: (T,) inputs, an ndarray or a list; h0: float, the state before x_1.
-    h_t = tanh(a * h_{t-1} + x_t) for t = 1..T, starting from h0.
-    Returns an ndarray of shape (T,): h_1, ..., h_T, not h0.
-    The result is float64 whatever the dtype of xs.
-    An empty xs (T = 0) gives an empty array.
-    h0 defaults to 0.0.
-    xs is left unchanged.
-    Worked example: a=0.5, xs=[1, 0, -1] -> [0.7616, 0.3634, -0.6741].""",
-    _ref("scalar_recurrence"), _recurrence_cases,
-    (_m(M.scalar_recurrence__no_tanh, "the tanh is missing",
-        "each state is a*h + x without the tanh, so states leave (-1, 1): apply np.tanh to the sum",
-        "缺少 tanh", "每个隐藏状态都是没有 tanh 的 a*h + x，所以隐藏状态会超出 (-1, 1)：对和取 np.tanh",
-        "Without the squashing nonlinearity the recurrence is linear: the state grows like a^t and the "
-        "network can only compute weighted sums of its inputs. The tanh keeps every state in (-1, 1) and is "
-        "what makes the factor tanh'(.) appear in every backward step.",
-        "没有压缩型非线性，递推就是线性的：隐藏状态按 a^t 增长，网络只能计算输入的加权和。tanh 让每个隐藏状态都留在 "
-        "(-1, 1) 内，也正是它让每一步反向传播都出现因子 tanh'(.)。"),
-     _m(M.scalar_recurrence__states_shifted, "the states are shifted by one step",
-        "the list holds h_0..h_{T-1}: append the new state after the update, not the old one before it",
-        "隐藏状态错位了一步", "列表里存的是 h_0..h_{T-1}：应在更新之后追加新隐藏状态，而不是在更新之前追加旧隐藏状态",
-        "h_t is the state AFTER reading x_t. Recording the state before the update returns the state each "
-        "step started from, so the answer for step t is the one for step t-1, and the last state, the one "
-        "the next chunk or the output layer needs, is never returned.",
-        "h_t 是读入 x_t 之后的隐藏状态。在更新之前记录，返回的是每一步开始时的隐藏状态，于是第 t 步的答案其实是第 t-1 步的，"
-        "而最后一个隐藏状态（下一段或输出层需要的那个）从未被返回。",
-        recognise=D.shifted((), axis_name="time step")),
-     _m("includes_h0", "h0 returned with the states",
-        "the output holds h0, h_1, ..., h_T (T + 1 values): return the T states after h0 only",
-        "把 h0 也一起返回了", "输出包含 h0, h_1, ..., h_T（T + 1 个值）：只返回 h0 之后的 T 个隐藏状态",
-        "The function is asked for one state per input: T inputs give T states. Keeping h0 in front "
-        "misaligns every later use, where h_t must sit beside x_t and y_t.",
-        "函数要求每个输入对应一个隐藏状态：T 个输入产生 T 个隐藏状态。把 h0 放在最前面会让后面的每次使用都错位，因为 h_t "
-        "必须与 x_t 和 y_t 对齐。",
-        recognise=_one_more_row((), "h0 kept in front")),
-     _m(M.scalar_recurrence__h0_ignored, "h0 is ignored",
-        "the recurrence always starts from 0: start from the h0 argument",
-        "忽略了 h0", "递推总是从 0 开始：应从参数 h0 开始",
-        "h0 carries what came before this sequence (the previous chunk, an encoder's summary). Starting "
-        "from zero throws that context away; the first states are wrong and the error fades only slowly.",
-        "h0 携带着这段序列之前的信息（上一段、编码器的概括）。从零开始就丢掉了这些上下文；最初几个隐藏状态是错的，"
-        "误差只会慢慢消退。"),
-     _not_float64(),
-     _m("empty_sequence_fails", "an empty sequence is not handled",
-        "with T = 0 there is nothing to compute: return an empty float64 array, without reading xs[0]",
-        "没有处理空序列", "T = 0 时无需计算：返回一个空的 float64 数组，不要读取 xs[0]",
-        "Edge cases appear in real data: a batch can hold an empty document, and chunked code calls the "
-        "function on what is left over. A loop over the inputs handles T = 0 by itself; special-casing "
-        "the first step is what breaks it.",
-        "真实数据里会出现边界情况：一个批次可能含有空文档，分块的代码也会对剩下的部分调用函数。对输入循环的写法"
-        "自然能处理 T = 0；单独处理第一步才会出错。",
-        recognise=D.failed_check("empty sequence", raises=True)),
-     _m("h0_default", "h0 has no default of 0.0",
-        "keep the signature's default h0=0.0, so that scalar_recurrence(a, xs) starts from zero",
-        "h0 没有默认值 0.0", "保留签名中的默认值 h0=0.0，使 scalar_recurrence(a, xs) 从零开始",
-        "The signature is part of the contract: callers that leave h0 out rely on the documented default, "
-        "and a default of None without a check turns their call into a TypeError deep inside the loop.",
-        "函数签名也是约定的一部分：省略 h0 的调用者依赖文档中写明的默认值；如果默认值是 None 又不加检查，"
-        "他们的调用就会在循环深处变成一个 TypeError。",
-        recognise=D.failed_check("h0 default", raises=True))),
-    returns="an ndarray of shape (T,)",
-    stub_test="    out = scalar_recurrence(0.5, np.array([1.0, 0.0, -1.0]))\n"
-              "    assert np.allclose(out, [0.7615941559557649, 0.36339948438905245, -0.6741436761583508])\n",
-    spec=(Spec("values (random inputs)", "h_t = tanh(a * h_{t-1} + x_t) for t = 1..T, starting from h0."),
-          Spec("shapes and types", "Returns an ndarray of shape (T,): h_1, ..., h_T, not h0."),
-          Spec("float64", "The result is float64 whatever the dtype of xs.", _recurrence_dtype_cases, same_dtypes()),
-          Spec("empty sequence", "An empty xs (T = 0) gives an empty array.", _recurrence_empty_cases),
-          Spec("h0 default", "h0 defaults to 0.0.", _recurrence_default_cases),
-          Spec("inputs unchanged", "xs is left unchanged.")),
-    axes={"": ("time step",)})
-
-
-def _backward_dtype_cases():
-    return [Case("xs of dtype float32", (0.5, np.array([1.0, 0.0, -1.0], dtype=np.float32)), {"h0": 0.0}),
-            Case("xs of integers", (0.9, np.array([2, -1, 0, 1])), {"h0": 0.5})]
-
-
-SCALAR_RECURRENCE_BACKWARD = Exercise(
-    "scalar_recurrence_backward", "Backward through the one-number recurrence", "单数字循环的反向传播",
-    "scalar_recurrence_backward(a, xs, h0=0.0)",
-    """Gradients of the final state h_T of h_t = tanh(a * h_{t-1} + x_t) (see scalar_recurrence).
-
-    Returns {"a": d h_T / d a, "xs": (T,) d h_T / d x_t, "h0": d h_T / d h0}.
-    Walk backward keeping dh = d h_T / d h_t; each step multiplies it by tanh'(pre_t) * a = (1 - h_t^2) * a.
-    The same a is used at every step, so its gradient is a SUM over time: step t adds (1 - h_t^2) * dh * h_{t-1}.
-    "a" and "h0" are numbers; "xs" is a float64 array whatever the dtype of xs.
-    xs is left unchanged.""",
-    _ref("scalar_recurrence_backward"), _recurrence_cases,
-    (_m(M.scalar_recurrence_backward__a_not_summed, "the gradient of a is not summed over time",
-        "a is shared by every step: add each step's term (da += ...) instead of overwriting it",
-        "a 的梯度没有对时间求和", "每一步都共用同一个 a：把每一步的项加起来（da += ...），不要覆盖",
-        "One parameter used at T steps is like T copies of it whose effects add up: the chain rule gives "
-        "the SUM of the T contributions. Keeping only one step's term is the gradient of a model in which "
-        "a acts at that single step.",
-        "一个参数在 T 步中被使用，相当于它的 T 个副本的效果叠加：链式法则给出这 T 个贡献的和。只保留某一步的项，"
-        "得到的是“a 只在那一步起作用”的模型的梯度。",
-        recognise=D.summed_over_time(("a",), "the gradient of a")),
-     _m(M.scalar_recurrence_backward__no_tanh_derivative, "tanh' is missing",
-        "each step must multiply by (1 - h_t^2), the derivative of tanh at that step",
-        "缺少 tanh'", "每一步都必须乘以 (1 - h_t^2)，即 tanh 在该步的导数",
-        "Every step of the forward pass goes through tanh, so every step of the backward pass multiplies by "
-        "its derivative. Without it the gradients are those of a linear recurrence and they neither vanish "
-        "nor saturate the way the real ones do.",
-        "前向传播的每一步都经过 tanh，所以反向传播的每一步都要乘以它的导数。没有它，得到的是线性递推的梯度，"
-        "既不会像真实梯度那样消失，也不会饱和。"),
-     _m(M.scalar_recurrence_backward__tanh_derivative_of_previous_state, "tanh' taken at the previous state",
-        "tanh'(pre_t) = 1 - h_t^2 uses the state the step produced, h_t, not h_{t-1}",
-        "tanh' 用了上一步的隐藏状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的隐藏状态 h_t，而不是 h_{t-1}",
-        "The derivative of tanh is read off its OUTPUT: if h = tanh(pre) then dh/dpre = 1 - h^2 with the "
-        "same h. The state before the step is the input of the step, not the output of its tanh.",
-        "tanh 的导数由它的输出得到：若 h = tanh(pre)，则 dh/dpre = 1 - h^2，其中的 h 是同一个。这一步之前的隐藏状态是"
-        "这一步的输入，而不是它的 tanh 的输出。"),
-     _m(M.scalar_recurrence_backward__a_term_uses_h_t, "a's term uses h_t instead of h_{t-1}",
-        "step t computes a * h_{t-1}: its term in d h_T / d a is dpre_t * h_{t-1}, the state a multiplied",
-        "a 的项用了 h_t 而不是 h_{t-1}", "第 t 步计算的是 a * h_{t-1}：它在 d h_T / d a 中的项是 dpre_t * h_{t-1}，即 a 所乘的那个隐藏状态",
-        "The gradient of a product with respect to one factor is the other factor: a meets h_{t-1} at "
-        "step t, so that is what multiplies the step's gradient.",
-        "乘积对其中一个因子的梯度就是另一个因子：第 t 步中 a 与 h_{t-1} 相乘，所以乘到这一步梯度上的是 h_{t-1}。"),
-     _m(M.scalar_recurrence_backward__h0_without_last_factor, "the gradient of h0 misses the last factor a",
-        "h_1 = tanh(a h0 + x_1): after dpre_1 comes one more factor a for h0; return dpre_1 * a",
-        "h0 的梯度少了最后一个因子 a", "h_1 = tanh(a h0 + x_1)：得到 dpre_1 之后，h0 还要再乘一个 a；应返回 dpre_1 * a",
-        "h0 enters the first step exactly as every later state enters the next one, multiplied by a. The "
-        "walk back therefore ends with the same multiplication as every other step.",
-        "h0 进入第一步的方式和后面每个隐藏状态进入下一步的方式完全一样：乘以 a。所以反向的最后一步也和其他每一步一样要乘以 a。",
-        recognise=D.factor_of(("h0",), lambda case: {"1/a": 1 / case.args[0]}, "the gradient of h0")),
-     _not_float64()),
-    returns='a dict {"a", "xs", "h0"}', gradients=_recurrence_gradients, step_terms=_recurrence_terms,
-    spec=(Spec("gradients vs finite differences",
-               'Returns {"a": d h_T / d a, "xs": (T,) d h_T / d x_t, "h0": d h_T / d h0}.'),
-          Spec("backward through tanh", "Walk backward keeping dh = d h_T / d h_t; each step multiplies it by "
-               "tanh'(pre_t) * a = (1 - h_t^2) * a.", verify=same_values("xs", "h0")),
-          Spec("a summed over time", "The same a is used at every step, so its gradient is a SUM over time: "
-               "step t adds (1 - h_t^2) * dh * h_{t-1}.", verify=same_values("a")),
-          Spec("float64", '"a" and "h0" are numbers; "xs" is a float64 array whatever the dtype of xs.',
-               _backward_dtype_cases, same_dtypes()),
-          Spec("inputs unchanged", "xs is left unchanged.")),
-    axes={"xs": ("time step",)})
 
 
 # --- the RNN ------------------------------------------------------------------------------------------------
@@ -2045,7 +1840,7 @@ TRAIN_BPE = Exercise(
 
 
 EXERCISES: tuple[Exercise, ...] = (
-    SCALAR_RECURRENCE, SCALAR_RECURRENCE_BACKWARD, RNN_FORWARD, RNN_BPTT, SOFTMAX_CROSS_ENTROPY,
+    RNN_FORWARD, RNN_BPTT, SOFTMAX_CROSS_ENTROPY,
     TRUNCATED_BPTT, CLIP_GLOBAL_NORM, LSTM_CELL_FORWARD, LSTM_BPTT, GRU_CELL_FORWARD, GRU_BPTT, CAUSAL_MASK,
     ATTENTION, ATTENTION_BACKWARD, MULTIHEAD_ATTENTION, CHOOSE_MERGE, TRAIN_BPE,
 )
