@@ -94,6 +94,21 @@ def recurrence_cases() -> list:
             Case("random inputs 2", (-0.7, generator.normal(size=4)), {"h0": -0.2}, gradcheck=True)]
 
 
+def rnn_sequence_cases(backward=False, settings=((0, 3, 3, 3, 3), (7, 5, 3, 4, 2), (8, 4, 2, 3, 5)), h0=True,
+                       dh_last=False, float32=False):
+    """Sequences (seed, T, D, H, O): rnn_forward's (params, xs) with h0, or rnn_bptt's (params, xs, h0, dys)."""
+    def make(k, generator, T, D, H, O):
+        p = rnn_params(generator, D, H, O)
+        xs, first = generator.normal(size=(T, D)), generator.normal(size=H) * 0.5
+        if float32:
+            xs = xs.astype(np.float32)
+        if not backward:
+            return (p, xs), ({"h0": first} if h0 else {})
+        dys = generator.normal(size=(T, O))
+        return (p, xs, first, dys), ({"dh_last": generator.normal(size=H)} if dh_last else {})
+    return seeded_cases(make, settings, gradcheck=backward)
+
+
 def one_more_row(part, text: str) -> D.Recogniser:
     """"h0 kept in front": an output with one row too many whose rows after the first are the
     reference's (on every own case that ran)."""

@@ -32,7 +32,6 @@ from seqlab.learn.kit import rng as _rng
 from seqlab.learn.kit import rnn_params as _rnn_params
 from seqlab.learn.kit import copy_arrays
 from seqlab.learn.kit import same as _same
-from seqlab.learn.kit import one_more_row as _one_more_row
 from seqlab.learn.kit import seeded_cases as _seeded_cases
 from seqlab.learn.references import helper, reference
 
@@ -84,198 +83,6 @@ def _states_none(check="h0 None", mistake_id="h0_none_not_handled"):
 
 
 
-
-
-# --- the RNN ------------------------------------------------------------------------------------------------
-
-
-def _rnn_seq_cases(backward=False, settings=((0, 3, 3, 3, 3), (7, 5, 3, 4, 2), (8, 4, 2, 3, 5)), h0=True,
-                   dh_last=False, float32=False):
-    """Sequences (seed, T, D, H, O): rnn_forward's (params, xs) with h0, or rnn_bptt's (params, xs, h0, dys)."""
-    def make(k, rng, T, D, H, O):
-        p = _rnn_params(rng, D, H, O)
-        xs, first = rng.normal(size=(T, D)), rng.normal(size=H) * 0.5
-        if float32:
-            xs = xs.astype(np.float32)
-        if not backward:
-            return (p, xs), ({"h0": first} if h0 else {})
-        dys = rng.normal(size=(T, O))
-        return (p, xs, first, dys), ({"dh_last": rng.normal(size=H)} if dh_last else {})
-    return _seeded_cases(make, settings, gradcheck=backward)
-
-
-RNN_FORWARD = Exercise(
-    "rnn_forward", "The RNN forward pass", "RNN 前向传播", "rnn_forward(params, xs, h0=None)",
-    """Run the RNN over a sequence.
-
-    params: Wx (H, D), Wh (H, H), b (H,), Wy (O, H), by (O,); xs: (T, D); h0: (H,).
-    h_t = tanh(Wh h_{t-1} + Wx x_t + b) and y_t = Wy h_t + by for t = 1..T, starting from h0.
-    Each step starts from the state the previous step produced.
-    y_t is read from the new state h_t.
-    Returns {"hs": (T, H), "ys": (T, O)}.
-    D, H and O may all differ.
-    h0 may be None: the state starts at zeros.
-    hs and ys are float64 arrays, also when xs is float32.
-    xs, h0 and params are left unchanged.""",
-    _ref("rnn_forward"), _rnn_seq_cases,
-    (_m(M.rnn_forward__state_not_carried, "the state is not carried from step to step",
-        "every step starts from h0: feed each step's new h into the next step",
-        "隐藏状态没有在步与步之间传递", "每一步都从 h0 开始：应把每一步的新 h 传给下一步",
-        "The hidden state is the network's memory: step t must start from h_{t-1}. Restarting from h0 "
-        "makes every step see only its own input, a feed-forward network applied T times.",
-        "隐藏状态是网络的记忆：第 t 步必须从 h_{t-1} 开始。每步都从 h0 重新开始，就让每一步只看见自己的输入，"
-        "等于把一个前馈网络应用 T 次。",
-        recognise=D.matches(M.rnn_forward__state_not_carried, ("hs",), "own",
-                            "every step starts from h0")),
-     _m(M.rnn_forward__output_from_previous_state, "y_t is read from h_{t-1}",
-        "the output at step t is Wy h_t + by, computed from the NEW state",
-        "y_t 用了 h_{t-1}", "第 t 步的输出是 Wy h_t + by，要用新的隐藏状态来算",
-        "y_t is the prediction after reading x_t; computed from h_{t-1} it has not seen x_t yet, and for "
-        "a language model it predicts the token it was just given rather than the next one.",
-        "y_t 是读入 x_t 之后的预测；如果用 h_{t-1} 计算，它还没看到 x_t，对语言模型来说就是在预测刚刚给它的词元，"
-        "而不是下一个。",
-        recognise=D.shifted("ys", axis_name="time step", text="ys is one step late")),
-     _m(M.rnn_forward__recurrent_weight_transposed, "Wh is transposed",
-        "h_t = tanh(Wh h_{t-1} + ...): rows of Wh produce the new state; Wh.T @ h mixes the units the other way",
-        "Wh 被转置了", "h_t = tanh(Wh h_{t-1} + ...)：Wh 的行产生新隐藏状态；Wh.T @ h 把单元按相反方向混合",
-        "Wh is square, so the transposed product runs and gives states of the right shape: only the "
-        "values betray it. Keep one convention, column vectors, for every weight of the lab.",
-        "Wh 是方阵，所以转置后照样能运行，形状也对：只有数值会暴露问题。整个实验请对所有权重使用同一个约定：列向量。"),
-     _m("states_include_h0", "hs starts with h0",
-        "hs holds the T states after each input, h_1..h_T; h0 is not one of them",
-        "hs 以 h0 开头", "hs 保存的是每个输入之后的 T 个隐藏状态 h_1..h_T；h0 不在其中",
-        "One state per input keeps hs[t] beside xs[t] and ys[t]; with h0 in front every index is off by one.",
-        "每个输入对应一个隐藏状态，hs[t] 才能和 xs[t]、ys[t] 对齐；把 h0 放在最前面，每个下标都会差一。",
-        recognise=_one_more_row("hs", "h0 kept in front")),
-     _square_only(),
-     _states_none(),
-     _not_float64()),
-    returns='a dict {"hs": (T, H), "ys": (T, O)}',
-    spec=(Spec("values (random inputs)", "h_t = tanh(Wh h_{t-1} + Wx x_t + b) and y_t = Wy h_t + by for t = 1..T, "
-               "starting from h0."),
-          Spec("state carried", "Each step starts from the state the previous step produced.", verify=same_values("hs")),
-          Spec("output from the new state", "y_t is read from the new state h_t.", verify=same_values("ys")),
-          Spec("shapes and types", 'Returns {"hs": (T, H), "ys": (T, O)}.'),
-          Spec("non-square", "D, H and O may all differ.",
-               lambda: _rnn_seq_cases(settings=((21, 4, 2, 5, 3), (22, 3, 6, 2, 4)))),
-          Spec("h0 None", "h0 may be None: the state starts at zeros.",
-               lambda: [*_rnn_seq_cases(settings=((23, 3, 3, 4, 2),), h0=False),
-                        *[Case("h0=None", c.args, {"h0": None}) for c in _rnn_seq_cases(settings=((24, 2, 2, 3, 2),), h0=False)]]),
-          Spec("float64", "hs and ys are float64 arrays, also when xs is float32.",
-               lambda: _rnn_seq_cases(settings=((25, 3, 3, 4, 2),), float32=True), same_dtypes()),
-          Spec("inputs unchanged", "xs, h0 and params are left unchanged.")),
-    axes={"hs": ("time step", "hidden unit"), "ys": ("time step", "output")})
-
-
-def _rnn_bptt_gradients(case):
-    params, xs, h0, dys = (copy_arrays(a) for a in case.args)
-    dh_last = case.kwargs.get("dh_last")
-    forward = helper("seqlab.labs.rnn", "rnn_forward")
-
-    def loss():
-        out = forward(params, xs, h0)
-        extra = 0.0 if dh_last is None else float(dh_last @ out["hs"][-1])
-        return float(np.sum(dys * out["ys"])) + extra
-
-    return central_differences(loss, {**params, "xs": xs, "h0": h0}), _same
-
-
-def _rnn_bptt_terms(case):
-    """Each step's term of the shared weights' gradients: the lab's backward through that step alone,
-    with the gradient the later steps send it."""
-    params, xs, h0, dys = (copy_arrays(a) for a in case.args)
-    hs = helper("seqlab.labs.rnn", "rnn_hidden_forward")(params, xs, h0)
-    backward = helper("seqlab.labs.rnn", "rnn_hidden_backward")
-    T = len(xs)
-    terms = {k: [None] * T for k in ("Wx", "Wh", "b", "Wy", "by")}
-    dh_future = case.kwargs.get("dh_last")
-    for t in reversed(range(T)):
-        prev = hs[t - 1] if t else h0
-        step = backward(params, xs[t:t + 1], prev, hs[t:t + 1], dys[t:t + 1] @ params["Wy"], dh_future)
-        for k in ("Wx", "Wh", "b"):
-            terms[k][t] = step[k]
-        terms["Wy"][t], terms["by"][t] = np.outer(dys[t], hs[t]), dys[t]
-        dh_future = step["h0"]
-    return {k: np.array(v) for k, v in terms.items()}
-
-
-RNN_BPTT = Exercise(
-    "rnn_bptt", "Backpropagation through time", "随时间反向传播（BPTT）", "rnn_bptt(params, xs, h0, dys, dh_last=None)",
-    """Full BPTT of the RNN (see rnn_forward) given dys (T, O) = dLoss/dy_t.
-
-    params: Wx (H, D), Wh (H, H), b (H,), Wy (O, H), by (O,); xs: (T, D); h0: (H,).
-    Returns the gradients of sum_t dys[t] . y_t (+ dh_last . h_T) as a dict with the shapes of their arrays: "Wx", "Wh", "b", "Wy", "by", "xs" (T, D) and "h0" (H,).
-    The gradient reaching h_t is the local term Wy^T dy_t PLUS the term from the future through h_{t+1}; both pass through tanh' = 1 - h_t^2.
-    The weights are shared by every step: their gradients are SUMS over t.
-    dh_last (H,) is an extra gradient on the final state h_T; None means none.
-    D, H and O may all differ.
-    Every gradient is a float64 array, also when xs is float32.
-    The inputs are left unchanged.""",
-    _ref("rnn_bptt"), lambda: _rnn_seq_cases(backward=True),
-    (_m(M.rnn_bptt__no_future_gradient, "BPTT without the gradient from the future state",
-        "only the local term Wy^T dy_t reaches h_t; add the term Wh^T dpre_{t+1} that flows back from "
-        "step t+1 (the gradients of the early steps are too small)",
-        "随时间反向传播时缺少来自未来隐藏状态的梯度",
-        "到达 h_t 的只有局部项 Wy^T dy_t；还要加上从第 t+1 步流回来的 Wh^T dpre_{t+1}（前面各步的梯度因此偏小）",
-        "h_t influences the loss twice: through its own output y_t and through every later state. The "
-        "second path is the whole point of a recurrent network, the one that lets an early input matter "
-        "for a late prediction; dropping it trains the network as if it had no memory.",
-        "h_t 通过两条路径影响损失：它自己的输出 y_t，以及之后的每一个隐藏状态。第二条路径正是循环网络的意义所在，"
-        "它让早期的输入能影响后面的预测；丢掉它，网络就像没有记忆一样被训练。",
-        recognise=D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
-                           D.matches(M.rnn_bptt__no_future_gradient, ("xs",), "own",
-                                     "the gradient from step t+1 is missing"))),
-     _m(M.rnn_bptt__shared_weights_not_summed, "shared-weight gradients not summed over time",
-        "Wx, Wh, b, Wy, by are used at every step: their gradient is the SUM of every step's term, "
-        "use += instead of =",
-        "共享权重的梯度没有对时间求和", "Wx、Wh、b、Wy、by 在每一步都被使用：它们的梯度是每一步的项之和，用 += 而不是 =",
-        "The same matrix is applied at every step, so the loss depends on it through T uses, and the "
-        "chain rule adds their T contributions. Keeping one step's term (the first or the last one the "
-        "loop visits) is the gradient of a model that shares nothing.",
-        "同一个矩阵在每一步都被使用，损失通过这 T 次使用依赖于它，链式法则把 T 个贡献加起来。只保留一步的项"
-        "（循环最先或最后访问的那一步）得到的是一个不共享参数的模型的梯度。",
-        recognise=D.summed_over_time(("Wx", "Wh", "b", "Wy", "by"), "not summed over time")),
-     _m(M.rnn_bptt__tanh_derivative_of_previous_state, "tanh' taken at the previous state",
-        "tanh'(pre_t) = 1 - h_t^2 uses the state the step produced, h_t, not h_{t-1}",
-        "tanh' 用了上一步的隐藏状态", "tanh'(pre_t) = 1 - h_t^2 用的是这一步产生的隐藏状态 h_t，而不是 h_{t-1}",
-        "h_t = tanh(pre_t), so d h_t / d pre_t = 1 - h_t^2 with the step's own output. h_{t-1} is the "
-        "step's input; its tanh belongs to the step before.",
-        "h_t = tanh(pre_t)，所以 d h_t / d pre_t = 1 - h_t^2，用的是这一步自己的输出。h_{t-1} 是这一步的输入，"
-        "它的 tanh 属于上一步。"),
-     _m(M.rnn_bptt__dh_last_ignored, "dh_last is ignored",
-        "dh_last is a gradient arriving at h_T from outside (the next chunk, a layer above): start the "
-        "walk back with dh_future = dh_last",
-        "忽略了 dh_last", "dh_last 是从外部（下一段、上面一层）到达 h_T 的梯度：反向传播开始时令 dh_future = dh_last",
-        "The final state is often used after the sequence: by the next chunk in truncated BPTT, by a "
-        "decoder, by a layer above. Its gradient enters where the walk back starts, exactly like the "
-        "term from a future step.",
-        "最后的隐藏状态常常在序列之后还被使用：截断的随时间反向传播 中的下一段、解码器、上面的一层。它的梯度在反向传播的起点进入，"
-        "和来自未来一步的项完全一样。",
-        recognise=D.failed_check("dh_last")),
-     _m(M.rnn_bptt__Wy_gradient_transposed, "the gradient of Wy is transposed",
-        "Wy is (O, H): its gradient is sum_t outer(dy_t, h_t) = dys.T @ hs, of shape (O, H)",
-        "Wy 的梯度被转置了", "Wy 的形状是 (O, H)：它的梯度是 sum_t outer(dy_t, h_t) = dys.T @ hs，形状为 (O, H)",
-        "A gradient has the shape of the array it belongs to. y = Wy h gives dWy = dy h^T: the output "
-        "index first, as in Wy itself.",
-        "梯度的形状与它所属的数组相同。y = Wy h 给出 dWy = dy h^T：输出的下标在前，与 Wy 本身一致。",
-        recognise=D.transposed("Wy")),
-     _square_only(), _not_float64()),
-    returns="a dict of gradients", gradients=_rnn_bptt_gradients, step_terms=_rnn_bptt_terms,
-    spec=(Spec("gradients vs finite differences", "Returns the gradients of sum_t dys[t] . y_t (+ dh_last . h_T) as "
-               'a dict with the shapes of their arrays: "Wx", "Wh", "b", "Wy", "by", "xs" (T, D) and "h0" (H,).'),
-          Spec("future term", "The gradient reaching h_t is the local term Wy^T dy_t PLUS the term from the future "
-               "through h_{t+1}; both pass through tanh' = 1 - h_t^2.", verify=same_values("xs", "h0")),
-          Spec("summed over time", "The weights are shared by every step: their gradients are SUMS over t.",
-               verify=same_values("Wx", "Wh", "b", "Wy", "by")),
-          Spec("dh_last", "dh_last (H,) is an extra gradient on the final state h_T; None means none.",
-               lambda: _rnn_seq_cases(True, ((31, 4, 3, 4, 2), (32, 1, 2, 3, 2)), dh_last=True)),
-          Spec("non-square", "D, H and O may all differ.",
-               lambda: _rnn_seq_cases(True, ((33, 4, 2, 5, 3), (34, 3, 6, 2, 4)))),
-          Spec("float64", "Every gradient is a float64 array, also when xs is float32.",
-               lambda: _rnn_seq_cases(True, ((35, 3, 3, 4, 2),), float32=True), same_dtypes()),
-          Spec("inputs unchanged", "The inputs are left unchanged.")),
-    axes={"xs": ("time step", "input"), "Wx": ("hidden unit", "input"), "Wh": ("hidden unit", "hidden unit"),
-          "Wy": ("output", "hidden unit"), "b": ("hidden unit",), "by": ("output",), "h0": ("hidden unit",)})
 
 
 # --- cross-entropy -------------------------------------------------------------------------------------------
@@ -1840,7 +1647,7 @@ TRAIN_BPE = Exercise(
 
 
 EXERCISES: tuple[Exercise, ...] = (
-    RNN_FORWARD, RNN_BPTT, SOFTMAX_CROSS_ENTROPY,
+    SOFTMAX_CROSS_ENTROPY,
     TRUNCATED_BPTT, CLIP_GLOBAL_NORM, LSTM_CELL_FORWARD, LSTM_BPTT, GRU_CELL_FORWARD, GRU_BPTT, CAUSAL_MASK,
     ATTENTION, ATTENTION_BACKWARD, MULTIHEAD_ATTENTION, CHOOSE_MERGE, TRAIN_BPE,
 )
