@@ -11,72 +11,7 @@ import numpy as np
 from seqlab.labs import attention as _att
 from seqlab.labs import gru as _gru
 from seqlab.labs import lstm as _lstm
-from seqlab.labs import rnn as _rnn
 from seqlab.labs.lstm import sigmoid
-
-
-# --- cross-entropy -----------------------------------------------------------------------------------------
-def softmax_cross_entropy__divided_twice(logits, targets, normalizer=None):
-    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
-    n = len(logits) if normalizer is None else normalizer
-    return loss, dlogits / n, probs
-
-
-def softmax_cross_entropy__wrong_softmax_axis(logits, targets, normalizer=None):
-    logits = np.asarray(logits, dtype=np.float64)
-    e = np.exp(logits - logits.max(axis=0, keepdims=True))
-    probs = e / e.sum(axis=0, keepdims=True)           # over the rows instead of the classes
-    n = len(logits) if normalizer is None else normalizer
-    rows = np.arange(len(targets))
-    d = probs.copy()
-    d[rows, targets] -= 1
-    return float(-np.log(probs[rows, targets]).sum() / n), d / n, probs
-
-
-def softmax_cross_entropy__not_averaged(logits, targets, normalizer=None):
-    return _rnn.softmax_cross_entropy(logits, targets, 1)
-
-
-def softmax_cross_entropy__gradient_sign(logits, targets, normalizer=None):
-    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
-    return loss, -dlogits, probs
-
-
-# --- truncated BPTT ----------------------------------------------------------------------------------------
-def truncated_bptt__divided_by_T_twice(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
-                                       loss_steps=None):
-    loss, grads, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
-    T = len(xs)
-    return loss / T, {k: v / T for k, v in grads.items()}, starts
-
-
-def truncated_bptt__gradient_crosses_chunks(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
-                                            loss_steps=None):
-    loss, _, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
-    T = len(xs)
-    counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(float)
-    out = _rnn.rnn_forward(params, xs, h0)
-    _, dys, _ = _rnn.softmax_cross_entropy(out["ys"], targets)
-    return loss, _rnn.rnn_bptt(params, xs, h0, dys * counted[:, None]), starts
-
-
-def truncated_bptt__state_reset_each_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
-                                           loss_steps=None):
-    return _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, False, loss_steps)
-
-
-def truncated_bptt__h0_gradient_from_every_chunk(params, xs, targets, h0=None, chunk_length=2, carry_state=True,
-                                                loss_steps=None):
-    loss, grads, starts = _rnn.truncated_bptt(params, xs, targets, h0, chunk_length, carry_state, loss_steps)
-    T = len(xs)
-    counted = np.ones(T) if loss_steps is None else np.isin(np.arange(T), list(loss_steps)).astype(float)
-    total = np.zeros_like(grads["h0"])
-    for k, start in enumerate(range(0, T, chunk_length)):
-        stop = min(start + chunk_length, T)
-        out = _rnn.rnn_forward(params, xs[start:stop], starts[k])
-        _, dys, _ = _rnn.softmax_cross_entropy(out["ys"], np.asarray(targets)[start:stop], normalizer=T)
-        total += _rnn.rnn_bptt(params, xs[start:stop], starts[k], dys * counted[start:stop, None])["h0"]
-    return loss, {**grads, "h0": total}, starts
 
 
 # --- clipping ------------------------------------------------------------------------------------------------
