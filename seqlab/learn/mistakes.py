@@ -14,36 +14,6 @@ from seqlab.labs import lstm as _lstm
 from seqlab.labs.lstm import sigmoid
 
 
-# --- clipping ------------------------------------------------------------------------------------------------
-def clip_global_norm__coordinatewise(grads, threshold):
-    from seqlab.labs.clipping import clip_coordinatewise, global_norm
-    norm = global_norm(grads)
-    if isinstance(grads, np.ndarray):
-        return clip_coordinatewise(grads, threshold), norm
-    return [clip_coordinatewise(g, threshold) for g in grads], norm
-
-
-def clip_global_norm__each_array_its_own_norm(grads, threshold):
-    from seqlab.labs.clipping import clip_global_norm, global_norm
-    if isinstance(grads, np.ndarray):
-        return clip_global_norm(grads, threshold)
-    return [clip_global_norm(np.asarray(g, dtype=np.float64), threshold)[0] for g in grads], global_norm(grads)
-
-
-def clip_global_norm__always_rescaled(grads, threshold):
-    from seqlab.labs.clipping import global_norm
-    norm = global_norm(grads)
-    if isinstance(grads, np.ndarray):
-        return grads * (threshold / norm), norm
-    return [np.asarray(g, dtype=np.float64) * (threshold / norm) for g in grads], norm
-
-
-def clip_global_norm__norm_after_clipping(grads, threshold):
-    from seqlab.labs.clipping import clip_global_norm, global_norm
-    clipped, _ = clip_global_norm(grads, threshold)
-    return clipped, global_norm(clipped)
-
-
 # --- LSTM ------------------------------------------------------------------------------------------------------
 def lstm_cell_forward__gate_order_ifog(params, x, h_prev, c_prev):
     H = h_prev.shape[0]

@@ -84,112 +84,6 @@ def _states_none(check="h0 None", mistake_id="h0_none_not_handled"):
 
 
 
-# --- clipping ------------------------------------------------------------------------------------------------
-def _clip_cases():
-    rng = _rng(3)
-    return [Case("the worked example", (np.array([3.0, 4.0]), 2.0)),
-            Case("random inputs 1", ([rng.normal(size=(3, 2)) * 4, rng.normal(size=5) * 4], 1.5)),
-            Case("random inputs 2", ([np.array([10.0, 0.1]), np.array([0.2, -0.3])], 1.0))]
-
-
-def _clip_below_cases():
-    rng = _rng(61)
-    return [Case("a list under the threshold", ([rng.normal(size=4) * 0.1, rng.normal(size=(2, 2)) * 0.1], 5.0)),
-            Case("an array exactly at the threshold", (np.array([0.6, 0.8]), 1.0))]
-
-
-def _clip_form_cases():
-    rng = _rng(62)
-    return [Case("one 2-D array", (rng.normal(size=(3, 4)) * 3, 2.0)),
-            Case("a list of one array", ([rng.normal(size=3) * 3], 1.0)),
-            Case("a list of three arrays", ([rng.normal(size=2), rng.normal(size=(2, 3)), rng.normal(size=1)], 0.5))]
-
-
-def _clip_zero_cases():
-    return [Case("all-zero gradients", ([np.zeros(3), np.zeros((2, 2))], 1.0)),
-            Case("an all-zero array", (np.zeros(4), 0.5))]
-
-
-def _clip_invariants(case, out):
-    grads, threshold = case.args
-    clipped = out[0]
-    arrays = [clipped] if isinstance(clipped, np.ndarray) else list(clipped)
-    originals = [grads] if isinstance(grads, np.ndarray) else list(grads)
-    norm = float(np.sqrt(sum(np.sum(np.asarray(a, dtype=float) ** 2) for a in arrays)))
-    if norm > threshold * (1 + 1e-9):
-        return f"the clipped gradients have global norm {norm:.6g} > threshold {threshold}"
-    flat = np.concatenate([np.ravel(a) for a in arrays]).astype(float)
-    before = np.concatenate([np.ravel(a) for a in originals]).astype(float)
-    factor = float(flat @ before / (before @ before)) if before.any() else 1.0
-    if not np.allclose(flat, factor * before, rtol=1e-9, atol=1e-12):
-        return "the clipped gradients point in another direction: every entry must be scaled by the same factor"
-    return None
-
-
-CLIP_GLOBAL_NORM = Exercise(
-    "clip_global_norm", "Global-norm gradient clipping", "按全局范数的梯度裁剪", "clip_global_norm(grads, threshold)",
-    """Rescale ALL gradients by one factor min(1, threshold / ||g||), where ||g|| is the L2 norm over every entry of every array.
-
-    grads: an ndarray or a list of ndarrays (any shapes); threshold > 0.
-    Gradients whose global norm is at most threshold come back unchanged.
-    Returns (clipped, norm).
-    clipped has the input's form: an array for an array, a list of arrays of the same shapes for a list.
-    norm is the global norm BEFORE clipping, a float.
-    All-zero gradients (norm 0) come back as zeros, never NaN.
-    grads is left unchanged: the clipped arrays are new ones.
-    [3, 4] with threshold 2 -> ([1.2, 1.6], 5.0).""",
-    _ref("clip_global_norm"), _clip_cases,
-    (_m(M.clip_global_norm__coordinatewise, "coordinate-wise instead of global-norm clipping",
-        "clamping each entry to [-threshold, threshold] changes the direction; rescale everything by one factor",
-        "逐坐标裁剪而不是全局范数裁剪", "把每个分量截断到 [-threshold, threshold] 会改变方向；应把所有梯度乘以同一个系数",
-        "Clamping entries one by one shrinks the large ones and keeps the small ones, so the update points "
-        "somewhere else. Global-norm clipping only shortens the step: the direction the gradient found is kept.",
-        "逐个截断分量会缩小大的分量、保留小的分量，更新方向就变了。全局范数裁剪只缩短步长：梯度找到的方向保持不变。"),
-     _m(M.clip_global_norm__each_array_its_own_norm, "each array clipped by its own norm",
-        "the norm is GLOBAL: one norm over every array together, one factor for all",
-        "每个数组按自己的范数裁剪", "范数是全局的：所有数组放在一起算一个范数，所有数组用同一个系数",
-        "The arrays together are one gradient vector of the whole model. Clipping each piece on its own "
-        "rescales the pieces by different factors, which again changes the direction.",
-        "这些数组合起来是整个模型的一个梯度向量。分别裁剪每一块会让各块乘上不同的系数，同样改变了方向。"),
-     _m(M.clip_global_norm__always_rescaled, "small gradients are scaled up",
-        "the factor is min(1, threshold / norm): gradients already under the threshold stay as they are",
-        "小梯度被放大了", "系数是 min(1, threshold / norm)：已经低于阈值的梯度保持原样",
-        "Clipping is a safety limit, not a normalisation: a gradient under the threshold is left alone, "
-        "or every step would have the same length and the optimizer could never take a small step.",
-        "裁剪是安全上限，不是归一化：低于阈值的梯度不动，否则每一步长度都相同，优化器永远迈不出小步。"),
-     _m(M.clip_global_norm__norm_after_clipping, "the norm returned is the one after clipping",
-        "return the norm measured BEFORE clipping (it is what a training log reports)",
-        "返回的是裁剪之后的范数", "应返回裁剪之前测得的范数（训练日志记录的就是它）",
-        "The norm before clipping is the diagnostic: it shows spikes and how often clipping acted. After "
-        "clipping it is never above the threshold and says nothing.",
-        "裁剪前的范数才有诊断价值：它显示尖峰以及裁剪起作用的频率。裁剪后的范数从不超过阈值，不提供任何信息。",
-        recognise=D.matches(M.clip_global_norm__norm_after_clipping, (1,), "own")),
-     _m("nan_for_zero_gradients", "all-zero gradients give NaN",
-        "with norm 0 the factor threshold / norm is undefined: keep the gradients as they are (factor 1)",
-        "全零梯度得到 NaN", "范数为 0 时 threshold / norm 没有定义：保持梯度不变（系数为 1）",
-        "A zero gradient happens (a frozen layer, a batch where nothing is learned) and must not poison "
-        "the parameters with NaN: one NaN update ruins the whole model.",
-        "零梯度会出现（冻结的层、什么都学不到的批次），不能让 NaN 污染参数：一次 NaN 更新就会毁掉整个模型。",
-        recognise=D.failed_check("zero gradients", raises=True)),
-     _m("form_changed", "the output has another form than the input",
-        "return an array for an array and a list of arrays (each of its input's shape) for a list",
-        "输出的形式与输入不同", "输入是数组就返回数组，输入是列表就返回由数组组成的列表（每个数组保持原来的形状）",
-        "The caller zips the clipped gradients back onto its parameters, one array per parameter: "
-        "flattening them or changing an array into a list breaks that pairing.",
-        "调用者会把裁剪后的梯度逐个对应回它的参数，每个参数一个数组：展平它们或把数组变成列表都会破坏这种对应。",
-        recognise=D.failed_check("form", raises=True))),
-    returns="a tuple (clipped, norm)", invariants=_clip_invariants,
-    spec=(Spec("invariants", "Rescale ALL gradients by one factor min(1, threshold / ||g||), where ||g|| is the L2 "
-               "norm over every entry of every array."),
-          Spec("below the threshold", "Gradients whose global norm is at most threshold come back unchanged.",
-               _clip_below_cases),
-          Spec("form", "clipped has the input's form: an array for an array, a list of arrays of the same shapes "
-               "for a list.", _clip_form_cases),
-          Spec("norm before clipping", "norm is the global norm BEFORE clipping, a float.", verify=same_values(1)),
-          Spec("zero gradients", "All-zero gradients (norm 0) come back as zeros, never NaN.", _clip_zero_cases),
-          Spec("inputs unchanged", "grads is left unchanged: the clipped arrays are new ones.")))
-
-
 # --- LSTM ------------------------------------------------------------------------------------------------------
 def _lstm_params(rng, D=3, H=3):
     return helper("seqlab.labs.lstm", "init_lstm_params")(D, H, rng, scale=1.5)
@@ -1420,6 +1314,6 @@ TRAIN_BPE = Exercise(
 
 
 EXERCISES: tuple[Exercise, ...] = (
-    CLIP_GLOBAL_NORM, LSTM_CELL_FORWARD, LSTM_BPTT, GRU_CELL_FORWARD, GRU_BPTT, CAUSAL_MASK,
+    LSTM_CELL_FORWARD, LSTM_BPTT, GRU_CELL_FORWARD, GRU_BPTT, CAUSAL_MASK,
     ATTENTION, ATTENTION_BACKWARD, MULTIHEAD_ATTENTION, CHOOSE_MERGE, TRAIN_BPE,
 )
