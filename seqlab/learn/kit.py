@@ -68,3 +68,66 @@ def not_float64(check: str = "float64") -> D.Recogniser:
 def states_none(check: str = "h0 None") -> D.Recogniser:
     """"h0=None is not handled": the code raised on the sentence's case of a None state."""
     return D.failed_check(check, raises=True)
+
+
+# --- shared by the recurrence exercises (scalar_recurrence, rnn_forward, rnn_bptt and the gated and
+# attention exercises' gradients) ---------------------------------------------------------------------
+def same(out):
+    """The output as it is (a gradients() pick: the whole output is the gradients)."""
+    return out
+
+
+def copy_arrays(value):
+    """float64 copies: of a dict's values, or of one array."""
+    if isinstance(value, dict):
+        return {k: np.array(v, dtype=np.float64) for k, v in value.items()}
+    return np.array(value, dtype=np.float64)
+
+
+def recurrence_cases() -> list:
+    """The one-number recurrence's cases (scalar_recurrence and its backward pass): the worked example
+    a=0.5, xs=[1, 0, -1], then two random ones."""
+    from seqlab.learn.exercise import Case
+    generator = rng(1)
+    return [Case("the worked example", (0.5, np.array([1.0, 0.0, -1.0])), {"h0": 0.0}, gradcheck=True),
+            Case("random inputs 1", (1.3, generator.normal(size=6)), {"h0": 0.4}, gradcheck=True),
+            Case("random inputs 2", (-0.7, generator.normal(size=4)), {"h0": -0.2}, gradcheck=True)]
+
+
+def rnn_sequence_cases(backward=False, settings=((0, 3, 3, 3, 3), (7, 5, 3, 4, 2), (8, 4, 2, 3, 5)), h0=True,
+                       dh_last=False, float32=False):
+    """Sequences (seed, T, D, H, O): rnn_forward's (params, xs) with h0, or rnn_bptt's (params, xs, h0, dys)."""
+    def make(k, generator, T, D, H, O):
+        p = rnn_params(generator, D, H, O)
+        xs, first = generator.normal(size=(T, D)), generator.normal(size=H) * 0.5
+        if float32:
+            xs = xs.astype(np.float32)
+        if not backward:
+            return (p, xs), ({"h0": first} if h0 else {})
+        dys = generator.normal(size=(T, O))
+        return (p, xs, first, dys), ({"dh_last": generator.normal(size=H)} if dh_last else {})
+    return seeded_cases(make, settings, gradcheck=backward)
+
+
+def one_more_row(part, text: str) -> D.Recogniser:
+    """"h0 kept in front": an output with one row too many whose rows after the first are the
+    reference's (on every own case that ran)."""
+    path = part if isinstance(part, tuple) else (part,)
+
+    def recognise(ev):
+        seen = []
+        for i in ev.own():
+            raw = ev.raw[i]
+            if raw is None:
+                continue
+            try:
+                got = np.asarray(D.pick(raw, path), dtype=np.float64)
+            except (KeyError, IndexError, TypeError, ValueError):
+                return None
+            want = np.asarray(D.pick(ev.expected[i], path), dtype=np.float64)
+            if got.shape[:1] != (want.shape[0] + 1,) or not D.close(want, got[1:], ev.rtol, ev.atol):
+                return None
+            seen.append(i)
+        return f"{text}: {D.leaf_name(path)} has one row more than the reference's (on {ev.cases[seen[0]].label}); " \
+               "its rows after the first are the reference's" if seen else None
+    return recognise

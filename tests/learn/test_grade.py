@@ -142,7 +142,7 @@ def test_gradescope_results_follow_the_documented_format(tmp_path, capsys):
     submission.mkdir(parents=True)
     (submission / "causal_mask.py").write_text(f"from {REFERENCE_MODULES['causal_mask']} import causal_mask\n")
     (submission / "clip_global_norm.py").write_text(
-        "from seqlab.learn.mistakes import clip_global_norm__coordinatewise as clip_global_norm\n")
+        "from seqlab.learn.course.clip_global_norm.check import coordinatewise as clip_global_norm\n")
     points = tmp_path / "points.toml"
     points.write_text("causal_mask = 2\nclip_global_norm = 3.5\nrnn_step = 1\n")
     results = tmp_path / "autograder" / "results" / "results.json"

@@ -1,0 +1,91 @@
+"""softmax_cross_entropy: the cases, the checks of its sentences, the gradients, its mutants and
+recognisers (the words are in step.toml)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab.labs import rnn as _rnn
+from seqlab.learn import diagnosis as D
+from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
+from seqlab.learn.kit import float32, not_float64, rng
+
+
+def cases() -> list[Case]:
+    made = [Case("the worked example", (np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]), np.array([0, 1])), {},
+                 gradcheck=True)]
+    for k, (seed, T, O) in enumerate(((2, 5, 5), (3, 6, 4)), 1):
+        generator = rng(seed)
+        made.append(Case(f"random inputs {k}", (generator.normal(size=(T, O)) * 2, generator.integers(0, O, T)), {},
+                         gradcheck=True))
+    return made
+
+
+def _normalizer_cases() -> list[Case]:
+    generator = rng(41)
+    logits, targets = generator.normal(size=(4, 3)), generator.integers(0, 3, 4)
+    return [Case("normalizer=7", (logits, targets), {"normalizer": 7}),
+            Case("normalizer=1 (a sum)", (logits, targets), {"normalizer": 1}),
+            Case("normalizer=None (the mean)", (logits, targets), {"normalizer": None})]
+
+
+def _large_cases() -> list[Case]:
+    return [Case("logits near 1000 and -1000", (np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),
+                                                np.array([1, 2])))]
+
+
+CHECKS = {"probabilities": Check(verify=same_values(2)), "loss": Check(verify=same_values(0)),
+          "normalizer": Check(_normalizer_cases), "large logits": Check(_large_cases),
+          "float64": Check(lambda: [Case("float32 logits", float32(cases()[1].args, 0))], same_dtypes())}
+
+
+def gradients(case):
+    logits, targets = np.array(case.args[0], dtype=np.float64), case.args[1]
+    numeric = central_differences(
+        lambda: _rnn.softmax_cross_entropy(logits, targets, case.kwargs.get("normalizer"))[0], {"dlogits": logits})
+    return numeric, lambda out: {"dlogits": out[1]}
+
+
+def _normalizer(case):
+    n = case.kwargs.get("normalizer")
+    return len(case.args[0]) if n is None else n
+
+
+# --- mistakes -----------------------------------------------------------------------------------------
+def divided_twice(logits, targets, normalizer=None):
+    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
+    n = len(logits) if normalizer is None else normalizer
+    return loss, dlogits / n, probs
+
+
+def wrong_softmax_axis(logits, targets, normalizer=None):
+    logits = np.asarray(logits, dtype=np.float64)
+    e = np.exp(logits - logits.max(axis=0, keepdims=True))
+    probs = e / e.sum(axis=0, keepdims=True)           # over the rows instead of the classes
+    n = len(logits) if normalizer is None else normalizer
+    rows = np.arange(len(targets))
+    d = probs.copy()
+    d[rows, targets] -= 1
+    return float(-np.log(probs[rows, targets]).sum() / n), d / n, probs
+
+
+def not_averaged(logits, targets, normalizer=None):
+    return _rnn.softmax_cross_entropy(logits, targets, 1)
+
+
+def gradient_sign(logits, targets, normalizer=None):
+    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
+    return loss, -dlogits, probs
+
+
+MUTANTS = {"divided_twice": divided_twice, "wrong_softmax_axis": wrong_softmax_axis, "not_averaged": not_averaged,
+           "gradient_sign": gradient_sign}
+RECOGNISERS = {
+    "divided_twice": D.factor_of((1,), lambda c: {"1/normalizer": 1 / _normalizer(c)}, "dlogits divided twice"),
+    "wrong_softmax_axis": D.normalised_along(2, 0, "column (over the rows)", "probs normalised over the wrong axis"),
+    "not_averaged": D.factor_of((0, 1), lambda c: {"normalizer": _normalizer(c)}, "loss and dlogits summed"),
+    "gradient_sign": D.factor_of((1,), lambda c: {"-1": -1.0}, "dlogits"),
+    "normalizer_ignored": D.failed_check("normalizer"),
+    "max_not_subtracted": D.failed_check("large logits", raises=True),
+    "not_float64": not_float64()}
+axes = {1: ("row", "class"), 2: ("row", "class")}
