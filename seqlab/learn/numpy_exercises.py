@@ -26,10 +26,12 @@ from seqlab.learn.exercise import (
     shared_mistake,
 )
 from seqlab.learn.child.plain_data import InputFile
+from seqlab.learn.kit import copy_arrays
 from seqlab.learn.kit import float32 as _float32
 from seqlab.learn.kit import not_float64, square_only, states_none
 from seqlab.learn.kit import rng as _rng
 from seqlab.learn.kit import rnn_params as _rnn_params
+from seqlab.learn.kit import same as _same
 from seqlab.learn.kit import seeded_cases as _seeded_cases
 from seqlab.learn.references import helper, reference
 
@@ -51,10 +53,6 @@ def _m(target, title, explanation, title_zh, explanation_zh, why, why_zh, recogn
 
 
 
-def _same(out):
-    return out
-
-
 def _not_float64(check="float64"):
     return shared_mistake("not_float64", not_float64(check))
 
@@ -65,12 +63,6 @@ def _square_only(check="non-square"):
 
 def _states_none(check="h0 None", mistake_id="h0_none_not_handled"):
     return shared_mistake(mistake_id, states_none(check))
-
-
-def copy_arrays(value):
-    if isinstance(value, dict):
-        return {k: np.array(v, dtype=np.float64) for k, v in value.items()}
-    return np.array(value, dtype=np.float64)
 
 
 
