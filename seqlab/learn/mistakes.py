@@ -10,9 +10,7 @@ import numpy as np
 
 from seqlab.labs import attention as _att
 from seqlab.labs import gru as _gru
-from seqlab.labs import lstm as _lstm
 from seqlab.labs import rnn as _rnn
-from seqlab.labs.lstm import sigmoid
 
 
 # --- the one-number recurrence --------------------------------------------------------------------------
@@ -238,74 +236,6 @@ def clip_global_norm__norm_after_clipping(grads, threshold):
     from seqlab.labs.clipping import clip_global_norm, global_norm
     clipped, _ = clip_global_norm(grads, threshold)
     return clipped, global_norm(clipped)
-
-
-# --- LSTM ------------------------------------------------------------------------------------------------------
-def lstm_cell_forward__gate_order_ifog(params, x, h_prev, c_prev):
-    H = h_prev.shape[0]
-    pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]
-    i, f, o, g = sigmoid(pre[:H]), sigmoid(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), np.tanh(pre[3 * H:])
-    c = f * c_prev + i * g
-    return o * np.tanh(c), c, {}
-
-
-def lstm_cell_forward__gate_order_igfo(params, x, h_prev, c_prev):
-    H = h_prev.shape[0]
-    pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]
-    i, g, f, o = sigmoid(pre[:H]), np.tanh(pre[H:2 * H]), sigmoid(pre[2 * H:3 * H]), sigmoid(pre[3 * H:])
-    c = f * c_prev + i * g
-    return o * np.tanh(c), c, {}
-
-
-def lstm_cell_forward__bh_missing(params, x, h_prev, c_prev):
-    return _lstm.lstm_cell_forward({**params, "bh": np.zeros_like(params["bh"])}, x, h_prev, c_prev)
-
-
-def lstm_cell_forward__h_without_tanh(params, x, h_prev, c_prev):
-    _, c, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
-    return cache["o"] * c, c, cache
-
-
-def lstm_cell_forward__gates_swapped(params, x, h_prev, c_prev):
-    _, _, cache = _lstm.lstm_cell_forward(params, x, h_prev, c_prev)
-    c = cache["i"] * c_prev + cache["f"] * cache["g"]      # forget gate on the new content
-    return cache["o"] * np.tanh(c), c, cache
-
-
-def _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, *, carry_h=True, carry_c=True, tanh_prime=True):
-    xs, h0, c0 = _lstm._initial_states(params, xs, h0, c0)
-    caches = _lstm.lstm_forward(params, xs, h0, c0)["caches"]
-    g = {k: np.zeros_like(params[k]) for k in _lstm.LSTM_PARAMS}
-    g["xs"] = np.zeros_like(xs)
-    dh_next, dc_next = np.zeros_like(h0), np.zeros_like(c0)
-    for t in reversed(range(len(xs))):
-        cache = caches[t]
-        dh = dhs[t] + (dh_next if carry_h else 0.0)
-        dc = (dc_next if carry_c else 0.0) + (0.0 if dcs is None else dcs[t])
-        i, f, gg, o, tc = cache["i"], cache["f"], cache["g"], cache["o"], cache["tanh_c"]
-        do = dh * tc
-        dct = dc + dh * o * ((1 - tc ** 2) if tanh_prime else 1.0)
-        dpre = np.concatenate([dct * gg * i * (1 - i), dct * cache["c_prev"] * f * (1 - f),
-                               dct * i * (1 - gg ** 2), do * o * (1 - o)])
-        g["Wx"] += np.outer(dpre, cache["x"])
-        g["Wh"] += np.outer(dpre, cache["h_prev"])
-        g["bx"] += dpre
-        g["bh"] += dpre
-        g["xs"][t], dh_next, dc_next = params["Wx"].T @ dpre, params["Wh"].T @ dpre, dct * f
-    g["h0"], g["c0"] = dh_next, dc_next
-    return g
-
-
-def lstm_bptt__no_cell_gradient_from_future(params, xs, dhs, h0=None, c0=None, dcs=None):
-    return _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, carry_c=False)
-
-
-def lstm_bptt__no_future_gradient(params, xs, dhs, h0=None, c0=None, dcs=None):
-    return _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, carry_h=False)
-
-
-def lstm_bptt__tanh_derivative_of_cell_missing(params, xs, dhs, h0=None, c0=None, dcs=None):
-    return _lstm_bptt_variant(params, xs, dhs, h0, c0, dcs, tanh_prime=False)
 
 
 # --- GRU ------------------------------------------------------------------------------------------------------

@@ -812,100 +812,6 @@ CLIP_GLOBAL_NORM = Exercise(
 
 
 # --- LSTM ------------------------------------------------------------------------------------------------------
-def _lstm_params(rng, D=3, H=3):
-    return helper("seqlab.labs.lstm", "init_lstm_params")(D, H, rng, scale=1.5)
-
-
-def _lstm_cell_cases(settings=((0, 3, 3), (1, 2, 4), (2, 5, 2)), float32=False):
-    def make(k, rng, D, H):
-        x = rng.normal(size=D)
-        return (_lstm_params(rng, D, H), x.astype(np.float32) if float32 else x, rng.normal(size=H),
-                rng.normal(size=H)), {}
-    return _seeded_cases(make, settings)
-
-
-def _lstm_cell_parts(out):
-    return out[0], out[1]
-
-
-LSTM_CELL_FORWARD = Exercise(
-    "lstm_cell_forward", "The LSTM cell", "LSTM 单元", "lstm_cell_forward(params, x, h_prev, c_prev)",
-    """One LSTM step.
-
-    x (D,), h_prev (H,), c_prev (H,); params Wx (4H, D), Wh (4H, H), bx (4H,), bh (4H,).
-    The four gate pre-activations Wx x + bx + Wh h_prev + bh are stacked in PyTorch's order i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H).
-    i, f, o = sigmoid(.) and g = tanh(.).
-    c = f * c_prev + i * g.
-    h = o * tanh(c).
-    Returns (h (H,), c (H,), cache); cache is anything you need for the backward pass (only h and c are checked).
-    D and H may differ.
-    h and c are float64 arrays, also when x is float32.
-    x, h_prev, c_prev and params are left unchanged.""",
-    _ref("lstm_cell_forward"), _lstm_cell_cases,
-    (_m(M.lstm_cell_forward__gate_order_ifog, "the gates read in CS231n's order (i, f, o, g)",
-        "this exercise uses PyTorch's order i, f, g, o (g is the third block, o the fourth); your code uses "
-        "CS231n's i, f, o, g",
-        "按 CS231n 的顺序 (i, f, o, g) 读取了门", "本练习使用 PyTorch 的顺序 i, f, g, o（g 是第三块，o 是第四块）；你的代码用的是 CS231n 的 i, f, o, g",
-        "The four blocks are just rows of one matrix, so any order works as long as the weights were "
-        "trained in it; but weights are shared between code that must agree. This lab follows "
-        "torch.nn.LSTM, whose checkpoints you can load; CS231n's assignment stacks o before g.",
-        "四个块只是同一个矩阵的若干行，只要权重是按某个顺序训练的，用哪种顺序都行；但权重要在多份代码之间共享，"
-        "它们必须一致。本实验遵循 torch.nn.LSTM，这样可以加载它的检查点；CS231n 的作业把 o 放在 g 前面。",
-        convention="CS231n's gate order (i, f, o, g)"),
-     _m(M.lstm_cell_forward__gate_order_igfo, "the gates read in TensorFlow's order (i, g, f, o)",
-        "this exercise uses PyTorch's order i, f, g, o; your code uses TensorFlow's BasicLSTMCell order i, j (= g), f, o",
-        "按 TensorFlow 的顺序 (i, g, f, o) 读取了门", "本练习使用 PyTorch 的顺序 i, f, g, o；你的代码用的是 TensorFlow BasicLSTMCell 的 i, j(= g), f, o",
-        "TensorFlow's LSTM cells stack the candidate second; weights exported from one library load into "
-        "the other only after the blocks are reordered. Here the order is PyTorch's.",
-        "TensorFlow 的长短期记忆单元把候选值放在第二块；一个库导出的权重必须重新排列这些块才能加载到另一个库。这里用的是 PyTorch 的顺序。",
-        convention="TensorFlow's gate order (i, g, f, o)"),
-     _m(M.lstm_cell_forward__h_without_tanh, "h = o * c, without the tanh",
-        "the output is h = o * tanh(c)",
-        "h = o * c，缺少 tanh", "输出是 h = o * tanh(c)",
-        "The cell state is unbounded (it adds up over time); the tanh squashes it into (-1, 1) before the "
-        "output gate lets part of it out, so h stays on the scale the next layer expects.",
-        "细胞状态是无界的（它随时间累加）；tanh 先把它压缩到 (-1, 1)，输出门再让其中一部分输出，这样 h 保持在下一层期望的尺度上。",
-        recognise=D.matches(M.lstm_cell_forward__h_without_tanh, (0,), "own", "h = o * c")),
-     _m(M.lstm_cell_forward__gates_swapped, "forget and input gates swapped",
-        "c = f * c_prev + i * g: f scales the OLD memory, i the new content",
-        "遗忘门和输入门用反了", "c = f * c_prev + i * g：f 作用于旧的记忆，i 作用于新内容",
-        "The forget gate decides how much of the old cell state survives; the input gate how much of the "
-        "new candidate is written. Swapped, a cell that should keep its memory (f = 1, i = 0) erases it.",
-        "遗忘门决定旧细胞状态保留多少；输入门决定新候选值写入多少。二者用反后，本应保持记忆（f = 1, i = 0）的单元会把记忆抹掉。"),
-     _m(M.lstm_cell_forward__bh_missing, "the recurrent bias bh is left out",
-        "each pre-activation is Wx x + bx + Wh h_prev + bh: both biases, as in torch.nn.LSTM",
-        "漏掉了循环偏置 bh", "每个预激活值都是 Wx x + bx + Wh h_prev + bh：两个偏置都要，和 torch.nn.LSTM 一样",
-        "Two biases are redundant mathematically (only their sum matters), but the parameters are given "
-        "as two arrays, and a checkpoint's bh holds half of every gate's offset: dropping it shifts every gate.",
-        "两个偏置在数学上是冗余的（只有它们的和起作用），但参数是以两个数组给出的，检查点中的 bh 保存了每个门偏移量的一部分："
-        "丢掉它会让每个门都发生偏移。"),
-     _square_only(), _not_float64()),
-    returns="a tuple (h, c, cache)", compared=_lstm_cell_parts,
-    spec=(Spec("values (random inputs)", "The four gate pre-activations Wx x + bx + Wh h_prev + bh are stacked in "
-               "PyTorch's order i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H)."),
-          Spec("gate functions", "i, f, o = sigmoid(.) and g = tanh(.).", verify=same_values(0, 1)),
-          Spec("cell update", "c = f * c_prev + i * g.", verify=same_values(1)),
-          Spec("output", "h = o * tanh(c).", verify=same_values(0)),
-          Spec("shapes and types", "Returns (h (H,), c (H,), cache); cache is anything you need for the backward "
-               "pass (only h and c are checked)."),
-          Spec("non-square", "D and H may differ.", lambda: _lstm_cell_cases(((11, 2, 5), (12, 6, 3)))),
-          Spec("float64", "h and c are float64 arrays, also when x is float32.",
-               lambda: _lstm_cell_cases(((13, 3, 3),), float32=True), same_dtypes(_lstm_cell_parts)),
-          Spec("inputs unchanged", "x, h_prev, c_prev and params are left unchanged.")),
-    axes={0: ("hidden unit",), 1: ("hidden unit",)})
-
-
-def _lstm_bptt_cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), dcs=False, states=True, float32=False):
-    def make(k, rng, T, D, H):
-        p = _lstm_params(rng, D, H)
-        kw = {"h0": rng.normal(size=H) * 0.5, "c0": rng.normal(size=H) * 0.5} if states else {}
-        if dcs:
-            kw["dcs"] = rng.normal(size=(T, H))
-        xs = rng.normal(size=(T, D))
-        return (p, xs.astype(np.float32) if float32 else xs, rng.normal(size=(T, H))), kw
-    return _seeded_cases(make, settings, gradcheck=True)
-
-
 def _sequence_gradients(module, forward_name, states):
     """The gradients, by central differences, of sum(dhs * hs) (+ sum(dcs * cs) where the case has dcs)
     for a case (params, xs, dhs) whose kwargs hold the initial `states`, through the lab's forward pass."""
@@ -963,74 +869,6 @@ def _weights_not_summed(parts):
               "step only.",
               "同一组权重服务于每一步，所以链式法则要把 T 次使用的贡献加起来。只保留一步或部分步的项，训练出的是只在那一步存在的网络的权重。",
               recognise=D.summed_over_time(parts, "not summed over time"))
-
-
-LSTM_BPTT = Exercise(
-    "lstm_bptt", "Backward through the LSTM", "LSTM 的反向传播", "lstm_bptt(params, xs, dhs, h0=None, c0=None, dcs=None)",
-    """BPTT of the LSTM (see lstm_cell_forward) given dhs (T, H) = dLoss/dh_t.
-
-    xs (T, D); h0, c0 (H,).
-    Returns the gradients of sum_t dhs[t] . h_t (+ sum_t dcs[t] . c_t) as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.
-    Two paths reach step t from the future: through h_t and through c_t (multiplied by f_{t+1}).
-    The weights are shared by every step: their gradients are sums over t.
-    dcs (T, H), when given, is a gradient arriving at each c_t; None means none.
-    h0 and c0 may be None (zeros).
-    D and H may differ.
-    Every gradient is a float64 array, also when xs is float32.
-    The inputs are left unchanged.""",
-    _ref("lstm_bptt"), _lstm_bptt_cases,
-    (_m(M.lstm_bptt__no_cell_gradient_from_future, "no gradient through the cell state from the future",
-        "c_t feeds c_{t+1} = f c_t + ...: carry dc_prev = dc_total * f back to the previous step",
-        "没有经过细胞状态从未来传回的梯度", "c_t 参与 c_{t+1} = f c_t + ...：要把 dc_prev = dc_total * f 传回上一步",
-        "The cell state is the LSTM's highway through time: c_t reaches c_{t+1} multiplied only by the "
-        "forget gate. That path is the reason LSTMs keep gradients alive over long spans; without it the "
-        "backward pass is that of a plain RNN.",
-        "细胞状态是长短期记忆网络穿越时间的高速通道：c_t 只乘以遗忘门就到达 c_{t+1}。正是这条路径让长短期记忆网络的梯度能在长距离上保持；"
-        "没有它，反向传播就和普通 RNN 一样。",
-        recognise=D.matches(M.lstm_bptt__no_cell_gradient_from_future, ("xs",), "own",
-                            "the cell state's gradient from step t+1 is missing")),
-     _m(M.lstm_bptt__no_future_gradient, "BPTT without the gradient from the future state",
-        "h_t also feeds the next step's gates: add dh_prev from step t+1 to dhs[t]",
-        "随时间反向传播时缺少来自未来隐藏状态的梯度", "h_t 也输入下一步的各个门：要把第 t+1 步传回的 dh_prev 加到 dhs[t] 上",
-        "h_t is read by every gate of step t+1, so the loss reaches it through them as well as through "
-        "its own dhs[t]. Both future paths, through h and through c, must be added.",
-        "h_t 被第 t+1 步的每个门读取，所以损失除了通过 dhs[t]，还通过这些门到达它。经过 h 和经过 c 的两条未来路径都必须加上。",
-        recognise=D.matches(M.lstm_bptt__no_future_gradient, ("xs",), "own",
-                            "the hidden state's gradient from step t+1 is missing")),
-     _m(M.lstm_bptt__tanh_derivative_of_cell_missing, "tanh'(c) missing on the way from h to c",
-        "h = o tanh(c): the gradient reaching c from h is dh * o * (1 - tanh(c)^2)",
-        "从 h 到 c 的路上缺少 tanh'(c)", "h = o tanh(c)：从 h 到达 c 的梯度是 dh * o * (1 - tanh(c)^2)",
-        "Between c and h sits a tanh; the chain rule multiplies by its derivative there as everywhere. "
-        "Without it the gradient reaching the cell state is too large wherever the cell saturates.",
-        "c 和 h 之间有一个 tanh；链式法则在这里也和其他地方一样要乘以它的导数。没有它，细胞饱和时到达细胞状态的梯度就会偏大。"),
-     _weights_not_summed(("Wx", "Wh", "bx", "bh")),
-     _square_only(),
-     _m("dcs_ignored", "dcs is ignored",
-        "dcs[t] is a gradient arriving at c_t from outside: add it to the cell gradient of step t",
-        "忽略了 dcs", "dcs[t] 是从外部到达 c_t 的梯度：把它加到第 t 步的细胞梯度上",
-        "When something else reads the cell state (a stacked layer, a loss on it, the next chunk), its "
-        "gradient comes in at c_t and has to join the two paths from the future.",
-        "当别的东西读取细胞状态时（堆叠的层、作用于它的损失、下一段），它的梯度在 c_t 进入，必须和来自未来的两条路径汇合。",
-        recognise=D.failed_check("dcs")),
-     _states_none("h0 and c0 None", "states_none_not_handled"),
-     _not_float64()),
-    returns="a dict of gradients", gradients=_sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0")),
-    step_terms=_gate_terms("seqlab.labs.lstm", "lstm_forward", "lstm_cell_backward", ("h0", "c0")),
-    spec=(Spec("gradients vs finite differences", "Returns the gradients of sum_t dhs[t] . h_t (+ sum_t dcs[t] . c_t) "
-               'as {"Wx", "Wh", "bx", "bh", "xs" (T, D), "h0" (H,), "c0" (H,)}.'),
-          Spec("two paths from the future", "Two paths reach step t from the future: through h_t and through c_t "
-               "(multiplied by f_{t+1}).", verify=same_values("xs", "h0", "c0")),
-          Spec("summed over time", "The weights are shared by every step: their gradients are sums over t.",
-               verify=same_values("Wx", "Wh", "bx", "bh")),
-          Spec("dcs", "dcs (T, H), when given, is a gradient arriving at each c_t; None means none.",
-               lambda: _lstm_bptt_cases(((21, 4, 3, 3), (22, 2, 2, 2)), dcs=True)),
-          Spec("h0 and c0 None", "h0 and c0 may be None (zeros).",
-               lambda: _lstm_bptt_cases(((23, 3, 3, 3),), states=False)),
-          Spec("non-square", "D and H may differ.", lambda: _lstm_bptt_cases(((24, 3, 2, 4), (25, 2, 5, 2)))),
-          Spec("float64", "Every gradient is a float64 array, also when xs is float32.",
-               lambda: _lstm_bptt_cases(((26, 3, 3, 3),), float32=True), same_dtypes()),
-          Spec("inputs unchanged", "The inputs are left unchanged.")),
-    axes=_GATE_AXES)
 
 
 # --- GRU ------------------------------------------------------------------------------------------------------
@@ -2042,6 +1880,6 @@ TRAIN_BPE = Exercise(
 
 EXERCISES: tuple[Exercise, ...] = (
     SCALAR_RECURRENCE, SCALAR_RECURRENCE_BACKWARD, RNN_FORWARD, RNN_BPTT, SOFTMAX_CROSS_ENTROPY,
-    TRUNCATED_BPTT, CLIP_GLOBAL_NORM, LSTM_CELL_FORWARD, LSTM_BPTT, GRU_CELL_FORWARD, GRU_BPTT, CAUSAL_MASK,
+    TRUNCATED_BPTT, CLIP_GLOBAL_NORM, GRU_CELL_FORWARD, GRU_BPTT, CAUSAL_MASK,
     ATTENTION, ATTENTION_BACKWARD, MULTIHEAD_ATTENTION, CHOOSE_MERGE, TRAIN_BPE,
 )
