@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from seqlab.labs import attention as _att
-from seqlab.labs import gru as _gru
 from seqlab.labs import rnn as _rnn
 
 
@@ -236,56 +235,6 @@ def clip_global_norm__norm_after_clipping(grads, threshold):
     from seqlab.labs.clipping import clip_global_norm, global_norm
     clipped, _ = clip_global_norm(grads, threshold)
     return clipped, global_norm(clipped)
-
-
-# --- GRU ------------------------------------------------------------------------------------------------------
-_FLIPPED = _gru.GRUConvention("before", False)
-
-
-def gru_cell_forward__update_gate_other_convention(params, x, h_prev, convention="paper"):
-    return _gru.gru_cell_forward(params, x, h_prev, _FLIPPED)
-
-
-def gru_cell_forward__reset_after_matmul(params, x, h_prev, convention="paper"):
-    return _gru.gru_cell_forward(params, x, h_prev, "pytorch")
-
-
-def gru_cell_forward__gate_order_zrn(params, x, h_prev, convention="paper"):
-    H = h_prev.shape[0]
-    swap = np.r_[H:2 * H, 0:H, 2 * H:3 * H]
-    return _gru.gru_cell_forward({k: params[k][swap] for k in _gru.GRU_PARAMS}, x, h_prev)
-
-
-def gru_bptt__reset_path_missing(params, xs, dhs, h0=None, convention="paper"):
-    xs, h0 = _gru._initial_state(params, xs, h0)
-    caches = _gru.gru_forward(params, xs, h0)["caches"]
-    g = {k: np.zeros_like(params[k]) for k in _gru.GRU_PARAMS}
-    g["xs"] = np.zeros_like(xs)
-    H = h0.shape[0]
-    dh_next = np.zeros_like(h0)
-    for t in reversed(range(len(xs))):
-        cache = caches[t]
-        g["xs"][t], dh_prev = _gru.gru_cell_backward(params, cache, dhs[t] + dh_next, g)
-        dn = (dhs[t] + dh_next) * (1 - cache["z"]) * (1 - cache["n"] ** 2)
-        dh_next = dh_prev - (params["Wh"][2 * H:].T @ dn) * cache["r"]      # the r * h_prev path dropped
-    g["h0"] = dh_next
-    return g
-
-
-def gru_bptt__update_gate_other_convention(params, xs, dhs, h0=None, convention="paper"):
-    return _gru.gru_bptt(params, xs, dhs, h0, _FLIPPED)
-
-
-def gru_bptt__no_future_gradient(params, xs, dhs, h0=None, convention="paper"):
-    xs, h0 = _gru._initial_state(params, xs, h0)
-    caches = _gru.gru_forward(params, xs, h0)["caches"]
-    g = {k: np.zeros_like(params[k]) for k in _gru.GRU_PARAMS}
-    g["xs"] = np.zeros_like(xs)
-    dh_prev = np.zeros_like(h0)
-    for t in reversed(range(len(xs))):
-        g["xs"][t], dh_prev = _gru.gru_cell_backward(params, caches[t], dhs[t], g)   # dh_next dropped
-    g["h0"] = dh_prev
-    return g
 
 
 # --- masks and attention ----------------------------------------------------------------------------------------
