@@ -1,4 +1,5 @@
-"""attention_backward: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+"""attention_backward: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def gradients(case):
 CHECKS = {"softmax backward": Check(verify=same_values("q", "keys")), "scale": Check(verify=same_values("q", "keys")),
           "mask": Check(lambda: cases(((81, 4, 4, 3, 2, np.tril(np.ones((4, 4), bool))),
                                        (82, 2, 3, 2, 2, np.array([True, False, True]))))),
-          "fully masked rows": Check(lambda: cases(((83, 3, 3, 2, 2, np.array([[1, 0, 0], [0, 0, 0], [1, 1, 1]], bool)),))),
+          "fully masked rows": Check(lambda: cases(((83, 3, 3, 2, 2,
+                                                     np.array([[1, 0, 0], [0, 0, 0], [1, 1, 1]], bool)),))),
           "sizes": Check(lambda: cases(((84, 1, 5, 3, 2, None), (85, 5, 2, 4, 1, None)))),
           "float64": Check(lambda: cases(((86, 3, 3, 2, 2, None),), float32_inputs=True), same_dtypes())}
 axes = {"q": ("query row", "feature"), "keys": ("key row", "feature"), "values": ("key row", "value column")}

@@ -1,4 +1,5 @@
-"""causal_mask: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+"""causal_mask: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
 
 from __future__ import annotations
 

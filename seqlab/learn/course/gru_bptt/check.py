@@ -1,4 +1,5 @@
-"""gru_bptt: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+"""gru_bptt: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,8 @@ import numpy as np
 from seqlab.labs import gru
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
-from seqlab.learn.kit import (
-    GATE_AXES,
-    gate_terms,
-    gru_params,
-    not_float64,
-    seeded_cases,
-    sequence_gradients,
-    square_only,
-    states_none,
-    weights_not_summed,
-)
+from seqlab.learn import kit
+from seqlab.learn.kit import gru_params, not_float64, seeded_cases, square_only, states_none
 
 
 def cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), state=True, float32=False) -> list[Case]:
@@ -33,9 +25,9 @@ CHECKS = {"three ways": Check(verify=same_values("h0", "Wh")), "future term": Ch
           "h0 None": Check(lambda: cases(((21, 3, 3, 3),), state=False)),
           "non-square": Check(lambda: cases(((22, 3, 2, 4), (23, 2, 5, 2)))),
           "float64": Check(lambda: cases(((24, 3, 3, 3),), float32=True), same_dtypes())}
-gradients = sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",))
-step_terms = gate_terms("seqlab.labs.gru", "gru_forward", "gru_cell_backward", ("h0",))
-axes = GATE_AXES
+gradients = kit.sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",))
+step_terms = kit.gate_terms("seqlab.labs.gru", "gru_forward", "gru_cell_backward", ("h0",))
+axes = kit.GATE_AXES
 
 
 # --- mistakes -----------------------------------------------------------------------------------------
@@ -76,5 +68,5 @@ MUTANTS = {"update_gate_other_convention": update_gate_other_convention, "no_fut
 RECOGNISERS = {
     "no_future_gradient": D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
                                    D.matches(no_future_gradient, ("xs",), "own")),
-    "weights_not_summed": weights_not_summed(), "square_only": square_only(), "h0_none_not_handled": states_none(),
+    "weights_not_summed": kit.weights_not_summed(), "square_only": square_only(), "h0_none_not_handled": states_none(),
     "not_float64": not_float64()}

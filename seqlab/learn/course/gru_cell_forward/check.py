@@ -1,4 +1,5 @@
-"""gru_cell_forward: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+"""gru_cell_forward: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
 
 from __future__ import annotations
 

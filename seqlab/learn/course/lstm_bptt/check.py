@@ -1,4 +1,5 @@
-"""lstm_bptt: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+"""lstm_bptt: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,8 @@ import numpy as np
 from seqlab.labs import lstm
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
-from seqlab.learn.kit import (
-    GATE_AXES,
-    gate_terms,
-    lstm_params,
-    not_float64,
-    seeded_cases,
-    sequence_gradients,
-    square_only,
-    states_none,
-    weights_not_summed,
-)
+from seqlab.learn import kit
+from seqlab.learn.kit import lstm_params, not_float64, seeded_cases, square_only, states_none
 
 
 def cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), dcs=False, states=True, float32=False) -> list[Case]:
@@ -37,9 +29,9 @@ CHECKS = {"two paths from the future": Check(verify=same_values("xs", "h0", "c0"
           "h0 and c0 None": Check(lambda: cases(((23, 3, 3, 3),), states=False)),
           "non-square": Check(lambda: cases(((24, 3, 2, 4), (25, 2, 5, 2)))),
           "float64": Check(lambda: cases(((26, 3, 3, 3),), float32=True), same_dtypes())}
-gradients = sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0"))
-step_terms = gate_terms("seqlab.labs.lstm", "lstm_forward", "lstm_cell_backward", ("h0", "c0"))
-axes = GATE_AXES
+gradients = kit.sequence_gradients("seqlab.labs.lstm", "lstm_forward", ("h0", "c0"))
+step_terms = kit.gate_terms("seqlab.labs.lstm", "lstm_forward", "lstm_cell_backward", ("h0", "c0"))
+axes = kit.GATE_AXES
 
 
 # --- mistakes -----------------------------------------------------------------------------------------
@@ -86,6 +78,6 @@ RECOGNISERS = {
                                               "the cell state's gradient from step t+1 is missing"),
     "no_future_gradient": D.matches(no_future_gradient, ("xs",), "own",
                                     "the hidden state's gradient from step t+1 is missing"),
-    "weights_not_summed": weights_not_summed(), "square_only": square_only(),
+    "weights_not_summed": kit.weights_not_summed(), "square_only": square_only(),
     "dcs_ignored": D.failed_check("dcs"), "states_none_not_handled": states_none("h0 and c0 None"),
     "not_float64": not_float64()}

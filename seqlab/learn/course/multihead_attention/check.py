@@ -1,4 +1,5 @@
-"""multihead_attention: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+"""multihead_attention: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
 
 from __future__ import annotations
 
@@ -95,5 +96,6 @@ def _heads_differ(ev):
 MUTANTS = {"heads_split_interleaved": heads_split_interleaved, "scaled_by_d_model": scaled_by_d_model,
            "heads_reversed": heads_reversed, "no_output_projection": no_output_projection,
            "keys_from_queries": keys_from_queries}
-RECOGNISERS = {"heads_reversed": _heads_differ, "no_output_projection": D.matches(no_output_projection, ("output",), "own"),
+RECOGNISERS = {"heads_reversed": _heads_differ,
+               "no_output_projection": D.matches(no_output_projection, ("output",), "own"),
                "mask_ignored": D.failed_check("mask"), "not_float64": not_float64()}

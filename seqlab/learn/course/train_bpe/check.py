@@ -69,7 +69,8 @@ CHECKS = {
         _file("specials", "hi<|endoftext|>" * 40 + "hello hill"), 256 + 2 + 6, ["<|endoftext|>", "<pad>"]))]),
     "pre-tokenized": Check(lambda: [Case("the same two words many times", (
         _file("words", "ab ab ab ab ab ab cd cd"), 256 + 1 + 5, ["<|endoftext|>"]))]),
-    "ties": Check(lambda: [Case("equally frequent pairs", (_file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, []))]),
+    "ties": Check(lambda: [Case("equally frequent pairs", (
+        _file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, []))]),
     "vocab size": Check(verify=_size),
     "no special tokens": Check(lambda: [Case("no special tokens", (
         _file("plain", "the cat sat on the mat; the hat sat on the cat"), 256 + 8, []))]),
