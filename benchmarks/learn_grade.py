@@ -41,7 +41,7 @@ def _mutant_import(exercise, mistake) -> str:
     module = mistake.implementation.__module__
     if module.startswith("seqlab.learn.course."):
         return f"from {module} import {mistake.implementation.__name__} as {exercise.name}\n"
-    module = "seqlab.learn.torch_mistakes" if exercise.kind == "torch" else "seqlab.learn.mistakes"
+    module = "seqlab.learn.torch_mistakes"
     return f"from {module} import {exercise.name}__{mistake.id} as {exercise.name}\n"
 
 

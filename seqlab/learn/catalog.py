@@ -4,7 +4,8 @@ titles, fixes and paragraphs, the settings) and the code from ``check.py`` (``ca
 ``CHECKS``, ``MUTANTS``, ``RECOGNISERS`` and, where the exercise has them, ``compared``,
 ``gradients``, ``invariants``, ``relations``, ``step_terms``, ``axes``).
 
-The exercises not yet in a folder come from the old tables (numpy_exercises, torch_exercises).
+``NUMPY_NAMES`` and ``TORCH_NAMES`` are found, not kept: the course's exercises of each library.
+The exercises not yet in a folder come from the old table (torch_exercises).
 """
 
 from __future__ import annotations
@@ -14,13 +15,7 @@ import importlib
 
 from seqlab.learn.courses import CourseError, Folder, active
 
-NUMPY_NAMES = (
-    "scalar_recurrence", "scalar_recurrence_backward", "rnn_step", "rnn_forward", "rnn_bptt",
-    "softmax_cross_entropy", "truncated_bptt", "clip_global_norm", "lstm_cell_forward", "lstm_bptt",
-    "gru_cell_forward", "gru_bptt", "causal_mask", "attention", "attention_backward", "multihead_attention",
-    "choose_merge", "train_bpe",
-)
-TORCH_NAMES = ("softmax", "rms_norm", "rotate_pairs", "scaled_dot_product_attention", "cross_entropy",
+_OLD_TORCH_NAMES = ("softmax", "rms_norm", "rotate_pairs", "scaled_dot_product_attention", "cross_entropy",
                "lr_cosine_schedule", "adamw_step", "get_batch", "causal_multihead_self_attention", "swiglu",
                "transformer_block", "transformer_lm")
 # the optional code of an exercise, by the name check.py gives it
@@ -119,9 +114,7 @@ def exercise(name: str):
     made = _folder_exercises(active())
     if name in made:
         return made[name]
-    if name in NUMPY_NAMES:
-        from seqlab.learn.numpy_exercises import EXERCISES
-    elif name in TORCH_NAMES:
+    if name in _OLD_TORCH_NAMES:
         from seqlab.learn.torch_exercises import EXERCISES
     else:
         return None
@@ -141,3 +134,11 @@ def all_exercises() -> list:
     """Every exercise, in the order of the path."""
     from seqlab.learn.path import STEPS
     return [exercise(s.id) for s in STEPS if s.kind == "implement"]
+
+
+def __getattr__(name: str):
+    """NUMPY_NAMES and TORCH_NAMES: the course's Implement exercises of each library, in the path's order."""
+    if name in ("NUMPY_NAMES", "TORCH_NAMES"):
+        kind = "numpy" if name == "NUMPY_NAMES" else "torch"
+        return tuple(e.name for e in all_exercises() if e.kind == kind)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

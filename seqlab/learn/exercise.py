@@ -157,10 +157,13 @@ def same_dtypes(part: Callable[[Any], Any] | None = None) -> Callable:
 def shared_mistake(key: str, recognise: Callable | None = None, implementation: Callable | None = None,
                    mistake_id: str | None = None, **values) -> Mistake:
     """A mistake whose words several exercises share (``words.toml``, ``mistakes.KEY``, its {names}
-    filled from ``values``), under the id ``mistake_id`` (default: the key)."""
-    from seqlab.learn.words import pair
+    filled from ``values``), under the id ``mistake_id`` (default: the key); the entry's ``convention``
+    and ``accepted``, where it has them, name a valid other convention (see :class:`Mistake`)."""
+    from seqlab.learn.words import pair, table
     title, fix, why = (pair(f"mistakes.{key}.{field}", **values) for field in ("title", "fix", "why"))
-    return Mistake(mistake_id or key, title[0], fix[0], implementation, recognise, title[1], fix[1], why)
+    other = table()["mistakes"][key]
+    return Mistake(mistake_id or key, title[0], fix[0], implementation, recognise, title[1], fix[1], why,
+                   other.get("convention"), bool(other.get("accepted", False)))
 
 
 # Mistakes any exercise can show, after its own: recognised from the check that failed.

@@ -70,10 +70,9 @@ def states_none(check: str = "h0 None") -> D.Recogniser:
     return D.failed_check(check, raises=True)
 
 
-# --- shared by the recurrence exercises (scalar_recurrence, rnn_forward, rnn_bptt and the gated and
-# attention exercises' gradients) ---------------------------------------------------------------------
+# --- case makers and gradients several exercises share --------------------------------------------------
 def same(out):
-    """The output as it is (a gradients() pick: the whole output is the gradients)."""
+    """The whole output (a gradients' part that takes all of it)."""
     return out
 
 
@@ -131,3 +130,78 @@ def one_more_row(part, text: str) -> D.Recogniser:
         return f"{text}: {D.leaf_name(path)} has one row more than the reference's (on {ev.cases[seen[0]].label}); " \
                "its rows after the first are the reference's" if seen else None
     return recognise
+
+
+def lstm_params(generator: np.random.Generator, D: int = 3, H: int = 3) -> dict:
+    from seqlab.labs.lstm import init_lstm_params
+    return init_lstm_params(D, H, generator, scale=1.5)
+
+
+def gru_params(generator: np.random.Generator, D: int = 3, H: int = 3) -> dict:
+    from seqlab.labs.gru import init_gru_params
+    return init_gru_params(D, H, generator, scale=1.5)
+
+
+# the gated recurrences' backward passes (lstm_bptt, gru_bptt): cases (params, xs, dhs) with the initial
+# states in their kwargs
+GATE_AXES = {"xs": ("time step", "input"), "Wx": ("gate row", "input"), "Wh": ("gate row", "hidden unit"),
+             "bx": ("gate row",), "bh": ("gate row",), "h0": ("hidden unit",), "c0": ("hidden unit",)}
+
+
+def sequence_gradients(module: str, forward_name: str, states: tuple[str, ...]):
+    """The gradients, by central differences, of sum(dhs * hs) (+ sum(dcs * cs) where the case has dcs)
+    for a case (params, xs, dhs) whose kwargs hold the initial `states`, through the lab's forward pass."""
+    from seqlab.learn.exercise import central_differences
+    from seqlab.learn.references import helper
+
+    def gradients(case):
+        params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), case.args[2]
+        initial = {name: copy_arrays(case.kwargs[name]) for name in states}
+        dcs = case.kwargs.get("dcs")
+        forward = helper(module, forward_name)
+
+        def loss():
+            out = forward(params, xs, *initial.values())
+            return float(np.sum(dhs * out["hs"]) + (0.0 if dcs is None else np.sum(dcs * out["cs"])))
+
+        return central_differences(loss, {**params, "xs": xs, **initial}), same
+    return gradients
+
+
+def gate_terms(module: str, forward_name: str, backward_name: str, states: tuple[str, ...]):
+    """Each step's term of the shared weights' gradients: the lab's backward through one cell with
+    fresh gradient arrays, fed what the later steps send back."""
+    from seqlab.learn.references import helper
+
+    def terms(case):
+        params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), copy_arrays(case.args[2])
+        initial = [copy_arrays(case.kwargs[name]) for name in states]
+        caches = helper(module, forward_name)(params, xs, *initial)["caches"]
+        backward = helper(module, backward_name)
+        dcs = case.kwargs.get("dcs")
+        T = len(xs)
+        out = {k: [None] * T for k in ("Wx", "Wh", "bx", "bh")}
+        carried = [np.zeros(len(initial[0])) for _ in states]
+        for t in reversed(range(T)):
+            fresh = {k: np.zeros_like(params[k]) for k in out}
+            if len(states) == 2:
+                dc = carried[1] + (0.0 if dcs is None else dcs[t])
+                _, dh_prev, dc_prev = backward(params, caches[t], dhs[t] + carried[0], dc, fresh)
+                carried = [dh_prev, dc_prev]
+            else:
+                _, dh_prev = backward(params, caches[t], dhs[t] + carried[0], fresh)
+                carried = [dh_prev]
+            for k in out:
+                out[k][t] = fresh[k]
+        return {k: np.array(v) for k, v in out.items()}
+    return terms
+
+
+def weights_not_summed(parts: tuple[str, ...] = ("Wx", "Wh", "bx", "bh")) -> D.Recogniser:
+    """"shared-weight gradients not summed over time": the gradients of ``parts`` are one step's term
+    (or a few steps') instead of the sum over t."""
+    return D.summed_over_time(parts, "not summed over time")
+
+
+# BPE (choose_merge, train_bpe): the 256 single bytes, token id = byte
+SINGLE_BYTES = [bytes([b]) for b in range(256)]

@@ -211,7 +211,7 @@ def test_a_stub_says_not_implemented_yet(learn, ws):
     listing = learn.ok("learn/workspace", {})
     assert listing["workspace"] == str(ws)
     assert listing["exercises"]["gru_cell_forward"] == {"present": True, "stub": True, "file": str(path),
-                                                      "title": ["The GRU cell", "GRU 单元"]}
+                                                      "title": ["Implement the GRU cell", "实现 GRU 单元"]}
     assert listing["exercises"]["lstm_cell_forward"]["present"] is False
     assert listing["widgets"]["attention"] == ["attention"]
 

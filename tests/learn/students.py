@@ -30,7 +30,7 @@ def mutant_import(ex, m) -> str:
     module = m.implementation.__module__
     if module.startswith("seqlab.learn.course."):
         return f"from {module} import {m.implementation.__name__} as {ex.name}\n"
-    module = "seqlab.learn.torch_mistakes" if ex.kind == "torch" else "seqlab.learn.mistakes"
+    module = "seqlab.learn.torch_mistakes"
     return f"from {module} import {ex.name}__{m.id} as {ex.name}\n"
 
 

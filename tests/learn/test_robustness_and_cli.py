@@ -308,7 +308,7 @@ def test_yours_beside_the_reference_for_the_explorer(tmp_path):
     from seqlab.learn import yours_and_reference
     ws = tmp_path / "ws"
     _student(ws, "attention", """
-        from seqlab.learn.mistakes import attention__missing_scale as attention
+        from seqlab.learn.course.attention.check import missing_scale as attention
         """)
     q, keys, values = np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0])
     data = yours_and_reference(ws, "attention", [((q, keys, values), {})])

@@ -80,16 +80,17 @@ SPECIAL = "<|endoftext|>"
 def bpe_corpus_counts():
     """Pre-token counts of the train_bpe exercise's worked corpus: split on the special token, then GPT-2's
     regex (seqlab's own functions, as the trainer calls them)."""
-    from seqlab.learn.numpy_exercises import _CORPUS
+    from seqlab.learn.courses import builtin
     from seqlab.tokenizer.pretokenize import count_pretokens, gpt2_pretokenize, special_tokens_regex
-    return count_pretokens(_CORPUS, special_tokens_regex([SPECIAL]), gpt2_pretokenize)
+    corpus = builtin().folder("train_bpe").module().CORPUS
+    return count_pretokens(corpus, special_tokens_regex([SPECIAL]), gpt2_pretokenize)
 
 
 def bpe_worked_vocab():
     """(vocab, merges) of the reference train_bpe on the exercise's worked case (vocab_size 269)."""
-    from seqlab.learn.numpy_exercises import _bpe_cases
+    from seqlab.learn.courses import builtin
     from seqlab.learn.references import reference
-    return reference("train_bpe")(*_bpe_cases()[0].args)
+    return reference("train_bpe")(*builtin().folder("train_bpe").module().cases()[0].args)
 
 
 def _shown(token: bytes | str) -> str:

@@ -1,0 +1,56 @@
+"""causal_mask: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab.learn import diagnosis as D
+from seqlab.learn.exercise import Case, Check, same_values
+
+
+def cases() -> list[Case]:
+    return [Case("the worked example", (3,)), Case("random inputs 1", (4,)), Case("random inputs 2", (6,))]
+
+
+def invariants(case, out):
+    n = case.args[0]
+    count = int(np.asarray(out).sum())
+    return None if count == n * (n + 1) // 2 else f"{count} entries visible for n={n}; a causal mask shows n(n+1)/2 = {n * (n + 1) // 2}"
+
+
+CHECKS = {"rows are queries": Check(verify=same_values()),
+          "sizes": Check(lambda: [Case("n = 1", (1,)), Case("n = 50", (50,))])}
+axes = {"": ("query row", "key")}
+
+
+# --- mistakes -----------------------------------------------------------------------------------------
+def current_position_excluded(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)
+
+
+def one_future_position_included(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=1)
+
+
+def transposed(n):
+    return np.triu(np.ones((n, n), dtype=bool))
+
+
+def _numbers_not_bool(ev):
+    """Recognises a 0/1 array of numbers whose truth values are the reference's mask."""
+    for i in ev.own():
+        raw = ev.raw[i]
+        if not isinstance(raw, np.ndarray) or raw.dtype == bool or raw.shape != np.shape(ev.expected[i]):
+            return None
+        if not np.array_equal(raw != 0, ev.expected[i]):
+            return None
+    return f"the output holds numbers of dtype {ev.raw[ev.own()[0]].dtype}, 1 where the mask is True"
+
+
+MUTANTS = {"current_position_excluded": current_position_excluded,
+           "one_future_position_included": one_future_position_included, "transposed": transposed}
+RECOGNISERS = {"current_position_excluded": D.diagonal_offset((), "the diagonal is missing"),
+               "one_future_position_included": D.diagonal_offset((), "one future position visible"),
+               "transposed": D.transposed(()), "numbers_not_bool": _numbers_not_bool,
+               "fixed_size": D.failed_check("sizes", raises=True)}

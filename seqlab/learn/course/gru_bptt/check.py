@@ -1,0 +1,72 @@
+"""gru_bptt: the cases, the checks of its sentences, its mutants and recognisers (the words are in
+step.toml)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seqlab.labs import gru
+from seqlab.learn import diagnosis as D
+from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
+from seqlab.learn import kit
+from seqlab.learn.kit import gru_params, not_float64, seeded_cases, square_only, states_none
+
+
+def cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), state=True, float32=False) -> list[Case]:
+    def make(k, rng, T, D, H):
+        xs = rng.normal(size=(T, D))
+        return ((gru_params(rng, D, H), xs.astype(np.float32) if float32 else xs, rng.normal(size=(T, H))),
+                {"h0": rng.normal(size=H) * 0.5} if state else {})
+    return seeded_cases(make, settings, gradcheck=True)
+
+
+CHECKS = {"three ways": Check(verify=same_values("h0", "Wh")), "future term": Check(verify=same_values("xs")),
+          "summed over time": Check(verify=same_values("Wx", "Wh", "bx", "bh")),
+          "h0 None": Check(lambda: cases(((21, 3, 3, 3),), state=False)),
+          "non-square": Check(lambda: cases(((22, 3, 2, 4), (23, 2, 5, 2)))),
+          "float64": Check(lambda: cases(((24, 3, 3, 3),), float32=True), same_dtypes())}
+gradients = kit.sequence_gradients("seqlab.labs.gru", "gru_forward", ("h0",))
+step_terms = kit.gate_terms("seqlab.labs.gru", "gru_forward", "gru_cell_backward", ("h0",))
+axes = kit.GATE_AXES
+
+
+# --- mistakes -----------------------------------------------------------------------------------------
+def update_gate_other_convention(params, xs, dhs, h0=None, convention="paper"):
+    return gru.gru_bptt(params, xs, dhs, h0, gru.GRUConvention("before", False))
+
+
+def no_future_gradient(params, xs, dhs, h0=None, convention="paper"):
+    xs, h0 = gru._initial_state(params, xs, h0)
+    caches = gru.gru_forward(params, xs, h0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in gru.GRU_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    dh_prev = np.zeros_like(h0)
+    for t in reversed(range(len(xs))):
+        g["xs"][t], dh_prev = gru.gru_cell_backward(params, caches[t], dhs[t], g)   # dh_next dropped
+    g["h0"] = dh_prev
+    return g
+
+
+def reset_path_missing(params, xs, dhs, h0=None, convention="paper"):
+    xs, h0 = gru._initial_state(params, xs, h0)
+    caches = gru.gru_forward(params, xs, h0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in gru.GRU_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    H = h0.shape[0]
+    dh_next = np.zeros_like(h0)
+    for t in reversed(range(len(xs))):
+        cache = caches[t]
+        g["xs"][t], dh_prev = gru.gru_cell_backward(params, cache, dhs[t] + dh_next, g)
+        dn = (dhs[t] + dh_next) * (1 - cache["z"]) * (1 - cache["n"] ** 2)
+        dh_next = dh_prev - (params["Wh"][2 * H:].T @ dn) * cache["r"]      # the r * h_prev path dropped
+    g["h0"] = dh_next
+    return g
+
+
+MUTANTS = {"update_gate_other_convention": update_gate_other_convention, "no_future_gradient": no_future_gradient,
+           "reset_path_missing": reset_path_missing}
+RECOGNISERS = {
+    "no_future_gradient": D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
+                                   D.matches(no_future_gradient, ("xs",), "own")),
+    "weights_not_summed": kit.weights_not_summed(), "square_only": square_only(), "h0_none_not_handled": states_none(),
+    "not_float64": not_float64()}
