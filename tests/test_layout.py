@@ -39,6 +39,10 @@ def imported_modules(tree: ast.AST, *, lazy: bool = True) -> list[tuple[int, str
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append((node.lineno, node.module))
             found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            found.append((node.lineno, node.args[0].value))      # an import by a string is an import
         elif lazy and isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "lazy_exports":
             tables = [arg for arg in node.args[1:2] + [k.value for k in node.keywords if k.arg == "modules"]]
             for table in tables:
@@ -218,6 +222,17 @@ def upward_imports(root: Path = PACKAGE) -> list[str]:
                 offenders.append(f"{path.relative_to(root.parent)}:{line} ({_area(me)}, layer {mine}) imports "
                                  f"{name} (layer {LAYERS[_area(name)]})")
     return offenders
+
+
+def test_an_upward_import_by_a_string_is_seen(tmp_path):
+    """The mutant: the learn child importing the catalogue by its name (as it once did), from a module
+    placed in the model's layer."""
+    child = tmp_path / "seqlab" / "model" / "child.py"
+    child.parent.mkdir(parents=True)
+    child.write_text('import importlib\n\n\ndef cases(name):\n'
+                     '    return importlib.import_module("seqlab.learn.catalog").exercise(name).cases()\n')
+    assert upward_imports(tmp_path / "seqlab") == [
+        "seqlab/model/child.py:5 (model, layer 1) imports seqlab.learn.catalog (layer 5)"]
 
 
 def test_no_import_goes_up_a_layer():
