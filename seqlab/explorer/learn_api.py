@@ -37,18 +37,16 @@ TIME_LIMIT = 4.0   # seconds for one widget's call of the student's code (numpy'
 # A page opening asks for every panel at once: at most this many child processes run together.
 _RUNNING = threading.BoundedSemaphore(3)
 
-# widget (its /api/<name>) -> the exercises whose "yours" it shows, in order
-WIDGET_EXERCISES: dict[str, tuple[str, ...]] = {
-    "recurrence": ("scalar_recurrence", "scalar_recurrence_backward"),
-    "clipping": ("clip_global_norm",),
-    "lstm": ("lstm_cell_forward",),
-    "gru": ("gru_cell_forward",),
-    "attention": ("attention",),
-    "cross_attention": ("attention",),
-    "causal_mask": ("causal_mask",),
-    "multihead": ("multihead_attention",),
-    "bpe": ("choose_merge",),
-}
+def widget_exercises() -> dict[str, tuple[str, ...]]:
+    """widget (its /api/<name>) -> the exercises whose "yours" it shows, in the path's order: found from
+    each exercise's step.toml (``panels``), not kept here."""
+    from seqlab.learn.courses import active
+    course = active()
+    found: dict[str, list[str]] = {}
+    for name in course.order:
+        for widget in course.folder(name).record.get("panels", ()):
+            found.setdefault(widget, []).append(name)
+    return {widget: tuple(names) for widget, names in found.items()}
 
 Calls = list[tuple[tuple, dict]]
 
@@ -254,7 +252,7 @@ def workspace(data: dict[str, Any], folder: str | None) -> dict:
 
     from seqlab.learn.workspace import WorkspaceError, exercise_file
 
-    names = sorted({name for names in WIDGET_EXERCISES.values() for name in names})
+    names = sorted({name for names in widget_exercises().values() for name in names})
     exercises = {}
     for name in names:
         ex = exercise(name)
@@ -271,7 +269,7 @@ def workspace(data: dict[str, Any], folder: str | None) -> dict:
                 stub = False
         exercises[name] = {"present": present, "stub": stub, "file": str(path) if path else None,
                            "title": [ex.title, ex.title_zh]}
-    return {"workspace": folder, "widgets": {w: list(n) for w, n in WIDGET_EXERCISES.items()},
+    return {"workspace": folder, "widgets": {w: list(n) for w, n in widget_exercises().items()},
             "exercises": exercises}
 
 
@@ -285,9 +283,9 @@ def yours(data: dict[str, Any], folder: str | None) -> dict:
     name = data.get("exercise")
     if not isinstance(name, str):
         raise RequestError("exercise must be the name of an exercise, e.g. \"attention\"")
-    shown_by = [w for w, names in WIDGET_EXERCISES.items() if name in names]
+    shown_by = [w for w, names in widget_exercises().items() if name in names]
     if not shown_by:
-        known = sorted({n for names in WIDGET_EXERCISES.values() for n in names})
+        known = sorted({n for names in widget_exercises().values() for n in names})
         raise RequestError(f"no widget shows the exercise {name[:40]!r}; the explorer shows: {', '.join(known)}")
     widget = data.get("widget", shown_by[0])
     if widget not in shown_by:

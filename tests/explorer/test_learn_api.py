@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from seqlab.cli import build_parser
-from seqlab.explorer.learn_api import TIME_LIMIT, WIDGET_EXERCISES
+from seqlab.explorer.learn_api import TIME_LIMIT, widget_exercises
 from seqlab.explorer.server import STATIC_DIR
 from seqlab.learn.references import REFERENCE_MODULES
 from tests.explorer.conftest import client_for, serving
@@ -279,8 +279,8 @@ def test_bpe_merges_are_shown_as_pieces(learn, ws):
 
 
 def test_every_widget_runs_the_reference_without_a_difference(learn, ws):
-    names = sorted({n for ns in WIDGET_EXERCISES.values() for n in ns})
-    assert len(WIDGET_EXERCISES) >= 5 and {"attention", "scalar_recurrence_backward"} <= set(names)
+    names = sorted({n for ns in widget_exercises().values() for n in ns})
+    assert len(widget_exercises()) >= 5 and {"attention", "scalar_recurrence_backward"} <= set(names)
     for name in ("multihead_attention", "scalar_recurrence", "causal_mask"):
         _reference_file(ws, name)
     for widget, name in (("multihead", "multihead_attention"), ("recurrence", "scalar_recurrence"),
