@@ -39,6 +39,13 @@ def _reference(folder: Folder, module):
     return lambda: module.reference
 
 
+def _own(folder: Folder, value):
+    """A mistake's ``why`` or ``convention`` given as the key of the step's ``[words]``: the words several
+    of its mistakes share, written once there."""
+    table = folder.record.get("words", {})
+    return table[value] if isinstance(value, str) and value in table else value
+
+
 def _mistakes(folder: Folder, module) -> tuple:
     from seqlab.learn.exercise import Mistake, shared_mistake
     mutants, recognisers = getattr(module, "MUTANTS", {}), getattr(module, "RECOGNISERS", {})
@@ -59,8 +66,10 @@ def _mistakes(folder: Folder, module) -> tuple:
             found.append(shared_mistake(key if shared is True else shared, recognise, implementation, key, **values))
             continue
         (title, title_zh), (fix, fix_zh) = _pair(words.get("title")), _pair(words.get("fix"))
-        found.append(Mistake(key, title, fix, implementation, recognise, title_zh, fix_zh, _pair(words.get("why")),
-                             words.get("convention"), bool(words.get("accepted", False))))
+        convention = _own(folder, words.get("convention"))
+        found.append(Mistake(key, title, fix, implementation, recognise, title_zh, fix_zh,
+                             _pair(_own(folder, words.get("why"))), _pair(convention)[0] if convention else None,
+                             bool(words.get("accepted", False))))
     return tuple(found)
 
 
@@ -119,6 +128,22 @@ def exercise(name: str):
     else:
         return None
     return next((e for e in EXERCISES if e.name == name), None)
+
+
+def reference(name: str):
+    """The reference function of the exercise ``name`` (lessons, figures and benchmarks run it)."""
+    found = exercise(name)
+    if found is None:
+        raise KeyError(f"no Implement exercise {name!r}")
+    return found.reference()
+
+
+def reference_import(name: str) -> str:
+    """A student's file that is the reference of the exercise ``name``: one line that imports it under that
+    name (the right answer the tests and benchmarks check)."""
+    function = reference(name)
+    alias = "" if function.__name__ == name else f" as {name}"
+    return f"from {function.__module__} import {function.__name__}{alias}\n"
 
 
 def mutant(name: str, mistake_id: str):
