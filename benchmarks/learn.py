@@ -44,7 +44,7 @@ def _row(name: str, kind: str, seconds: float, goal: float, floor: float | None 
 
 def checks(names: list[str], repeats: int, env: dict) -> None:
     from seqlab.learn.catalog import NUMPY_NAMES
-    from seqlab.learn.references import REFERENCE_MODULES
+    from seqlab.learn.catalog import reference_import
 
     with tempfile.TemporaryDirectory() as ws:
         floor = {}
@@ -56,7 +56,7 @@ def checks(names: list[str], repeats: int, env: dict) -> None:
         worst = {"numpy": 0.0, "torch": 0.0}
         for name in names:
             kind = "numpy" if name in NUMPY_NAMES else "torch"
-            Path(ws, f"{name}.py").write_text(f"from {REFERENCE_MODULES[name]} import {name}\n")
+            Path(ws, f"{name}.py").write_text(reference_import(name))
             command = [sys.executable, "-m", "seqlab", "learn", "check", name, "--workspace", ws]
             seconds = statistics.median(wall(command, env, ws) for _ in range(repeats))
             worst[kind] = max(worst[kind], seconds)
@@ -98,7 +98,7 @@ def _browser_opens(steps: list[str], repeats: int) -> dict[str, float]:
 def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> None:
     from seqlab.explorer.learn_api import LEARN_ENDPOINTS
     from seqlab.learn.checking import check
-    from seqlab.learn.references import reference
+    from seqlab.learn.catalog import reference
 
     with tempfile.TemporaryDirectory() as ws:
         # as an installed seqlab runs: with its modules' bytecode cached (a first, untimed run writes it)

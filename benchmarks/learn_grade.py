@@ -37,12 +37,8 @@ def kind_of(i: int, students: int) -> str:
 
 
 def _mutant_import(exercise, mistake) -> str:
-    """A file that is the mistake's mutant: from its step folder's check.py, or the old mistakes modules."""
-    module = mistake.implementation.__module__
-    if module.startswith("seqlab.learn.course."):
-        return f"from {module} import {mistake.implementation.__name__} as {exercise.name}\n"
-    module = "seqlab.learn.torch_mistakes"
-    return f"from {module} import {exercise.name}__{mistake.id} as {exercise.name}\n"
+    """A file that is the mistake's mutant, from its step folder's check.py."""
+    return f"from {mistake.implementation.__module__} import {mistake.implementation.__name__} as {exercise.name}\n"
 
 
 def _mutant(exercise, i: int):
@@ -60,8 +56,8 @@ def _looping(exercises) -> set[str]:
 
 def source_of(kind: str, exercise, i: int, exercises) -> str | None:
     """Student i's file for ``exercise`` (None: no file)."""
-    from seqlab.learn.references import REFERENCE_MODULES
-    correct = f"from {REFERENCE_MODULES[exercise.name]} import {exercise.name}\n"
+    from seqlab.learn.catalog import reference_import
+    correct = reference_import(exercise.name)
     if kind == "correct" or (kind == "looping" and exercise.name not in _looping(exercises)):
         return correct
     if kind == "looping":
@@ -165,12 +161,12 @@ def main() -> None:
         # today's `seqlab learn check NAME`, one NumPy and one PyTorch exercise, as a student runs it
         ws = Path(tmp) / "ws"
         ws.mkdir()
-        from seqlab.learn.references import REFERENCE_MODULES
+        from seqlab.learn.catalog import reference_import
         for kind in ("numpy", "torch"):
             e = next((x for x in exercises if x.kind == kind), None)
             if e is None:
                 continue
-            (ws / f"{e.name}.py").write_text(f"from {REFERENCE_MODULES[e.name]} import {e.name}\n")
+            (ws / f"{e.name}.py").write_text(reference_import(e.name))
             single = statistics.median(
                 wall([sys.executable, "-m", "seqlab", "learn", "check", e.name, "--workspace", str(ws)], env, tmp)
                 for _ in range(args.repeats))

@@ -5,7 +5,6 @@ titles, fixes and paragraphs, the settings) and the code from ``check.py`` (``ca
 ``gradients``, ``invariants``, ``relations``, ``step_terms``, ``axes``).
 
 ``NUMPY_NAMES`` and ``TORCH_NAMES`` are found, not kept: the course's exercises of each library.
-The exercises not yet in a folder come from the old table (torch_exercises).
 """
 
 from __future__ import annotations
@@ -15,9 +14,6 @@ import importlib
 
 from seqlab.learn.courses import CourseError, Folder, active
 
-_OLD_TORCH_NAMES = ("softmax", "rms_norm", "rotate_pairs", "scaled_dot_product_attention", "cross_entropy",
-               "lr_cosine_schedule", "adamw_step", "get_batch", "causal_multihead_self_attention", "swiglu",
-               "transformer_block", "transformer_lm")
 # the optional code of an exercise, by the name check.py gives it
 _CODE = ("compared", "gradients", "invariants", "relations", "step_terms", "axes")
 
@@ -120,14 +116,7 @@ def _folder_exercises(course) -> dict:
 
 def exercise(name: str):
     """The exercise called ``name`` in the course this process follows, or None."""
-    made = _folder_exercises(active())
-    if name in made:
-        return made[name]
-    if name in _OLD_TORCH_NAMES:
-        from seqlab.learn.torch_exercises import EXERCISES
-    else:
-        return None
-    return next((e for e in EXERCISES if e.name == name), None)
+    return _folder_exercises(active()).get(name)
 
 
 def reference(name: str):

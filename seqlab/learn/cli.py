@@ -462,12 +462,8 @@ def show_solution(args) -> int:
     if ex is None:
         return _no_such("Implement exercise", args.name, _known("implement"))
     shown = [ex.reference()]
-    also = ex.solution
-    if not also:                                    # an exercise not yet in its folder
-        from seqlab.learn.references import SOLUTION_SOURCES
-        also = ".".join(SOLUTION_SOURCES.get(args.name, ()))
-    if also:
-        owner, name = also.rsplit(".", 1)
+    if ex.solution:                                 # a wrapper's reference: the model code it calls too
+        owner, name = ex.solution.rsplit(".", 1)
         shown.append(getattr(importlib.import_module(owner), name))
     for function in shown:
         print(f"# {inspect.getsourcefile(function)}\n")

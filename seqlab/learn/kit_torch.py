@@ -136,7 +136,7 @@ def matches_where_finite(mutant) -> D.Recogniser:
     return recognise
 
 
-# --- the Transformer block's and LM's cases, causality and references' RoPE tables -------------------------------------------------
+# --- the Transformer block's and LM's cases, causality and references' RoPE tables ----------------------------
 CHANGED = " (its last position changed)"
 
 

@@ -381,10 +381,9 @@ class _Lazy:
 def _namespace() -> dict:
     import numpy as np
 
-    from seqlab.learn.catalog import exercise, mutant
+    from seqlab.learn.catalog import mutant, reference
     from seqlab.learn.questions import QUESTION_BY_ID
-    return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": lambda name: exercise(name).reference(),
-            "mistake": mutant,
+    return {"seqlab": _Lazy("seqlab"), "np": np, "math": math, "reference": reference, "mistake": mutant,
             "answer": lambda qid: QUESTION_BY_ID[qid].answer()}
 
 

@@ -65,7 +65,7 @@ class AdamW(torch.optim.Optimizer):
         parameters take turns in (grown to the largest). A new tensor for each would be a fresh
         allocation every step: for an embedding of 5 M floats, pages the system must zero first,
         which took as long as the sqrt itself. Not state: it is not saved (nor copied), and an
-        optimizer made without __init__ (seqlab.learn.references) gets one on first use."""
+        optimizer made without __init__ (the adamw_step exercise's reference) gets one on first use."""
         scratch: dict[tuple[torch.device, torch.dtype], torch.Tensor] = self.__dict__.setdefault("_scratch", {})
         key = (p.device, p.dtype)
         buffer = scratch.get(key)

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from seqlab.learn.exercise import check_many
-from seqlab.learn.references import REFERENCE_MODULES
+from seqlab.learn.catalog import reference_import
 from seqlab.learn.workspace import start
 
 
@@ -25,13 +25,8 @@ def write_student(folder, name, source):
 
 
 def mutant_import(ex, m) -> str:
-    """A student file that is the catalogued mistake ``m``'s mutant: from its step folder's check.py, or
-    from the old mistakes modules."""
-    module = m.implementation.__module__
-    if module.startswith("seqlab.learn.course."):
-        return f"from {module} import {m.implementation.__name__} as {ex.name}\n"
-    module = "seqlab.learn.torch_mistakes"
-    return f"from {module} import {ex.name}__{m.id} as {ex.name}\n"
+    """A student file that is the catalogued mistake ``m``'s mutant, from its step folder's check.py."""
+    return f"from {m.implementation.__module__} import {m.implementation.__name__} as {ex.name}\n"
 
 
 def check_batch(root, exercises, sources: dict[str, dict[str, str]]) -> dict:
@@ -46,7 +41,7 @@ def check_batch(root, exercises, sources: dict[str, dict[str, str]]) -> dict:
         assert written, path
         add(("stub", ex.name), ex, path)
         add(("reference", ex.name), ex,
-            write_student(root / "reference", ex.name, f"from {REFERENCE_MODULES[ex.name]} import {ex.name}\n"))
+            write_student(root / "reference", ex.name, reference_import(ex.name)))
         for m in (m for m in ex.mistakes if m.implementation is not None):
             add(("mutant", ex.name, m.id), ex, write_student(root / f"mutant-{m.id}", ex.name, mutant_import(ex, m)))
         for kind, by_name in sources.items():

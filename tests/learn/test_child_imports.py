@@ -20,10 +20,24 @@ def _imported(code: str) -> set[str]:
 
 def test_the_lm_references_and_mutants_do_not_import_torch_dynamo():
     modules = _imported("from seqlab.model import MultiHeadAttention, TransformerLM, TransformerBlock\n"
-                        "import seqlab.model.attention, seqlab.learn.torch_mistakes, seqlab.learn.runner\n"
+                        "import seqlab.model.attention, seqlab.learn.runner\n"
+                        "from seqlab.learn.catalog import TORCH_NAMES, exercise\n"
+                        "from seqlab.learn.exercise import _call\n"
+                        "for name in TORCH_NAMES:\n"
+                        "    e = exercise(name)\n"
+                        "    case = e.cases()[0]\n"
+                        "    [_call(m.implementation, case) for m in e.mistakes if m.implementation]\n"
                         "from seqlab.training import AdamW, cross_entropy\nfrom seqlab.lm import get_batch")
     assert "torch" in modules and "seqlab.model.attention" in modules
     assert "torch._dynamo" not in modules
+
+
+def test_the_torch_exercises_are_built_without_importing_torch():
+    """Their check.py and seqlab.learn.kit_torch import torch inside functions: the checker's own process
+    imports it while the child runs the student's code, not before."""
+    modules = _imported("from seqlab.learn.catalog import TORCH_NAMES, exercise\n[exercise(n) for n in TORCH_NAMES]")
+    assert "seqlab.learn.kit_torch" in modules and "seqlab.learn.course.transformer_lm.check" in modules
+    assert "torch" not in modules
 
 
 def test_checking_the_lm_references_does_not_import_torch_dynamo():

@@ -203,7 +203,7 @@ def test_the_issue_s_lm_mistakes_are_catalogued():
 def test_adamw_step_s_reference_is_seqlab_s_adamw_against_torch_optim():
     import torch
 
-    from seqlab.learn.references import adamw_step
+    adamw_step = exercise("adamw_step").reference()
     p, g = torch.randn(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
     new_p, m, v = adamw_step(p, g, torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64), 1, 0.1,
                              weight_decay=0.2)
@@ -240,8 +240,8 @@ def test_causality_is_checked_by_changing_the_last_position(batch, name):
 def test_adamw_step_s_reference_is_a_step_of_seqlab_s_adamw_object():
     import torch
 
-    from seqlab.learn.references import adamw_step
     from seqlab.training import AdamW
+    adamw_step = exercise("adamw_step").reference()
     gen = torch.Generator().manual_seed(3)
     p, g = torch.randn(3, 4, generator=gen, dtype=torch.float64), torch.randn(3, 4, generator=gen, dtype=torch.float64)
     m, v = torch.randn(3, 4, generator=gen, dtype=torch.float64) * 0.1, torch.rand(3, 4, generator=gen, dtype=torch.float64)

@@ -44,7 +44,7 @@ def _dot(d: Drawing, x: float, y: float, *, color: str = ACCENT, r: float = 4.0)
 
 
 def _reference(name: str):
-    from seqlab.learn.references import reference
+    from seqlab.learn.catalog import reference
     return reference(name)
 
 

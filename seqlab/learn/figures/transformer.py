@@ -2,8 +2,8 @@
 SwiGLU, RoPE, batched attention with masks, the pre-norm block and the LM as a stack of shapes.
 
 Every number drawn comes from seqlab's own code (seqlab.tokenizer, seqlab.model, the exercises'
-references in seqlab.learn.references, or the catalogued mistakes of seqlab.learn.torch_mistakes
-where a figure shows what a mistake computes). The lessons' worked inputs live here too
+references, or a catalogued mistake's mutant where a figure shows what a mistake computes: both through
+seqlab.learn.catalog). The lessons' worked inputs live here too
 (``*_example`` functions), so a figure and the numbers its lesson prints cannot drift apart.
 """
 
@@ -165,8 +165,7 @@ def softmax_example():
 def softmax_overflow(lang: str) -> str:
     """Row [1000, 1000, 1001]: exp straight away overflows to inf and inf/inf is NaN; with the maximum
     subtracted first the exponentials are at most 1 and the result is the softmax of [−1, −1, 0]."""
-    from seqlab.learn.catalog import mutant
-    from seqlab.learn.references import reference
+    from seqlab.learn.catalog import mutant, reference
     x = softmax_example()
     row = x[1]
     good = reference("softmax")(x)[1]
@@ -221,8 +220,7 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
 
     import torch
 
-    from seqlab.learn.catalog import mutant
-    from seqlab.learn.references import reference
+    from seqlab.learn.catalog import mutant, reference
     x, weight, eps = rms_norm_example()
     ones = torch.ones_like(weight)
     rms = reference("rms_norm")(x, ones, eps)[0]
@@ -340,8 +338,8 @@ def swiglu_block(lang: str) -> str:
 def rope_example():
     """The rotate_pairs exercise's worked example: x = [1, 0, 0, 1] at positions 0, 1, 2 (d = 4,
     theta = 10000), with the check's own cos/sin tables (3, 2). Returns (x, cos, sin)."""
-    from seqlab.learn.torch_exercises import _rope_cases
-    return _rope_cases()[0].args
+    from seqlab.learn.courses import builtin
+    return builtin().folder("rotate_pairs").module().cases()[0].args
 
 
 def rope_rotation(lang: str) -> str:
@@ -349,7 +347,7 @@ def rope_rotation(lang: str) -> str:
     rotated rows, equal along each diagonal: they depend on the offset i − j only."""
     import math
 
-    from seqlab.learn.references import reference
+    from seqlab.learn.catalog import reference
     x, cos, sin = rope_example()
     y = reference("rotate_pairs")(x, cos, sin)
     dots = y @ y.T
@@ -390,8 +388,8 @@ def rope_rotation(lang: str) -> str:
 # --- scaled_dot_product_attention ----------------------------------------------------------------------------
 def sdpa_example():
     """The check's worked example: Q = K = the 2x2 identity, V = [[1, 2], [3, 4]] (use causal=True)."""
-    from seqlab.learn.torch_exercises import _sdpa_cases
-    return _sdpa_cases()[0].args
+    from seqlab.learn.courses import builtin
+    return builtin().folder("scaled_dot_product_attention").module().cases()[0].args
 
 
 def _stack(d: Drawing, x: float, y: float, w: float, h: float, label: str, shape: str, *, layers: int = 3,

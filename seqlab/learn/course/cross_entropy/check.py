@@ -1,0 +1,93 @@
+"""cross_entropy: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+
+from __future__ import annotations
+
+from seqlab.learn import diagnosis as D
+from seqlab.learn.exercise import Case, Check
+from seqlab.learn.kit_torch import (dtype, f32, gen, leading_dims, non_finite_on, plain_softmax, randn,
+                                    same_dtype_and_values, tensor)
+
+
+def cases() -> list[Case]:
+    import torch
+    generator = gen(18)
+    return [Case("the worked example", (tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]), torch.tensor([0, 1]))),
+            Case("random inputs 1", (randn(2, 4, 7, seed=19, scale=3), torch.randint(0, 7, (2, 4), generator=generator))),
+            Case("random inputs 2 (large logits)", (randn(5, 6, seed=20, scale=300),
+                                                    torch.randint(0, 6, (5,), generator=generator)))]
+
+
+def _targets(*shape, vocab, seed):
+    import torch
+    return torch.randint(0, vocab, shape, generator=gen(seed))
+
+
+def _int32(t):
+    import torch
+    return t.to(torch.int32)
+
+
+CHECKS = {
+    "leading dims": Check(lambda: [
+        Case("three leading dims", (randn(2, 3, 4, 7, seed=100, scale=2), _targets(2, 3, 4, vocab=7, seed=101))),
+        Case("no leading dims: logits (vocab,), a 0-d target", (randn(6, seed=102), _targets(vocab=6, seed=103)))]),
+    "int32 targets": Check(lambda: [Case("int32 targets", (randn(3, 5, seed=104), _int32(_targets(3, vocab=5, seed=105))))]),
+    "large logits": Check(lambda: [
+        Case("logits near 1000", (randn(4, 6, seed=106, scale=5) + 1000, _targets(4, vocab=6, seed=107))),
+        Case("logits near -1000", (randn(2, 3, 5, seed=108, scale=5) - 1000, _targets(2, 3, vocab=5, seed=109)))]),
+    "dtype": Check(lambda: [Case("float32 logits", (*f32(randn(2, 3, 6, seed=110, scale=2)),
+                                                     _targets(2, 3, vocab=6, seed=111)))],
+                   same_dtype_and_values),
+}
+
+
+def _positions_and_vocab(case):
+    logits = case.args[0]
+    n = 1
+    for size in logits.shape[:-1]:
+        n *= size
+    return n, logits.shape[-1]
+
+
+# --- mistakes -----------------------------------------------------------------------------------------
+def _nll(logits, targets):
+    from seqlab.model.activations import log_softmax
+    logp = log_softmax(logits.reshape(-1, logits.shape[-1]))
+    return -logp.gather(-1, targets.reshape(-1, 1).long())
+
+
+def summed_not_averaged(logits, targets):
+    return _nll(logits, targets).sum()
+
+
+def log_softmax_over_wrong_axis(logits, targets):
+    from seqlab.model.activations import log_softmax
+    flat = logits.reshape(-1, logits.shape[-1])
+    logp = log_softmax(flat, 0)
+    return -logp.gather(-1, targets.reshape(-1, 1).long()).mean()
+
+
+def max_not_subtracted(logits, targets):
+    flat = logits.reshape(-1, logits.shape[-1])
+    logp = flat - flat.exp().sum(-1, keepdim=True).log()
+    return -logp.gather(-1, targets.reshape(-1, 1).long()).mean()
+
+
+def probabilities_not_log(logits, targets):
+    probs = plain_softmax(logits.reshape(-1, logits.shape[-1]))
+    return -probs.gather(-1, targets.reshape(-1, 1).long()).mean()
+
+
+def averaged_over_the_vocabulary_too(logits, targets):
+    return _nll(logits, targets).mean() / logits.shape[-1]
+
+
+MUTANTS = {"summed_not_averaged": summed_not_averaged, "log_softmax_over_wrong_axis": log_softmax_over_wrong_axis,
+           "max_not_subtracted": max_not_subtracted, "probabilities_not_log": probabilities_not_log,
+           "averaged_over_the_vocabulary_too": averaged_over_the_vocabulary_too}
+RECOGNISERS = {
+    "summed_not_averaged": D.factor_of(((),), lambda case: {"N, the number of positions": _positions_and_vocab(case)[0]}),
+    "max_not_subtracted": non_finite_on("large logits", "the maximum is not subtracted in log-sum-exp"),
+    "averaged_over_the_vocabulary_too": D.factor_of(((),), lambda case: {"1/vocab": 1 / _positions_and_vocab(case)[1]}),
+    "shapes_and_types": D.failed_check("shapes and types", alone=False),
+    "int32_targets": D.failed_check("int32 targets", raises=True), "leading_dims": leading_dims(), "dtype": dtype()}

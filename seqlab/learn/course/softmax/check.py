@@ -1,0 +1,93 @@
+"""softmax: the cases, the checks of its sentences, its mutants and recognisers (the words are in step.toml)."""
+
+from __future__ import annotations
+
+from seqlab.learn import diagnosis as D
+from seqlab.learn.exercise import Case, Check
+from seqlab.learn.kit_torch import dtype, f32, non_finite_on, plain_softmax, randn, same_dtype_and_values, tensor
+
+
+def cases() -> list[Case]:
+    return [Case("the worked example", (tensor([[1.0, 2.0, 3.0], [1000.0, 1000.0, 1001.0]]),)),
+            Case("random inputs 1", (randn(2, 3, 5, seed=1, scale=3),), {"dim": 1}),
+            Case("random inputs 2", (randn(4, 6, seed=2, scale=50),), {"dim": -1})]
+
+
+def invariants(case, out):
+    import torch
+    dim = case.kwargs.get("dim", -1)
+    sums = out.sum(dim)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-9):
+        return f"the probabilities along dim {dim} sum to {sums.flatten()[0].item():.6g}, not 1"
+    return None
+
+
+CHECKS = {
+    "any shape": Check(lambda: [Case("a 1-D x", (randn(5, seed=30),)),
+                                Case("a 4-D x, dim=2", (randn(2, 3, 4, 2, seed=31),), {"dim": 2})]),
+    "dim": Check(lambda: [Case("dim=0 on a matrix (each column)", (randn(4, 3, seed=32),), {"dim": 0}),
+                          Case("dim=-2 on a 3-D x", (randn(2, 5, 3, seed=33),), {"dim": -2})]),
+    "large logits": Check(lambda: [
+        Case("logits of 1000", (tensor([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0]]),)),
+        Case("rows of very different sizes", (tensor([[0.0, 1.0, 2.0], [800.0, 801.0, 700.0]]),)),
+        Case("one logit of 1500", (tensor([[0.0, 0.0, 1500.0], [3.0, 2.0, 1.0]]),))]),
+    "dtype": Check(lambda: [Case("float32 x", f32(randn(3, 4, seed=34, scale=3))),
+                            Case("float32 logits of 100, dim=0", f32(randn(2, 5, seed=35, scale=100)), {"dim": 0})],
+                   same_dtype_and_values),
+}
+
+
+# --- mistakes -----------------------------------------------------------------------------------------
+def wrong_axis(x, dim=-1):
+    return plain_softmax(x, 0)
+
+
+def max_not_subtracted(x, dim=-1):
+    e = x.exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def max_of_the_whole_tensor(x, dim=-1):
+    e = (x - x.max()).exp()                                # one maximum for every row: small rows underflow to 0/0
+    return e / e.sum(dim, keepdim=True)
+
+
+def normalised_over_everything(x, dim=-1):
+    e = (x - x.max()).exp()
+    return e / e.sum()                                     # right only for a single row
+
+
+def _normalised_along_another_axis(ev) -> str | None:
+    """The student's output sums to 1 along another axis than `dim`, on every case where it is wrong."""
+    import numpy as np
+    said = []
+    for i in ev.usable("all"):
+        if not ev.wrong(i, ()):
+            continue
+        a = D.array(ev.outputs[i])
+        if a.ndim < 2 or not np.isfinite(a).all():
+            return None
+        dim = ev.cases[i].kwargs.get("dim", -1) % a.ndim
+        axes = [k for k in range(a.ndim) if np.allclose(a.sum(k), 1.0, atol=1e-9)]
+        if not axes or dim in axes:
+            return None
+        said.append(f"on {ev.cases[i].label} it sums to 1 along axis {axes[0]}, not along dim={dim}")
+    return "; ".join(said[:2]) or None
+
+
+def _normalised_over_everything(ev) -> str | None:
+    import numpy as np
+    for i in ev.usable("all"):
+        a = D.array(ev.outputs[i])
+        if ev.wrong(i, ()) and a.ndim >= 2 and np.isfinite(a).all() and abs(a.sum() - 1.0) < 1e-9:
+            return f"on {ev.cases[i].label} the whole tensor sums to 1: right only for a single row"
+    return None
+
+
+MUTANTS = {"wrong_axis": wrong_axis, "max_not_subtracted": max_not_subtracted,
+           "max_of_the_whole_tensor": max_of_the_whole_tensor, "normalised_over_everything": normalised_over_everything}
+RECOGNISERS = {"wrong_axis": _normalised_along_another_axis,
+               "max_not_subtracted": non_finite_on("large logits", "the maximum along `dim` is not subtracted before exp()"),
+               "normalised_over_everything": _normalised_over_everything,
+               "any_shape": D.failed_check("any shape", raises=True), "dim": D.failed_check("dim", raises=True),
+               "dtype": dtype()}
