@@ -13,6 +13,12 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import numbered_cases
 
 
+def helper(module: str, name: str):
+    """A lab function the checks reuse (rnn_forward, lstm_forward, ...), imported on use."""
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
 def rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
@@ -152,7 +158,6 @@ def sequence_gradients(module: str, forward_name: str, states: tuple[str, ...]):
     """The gradients, by central differences, of sum(dhs * hs) (+ sum(dcs * cs) where the case has dcs)
     for a case (params, xs, dhs) whose kwargs hold the initial `states`, through the lab's forward pass."""
     from seqlab.learn.exercise import central_differences
-    from seqlab.learn.references import helper
 
     def gradients(case):
         params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), case.args[2]
@@ -171,7 +176,6 @@ def sequence_gradients(module: str, forward_name: str, states: tuple[str, ...]):
 def gate_terms(module: str, forward_name: str, backward_name: str, states: tuple[str, ...]):
     """Each step's term of the shared weights' gradients: the lab's backward through one cell with
     fresh gradient arrays, fed what the later steps send back."""
-    from seqlab.learn.references import helper
 
     def terms(case):
         params, xs, dhs = copy_arrays(case.args[0]), copy_arrays(case.args[1]), copy_arrays(case.args[2])

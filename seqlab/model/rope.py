@@ -14,7 +14,7 @@ def rope_angles(theta: float, dim: int, length: int, *, dtype: torch.dtype = tor
     """The angle table (length, dim / 2): position i, pair k -> i * theta^(-2k / dim), computed in
     float64 (large positions keep accurate angles) and returned in ``dtype`` (float64 by default).
     The one builder of these angles: RoPE's cos/sin tables, the sinusoidal positions
-    (seqlab.model.positional, theta 10000) and the exact float64 tables of the learn references."""
+    (seqlab.model.positional, theta 10000) and the exact float64 tables of the learn exercises' references."""
     inv_freq = theta ** (-torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim)
     return (torch.arange(length, dtype=torch.float64, device=device)[:, None] * inv_freq).to(dtype)
 

@@ -14,7 +14,7 @@ import pytest
 from seqlab.cli import build_parser
 from seqlab.explorer.learn_api import TIME_LIMIT, widget_exercises
 from seqlab.explorer.server import STATIC_DIR
-from seqlab.learn.references import REFERENCE_MODULES
+from seqlab.learn.catalog import reference_import
 from tests.explorer.conftest import client_for, serving
 
 # an attention written here, in loops, with the 1/sqrt(d) scale forgotten
@@ -46,7 +46,7 @@ def _write(ws: Path, name: str, body: str) -> Path:
 
 def _reference_file(ws: Path, name: str) -> Path:
     """The reference solution as the student's file."""
-    return _write(ws, name, f"from {REFERENCE_MODULES[name]} import {name}\n")
+    return _write(ws, name, reference_import(name))
 
 
 @pytest.fixture(scope="module")

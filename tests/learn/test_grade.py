@@ -16,8 +16,7 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.learn import grade as grading
-from seqlab.learn.catalog import exercise
-from seqlab.learn.references import REFERENCE_MODULES
+from seqlab.learn.catalog import exercise, reference_import
 from tests.model.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +40,7 @@ def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
     kinds = bench.make_class(tmp_path / "class", 5, exercises)
     assert sorted(kinds.values()) == sorted(bench.KINDS)
     table = bench.expected(kinds, exercises)
-    correct = {f"seqlab-learn/{n}.py": f"from {REFERENCE_MODULES[n]} import {n}\n" for n in NAMES}
+    correct = {f"seqlab-learn/{n}.py": reference_import(n) for n in NAMES}
     _zip(tmp_path / "class" / "zara.zip", correct)
     _zip(tmp_path / "class" / "mallory.zip", {"../../escaped.py": "x = 1\n", **correct})
     status = main(["learn", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "report"),
@@ -140,7 +139,7 @@ def test_the_schema_rejects_what_gradescope_would_not_read():
 def test_gradescope_results_follow_the_documented_format(tmp_path, capsys):
     submission = tmp_path / "autograder" / "submission"
     submission.mkdir(parents=True)
-    (submission / "causal_mask.py").write_text(f"from {REFERENCE_MODULES['causal_mask']} import causal_mask\n")
+    (submission / "causal_mask.py").write_text(reference_import("causal_mask"))
     (submission / "clip_global_norm.py").write_text(
         "from seqlab.learn.course.clip_global_norm.check import coordinatewise as clip_global_norm\n")
     points = tmp_path / "points.toml"
@@ -214,7 +213,7 @@ def test_the_reference_is_computed_once_for_the_whole_class(tmp_path):
     entries = []
     for student in ("a", "b", "c"):
         (tmp_path / student).mkdir()
-        (tmp_path / student / "rnn_step.py").write_text(f"from {REFERENCE_MODULES['rnn_step']} import rnn_step\n")
+        (tmp_path / student / "rnn_step.py").write_text(reference_import("rnn_step"))
         entries.append((student, tmp_path / student))
     grades = grading.grade_all(entries, [counting], workers=2, progress=False)
     assert [g.passed for g in grades] == [True, True, True]

@@ -89,7 +89,7 @@ def bpe_corpus_counts():
 def bpe_worked_vocab():
     """(vocab, merges) of the reference train_bpe on the exercise's worked case (vocab_size 269)."""
     from seqlab.learn.courses import builtin
-    from seqlab.learn.references import reference
+    from seqlab.learn.catalog import reference
     return reference("train_bpe")(*builtin().folder("train_bpe").module().cases()[0].args)
 
 
