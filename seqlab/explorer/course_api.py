@@ -67,7 +67,8 @@ def _with_rows(latest: dict | None) -> dict | None:
         return latest
     from seqlab.learn.feedback import check_rows
     named = bool((latest.get("diagnosis") or {}).get("mistake"))
-    return {**latest, "rows": {lang: [list(row[:3]) for row in check_rows(latest["checks"], lang, named)]
+    name = str(latest.get("exercise") or "")
+    return {**latest, "rows": {lang: [list(row[:3]) for row in check_rows(latest["checks"], lang, named, name)]
                                for lang in ("en", "zh")}}
 
 

@@ -69,21 +69,23 @@ def _mistakes(folder: Folder, module) -> tuple:
     return tuple(found)
 
 
-def _contract(folder: Folder, module) -> tuple[str, tuple]:
-    """(the docstring, the Spec of each sentence that names a check)."""
+def _contract(folder: Folder, module) -> tuple[str, str, tuple]:
+    """(the docstring, in English and in Chinese (English where a sentence has none), the Spec of each
+    sentence that names a check)."""
     from seqlab.learn.exercise import GENERIC_CHECKS, Check, Spec
     checks = getattr(module, "CHECKS", {})
-    lines, specs = [], []
+    lines, lines_zh, specs = [], [], []
     for entry in folder.record.get("contract", []):
-        text = _pair(entry.get("text"))[0]
+        text, text_zh = _pair(entry.get("text"))
         lines.append(text)
+        lines_zh.append(text_zh or text)
         for check in entry.get("checks", []):
             code = checks.get(check, Check())
             if check not in GENERIC_CHECKS and check not in checks:
                 raise CourseError(f"{folder.path / 'check.py'}: the sentence {text!r} names the check {check!r}, which "
                                   "CHECKS does not define (its cases, its verify or both)")
-            specs.append(Spec(check, text, code.cases, code.verify))
-    return "\n    ".join(lines), tuple(specs)
+            specs.append(Spec(check, text, code.cases, code.verify, text_zh))
+    return "\n    ".join(lines), "\n    ".join(lines_zh), tuple(specs)
 
 
 def from_folder(folder: Folder):
@@ -93,7 +95,7 @@ def from_folder(folder: Folder):
     r, module = folder.record, folder.module()
     if module is None or not callable(getattr(module, "cases", None)):
         raise CourseError(f"{folder.path}: an Implement step needs check.py with cases()")
-    doc, spec = _contract(folder, module)
+    doc, doc_zh, spec = _contract(folder, module)
     title, title_zh = _pair(r["title"])
     library = r.get("library", "numpy")
     code = {name: getattr(module, name) for name in _CODE if hasattr(module, name)}
@@ -103,7 +105,8 @@ def from_folder(folder: Folder):
                "stub_test": r.get("stub_test", ""), "kind": library, "may_change": tuple(r.get("may_change", ())),
                "rules": {"forbid": list(r["forbid"])} if r.get("forbid") else None,
                "widget": r.get("widget", ""), "packages": tuple(r.get("packages", ())),
-               "helpers": dict(r.get("helpers", {})), "solution": r.get("solution", "")}
+               "helpers": dict(r.get("helpers", {})), "solution": r.get("solution", ""), "doc_zh": doc_zh,
+               "check_names": dict(r.get("check_names", {}))}
     return Exercise(folder.id, title, title_zh, r["signature"], doc, _reference(folder, module), module.cases,
                     _mistakes(folder, module), returns=r.get("returns", ""), spec=spec, **code, **options)
 

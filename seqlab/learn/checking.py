@@ -33,9 +33,9 @@ def summary(report, sha256: str | None = None) -> dict:
     """What the explorer shows of a check: passed, each check, the diagnosis, the notes, when, and
     the hash of the file checked (``sha256``, when given: the explorer's "yours" panels reuse a check
     of the file as it is now)."""
-    return {"passed": report.passed, "checks": report.checks, "diagnosis": report.diagnosis,
-            "notes": list(report.notes), "file": report.file, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            **({"sha256": sha256} if sha256 else {})}
+    return {"passed": report.passed, "exercise": report.exercise, "checks": report.checks,
+            "diagnosis": report.diagnosis, "notes": list(report.notes), "conventions": list(report.conventions),
+            "file": report.file, "at": time.strftime("%Y-%m-%dT%H:%M:%S"), **({"sha256": sha256} if sha256 else {})}
 
 
 def latest_check(workspace: Path, name: str) -> dict | None:
@@ -204,7 +204,7 @@ class CheckReport:
                        f"<p>Read: {heading}<code>{e(r['command'])}</code>, or in seqlab explore: "
                        f"<a href='{e(r['url'])}' target='_blank'>{e(r['url'])}</a></p>")
         out += [f"<p>note: {e(note)}</p>" for note in self.report.notes]
-        rows = check_rows(self.checks, named=bool((d or {}).get("mistake")))
+        rows = check_rows(self.checks, named=bool((d or {}).get("mistake")), exercise_name=self.report.exercise)
         out.append("<table>" + "".join(f"<tr><td style='color:{'#15803d' if passed else '#b91c1c'};font-weight:600'>"
                                        f"{'PASS' if passed else 'FAIL'}</td><td>{e(name)}</td><td>{e(message)}</td></tr>"
                                        for passed, name, message, _ in rows) + "</table>")

@@ -44,14 +44,17 @@ def _numbers(items) -> bool:
     return all(isinstance(v, numbers.Number) or isinstance(v, np.generic) for v in items)
 
 
-def structure_error(expected: Any, actual: Any, name: str) -> str | None:
-    """None when ``actual`` has the form of ``expected``, else a message naming the part and both forms."""
+def structure_error(expected: Any, actual: Any, name: str):
+    """None when ``actual`` has the form of ``expected``, else what differs, naming the part and both
+    forms (a :class:`~seqlab.learn.words.Said`: English as a str, either language when rendered)."""
+    from seqlab.learn.words import said
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            return f"{name} must be a dict with keys {sorted(map(str, expected))}, got a {_kind(actual)}"
+            return said("compare.dict_keys", name=name, keys=str(sorted(map(str, expected))), kind=_kind(actual))
         missing = [k for k in expected if k not in actual]
         if missing:
-            return f"{name} has no key {', '.join(repr(k) for k in missing)} (it has {sorted(map(repr, actual))})"
+            return said("compare.no_key", name=name, keys=", ".join(repr(k) for k in missing),
+                        has=str(sorted(map(repr, actual))))
         for key in expected:
             error = structure_error(expected[key], actual[key], f"{name}[{key!r}]")
             if error:
@@ -59,11 +62,12 @@ def structure_error(expected: Any, actual: Any, name: str) -> str | None:
         return None
     if isinstance(expected, (tuple, list)):
         if not isinstance(actual, (tuple, list)):
-            return f"{name} must be a {type(expected).__name__} of {len(expected)}, got a {_kind(actual)}"
+            return said("compare.container_of", name=name, container=type(expected).__name__, n=len(expected),
+                        kind=_kind(actual))
         if _numbers(expected):
-            return None if _numbers(actual) else f"{name} must hold numbers"   # compared as values
+            return None if _numbers(actual) else said("compare.numbers", name=name)   # compared as values
         if len(actual) != len(expected):
-            return f"{name} must have {len(expected)} items, got {len(actual)}"
+            return said("compare.items", name=name, n=len(expected), m=len(actual))
         for i, (e, a) in enumerate(zip(expected, actual)):
             error = structure_error(e, a, f"{name}[{i}]")
             if error:
@@ -71,27 +75,28 @@ def structure_error(expected: Any, actual: Any, name: str) -> str | None:
         return None
     if isinstance(expected, (bytes, str)):
         return None if isinstance(actual, type(expected)) else \
-            f"{name} must be {type(expected).__name__}, got a {_kind(actual)}"
+            said("compare.type_is", name=name, type=type(expected).__name__, kind=_kind(actual))
     if _is_tensor(expected):
         if not _is_tensor(actual):
-            return f"{name} must be a torch.Tensor of shape {tuple(expected.shape)}, got a {_kind(actual)}"
+            return said("compare.tensor_shape", name=name, shape=str(tuple(expected.shape)), kind=_kind(actual))
         if tuple(actual.shape) != tuple(expected.shape):
-            return f"{name} has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+            return said("compare.shape_is", name=name, got=str(tuple(actual.shape)), expected=str(tuple(expected.shape)))
         return None
     if isinstance(expected, np.ndarray) and expected.ndim > 0:
         if not isinstance(actual, np.ndarray):
-            return f"{name} must be a numpy.ndarray of shape {expected.shape}, got a {_kind(actual)}"
+            return said("compare.ndarray_shape", name=name, shape=str(expected.shape), kind=_kind(actual))
         if actual.shape != expected.shape:
-            return f"{name} has shape {actual.shape}, expected {expected.shape}"
+            return said("compare.shape_is", name=name, got=str(actual.shape), expected=str(expected.shape))
         if expected.dtype == bool and actual.dtype != bool:
-            return f"{name} must be a bool array (True = may attend), got dtype {actual.dtype}"
+            return said("compare.bool_array", name=name, dtype=str(actual.dtype))
         if actual.dtype == object:
-            return f"{name} holds Python objects (dtype object); it must hold numbers"
+            return said("compare.objects", name=name)
         return None
     if _number(expected):
         if not _number(actual) or isinstance(actual, (str, bytes)):
-            shape = f" of shape {np.shape(actual)}" if isinstance(actual, np.ndarray) else ""
-            return f"{name} must be a number, got a {_kind(actual)}{shape}"
+            if isinstance(actual, np.ndarray):
+                return said("compare.number_shape", name=name, kind=_kind(actual), shape=str(np.shape(actual)))
+            return said("compare.number", name=name, kind=_kind(actual))
         return None
     return None
 

@@ -182,30 +182,46 @@ def differing(expected, actual, axis: int = 0, rtol: float = 1e-6, atol: float =
     return [int(i) for i in np.flatnonzero(bad.any(axis=other) if other else bad)]
 
 
-def indices_text(indices: list[int], size: int) -> str:
-    """0, 1, 2 / 0..5 / all; "the last" for size - 1."""
+def indices_text(indices: list[int], size: int):
+    """0, 1, 2 / 0..5 / all (words said later)."""
+    from seqlab.learn.words import said
     if len(indices) == size and size > 1:
-        return "all"
+        return said("relation.all")
     if len(indices) > 3 and indices == list(range(indices[0], indices[-1] + 1)):
         return f"{indices[0]}..{indices[-1]}"
     shown = ", ".join(map(str, indices[:8])) + (", ..." if len(indices) > 8 else "")
     return shown
 
 
-def positions(expected, actual, axis_name: str, axis: int = 0, rtol: float = 1e-6, atol: float = 1e-8) -> str:
-    """'time steps 0, 1 differ; 2 is right' along one axis."""
+def axis_said(name: str, many: bool = False):
+    """An axis's name (an exercise's ``axes``: "time step", "query row") in words said later; a name
+    words.toml does not know is said as it is."""
+    from seqlab.learn.words import entry, said
+    table = "axes_plural" if many else "axes"
+    try:
+        entry(f"{table}.{name}")
+    except KeyError:
+        return plural(name) if many else name
+    return said(f"{table}.{name}")
+
+
+def positions(expected, actual, axis_name: str, axis: int = 0, rtol: float = 1e-6, atol: float = 1e-8):
+    """'time steps 0, 1 differ (time step 2 is right)' along one axis (words said later); None when
+    nothing differs, or everything does (then it is no help)."""
+    from seqlab.learn.words import said
     e = array(expected)
     if e.ndim == 0:
-        return ""
+        return None
     bad = differing(expected, actual, axis, rtol, atol)
     size = e.shape[axis]
-    if not bad:
-        return ""
+    if not bad or len(bad) > 1 and len(bad) == size:
+        return None
     right = [i for i in range(size) if i not in bad]
-    text = f"{plural(axis_name)} {indices_text(bad, size)} differ" if len(bad) > 1 else f"{axis_name} {bad[0]} differs"
+    text = said("relation.many_differ", axes=axis_said(axis_name, True), indices=indices_text(bad, size)) \
+        if len(bad) > 1 else said("relation.one_differs", axis=axis_said(axis_name), index=bad[0])
     if right:
-        text += (f" ({axis_name} {right[0]} is right)" if len(right) == 1 else
-                 f" ({plural(axis_name)} {indices_text(right, size)} are right)")
+        text = said("relation.one_right", text=text, axis=axis_said(axis_name), index=right[0]) if len(right) == 1 \
+            else said("relation.many_right", text=text, axes=axis_said(axis_name, True), indices=indices_text(right, size))
     return text
 
 
@@ -214,45 +230,55 @@ def plural(noun: str) -> str:
     return noun if noun.endswith("s") else noun + "s"
 
 
-def relation(expected, actual, rtol: float = 1e-6, atol: float = 1e-8, axis_names: tuple = ()) -> str:
-    """How one leaf differs, in words: NaN, a sign, a constant factor, a transpose, a shift, and where."""
+def relation(expected, actual, rtol: float = 1e-6, atol: float = 1e-8, axis_names: tuple = ()):
+    """How one leaf differs, in words said later: NaN, a sign, a constant factor, a transpose, a shift, and where."""
+    from seqlab.learn.words import said
     if isinstance(expected, (bytes, str)):
-        return f"is {actual!r}, expected {expected!r}"
+        return said("relation.str_is", got=repr(actual), expected=repr(expected))
     try:
         e, a = array(expected), array(actual)
     except Exception:  # noqa: BLE001
-        return "holds values of another kind"
+        return said("relation.other_kind")
     if e.shape != a.shape:
-        return f"has shape {a.shape}, expected {e.shape}"
+        return said("relation.shape", got=str(a.shape), expected=str(e.shape))
     if a.dtype.kind == "f" and not np.all(np.isfinite(a)) and np.all(np.isfinite(e)):
         bad = np.argwhere(~np.isfinite(a)) if a.ndim else []
-        where = f" (first at [{', '.join(map(str, bad[0]))}])" if len(bad) else ""
         kind = "NaN" if np.isnan(a).any() else "inf"
-        return f"holds {kind} where the reference is finite{where}"
+        return said("relation.non_finite_at", kind=kind, at=", ".join(map(str, bad[0]))) if len(bad) else \
+            said("relation.non_finite", kind=kind)
     if a.dtype.kind in "fiu" and e.dtype.kind in "fiu" and np.all(a == 0) and np.any(e != 0):
-        return "is all zeros"
+        return said("relation.zeros")
     c = factor(e, a, max(rtol, 1e-6), atol)
     if c is not None:
-        return "has the wrong sign (it is minus the reference)" if math.isclose(c, -1, rel_tol=1e-6) else \
-            f"is the reference times a constant factor {c:.6g}"
+        return said("relation.sign") if math.isclose(c, -1, rel_tol=1e-6) else said("relation.factor", c=f"{c:.6g}")
     if is_transposed(e, a, rtol, atol):
-        return "is the reference transposed"
+        return said("relation.transposed")
     for axis in range(min(e.ndim, 2)):
         s = shift(e, a, axis, rtol, atol)
         if s is not None:
-            name = axis_names[axis] if axis < len(axis_names) and axis_names[axis] else f"axis {axis}"
-            return f"is shifted by one {name} ({'late' if s > 0 else 'early'}: entry t holds the reference's entry t{'-' if s > 0 else '+'}1)"
+            name = axis_said(axis_names[axis]) if axis < len(axis_names) and axis_names[axis] else \
+                said("relation.axis_n", n=axis)
+            return said("relation.late" if s > 0 else "relation.early", axis=name)
     if e.ndim == 0:
-        return f"is {compare.show(a.item())}, expected {compare.show(e.item())}"
+        return said("relation.str_is", got=compare.show(a.item()), expected=compare.show(e.item()))
     parts = []
     for axis in range(min(e.ndim, 2)):
         name = axis_names[axis] if axis < len(axis_names) and axis_names[axis] else ("row" if axis == 0 else "column")
         text = positions(e, a, name, axis, rtol, atol)
-        if text and "all" not in text.split(" differ")[0]:
+        if text is not None:
             parts.append(text)
     if not parts:
-        parts.append("every " + (axis_names[0] if axis_names and axis_names[0] else "row") + " differs")
-    return "; ".join(parts)
+        return said("relation.every_differs", axis=axis_said(axis_names[0] if axis_names and axis_names[0] else "row"))
+    return _joined(parts, "describe.joined")
+
+
+def _joined(parts: list, key: str):
+    """Words said later joined two by two with ``key`` ("{a}; {b}" or "{a}, {b}")."""
+    from seqlab.learn.words import said
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = said(key, a=joined, b=part)
+    return joined
 
 
 def axes_of(exercise, path: Path) -> tuple:
@@ -262,11 +288,12 @@ def axes_of(exercise, path: Path) -> tuple:
 
 
 # --- describing a difference nothing recognises ----------------------------------------------------------------
-def describe(ev: Evidence) -> tuple[str, str]:
-    """(where, explanation) in words: which outputs are right, which differ, and where and how."""
+def describe(ev: Evidence) -> tuple:
+    """(where, explanation) in words said later: which outputs are right, which differ, and where and how."""
+    from seqlab.learn.words import said
     usable = ev.usable("all")
     if not usable:
-        return "", "no case's output has the reference's form"
+        return "", said("describe.no_form")
     names: dict[Path, list[int]] = {}
     for i in usable:
         for path, _ in leaves(ev.expected[i]):
@@ -276,23 +303,26 @@ def describe(ev: Evidence) -> tuple[str, str]:
     wrong = {p: cs for p, cs in names.items() if cs}
     right = [p for p, cs in names.items() if not cs]
     if not wrong:
-        failed = ", ".join(ev.failed)
-        return "", f"the values agree with the reference on every case; what fails: {failed}"
+        return "", said("describe.values_agree", failed=", ".join(ev.failed))
     lines = []
     for path, cs in wrong.items():
         first = cs[0]
         e, a = ev.leaf(first, path)
         how = relation(e, a, ev.rtol, ev.atol, axes_of(ev.exercise, path))
         having = [i for i in usable if path in dict(leaves(ev.expected[i]))]
-        on = "every case" if len(cs) == len(having) else \
-            ", ".join(ev.cases[i].label for i in cs[:3]) + (", ..." if len(cs) > 3 else "")
-        lines.append(f"{leaf_name(path)} {how} (wrong on {on}{'' if len(cs) == 1 else '; as seen on ' + ev.cases[first].label})")
-    where = "; ".join(lines)
+        if len(cs) == len(having):
+            on = said("describe.every_case")
+        else:
+            on = _joined([ev.cases[i].label for i in cs[:3]], "describe.listed")
+            on = said("describe.and_so_on", first=on) if len(cs) > 3 else on
+        lines.append(said("describe.leaf_wrong", leaf=leaf_name(path), how=how, on=on) if len(cs) == 1 else
+                     said("describe.leaf_wrong_seen", leaf=leaf_name(path), how=how, on=on, seen=ev.cases[first].label))
+    where = _joined(lines, "describe.joined")
     if len(names) > 1:
-        right_text = ", ".join(leaf_name(p) for p in right) if right else "none"
-        explanation = f"Right: {right_text}. Wrong: {where}."
+        right_text = ", ".join(leaf_name(p) for p in right) if right else said("describe.none")
+        explanation = said("describe.right_wrong", right=right_text, wrong=where)
     else:
-        explanation = f"{where}."
+        explanation = said("describe.sentence", where=where)
     return where, explanation
 
 
@@ -609,11 +639,12 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple =
     evidence of a mistake in the formula)."""
     if not ev.failed:
         return None
+    from seqlab.learn.words import said
     ex = ev.exercise
     for m in first:
-        said = _said(m, ev)
-        if said:
-            return _record(ev, m, False, said, anchor=False)
+        words = _said(m, ev)
+        if words:
+            return _record(ev, m, False, words, anchor=False)
     candidates = [m for m in ex.mistakes if not m.accepted]
     usable = ev.usable("all")
     differs = [i for i in usable if not ev.close(ev.expected[i], ev.outputs[i])]
@@ -622,12 +653,12 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple =
         theirs = ev.implementation_outputs(m.implementation)
         if all(theirs[i] is not None and close(theirs[i], ev.outputs[i], ev.rtol, ev.atol) for i in usable):
             where = _said(m, ev) or ""
-            return _record(ev, m, True, where or "every checked value is what this mistake gives")
+            return _record(ev, m, True, where or said("describe.every_value"))
     first_generic = own_values_right(ev)
     for m in [*(generic if first_generic else ()), *candidates]:
-        said = _said(m, ev)
-        if said:
-            return _record(ev, m, False, said, anchor=m in candidates)
+        words = _said(m, ev)
+        if words:
+            return _record(ev, m, False, words, anchor=m in candidates)
     scored = [(*_agreement(ev, ev.implementation_outputs(m.implementation)), m) for m in mutants]
     if scored:
         reference_agree, _ = _agreement(ev, ev.expected)
@@ -635,18 +666,22 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple =
         winners = [(agree, total, m) for agree, total, m in scored if agree == best]
         if best > reference_agree and len(winners) == 1:
             agree, total, m = winners[0]
-            return _record(ev, m, False, f"it explains {agree} of {total} checked values", (agree, total))
+            return _record(ev, m, False, said("describe.explains", a=agree, b=total), (agree, total))
     for m in (*(() if first_generic else generic), *last):
-        said = _said(m, ev)
-        if said:
-            return _record(ev, m, False, said, anchor=False)
+        words = _said(m, ev)
+        if words:
+            return _record(ev, m, False, words, anchor=False)
     where, explanation = describe(ev)
-    first = _first_difference(ev)
-    if first:
-        explanation += f" First difference, on {first}"
-    return {"mistake": None, "title": "no catalogued mistake matches", "explanation": explanation,
-            "exact": False, "where": where, "convention": None,
-            "read": {"step": ex.step, "anchor": "", "widget": ex.widget}}
+    found = _first_difference(ev)
+    if found:
+        case, leaf, e, a = found
+        explanation = said("describe.first_difference", explanation=explanation, case=case, where=leaf,
+                           expected=compare.show(e), got=compare.show(a))
+    from seqlab.learn.words import Said
+    return {"mistake": None, "title": "no catalogued mistake matches", "explanation": str(explanation),
+            **({"explanation_said": explanation.as_json()} if isinstance(explanation, Said) else {}),
+            "exact": False, "where": str(where), **({"where_said": where.as_json()} if isinstance(where, Said) else {}),
+            "explains": None, "convention": None, "read": {"step": ex.step, "anchor": "", "widget": ex.widget}}
 
 
 def _said(mistake, ev: Evidence) -> str | None:
@@ -658,10 +693,11 @@ def _said(mistake, ev: Evidence) -> str | None:
         return None
 
 
-def _first_difference(ev: Evidence) -> str:
+def _first_difference(ev: Evidence):
+    """(the case's label, the element, expected, got) of the first difference, or None."""
     for i in ev.usable("all"):
         found = compare.first_difference(ev.expected[i], ev.outputs[i], "output", ev.rtol, ev.atol)
         if found:
             where, e, a = found
-            return f"{ev.cases[i].label}: {where}: expected {compare.show(e)}, got {compare.show(a)}"
-    return ""
+            return ev.cases[i].label, where, e, a
+    return None

@@ -24,11 +24,16 @@ from seqlab.learn.runner import Job, StudentRun, run_students
 
 @dataclasses.dataclass
 class Case:
-    label: str                         # "the worked example", "random inputs 1", ...
+    label: Any                         # "the worked example", "random inputs 1", ... (a str or words.Said)
     args: tuple
     kwargs: dict = dataclasses.field(default_factory=dict)
     gradcheck: bool = False            # compare the gradients with central finite differences
     spec: str = ""                     # the id of the Spec (sentence) this case checks; "" for the exercise's own
+
+    @property
+    def worked(self) -> bool:
+        """The lesson's worked example (the first of the exercise's own cases)."""
+        return str(self.label) == "the worked example"
 
 
 def numbered_cases(make: Callable[..., tuple[tuple, dict]], settings, gradcheck: bool = False) -> list[Case]:
@@ -36,7 +41,8 @@ def numbered_cases(make: Callable[..., tuple[tuple, dict]], settings, gradcheck:
     labelled "the worked example", the next "random inputs 1", "random inputs 2", ...
     A setting that is not a tuple is one argument: numbered_cases(lambda k, n: ((n,), {}), (3, 6))
     -> [Case("the worked example", (3,)), Case("random inputs 1", (6,))]."""
-    return [Case("the worked example" if k == 0 else f"random inputs {k}",
+    from seqlab.learn.words import said
+    return [Case(said("cases.worked") if k == 0 else said("cases.random", k=k),
                  *make(k, *(setting if isinstance(setting, tuple) else (setting,))), gradcheck=gradcheck)
             for k, setting in enumerate(settings)]
 
@@ -69,6 +75,7 @@ class Spec:
     sentence: str
     cases: Callable[[], list[Case]] | None = None
     verify: Callable[[Case, Any, Any, dict], str | None] | None = None
+    sentence_zh: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,12 +102,15 @@ class Mistake:
 class Differs(str):
     """A verify's message that says the VALUES differ from the reference's (not their form, dtype or a
     rule): where the exercise's own values differ too, what the student reads groups such checks
-    (seqlab.learn.feedback) instead of quoting each sentence as broken."""
+    (seqlab.learn.feedback) instead of quoting each sentence as broken. ``said``: the same in words
+    said later (words.Said), where the verify gives them."""
+    said = None
 
 
 class OtherForm(str):
     """A verify's message that says the output has another form than the reference's (a part
     missing, another shape): grouped like :class:`Differs` when the "shapes and types" check failed."""
+    said = None
 
 
 def same_values(*paths, part: Callable[[Any], Any] | None = None, rtol: float = compare.RTOL,
@@ -108,6 +118,8 @@ def same_values(*paths, part: Callable[[Any], Any] | None = None, rtol: float = 
     """A Spec's verify: the output's leaves at ``paths`` (a key, an index or a tuple of them; none:
     the whole output), after ``part(output)`` when given, agree with the reference's (a difference
     is said as a :class:`Differs`)."""
+    from seqlab.learn.words import said
+
     def verify(case, output, reference_output, extra):
         got, want = (part(output), part(reference_output)) if part else (output, reference_output)
         for path in paths or ((),):
@@ -116,17 +128,24 @@ def same_values(*paths, part: Callable[[Any], Any] | None = None, rtol: float = 
             try:
                 actual = diagnosis.pick(got, path)
             except (KeyError, IndexError, TypeError):
-                return OtherForm(f"{name} is missing")
+                return _with_said(OtherForm(f"{name} is missing"), said("check.missing", name=name))
             expected = diagnosis.pick(want, path)
             error = compare.structure_error(expected, actual, name)
             if error:
-                return OtherForm(error)
+                return _with_said(OtherForm(error), error)
             found = compare.first_difference(expected, actual, name, rtol, atol)
             if found:
                 where, e, a = found
-                return Differs(f"{where} is {compare.show(a)}, expected {compare.show(e)}")
+                return _with_said(Differs(f"{where} is {compare.show(a)}, expected {compare.show(e)}"),
+                                  said("check.value_is", where=where, got=compare.show(a), expected=compare.show(e)))
         return None
     return verify
+
+
+def _with_said(message: str, words):
+    """A verify's English message with its words said later (``message.said``)."""
+    message.said = words
+    return message
 
 
 def _dtype(x) -> str | None:
@@ -218,6 +237,8 @@ class Exercise:
     packages: tuple[str, ...] = ()      # third-party packages the student's code may import (default: by kind)
     helpers: dict[str, str] = dataclasses.field(default_factory=dict)  # import name -> module whose source is given
     solution: str = ""                  # what `seqlab learn solution` shows beside the reference ("seqlab.model.SwiGLU")
+    doc_zh: str = ""                    # the contract in Chinese (English where a sentence has none)
+    check_names: dict = dataclasses.field(default_factory=dict)   # a sentence's check id -> its Chinese name
 
     def __post_init__(self):
         if not self.step:
@@ -280,8 +301,8 @@ class Report:
     def passed(self) -> bool:
         return bool(self.checks) and all(c["passed"] for c in self.checks)
 
-    def add(self, name: str, passed: bool, message: str = "") -> None:
-        self.checks.append({"name": name, "passed": passed, "message": message})
+    def add(self, name: str, passed: bool, message="") -> None:
+        self.checks.append(check_record(name, passed, message))
 
     def as_dict(self) -> dict:
         return {"exercise": self.exercise, "file": self.file, "passed": self.passed, "checks": self.checks,
@@ -289,15 +310,26 @@ class Report:
                 "printed": self.printed[:1000]}
 
 
+def check_record(name: str, passed: bool, message="", cause: str = "") -> dict:
+    """One check as the report keeps it: its name, whether it passed, the message in English and, where
+    the message is words said later (words.Said), those words ("said") for the student's language."""
+    from seqlab.learn.words import Said
+    return {"name": name, "passed": passed, "message": str(message),
+            **({"said": message.as_json()} if isinstance(message, Said) else {}),
+            **({"cause": cause} if cause else {})}
+
+
 def _call(function: Callable, case: Case):
     return function(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
 
 
 def _compared(exercise: Exercise, output):
+    from seqlab.learn.words import said
     try:
         return exercise.compared(output), None
     except Exception:  # noqa: BLE001 - the student's output has another form
-        return None, f"the output must be {exercise.returns or 'like the reference'}; got a {type(output).__name__}"
+        return None, said("check.must_be", returns=exercise.returns or said("check.like_reference"),
+                          kind=type(output).__name__)
 
 
 class Expected:
@@ -371,6 +403,7 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
 
 
 def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
+    from seqlab.learn.words import said
     report = Report(exercise=exercise.name, file=str(path))
     report.printed, report.printed_chars = run.printed, run.printed_chars
     cases = ref.cases
@@ -379,18 +412,21 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
         return report
     first = run.calls[0] if run.calls else None
     if first is not None and first.not_implemented:
-        report.add("runs", False, f"not implemented yet: {exercise.name}() in {path} still raises "
-                                  "NotImplementedError; write its body")
+        report.add("runs", False, said("check.not_implemented", name=exercise.name, path=str(path)))
         return report
     calls = list(run.calls)
     if len(calls) < len(cases):
-        report.add("runs", False, f"{exercise.name}() was not called on {cases[len(calls)].label}")
+        report.add("runs", False, said("check.not_called", name=exercise.name, case=cases[len(calls)].label))
         return report
     own = [i for i, c in enumerate(cases) if not c.spec]
     raised = [i for i in own if calls[i].error and not getattr(calls[i], "broke_rule", None)]
-    report.add("runs", not raised, "" if not raised else
-               f"{exercise.name}() raised on {cases[raised[0]].label}: {calls[raised[0]].error}" +
-               (f" (and on {len(raised) - 1} more of the {len(own)} cases)" if len(raised) > 1 else ""))
+    if raised:
+        first_raise = said("check.raised_on", name=exercise.name, case=cases[raised[0]].label,
+                           error=calls[raised[0]].error)
+        report.add("runs", False, first_raise if len(raised) == 1 else
+                   said("check.raised_more", first=first_raise, n=len(raised) - 1, m=len(own)))
+    else:
+        report.add("runs", True)
     if len(raised) == len(own):           # nothing ran: the other checks would only repeat it
         report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, calls, [None] * len(cases), ref, report),
                                               *_GENERIC_SPLIT)
@@ -455,17 +491,18 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
            ref: Expected) -> tuple[list[dict], list]:
     """Every check after "runs", against ``expected`` (the reference's outputs, or an accepted
     convention's). Returns (checks, the student's outputs in the checked form, None where unusable)."""
+    from seqlab.learn.words import said
     checks: list[dict] = []
 
     def add(name, passed, message="", cause=""):
-        checks.append({"name": name, "passed": passed, "message": message, **({"cause": cause} if cause else {})})
+        checks.append(check_record(name, passed, message, cause))
 
     own = [i for i, c in enumerate(cases) if not c.spec]
     mutated = sorted({name for call in calls for name in call.mutated if name not in exercise.may_change})
-    add("inputs unchanged", not mutated, "" if not mutated else (
-        f"{exercise.name}() changed its input {', '.join(mutated[:3])}"
-        f"{f' (and {len(mutated) - 3} more)' if len(mutated) > 3 else ''} in place; the caller still needs it: "
-        "work on a copy (x = x.copy(), or build new arrays) instead of assigning into it"))
+    names = ", ".join(mutated[:3])
+    add("inputs unchanged", not mutated, "" if not mutated else said(
+        "check.changed_input", name=exercise.name,
+        names=said("check.and_more", names=names, n=len(mutated) - 3) if len(mutated) > 3 else names))
     outputs: list = []
     shape_error = ""
     for i, (case, call) in enumerate(zip(cases, calls)):
@@ -475,13 +512,13 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
         out, error = _compared(exercise, call.output)
         error = error or (compare.structure_error(expected[i], out, "output") if expected[i] is not None else None)
         if error and not case.spec and not shape_error:
-            shape_error = f"on {case.label}: {error}"
+            shape_error = said("check.on_case", case=case.label, what=error)
         outputs.append(None if error else out)
     add("shapes and types", not shape_error, shape_error)
     own = [i for i in own if outputs[i] is not None]
     if not shape_error:
         for kind in ("worked example", "random inputs"):
-            selected = [i for i in own if (cases[i].label == "the worked example") == (kind == "worked example")]
+            selected = [i for i in own if cases[i].worked == (kind == "worked example")]
             bad = next((i for i in selected if compare.first_difference(
                 expected[i], outputs[i], "output", exercise.rtol, exercise.atol)), None)
             if selected:
@@ -489,7 +526,8 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
                 if bad is not None:
                     where, e, a = compare.first_difference(expected[bad], outputs[bad], "output",
                                                            exercise.rtol, exercise.atol)
-                    message = f"on {cases[bad].label}: {where} is {compare.show(a)}, expected {compare.show(e)}"
+                    message = said("check.on_case", case=cases[bad].label, what=said(
+                        "check.value_is", where=where, got=compare.show(a), expected=compare.show(e)))
                 add(f"values ({kind})", bad is None, message)
         if exercise.gradients is not None:
             add("gradients vs finite differences", *_gradient_check(exercise, cases, calls, own, ref))
@@ -497,12 +535,13 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
             message = ""
             try:
                 if exercise.invariants is not None:
-                    message = next((f"on {cases[i].label}: {m}" for i in own
+                    message = next((said("check.on_case", case=cases[i].label, what=m) for i in own
                                     if (m := exercise.invariants(cases[i], calls[i].output))), "")
                 if not message and exercise.relations is not None:
                     message = exercise.relations([cases[i] for i in own], [calls[i].output for i in own]) or ""
             except Exception as error:  # noqa: BLE001 - an output the invariant cannot read
-                message = f"the output could not be read as {exercise.returns or 'the reference'}: {error!r}"
+                message = said("check.unreadable_as", returns=exercise.returns or said("check.like_reference"),
+                               error=repr(error))
             add("invariants", not message, message)
     for spec in exercise.spec:
         if spec.id in GENERIC_CHECKS:
@@ -517,6 +556,7 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
 
 
 def _gradient_check(exercise: Exercise, cases, calls, own, ref: Expected) -> tuple[bool, str]:
+    from seqlab.learn.words import said
     for i in own:
         if not cases[i].gradcheck:
             continue
@@ -524,45 +564,52 @@ def _gradient_check(exercise: Exercise, cases, calls, own, ref: Expected) -> tup
         try:
             got = pick(calls[i].output)
         except Exception:  # noqa: BLE001 - the shapes check said what is missing
-            return False, f"on {cases[i].label}: the gradients could not be read from the output"
+            return False, said("check.no_gradients", case=cases[i].label)
         for key, value in numeric.items():
             found = compare.first_difference(value, got[key], f"gradient {key!r}", 1e-5, 1e-7)
             if found:
                 where, e, a = found
-                return False, (f"on {cases[i].label}: {where} is {compare.show(a)} but the central finite "
-                               f"difference of the loss gives {compare.show(e)}")
+                return False, said("check.gradient_vs_fd", case=cases[i].label, where=where, got=compare.show(a),
+                                   expected=compare.show(e))
     return True, ""
 
 
 def _spec_check(exercise: Exercise, spec: Spec, cases, calls, chosen, raw_expected, expected,
-                outputs) -> tuple[bool, str, str]:
+                outputs) -> tuple[bool, object, str]:
     """(passed, message, cause): why it failed, when that is not the sentence's own business: "values"
     (the values on its cases differ from the reference's), "form" (the output has another form),
     "raised" (the code raised on its cases); "" otherwise (a dtype, a count, anything a verify says)."""
-    said = f' (the contract: "{_words(spec.sentence)}")'
+    from seqlab.learn.words import Both, said
+    sentence = Both(_words(spec.sentence), _words(spec.sentence_zh or spec.sentence))
+
+    def quoted(message):
+        return said("check.contract", message=message, sentence=sentence)
     for i in chosen:
         case, call = cases[i], calls[i]
         if getattr(call, "broke_rule", None):
             continue                    # the rules check says so
         if call.error:
-            return False, f"{exercise.name}() raised on {case.label}: {call.error}" + said, "raised"
+            return False, quoted(said("check.raised_on", name=exercise.name, case=case.label, error=call.error)), "raised"
         if spec.verify is not None:
             try:
                 message = spec.verify(case, call.output, raw_expected[i], dict(getattr(call, "extra", None) or {}))
             except Exception as error:  # noqa: BLE001 - an output of another form
                 message = OtherForm(f"the output could not be read: {type(error).__name__}: {error}")
+                message.said = said("check.unreadable", error=f"{type(error).__name__}: {error}")
             if message:
                 cause = "values" if isinstance(message, Differs) else "form" if isinstance(message, OtherForm) else ""
-                return False, f"on {case.label}: {message}" + said, cause
+                return False, quoted(said("check.on_case", case=case.label,
+                                          what=getattr(message, "said", None) or message)), cause
             continue
         if outputs[i] is None:
             out, error = _compared(exercise, call.output)
             error = error or compare.structure_error(expected[i], out, "output")
-            return False, f"on {case.label}: {error}" + said, "form"
+            return False, quoted(said("check.on_case", case=case.label, what=error)), "form"
         found = compare.first_difference(expected[i], outputs[i], "output", exercise.rtol, exercise.atol)
         if found:
             where, e, a = found
-            return False, f"on {case.label}: {where} is {compare.show(a)}, expected {compare.show(e)}" + said, "values"
+            return False, quoted(said("check.on_case", case=case.label, what=said(
+                "check.value_is", where=where, got=compare.show(a), expected=compare.show(e)))), "values"
     return True, "", ""
 
 

@@ -38,7 +38,9 @@ def diagnosis_words(d: dict, exercise_name: str, lang: str = "en") -> tuple[str,
     """(title, explanation) of the diagnosis ``d`` in ``lang``, from the facts it holds: the catalogued
     mistake's own words, and how many checked values it explains when that is all it does."""
     if not d.get("mistake"):
-        return _say("no_mistake", lang), str(d.get("explanation", ""))
+        from seqlab.learn.words import render
+        said = d.get("explanation_said")
+        return _say("no_mistake", lang), render(said, lang) if isinstance(said, dict) else str(d.get("explanation", ""))
     m = mistake_record(exercise_name, d["mistake"])
     if m is None:
         return str(d.get("title", "")), str(d.get("explanation", ""))
@@ -111,7 +113,30 @@ def _note_words(exercise_name: str, convention: tuple[str, str], lang: str) -> s
     return _say("note_passes" if convention[1] == "passes" else "note_against", lang, title=title, fix=fix)
 
 
-def check_rows(checks: list[dict], lang: str = "en", named: bool = False) -> list[tuple[bool, str, str, bool]]:
+def check_name(name: str, exercise_name: str = "", lang: str = "en") -> str:
+    """A check's name in ``lang``: a check every exercise has from words.toml, a sentence's from its
+    exercise's step.toml (``check_names``); the name itself where there is none."""
+    if lang != "zh":
+        return name
+    from seqlab.learn.words import entry
+    try:
+        return entry(f"checks.{name}").get("zh") or name
+    except KeyError:
+        pass
+    from seqlab.learn.catalog import exercise
+    ex = exercise(exercise_name) if exercise_name else None
+    return (ex.check_names.get(name) if ex is not None else None) or name
+
+
+def check_message(check: dict, lang: str = "en") -> str:
+    """A check's message in ``lang``: its words said later where it has them, else as it was said."""
+    from seqlab.learn.words import render
+    said = check.get("said")
+    return render(said, lang) if lang == "zh" and isinstance(said, dict) else str(check.get("message", ""))
+
+
+def check_rows(checks: list[dict], lang: str = "en", named: bool = False,
+               exercise_name: str = "") -> list[tuple[bool, str, str, bool]]:
     """(passed, name, message, grouped) per check, except the sentences' checks that failed for a reason that is
     not theirs (their "cause"): one row for those whose values differ, when the values differ on the
     exercise's own cases too or a catalogued mistake (``named``) explains two or more; one for those
@@ -126,26 +151,30 @@ def check_rows(checks: list[dict], lang: str = "en", named: bool = False) -> lis
                "form": "shapes and types" in failed, "raised": "runs" in failed}
     group_of = {name: cause for cause, names in by_cause.items() if grouped[cause] for name in names}
     rows = []
+    comma = "、" if lang == "zh" else ", "
     for c in checks:
         cause = group_of.get(c["name"])
         if cause is None:
-            rows.append((c["passed"], c["name"], c["message"], False))
+            rows.append((c["passed"], check_name(c["name"], exercise_name, lang), check_message(c, lang), False))
         elif c["name"] == by_cause[cause][0]:
             names = by_cause[cause]
-            rows.append((False, ", ".join(names), _say(f"{cause}_too" + ("_one" if len(names) == 1 else ""), lang), True))
+            rows.append((False, comma.join(check_name(n, exercise_name, lang) for n in names),
+                         _say(f"{cause}_too" + ("_one" if len(names) == 1 else ""), lang), True))
     return rows
 
 
-def check_lines(checks: list[dict], lang: str = "en", indent: str = "    ", named: bool = False) -> list[str]:
+def check_lines(checks: list[dict], lang: str = "en", indent: str = "    ", named: bool = False,
+                exercise_name: str = "") -> list[str]:
     """One line per row of :func:`check_rows`: PASS / FAIL, the check's name and its message (a
     group's message wrapped, a check's as it is)."""
     lines = []
-    for passed, name, message, grouped in check_rows(checks, lang, named):
+    for passed, name, message, grouped in check_rows(checks, lang, named, exercise_name):
         head = f"{indent}{'PASS' if passed else 'FAIL'}  {name}"
+        colon = "：" if lang == "zh" else ": "
         if grouped:
-            lines += _wrapped(message, indent + "      ", head + ("：" if lang == "zh" else ": "))
+            lines += _wrapped(message, indent + "      ", head + colon)
         else:
-            lines.append(head + (f": {message}" if message else ""))
+            lines.append(head + (f"{colon}{message}" if message else ""))
     return lines
 
 
@@ -155,9 +184,10 @@ def report_lines(report, lang: str = "en") -> list[str]:
     lines = diagnosis_lines(report, lang)
     if lines:
         lines.append("  " + _say("checks", lang))
-        lines += check_lines(report.checks, lang, named=bool((report.diagnosis or {}).get("mistake")))
+        lines += check_lines(report.checks, lang, named=bool((report.diagnosis or {}).get("mistake")),
+                             exercise_name=report.exercise)
     else:
-        lines += check_lines(report.checks, lang, "  ")
+        lines += check_lines(report.checks, lang, "  ", exercise_name=report.exercise)
     if report.printed_chars:
         lines.append("  " + _say("printed", lang, n=report.printed_chars, head=report.printed[:300].rstrip()))
     return lines

@@ -159,17 +159,18 @@ def changed_last(case, change):
     """The case again with its last position changed: a causal model's earlier outputs stay the same."""
     args = list(case.args)
     args[0] = change(args[0].clone())
-    return Case(case.label + CHANGED, tuple(args), dict(case.kwargs))
+    return Case(str(case.label) + CHANGED, tuple(args), dict(case.kwargs))
 
 
 def causality(cases, outputs):
     """Changing the last position of the input changes no earlier position of the output."""
     import torch
-    by_label = dict(zip((c.label for c in cases), outputs))
+    by_label = dict(zip((str(c.label) for c in cases), outputs))
     for case, out in zip(cases, outputs):
-        if not case.label.endswith(CHANGED) or case.label[:-len(CHANGED)] not in by_label:
+        label = str(case.label)
+        if not label.endswith(CHANGED) or label[:-len(CHANGED)] not in by_label:
             continue
-        before = by_label[case.label[:-len(CHANGED)]]
+        before = by_label[label[:-len(CHANGED)]]
         earlier = (before[..., :-1, :] - out[..., :-1, :]).abs().amax(dim=(0, -1))
         moved = torch.nonzero(earlier > 1e-9).flatten().tolist()
         if moved:

@@ -53,7 +53,7 @@ def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], t
             entry["yours"] = _json(yours)
             problem = compare.structure_error(expected, yours, "output")
             if problem:
-                entry["difference"] = {"where": "output", "expected": None, "actual": None, "message": problem}
+                entry["difference"] = {"where": "output", "expected": None, "actual": None, "message": str(problem)}
             else:
                 found = compare.first_difference(expected, yours, "output", ex.rtol, ex.atol)
                 if found:

@@ -61,6 +61,17 @@ class Said:
     def __str__(self) -> str:
         return render(self, "en")
 
+    def __contains__(self, text: str) -> bool:      # "minus" in said: in the English
+        return text in str(self)
+
+    def __eq__(self, other) -> bool:               # equal to its English, and to the same words
+        if isinstance(other, str):
+            return str(self) == other
+        return isinstance(other, Said) and (self.key, self.values, self.step) == (other.key, other.values, other.step)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
     def __add__(self, other: str) -> str:          # "..." + said, said + "...": English, as before
         return str(self) + other
 
@@ -69,7 +80,20 @@ class Said:
 
     def as_json(self) -> dict:
         return {"said": self.key, "step": self.step,
-                "values": {k: v.as_json() if isinstance(v, Said) else v for k, v in self.values.items()}}
+                "values": {k: v.as_json() if isinstance(v, (Said, Both)) else v for k, v in self.values.items()}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Both:
+    """A text given in both languages where it is said (a contract's sentence quoted in a check)."""
+    en: str
+    zh: str = ""
+
+    def __str__(self) -> str:
+        return self.en
+
+    def as_json(self) -> dict:
+        return {"en": self.en, "zh": self.zh or self.en}
 
 
 def speaker(step: str):
@@ -88,9 +112,11 @@ def said(key: str, **values) -> Said:
 
 
 def from_json(value):
-    """A Said from its ``as_json`` form (anything else as it is)."""
+    """A Said (or Both) from its ``as_json`` form (anything else as it is)."""
     if isinstance(value, dict) and set(value) == {"said", "step", "values"} and isinstance(value["values"], dict):
         return Said(str(value["said"]), {k: from_json(v) for k, v in value["values"].items()}, str(value["step"]))
+    if isinstance(value, dict) and set(value) == {"en", "zh"}:
+        return Both(str(value["en"]), str(value["zh"]))
     return value
 
 
@@ -106,6 +132,8 @@ def render(value, lang: str = "en") -> str:
     """``value`` in ``lang``: a Said's text with its values rendered, a number as it is shown, text as it is."""
     if isinstance(value, dict):
         value = from_json(value)
+    if isinstance(value, Both):
+        return value.zh or value.en if lang == "zh" else value.en
     if not isinstance(value, Said):
         return value if isinstance(value, str) else f"{value:.6g}" if isinstance(value, float) else str(value)
     node = _step_words(value.step).get(value.key) if value.step else None

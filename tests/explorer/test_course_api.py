@@ -124,7 +124,8 @@ def test_a_check_runs_the_students_file_and_its_diagnosis_is_the_latest_check(co
         [", ".join(grouped)]
     sentences = [spec.sentence for spec in exercise("scalar_recurrence").spec if spec.id in grouped]
     assert not any(sentence in message for rows in latest["rows"].values() for _, _, message in rows for sentence in sentences)
-    assert [row[:2] for row in latest["rows"]["zh"]] == [row[:2] for row in latest["rows"]["en"]]
+    assert [row[0] for row in latest["rows"]["zh"]] == [row[0] for row in latest["rows"]["en"]]
+    assert latest["rows"]["zh"][0][1] == "能运行" and latest["rows"]["en"][0][1] == "runs"   # the names in the language
     view = client.ok("learn/lesson", {"step": "scalar_recurrence"})
     assert view["latest"] == latest and view["present"]
     # the diagnosis's mistake is an anchor of the step's lesson

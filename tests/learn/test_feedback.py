@@ -122,7 +122,7 @@ def test_learn_check_in_chinese(tmp_path, capsys):
     assert f"阅读：课文“常见错误”中的“{heading}”：" in said
     assert "\n        seqlab learn show rnn_bptt --lang zh\n" in out
     assert f"\n        {EXPLORER}#step/rnn_bptt/mistake-no_future_gradient  （在 seqlab explore 中）" in out
-    assert out.index("诊断：") < out.index("\n  检查：") < out.index("    PASS  runs")
+    assert out.index("诊断：") < out.index("\n  检查：") < out.index("    PASS  能运行")
     assert "这些句子的用例上数值与参考实现不同" in said and "the contract:" not in out
     assert lines[-1].startswith("还没有通过。")
 
