@@ -3,7 +3,8 @@
 A lesson shows one with ``[[figure NAME | caption]]`` (``seqlab.learn.lessons``). Each module of
 this package draws the figures of one part of the course and lists them in its own ``FIGURES``;
 this table joins them. Figures are built with ``seqlab.learn.figures.svg`` (boxes, arrows, labels),
-labelled with symbols where they can be, and in the lesson's language where words are needed.
+labelled with symbols where they can be, and in the lesson's language where words are needed: those
+words are in the text layer, ``words.toml``'s ``[figures]`` table (``seqlab.learn.words.say``).
 """
 
 from __future__ import annotations

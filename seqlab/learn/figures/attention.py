@@ -9,14 +9,11 @@ from the lessons' worked examples.
 from __future__ import annotations
 
 from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.words import say
 
 BLOCKED = "#f3f4f6"               # a masked (invisible) cell
 HEAD2_FILL, HEAD2 = "#fef3c7", "#d97706"   # the second head's colour (the first is SOFT / ACCENT)
 WRONG_FILL = "#fee2e2"
-
-
-def _t(lang: str, en: str, zh: str) -> str:
-    return zh if lang == "zh" else en
 
 
 def _num(value: float) -> str:
@@ -69,9 +66,9 @@ def attention_two_keys(lang: str) -> str:
     q, keys, values = _worked()
     out = _lab().attention(q, keys, values)
     d = Drawing(700, 220)
-    heads = [(45, _t(lang, "query", "查询")), (145, _t(lang, "keys", "键")),
-             (270, _t(lang, "scores q·kⱼ/√2", "得分 q·kⱼ/√2")), (407, _t(lang, "weights", "权重")),
-             (515, _t(lang, "values", "值")), (645, _t(lang, "output", "输出"))]
+    heads = [(45, say("figures.attention.query", lang)), (145, say("figures.attention.keys", lang)),
+             (270, say("figures.attention.scores_scaled", lang)), (407, say("figures.attention.weights", lang)),
+             (515, say("figures.attention.values", lang)), (645, say("figures.common.output", lang))]
     for x, label in heads:
         d.text(x, 18, label, size=12, color=MUTED)
     d.text(340, 200, "softmax", size=12, color=ACCENT)
@@ -91,8 +88,7 @@ def attention_two_keys(lang: str) -> str:
     d.circle(586, 115, 16, "Σ")
     d.arrow(602, 115, 614, 115)
     d.text(618, 115, f"{out['output']:.6f}", size=12, anchor="start", bold=True)
-    return d.svg(_t(lang, "A query scores two keys; the softmax turns the scores into weights that mix the values.",
-                    "一个查询为两个键打分；softmax 把得分变成权重，再用权重混合各个值。"))
+    return d.svg(say("figures.attention.attention_two_keys", lang))
 
 
 # --- attention ---------------------------------------------------------------------------------------------
@@ -104,10 +100,9 @@ def mask_before_softmax(lang: str) -> str:
     att = _lab()
     Q, K, V = np.eye(2), np.eye(2), np.array([2.0, 10.0])
     pad = np.array([True, False])
-    panels = [(_t(lang, "no mask", "不加掩码"), att.attention(Q, K, V), None),
-              (_t(lang, "key 2 masked: −∞, then softmax", "键 2 被掩码：先设 −∞，再 softmax"),
-               att.attention(Q, K, V, pad), pad),
-              (_t(lang, "softmax, then zeroed (wrong)", "先 softmax，再置零（错误）"),
+    panels = [(say("figures.attention.no_mask", lang), att.attention(Q, K, V), None),
+              (say("figures.attention.masked_before", lang), att.attention(Q, K, V, pad), pad),
+              (say("figures.attention.masked_after", lang),
                mutant("attention", "mask_after_softmax")(Q, K, V, pad), pad)]
     d = Drawing(700, 215)
     for p, (title, out, mask) in enumerate(panels):
@@ -123,12 +118,11 @@ def mask_before_softmax(lang: str) -> str:
         for i in range(2):
             d.text(x + 133, 77 + 30 * i, f"Σ {_num(sums[i])}", size=11,
                    color=WARN if wrong else MUTED, anchor="start")
-        d.text(x + 64, 150, _t(lang, "outputs (values 2, 10)", "输出（值为 2, 10）"), size=11, color=MUTED)
+        d.text(x + 64, 150, say("figures.attention.outputs_of_values", lang), size=11, color=MUTED)
         for i in range(2):
             d.text(x + 64, 172 + 20 * i, f"o{'₁₂'[i]} = {_num(out['output'][i])}", size=12,
                    color=WARN if wrong else INK)
-    return d.svg(_t(lang, "Masking before and after the softmax: only the first keeps every row a distribution.",
-                    "在 softmax 之前与之后加掩码：只有前者让每一行仍是概率分布。"))
+    return d.svg(say("figures.attention.mask_before_softmax", lang))
 
 
 def attention_map_shapes(lang: str) -> str:
@@ -150,9 +144,8 @@ def attention_map_shapes(lang: str) -> str:
     d.arrow(515, 84, 585, 84, "A·V", size=11)
     _shape(d, 590, 60, 3, 3, cell=cell)
     d.text(614, 134, "O  n×dᵥ", size=12)
-    d.text(350, 168, _t(lang, "row i of A: how query i spreads one unit of weight over the m keys",
-                        "A 的第 i 行：查询 i 如何把总量为 1 的权重分给 m 个键"), size=12, color=MUTED)
-    return d.svg(_t(lang, "The shapes of attention with n queries and m keys.", "n 个查询、m 个键时注意力中各张量的形状。"))
+    d.text(350, 168, say("figures.attention.row_of_a", lang), size=12, color=MUTED)
+    return d.svg(say("figures.attention.attention_map_shapes", lang))
 
 
 # --- explain_scale -------------------------------------------------------------------------------------------
@@ -167,9 +160,9 @@ def softmax_saturation(lang: str) -> str:
     """The same four keys scored with and without the 1/√d_k (d_k = 64): a saturated and a spread softmax."""
     from seqlab.learn.catalog import mutant
     q, keys, values = scale_draw()
-    panels = [(_t(lang, "without 1/√64: scores q·k", "不除以 √64：得分 q·k"),
+    panels = [(say("figures.attention.without_scale", lang),
                mutant("attention", "missing_scale")(q, keys, values), WARN, WRONG_FILL),
-              (_t(lang, "with 1/√64: scores q·k/8", "除以 √64：得分 q·k/8"), _lab().attention(q, keys, values), ACCENT, SOFT)]
+              (say("figures.attention.with_scale", lang), _lab().attention(q, keys, values), ACCENT, SOFT)]
     d = Drawing(700, 250)
     base, tall = 190, 130
     for p, (title, out, stroke, fill) in enumerate(panels):
@@ -184,9 +177,8 @@ def softmax_saturation(lang: str) -> str:
             d.text(x + 20, base - h - 10, f"{w:.3f}", size=11)
             d.text(x + 20, base + 14, f"k{'₁₂₃₄'[j]}", size=12)
             d.text(x + 20, base + 34, f"{float(out['scores'][j]):.2f}", size=11, color=MUTED)
-        d.text(x0 - 8, base + 34, _t(lang, "s", "得分"), size=11, color=MUTED, anchor="end")
-    return d.svg(_t(lang, "Softmax weights of four keys of width 64, with and without the scale.",
-                    "宽度为 64 的四个键的 softmax 权重：有缩放与无缩放。"))
+        d.text(x0 - 8, base + 34, say("figures.attention.scores_row", lang), size=11, color=MUTED, anchor="end")
+    return d.svg(say("figures.attention.softmax_saturation", lang))
 
 
 # --- attention_backward --------------------------------------------------------------------------------------
@@ -205,10 +197,8 @@ def softmax_jacobian(lang: str) -> str:
         _grid(d, x, 65, cells, cw=75, ch=32, rows=("a₁", "a₂"), cols=("s₁", "s₂"), size=12)
     d.text(245, 97, "−", size=22)
     d.text(480, 97, "=", size=22)
-    d.text(350, 160, _t(lang, "each row of J sums to 0: adding one number to every score changes no weight",
-                        "J 的每一行之和为 0：给所有得分加同一个数，权重不变"), size=12, color=MUTED)
-    return d.svg(_t(lang, "The softmax Jacobian of the worked example: a diagonal term minus an outer product.",
-                    "算例中 softmax 的雅可比矩阵：对角项减去外积。"))
+    d.text(350, 160, say("figures.attention.jacobian_rows_sum", lang), size=12, color=MUTED)
+    return d.svg(say("figures.attention.softmax_jacobian", lang))
 
 
 def attention_backward_flow(lang: str) -> str:
@@ -226,15 +216,13 @@ def attention_backward_flow(lang: str) -> str:
     d.arrow(270, 92, 340, 92, "softmax", size=11, color=ACCENT)
     d.arrow(430, 92, 500, 92, "A·V", size=11)
     d.arrow(430, 27, 500, 82)
-    d.text(350, 135, _t(lang, "backward: the same tensors, right to left", "反向：同样的张量，从右到左"), size=12,
-           color=MUTED)
+    d.text(350, 135, say("figures.attention.backward_note", lang), size=12, color=MUTED)
     rows = [("dA = dO·Vᵀ", "n×m"), ("dV = Aᵀ·dO", "m×dᵥ"), ("dS = A ⊙ (dA − rowsum(dA ⊙ A))", "n×m"),
             ("dQ = dS·K / √d", "n×d"), ("dK = dSᵀ·Q / √d", "m×d")]
     for k, (formula, shape) in enumerate(rows):
         col, row = k % 2, k // 2
         d.text(30 + col * 340, 165 + row * 28, f"{formula}   ({shape})", size=12, anchor="start", color=WARN)
-    return d.svg(_t(lang, "Attention's forward pass and the gradients that flow back through it.",
-                    "注意力的前向计算，以及反向流经它的梯度。"))
+    return d.svg(say("figures.attention.attention_backward_flow", lang))
 
 
 # --- trace_causal_count ---------------------------------------------------------------------------------------
@@ -243,17 +231,16 @@ def causal_grid(lang: str) -> str:
     mask = _lab().causal_mask(3)
     tokens = ("A", "B", "C")
     d = Drawing(700, 250)
-    d.text(130, 20, _t(lang, "queries (rows) × keys (columns)", "查询（行）× 键（列）"), size=12, color=MUTED)
+    d.text(130, 20, say("figures.attention.queries_by_keys", lang), size=12, color=MUTED)
     cells = [[("✓" if mask[i][j] else "−∞", SOFT if mask[i][j] else BLOCKED, ACCENT if mask[i][j] else MUTED)
               for j in range(3)] for i in range(3)]
     _grid(d, 70, 60, cells, cw=48, ch=38, rows=tokens, cols=tokens, size=13, label_size=13)
     for i in range(3):
         d.text(226, 79 + 38 * i, f"{int(mask[i].sum())}", size=13, color=ACCENT, anchor="start")
     total = int(mask.sum())
-    d.text(130, 200, _t(lang, f"1 + 2 + 3 = {total} of 9 visible", f"9 个位置中 1 + 2 + 3 = {total} 个可见"), size=13,
-           bold=True)
+    d.text(130, 200, say("figures.attention.visible_total", lang, total=total), size=13, bold=True)
     # who reads whom: outputs above, tokens below, an arrow for each visible (query, key) pair
-    d.text(500, 20, _t(lang, "which position reads which", "哪个位置读取哪个位置"), size=12, color=MUTED)
+    d.text(500, 20, say("figures.attention.who_reads_whom", lang), size=12, color=MUTED)
     xs = (400, 500, 600)
     for i, x in enumerate(xs):
         d.box(x - 25, 50, 50, 30, f"o_{tokens[i]}", size=12)
@@ -262,8 +249,7 @@ def causal_grid(lang: str) -> str:
         for j in range(3):
             if mask[i][j]:
                 d.arrow(xs[j] + (i - j) * 6, 170, xs[i] - (i - j) * 8, 80, color=ACCENT if i == j else INK)
-    return d.svg(_t(lang, "The causal mask of three tokens and the dependencies it allows.",
-                    "三个词元的因果掩码，以及它允许的依赖关系。"))
+    return d.svg(say("figures.attention.causal_grid", lang))
 
 
 # --- causal_mask ---------------------------------------------------------------------------------------------
@@ -273,11 +259,11 @@ def self_and_cross_attention(lang: str) -> str:
     att = _lab()
     src, tgt = ("x₁", "x₂", "x₃", "x₄"), ("y₁", "y₂", "y₃")
     causal = att.causal_mask(3)
-    panels = [(_t(lang, "encoder self-attention", "编码器自注意力"), _t(lang, "Q, K, V: source", "Q、K、V：源序列"),
+    panels = [(say("figures.attention.encoder_self", lang), say("figures.attention.from_source", lang),
                src, src, lambda i, j: True),
-              (_t(lang, "decoder self-attention", "解码器自注意力"), _t(lang, "Q, K, V: target, causal", "Q、K、V：目标序列，因果"),
+              (say("figures.attention.decoder_self", lang), say("figures.attention.from_target_causal", lang),
                tgt, tgt, lambda i, j: bool(causal[i][j])),
-              (_t(lang, "cross-attention", "交叉注意力"), _t(lang, "Q: target · K, V: source", "Q：目标序列 · K、V：源序列"),
+              (say("figures.attention.cross", lang), say("figures.attention.from_target_and_source", lang),
                tgt, src, lambda i, j: True)]
     d = Drawing(700, 225)
     xs = (45, 285, 500)
@@ -289,8 +275,7 @@ def self_and_cross_attention(lang: str) -> str:
                   for j in range(len(cols))] for i in range(len(rows))]
         _grid(d, x, 72, cells, cw=30, ch=30, rows=rows, cols=cols)
         d.text(x + width / 2, 72 + 30 * len(rows) + 18, f"{len(rows)} × {len(cols)}", size=12, color=MUTED)
-    return d.svg(_t(lang, "Three attention maps of an encoder–decoder Transformer: rows are queries, columns keys.",
-                    "编码器–解码器 Transformer 的三种注意力图：行为查询，列为键。"))
+    return d.svg(say("figures.attention.self_and_cross_attention", lang))
 
 
 def mask_combined(lang: str) -> str:
@@ -300,19 +285,18 @@ def mask_combined(lang: str) -> str:
     pad = att.padding_mask(3, 4, 4)
     both = causal & pad
     tokens = ("A", "B", "C", "pad")
-    panels = [(_t(lang, "causal", "因果"), causal), (_t(lang, "padding (keys)", "填充（键）"), pad),
-              (_t(lang, "causal AND padding", "因果 AND 填充"), both)]
+    panels = [(say("figures.attention.causal", lang), causal), (say("figures.attention.padding_keys", lang), pad),
+              (say("figures.attention.causal_and_padding", lang), both)]
     d = Drawing(700, 210)
     for p, (title, m) in enumerate(panels):
         x = 60 + p * 225
         d.text(x + 56, 18, title, size=13, bold=True)
         cells = [[("", SOFT if m[i][j] else BLOCKED, ACCENT if m[i][j] else MUTED) for j in range(4)] for i in range(4)]
         _grid(d, x, 56, cells, cw=28, ch=28, rows=tokens, cols=tokens, label_size=11)
-        d.text(x + 56, 190, _t(lang, f"{int(m.sum())} visible", f"{int(m.sum())} 个可见"), size=12, color=MUTED)
+        d.text(x + 56, 190, say("figures.attention.visible", lang, count=int(m.sum())), size=12, color=MUTED)
     d.text(222, 112, "∧", size=20)
     d.text(447, 112, "=", size=20)
-    return d.svg(_t(lang, "A causal mask combined with a padding mask by a logical AND.",
-                    "因果掩码与填充掩码按逻辑与组合。"))
+    return d.svg(say("figures.attention.mask_combined", lang))
 
 
 # --- trace_head_shapes and multihead_attention -----------------------------------------------------------------
@@ -341,20 +325,18 @@ def head_split(lang: str) -> str:
         label(232 + cell, cy + 32, f"Q{sub}", s["q"])
         d.arrow(264, cy, 306, cy, f"·K{sub}ᵀ", size=11, color=stroke)
         _shape(d, 310, cy - 21, *s["scores"], cell=cell, fill=fill, stroke=stroke)
-        label(310 + 1.5 * cell, cy + 32, _t(lang, f"map A{sub}", f"注意力图 A{sub}"), s["scores"])
+        label(310 + 1.5 * cell, cy + 32, say("figures.attention.head_map", lang, sub=sub), s["scores"])
         d.arrow(356, cy, 398, cy, f"·V{sub}", size=11, color=stroke)
         _shape(d, 402, cy - 21, *s["head_output"], cell=cell, fill=fill, stroke=stroke)
-        label(402 + cell, cy + 32, _t(lang, f"head {h + 1}", f"第 {h + 1} 个头"), s["head_output"])
+        label(402 + cell, cy + 32, say("figures.attention.head_number", lang, n=h + 1), s["head_output"])
         d.arrow(434, cy, 480, 126, color=stroke)
     _shape(d, 484, 105, *s["concat"], cell=cell, blocks=2)
-    label(484 + 2 * cell, 165, _t(lang, "concat", "拼接"), s["concat"])
+    label(484 + 2 * cell, 165, say("figures.common.concat", lang), s["concat"])
     d.arrow(542, 126, 590, 126, "·W_o", size=11)
     _shape(d, 594, 105, *s["output"], cell=cell, fill="#ffffff", stroke=INK)
-    label(594 + 2 * cell, 165, _t(lang, "output", "输出"), s["output"])
-    d.text(350, 258, _t(lang, "K and V are split into the same column blocks as Q",
-                        "K 和 V 按与 Q 相同的列块拆分"), size=12, color=MUTED)
-    return d.svg(_t(lang, "Two heads of self-attention over n = 3 tokens with d_model = 4.",
-                    "n = 3 个词元、d_model = 4 时两个头的自注意力。"))
+    label(594 + 2 * cell, 165, say("figures.common.output", lang), s["output"])
+    d.text(350, 258, say("figures.attention.kv_split_too", lang), size=12, color=MUTED)
+    return d.svg(say("figures.attention.head_split", lang))
 
 
 def attention_cost(lang: str) -> str:
@@ -368,16 +350,14 @@ def attention_cost(lang: str) -> str:
         d.text(x0 + 140, 18, f"n = {n}", size=14, bold=True)
         _shape(d, x0, 50, *s["x"], cell=cell, fill="#ffffff", stroke=INK)
         d.text(x0 + 28, 50 + n * cell + 16, f"X {n}×4", size=12)
-        d.text(x0 + 28, 50 + n * cell + 34, _t(lang, f"{n} rows to project", f"投影 {n} 行"), size=11, color=MUTED)
+        d.text(x0 + 28, 50 + n * cell + 34, say("figures.attention.rows_to_project", lang, n=n), size=11, color=MUTED)
         _shape(d, x0 + 130, 50, *s["scores"], cell=cell)
         cells = s["scores"][0] * s["scores"][1]
         d.text(x0 + 130 + n * cell / 2, 50 + n * cell + 16, f"{n}×{n}", size=12)
         d.text(x0 + 130 + n * cell / 2, 50 + n * cell + 34,
-               _t(lang, f"{cells} scores per head", f"每个头 {cells} 个得分"), size=11, color=MUTED)
-    d.text(350, 245, _t(lang, "twice the tokens: twice the projection work, four times the score work",
-                        "词元数翻倍：投影的计算量翻倍，得分的计算量变为四倍"), size=12, color=MUTED)
-    return d.svg(_t(lang, "Why full attention costs O(n² d): the score map grows with the square of the length.",
-                    "为什么完整注意力的代价是 O(n² d)：得分图随长度的平方增长。"))
+               say("figures.attention.scores_per_head", lang, cells=cells), size=11, color=MUTED)
+    d.text(350, 245, say("figures.attention.twice_the_tokens", lang), size=12, color=MUTED)
+    return d.svg(say("figures.attention.attention_cost", lang))
 
 
 def kv_cache_step(lang: str) -> str:
@@ -395,15 +375,12 @@ def kv_cache_step(lang: str) -> str:
                 row.append(("", SOFT, ACCENT))
         cells.append(row)
     _grid(d, 80, 50, cells, cw=36, ch=30, rows=tokens, cols=tokens)
-    d.text(300, 75, _t(lang, "rows A–C: computed at earlier steps, not again", "A–C 行：之前的步骤已算过，不再重算"),
-           size=12, color=MUTED, anchor="start")
-    d.text(300, 155, _t(lang, "row D: the one new query, scored against", "D 行：唯一的新查询，与之打分的是"),
-           size=12, color=ACCENT, anchor="start")
-    d.text(300, 175, _t(lang, "the cached keys of A, B, C and its own key", "缓存的 A、B、C 的键和它自己的键"),
-           size=12, color=ACCENT, anchor="start")
+    d.text(300, 75, say("figures.attention.cached_rows", lang), size=12, color=MUTED, anchor="start")
+    d.text(300, 155, say("figures.attention.new_row", lang), size=12, color=ACCENT, anchor="start")
+    d.text(300, 175, say("figures.attention.new_row_keys", lang), size=12, color=ACCENT, anchor="start")
     d.arrow(296, 155, 230, 155, color=ACCENT)
-    d.text(152, 200, _t(lang, "K, V cache: A B C (+ D)", "K、V 缓存：A B C（+ D）"), size=12, color=MUTED)
-    return d.svg(_t(lang, "One decoding step with a key–value cache.", "带键值缓存的一步解码。"))
+    d.text(152, 200, say("figures.attention.kv_cache", lang), size=12, color=MUTED)
+    return d.svg(say("figures.attention.kv_cache_step", lang))
 
 
 FIGURES = {

@@ -10,14 +10,11 @@ from __future__ import annotations
 import math
 
 from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.words import say
 
 WARN_FILL = "#fee2e2"
 KEEP, KEEP_FILL = "#059669", "#d1fae5"      # the kept (old state / memory) path
 NEW, NEW_FILL = "#d97706", "#fef3c7"        # the new content (candidate / written part)
-
-
-def _t(lang: str, en: str, zh: str) -> str:
-    return zh if lang == "zh" else en
 
 
 def _num(value: float) -> str:
@@ -83,16 +80,15 @@ def clip_two_rules(lang: str) -> str:
     left = 330
     angle = lambda v: math.degrees(math.atan2(v[1], v[0]))
     rows = [
-        (INK, _t(lang, "the gradient", "梯度"), _t(lang, f"g = {_vec(g)}, norm {_num(norm)}, angle {angle(g):.2f}°",
-                                                         f"g = {_vec(g)}，范数 {_num(norm)}，角度 {angle(g):.2f}°")),
-        (ACCENT, _t(lang, "global-norm clipping (circle)", "全局范数裁剪（圆）"),
+        (INK, say("figures.gates.the_gradient", lang),
+         say("figures.gates.gradient_norm_angle", lang, g=_vec(g), norm=_num(norm), angle=f"{angle(g):.2f}")),
+        (ACCENT, say("figures.gates.global_rule", lang),
          f"× min(1, 2 / {_num(norm)}) = × {_num(threshold / norm)} → {_vec(glob)}"),
-        (ACCENT, "", _t(lang, f"norm {_num(np.linalg.norm(glob))}, angle {angle(glob):.2f}°: direction kept",
-                        f"范数 {_num(np.linalg.norm(glob))}，角度 {angle(glob):.2f}°：方向不变")),
-        (WARN, _t(lang, "coordinate-wise clipping (square)", "逐坐标裁剪（正方形）"),
-         _t(lang, f"each entry clamped to [−2, 2] → {_vec(coord)}", f"每个分量截断到 [−2, 2] → {_vec(coord)}")),
-        (WARN, "", _t(lang, f"norm {_num(np.linalg.norm(coord))}, angle {angle(coord):.2f}°: direction bent",
-                      f"范数 {_num(np.linalg.norm(coord))}，角度 {angle(coord):.2f}°：方向被掰弯")),
+        (ACCENT, "", say("figures.gates.direction_kept", lang, norm=_num(np.linalg.norm(glob)),
+                         angle=f"{angle(glob):.2f}")),
+        (WARN, say("figures.gates.coordinate_rule", lang), say("figures.gates.clamped", lang, coord=_vec(coord))),
+        (WARN, "", say("figures.gates.direction_bent", lang, norm=_num(np.linalg.norm(coord)),
+                       angle=f"{angle(coord):.2f}")),
     ]
     y = 60
     for color, head, body in rows:
@@ -102,9 +98,7 @@ def clip_two_rules(lang: str) -> str:
             y += 22
         d.text(left + 12, y, body, size=12, color=color, anchor="start")
         y += 22
-    return d.svg(_t(lang, "Clipping [3, 4] at threshold 2: global-norm clipping shrinks it onto the circle along "
-                          "its own direction; coordinate-wise clipping clamps it into the square and turns it.",
-                    "把 [3, 4] 裁剪到阈值 2：全局范数裁剪沿原方向把它缩到圆上；逐坐标裁剪把它截进正方形，方向随之改变。"))
+    return d.svg(say("figures.gates.clip_two_rules", lang))
 
 
 def _cells(d: Drawing, x: float, y: float, rows, *, cw: float = 40, ch: float = 28, fill=SOFT, stroke=ACCENT,
@@ -138,37 +132,32 @@ def clip_many_arrays(lang: str) -> str:
     _cells(d, 40, 132, [grads[1]])
     flat = np.concatenate([g.ravel() for g in grads])
     d.arrow(110, 100, 150, 100, color=MUTED)
-    d.text(250, 22, _t(lang, "all entries, end to end  (5,)", "所有分量首尾相接  (5,)"), size=12, color=MUTED)
+    d.text(250, 22, say("figures.gates.all_entries", lang), size=12, color=MUTED)
     _cells(d, 155, 56, [flat], cw=38)
-    d.text(250, 108, _t(lang, "squares: " + " + ".join(_num(v * v) for v in flat) + f" = {_num(norm ** 2)}",
-                        "平方：" + " + ".join(_num(v * v) for v in flat) + f" = {_num(norm ** 2)}"), size=12)
+    d.text(250, 108, say("figures.gates.squares", lang, terms=" + ".join(_num(v * v) for v in flat),
+                         total=_num(norm ** 2)), size=12)
     d.text(250, 132, f"‖g‖ = √{_num(norm ** 2)} = {_num(norm)}", size=13, bold=True)
-    d.text(250, 156, _t(lang, f"factor = min(1, 2 / {_num(norm)}) = {_num(threshold / norm)}",
-                        f"系数 = min(1, 2 / {_num(norm)}) = {_num(threshold / norm)}"), size=13, color=ACCENT, bold=True)
+    d.text(250, 156, say("figures.gates.factor", lang, norm=_num(norm), factor=_num(threshold / norm)), size=13,
+           color=ACCENT, bold=True)
     d.arrow(352, 100, 410, 100, f"× {_num(threshold / norm)}", color=ACCENT)
-    d.text(515, 22, _t(lang, "clipped, same shapes", "裁剪后，形状不变"), size=12, color=MUTED)
+    d.text(515, 22, say("figures.gates.clipped_same_shapes", lang), size=12, color=MUTED)
     _cells(d, 440, 36, clipped[0], cw=46)
     _cells(d, 463, 132, [clipped[1]], cw=46)
     d.text(600, 64, "g₁", size=12, color=MUTED, anchor="start")
     d.text(600, 146, "g₂", size=12, color=MUTED, anchor="start")
-    d.text(640, 105, _t(lang, f"norm {_num(global_norm(clipped))}", f"范数 {_num(global_norm(clipped))}"),
-           size=12, color=ACCENT)
+    d.text(640, 105, say("figures.gates.norm", lang, norm=_num(global_norm(clipped))), size=12, color=ACCENT)
     d.line(20, 190, 680, 190, color=MUTED, width=1, dashed=True)
-    d.text(20, 212, _t(lang, "Wrong: each array clipped by its own norm", "错误：每个数组按自己的范数裁剪"),
-           size=13, color=WARN, anchor="start", bold=True)
+    d.text(20, 212, say("figures.gates.wrong_each_own", lang), size=13, color=WARN, anchor="start", bold=True)
     parts = [(f"‖g₁‖ = {_num(global_norm(grads[0]))}", f"× {_num(threshold / global_norm(grads[0]))}"),
              (f"‖g₂‖ = {_num(global_norm(grads[1]))}", f"× {_num(threshold / global_norm(grads[1]))}")]
     d.text(40, 240, f"{parts[0][0]}  →  {parts[0][1]}", size=12, color=WARN, anchor="start")
     d.text(40, 264, f"{parts[1][0]}  →  {parts[1][1]}", size=12, color=WARN, anchor="start")
     _cells(d, 250, 226, own[0], cw=72, ch=22, fill=WARN_FILL, stroke=WARN, size=11)
     _cells(d, 410, 226, [own[1]], cw=46, ch=22, fill=WARN_FILL, stroke=WARN, size=11)
-    d.text(470, 248, _t(lang, f"total norm {_num(global_norm(own))} > 2",
-                        f"总范数 {_num(global_norm(own))} > 2"), size=12, color=WARN, anchor="start")
-    d.text(470, 270, _t(lang, "and the direction changed", "而且方向改变了"), size=12, color=WARN, anchor="start")
-    return d.svg(_t(lang, "Global-norm clipping of two arrays: one norm over every entry, one factor for both. "
-                          "Clipping each array by its own norm uses two factors and breaks the direction.",
-                    "两个数组的全局范数裁剪：所有分量只有一个范数，两个数组只乘一个系数。各自按自己的范数裁剪会用两个"
-                    "系数，方向被破坏。"))
+    d.text(470, 248, say("figures.gates.total_norm_over", lang, norm=_num(global_norm(own))), size=12, color=WARN,
+           anchor="start")
+    d.text(470, 270, say("figures.gates.direction_changed", lang), size=12, color=WARN, anchor="start")
+    return d.svg(say("figures.gates.clip_many_arrays", lang))
 
 
 # --- explain_clipping -------------------------------------------------------------------------------------
@@ -191,15 +180,15 @@ def clip_norm_curve(lang: str) -> str:
         d.text(X(10.0 ** e), bottom + 15, _power(e), size=10, color=MUTED)
         d.line(left - 4, Y(10.0 ** e), left, Y(10.0 ** e), color=MUTED, width=1)
         d.text(left - 8, Y(10.0 ** e), _power(e), size=10, color=MUTED, anchor="end")
-    d.text((left + right) / 2, bottom + 36, _t(lang, "‖g‖ before clipping", "裁剪前的 ‖g‖"), size=12)
-    d.text(24, (top + bottom) / 2 - 40, _t(lang, "after", "裁剪后"), size=12)
+    d.text((left + right) / 2, bottom + 36, say("figures.gates.norm_before", lang), size=12)
+    d.text(24, (top + bottom) / 2 - 40, say("figures.gates.norm_after", lang), size=12)
     d.line(X(1e-4), Y(1e-4), X(1e4), Y(1e4), color=MUTED, width=1, dashed=True)
     norms = [10.0 ** e for e in np.linspace(lo, hi, 81)]
     after = [global_norm(clip_global_norm(np.array([n]), threshold)[0]) for n in norms]
     for a, b, ya, yb in zip(norms, norms[1:], after, after[1:]):
         d.line(X(a), Y(ya), X(b), Y(yb), color=ACCENT, width=2.5)
     d.line(X(threshold), Y(threshold), X(threshold), bottom, color=ACCENT, width=1, dashed=True)
-    d.text(X(threshold) + 4, bottom - 10, _t(lang, "threshold 2", "阈值 2"), size=11, color=ACCENT, anchor="start")
+    d.text(X(threshold) + 4, bottom - 10, say("figures.gates.threshold", lang), size=11, color=ACCENT, anchor="start")
     vanished = repeated_factor(0.5, 10)
     for value, color in ((vanished, KEEP), (5.0, WARN), (repeated_factor(2.0, 10), WARN)):
         out = global_norm(clip_global_norm(np.array([value]), threshold)[0])
@@ -208,11 +197,10 @@ def clip_norm_curve(lang: str) -> str:
            anchor="start")
     d.text(X(5.0), Y(threshold) - 14, "5 → 2", size=11, color=WARN)
     d.text(X(1024.0), Y(threshold) - 14, "1024 → 2", size=11, color=WARN)
-    notes = [(KEEP, _t(lang, "left of the threshold:", "阈值左侧："), _t(lang, "untouched. A vanished", "原样不动。")),
-             (KEEP, "", _t(lang, "gradient stays vanished.", "已经消失的梯度仍然消失。")),
-             (WARN, _t(lang, "right of the threshold:", "阈值右侧："), _t(lang, "every norm becomes 2.", "所有范数都变成 2。")),
-             (WARN, "", _t(lang, "The size of the explosion", "爆炸有多大")),
-             (WARN, "", _t(lang, "is forgotten.", "被忘掉了。"))]
+    notes = [(KEEP, say("figures.gates.left_of_threshold", lang), say("figures.gates.untouched", lang)),
+             (KEEP, "", say("figures.gates.stays_vanished", lang)),
+             (WARN, say("figures.gates.right_of_threshold", lang), say("figures.gates.becomes_threshold", lang)),
+             (WARN, "", say("figures.gates.explosion_size", lang)), (WARN, "", say("figures.gates.is_forgotten", lang))]
     y = 70
     for color, head, body in notes:
         if head:
@@ -221,24 +209,22 @@ def clip_norm_curve(lang: str) -> str:
             y += 20
         d.text(500, y, body, size=12, color=color, anchor="start")
         y += 20
-    return d.svg(_t(lang, "The norm after global-norm clipping against the norm before, on log axes: the identity "
-                          "up to the threshold, flat at the threshold after it.",
-                    "全局范数裁剪前后的范数（对数坐标）：阈值以下是恒等，阈值以上是一条水平线。"))
+    return d.svg(say("figures.gates.clip_norm_curve", lang))
 
 
 def clip_detach_reset(lang: str) -> str:
     """Four states with a chunk boundary between h2 and h3: clipping, detaching and resetting compared."""
     d = Drawing(700, 300)
     xs = [200, 315, 430, 545]
-    rows = [(_t(lang, "clip", "裁剪"), _t(lang, "values and gradients flow;", "值和梯度都流过；"),
-             _t(lang, "the final gradient is scaled", "最后的梯度被缩放")),
-            (_t(lang, "detach", "分离"), _t(lang, "the value crosses, the", "值穿过边界，"),
-             _t(lang, "gradient stops at the boundary", "梯度止于边界")),
-            (_t(lang, "reset", "重置"), _t(lang, "neither crosses: the state", "两者都不穿过：状态"),
-             _t(lang, "starts again from 0", "从 0 重新开始"))]
+    rows = [(say("figures.gates.clip", lang), say("figures.gates.clip_flows", lang),
+             say("figures.gates.clip_scales", lang)),
+            (say("figures.gates.detach", lang), say("figures.gates.detach_value_crosses", lang),
+             say("figures.gates.detach_gradient_stops", lang)),
+            (say("figures.gates.reset", lang), say("figures.gates.reset_neither_crosses", lang),
+             say("figures.gates.reset_starts_from_zero", lang))]
     boundary = (xs[1] + 50 + xs[2]) / 2
     d.line(boundary, 28, boundary, 290, color=MUTED, width=1, dashed=True)
-    d.text(boundary, 18, _t(lang, "chunk boundary", "分块边界"), size=11, color=MUTED)
+    d.text(boundary, 18, say("figures.gates.chunk_boundary", lang), size=11, color=MUTED)
     for r, (name, line1, line2) in enumerate(rows):
         y = 70 + r * 82
         d.text(12, y - 12, name, size=14, anchor="start", bold=True)
@@ -259,13 +245,11 @@ def clip_detach_reset(lang: str) -> str:
             d.box(xs[2] - 44, y - 34, 22, 18, "0", size=11, fill="#ffffff", stroke=WARN)
             d.arrow(xs[2] - 22, y - 25, xs[2] - 2, y - 12, color=WARN)
         if r == 0:
-            d.text(xs[0] - 6, y + 26, _t(lang, "∇ × min(1, τ / ‖∇‖)", "∇ × min(1, τ / ‖∇‖)"), size=11,
+            d.text(xs[0] - 6, y + 26, "∇ × min(1, τ / ‖∇‖)", size=11,
                    color=ACCENT, anchor="start")
-    d.text(600, 40, _t(lang, "→ value", "→ 值"), size=11, anchor="start")
-    d.text(600, 56, _t(lang, "⇠ gradient", "⇠ 梯度"), size=11, color=ACCENT, anchor="start")
-    return d.svg(_t(lang, "Three different operations: clipping scales the gradient after the backward pass, "
-                          "detaching cuts only the gradient path, resetting cuts the state itself.",
-                    "三种不同的操作：裁剪在反向传播之后缩放梯度，截断只切断梯度路径，重置切断状态本身。"))
+    d.text(600, 40, say("figures.gates.legend_value", lang), size=11, anchor="start")
+    d.text(600, 56, say("figures.gates.legend_gradient", lang), size=11, color=ACCENT, anchor="start")
+    return d.svg(say("figures.gates.clip_detach_reset", lang))
 
 
 # --- trace_lstm_cell --------------------------------------------------------------------------------------
@@ -288,15 +272,15 @@ def lstm_cell_path(lang: str) -> str:
     d.circle(330, y, 16, "+")
     d.arrow(346, y, 420, y, color=KEEP, width=2)
     d.box(420, y - 20, 100, 40, f"c = {_num(w['c'])}", fill=KEEP_FILL, stroke=KEEP)
-    d.arrow(520, y, 680, y, _t(lang, "c to the next step", "c 传给下一步"), color=KEEP, width=2)
-    d.text(40, 100, _t(lang, "the cell path", "细胞通路"), size=12, color=KEEP, anchor="start", bold=True)
+    d.arrow(520, y, 680, y, say("figures.gates.c_to_next_step", lang), color=KEEP, width=2)
+    d.text(40, 100, say("figures.gates.cell_path", lang), size=12, color=KEEP, anchor="start", bold=True)
     d.arrow(470, 80, 470, 118)
     d.box(435, 118, 70, 30, "tanh")
     d.arrow(470, 148, 470, 193, _num(math.tanh(w["c"])), offset=-34)
     d.circle(470, 210, 16, "×")
     d.arrow(486, 210, 560, 210)
     d.box(560, 190, 120, 40, f"h = {_num(w['h'])}", fill=NEW_FILL, stroke=NEW)
-    d.text(620, 246, _t(lang, "output, next gates", "输出，下一步的门"), size=11, color=MUTED)
+    d.text(620, 246, say("figures.gates.output_next_gates", lang), size=11, color=MUTED)
     gates = [("f", "σ", 170), ("i", "σ", 255), ("g", "tanh", 340), ("o", "σ", 425)]
     for name, act, x in gates:
         d.box(x, 250, 75, 32, f"{name} = {_num(w[name])}", size=12)
@@ -311,9 +295,7 @@ def lstm_cell_path(lang: str) -> str:
     d.arrow(377, 250, 338, 178)
     d.arrow(330, 151, 330, 77, f"i·g = {_num(w['written'])}", offset=-40)
     d.arrow(462, 250, 468, 227)
-    return d.svg(_t(lang, "The LSTM cell with the worked numbers: the old memory is scaled by f, the new content "
-                          "i·g is added, and the hidden state reads the cell through tanh and the output gate.",
-                    "带算例数字的长短期记忆单元：旧记忆乘以 f，加上新内容 i·g，隐藏状态经过 tanh 和输出门读取细胞状态。"))
+    return d.svg(say("figures.gates.lstm_cell_path", lang))
 
 
 # --- lstm_cell_forward, gru_cell_forward ------------------------------------------------------------------
@@ -330,8 +312,9 @@ def _column(d: Drawing, x: float, y: float, rows: int, *, cell: float = 11, bloc
             d.box(x + c * cell, y + r * cell, cell, cell, fill=fill, stroke=stroke, radius=0)
 
 
-def _gate_stack(lang: str, names, acts, title_en: str, title_zh: str) -> str:
-    """Wx (kH, D) x + Wh (kH, H) h_prev + bx + bh = the (kH,) pre-activation, cut into k blocks of H rows."""
+def _gate_stack(lang: str, names, acts, caption: str) -> str:
+    """Wx (kH, D) x + Wh (kH, H) h_prev + bx + bh = the (kH,) pre-activation, cut into k blocks of H rows;
+    ``caption``: the key of the figure's caption in words.toml."""
     k, H, D, cell = len(names), 3, 3, 12
     rows = k * H
     d = Drawing(700, 60 + rows * cell + 40)
@@ -353,7 +336,7 @@ def _gate_stack(lang: str, names, acts, title_en: str, title_zh: str) -> str:
         d.text(x + 6, top + rows * cell / 2, sign, size=16)
         x += 22
     _column(d, x, top, rows, blocks=k)
-    d.text(x + cell / 2 + 10, top - 24, _t(lang, "pre-activation", "预激活"), size=12, bold=True)
+    d.text(x + cell / 2 + 10, top - 24, say("figures.gates.pre_activation", lang), size=12, bold=True)
     d.text(x + cell / 2, top - 10, f"({k}H,)", size=10, color=MUTED)
     x += cell + 14
     for b, (name, act) in enumerate(zip(names, acts)):
@@ -362,15 +345,13 @@ def _gate_stack(lang: str, names, acts, title_en: str, title_zh: str) -> str:
         d.text(x, y, f"[{b}H:{b + 1}H]" if b else "[0:H]", size=10, color=MUTED, anchor="start")
         d.arrow(x + 52, y, x + 86, y, act, color=stroke, size=11)
         d.box(x + 88, y - 12, 90, 24, f"{name}  (H,)", fill=fill, stroke=stroke, size=12)
-    d.text(350, top + rows * cell + 24, _t(lang, title_en, title_zh), size=12, color=MUTED)
-    return d.svg(_t(lang, title_en, title_zh))
+    d.text(350, top + rows * cell + 24, say(caption, lang), size=12, color=MUTED)
+    return d.svg(say(caption, lang))
 
 
 def lstm_gate_stack(lang: str) -> str:
     """The LSTM's four affine maps stacked row-wise in the order i, f, g, o (here H = D = 3)."""
-    return _gate_stack(lang, ["i", "f", "g", "o"], ["σ", "σ", "tanh", "σ"],
-                       "One matrix product for four gates: rows in the order i, f, g, o (H = D = 3 here).",
-                       "四个门只用一次矩阵乘法：行按 i, f, g, o 的顺序排列（这里 H = D = 3）。")
+    return _gate_stack(lang, ["i", "f", "g", "o"], ["σ", "σ", "tanh", "σ"], "figures.gates.lstm_gate_stack")
 
 
 # --- lstm_bptt --------------------------------------------------------------------------------------------
@@ -388,7 +369,7 @@ def lstm_two_paths(lang: str) -> str:
         d.arrow(x1, cy - 6, x2, cy - 6, f"× f{sub[b]},  + i{sub[b]}g{sub[b]}", color=KEEP)
         d.arrow(x2, cy + 8, x1, cy + 8, f"× f{sub[b]}", color=ACCENT, dashed=True, offset=14)
     gx = 440
-    d.box(gx, hy - 18, 80, 36, _t(lang, "gates ₜ₊₁", "门 ₜ₊₁"), size=12)
+    d.box(gx, hy - 18, 80, 36, say("figures.gates.next_gates", lang), size=12)
     d.arrow(xs["t"] + 90, hy - 8, gx, hy - 8, "W_h", color=NEW)
     d.arrow(gx, hy + 10, xs["t"] + 90, hy + 10, "W_hᵀ daₜ₊₁", color=ACCENT, dashed=True, offset=14)
     d.arrow(gx + 80, hy, xs["next"], hy, color=MUTED)
@@ -397,15 +378,13 @@ def lstm_two_paths(lang: str) -> str:
     d.arrow(x - 12, cy + 20, x - 12, hy - 20, "tanh, × oₜ", color=NEW, offset=-40)
     d.arrow(x + 12, hy - 20, x + 12, cy + 20, "oₜ (1 − tanh² cₜ)", color=ACCENT, dashed=True, offset=-60)
     d.arrow(x, hy + 62, x, hy + 20, "dhs[t]", color=ACCENT, offset=-26)
-    d.text(20, 130, _t(lang, "route 1: along the cell,", "路线 1：沿细胞，"), size=12, color=KEEP, anchor="start", bold=True)
-    d.text(20, 148, _t(lang, "only × f per step", "每步只乘 f"), size=12, color=KEEP, anchor="start")
-    d.text(20, 180, _t(lang, "route 2: through hₜ", "路线 2：经过 hₜ"), size=12, color=NEW, anchor="start", bold=True)
-    d.text(20, 198, _t(lang, "into the next gates", "进入下一步的门"), size=12, color=NEW, anchor="start")
-    d.text(570, 300, _t(lang, "→ forward", "→ 前向"), size=11, anchor="start")
-    d.text(570, 318, _t(lang, "⇠ gradient", "⇠ 梯度"), size=11, color=ACCENT, anchor="start")
-    return d.svg(_t(lang, "Two routes from the future into step t: the cell path, which multiplies by f and nothing "
-                          "else, and the hidden path through the next step's gates and W_h.",
-                    "从未来进入第 t 步的两条路线：细胞通路只乘以 f；隐藏状态通路经过下一步的门和 W_h。"))
+    d.text(20, 130, say("figures.gates.route_cell", lang), size=12, color=KEEP, anchor="start", bold=True)
+    d.text(20, 148, say("figures.gates.route_cell_factor", lang), size=12, color=KEEP, anchor="start")
+    d.text(20, 180, say("figures.gates.route_hidden", lang), size=12, color=NEW, anchor="start", bold=True)
+    d.text(20, 198, say("figures.gates.route_hidden_gates", lang), size=12, color=NEW, anchor="start")
+    d.text(570, 300, say("figures.gates.legend_forward", lang), size=11, anchor="start")
+    d.text(570, 318, say("figures.gates.legend_gradient", lang), size=11, color=ACCENT, anchor="start")
+    return d.svg(say("figures.gates.lstm_two_paths", lang))
 
 
 # --- explain_lstm_memory ----------------------------------------------------------------------------------
@@ -425,19 +404,18 @@ def lstm_cell_products(lang: str) -> str:
     for e in range(0, -8, -1):
         d.line(left - 4, Y(10.0 ** e), left, Y(10.0 ** e), color=MUTED, width=1)
         d.text(left - 8, Y(10.0 ** e), _power(e), size=10, color=MUTED, anchor="end")
-    d.text((left + right) / 2, bottom + 36, _t(lang, "steps back in time", "沿时间回溯的步数"), size=12)
-    series = [(1.0, KEEP, _t(lang, "cell, f = 1", "细胞，f = 1")), (0.95, KEEP, _t(lang, "cell, f = 0.95", "细胞，f = 0.95")),
-              (0.8, NEW, _t(lang, "cell, f = 0.8", "细胞，f = 0.8")), (0.5, WARN, _t(lang, "RNN, factor 0.5", "RNN，因子 0.5"))]
-    for factor, color, label in series:
+    d.text((left + right) / 2, bottom + 36, say("figures.gates.steps_back", lang), size=12)
+    series = [(1.0, KEEP, "cell_forget"), (0.95, KEEP, "cell_forget"), (0.8, NEW, "cell_forget"),
+              (0.5, WARN, "rnn_factor")]
+    for factor, color, key in series:
+        label = say(f"figures.gates.{key}", lang, f=_num(factor))
         values = [repeated_factor(factor, k) for k in range(steps + 1)]
         for k in range(steps):
             d.line(X(k), Y(values[k]), X(k + 1), Y(values[k + 1]), color=color, width=2.5,
                    dashed=factor == 0.95)
         d.text(X(steps) + 8, Y(values[-1]), f"{label} → {_num(values[-1]) if values[-1] > 1e-4 else f'{values[-1]:.8f}'.rstrip('0')}",
                size=12, color=color, anchor="start")
-    return d.svg(_t(lang, "The factor a gradient keeps after k steps: along the cell it is the product of the "
-                          "forget gates; through a plain RNN with factor 0.5 it is 0.5^k.",
-                    "梯度在 k 步之后保留的因子：沿细胞是遗忘门的乘积；经过因子为 0.5 的普通 RNN 是 0.5^k。"))
+    return d.svg(say("figures.gates.lstm_cell_products", lang))
 
 
 # --- trace_gru_mix ----------------------------------------------------------------------------------------
@@ -456,21 +434,16 @@ def gru_mix_line(lang: str) -> str:
     d.line(X(cand), y, X(h_prev), y, color=ACCENT, width=5)
     d.circle(X(h_prev), y, 7, fill=KEEP, stroke=KEEP)
     d.text(X(h_prev), y - 42, f"h_prev = {_num(h_prev)}", size=13, color=KEEP, bold=True)
-    d.text(X(h_prev), y - 24, _t(lang, f"weight z = {_num(z)}", f"权重 z = {_num(z)}"), size=12, color=KEEP)
+    d.text(X(h_prev), y - 24, say("figures.gates.weight_z", lang, z=_num(z)), size=12, color=KEEP)
     d.circle(X(cand), y, 7, fill=NEW, stroke=NEW)
-    d.text(X(cand), y - 42, _t(lang, f"candidate = {_num(cand)}", f"候选值 = {_num(cand)}"), size=13, color=NEW,
-           bold=True)
-    d.text(X(cand), y - 24, _t(lang, f"weight 1 − z = {_num(1 - z)}", f"权重 1 − z = {_num(1 - z)}"), size=12,
-           color=NEW)
+    d.text(X(cand), y - 42, say("figures.gates.candidate_value", lang, cand=_num(cand)), size=13, color=NEW, bold=True)
+    d.text(X(cand), y - 24, say("figures.gates.weight_one_minus_z", lang, weight=_num(1 - z)), size=12, color=NEW)
     d.circle(X(h), y, 8, fill=ACCENT, stroke=ACCENT)
     d.arrow(X(h), y + 62, X(h), y + 12, color=ACCENT)
     d.text(X(h), y + 74, f"h = {_num(z)} · {_num(h_prev)} + {_num(1 - z)} · ({_num(cand)}) = {_num(h)}", size=13,
            color=ACCENT, bold=True)
-    d.text(X(h), y + 94, _t(lang, "a quarter of the way from h_prev to the candidate",
-                            "从 h_prev 向候选值走了四分之一"), size=12, color=ACCENT)
-    return d.svg(_t(lang, "The GRU's new state is a point between the old state and the candidate: z = 0.75 keeps "
-                          "three quarters of the old state.",
-                    "门控循环单元的新状态是旧状态与候选值之间的一点：z = 0.75 保留四分之三的旧状态。"))
+    d.text(X(h), y + 94, say("figures.gates.quarter_way", lang), size=12, color=ACCENT)
+    return d.svg(say("figures.gates.gru_mix_line", lang))
 
 
 # --- gru_cell_forward, gru_bptt ---------------------------------------------------------------------------
@@ -495,12 +468,12 @@ def gru_reset_placement(lang: str) -> str:
     _, torch_ = gru_cell_forward(p, x, h_prev, "pytorch")
     r = float(paper["r"][0])
     rows = [
-        (_t(lang, "paper (this course): W_hn (r ⊙ h_prev) + b_hn", "论文（本课程）：W_hn (r ⊙ h_prev) + b_hn"), ACCENT,
+        (say("figures.gates.reset_paper", lang), ACCENT,
          [(f"h_prev = {_num(h_prev[0])}", None), (_num(r * h_prev[0]), f"× r = {_num(r)}"),
           (_num(Wn * r * h_prev[0]), f"× W_hn = {_num(Wn)}"), (_num(Wn * r * h_prev[0] + bn), f"+ b_hn = {_num(bn)}"),
           (_num(Wn * r * h_prev[0] + bn + input_n), f"+ W_xn x + b_xn = {_num(input_n)}"),
           (f"n = {_num(paper['n'][0])}", "tanh")]),
-        (_t(lang, "PyTorch: r ⊙ (W_hn h_prev + b_hn)", "PyTorch：r ⊙ (W_hn h_prev + b_hn)"), NEW,
+        (say("figures.gates.reset_pytorch", lang), NEW,
          [(f"h_prev = {_num(h_prev[0])}", None), (_num(Wn * h_prev[0]), f"× W_hn = {_num(Wn)}"),
           (_num(Wn * h_prev[0] + bn), f"+ b_hn = {_num(bn)}"), (_num(r * (Wn * h_prev[0] + bn)), f"× r = {_num(r)}"),
           (_num(r * (Wn * h_prev[0] + bn) + input_n), f"+ W_xn x + b_xn = {_num(input_n)}"),
@@ -521,10 +494,7 @@ def gru_reset_placement(lang: str) -> str:
             d.box(bx, y + 32, w, 32, value, size=12, fill=(NEW_FILL if k else SOFT) if last else "#ffffff",
                   stroke=color)
             bx += w
-    return d.svg(_t(lang, "Where the reset gate multiplies: before the recurrent matrix (the paper's form, checked in "
-                          "this course) or after it and its bias (PyTorch's). Same cell, same gates, different candidates.",
-                    "重置门乘在哪里：在循环矩阵之前（论文的形式，本课程检查的形式），或在矩阵及其偏置之后（PyTorch 的形式）。"
-                    "同一个单元、同样的门，候选值却不同。"))
+    return d.svg(say("figures.gates.gru_reset_placement", lang))
 
 
 def gru_backward_routes(lang: str) -> str:
@@ -539,14 +509,10 @@ def gru_backward_routes(lang: str) -> str:
     Wr, Wz, Wn = (float(p["Wh"][k, 0]) for k in range(3))
     da_n = (1 - z) * (1 - n * n)
     routes = [
-        (KEEP, _t(lang, "the copy branch: z", "复制分支：z"), z),
-        (NEW, _t(lang, "through the candidate: (1 − z) · tanh' · W_hn · r", "经过候选值：(1 − z) · tanh' · W_hn · r"),
+        (KEEP, say("figures.gates.route_copy", lang), z), (NEW, say("figures.gates.route_candidate", lang),
          da_n * Wn * r),
-        (ACCENT, _t(lang, "through r: (1 − z) · tanh' · W_hn · h_prev · σ' · W_hr",
-                    "经过 r：(1 − z) · tanh' · W_hn · h_prev · σ' · W_hr"),
-         da_n * Wn * float(h_prev[0]) * r * (1 - r) * Wr),
-        ("#7c3aed", _t(lang, "through z: (h_prev − n) · σ' · W_hz", "经过 z：(h_prev − n) · σ' · W_hz"),
-         (float(h_prev[0]) - n) * z * (1 - z) * Wz),
+        (ACCENT, say("figures.gates.route_r", lang), da_n * Wn * float(h_prev[0]) * r * (1 - r) * Wr),
+        ("#7c3aed", say("figures.gates.route_z", lang), (float(h_prev[0]) - n) * z * (1 - z) * Wz),
     ]
     d = Drawing(700, 290)
     d.box(20, 115, 90, 40, "h_prev", fill=NEW_FILL, stroke=NEW)
@@ -561,11 +527,8 @@ def gru_backward_routes(lang: str) -> str:
         d.text(355, y + 12, _num(value), size=12, color=color, bold=True)
     total = sum(v for _, _, v in routes)
     d.text(65, 190, f"Σ = {_num(total)}", size=13, color=ACCENT, bold=True)
-    d.text(65, 210, _t(lang, "= dh_prev", "= dh_prev"), size=12, color=ACCENT)
-    return d.svg(_t(lang, "The four routes by which the gradient at h reaches h_prev in one GRU step, on the worked "
-                          "cell: the copy branch carries z, the other three go through a gate or the candidate.",
-                    "门控循环单元一步中，h 处的梯度到达 h_prev 的四条路线（算例单元）：复制分支带来 z，其余三条经过某个门"
-                    "或候选值。"))
+    d.text(65, 210, "= dh_prev", size=12, color=ACCENT)
+    return d.svg(say("figures.gates.gru_backward_routes", lang))
 
 
 # --- stacked ----------------------------------------------------------------------------------------------
@@ -600,15 +563,11 @@ def stacked_grid(lang: str) -> str:
         on = (1, t) in path and t == 1
         d.text(x + 35, y_in + 10, f"x{str(t).translate(_SUB)}", size=13, color=MUTED)
         d.arrow(x + 35, y_in - 4, x + 35, rows[1] + 18, color=ACCENT if on else INK, width=2 if on else 1.5)
-    d.arrow(x0, 284, x0 + (T - 1) * dx + 70, 284, _t(lang, "time", "时间"), color=MUTED, offset=-12)
-    d.arrow(60, 230, 60, 40, _t(lang, "depth", "深度"), color=MUTED, offset=18)
-    d.text(575, 200, _t(lang, "highlighted: one path", "高亮：一条路径"), size=11, color=ACCENT, anchor="start")
-    d.text(575, 218, _t(lang, "x₁ → h⁽²⁾₄, 5 tanh's", "x₁ → h⁽²⁾₄，5 个 tanh"), size=11, color=ACCENT,
-           anchor="start")
-    return d.svg(_t(lang, "A two-layer RNN over four steps: each layer runs along time, and layer 2 reads layer 1's "
-                          "states as its inputs. Nothing points left: every state sees only the present and the past.",
-                    "两层 RNN 展开四步：每一层沿时间运行，第 2 层把第 1 层的状态当作输入。没有向左的箭头：每个状态只看到"
-                    "现在和过去。"))
+    d.arrow(x0, 284, x0 + (T - 1) * dx + 70, 284, say("figures.gates.time", lang), color=MUTED, offset=-12)
+    d.arrow(60, 230, 60, 40, say("figures.gates.depth", lang), color=MUTED, offset=18)
+    d.text(575, 200, say("figures.gates.highlighted_path", lang), size=11, color=ACCENT, anchor="start")
+    d.text(575, 218, say("figures.gates.highlighted_tanhs", lang), size=11, color=ACCENT, anchor="start")
+    return d.svg(say("figures.gates.stacked_grid", lang))
 
 
 def bidirectional_reads(lang: str) -> str:
@@ -635,15 +594,11 @@ def bidirectional_reads(lang: str) -> str:
             d.box(x - 15, yc - 16, 100, 32, f"[→h{sub}; ←h{sub}]", size=12)
             d.arrow(x + 45, yf - 18, x + 45, yc + 16, color=ACCENT)
             d.curve(x - 2, yb - 8, x + 5, yc + 16, -80, color=NEW)
-    d.text(x0 - 12, yf, _t(lang, "forward", "正向"), size=12, color=ACCENT, anchor="end")
-    d.text(x0 - 12, yb, _t(lang, "backward", "反向"), size=12, color=NEW, anchor="end")
-    d.text(x0 + dx + 100, yc - 8, _t(lang, "the state at t = 2 has read x₁, x₂ (forward)",
-                                    "t = 2 处的状态读过 x₁、x₂（正向）"), size=12, color=ACCENT, anchor="start")
-    d.text(x0 + dx + 100, yc + 12, _t(lang, "and x₂, x₃, x₄ (backward): the future too",
-                                     "以及 x₂、x₃、x₄（反向）：连未来也读过"), size=12, color=NEW, anchor="start")
-    return d.svg(_t(lang, "A bidirectional RNN: the forward row has read the past, the backward row the future; their "
-                          "concatenation at every position depends on the whole sequence.",
-                    "双向循环神经网络：正向一行读过过去，反向一行读过未来；两者在每个位置的拼接依赖整个序列。"))
+    d.text(x0 - 12, yf, say("figures.gates.forward_row", lang), size=12, color=ACCENT, anchor="end")
+    d.text(x0 - 12, yb, say("figures.gates.backward_row", lang), size=12, color=NEW, anchor="end")
+    d.text(x0 + dx + 100, yc - 8, say("figures.gates.read_forward", lang), size=12, color=ACCENT, anchor="start")
+    d.text(x0 + dx + 100, yc + 12, say("figures.gates.read_backward", lang), size=12, color=NEW, anchor="start")
+    return d.svg(say("figures.gates.bidirectional_reads", lang))
 
 FIGURES = {
     "clip_two_rules": clip_two_rules,

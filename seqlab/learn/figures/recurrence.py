@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from seqlab.learn.figures.svg import ACCENT, INK, MUTED, WARN, Drawing
+from seqlab.learn.words import say
 
 
 def unrolled_scalar_recurrence(lang: str) -> str:
@@ -19,13 +20,8 @@ def unrolled_scalar_recurrence(lang: str) -> str:
         d.text(left + 45, 40, f"{h:.6f}", size=12)
         d.arrow(left + 45, 150, left + 45, 100)
         d.text(left + 45, 160, f"x{_sub(t)} = {x:g}", size=12, color=MUTED)
-    title = ("The one-number recurrence unrolled over three steps: each state reads the one before it."
-             if lang == "en" else "单个数字的循环展开三步：每个状态读取前一个状态。")
+    title = say("figures.recurrence.unrolled_scalar_recurrence", lang)
     return d.svg(title)
-
-
-def _t(lang: str, en: str, zh: str) -> str:
-    return en if lang == "en" else zh
 
 
 SUB = str.maketrans("0123456789tT-", "₀₁₂₃₄₅₆₇₈₉ₜₜ₋")
@@ -43,15 +39,15 @@ def recurrence_loop(lang: str) -> str:
     hs = scalar_recurrence(0.5, xs)
     d = Drawing(640, 250)
     # the loop, folded
-    d.text(105, 22, _t(lang, "the loop: one variable h", "循环：一个变量 h"), bold=True)
+    d.text(105, 22, say("figures.recurrence.loop_title", lang), bold=True)
     d.box(30, 95, 150, 44, "h ← tanh(a·h + xₜ)")
     d.curve(150, 95, 60, 95, 55, "a · h", color=ACCENT)
     d.arrow(105, 195, 105, 139)
     d.text(105, 210, "xₜ  (t = 1 … T)", size=12, color=MUTED)
-    d.text(105, 232, _t(lang, "h starts as h₀", "h 的初值为 h₀"), size=12, color=MUTED)
+    d.text(105, 232, say("figures.recurrence.h_starts", lang), size=12, color=MUTED)
     d.text(222, 117, "=", size=26, color=MUTED)
     # the same loop, unrolled
-    d.text(436, 22, _t(lang, "unrolled: the same step T times", "展开：同一步骤重复 T 次"), bold=True)
+    d.text(436, 22, say("figures.recurrence.unrolled_title", lang), bold=True)
     d.box(252, 97, 52, 40, "h₀", dashed=True, fill="#ffffff")
     right = 304
     for t, (x, h) in enumerate(zip(xs, hs), 1):
@@ -64,11 +60,9 @@ def recurrence_loop(lang: str) -> str:
     d.line(333, 70, 619, 70, color=INK)
     for x in (333, 619):
         d.line(x, 70, x, 80, color=INK)
-    d.text(476, 56, _t(lang, "returned: h₁, h₂, h₃ (shape (T,))", "返回 h₁, h₂, h₃（形状 (T,)）"), size=12)
-    d.text(278, 160, _t(lang, "not returned", "不返回"), size=11, color=MUTED)
-    title = _t(lang, "The loop in code keeps one variable h; unrolled, it is a chain of states, and the function "
-                     "returns every state after h₀.",
-               "代码中的循环只保留一个变量 h；展开后是一串状态，函数返回 h₀ 之后的每一个状态。")
+    d.text(476, 56, say("figures.recurrence.returned", lang), size=12)
+    d.text(278, 160, say("figures.recurrence.not_returned", lang), size=11, color=MUTED)
+    title = say("figures.recurrence.recurrence_loop", lang)
     return d.svg(title)
 
 
@@ -80,7 +74,7 @@ def input_influence(lang: str) -> str:
     hs = scalar_recurrence(0.5, xs)
     influence = scalar_recurrence_backward(0.5, xs)["xs"]
     d = Drawing(660, 250)
-    d.text(170, 20, _t(lang, "paths into h₃", "通向 h₃ 的路径"), bold=True)
+    d.text(170, 20, say("figures.recurrence.paths_into_h3", lang), bold=True)
     for t, (x, h) in enumerate(zip(xs, hs), 1):
         cx = 60 + 105 * (t - 1)
         d.box(cx - 38, 60, 76, 40, f"h{_sub(t)} = {h:.3f}", size=12)
@@ -89,21 +83,19 @@ def input_influence(lang: str) -> str:
         if t > 1:
             d.arrow(cx - 67, 80, cx - 38, 80, color=ACCENT)
         factors = 3 - t
-        d.text(cx, 224, _t(lang, f"{factors} × a, {factors + 1} × tanh'", f"{factors} 个 a，{factors + 1} 个 tanh'"),
+        d.text(cx, 224, say("figures.recurrence.factor_counts", lang, factors=factors, tanhs=factors + 1),
                size=11, color=MUTED)
-    d.text(170, 244, _t(lang, "factors between xₖ and h₃", "xₖ 与 h₃ 之间的因子"), size=11, color=MUTED)
+    d.text(170, 244, say("figures.recurrence.factors_between", lang), size=11, color=MUTED)
     # the bar chart of the sensitivities
-    d.text(505, 20, _t(lang, "how far h₃ moves per unit of xₖ", "xₖ 变化一个单位时 h₃ 的变化"), bold=True)
+    d.text(505, 20, say("figures.recurrence.sensitivity_title", lang), bold=True)
     scale = 170 / max(influence)
     for k, value in enumerate(influence):
         y = 60 + 52 * k
         d.text(392, y + 12, f"∂h₃/∂x{_sub(k + 1)}", size=12, anchor="end")
         d.box(400, y, max(value * scale, 2), 24, "", radius=2)
         d.text(400 + value * scale + 6, y + 12, f"{value:.6f}", size=12, anchor="start")
-    d.text(505, 224, _t(lang, "the oldest input has the weakest say", "最早的输入影响最小"), size=12, color=MUTED)
-    title = _t(lang, "Each input reaches h₃ through the steps after it; every step multiplies its influence by "
-                     "a · tanh', so older inputs count for less.",
-               "每个输入都要经过其后的各步才能到达 h₃；每一步都把它的影响乘以 a · tanh'，所以越早的输入分量越小。")
+    d.text(505, 224, say("figures.recurrence.oldest_weakest", lang), size=12, color=MUTED)
+    title = say("figures.recurrence.input_influence", lang)
     return d.svg(title)
 
 
@@ -116,8 +108,8 @@ def state_collision(lang: str) -> str:
     second = [0.0, 0.5 * math.tanh(1.0)]
     a_states, b_states = scalar_recurrence(0.5, first), scalar_recurrence(0.5, second)
     d = Drawing(640, 230)
-    for row, (label, xs, hs) in enumerate(((_t(lang, "history A", "历史 A"), first, a_states),
-                                             (_t(lang, "history B", "历史 B"), second, b_states))):
+    for row, (name, xs, hs) in enumerate((("A", first, a_states), ("B", second, b_states))):
+        label = say("figures.recurrence.history", lang, name=name)
         y = 30 + 130 * row
         d.text(40, y + 20, label, bold=True)
         d.box(90, y, 60, 40, "h₀ = 0", size=12, fill="#ffffff", stroke=MUTED)
@@ -129,10 +121,8 @@ def state_collision(lang: str) -> str:
                size=12, color=MUTED)
     d.box(390, 90, 110, 40, f"h₂ = {a_states[1]:.6f}", size=12, fill="#fee2e2", stroke=WARN)
     d.arrow(500, 110, 580, 110, "x₃, x₄, …", color=INK, offset=10)
-    d.text(545, 135, _t(lang, "the same future", "完全相同的未来"), size=12, color=WARN)
-    title = _t(lang, "Two histories collide: different inputs, the same state h₂, and from then on the same "
-                     "states for any future inputs.",
-               "两段历史相撞：输入不同，状态 h₂ 却相同，此后无论输入什么，状态都完全一样。")
+    d.text(545, 135, say("figures.recurrence.same_future", lang), size=12, color=WARN)
+    title = say("figures.recurrence.state_collision", lang)
     return d.svg(title)
 
 def _vec(values, digits: int = 3) -> str:
@@ -173,10 +163,8 @@ def rnn_cell_shapes(lang: str) -> str:
     d.arrow(500, 115, 540, 115)
     d.box(540, 95, 105, 40, "hₜ : (H,)")
     d.text(592, 150, _vec(h), size=12, color=MUTED)
-    d.text(592, 170, _t(lang, "→ the next step's hₜ₋₁", "→ 下一步的 hₜ₋₁"), size=12, color=ACCENT)
-    title = _t(lang, "One RNN step: two matrix-vector products and a bias, each of shape (H,), added and passed "
-                     "through tanh; grey, the worked example with H = 2 and D = 3.",
-               "RNN 的一步：两个矩阵乘向量再加偏置，每项形状都是 (H,)，相加后经过 tanh；灰色是 H = 2、D = 3 的算例。")
+    d.text(592, 170, say("figures.recurrence.to_next_step", lang), size=12, color=ACCENT)
+    title = say("figures.recurrence.rnn_cell_shapes", lang)
     return d.svg(title)
 
 
@@ -185,9 +173,9 @@ def hello_lm(lang: str) -> str:
     from seqlab.labs.char_lm import VOCAB, WORD
     inputs, targets = WORD[:-1], WORD[1:]
     d = Drawing(640, 350)
-    rows = ((50, _t(lang, "targets", "目标")), (95, _t(lang, "logits yₜ : (4,)", "logits yₜ : (4,)")),
-            (168, _t(lang, "states hₜ : (4,)", "状态 hₜ : (4,)")), (275, _t(lang, "inputs xₜ : (4,)", "输入 xₜ : (4,)")),
-            (291, _t(lang, "one-hot", "独热")))
+    rows = ((50, say("figures.recurrence.targets", lang)), (95, "logits yₜ : (4,)"),
+            (168, say("figures.recurrence.states_row", lang)), (275, say("figures.recurrence.inputs_row", lang)),
+            (291, say("figures.recurrence.one_hot", lang)))
     for y, label in rows:
         d.text(8, y, label, size=12, anchor="start", color=MUTED)
     d.text(150, 168, "h₀ = 0", size=12, color=MUTED)
@@ -210,11 +198,8 @@ def hello_lm(lang: str) -> str:
         d.arrow(cx, 150, cx, 110, "W_y", size=11, offset=-16)
         d.text(cx, 50, f"“{target}”", size=14, bold=True, color=ACCENT)
         d.line(cx, 62, cx, 78, color=MUTED, dashed=True)
-    d.text(415, 340, _t(lang, "the same W_x, W_h, b, W_y, b_y at every step: 56 parameters",
-                        "每一步都用同一组 W_x、W_h、b、W_y、b_y：共 56 个参数"), size=12, color=MUTED)
-    title = _t(lang, "The character model on “hello”: each one-hot input selects a column of W_x, the state "
-                     "carries the prefix, and each state's logits are scored against the next character.",
-               "“hello” 上的字符模型：每个独热输入选出 W_x 的一列，状态携带前缀，每个状态的 logits 与下一个字符比较。")
+    d.text(415, 340, say("figures.recurrence.shared_parameters", lang), size=12, color=MUTED)
+    title = say("figures.recurrence.hello_lm", lang)
     return d.svg(title)
 
 
@@ -232,8 +217,7 @@ def hello_distributions(lang: str) -> str:
     losses = []
     for k, (ch, target) in enumerate(zip(inputs, targets)):
         left = 30 + 158 * k
-        d.text(left + 62, 24, _t(lang, f"input “{ch}”, target “{target}”", f"输入 “{ch}”，目标 “{target}”"), size=12,
-               bold=True)
+        d.text(left + 62, 24, say("figures.recurrence.input_target", lang, ch=ch, target=target), size=12, bold=True)
         d.line(left, 200, left + 128, 200, color=MUTED)
         for j, letter in enumerate(char_lm.VOCAB):
             x = left + 6 + 31 * j
@@ -247,11 +231,9 @@ def hello_distributions(lang: str) -> str:
         losses.append(-math.log(p))
         d.text(left + 62, 240, f"p = {p:.6f}", size=12)
         d.text(left + 62, 258, f"−ln p = {-math.log(p):.6f}", size=12)
-    d.text(330, 292, _t(lang, f"mean loss = {np.mean(losses):.6f}    (uniform guess: ln 4 = {math.log(4):.6f})",
-                        f"平均损失 = {np.mean(losses):.6f}    （均匀猜测：ln 4 = {math.log(4):.6f}）"), size=13, bold=True)
-    title = _t(lang, "The untrained “hello” model: at each position a softmax over h, e, l, o; the loss reads only "
-                     "the target's probability, through −ln p, and averages over the four positions.",
-               "未训练的 “hello” 模型：每个位置对 h, e, l, o 做 softmax；损失只读取目标的概率，取 −ln p，再在四个位置上平均。")
+    d.text(330, 292, say("figures.recurrence.mean_loss", lang, loss=f"{np.mean(losses):.6f}",
+                         uniform=f"{math.log(4):.6f}"), size=13, bold=True)
+    title = say("figures.recurrence.hello_distributions", lang)
     return d.svg(title)
 
 
@@ -278,8 +260,8 @@ def repeated_factors(lang: str) -> str:
         d.text(x0 - 8, y, label, size=11, anchor="end", color=MUTED)
     for t in range(0, 11, 2):
         d.text(px(t), y_bottom + 14, str(t), size=11, color=MUTED)
-    d.text((x0 + x1) / 2, y_bottom + 34, _t(lang, "steps back in time", "向过去回溯的步数"), size=12, color=MUTED)
-    d.text(24, (y_top + y_bottom) / 2, _t(lang, "size", "大小"), size=12, color=MUTED)
+    d.text((x0 + x1) / 2, y_bottom + 34, say("figures.recurrence.steps_back", lang), size=12, color=MUTED)
+    d.text(24, (y_top + y_bottom) / 2, say("figures.recurrence.size", lang), size=12, color=MUTED)
     for factor, color, label in ((2.0, WARN, "2¹⁰ = "), (1.0, MUTED, "1¹⁰ = "), (0.5, ACCENT, "0.5¹⁰ = ")):
         points = [(px(t), py(repeated_factor(factor, t))) for t in range(11)]
         for (xa, ya), (xb, yb) in zip(points, points[1:]):
@@ -288,11 +270,10 @@ def repeated_factors(lang: str) -> str:
             d.circle(x, y, 3, fill=color, stroke=color)
         end = repeated_factor(factor, 10)
         d.text(x1 + 12, points[-1][1], f"{label}{end:.10g}", size=12, anchor="start", color=color, bold=True)
-    d.text(x1 + 12, py(1024) + 18, _t(lang, "explodes", "爆炸"), size=11, anchor="start", color=WARN)
-    d.text(x1 + 12, py(0.0009765625) + 18, _t(lang, "vanishes", "消失"), size=11, anchor="start", color=ACCENT)
-    title = _t(lang, "Ten equal factors: a factor of 0.5 shrinks a gradient a thousandfold, a factor of 2 grows "
-                     "it a thousandfold; only a factor of exactly 1 keeps it.",
-               "十个相同的因子：因子 0.5 让梯度缩小约一千倍，因子 2 让它放大约一千倍；只有恰好为 1 的因子才能保持它。")
+    d.text(x1 + 12, py(1024) + 18, say("figures.recurrence.explodes", lang), size=11, anchor="start", color=WARN)
+    d.text(x1 + 12, py(0.0009765625) + 18, say("figures.recurrence.vanishes", lang), size=11, anchor="start",
+           color=ACCENT)
+    title = say("figures.recurrence.repeated_factors", lang)
     return d.svg(title)
 
 
@@ -306,7 +287,7 @@ def scalar_backward(lang: str) -> str:
     dh = [grads["h0"], grads["xs"][1] * a, grads["xs"][2] * a, 1.0]      # ∂h₃/∂h_t for t = 0..3
     d = Drawing(660, 300)
     centers = [115 + 150 * t for t in range(4)]
-    d.text(8, 70, _t(lang, "forward", "前向"), size=12, anchor="start", color=MUTED)
+    d.text(8, 70, say("figures.common.forward_pass", lang), size=12, anchor="start", color=MUTED)
     d.text(8, 132, "∂h₃/∂hₜ", size=12, anchor="start", color=WARN)
     for t, cx in enumerate(centers):
         d.box(cx - 48, 50, 96, 40, f"h{_sub(t)} = {hs[t]:.6f}" if t else "h₀ = 0", size=12)
@@ -319,13 +300,9 @@ def scalar_backward(lang: str) -> str:
             d.text(cx, 194, f"∂h₃/∂x{_sub(t)} = {grads['xs'][t - 1]:.6f}", size=12)
             d.text(cx, 214, f"a: + {grads['xs'][t - 1]:.6f} · {hs[t - 1]:.6f}" if t > 1
                    else f"a: + {grads['xs'][0]:.6f} · 0", size=11, color=MUTED)
-    d.text(330, 246, _t(lang, "each step: the factor is a · (1 − hₜ²); the a-term is ∂h₃/∂zₜ · hₜ₋₁",
-                        "每一步：因子为 a · (1 − hₜ²)；a 的那一项为 ∂h₃/∂zₜ · hₜ₋₁"), size=12, color=MUTED)
+    d.text(330, 246, say("figures.recurrence.step_factor_note", lang), size=12, color=MUTED)
     d.text(330, 272, f"∂h₃/∂a = {grads['a']:.6f}", size=14, bold=True)
-    title = _t(lang, "Backward through the recurrence: start from ∂h₃/∂h₃ = 1 and walk left, multiplying by "
-                     "a · (1 − hₜ²) at each step; every step also adds its term to the shared weight's gradient.",
-               "沿循环递推反向：从 ∂h₃/∂h₃ = 1 出发向左走，每一步乘以 a · (1 − hₜ²)；每一步还把自己的一项加到共享"
-               "权重的梯度上。")
+    title = say("figures.recurrence.scalar_backward", lang)
     return d.svg(title)
 
 
@@ -336,7 +313,7 @@ def bptt_two_paths(lang: str) -> str:
     d.box(280, 130, 90, 44, "hₜ")
     d.box(520, 130, 90, 44, "hₜ₊₁")
     d.box(280, 30, 90, 40, "yₜ")
-    d.text(575, 95, _t(lang, "later outputs,", "之后的输出、"), size=12, color=MUTED)
+    d.text(575, 95, say("figures.recurrence.later_outputs", lang), size=12, color=MUTED)
     d.text(575, 111, "ℓₜ₊₁, ℓₜ₊₂, …", size=12, color=MUTED)
     d.arrow(565, 130, 565, 121, color=MUTED)
     d.text(325, 12, "ℓₜ", size=13, color=MUTED)
@@ -347,24 +324,21 @@ def bptt_two_paths(lang: str) -> str:
     d.arrow(325, 30, 325, 20, color=MUTED)
     # backward
     d.arrow(340, 70, 340, 130, color=WARN, width=2)
-    d.text(350, 100, _t(lang, "W_yᵀ dyₜ   (local)", "W_yᵀ dyₜ（局部）"), size=12, anchor="start", color=WARN)
+    d.text(350, 100, say("figures.recurrence.local_term", lang), size=12, anchor="start", color=WARN)
     d.arrow(520, 164, 370, 164, color=WARN, width=2)
-    d.text(445, 180, _t(lang, "W_hᵀ dzₜ₊₁   (future)", "W_hᵀ dzₜ₊₁（未来）"), size=12, color=WARN)
+    d.text(445, 180, say("figures.recurrence.future_term", lang), size=12, color=WARN)
     d.arrow(280, 164, 130, 164, color=WARN, width=2)
     d.text(205, 180, "W_hᵀ dzₜ", size=12, color=WARN)
     d.text(325, 212, "dL/dhₜ = W_yᵀ dyₜ + W_hᵀ dzₜ₊₁", size=13, bold=True, color=WARN)
     d.text(325, 236, "dzₜ = dL/dhₜ ⊙ (1 − hₜ²)", size=13, color=WARN)
     for y in (212, 236):
         d.text(470, y, "(H,)", size=12, anchor="start", color=MUTED)
-    d.text(325, 268, _t(lang, "shared weights, summed over t:", "共享权重，对 t 求和："), size=12, color=INK)
+    d.text(325, 268, say("figures.recurrence.shared_sums", lang), size=12, color=INK)
     for x, y, formula in ((150, 292, "dW_h += dzₜ hₜ₋₁ᵀ  (H, H)"), (340, 292, "dW_x += dzₜ xₜᵀ  (H, D)"),
                           (510, 292, "db += dzₜ  (H,)"), (230, 316, "dW_y += dyₜ hₜᵀ  (O, H)"),
                           (430, 316, "db_y += dyₜ  (O,)")):
         d.text(x, y, formula, size=12)
-    title = _t(lang, "Backpropagation through time at one step: the state feeds its own output and the next state, "
-                     "so its gradient is the sum of the two; after tanh′ it feeds every shared weight's sum.",
-               "随时间反向传播的一步：状态既送往自己的输出，也送往下一个状态，所以它的梯度是两者之和；经过 tanh′ "
-               "之后，它加入每个共享权重的求和。")
+    title = say("figures.recurrence.bptt_two_paths", lang)
     return d.svg(title)
 
 
@@ -394,21 +368,19 @@ def delay_line_bptt(lang: str) -> str:
             d.text(cx - 44, cy, f"u{_sub(u + 1)}", size=12, anchor="end", color=MUTED)
         d.box(cx - 30, 265, 60, 30, f"x{_sub(t + 1)} = {xs[t, 0]:g}", size=12, fill="#ffffff", stroke=MUTED)
         d.arrow(cx, 265, cx, 230, "W_x", size=11, offset=-16)
-    d.arrow(cols[0] + 30, rows[0] - 10, cols[1] - 26, rows[1] + 16, _t(lang, "W_h[2, 1] = 1", "W_h[2, 1] = 1"),
+    d.arrow(cols[0] + 30, rows[0] - 10, cols[1] - 26, rows[1] + 16, "W_h[2, 1] = 1",
             size=11)
     d.box(540, 92, 80, 36, "y₂", size=13)
     d.arrow(cols[1] + 30, rows[1], 540, rows[1], "W_y", size=11)
-    d.text(580, 70, _t(lang, "loss L = y₂", "损失 L = y₂"), size=12, color=MUTED)
+    d.text(580, 70, say("figures.recurrence.loss_is_y2", lang), size=12, color=MUTED)
     # the backward road
     d.curve(545, 128, cols[1] + 24, rows[1] + 20, -25, color=WARN)
     d.text(515, 160, f"dz₂ = {dz2:.6f}", size=12, color=WARN)
     d.curve(cols[1] - 22, rows[1] + 22, cols[0] + 30, rows[0] + 6, -45, color=WARN)
     d.text(318, 238, f"W_hᵀ dz₂ → dz₁ = {dz1:.6f}", size=12, color=WARN)
     d.text(cols[0] - 120, 250, f"dW_x[1] = {grads['Wx'][0, 0]:.6f}", size=12, color=WARN, bold=True)
-    d.text(cols[0] - 120, 268, _t(lang, "only via the future term", "只经由未来项"), size=11, color=WARN)
-    title = _t(lang, "A delay line: the input at step 1 can reach the loss at step 2 only through the state, so "
-                     "its gradient arrives entirely through the future term Wₕᵀ dz₂.",
-               "一条延迟线：第 1 步的输入只能经过状态到达第 2 步的损失，所以它的梯度完全经由未来项 Wₕᵀ dz₂ 传回。")
+    d.text(cols[0] - 120, 268, say("figures.recurrence.only_future_term", lang), size=11, color=WARN)
+    title = say("figures.recurrence.delay_line_bptt", lang)
     return d.svg(title)
 
 
@@ -419,8 +391,8 @@ def truncated_chunks(lang: str) -> str:
     steps, chunk, loss_step = 6, 3, 4
     reach = truncated_bptt_reach(steps, chunk, loss_step)
     d = Drawing(660, 330)
-    rows = ((70, _t(lang, "truncated BPTT: carry the value, cut the gradient", "截断：传递值，切断梯度"), True),
-            (230, _t(lang, "reset: every chunk starts again from h₀", "重置：每段都从 h₀ 重新开始"), False))
+    rows = ((70, say("figures.recurrence.truncated_title", lang), True),
+            (230, say("figures.recurrence.reset_title", lang), False))
     for y, label, carry in rows:
         d.text(20, y - 45, label, size=13, anchor="start", bold=True)
         for k in range(steps // chunk):
@@ -438,7 +410,7 @@ def truncated_chunks(lang: str) -> str:
                 d.arrow(start, y + 11, cx - 26, y + 11)
             elif t % chunk == 0:
                 d.arrow(cx - 64, y + 11, cx - 26, y + 11, color=ACCENT, width=2.5)
-                d.text(cx - 45, y + 62, _t(lang, "value only", "只传值"), size=11, color=ACCENT)
+                d.text(cx - 45, y + 62, say("figures.recurrence.value_only", lang), size=11, color=ACCENT)
             else:
                 d.arrow(cx - 64, y + 11, cx - 26, y + 11)
             if carry and t % chunk and t <= loss_step and t in reach[1:]:
@@ -449,15 +421,11 @@ def truncated_chunks(lang: str) -> str:
             d.text(boundary - 4, y + 38, "✕", size=16, color=WARN, bold=True)
             cx = 110 + 90 * loss_step
             d.arrow(cx, y - 6, cx, y - 20, color=WARN)
-            d.text(cx + 8, y - 33, _t(lang, f"loss at step {loss_step + 1}", f"第 {loss_step + 1} 步的损失"),
+            d.text(cx + 8, y - 33, say("figures.recurrence.loss_at_step", lang, step=loss_step + 1),
                    size=11, anchor="start", color=WARN)
-    d.text(330, 318, _t(lang, f"the loss at step {loss_step + 1} sends gradient to steps "
-                              f"{reach[0] + 1}–{reach[-1] + 1} only; the forward values are the same as without chunks",
-                        f"第 {loss_step + 1} 步的损失只把梯度送到第 {reach[0] + 1}–{reach[-1] + 1} 步；前向的值与不分段时相同"),
-           size=12, color=MUTED)
-    title = _t(lang, "Truncated BPTT against a reset: both cut the sequence into chunks, but only the reset changes "
-                     "the forward pass.",
-               "截断的随时间反向传播与重置的对比：两者都把序列切成段，但只有重置改变了前向传播。")
+    d.text(330, 318, say("figures.recurrence.reach_note", lang, step=loss_step + 1, first=reach[0] + 1,
+                         last=reach[-1] + 1), size=12, color=MUTED)
+    title = say("figures.recurrence.truncated_chunks", lang)
     return d.svg(title)
 
 

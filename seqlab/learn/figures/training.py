@@ -14,14 +14,11 @@ import functools
 import math
 
 from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.words import say
 
 TARGET_FILL, TARGET = "#fef3c7", "#d97706"     # targets (shifted), the target entry of a row
 WRONG_FILL = "#fee2e2"
 GRID = "#e5e7eb"
-
-
-def _t(lang: str, en: str, zh: str) -> str:
-    return zh if lang == "zh" else en
 
 
 def _num(value: float, decimals: int = 6) -> str:
@@ -178,8 +175,8 @@ def logsumexp_rows(lang: str) -> str:
     logits, targets = ce_example()
     loss = float(_reference("cross_entropy")(logits, targets))
     d = Drawing(700, 300)
-    heads = [(102, _t(lang, "logits z (V = 3)", "logits z（V = 3）")), (234, "z − max z"),
-             (378, "exp(z − max z)"), (478, "Σ"), (560, "log-sum-exp"), (650, _t(lang, "loss", "损失"))]
+    heads = [(102, say("figures.training.logits_head", lang)), (234, "z − max z"),
+             (378, "exp(z − max z)"), (478, "Σ"), (560, "log-sum-exp"), (650, say("figures.training.loss", lang))]
     for x, label in heads:
         d.text(x, 22, label, size=12, color=MUTED)
     for i, (row, target) in enumerate(zip(logits.tolist(), targets.tolist())):
@@ -189,7 +186,7 @@ def logsumexp_rows(lang: str) -> str:
         exps = [math.exp(z) for z in shifted]
         total = sum(exps)
         lse = top + math.log(total)
-        d.text(4, y + 13, _t(lang, f"row {i + 1}", f"第 {i + 1} 行"), size=12, anchor="start", bold=True)
+        d.text(4, y + 13, say("figures.training.row", lang, n=i + 1), size=12, anchor="start", bold=True)
         _cells(d, 48, y, row, w=36, mark=target, decimals=1)
         d.arrow(158, y + 13, 172, y + 13)
         _cells(d, 174, y, shifted, w=40, mark=target, decimals=1)
@@ -201,15 +198,11 @@ def logsumexp_rows(lang: str) -> str:
         d.text(560, y + 33, f"= {lse:.3f}", size=11)
         d.text(650, y + 13, f"{lse:.3f} − {_num(row[target], 1)}", size=11)
         d.text(650, y + 33, f"= {lse - row[target]:.3f}", size=12, bold=True)
-        d.text(102, y + 42, _t(lang, f"target {target} (outlined)", f"目标 {target}（描边）"), size=11, color=TARGET)
+        d.text(102, y + 42, say("figures.training.target_outlined", lang, target=target), size=11, color=TARGET)
     d.line(20, 214, 680, 214, color=GRID)
-    d.text(350, 236, _t(lang, f"mean over the N = 2 positions: loss = {loss:.6f}   (logits (N, V) → loss, shape ())",
-                        f"对 N = 2 个位置取平均：损失 = {loss:.6f}   （logits (N, V) → 损失，形状 ()）"), size=13, bold=True)
-    d.text(350, 266, _t(lang, "add 1000 to every logit: z − max z is unchanged, so is the loss; exp(1002) alone would overflow",
-                        "给每个 logit 加 1000：z − max z 不变，损失也不变；直接算 exp(1002) 会溢出"), size=12, color=MUTED)
-    return d.svg(_t(lang, "The worked example's two rows through the stable cross-entropy: the largest logit is "
-                          "subtracted before exp, then added back after the log.",
-                    "算例的两行经过稳定的交叉熵：先减去最大的 logit 再取 exp，取对数后再加回来。"))
+    d.text(350, 236, say("figures.training.mean_loss", lang, loss=f"{loss:.6f}"), size=13, bold=True)
+    d.text(350, 266, say("figures.training.shift_invariance", lang), size=12, color=MUTED)
+    return d.svg(say("figures.training.logsumexp_rows", lang))
 
 
 # --- lr_cosine_schedule ---------------------------------------------------------------------------------------
@@ -235,11 +228,11 @@ def cosine_schedule_curve(lang: str) -> str:
     for it in range(0, last + 1, 2):
         x, _ = xy(it, 0)
         d.text(x, bottom + 16, str(it), size=11, color=MUTED)
-    d.text((left + right) / 2, bottom + 38, _t(lang, "iteration it", "迭代 it"), size=12, color=MUTED)
+    d.text((left + right) / 2, bottom + 38, say("figures.training.iteration", lang), size=12, color=MUTED)
     d.text(left - 8, top - 26, "lr", size=12, color=MUTED, anchor="end")
-    for it_a, it_b, label in ((0, 4, _t(lang, "warm-up: max·it/4", "预热：max·it/4")),
-                              (4, 12, _t(lang, "half a cosine, max → min", "半个余弦，max → min")),
-                              (12, 20, _t(lang, "floor: min", "下限：min"))):
+    for it_a, it_b, label in ((0, 4, say("figures.training.warm_up", lang)),
+                              (4, 12, say("figures.training.half_cosine", lang)),
+                              (12, 20, say("figures.training.floor", lang))):
         xa, _ = xy(it_a, 0)
         xb, _ = xy(it_b, 0)
         d.text((xa + xb) / 2, 18, label, size=12, bold=True)
@@ -249,8 +242,7 @@ def cosine_schedule_curve(lang: str) -> str:
     _polyline(d, [xy(i, wrong(i, *SCHEDULE)) for i in fine if 4 <= i <= 12], color=WARN, width=1.5, dashed=True)
     _polyline(d, [xy(i, schedule(i, *SCHEDULE)) for i in fine])
     wx, wy = xy(12, 0.8)
-    d.text(wx + 8, wy, _t(lang, "← cos(2π·progress): wrong", "← cos(2π·progress)：错误"), size=11, color=WARN,
-           anchor="start")
+    d.text(wx + 8, wy, say("figures.training.full_period_wrong", lang), size=11, color=WARN, anchor="start")
     # (it, label offset x, offset y, anchor)
     places = {2: (-8, -4, "end"), 4: (-8, -6, "end"), 6: (8, -8, "start"), 8: (8, -8, "start"),
               10: (8, -8, "start"), 12: (8, 13, "start"), 20: (0, 14, "middle")}
@@ -260,9 +252,7 @@ def cosine_schedule_curve(lang: str) -> str:
         _dot(d, x, y)
         d.text(x + dx, y + dy, _num(lr), size=11, anchor=anchor)
     _dot(d, *xy(0, 0.0))
-    return d.svg(_t(lang, "lr_cosine_schedule(it, 1.0, 0.1, 4, 12): a linear warm-up from 0, half a cosine from "
-                          "max to min, then the floor.",
-                    "lr_cosine_schedule(it, 1.0, 0.1, 4, 12)：从 0 线性预热，半个余弦从 max 降到 min，然后停在下限。"))
+    return d.svg(say("figures.training.cosine_schedule_curve", lang))
 
 
 # --- adamw_step -----------------------------------------------------------------------------------------------
@@ -273,8 +263,8 @@ def adamw_bias_correction(lang: str) -> str:
     corrected = constant_gradient_steps(steps)
     uncorrected = constant_gradient_steps(steps, corrected=False)
     d = Drawing(700, 300)
-    panels = ((40, _t(lang, "moments for g = 1 at every step", "每步梯度 g = 1 时的动量"), 1.0),
-              (380, _t(lang, "how far one step moves p (lr = 1)", "一步让 p 移动多远（lr = 1）"), 7.0))
+    panels = ((40, say("figures.training.moments_title", lang), 1.0),
+              (380, say("figures.training.step_size_title", lang), 7.0))
     top, bottom, width = 50, 240, 280
     for x0, title, ymax in panels:
         d.text(x0 + width / 2, 22, title, size=13, bold=True)
@@ -284,7 +274,7 @@ def adamw_bias_correction(lang: str) -> str:
             d.text(x0 - 6, y, _num(ymax * frac), size=11, color=MUTED, anchor="end")
         for t in (1, 10, 20, 30):
             d.text(x0 + width * (t - 1) / (steps - 1), bottom + 15, str(t), size=11, color=MUTED)
-        d.text(x0 + width / 2, bottom + 34, _t(lang, "step t", "第 t 步"), size=12, color=MUTED)
+        d.text(x0 + width / 2, bottom + 34, say("figures.training.step_t", lang), size=12, color=MUTED)
 
     def series(x0, ymax, values):
         return [(x0 + width * i / (steps - 1), bottom - (bottom - top) * v / ymax) for i, v in enumerate(values)]
@@ -295,7 +285,7 @@ def adamw_bias_correction(lang: str) -> str:
     _polyline(d, series(40, 1.0, [1.0] * steps), color=INK, width=1.5)
     _polyline(d, series(40, 1.0, m_raw), color=ACCENT)
     _polyline(d, series(40, 1.0, v_root), color=TARGET)
-    d.text(45, top - 9, _t(lang, "corrected: m̂ = √v̂ = 1", "校正后：m̂ = √v̂ = 1"), size=11, anchor="start")
+    d.text(45, top - 9, say("figures.training.corrected_moments", lang), size=11, anchor="start")
     d.text(200, 122, "m = 1 − 0.9ᵗ", size=12, color=ACCENT)
     d.text(200, 186, "√v = √(1 − 0.999ᵗ)", size=12, color=TARGET)
     _polyline(d, series(380, 7.0, corrected), color=INK, width=1.5)
@@ -306,12 +296,9 @@ def adamw_bias_correction(lang: str) -> str:
         _dot(d, x, y, color=WARN)
         d.text(x + 8, y - 10, f"t = {i + 1}: {uncorrected[i]:.2f}", size=11, color=WARN, anchor="start")
     x, y = series(380, 7.0, corrected)[-1]
-    d.text(x, y - 11, _t(lang, "with correction: 1", "有校正：1"), size=11, anchor="end")
-    d.text(520, 160, _t(lang, "without: m / √v", "无校正：m / √v"), size=12, color=WARN)
-    return d.svg(_t(lang, "Why Adam corrects its moments: m and v start at 0, so uncorrected they are too small, "
-                          "and √v far more so than m; the uncorrected first steps are several times too large.",
-                    "Adam 为什么要校正动量：m 和 v 从 0 开始，不校正就偏小，而 √v 比 m 偏小得多；"
-                    "于是不校正时最初几步大了好几倍。"))
+    d.text(x, y - 11, say("figures.training.with_correction", lang), size=11, anchor="end")
+    d.text(520, 160, say("figures.training.without_correction", lang), size=12, color=WARN)
+    return d.svg(say("figures.training.adamw_bias_correction", lang))
 
 
 def adamw_decay_orders(lang: str) -> str:
@@ -322,11 +309,10 @@ def adamw_decay_orders(lang: str) -> str:
     args = (p, grad, m, v, 1, ADAMW_LR)
     points = [
         (float(_reference("adamw_step")(*args, weight_decay=ADAMW_DECAY)[0][0]),
-         _t(lang, "decay first, then Adam (this exercise)", "先衰减，再 Adam（本练习）"), ACCENT),
-        (float(adamw_update_then_decay()[0]), _t(lang, "Adam, then decay (CS336's order)", "先 Adam，再衰减（CS336 的顺序）"),
-         TARGET),
+         say("figures.training.decay_first", lang), ACCENT),
+        (float(adamw_update_then_decay()[0]), say("figures.training.decay_after", lang), TARGET),
         (float(mutant("adamw_step", "decay_on_the_moment")(*args, weight_decay=ADAMW_DECAY)[0][0]),
-         _t(lang, "decay added to the gradient (Adam + L2): at step 1, as if none", "衰减加进梯度（Adam + L2）：第 1 步如同没有衰减"), WARN),
+         say("figures.training.decay_in_gradient", lang), WARN),
     ]
     lo, hi, left, right = 0.8775, 0.9025, 60, 640
     d = Drawing(700, 230)
@@ -345,12 +331,8 @@ def adamw_decay_orders(lang: str) -> str:
         _dot(d, x, 150, color=color, r=5)
         d.text(x + (7 if anchor == "start" else -7), y, label, size=11, color=color, anchor=anchor)
         d.text(x + (7 if anchor == "start" else -7), y + 18, _num(value), size=12, color=color, anchor=anchor, bold=True)
-    d.text(350, 200, _t(lang, "p = 1, g = 0.5, lr = 0.1, weight decay 0.1, step 1: the Adam step alone moves p by lr = 0.1",
-                        "p = 1，g = 0.5，lr = 0.1，权重衰减 0.1，第 1 步：单是 Adam 这一步就让 p 移动 lr = 0.1"),
-           size=12, color=MUTED)
-    return d.svg(_t(lang, "One step of the worked example under three updates: both AdamW orders decay p, 0.001 apart; "
-                          "weight decay added to the gradient is normalised away.",
-                    "算例的一步在三种更新下的结果：AdamW 的两种顺序都衰减了 p，相差 0.001；加进梯度的权重衰减被归一化抵消了。"))
+    d.text(350, 200, say("figures.training.decay_setting", lang), size=12, color=MUTED)
+    return d.svg(say("figures.training.adamw_decay_orders", lang))
 
 
 # --- get_batch ------------------------------------------------------------------------------------------------
@@ -362,31 +344,28 @@ def batch_windows(lang: str) -> str:
     starts = [int(row[0]) - 10 for row in inputs.tolist()]
     cw, x0 = 44, 150
     d = Drawing(700, 396)
-    d.text(x0 - 12, 42, _t(lang, "dataset", "数据集"), size=12, anchor="end", bold=True)
+    d.text(x0 - 12, 42, say("figures.training.dataset", lang), size=12, anchor="end", bold=True)
     for j, token in enumerate(dataset.tolist()):
         start_ok = j <= len(dataset) - context - 1
         d.box(x0 + j * cw, 28, cw, 28, fill="#ffffff", stroke=INK, radius=0)
         d.text(x0 + j * cw + cw / 2, 42, str(token), size=12)
         d.text(x0 + j * cw + cw / 2, 68, str(j), size=11, color=ACCENT if start_ok else MUTED)
-    d.text(x0 - 12, 68, _t(lang, "index", "下标"), size=11, anchor="end", color=MUTED)
+    d.text(x0 - 12, 68, say("figures.training.index", lang), size=11, anchor="end", color=MUTED)
     last = len(dataset) - context - 1
     d.line(x0 + 6, 82, x0 + last * cw + cw - 6, 82, color=ACCENT)
-    d.text(x0 + (last + 1) * cw / 2, 96, _t(lang, f"possible starts 0 … {last}: len − context = {last + 1} of them",
-                                           f"可能的起点 0 … {last}：共 len − context = {last + 1} 个"), size=11, color=ACCENT)
+    d.text(x0 + (last + 1) * cw / 2, 96, say("figures.training.possible_starts", lang, last=last, count=last + 1),
+           size=11, color=ACCENT)
     for i, (start, row_in, row_out) in enumerate(zip(starts, inputs.tolist(), targets.tolist())):
         y = 120 + 62 * i
-        d.text(x0 - 12, y + 12, _t(lang, f"row {i}: start {start}", f"第 {i} 行：起点 {start}"), size=12, anchor="end")
+        d.text(x0 - 12, y + 12, say("figures.training.row_start", lang, i=i, start=start), size=12, anchor="end")
         _cells(d, x0 + start * cw, y, row_in, w=cw, h=24, decimals=0)
         _cells(d, x0 + (start + 1) * cw, y + 28, row_out, w=cw, h=24, decimals=0, fill=TARGET_FILL, stroke=TARGET)
     d.box(560, 120, 16, 14, fill=SOFT, stroke=ACCENT, radius=0)
-    d.text(582, 127, _t(lang, "inputs (4, 3)", "输入 (4, 3)"), size=11, anchor="start")
+    d.text(582, 127, say("figures.training.inputs_shape", lang), size=11, anchor="start")
     d.box(560, 142, 16, 14, fill=TARGET_FILL, stroke=TARGET, radius=0)
-    d.text(582, 149, _t(lang, "targets (4, 3)", "目标 (4, 3)"), size=11, anchor="start")
-    d.text(350, 382, _t(lang, "each target row is its input row moved one token to the right: targets[i, j] = dataset[start + j + 1]",
-                        "每一行目标都是它的输入行右移一个词元：targets[i, j] = dataset[start + j + 1]"), size=12, color=MUTED)
-    return d.svg(_t(lang, "get_batch on tokens 10 … 19 with batch size 4 and context 3: four random windows, each "
-                          "with its next tokens as targets.",
-                    "对词元 10 … 19 调用 get_batch，批大小 4、上下文 3：四个随机窗口，每个窗口的目标是其后一个词元。"))
+    d.text(582, 149, say("figures.training.targets_shape", lang), size=11, anchor="start")
+    d.text(350, 382, say("figures.training.targets_shifted", lang), size=12, color=MUTED)
+    return d.svg(say("figures.training.batch_windows", lang))
 
 
 # --- train_small ----------------------------------------------------------------------------------------------
@@ -395,12 +374,12 @@ def training_loop(lang: str) -> str:
     d = Drawing(700, 330)
     w, h = 170, 58
     boxes = [
-        (30, 40, "get_batch", _t(lang, "inputs, targets (B, T)", "输入、目标 (B, T)")),
-        (265, 40, _t(lang, "forward", "前向"), _t(lang, "logits (B, T, V)", "logits (B, T, V)")),
-        (500, 40, "cross_entropy", _t(lang, "loss, shape ()", "损失，形状 ()")),
-        (500, 190, _t(lang, "backward", "反向传播"), _t(lang, "a gradient per parameter", "每个参数一个梯度")),
-        (265, 190, _t(lang, "clip global norm", "按全局范数裁剪"), _t(lang, "‖g‖ ≤ 1.0", "‖g‖ ≤ 1.0")),
-        (30, 190, _t(lang, "AdamW step", "AdamW 一步"), _t(lang, "then zero the gradients", "然后清零梯度")),
+        (30, 40, "get_batch", say("figures.training.batch_shapes", lang)),
+        (265, 40, say("figures.common.forward_pass", lang), "logits (B, T, V)"),
+        (500, 40, "cross_entropy", say("figures.training.loss_shape", lang)),
+        (500, 190, say("figures.training.backward", lang), say("figures.training.gradient_per_parameter", lang)),
+        (265, 190, say("figures.training.clip_global_norm", lang), "‖g‖ ≤ 1.0"),
+        (30, 190, say("figures.training.adamw_step", lang), say("figures.training.zero_gradients", lang)),
     ]
     for x, y, title, shape in boxes:
         d.box(x, y, w, h)
@@ -411,16 +390,12 @@ def training_loop(lang: str) -> str:
     d.arrow(585, 98, 585, 190)
     d.arrow(500, 219, 435, 219)
     d.arrow(265, 219, 200, 219)
-    d.arrow(115, 190, 115, 98, _t(lang, "next step", "下一步"), color=ACCENT, offset=-34)
-    d.box(30, 282, w, 36, _t(lang, "lr_cosine_schedule", "lr_cosine_schedule"), fill="#ffffff", stroke=TARGET, size=12)
+    d.arrow(115, 190, 115, 98, say("figures.training.next_step", lang), color=ACCENT, offset=-34)
+    d.box(30, 282, w, 36, "lr_cosine_schedule", fill="#ffffff", stroke=TARGET, size=12)
     d.arrow(115, 282, 115, 248, "lr", color=TARGET, offset=-14)
-    d.text(440, 292, _t(lang, "the gradient of every parameter has that parameter's shape;",
-                        "每个参数的梯度与该参数形状相同；"), size=11, color=MUTED)
-    d.text(440, 310, _t(lang, "the step changes the weights, never the batch", "这一步改变的是权重，而不是批次"),
-           size=11, color=MUTED)
-    return d.svg(_t(lang, "One training step: a batch, the forward pass to logits, the loss, the backward pass, "
-                          "clipping, the AdamW update at the schedule's learning rate.",
-                    "训练的一步：取批次，前向得到 logits，计算损失，反向传播，裁剪，按调度给出的学习率做 AdamW 更新。"))
+    d.text(440, 292, say("figures.training.gradient_shapes", lang), size=11, color=MUTED)
+    d.text(440, 310, say("figures.training.weights_not_batch", lang), size=11, color=MUTED)
+    return d.svg(say("figures.training.training_loop", lang))
 
 
 # --- seq2seq --------------------------------------------------------------------------------------------------
@@ -429,10 +404,8 @@ def seq2seq_bottleneck(lang: str) -> str:
     reads every encoder state (drawn for one step)."""
     d = Drawing(700, 420)
     src, out = 5, 4
-    for panel, (y0, title) in enumerate(((14, _t(lang, "rnn: one final state carries the whole source",
-                                                     "rnn：整个源序列只靠一个最终状态传递")),
-                                         (222, _t(lang, "rnn-attention: every decoder step reads every encoder state",
-                                                  "rnn-attention：解码器每一步都读取所有编码器状态")))):
+    for panel, (y0, title) in enumerate(((14, say("figures.training.rnn_title", lang)),
+                                         (222, say("figures.training.rnn_attention_title", lang)))):
         d.text(350, y0 + 4, title, size=13, bold=True)
         row = y0 + 66
         enc_x = [30 + 62 * s for s in range(src)]
@@ -452,22 +425,18 @@ def seq2seq_bottleneck(lang: str) -> str:
         last = enc_x[-1] + 44
         if panel == 0:
             d.box(last + 22, row - 4, 58, 42, "", fill="#ffffff", stroke=WARN)
-            d.text(last + 51, row + 10, _t(lang, "h₅ only", "只有 h₅"), size=11, color=WARN)
+            d.text(last + 51, row + 10, say("figures.training.last_state_only", lang), size=11, color=WARN)
             d.text(last + 51, row + 26, "(H,)", size=11, color=WARN)
             d.arrow(last, row + 17, last + 22, row + 17, color=WARN)
             d.arrow(last + 80, row + 17, dec_x[0], row + 17, color=WARN)
-            d.text(350, y0 + 140, _t(lang, "x₁ reaches y₄ only through h₅: 4 encoder steps, then 4 decoder steps",
-                                     "x₁ 只能经由 h₅ 到达 y₄：先走 4 步编码器，再走 4 步解码器"), size=12, color=MUTED)
+            d.text(350, y0 + 140, say("figures.training.rnn_path", lang), size=12, color=MUTED)
         else:
             d.arrow(last, row + 17, dec_x[0], row + 17, color=MUTED, dashed=True)
             target = dec_x[2] + 22
             for x in enc_x:
                 d.curve(x + 22, row + 34, target, row + 34, 30 + (target - x) * 0.1, color=ACCENT)
-            d.text(350, y0 + 186, _t(lang, "s₃ scores h₁ … h₅ and mixes them: every source position is one read away",
-                                     "s₃ 为 h₁ … h₅ 打分并加权混合：每个源位置都只隔一次读取"), size=12, color=MUTED)
-    return d.svg(_t(lang, "The encoder-decoder without and with attention: a single final state against a direct "
-                          "read of every encoder state.",
-                    "不带与带注意力的编码器-解码器：只有一个最终状态，对比直接读取每个编码器状态。"))
+            d.text(350, y0 + 186, say("figures.training.attention_path", lang), size=12, color=MUTED)
+    return d.svg(say("figures.training.seq2seq_bottleneck", lang))
 
 
 def teacher_forcing_shift(lang: str) -> str:
@@ -477,10 +446,9 @@ def teacher_forcing_shift(lang: str) -> str:
     chars = list(target)
     cw, x0 = 44, 150
     d = Drawing(700, 300)
-    d.text(350, 20, _t(lang, f"source “{source}” → target “{target}”", f"源 “{source}” → 目标 “{target}”"),
-           size=13, bold=True)
-    rows = ((_t(lang, "decoder reads", "解码器读入"), ["BOS", *chars], SOFT, ACCENT, 50),
-            (_t(lang, "learns to predict", "学习预测"), [*chars, "EOS"], TARGET_FILL, TARGET, 118))
+    d.text(350, 20, say("figures.training.source_target", lang, source=source, target=target), size=13, bold=True)
+    rows = ((say("figures.training.decoder_reads", lang), ["BOS", *chars], SOFT, ACCENT, 50),
+            (say("figures.training.learns_to_predict", lang), [*chars, "EOS"], TARGET_FILL, TARGET, 118))
     for label, tokens, fill, stroke, y in rows:
         d.text(x0 - 10, y + 14, label, size=12, anchor="end")
         for j, token in enumerate(tokens):
@@ -488,20 +456,13 @@ def teacher_forcing_shift(lang: str) -> str:
             d.text(x0 + j * cw + cw / 2, y + 14, token, size=11 if len(token) > 1 else 13)
     for j in range(len(chars) + 1):
         d.arrow(x0 + j * cw + cw / 2, 80, x0 + j * cw + cw / 2, 116, color=MUTED)
-    d.text(x0 - 10, 98, _t(lang, "position t", "位置 t"), size=11, anchor="end", color=MUTED)
-    d.text(350, 170, _t(lang, f"training: all {len(chars) + 1} positions at once, each reading the TRUE earlier "
-                              "characters (teacher forcing)",
-                        f"训练：{len(chars) + 1} 个位置同时计算，每个位置读的是真实的前文（教师强制）"), size=12)
-    d.text(350, 196, _t(lang, "tokens per pair: 10 characters + EOS = 11 predictions",
-                        "每对样本：10 个字符 + EOS = 11 次预测"), size=12, color=MUTED)
+    d.text(x0 - 10, 98, say("figures.training.position_t", lang), size=11, anchor="end", color=MUTED)
+    d.text(350, 170, say("figures.training.training_parallel", lang, n=len(chars) + 1), size=12)
+    d.text(350, 196, say("figures.training.predictions_per_pair", lang), size=12, color=MUTED)
     d.line(30, 214, 670, 214, color=GRID)
-    d.text(350, 236, _t(lang, "generation: BOS → ŷ₁, then BOS ŷ₁ → ŷ₂, … one position per step until EOS",
-                        "生成：BOS → ŷ₁，再由 BOS ŷ₁ → ŷ₂，… 每步一个位置，直到 EOS"), size=12)
-    d.text(350, 262, _t(lang, "the model reads its own outputs: an early mistake is read by every later step",
-                        "模型读的是自己的输出：一个早期错误会被之后的每一步读到"), size=12, color=MUTED)
-    return d.svg(_t(lang, "Teacher forcing: the decoder reads BOS and the true target, shifted one position, and "
-                          "is trained at every position in parallel; generation feeds its own outputs back.",
-                    "教师强制：解码器读入 BOS 加真实目标（错开一位），所有位置并行训练；生成时则把自己的输出送回。"))
+    d.text(350, 236, say("figures.training.generation", lang), size=12)
+    d.text(350, 262, say("figures.training.reads_own_outputs", lang), size=12, color=MUTED)
+    return d.svg(say("figures.training.teacher_forcing_shift", lang))
 
 
 # --- paths ----------------------------------------------------------------------------------------------------
@@ -529,15 +490,10 @@ def path_lengths(lang: str) -> str:
             d.text(x0 - 6, y0 + (t - 1) * cw + cw / 2, f"y{_SUB[t]}", size=12, anchor="end", color=MUTED)
         for s in range(1, size + 1):
             d.text(x0 + (s - 1) * cw + cw / 2, y0 - 10, f"x{_SUB[s]}", size=12, color=MUTED)
-    d.text(350, 264, _t(lang, "number in a cell: recurrent steps + attention reads between source xₛ and output yₜ",
-                        "格中的数：源 xₛ 与输出 yₜ 之间的循环步数加注意力读取次数"), size=12, color=MUTED)
-    d.text(350, 288, _t(lang, "outlined: the source each output needs when reversing (yₜ copies x₇₋ₜ)",
-                        "描边：反转任务中每个输出需要的源位置（yₜ 抄写 x₇₋ₜ）"), size=12, color=WARN)
-    d.text(350, 312, _t(lang, "counted from the wiring, not measured: seqlab paths measures the dependency itself",
-                        "由连接方式数出，而非测量：seqlab paths 测量的是实际的依赖"), size=12, color=MUTED)
-    return d.svg(_t(lang, "How many steps separate output t from source position s: the plain RNN's path grows with "
-                          "the distance, attention makes every path one read long.",
-                    "输出 t 与源位置 s 之间隔了多少步：普通 RNN 的路径随距离增长，注意力让每条路径都只有一次读取。"))
+    d.text(350, 264, say("figures.training.cell_number", lang), size=12, color=MUTED)
+    d.text(350, 288, say("figures.training.outlined_source", lang), size=12, color=WARN)
+    d.text(350, 312, say("figures.training.counted_not_measured", lang), size=12, color=MUTED)
+    return d.svg(say("figures.training.path_lengths", lang))
 
 
 _SUB = "₀₁₂₃₄₅₆₇₈₉"
@@ -553,8 +509,8 @@ def _mix(a: str, b: str, share: float) -> str:
 def course_through_line(lang: str) -> str:
     """The course in four pictures of information flow: a chain, a bottleneck, shortcuts, parallel attention."""
     d = Drawing(700, 300)
-    panels = (_t(lang, "RNN: a chain", "RNN：一条链"), _t(lang, "seq2seq: one vector", "seq2seq：一个向量"),
-              _t(lang, "+ attention: shortcuts", "+ 注意力：捷径"), _t(lang, "Transformer: all at once", "Transformer：同时进行"))
+    panels = (say("figures.training.rnn_chain", lang), say("figures.training.seq2seq_vector", lang),
+              say("figures.training.attention_shortcuts", lang), say("figures.training.transformer_at_once", lang))
     for p, title in enumerate(panels):
         x0 = 14 + p * 172
         d.box(x0, 34, 160, 200, fill="#ffffff", stroke=GRID, radius=8)
@@ -566,8 +522,8 @@ def course_through_line(lang: str) -> str:
                 d.arrow(x, 210, x, 164, color=MUTED)
                 if k:
                     d.arrow(x - 24, 150, x - 14, 150, color=ACCENT)
-            d.text(x0 + 80, 70, _t(lang, "state: fixed size,", "状态：大小固定，"), size=11, color=MUTED)
-            d.text(x0 + 80, 88, _t(lang, "updated step by step", "逐步更新"), size=11, color=MUTED)
+            d.text(x0 + 80, 70, say("figures.training.state_fixed", lang), size=11, color=MUTED)
+            d.text(x0 + 80, 88, say("figures.training.updated_stepwise", lang), size=11, color=MUTED)
         elif p == 1:
             for k, x in enumerate(xs[:3]):
                 d.circle(x, 190, 12, "", size=11)
@@ -580,7 +536,7 @@ def course_through_line(lang: str) -> str:
                 if k:
                     d.arrow(xs[k - 1] + 31, 100, xs[k] + 7, 100, color=TARGET)
             d.arrow(x0 + 124, 178, xs[0] + 27, 110, color=WARN)
-            d.text(x0 + 80, 60, _t(lang, "encoder → c → decoder", "编码器 → c → 解码器"), size=11, color=MUTED)
+            d.text(x0 + 80, 60, say("figures.training.encoder_c_decoder", lang), size=11, color=MUTED)
         elif p == 2:
             for k, x in enumerate(xs[:3]):
                 d.circle(x, 190, 12, "", size=11)
@@ -590,7 +546,7 @@ def course_through_line(lang: str) -> str:
                 d.circle(xs[k] + 19, 100, 12, "", size=11, fill=TARGET_FILL, stroke=TARGET)
             for x in xs[:3]:
                 d.arrow(x, 178, xs[2] + 17, 112, color=ACCENT)
-            d.text(x0 + 80, 60, _t(lang, "read by content", "按内容读取"), size=11, color=MUTED)
+            d.text(x0 + 80, 60, say("figures.training.read_by_content", lang), size=11, color=MUTED)
         else:
             for k, x in enumerate(xs):
                 d.circle(x, 100, 12, "", size=11, fill=TARGET_FILL, stroke=TARGET)
@@ -598,12 +554,10 @@ def course_through_line(lang: str) -> str:
             for k, x in enumerate(xs):
                 for j in range(k + 1):
                     d.line(xs[j], 178, x, 112, color=ACCENT, width=1)
-            d.text(x0 + 80, 60, _t(lang, "positions + masks,", "位置 + 掩码，"), size=11, color=MUTED)
-            d.text(x0 + 80, 78, _t(lang, "no recurrence", "没有循环"), size=11, color=MUTED)
-    d.text(350, 262, _t(lang, "compare information paths, not labels: which position can read which, and through how much",
-                        "比较信息路径，而不是名称：哪个位置能读到哪个位置，中间隔了多少"), size=12, color=MUTED)
-    return d.svg(_t(lang, "The course's through-line: how information moves across positions in each architecture.",
-                    "课程的主线：在每种架构中，信息如何跨位置流动。"))
+            d.text(x0 + 80, 60, say("figures.training.positions_masks", lang), size=11, color=MUTED)
+            d.text(x0 + 80, 78, say("figures.training.no_recurrence", lang), size=11, color=MUTED)
+    d.text(350, 262, say("figures.training.compare_paths", lang), size=12, color=MUTED)
+    return d.svg(say("figures.training.course_through_line", lang))
 
 
 FIGURES = {

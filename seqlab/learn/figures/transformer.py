@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from seqlab.learn.figures.attention import BLOCKED, _grid   # the attention lessons' matrix of cells
 from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.words import say
 
 GATE_FILL, GATE = "#fef3c7", "#d97706"     # a second colour: the gate branch, a second head, the stream
 WRONG_FILL = "#fee2e2"
@@ -18,10 +19,6 @@ WHITE = "#ffffff"
 
 # The CS336 handout's word counts, the lessons' BPE example (also the explorer's BPE widget default)
 HANDOUT_WORDS = {"low": 5, "lower": 2, "widest": 3, "newest": 6}
-
-
-def _t(lang: str, en: str, zh: str) -> str:
-    return zh if lang == "zh" else en
 
 
 def _num(value: float, places: int = 6) -> str:
@@ -42,17 +39,17 @@ def bpe_first_merge(lang: str) -> str:
     from seqlab.tokenizer import merge_trace
     step = merge_trace(HANDOUT_WORDS, 1)[0]
     d = Drawing(700, 330)
-    d.text(120, 18, _t(lang, "words × count, split into bytes", "单词 × 次数，拆成字节"), size=12, color=MUTED)
+    d.text(120, 18, say("figures.transformer.words_in_bytes", lang), size=12, color=MUTED)
     for k, (word, count) in enumerate(HANDOUT_WORDS.items()):
         y = 48 + k * 44
         for j, ch in enumerate(word):
             d.box(20 + j * 26, y, 24, 28, ch, fill=WHITE, stroke=INK, radius=3)
         d.text(20 + len(word) * 26 + 8, y + 14, f"× {count}", size=13, anchor="start", bold=True)
-    d.text(120, 240, _t(lang, "a pair's count: its occurrences", "一对的次数：它出现的次数"), size=11, color=MUTED)
-    d.text(120, 258, _t(lang, "summed over the words' counts", "按各单词的次数累加"), size=11, color=MUTED)
+    d.text(120, 240, say("figures.transformer.pair_count", lang), size=11, color=MUTED)
+    d.text(120, 258, say("figures.transformer.pair_count_summed", lang), size=11, color=MUTED)
     d.text(120, 276, "newest: n e, e w, w e, e s, s t", size=11, color=MUTED)
     x0, scale = 360, 20
-    d.text(x0 + 120, 18, _t(lang, "pair counts before the first merge", "第一次合并前各对的次数"), size=12, color=MUTED)
+    d.text(x0 + 120, 18, say("figures.transformer.pair_counts_title", lang), size=12, color=MUTED)
     tied = {tuple(p) for p in step["tied"]}
     chosen = tuple(step["chosen"])
     for k, (left, right, count) in enumerate(step["pair_counts"]):
@@ -62,15 +59,12 @@ def bpe_first_merge(lang: str) -> str:
         d.text(x0 + 26, y + 10, f"{left} {right}", size=13, anchor="end", bold=(left, right) == chosen)
         d.box(x0 + 34, y, count * scale, 20, fill=fill, stroke=stroke, radius=2)
         d.text(x0 + 40 + count * scale, y + 10, str(count), size=12, anchor="start")
-    d.text(x0 + 34 + 9 * scale + 26, 46, _t(lang, "✓ merged", "✓ 合并"), size=12, color=ACCENT, anchor="start",
+    d.text(x0 + 34 + 9 * scale + 26, 46, say("figures.transformer.merged", lang), size=12, color=ACCENT, anchor="start",
            bold=True)
-    d.text(x0 + 34 + 9 * scale + 26, 70, _t(lang, "tied, smaller", "并列，较小"), size=11, color=MUTED,
+    d.text(x0 + 34 + 9 * scale + 26, 70, say("figures.transformer.tied_smaller", lang), size=11, color=MUTED,
            anchor="start")
-    d.text(350, 318, _t(lang, "9 = 3 (widest) + 6 (newest) for both; the tie goes to the greater pair: \"s\" > \"e\"",
-                        "两对都是 9 = 3（widest）+ 6（newest）；并列时取更大的一对：\"s\" > \"e\""), size=12)
-    return d.svg(_t(lang, "The first BPE merge on the handout's words: count every adjacent pair, take the most "
-                          "frequent, break the tie by the bytes.",
-                    "在讲义的单词上做第一次 BPE 合并：统计每个相邻对，取出现最多的一对，并列时按字节比较。"))
+    d.text(350, 318, say("figures.transformer.tie_rule", lang), size=12)
+    return d.svg(say("figures.transformer.bpe_first_merge", lang))
 
 
 # --- train_bpe ------------------------------------------------------------------------------------------------
@@ -107,8 +101,7 @@ def bpe_training_pipeline(lang: str) -> str:
     # come from the exercise's reference on the file itself, bpe_worked_vocab)
     vocab, merges = train_bpe_from_counts(counts, 256 + 1 + 12, [SPECIAL])
     d = Drawing(700, 360)
-    d.text(350, 16, _t(lang, "1. the text, cut at every special token (×3, then ×40)",
-                       "1. 文本在每个特殊词元处切开（3 次，之后 40 次）"), size=12, color=MUTED)
+    d.text(350, 16, say("figures.transformer.pipeline_cut", lang), size=12, color=MUTED)
     pieces = [("low low … lower … widest … newest", False), (SPECIAL, True), ("…", False), (SPECIAL, True),
               ("ab", False), (SPECIAL, True), ("cd0", False), (SPECIAL, True), ("…", False)]
     widths = [200, 86, 24, 86, 32, 86, 38, 86, 24]
@@ -121,10 +114,8 @@ def bpe_training_pipeline(lang: str) -> str:
         else:
             d.box(x, 34, w - 2, 28, label, fill=WHITE, stroke=INK, size=11, radius=2)
         x += w
-    d.text(350, 84, _t(lang, "special tokens are set aside: never counted, never merged",
-                       "特殊词元被放在一边：从不计数，从不合并"), size=11, color=WARN)
-    d.text(350, 112, _t(lang, "2. each piece split into pre-tokens (GPT-2's regex; ␣ is a space), counted",
-                        "2. 每一段用 GPT-2 的正则切成预分词（␣ 表示空格），并计数"), size=12, color=MUTED)
+    d.text(350, 84, say("figures.transformer.specials_aside", lang), size=11, color=WARN)
+    d.text(350, 112, say("figures.transformer.pipeline_pretokens", lang), size=12, color=MUTED)
     order = sorted(counts, key=lambda k: (-counts[k], k))
     x = 8
     for token in order:
@@ -132,28 +123,23 @@ def bpe_training_pipeline(lang: str) -> str:
         w = 14 + 7.2 * len(label)
         d.box(x, 128, w, 26, label, fill=SOFT, stroke=ACCENT, size=11, radius=10)
         x += w + 6
-    d.text(350, 180, _t(lang, "3. merges never cross a pre-token: “low” and “␣low” are different words",
-                        "3. 合并从不跨越预分词：“low” 和 “␣low” 是不同的单词"), size=12, color=MUTED)
-    d.text(350, 212, _t(lang, "4. the vocabulary: ids in this order", "4. 词表：id 按这个顺序"), size=12, color=MUTED)
+    d.text(350, 180, say("figures.transformer.pipeline_no_crossing", lang), size=12, color=MUTED)
+    d.text(350, 212, say("figures.transformer.pipeline_vocab", lang), size=12, color=MUTED)
     n_special = len(vocab) - 256 - len(merges)
     d.box(10, 228, 110, 40, "", fill=BLOCKED, stroke=MUTED, radius=2)
     d.text(65, 240, "0" if n_special == 1 else f"0 … {n_special - 1}", size=11, color=MUTED)
     d.text(65, 256, SPECIAL, size=10)
     d.box(124, 228, 190, 40, "", fill=WHITE, stroke=INK, radius=2)
     d.text(219, 240, f"{n_special} … {n_special + 255}", size=11, color=MUTED)
-    d.text(219, 256, _t(lang, "the 256 single bytes", "256 个单字节"), size=11)
+    d.text(219, 256, say("figures.transformer.single_bytes", lang), size=11)
     first = n_special + 256
     d.box(318, 228, 372, 40, "", fill=GATE_FILL, stroke=GATE, radius=2)
-    d.text(504, 240, f"{first} … {len(vocab) - 1}: " + _t(lang, f"{len(merges)} merges, in order",
-                                                             f"{len(merges)} 次合并，按顺序"), size=11, color=MUTED)
+    d.text(504, 240, f"{first} … {len(vocab) - 1}: " + say("figures.transformer.merges_in_order", lang, n=len(merges)),
+           size=11, color=MUTED)
     d.text(504, 256, " ".join(_shown(a + b) for a, b in merges), size=10)
-    d.text(350, 296, _t(lang, f"vocab_size = {n_special} + 256 + {len(merges)} = {len(vocab)}",
-                        f"vocab_size = {n_special} + 256 + {len(merges)} = {len(vocab)}"), size=13, bold=True)
-    d.text(350, 322, _t(lang, "the merges are learned from the counts of step 2 only",
-                        "合并只从第 2 步的计数中学习"), size=11, color=MUTED)
-    return d.svg(_t(lang, "Training byte-level BPE on the exercise's corpus: cut at special tokens, pre-tokenize, "
-                          "count, merge; the vocabulary's id layout.",
-                    "在练习的语料上训练字节级 BPE：在特殊词元处切开、预分词、计数、合并；词表的 id 布局。"))
+    d.text(350, 296, f"vocab_size = {n_special} + 256 + {len(merges)} = {len(vocab)}", size=13, bold=True)
+    d.text(350, 322, say("figures.transformer.merges_from_counts", lang), size=11, color=MUTED)
+    return d.svg(say("figures.transformer.bpe_training_pipeline", lang))
 
 
 # --- softmax -------------------------------------------------------------------------------------------------
@@ -183,27 +169,22 @@ def softmax_overflow(lang: str) -> str:
         if note:
             d.text(x0 + 3 * cw + 4, y + 14, note, size=11, color=MUTED, anchor="start")
 
-    for p, title in enumerate((_t(lang, "exp first (wrong)", "直接取 exp（错误）"),
-                               _t(lang, "subtract the maximum first", "先减去最大值"))):
+    for p, title in enumerate((say("figures.transformer.exp_first", lang), say("figures.transformer.max_first", lang))):
         x0 = 80 + p * 390
         d.text(x0 + 105, 18, title, size=13, bold=True, color=WARN if p == 0 else INK)
         values(36, "x", row, fmt=lambda v: f"{v:g}".replace("-", "−"))
         if p == 0:
             values(96, "exp(x)", row.exp(), fill=WRONG_FILL, stroke=WARN)
             values(156, "Σ", [row.exp().sum()], fill=WRONG_FILL, stroke=WARN)
-            values(216, _t(lang, "÷ Σ", "÷ Σ"), bad, fill=WRONG_FILL, stroke=WARN)
+            values(216, "÷ Σ", bad, fill=WRONG_FILL, stroke=WARN)
         else:
             values(76, "x − m", shifted, fmt=lambda v: f"{v:g}".replace("-", "−"))
             values(126, "exp", shifted.exp())
             values(176, "Σ", [shifted.exp().sum()])
-            values(226, _t(lang, "÷ Σ", "÷ Σ"), good, fill=SOFT, stroke=ACCENT)
+            values(226, "÷ Σ", good, fill=SOFT, stroke=ACCENT)
     d.line(375, 30, 375, 260, color=MUTED, dashed=True)
-    d.text(350, 284, _t(lang, f"float64 overflows above exp(709.78), float32 above exp(88.72); "
-                              f"after the shift the largest term is exp(0) = 1",
-                        f"float64 在 exp(709.78) 以上溢出，float32 在 exp(88.72) 以上溢出；平移之后最大的一项是 exp(0) = 1"),
-           size=11, color=MUTED)
-    return d.svg(_t(lang, "The softmax of [1000, 1000, 1001] with and without the maximum subtracted.",
-                    "[1000, 1000, 1001] 的 softmax：减去最大值与不减。"))
+    d.text(350, 284, say("figures.transformer.overflow_limits", lang), size=11, color=MUTED)
+    return d.svg(say("figures.transformer.softmax_overflow", lang))
 
 
 # --- rms_norm --------------------------------------------------------------------------------------------------
@@ -232,7 +213,7 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
     r = math.sqrt(2) * unit
     d.parts.append(f'<circle cx="{ox}" cy="{oy}" r="{r:.1f}" fill="none" stroke="{MUTED}" stroke-width="1" '
                    f'stroke-dasharray="3 3"/>')
-    d.text(ox + r * 0.72 + 4, oy + r * 0.72 + 10, _t(lang, "radius √2: mean square 1", "半径 √2：均方为 1"),
+    d.text(ox + r * 0.72 + 4, oy + r * 0.72 + 10, say("figures.transformer.radius_note", lang),
            size=11, color=MUTED, anchor="start")
 
     def point(v, label, color, anchor="start", dx=6, dy=-8):
@@ -243,32 +224,27 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
     point(x[0], "x = [3, 4]", INK)
     point(rms, f"RMSNorm: [{_num(rms[0])}, {_num(rms[1])}]", ACCENT, dx=8, dy=8)
     c0, c1 = (_num(v, 2).replace("-", "−") for v in centred)
-    point(centred, _t(lang, f"centred first: ≈ [{c0}, {c1}]", f"先居中：≈ [{c0}, {c1}]"), WARN,
-          anchor="start", dx=-80, dy=-30)
-    d.text(ox + 40, 20, _t(lang, "same direction, new length", "方向不变，长度改变"), size=12, color=ACCENT)
+    point(centred, say("figures.transformer.centred_first", lang, c0=c0, c1=c1), WARN, anchor="start", dx=-80, dy=-30)
+    d.text(ox + 40, 20, say("figures.transformer.same_direction", lang), size=12, color=ACCENT)
     # right: eps inside against outside the root on the tiny row
     tiny = x[1:]
     inside = reference("rms_norm")(tiny, weight, eps)[0]
     outside = mutant("rms_norm", "eps_outside_the_root")(tiny, weight, eps)[0]
     x0 = 400
-    d.text(x0 + 140, 20, _t(lang, "row [0.001, −0.001], gain [1, 2]", "行 [0.001, −0.001]，增益 [1, 2]"), size=12,
-           bold=True)
+    d.text(x0 + 140, 20, say("figures.transformer.tiny_row", lang), size=12, bold=True)
+    output = "   " + say("figures.common.output", lang)
     rows = [("mean(x²)", f"{float((tiny ** 2).mean()):.0e}".replace("-0", "−"), INK),
-            (_t(lang, "eps inside: √(mean + eps)", "eps 在根号内：√(mean + eps)"),
-             _num(math.sqrt(float((tiny ** 2).mean()) + eps)), ACCENT),
-            (_t(lang, "   output", "   输出"), f"[{_num(inside[0])}, {_num(inside[1])}]".replace("-", "−"), ACCENT),
-            (_t(lang, "eps outside: √mean + eps", "eps 在根号外：√mean + eps"),
-             _num(math.sqrt(float((tiny ** 2).mean())) + eps), WARN),
-            (_t(lang, "   output", "   输出"), f"[{_num(outside[0])}, {_num(outside[1])}]".replace("-", "−"), WARN)]
+            (say("figures.transformer.eps_inside", lang), _num(math.sqrt(float((tiny ** 2).mean()) + eps)), ACCENT),
+            (output, f"[{_num(inside[0])}, {_num(inside[1])}]".replace("-", "−"), ACCENT),
+            (say("figures.transformer.eps_outside", lang), _num(math.sqrt(float((tiny ** 2).mean())) + eps), WARN),
+            (output, f"[{_num(outside[0])}, {_num(outside[1])}]".replace("-", "−"), WARN)]
     for k, (label, value, color) in enumerate(rows):
         y = 60 + k * 34
         d.text(x0, y, label, size=12, anchor="start", color=color)
         d.text(x0 + 290, y, value, size=12, anchor="end", color=color, bold=True)
-    d.text(x0 + 140, 240, _t(lang, "eps = 1e-5 is ten times mean(x²) here:", "这里 eps = 1e-5 是 mean(x²) 的十倍："),
-           size=11, color=MUTED)
-    d.text(x0 + 140, 258, _t(lang, "where it sits changes the answer", "它放在哪里会改变结果"), size=11, color=MUTED)
-    return d.svg(_t(lang, "RMSNorm rescales without centring; and where its epsilon goes matters for tiny inputs.",
-                    "RMSNorm 只缩放、不居中；对很小的输入，epsilon 的位置会影响结果。"))
+    d.text(x0 + 140, 240, say("figures.transformer.eps_note", lang), size=11, color=MUTED)
+    d.text(x0 + 140, 258, say("figures.transformer.eps_note_placement", lang), size=11, color=MUTED)
+    return d.svg(say("figures.transformer.rmsnorm_vs_layernorm", lang))
 
 
 # --- swiglu ---------------------------------------------------------------------------------------------------
@@ -311,10 +287,9 @@ def swiglu_block(lang: str) -> str:
     d.arrow(400, 145, 420, 145)
     d.box(420, 125, 72, 40, "h·w2ᵀ", size=12)
     d.text(456, 112, "(…, d_model)", size=11, color=MUTED)
-    d.text(160, 30, _t(lang, "gate branch", "门控分支"), size=12, color=GATE, anchor="start")
-    d.text(160, 262, _t(lang, "linear branch", "线性分支"), size=12, color=ACCENT, anchor="start")
-    d.text(250, 288, _t(lang, "w1, w3: (d_ff, d_model)   w2: (d_model, d_ff)", "w1、w3：(d_ff, d_model)   w2：(d_model, d_ff)"),
-           size=11, color=MUTED)
+    d.text(160, 30, say("figures.transformer.gate_branch", lang), size=12, color=GATE, anchor="start")
+    d.text(160, 262, say("figures.transformer.linear_branch", lang), size=12, color=ACCENT, anchor="start")
+    d.text(250, 288, say("figures.transformer.weight_shapes", lang), size=11, color=MUTED)
     # right: SiLU against ReLU on [-4, 3]
     ox, oy, unit = 575, 190, 26
     d.line(ox - 4.2 * unit, oy, ox + 3.7 * unit, oy, color=MUTED, width=1)
@@ -328,10 +303,9 @@ def swiglu_block(lang: str) -> str:
         d.text(ox + a * unit - 8, oy - v * unit + (-6 if a > 0 else 14),
                f"({a:g}, {_num(v)})".replace("-", "−"), size=10, anchor="end")
     d.text(ox, 24, "SiLU(a) = a·σ(a)", size=12, color=GATE, bold=True)
-    d.text(ox, 42, _t(lang, "dashed: ReLU = max(0, a)", "虚线：ReLU = max(0, a)"), size=11, color=MUTED)
+    d.text(ox, 42, say("figures.transformer.dashed_relu", lang), size=11, color=MUTED)
     d.text(ox + 3.7 * unit, oy + 14, "a", size=11, color=MUTED)
-    return d.svg(_t(lang, "The SwiGLU feed-forward layer with its shapes, and its SiLU gate.",
-                    "SwiGLU 前馈层及其形状，以及它的 SiLU 门。"))
+    return d.svg(say("figures.transformer.swiglu_block", lang))
 
 
 # --- rotate_pairs ---------------------------------------------------------------------------------------------
@@ -353,9 +327,8 @@ def rope_rotation(lang: str) -> str:
     dots = y @ y.T
     d = Drawing(700, 300)
     colours = (INK, ACCENT, GATE)
-    for p, (cx, title) in enumerate(((120, _t(lang, "pair 0: (x₀, x₁), 1 rad per position",
-                                               "第 0 对 (x₀, x₁)：每个位置转 1 弧度")),
-                                     (330, _t(lang, "pair 1: (x₂, x₃), 0.01 rad", "第 1 对 (x₂, x₃)：0.01 弧度")))):
+    for p, (cx, title) in enumerate(((120, say("figures.transformer.pair_fast", lang)),
+                                     (330, say("figures.transformer.pair_slow", lang)))):
         cy, r = 160, 70
         d.text(cx, 28, title, size=12, bold=True)
         d.parts.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" fill="none" stroke="{MUTED}" stroke-width="1" '
@@ -370,19 +343,16 @@ def rope_rotation(lang: str) -> str:
         if p == 1:
             d.text(cx + 14, cy - r - 18, "i = 0, 1, 2", size=11, color=MUTED, anchor="start")
         angle = math.atan2(float(sin[1, p]), float(cos[1, p]))
-        d.text(cx, cy + r + 30, _t(lang, f"angle per position {angle:g}", f"每个位置的角度 {angle:g}"), size=11,
+        d.text(cx, cy + r + 30, say("figures.transformer.angle_per_position", lang, angle=f"{angle:g}"), size=11,
                color=MUTED)
     x0, y0, cw = 500, 90, 58
-    d.text(x0 + 1.5 * cw, 28, _t(lang, "scores qᵢ·kⱼ (q = k = x)", "得分 qᵢ·kⱼ（q = k = x）"), size=12, bold=True)
+    d.text(x0 + 1.5 * cw, 28, say("figures.transformer.rope_scores", lang), size=12, bold=True)
     fills = {0: (SOFT, ACCENT), 1: (GATE_FILL, GATE), 2: ("#dcfce7", "#16a34a")}
     cells = [[(_num(dots[i, j]), *fills[abs(i - j)]) for j in range(3)] for i in range(3)]
     _grid(d, x0, y0, cells, cw=cw, ch=32, rows=("i = 0", "1", "2"), cols=("j = 0", "1", "2"), size=11)
-    d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 24, _t(lang, "equal along each diagonal:", "每条对角线上相等："), size=11,
-           color=MUTED)
-    d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 42, _t(lang, "only i − j matters", "只有 i − j 起作用"), size=11, color=MUTED)
-    return d.svg(_t(lang, "RoPE rotates each pair by an angle proportional to the position; the dot product of two "
-                          "rotated vectors depends on their offset only.",
-                    "RoPE 把每一对旋转一个与位置成正比的角度；两个旋转后的向量的点积只取决于它们的位置差。"))
+    d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 24, say("figures.transformer.equal_diagonals", lang), size=11, color=MUTED)
+    d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 42, say("figures.transformer.offset_only", lang), size=11, color=MUTED)
+    return d.svg(say("figures.transformer.rope_rotation", lang))
 
 
 # --- scaled_dot_product_attention ----------------------------------------------------------------------------
@@ -417,19 +387,16 @@ def batched_attention(lang: str) -> str:
              for i in range(4)]
     _grid(d, 253, 200, cells, cw=14, ch=14, label_size=10)
     d.arrow(281, 196, 281, 132, color=WARN, dashed=True)
-    d.text(281, 274, _t(lang, "M: (n, m) bool, True = may attend,", "M：(n, m) 布尔，True = 可以关注，"), size=11,
-           color=MUTED)
-    d.text(281, 292, _t(lang, "broadcast over every (batch, head)", "在每个（批次，头）上广播"), size=11, color=MUTED)
+    d.text(281, 274, say("figures.transformer.mask_shape", lang), size=11, color=MUTED)
+    d.text(281, 292, say("figures.transformer.mask_broadcast", lang), size=11, color=MUTED)
     _stack(d, 336, 90, 70, 70, "A", "(…, n, m)")
-    d.text(377, 58, _t(lang, "softmax over the keys (dim −1)", "沿键做 softmax（dim −1）"), size=11, color=ACCENT)
+    d.text(377, 58, say("figures.transformer.softmax_keys", lang), size=11, color=ACCENT)
     _stack(d, 470, 200, 56, 56, "V", "(…, m, d_v)", fill=GATE_FILL, stroke=GATE)
     d.arrow(418, 125, 560, 125, "A·V", size=11)
     d.arrow(510, 190, 560, 140)
     _stack(d, 566, 90, 56, 70, "O", "(…, n, d_v)")
-    d.text(350, 318, _t(lang, "(…) = any leading dimensions, e.g. (batch, heads): one batched product, no loops",
-                        "(…) = 任意前导维度，如（批次，头）：一次批量乘法，不写循环"), size=12, color=MUTED)
-    return d.svg(_t(lang, "Scaled dot-product attention batched over leading dimensions, with one boolean mask.",
-                    "在前导维度上批量计算的缩放点积注意力，带一个布尔掩码。"))
+    d.text(350, 318, say("figures.transformer.leading_dims", lang), size=12, color=MUTED)
+    return d.svg(say("figures.transformer.batched_attention", lang))
 
 
 # --- causal_multihead_self_attention -------------------------------------------------------------------------
@@ -450,8 +417,9 @@ def mhsa_heads_view(lang: str) -> str:
     d = Drawing(700, 320)
     stages_top = [("x", "(B, n, d)"), ("Q, K, V", "(B, n, d)"), ("view", "(B, n, H, w)"), ("transpose", "(B, H, n, w)")]
     ops_top = ["·W_qᵀ, W_kᵀ, W_vᵀ", ".view(…, H, w)", ".transpose(−3, −2)"]
-    stages_bottom = [(_t(lang, "attention", "注意力"), "(B, H, n, w)"), ("transpose", "(B, n, H, w)"),
-                     (_t(lang, "concat", "拼接"), "(B, n, d)"), (_t(lang, "output", "输出"), "(B, n, d)")]
+    stages_bottom = [(say("figures.transformer.attention", lang), "(B, H, n, w)"), ("transpose", "(B, n, H, w)"),
+                     (say("figures.common.concat", lang), "(B, n, d)"),
+                     (say("figures.common.output", lang), "(B, n, d)")]
     ops_bottom = [".transpose(−3, −2)", ".reshape(…, d)", "·W_oᵀ"]
     xs = (20, 200, 380, 560)
     for row, (stages, ops, y) in enumerate(((stages_top, ops_top, 40), (stages_bottom, ops_bottom, 170))):
@@ -466,20 +434,17 @@ def mhsa_heads_view(lang: str) -> str:
     d.arrow(620, 118, 620, 140, color=INK)
     d.line(620, 140, 80, 140, color=INK)
     d.arrow(80, 140, 80, 168, color=INK)
-    d.text(350, 132, _t(lang, "causal, scale 1/√w, every (batch, head) at once",
-                        "因果，缩放 1/√w，所有（批次，头）一次完成"), size=11, color=GATE)
+    d.text(350, 132, say("figures.transformer.one_batched_attention", lang), size=11, color=GATE)
     # the split of d into H contiguous blocks
-    d.text(160, 277, _t(lang, "d = H·w columns:", "d = H·w 列："), size=12, anchor="end")
+    d.text(160, 277, say("figures.transformer.head_columns", lang), size=12, anchor="end")
     for j in range(8):
         second = j >= 4
         d.box(170 + j * 22, 265, 22, 22, fill=GATE_FILL if second else SOFT, stroke=GATE if second else ACCENT,
               radius=0)
-    d.text(214, 301, _t(lang, "head 1", "头 1"), size=11, color=ACCENT)
-    d.text(302, 301, _t(lang, "head 2", "头 2"), size=11, color=GATE)
-    d.text(360, 277, _t(lang, "head h = the contiguous columns h·w … (h+1)·w − 1", "头 h = 连续的列 h·w … (h+1)·w − 1"),
-           size=11, color=MUTED, anchor="start")
-    return d.svg(_t(lang, "Causal multi-head self-attention as shapes: the heads are a view, not a loop.",
-                    "以形状表示的因果多头自注意力：注意力头是一个视图，而不是循环。"))
+    d.text(214, 301, say("figures.transformer.head_n", lang, n=1), size=11, color=ACCENT)
+    d.text(302, 301, say("figures.transformer.head_n", lang, n=2), size=11, color=GATE)
+    d.text(360, 277, say("figures.transformer.head_blocks", lang), size=11, color=MUTED, anchor="start")
+    return d.svg(say("figures.transformer.mhsa_heads_view", lang))
 
 
 # --- transformer_block ----------------------------------------------------------------------------------------
@@ -516,17 +481,17 @@ def block_steps() -> dict:
 def prenorm_block(lang: str) -> str:
     """The pre-norm block as a residual stream: x -> + attention(RMSNorm(x)) -> z -> + SwiGLU(RMSNorm(z)) -> y,
     every tensor (B, n, d); beneath, the post-norm order for contrast."""
+    attention = say("figures.transformer.attention", lang)
     d = Drawing(700, 350)
     y0 = 150
-    d.text(350, 18, _t(lang, "pre-norm (this model): the stream is never normalised inside the block",
-                       "前置归一化（本模型）：块内的主干从不被归一化"), size=12, bold=True)
+    d.text(350, 18, say("figures.transformer.pre_norm_title", lang), size=12, bold=True)
     d.line(20, y0, 672, y0, color=GATE, width=4)
     d.arrow(670, y0, 692, y0, color=GATE, width=3)
     d.text(24, y0 + 22, "x (B, n, d)", size=12, anchor="start")
     d.text(345, y0 + 22, "z (B, n, d)", size=12)
     d.text(694, y0 + 22, "y", size=12, anchor="end")
-    for k, (x0, norm, layer, sub) in enumerate(((50, "RMSNorm ln1", _t(lang, "causal attention", "因果注意力"),
-                                                 _t(lang, "RoPE on q, k; H heads", "q、k 上的 RoPE；H 个头")),
+    for k, (x0, norm, layer, sub) in enumerate(((50, "RMSNorm ln1", say("figures.transformer.causal_attention", lang),
+                                                 say("figures.transformer.rope_heads", lang)),
                                                 (370, "RMSNorm ln2", "SwiGLU", "d → d_ff → d"))):
         plus = x0 + 270
         d.line(x0, y0, x0, 80, color=INK)
@@ -540,25 +505,23 @@ def prenorm_block(lang: str) -> str:
         d.arrow(plus, 80, plus, y0 - 12)
         d.circle(plus, y0, 12, "+", size=14)
         d.text(x0 + 59, 118, "(B, n, d)", size=10, color=MUTED)
-    d.text(180, 196, _t(lang, "z = x + attention(RMSNorm(x))", "z = x + 注意力(RMSNorm(x))"), size=12)
+    d.text(180, 196, f"z = x + {attention}(RMSNorm(x))", size=12)
     d.text(510, 196, "y = z + SwiGLU(RMSNorm(z))", size=12)
     # post-norm for contrast
     y1 = 295
-    d.text(350, 236, _t(lang, "post-norm (the 2017 Transformer): the norm sits on the stream",
-                        "后置归一化（2017 年的 Transformer）：归一化位于主干上"), size=12, color=MUTED, bold=True)
+    d.text(350, 236, say("figures.transformer.post_norm_title", lang), size=12, color=MUTED, bold=True)
     d.line(20, y1, 672, y1, color=MUTED, width=2)
     d.arrow(670, y1, 692, y1, color=MUTED, width=2)
-    for x0, layer in ((50, _t(lang, "attention", "注意力")), (370, "FFN")):
+    for x0, layer in ((50, attention), (370, "FFN")):
         d.box(x0 + 20, y1 - 46, 90, 28, layer, fill=WHITE, stroke=MUTED, size=11)
         d.line(x0, y1, x0, y1 - 32, color=MUTED)
         d.arrow(x0, y1 - 32, x0 + 20, y1 - 32, color=MUTED)
         d.arrow(x0 + 110, y1 - 32, x0 + 134, y1 - 12, color=MUTED)
         d.circle(x0 + 140, y1, 11, "+", size=13, stroke=MUTED)
         d.box(x0 + 170, y1 - 14, 80, 28, "Norm", fill=WRONG_FILL, stroke=WARN, size=11)
-    d.text(180, y1 + 34, "z = Norm(x + " + _t(lang, "attention(x))", "注意力(x))"), size=12, color=MUTED)
+    d.text(180, y1 + 34, f"z = Norm(x + {attention}(x))", size=12, color=MUTED)
     d.text(510, y1 + 34, "y = Norm(z + FFN(z))", size=12, color=MUTED)
-    return d.svg(_t(lang, "The pre-norm block as a residual stream, and the post-norm order for contrast.",
-                    "前置归一化的块作为残差主干，以及作为对比的后置归一化顺序。"))
+    return d.svg(say("figures.transformer.prenorm_block", lang))
 
 
 # --- transformer_lm -------------------------------------------------------------------------------------------
@@ -589,15 +552,16 @@ def lm_stack(lang: str) -> str:
         return f"{count / 1e6:.2f} M"
 
     stages = [("ids", f"(B, {n})", "", WHITE, INK),
-              (_t(lang, "embedding", "嵌入"), f"(B, {n}, {width})", millions(counts["token_embeddings"]), SOFT, ACCENT),
-              (_t(lang, f"{layers} blocks", f"{layers} 个块"), f"(B, {n}, {width})",
+              (say("figures.transformer.embedding", lang), f"(B, {n}, {width})", millions(counts["token_embeddings"]),
+               SOFT, ACCENT),
+              (say("figures.transformer.blocks", lang, layers=layers), f"(B, {n}, {width})",
                f"{layers} × {millions(per_block)}", GATE_FILL, GATE),
               ("RMSNorm", f"(B, {n}, {width})", f"{width}", SOFT, ACCENT),
               ("lm_head", f"(B, {n}, {vocab})", millions(counts["lm_head"]), SOFT, ACCENT),
               ("logits", f"(B, {n}, {vocab})", "", WHITE, INK)]
     d = Drawing(700, 250)
-    d.text(350, 20, _t(lang, f"the tinystories preset: vocab {vocab}, context {n}, d_model {width}, {layers} layers",
-                        f"tinystories 预设：词表 {vocab}，上下文 {n}，d_model {width}，{layers} 层"), size=12, bold=True)
+    d.text(350, 20, say("figures.transformer.preset_title", lang, vocab=vocab, n=n, width=width, layers=layers),
+           size=12, bold=True)
     x = 12
     for k, (name, shape, params, fill, stroke) in enumerate(stages):
         d.box(x, 70, 96, 48, name, fill=fill, stroke=stroke, size=12)
@@ -607,13 +571,9 @@ def lm_stack(lang: str) -> str:
         if k < len(stages) - 1:
             d.arrow(x + 96, 94, x + 116, 94)
         x += 116
-    d.text(350, 196, _t(lang, f"{millions(counts['total'])} parameters; every block keeps (B, n, d); only the ends "
-                               f"change the last axis", f"共 {millions(counts['total'])} 个参数；每个块都保持 (B, n, d)；"
-                               f"只有两端改变最后一个轴"), size=12)
-    d.text(350, 222, _t(lang, "gray: each stage's parameters; the lm_head is its own matrix (not tied)",
-                         "灰色：各阶段的参数；lm_head 是独立的矩阵（不共享）"), size=11, color=MUTED)
-    return d.svg(_t(lang, "The language model as a chain of shapes: ids in, logits out.",
-                     "作为一串形状的语言模型：输入 ids，输出 logits。"))
+    d.text(350, 196, say("figures.transformer.parameters_note", lang, total=millions(counts['total'])), size=12)
+    d.text(350, 222, say("figures.transformer.parameters_gray", lang), size=11, color=MUTED)
+    return d.svg(say("figures.transformer.lm_stack", lang))
 
 
 FIGURES = {
