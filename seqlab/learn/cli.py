@@ -145,8 +145,26 @@ def _q(path) -> str:
 
 
 def _with_workspace(args) -> str:
-    """" --workspace DIR" when the command was given one (to repeat in the commands it suggests)."""
-    return f" --workspace {_q(args.workspace)}" if getattr(args, "workspace", None) else ""
+    """" --workspace DIR" and " --lang zh" when the command was given them (to repeat in the commands it
+    suggests)."""
+    return (f" --workspace {_q(args.workspace)}" if getattr(args, "workspace", None) else "") + \
+        (" --lang zh" if getattr(args, "lang", None) == "zh" else "")
+
+
+def _pad(text: str, width: int) -> str:
+    """``text`` padded to ``width`` terminal columns (a Chinese character takes two)."""
+    from seqlab.learn.views import width_of
+    return text + " " * max(0, width - width_of(text))
+
+
+def _kind(kind: str, lang) -> str:
+    from seqlab.learn.words import say
+    return say(f"kinds.{kind}", "zh" if lang in (1, "zh") else "en")
+
+
+def _state(status: str, lang) -> str:
+    from seqlab.learn.words import say
+    return say(f"states.{status}", "zh" if lang in (1, "zh") else "en")
 
 
 def _say(key: str, lang, **values) -> str:
@@ -235,7 +253,8 @@ def show_path(args) -> int:
     print(_say("path_head", lang, ws=_q(_workspace(args))))
     statuses = [_status(args, progress, step) for step in STEPS]
     for number, (step, status) in enumerate(zip(STEPS, statuses), 1):
-        print(f"  [{marks[status]}] {number:2d}. {step.title[lang]:<46} {step.kind:<9} {step.id:<28} {status}")
+        print(f"  [{marks[status]}] {number:2d}. {_pad(step.title[lang], 46)} {_pad(_kind(step.kind, lang), 9)} "
+              f"{step.id:<28} {_state(status, lang)}")
     done = sum(status in DONE for status in statuses)
     print(_say("passed_count", lang, done=done, n=len(STEPS), ws=_with_workspace(args)))
     return 0
@@ -318,10 +337,9 @@ def start_exercise(args) -> int:
         return 1
     if written:
         _set_state(args, ex.name, "started")
-        print(f"wrote {_q(path)}: fill in {ex.signature}, then run: seqlab learn check {ex.name}{_with_workspace(args)}")
+        print(_say("started", _lang(args), path=_q(path), signature=ex.signature, name=ex.name, ws=_with_workspace(args)))
     else:
-        print(f"{_q(path)} exists already: it is yours and was left as it is. "
-              f"Check it with: seqlab learn check {ex.name}{_with_workspace(args)}")
+        print(_say("exists", _lang(args), path=_q(path), name=ex.name, ws=_with_workspace(args)))
     return 0
 
 
@@ -334,7 +352,7 @@ def check_exercise(args) -> int:
             return 1
         current = _current(args, progress)
         if current is None:
-            print("Every step is passed: there is nothing left to check. Name one to check it again.")
+            print(_say("nothing_left", _lang(args)))
             return 0
         step = current[1]
         if step.kind not in ("implement", "command"):
@@ -342,7 +360,7 @@ def check_exercise(args) -> int:
                     else "a card: seqlab learn card {id}").format(id=step.id) + _with_workspace(args)
             return _usage(f"the current step, {step.id}, is {what}")
         name = step.id
-        print(f"the current step: {name}")
+        print(_say("current_step", _lang(args), name=name))
     step = STEP_BY_ID.get(name)
     if step is not None and step.kind == "command":
         return _check_command_step(args, step)
@@ -406,7 +424,7 @@ def _check_command_step(args, step) -> int:
     print(f"{step.id}: {step.title[_lang(args)]}  ({_q(evidence.folder)})")
     print(f"  {'PASS' if evidence.passed else 'FAIL'}  {evidence.message}")
     if evidence.passed:
-        print(f"passed. Next: seqlab learn next{_with_workspace(args)}")
+        print(_say("command_passed", _lang(args), ws=_with_workspace(args)))
     return 0 if evidence.passed else 1
 
 
@@ -425,7 +443,7 @@ def show_hint(args) -> int:
     if not hints and name in QUESTION_BY_ID:
         hints = [QUESTION_BY_ID[name].hint[lang]]
     if not hints:
-        print(f"no hints are written for {name} yet; its lesson: seqlab learn show {name}{_with_workspace(args)}")
+        print(_say("no_hints", lang, name=name, ws=_with_workspace(args)))
         return 1
     asked = _save(args, note_hint, name) or 1
     shown = min(asked, len(hints))
@@ -449,7 +467,8 @@ def reset_exercise(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     _save(args, record_check, ex.name, False)
-    print(f"wrote a fresh stub to {_q(path)}" + (f"; your old file is kept as {_q(backup)}" if backup else ""))
+    print(_say("fresh_stub_kept", _lang(args), path=_q(path), backup=_q(backup)) if backup else
+          _say("fresh_stub", _lang(args), path=_q(path)))
     return 0
 
 

@@ -361,7 +361,7 @@ def text(view: dict, width: int | None = 88) -> str:
     lang = view["lang"]
     kind = kind_word(view["kind"], lang)
     lines = wrap(label("step", lang, n=view["number"], of=view["of"], part=view["part"]["title"], kind=kind,
-                       name=view["name"]) + (f" · {view['status']}" if view.get("status") else ""), width) + [""]
+                       name=view["name"]) + (f" · {say('states.' + view['status'], lang)}" if view.get("status") else ""), width) + [""]
     lines += _heading(view["title"], "=")
     if view["lesson"] and view["lesson_lang"] != lang:
         lines += ["", label("english_only", lang)]
