@@ -331,7 +331,7 @@ def start_exercise(args) -> int:
     if ex is None:
         return _no_such("Implement exercise", args.name, _known("implement"))
     try:
-        path, written = start(_workspace(args), ex)
+        path, written = start(_workspace(args), ex, ("en", "zh")[_lang(args)])
     except OSError as error:  # the workspace cannot hold the file
         print(f"error: cannot write {_q(_workspace(args) / (ex.name + '.py'))}: {error}", file=sys.stderr)
         return 1
@@ -462,7 +462,7 @@ def reset_exercise(args) -> int:
     if ex is None:
         return _no_such("Implement exercise", args.name, _known("implement"))
     try:
-        path, backup = reset(_workspace(args), ex)
+        path, backup = reset(_workspace(args), ex, ("en", "zh")[_lang(args)])
     except (OSError, WorkspaceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

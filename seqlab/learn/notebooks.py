@@ -125,7 +125,7 @@ def _task(task: dict, cells: _Cells, lang: str) -> None:
     kind = task["type"]
     if kind == "implement":
         cells.md(f"### {_l('task', lang)}\n\n" + _l("implement", lang, signature=task["signature"]))
-        cells.code(stub_function(exercise(task["id"])).rstrip("\n"))
+        cells.code(stub_function(exercise(task["id"]), lang).rstrip("\n"))
         cells.code(f'check("{task["id"]}", {task["id"]})')
     elif kind == "trace":
         cells.md(f"### {_l('task', lang)}\n\n**{task['title']}**: {task['question']}\n\n" + _l("trace", lang))

@@ -193,39 +193,42 @@ def progress_kept(workspace: Path) -> Iterator[None]:
                     tmp.write_bytes(saved[1])
 
 
-def stub_function(exercise) -> str:
-    """The exercise's imports and its function: the signature, the docstring, NotImplementedError
-    (the stub file's heart, and a notebook's code cell)."""
-    doc = exercise.doc.strip("\n")
+def stub_function(exercise, lang: str = "en") -> str:
+    """The exercise's imports and its function: the signature, the docstring (the contract, in ``lang``
+    where the exercise has it), NotImplementedError (the stub file's heart, and a notebook's code cell)."""
+    doc = (exercise.doc_zh if lang == "zh" and exercise.doc_zh else exercise.doc).strip("\n")
     return (f"{exercise.imports}\n\n\n"
             f"def {exercise.signature}:\n"
             f'    """{doc}\n    """\n'
             f"    raise NotImplementedError(\"{exercise.name}: write this function\")\n")
 
 
-def stub_text(exercise) -> str:
+def stub_text(exercise, lang: str = "en") -> str:
     """The file ``seqlab learn start`` writes: the signature, the docstring, NotImplementedError, a test."""
-    test = exercise.stub_test or "    # call your function on a small input and assert what the lesson says it gives\n    pass\n"
-    return (f'"""Exercise {exercise.name}: {exercise.title}.\n\n'
-            f"Fill in the body, then run:  seqlab learn check {exercise.name}\n"
-            f'(`seqlab learn solution {exercise.name}` shows seqlab\'s own version.)\n"""\n\n'
-            f"{stub_function(exercise)}\n\n"
-            f"def test_{exercise.name}():\n"
-            f"    # your own test: run it with  python -m pytest {exercise.name}.py\n{test}")
+    from seqlab.learn.words import say
+    name = exercise.name
+    title = exercise.title_zh if lang == "zh" and exercise.title_zh else exercise.title
+    test = exercise.stub_test or f"    # {say('stub.call_it', lang)}\n    pass\n"
+    return (f'"""{say("stub.head", lang, name=name, title=title)}\n\n'
+            f'{say("stub.fill_in", lang, name=name, flag=" --lang zh" if lang == "zh" else "")}\n'
+            f'{say("stub.solution", lang, name=name)}\n"""\n\n'
+            f"{stub_function(exercise, lang)}\n\n"
+            f"def test_{name}():\n"
+            f"    # {say('stub.own_test', lang, name=name)}\n{test}")
 
 
-def start(workspace: Path, exercise) -> tuple[Path, bool]:
+def start(workspace: Path, exercise, lang: str = "en") -> tuple[Path, bool]:
     """Write WORKSPACE/NAME.py unless it exists. Returns (path, written)."""
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     path = workspace / f"{exercise.name}.py"
     if path.exists() or path.is_symlink():
         return path, False
-    atomic_write_text(path, stub_text(exercise))
+    atomic_write_text(path, stub_text(exercise, lang))
     return path, True
 
 
-def reset(workspace: Path, exercise) -> tuple[Path, Path | None]:
+def reset(workspace: Path, exercise, lang: str = "en") -> tuple[Path, Path | None]:
     """Write a fresh stub for ``exercise``; the old file, if any, is kept beside it as
     NAME.py.<time>.bak (never imported: it does not end in .py). Returns (path, backup or None)."""
     workspace = Path(workspace)
@@ -240,5 +243,5 @@ def reset(workspace: Path, exercise) -> tuple[Path, Path | None]:
             n += 1
             backup = workspace / f"{exercise.name}.py.{stamp}-{n}.bak"
         os.replace(path, backup)
-    atomic_write_text(path, stub_text(exercise))
+    atomic_write_text(path, stub_text(exercise, lang))
     return path, backup
