@@ -528,9 +528,25 @@ def problems(step: str) -> list[str]:
         if re.search(r"\b" + re.escape(english.lower()) + r"s?\b", words_en) and chinese not in words_zh:
             found.append(f"{zh.path}: the English lesson says '{english}' but this one never uses the glossary's "
                          f"'{chinese}'")
+    found += _top_problems(step, en)
     from seqlab.learn.figures import FIGURES
     for b in en.figures:
         if b.name not in FIGURES:
             found.append(f"{en.path}, line {b.line}: no figure {b.name!r} in seqlab.learn.figures")
     found += number_problems(step)
+    return found
+
+
+def _top_problems(step: str, en: Lesson) -> list[str]:
+    """step.toml's ``top`` (the mistakes shown before the lesson's fold) names at most FOLD_AFTER of the
+    lesson's mistakes, catalogued or its own, each once."""
+    from seqlab.learn.views import FOLD_AFTER, mistake_records, top_mistakes
+    top = top_mistakes(step)
+    if top is None:
+        return []
+    known = [m["id"] for m in mistake_records(step)] + [b.name for b in en.blocks("mistake")]
+    found = [f"{step}/step.toml: top names {t!r}, which is not one of the lesson's mistakes ({', '.join(known)})"
+             for t in top if t not in known]
+    if len(top) > FOLD_AFTER or len(set(top)) != len(top):
+        found.append(f"{step}/step.toml: top lists {len(top)} mistakes; at most {FOLD_AFTER}, each once")
     return found

@@ -117,6 +117,10 @@ def _markdown(blocks: list[dict], cells: _Cells, lang: str) -> None:
         elif kind == "mistake":
             cells.md(f"**{_l('mistake', lang)}: {b['title']}**")
             _markdown(b["blocks"], cells, lang)
+        elif kind == "fold":                    # the less common mistakes, closed until clicked
+            cells.md(f"<details><summary>{b['title']}</summary>")
+            _markdown(b["blocks"], cells, lang)
+            cells.md("</details>")
 
 
 def _task(task: dict, cells: _Cells, lang: str) -> None:

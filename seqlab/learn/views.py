@@ -97,6 +97,50 @@ def mistake_records(step: str, lang: str = "en") -> list[dict]:
     return found
 
 
+# --- the fold: a lesson shows its most common mistakes, the rest behind "More mistakes" -------------
+FOLD_AFTER = 5      # at most this many mistakes before the fold
+
+
+def top_mistakes(step: str) -> tuple[str, ...] | None:
+    """The ids of the mistakes the step's lesson shows before its fold (step.toml's ``top``, the most
+    common first), or None when the step names none (then the first FOLD_AFTER in the lesson's order)."""
+    from seqlab.learn.courses import active
+    folder = active().folders.get(step)
+    top = folder.record.get("top") if folder is not None else None
+    return None if top is None else tuple(str(t) for t in top)
+
+
+def _by_top(records: list[dict], top: tuple[str, ...] | None) -> list[dict]:
+    """The catalogued mistakes with those in ``top`` first, in its order; the others as catalogued."""
+    if not top:
+        return records
+    rank = {mid: k for k, mid in enumerate(top)}
+    return sorted(records, key=lambda r: rank.get(r["id"], len(top)))
+
+
+def fold_mistakes(blocks: list[dict], step: str, lang: str) -> list[dict]:
+    """The mistakes section's blocks with the mistakes not shown before the fold moved, in their order,
+    into one block ``{"type": "fold", "id": "more-mistakes", "title": ..., "blocks": [...]}`` at the
+    section's end. Shown: the ids of step.toml's ``top``, else the first FOLD_AFTER. Each mistake keeps its
+    anchor (``mistake-ID``) and says whether it is ``folded``."""
+    mistakes = [b for b in blocks if b["type"] == "mistake"]
+    top = top_mistakes(step)
+    shown = set(top) if top is not None else {b["id"] for b in mistakes[:FOLD_AFTER]}
+    folded = [b for b in mistakes if b["id"] not in shown]
+    for b in mistakes:
+        b["folded"] = b["id"] not in shown
+    if not folded:
+        return blocks
+    kept = [b for b in blocks if not (b["type"] == "mistake" and b["folded"])]
+    return kept + [{"type": "fold", "id": "more-mistakes", "title": label("more_mistakes", lang, n=len(folded)),
+                    "blocks": folded}]
+
+
+def _unfolded(blocks: list[dict]) -> list[dict]:
+    """``blocks`` with every fold replaced by the blocks inside it."""
+    return [inner for b in blocks for inner in (b["blocks"] if b["type"] == "fold" else [b])]
+
+
 def _figure_svg(name: str, lang: str) -> str:
     from seqlab.learn.figures import figure
     return figure(name, lang)
@@ -111,7 +155,7 @@ def _lesson_blocks(block: lessons.Block, step: str, lang: str, show: bool, svg: 
     if block.kind == "widget":
         return [{"type": "widget", "anchor": block.name}]
     if block.kind == "mistakes":
-        return mistake_records(step, lang)
+        return _by_top(mistake_records(step, lang), top_mistakes(step))
     if block.kind == "mistake":
         return [{"type": "mistake", "id": block.name, "anchor": f"mistake-{block.name}", "catalogued": False,
                  "title": block.title, "blocks": _body(block.text)}]
@@ -170,9 +214,10 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
         sections = [{"id": "read", "heading": label("read", lang), "blocks": [
             {"type": "paragraph", "text": label("being_written", lang)}, {"type": "paragraph", "text": view["read"]}]
             + ([{"type": "widget", "anchor": step.look}] if step.look else [])}]
-        catalogued = mistake_records(step.id, lang)      # where a diagnosis's "read" link lands
+        catalogued = _by_top(mistake_records(step.id, lang), top_mistakes(step.id))   # where a diagnosis's "read" link lands
         if catalogued:
-            sections.append({"id": "mistakes", "heading": label("mistakes", lang), "blocks": catalogued})
+            sections.append({"id": "mistakes", "heading": label("mistakes", lang),
+                             "blocks": fold_mistakes(catalogued, step.id, lang)})
         view.update(title=_pick(step.title, lang), sections=sections, reading=[])
     else:
         ls = lessons.lesson(step.id, written)
@@ -181,18 +226,20 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
             blocks = [out for b in s.blocks for out in _lesson_blocks(b, step.id, written, show, svg)]
             if s.id == "hints" and not show:
                 continue   # graded hints come one at a time (seqlab learn hint), not all at once with the lesson
+            if s.id == "mistakes":
+                blocks = fold_mistakes(blocks, step.id, written)
             sections.append({"id": s.id, "heading": s.heading, "blocks": blocks})
         view.update(title=ls.title, sections=sections, reading=[plain(r) for r in ls.reading])
     for s in view["sections"]:
         s["text"] = blocks_text(s["blocks"], step.id, lang)
-    every = [b for s in view["sections"] for b in s["blocks"]]
+    every = [b for s in view["sections"] for b in _unfolded(s["blocks"])]
     view["questions"] = [{"id": b["id"], "kind": b["kind"], "question": blocks_text(b["blocks"], step.id, lang),
                           **({"answer": blocks_text(b["answer"], step.id, lang)} if show else {})}
                          for b in every if b["type"] == "question"]
     view["figures"] = [{k: b[k] for k in ("name", "caption", "svg") if k in b} for b in every if b["type"] == "figure"]
     view["widgets"] = [b["anchor"] for b in every if b["type"] == "widget"]
     view["mistakes"] = [{"id": b["id"], "anchor": b["anchor"], "title": b["title"], "catalogued": b["catalogued"],
-                         "text": blocks_text(b["blocks"], step.id, lang),
+                         "folded": b.get("folded", False), "text": blocks_text(b["blocks"], step.id, lang),
                          **({"explanation": b["explanation"]} if "explanation" in b else {})}
                         for b in every if b["type"] == "mistake"]
     view["task"] = _task(step, lang, show, workspace)
@@ -320,6 +367,11 @@ def blocks_text(blocks: list[dict], step: str, lang: str, width: int | None = No
         elif kind == "mistake":
             out.append(wrap(f"* {plain(b['title'])}  [{b['anchor']}]", width, indent + "  ", indent)
                        + [blocks_text(b["blocks"], step, lang, width, indent + "  ")])
+        elif kind == "fold":        # a terminal has no fold: the rest come under their own heading
+            title = plain(b["title"])
+            out.append([indent + (title.upper() if lang == "en" else title)]
+                       + wrap(label("more_mistakes_note", lang), width, indent)
+                       + ["", blocks_text(b["blocks"], step, lang, width, indent)])
     return "\n\n".join("\n".join(lines) for lines in out if lines)
 
 

@@ -5,7 +5,7 @@
 // Lesson text is Markdown rendered by courseInline/courseBlocks into DOM nodes: text is always
 // text (never HTML), links only to http(s) or #anchors, figures are our own SVG shown as images.
 // ?view=widgets is the widget page alone; #step/NAME opens a step; #step/NAME/mistake-ID one of its
-// mistakes; #w-... a widget, wherever it is.
+// mistakes (opening the "More mistakes" fold it may sit in); #w-... a widget, wherever it is.
 "use strict";
 
 const COURSE = {
@@ -88,6 +88,8 @@ function courseBlocks(blocks) {
       case "widget": return el("div", { class: "lesson-widget", "data-anchor": b.anchor });
       case "question": return courseQuestion(b);
       case "mistake": return courseMistake(b);
+      case "fold":      // the less common mistakes, closed; a link to one of them opens it (courseRoute)
+        return el("details", { class: "lesson-more", id: b.id }, el("summary", { text: b.title }), ...courseBlocks(b.blocks));
       default: return null;
     }
   });
@@ -389,6 +391,8 @@ async function courseRoute(event) {
   if (target) {
     if (target.step !== COURSE.open) await courseOpen(target.step);
     const node = target.anchor ? document.getElementById(target.anchor) : $("course-lesson");
+    const fold = node && target.anchor ? node.closest("details") : null;
+    if (fold) fold.open = true;           // a mistake behind "More mistakes" is shown open
     if (node) {
       courseScrollTo(node);
       if (target.anchor) { node.classList.remove("flash"); void node.offsetWidth; node.classList.add("flash"); }
