@@ -104,16 +104,16 @@ def attention_backward(q, keys, values, d_output, mask=None) -> dict[str, np.nda
     """Gradients of sum(d_output * output) for 2-D inputs: q (n, d), keys (m, d), values (m, dv),
     d_output (n, dv). Returns {"q": (n, d), "keys": (m, d), "values": (m, dv)}.
 
-    Softmax backward per row: dS = P * (dP - sum_j dP_j P_j). Masked entries have P = 0, so they
-    get no gradient; fully masked rows get none at all.
+    With A the weights: softmax backward per row, dS = A * (dA - sum_j dA_j A_j). Masked entries have
+    A = 0, so they get no gradient; fully masked rows get none at all.
     """
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
     dO = np.asarray(d_output, dtype=np.float64)
     scale = 1.0 / np.sqrt(Q.shape[1])
-    P, _ = masked_softmax(Q @ K.T * scale, mask)
-    dP = dO @ V.T
-    dS = P * (dP - np.sum(dP * P, axis=-1, keepdims=True))
-    return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": P.T @ dO}
+    A, _ = masked_softmax(Q @ K.T * scale, mask)
+    dA = dO @ V.T
+    dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
+    return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": A.T @ dO}
 
 
 def init_multihead_params(d_model: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

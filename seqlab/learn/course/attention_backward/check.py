@@ -40,10 +40,10 @@ axes = {"q": ("query row", "feature"), "keys": ("key row", "feature"), "values":
 def missing_scale(q, keys, values, d_output, mask=None):
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
     dO = np.asarray(d_output, dtype=np.float64)
-    P, _ = att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
-    dP = dO @ V.T
-    dS = P * (dP - np.sum(dP * P, axis=-1, keepdims=True))
-    return {"q": dS @ K, "keys": dS.T @ Q, "values": P.T @ dO}
+    A, _ = att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
+    dA = dO @ V.T
+    dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
+    return {"q": dS @ K, "keys": dS.T @ Q, "values": A.T @ dO}
 
 
 def scaled_twice(q, keys, values, d_output, mask=None):
@@ -56,16 +56,16 @@ def softmax_jacobian_diagonal_only(q, keys, values, d_output, mask=None):
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
     dO = np.asarray(d_output, dtype=np.float64)
     scale = 1 / np.sqrt(Q.shape[1])
-    P, _ = att.masked_softmax(Q @ K.T * scale, mask)
-    dS = P * (dO @ V.T)                                    # the -sum_j dP_j P_j term is missing
-    return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": P.T @ dO}
+    A, _ = att.masked_softmax(Q @ K.T * scale, mask)
+    dS = A * (dO @ V.T)                                    # the -sum_j dA_j A_j term is missing
+    return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": A.T @ dO}
 
 
 def values_gradient_not_transposed(q, keys, values, d_output, mask=None):
     Q, K = np.asarray(q, dtype=np.float64), np.asarray(keys, dtype=np.float64)
-    P, _ = att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
+    A, _ = att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
     grads = att.attention_backward(q, keys, values, d_output, mask)
-    return {**grads, "values": P @ np.asarray(d_output, dtype=np.float64)}     # P, not P^T
+    return {**grads, "values": A @ np.asarray(d_output, dtype=np.float64)}     # A, not A^T
 
 
 def _sqrt_d(case):
