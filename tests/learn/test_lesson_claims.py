@@ -83,3 +83,18 @@ def test_the_papers_decay_is_torchs_when_its_lambda_is_torchs_times_the_peak_rat
     paper_form = p - eta * (alpha * u + (alpha * decay) * p)
     assert torch.allclose(torch_form, paper_form, rtol=0, atol=1e-15)
     assert not math.isclose(float((p - eta * (alpha * u + decay * p))[0]), float(torch_form[0]))
+
+
+def _recipe(lang: str) -> str:
+    """The code of transformer_block's Extend question on dropout, in ``lang``'s lesson."""
+    from seqlab.learn import lessons
+    question = next(q for q in lessons.lesson("transformer_block", lang).questions if q.name == "dropout-measured")
+    return next(b.text for b in lessons.body_blocks(question.text) if b.kind == "code")
+
+
+def test_the_dropout_recipe_is_one_program_in_both_languages():
+    """Only its comments are translated; it compiles (tests/learn/test_dropout_recipe.py, marked slow, runs it)."""
+    import re
+    code = [re.sub(r"\s*#.*$", "", line) for line in _recipe("en").splitlines()]
+    assert code == [re.sub(r"\s*#.*$", "", line) for line in _recipe("zh").splitlines()]
+    compile(_recipe("en"), "dropout.py", "exec")
