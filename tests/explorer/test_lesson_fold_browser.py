@@ -27,8 +27,15 @@ def server():
         yield server
 
 
+def _section_shot(page, section, path):
+    """The whole section, not covered by the sticky header (made static for the shot, then restored)."""
+    page.evaluate("() => { document.querySelector('header.top').style.position = 'static'; }")
+    section.screenshot(path=str(path))
+    page.evaluate("() => { document.querySelector('header.top').style.position = ''; }")
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("step", ["attention", "multihead_attention"])
+@pytest.mark.parametrize("step", ["attention", "scaled_dot_product_attention"])
 def test_the_fold_hides_the_rest_and_a_link_opens_it(browser, server, tmp_path, lang, step):
     view = views.step_view(step, lang)
     shown = [m for m in view["mistakes"] if not m["folded"]]
@@ -48,7 +55,7 @@ def test_the_fold_hides_the_rest_and_a_link_opens_it(browser, server, tmp_path, 
         inside = fold.locator(".lesson-mistake")
         assert inside.evaluate_all("(ms) => ms.map((m) => m.id)") == [m["anchor"] for m in folded]
         assert not any(page.locator(f"#{m['anchor']}").is_visible() for m in folded)
-        section.screenshot(path=str(tmp_path / f"fold-{step}-{lang}-closed.png"))
+        _section_shot(page, section, tmp_path / f"fold-{step}-{lang}-closed.png")
         # a link to a folded mistake (a diagnosis's) opens the fold and scrolls to it, below the header
         target = folded[-1]["anchor"]
         page.evaluate(f"location.hash = '#step/{step}/{target}'")
@@ -59,7 +66,7 @@ def test_the_fold_hides_the_rest_and_a_link_opens_it(browser, server, tmp_path, 
         header = page.locator("header.top").bounding_box()
         assert box is not None and header["height"] <= box["y"] < 900, box
         page.screenshot(path=str(tmp_path / f"fold-{step}-{lang}-link.png"))
-        section.screenshot(path=str(tmp_path / f"fold-{step}-{lang}-open.png"))
+        _section_shot(page, section, tmp_path / f"fold-{step}-{lang}-open.png")
         # the reader closes it again with the summary
         fold.locator("summary").click()
         assert fold.get_attribute("open") is None
