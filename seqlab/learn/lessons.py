@@ -537,14 +537,27 @@ def problems(step: str) -> list[str]:
     return found
 
 
+FOLD_AFTER = 5      # at most this many mistakes before the fold
+
+
+def top_mistakes(step: str) -> tuple[str, ...] | None:
+    """The ids of the mistakes the step's lesson shows before its fold (step.toml's ``top``, the most
+    common first), or None when the step names none (then the first FOLD_AFTER in the lesson's order)."""
+    from seqlab.learn.courses import active
+    folder = active().folders.get(step)
+    top = folder.record.get("top") if folder is not None else None
+    return None if top is None else tuple(str(t) for t in top)
+
+
 def _top_problems(step: str, en: Lesson) -> list[str]:
     """step.toml's ``top`` (the mistakes shown before the lesson's fold) names at most FOLD_AFTER of the
     lesson's mistakes, catalogued or its own, each once."""
-    from seqlab.learn.views import FOLD_AFTER, mistake_records, top_mistakes
+    from seqlab.learn.catalog import exercise
     top = top_mistakes(step)
     if top is None:
         return []
-    known = [m["id"] for m in mistake_records(step)] + [b.name for b in en.blocks("mistake")]
+    ex = exercise(step)
+    known = [m.id for m in (ex.mistakes if ex is not None else ())] + [b.name for b in en.blocks("mistake")]
     found = [f"{step}/step.toml: top names {t!r}, which is not one of the lesson's mistakes ({', '.join(known)})"
              for t in top if t not in known]
     if len(top) > FOLD_AFTER or len(set(top)) != len(top):

@@ -21,6 +21,7 @@ import textwrap
 import unicodedata
 
 from seqlab.learn import lessons
+from seqlab.learn.lessons import FOLD_AFTER, top_mistakes
 from seqlab.learn.path import PART_OF, STEP_BY_ID, STEPS
 from seqlab.learn.words import say
 
@@ -98,18 +99,6 @@ def mistake_records(step: str, lang: str = "en") -> list[dict]:
 
 
 # --- the fold: a lesson shows its most common mistakes, the rest behind "More mistakes" -------------
-FOLD_AFTER = 5      # at most this many mistakes before the fold
-
-
-def top_mistakes(step: str) -> tuple[str, ...] | None:
-    """The ids of the mistakes the step's lesson shows before its fold (step.toml's ``top``, the most
-    common first), or None when the step names none (then the first FOLD_AFTER in the lesson's order)."""
-    from seqlab.learn.courses import active
-    folder = active().folders.get(step)
-    top = folder.record.get("top") if folder is not None else None
-    return None if top is None else tuple(str(t) for t in top)
-
-
 def _by_top(records: list[dict], top: tuple[str, ...] | None) -> list[dict]:
     """The catalogued mistakes with those in ``top`` first, in its order; the others as catalogued."""
     if not top:

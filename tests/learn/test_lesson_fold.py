@@ -119,5 +119,5 @@ def test_a_lesson_with_five_or_fewer_has_no_fold():
     (("missing_scale", "missing_scale"), "each once"),
 ])
 def test_a_wrong_top_is_named(monkeypatch, top, said):
-    monkeypatch.setattr(views, "top_mistakes", lambda step: top)
+    monkeypatch.setattr(lessons, "top_mistakes", lambda step: top)
     assert any(said in p for p in lessons.problems("attention")), lessons.problems("attention")
