@@ -10,10 +10,16 @@ the failed checks, the exercise's per-time-step terms) and :func:`diagnose` name
    from the structure of the difference (a constant factor, a transpose, a shift by one position,
    a gradient summed over part of the time steps, a failed sentence of the contract), and says
    where it fits, in words;
-3. the catalogued mistake whose implementation agrees with the most parts of the outputs, when it
-   agrees with more of them than the reference does (a mistake plus a slip of the student's own);
-4. otherwise no mistake: :func:`describe` says in words which outputs are right, which differ and
-   where (rows, positions, time steps), and how (a factor, a sign, a transpose, a shift, NaN).
+3. otherwise no mistake: :func:`describe` says in words which outputs are right, which differ and
+   where (rows, positions, time steps), and how (a factor, a sign, a transpose, a shift, NaN); and
+   the record names the CLOSEST catalogued mistake, the one whose implementation agrees with the most
+   parts of the outputs when it agrees with more of them than the reference does, with how many it
+   explains ("closest: ..., explains 5 of 18"). A partial match is never the headline: a mistake that
+   explains only part of the difference would send the student to the wrong paragraph.
+
+A recogniser claims a family only when its condition holds on every case it speaks of (every usable
+case where the part it reads is wrong): a condition that holds on the worked example alone, where
+several mistakes give the same numbers, names nothing.
 
 The recognisers below are building blocks for ``Mistake.recognise``: each takes the parts of the
 output it looks at and returns a function of the evidence that gives a sentence or None.
@@ -354,42 +360,52 @@ def own_values_right(ev: Evidence) -> bool:
 def matches(implementation: Callable, parts: tuple | None = None, cases: str = "all",
             text: str = "") -> Recogniser:
     """Fits when ``implementation`` (a version with the mistake) gives the student's values for the
-    output ``parts`` (paths; None: all) on every usable case where the student is wrong there. The
-    rest of the output may hold other slips. Says which parts agree."""
+    output ``parts`` (paths; None: all) on every usable case (own, or "all"), and the student is wrong
+    there on one case at least. The rest of the output may hold other slips. A part the student has
+    right where the mistake gives another value is evidence against it: a look-alike does not fit.
+    Says which wrong parts agree."""
     def recognise(ev: Evidence) -> str | None:
         theirs = ev.implementation_outputs(implementation)
         seen = []
         for i in ev.usable(cases):
-            if theirs[i] is None:
-                continue
             paths = [p for p, _ in leaves(ev.expected[i])] if parts is None else \
                 [p if isinstance(p, tuple) else (p,) for p in parts]
+            if theirs[i] is None:
+                if any(ev.wrong(i, path) for path in paths):
+                    return None           # the mistake cannot run where the student's values differ
+                continue
             for path in paths:
-                if not ev.wrong(i, path):
-                    continue
                 try:
                     mutant = pick(theirs[i], path)
                 except (KeyError, IndexError, TypeError):
                     return None
                 if not close(mutant, pick(ev.outputs[i], path), ev.rtol, ev.atol):
                     return None
-                seen.append((path, i))
+                if ev.wrong(i, path):
+                    seen.append((path, i))
         if not seen:
             return None
-        shown = sorted({leaf_name(p) for p, _ in seen})
-        return (text + ": " if text else "") + ", ".join(shown) + " as that mistake gives them"
+        shown = ", ".join(sorted({leaf_name(p) for p, _ in seen}))
+        from seqlab.learn.words import said
+        return said("feedback.as_the_mistake_gives_after", text=text, parts=shown) if text else \
+            said("feedback.as_the_mistake_gives", parts=shown)
     return recognise
 
 
-def factor_of(parts: tuple, known: Callable[[Any], dict[str, float]], text: str = "") -> Recogniser:
+def factor_of(parts: tuple, known: Callable[[Any], dict[str, float]], text: str = "",
+              every_part: bool = False) -> Recogniser:
     """Fits when each wrong part among ``parts`` is the reference times one of the case's ``known``
-    factors ({"1/T": 1 / T, ...}), the same name on every case. Says which factor, where."""
+    factors ({"1/T": 1 / T, ...}), the same name on every case. ``every_part``: each of ``parts`` is
+    wrong so on every case whose factors are not 1 (a mistake that scales them all: the loss and its
+    gradient). Says which factor, where."""
     def recognise(ev: Evidence) -> str | None:
         names, found = set(), []
         for i in ev.usable():
             for p in parts:
                 path = p if isinstance(p, tuple) else (p,)
                 if not ev.wrong(i, path):
+                    if every_part and any(not math.isclose(v, 1.0, rel_tol=1e-9) for v in known(ev.cases[i]).values()):
+                        return None
                     continue
                 e, a = ev.leaf(i, path)
                 c = factor(e, a, max(ev.rtol, 1e-6), ev.atol)
@@ -528,32 +544,11 @@ def partial_sum(terms, actual, rtol: float = 1e-6, atol: float = 1e-8) -> str | 
     return None
 
 
-def right_only_at_last_step(part, text: str = "") -> Recogniser:
-    """Fits when the wrong per-step ``part`` (T, ...) is right at the last step and wrong at every
-    earlier one: what reaches a step from the future is missing or wrong."""
-    path = part if isinstance(part, tuple) else (part,)
-
-    def recognise(ev: Evidence) -> str | None:
-        found = []
-        for i in ev.usable():
-            if not ev.wrong(i, path):
-                continue
-            e, a = ev.leaf(i, path)
-            bad = differing(e, a, 0, ev.rtol, ev.atol)
-            T = array(e).shape[0]
-            if T < 2 or bad != list(range(T - 1)):
-                return None
-            found.append(i)
-        if not found:
-            return None
-        return (text + ": " if text else "") + (f"{leaf_name(path)} is right at the last time step and wrong "
-                                                f"at every earlier one (on {ev.cases[found[0]].label})")
-    return recognise
-
-
-def raised(pattern: str, text: str = "", cases: Callable[[Any], bool] | None = None) -> Recogniser:
+def raised(pattern: str, text: str = "", cases: Callable[[Any], bool] | None = None, alone: bool = True) -> Recogniser:
     """Fits when a call raised an error whose text matches the regular expression ``pattern`` (on a
-    case for which ``cases(case)`` holds, when given); says on which cases it raised and what."""
+    case for which ``cases(case)`` holds, when given); says on which cases it raised and what.
+    ``alone``: only when the values are right on every own case where the code returned (an error on
+    a sentence's case does not explain values that differ where nothing was raised)."""
     import re
     compiled = re.compile(pattern, re.IGNORECASE)
 
@@ -561,6 +556,8 @@ def raised(pattern: str, text: str = "", cases: Callable[[Any], bool] | None = N
         hit = [i for i, error in enumerate(ev.errors) if error and compiled.search(error)
                and (cases is None or cases(ev.cases[i]))]
         if not hit:
+            return None
+        if alone and any(not ev.close(ev.expected[i], ev.outputs[i]) for i in ev.usable()):
             return None
         ran = [i for i, error in enumerate(ev.errors) if not error]
         said = f"it raised on {', '.join(ev.cases[i].label for i in hit[:3])}" + ("..." if len(hit) > 3 else "")
@@ -612,21 +609,36 @@ def right_and_wrong(ev: Evidence) -> str:
     return said("feedback.right_wrong", right=", ".join(right) or nothing, wrong=", ".join(bad) or nothing)
 
 
-def _record(ev: Evidence, mistake, exact: bool, where, explains: tuple[int, int] | None = None,
-            anchor: bool = True) -> dict:
+def _record(ev: Evidence, mistake, exact: bool, where, anchor: bool = True) -> dict:
     """The facts of a diagnosis: the mistake, where (English, and ``where_said``: its words to say in
-    the student's language, where the recogniser gave them), how many checked values it explains
-    when that is all it does. ``anchor``: the mistake is one of the lesson's (its "Common mistakes"
-    section has mistake-<id>). For a backward pass ``where`` also says which gradients are right."""
+    the student's language, where the recogniser gave them). ``anchor``: the mistake is one of the
+    lesson's (its "Common mistakes" section has mistake-<id>). For a backward pass ``where`` also says
+    which gradients are right."""
     from seqlab.learn.words import Said, said
     ex = ev.exercise
     if getattr(ex, "gradients", None) is not None and (summary := right_and_wrong(ev)):
         where = said("feedback.where_and_summary", where=where, summary=summary) if where else summary
-    title = mistake.title + (f" (it explains {explains[0]} of {explains[1]} checked values)" if explains else "")
-    return {"mistake": mistake.id, "title": title, "explanation": mistake.explanation,
+    return {"mistake": mistake.id, "title": mistake.title, "explanation": mistake.explanation,
             "exact": exact, "where": str(where), **({"where_said": where.as_json()} if isinstance(where, Said) else {}),
-            "explains": list(explains) if explains else None, "convention": mistake.convention,
+            "convention": mistake.convention,
             "read": {"step": ex.step, "anchor": f"mistake-{mistake.id}" if anchor else "", "widget": ex.widget}}
+
+
+def closest(ev: Evidence, mutants) -> dict | None:
+    """{"mistake": id, "explains": [agree, total]}: the one catalogued mistake among ``mutants`` whose
+    implementation agrees with the most parts of the student's outputs, when it agrees with more of
+    them than the reference does; None when none does, or two tie. Never a diagnosis: what it does
+    not explain is a slip the catalogue does not know, or another mistake."""
+    scored = [(*_agreement(ev, ev.implementation_outputs(m.implementation)), m) for m in mutants]
+    if not scored:
+        return None
+    reference_agree, _ = _agreement(ev, ev.expected)
+    best = max(agree for agree, _, _ in scored)
+    winners = [(agree, total, m) for agree, total, m in scored if agree == best]
+    if best <= reference_agree or len(winners) != 1:
+        return None
+    agree, total, m = winners[0]
+    return {"mistake": m.id, "explains": [agree, total]}
 
 
 def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple = ()) -> dict | None:
@@ -659,14 +671,6 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple =
         words = _said(m, ev)
         if words:
             return _record(ev, m, False, words, anchor=m in candidates)
-    scored = [(*_agreement(ev, ev.implementation_outputs(m.implementation)), m) for m in mutants]
-    if scored:
-        reference_agree, _ = _agreement(ev, ev.expected)
-        best = max(agree for agree, _, _ in scored)
-        winners = [(agree, total, m) for agree, total, m in scored if agree == best]
-        if best > reference_agree and len(winners) == 1:
-            agree, total, m = winners[0]
-            return _record(ev, m, False, said("describe.explains", a=agree, b=total), (agree, total))
     for m in (*(() if first_generic else generic), *last):
         words = _said(m, ev)
         if words:
@@ -681,7 +685,8 @@ def diagnose(ev: Evidence, generic: tuple = (), last: tuple = (), first: tuple =
     return {"mistake": None, "title": "no catalogued mistake matches", "explanation": str(explanation),
             **({"explanation_said": explanation.as_json()} if isinstance(explanation, Said) else {}),
             "exact": False, "where": str(where), **({"where_said": where.as_json()} if isinstance(where, Said) else {}),
-            "explains": None, "convention": None, "read": {"step": ex.step, "anchor": "", "widget": ex.widget}}
+            "convention": None, "closest": closest(ev, mutants),
+            "read": {"step": ex.step, "anchor": "", "widget": ex.widget}}
 
 
 def _said(mistake, ev: Evidence) -> str | None:

@@ -36,11 +36,14 @@ def mistake_record(exercise_name: str, mistake_id: str | None):
 
 def diagnosis_words(d: dict, exercise_name: str, lang: str = "en") -> tuple[str, str]:
     """(title, explanation) of the diagnosis ``d`` in ``lang``, from the facts it holds: the catalogued
-    mistake's own words, and how many checked values it explains when that is all it does."""
+    mistake's own words; when none matches, what differs, after the closest mistake and how many
+    checked values it explains (a partial match is never the title). A record written before
+    partial matches left the headline keeps its "explains" beside its title."""
     if not d.get("mistake"):
         from seqlab.learn.words import render
         said = d.get("explanation_said")
-        return _say("no_mistake", lang), render(said, lang) if isinstance(said, dict) else str(d.get("explanation", ""))
+        explanation = render(said, lang) if isinstance(said, dict) else str(d.get("explanation", ""))
+        return _say("no_mistake", lang), closest_words(d, exercise_name, lang) + explanation
     m = mistake_record(exercise_name, d["mistake"])
     if m is None:
         return str(d.get("title", "")), str(d.get("explanation", ""))
@@ -49,6 +52,19 @@ def diagnosis_words(d: dict, exercise_name: str, lang: str = "en") -> tuple[str,
     if isinstance(explains, list) and len(explains) == 2:
         title += _say("explains", lang, a=explains[0], b=explains[1])
     return title, (m.explanation_zh if lang == "zh" and m.explanation_zh else m.explanation)
+
+
+def closest_words(d: dict, exercise_name: str, lang: str = "en") -> str:
+    """"closest: TITLE, explains 5 of 18 checked values. " for a diagnosis that names no mistake but
+    holds the closest one (``d["closest"]``); "" otherwise."""
+    found = d.get("closest")
+    if not isinstance(found, dict) or not isinstance(found.get("explains"), list) or len(found["explains"]) != 2:
+        return ""
+    m = mistake_record(exercise_name, found.get("mistake"))
+    if m is None:
+        return ""
+    title = m.title_zh if lang == "zh" and m.title_zh else m.title
+    return _say("closest", lang, title=title, a=found["explains"][0], b=found["explains"][1]) + " "
 
 
 def where_words(d: dict, lang: str = "en") -> str:

@@ -144,6 +144,29 @@ def test_an_exact_mutant_a_recognised_family_and_the_read_link():
     assert halved["where"] == "output['y'] = the reference times 1/2"
 
 
+def test_a_partial_match_is_never_the_headline_only_the_closest_under_no_mistake():
+    """The transposed mutant explains the worked example and the scale's case, and a slip of the student's
+    own makes random inputs 1 differ from it too: no mistake is named, and the record keeps the closest
+    one with how many checked values it explains (the reference explains fewer)."""
+    def transposed_and_a_slip(x, w, scale=1.0):
+        out = _transposed(x, w, scale)
+        if len(x) == 3:                        # random inputs 1 only
+            out["y"][0, 0] += 1.0
+        return out
+    d = _check(_exercise(), transposed_and_a_slip).diagnosis
+    assert d["mistake"] is None and d["title"] == "no catalogued mistake matches"
+    assert d["closest"] == {"mistake": "transposed", "explains": [5, 6]}
+    assert "explains" not in d
+    # the mutant itself is still named whole, and a record without a partial match has no closest
+    assert _check(_exercise(), _transposed).diagnosis["mistake"] == "transposed"
+
+    def slip(x, w, scale=1.0):
+        out = _reference(x, w, scale)
+        out["y"][-1] += 1.0
+        return out
+    assert _check(_exercise(), slip).diagnosis["closest"] is None
+
+
 def test_when_nothing_fits_the_diagnosis_says_what_is_right_and_where_it_differs():
     def slip(x, w, scale=1.0):
         out = _reference(x, w, scale)

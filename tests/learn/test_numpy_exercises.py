@@ -180,7 +180,7 @@ def test_train_bpe_without_pre_tokenization_is_not_told_it_merged_across_a_speci
 def test_a_backward_pass_s_diagnosis_says_which_gradients_are_right_and_which_steps_differ(batch):
     no_future = batch["wrong no future term", "rnn_bptt"].diagnosis
     assert no_future["mistake"] == "no_future_gradient"
-    assert "right at the last time step and wrong at every earlier one" in no_future["where"]
+    assert "the gradient from step t+1 is missing: output['xs'] as that mistake gives them" in no_future["where"]
     assert "right: Wy, by; wrong: Wx, Wh, b, xs, h0" in no_future["where"]
     last_only = batch["wrong weights from the last step only", "rnn_bptt"].diagnosis
     assert last_only["mistake"] == "shared_weights_not_summed"
@@ -205,7 +205,9 @@ def test_a_forward_pass_s_diagnosis_names_the_structure_of_the_difference(batch)
     late = batch["wrong y from the state before", "rnn_forward"].diagnosis
     assert "shifted by one time step" in late["where"]
     heads = batch["wrong heads stacked last first", "multihead_attention"].diagnosis
-    assert "heads 0, 1 of 2 differ" in heads["where"]
+    assert heads["mistake"] == "heads_reversed"
+    assert "concat's column blocks hold the reference's heads in the order the worked example: [1, 0]; random inputs 1: " \
+        "[2, 1, 0]; random inputs 2: [3, 2, 1, 0]" in heads["where"]
     sign = batch["wrong onehot minus probs", "softmax_cross_entropy"].diagnosis
     assert sign["mistake"] == "gradient_sign" and "times -1" in sign["where"]
     gru = batch["wrong z for the new state", "gru_cell_forward"].diagnosis

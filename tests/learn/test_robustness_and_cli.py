@@ -321,8 +321,9 @@ def test_yours_beside_the_reference_for_the_explorer(tmp_path):
     assert yours_and_reference(tmp_path / "empty", "attention", [])["implemented"] is False
 
 
-def test_a_catalogued_mistake_plus_a_slip_of_its_own_is_still_diagnosed(tmp_path):
-    # softmax over the queries' axis, and no care for masked rows: not the mutant exactly
+def test_a_catalogued_mistake_plus_a_slip_of_its_own_is_not_the_headline_but_the_closest(tmp_path):
+    # softmax over the queries' axis, and no care for masked rows: not the mutant exactly, so not named; the
+    # closest mistake is said under "no catalogued mistake matches", in both languages
     path = _student(tmp_path, "attention", """
         import numpy as np
         def attention(q, keys, values, mask=None):
@@ -340,8 +341,17 @@ def test_a_catalogued_mistake_plus_a_slip_of_its_own_is_still_diagnosed(tmp_path
             return {"scores": s, "weights": w, "output": out, "fully_masked_rows": []}
         """)
     report = check(exercise("attention"), path)
-    assert report.diagnosis["mistake"] == "softmax_over_queries" and not report.diagnosis["exact"]
-    assert "explains" in report.diagnosis["title"]
+    d = report.diagnosis
+    assert d["mistake"] is None and d["closest"]["mistake"] == "softmax_over_queries", d
+    agree, total = d["closest"]["explains"]
+    assert 0 < agree < total
+    from seqlab.learn.feedback import report_lines
+    title = exercise("attention").mistakes[0].title
+    assert exercise("attention").mistakes[0].id == "softmax_over_queries"
+    en, zh = "\n".join(report_lines(report)), "\n".join(report_lines(report, "zh"))
+    assert "diagnosis: no catalogued mistake matches" in en
+    assert f"closest: {title}, explains {agree} of {total} checked values" in " ".join(en.split())
+    assert "没有相符的常见错误" in zh and f"解释了{total}个检查值中的{agree}个" in "".join(zh.split())
 
 
 def test_a_student_file_may_import_the_student_s_other_files(tmp_path):

@@ -8,6 +8,9 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
 from seqlab.learn.kit import float32, not_float64, rng, square_only
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -92,7 +95,7 @@ def _variant(q, keys, values, mask, *, axis=-1, scale="sqrt", mask_after=False, 
     d = Q.shape[1]
     scores = Q @ K.T * {"sqrt": 1 / np.sqrt(d), "none": 1.0, "d": 1 / d}[scale]
     visible = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), scores.shape)
-    if invert and mask is not None:
+    if invert == "always" or invert and mask is not None:
         visible = ~visible
     s = scores if mask_after else np.where(visible, scores, -np.inf)
     m = s.max(axis=axis, keepdims=True)
@@ -133,6 +136,11 @@ def mask_inverted(q, keys, values, mask=None):
     return _variant(q, keys, values, mask, invert=True)
 
 
+def mask_inverted_without_a_mask_too(q, keys, values, mask=None):
+    """True read as masked, and the all-True default (no mask) inverted with it: every key hidden."""
+    return _variant(q, keys, values, mask, invert="always")
+
+
 def mask_ignored(q, keys, values, mask=None):
     return _variant(q, keys, values, None)
 
@@ -159,6 +167,8 @@ def _one_query_kept_2d(ev):
 
 def _fully_masked_rows(ev, how):
     """Recognises what the student's weights are on the rows with every key masked: "NaN" or "uniform"."""
+    if not D.own_values_right(ev):
+        return None
     seen = []
     for i, case in enumerate(ev.cases):
         mask = case.kwargs.get("mask")
@@ -188,6 +198,8 @@ RECOGNISERS = {
                                  "the scores are not scaled"),
     "divided_by_d": D.factor_of(("scores",), lambda c: {"1/sqrt(d_k)": 1 / np.sqrt(np.shape(c.args[0])[-1])},
                                 "divided by d_k"),
+    "mask_inverted": D.matches(mask_inverted_without_a_mask_too, None, "all", say("inverted_everywhere")),
+    "mask_ignored": D.matches(mask_ignored, ("scores", "weights", "output"), "all", say("mask_ignored")),
     "square_only": square_only("sizes"),
     "nan_for_fully_masked_rows": lambda ev: _fully_masked_rows(ev, "NaN"),
     "finite_mask_fill": lambda ev: _fully_masked_rows(ev, "uniform"),

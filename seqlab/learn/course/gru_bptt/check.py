@@ -10,6 +10,9 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
 from seqlab.learn import kit
 from seqlab.learn.kit import gru_params, not_float64, seeded_cases, square_only, states_none
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), state=True, float32=False) -> list[Case]:
@@ -63,10 +66,26 @@ def reset_path_missing(params, xs, dhs, h0=None, convention="paper"):
     return g
 
 
+def direct_path_missing(params, xs, dhs, h0=None, convention="paper"):
+    xs, h0 = gru._initial_state(params, xs, h0)
+    caches = gru.gru_forward(params, xs, h0)["caches"]
+    g = {k: np.zeros_like(params[k]) for k in gru.GRU_PARAMS}
+    g["xs"] = np.zeros_like(xs)
+    dh_next = np.zeros_like(h0)
+    for t in reversed(range(len(xs))):
+        dh = dhs[t] + dh_next
+        g["xs"][t], dh_prev = gru.gru_cell_backward(params, caches[t], dh, g)
+        dh_next = dh_prev - dh * caches[t]["z"]                  # the direct path z * h_prev dropped
+    g["h0"] = dh_next
+    return g
+
+
 MUTANTS = {"update_gate_other_convention": update_gate_other_convention, "no_future_gradient": no_future_gradient,
-           "reset_path_missing": reset_path_missing}
+           "reset_path_missing": reset_path_missing, "direct_path_missing": direct_path_missing}
 RECOGNISERS = {
-    "no_future_gradient": D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
-                                   D.matches(no_future_gradient, ("xs",), "own")),
+    # each family by the input gradient its mutant gives on every case (the others may hold other slips)
+    "no_future_gradient": D.matches(no_future_gradient, ("xs",), "own", say("no_future")),
+    "reset_path_missing": D.matches(reset_path_missing, ("xs",), "own", say("no_reset_path")),
+    "direct_path_missing": D.matches(direct_path_missing, ("xs",), "own", say("no_direct_path")),
     "weights_not_summed": kit.weights_not_summed(), "square_only": square_only(), "h0_none_not_handled": states_none(),
     "not_float64": not_float64()}

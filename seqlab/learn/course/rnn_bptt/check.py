@@ -9,6 +9,9 @@ from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
 from seqlab.learn.kit import copy_arrays, not_float64, rnn_sequence_cases, same, square_only
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -53,7 +56,8 @@ def step_terms(case):
 
 
 # --- mistakes -----------------------------------------------------------------------------------------
-def _variant(params, xs, h0, dys, dh_last, *, future=True, summed=True, tanh_of="h"):
+def _variant(params, xs, h0, dys, dh_last, *, future=True, summed=True, tanh_of="h", back_through="Wh.T",
+             future_through_tanh=True):
     xs = np.asarray(xs, dtype=np.float64)
     h0 = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
     dys = np.asarray(dys, dtype=np.float64)
@@ -64,12 +68,16 @@ def _variant(params, xs, h0, dys, dh_last, *, future=True, summed=True, tanh_of=
     dh_future = np.zeros(Wh.shape[0]) if dh_last is None else np.asarray(dh_last, dtype=np.float64)
     for t in reversed(range(len(xs))):
         h_prev = hs[t - 1] if t > 0 else h0
-        dh = dys[t] @ params["Wy"] + (dh_future if future or t == len(xs) - 1 else 0.0)
-        dpre = dh * (1 - (hs[t] if tanh_of == "h" else h_prev) ** 2)
+        future_term = dh_future if future or t == len(xs) - 1 else 0.0
+        tanh_prime = 1 - (hs[t] if tanh_of == "h" else h_prev) ** 2
+        if future_through_tanh:
+            dpre = (dys[t] @ params["Wy"] + future_term) * tanh_prime
+        else:
+            dpre = (dys[t] @ params["Wy"]) * tanh_prime + future_term
         for name, value in (("Wx", np.outer(dpre, xs[t])), ("Wh", np.outer(dpre, h_prev)), ("b", dpre)):
             g[name] = g[name] + value if summed else value
         g["xs"][t] = Wx.T @ dpre
-        dh_future = Wh.T @ dpre
+        dh_future = (Wh.T if back_through == "Wh.T" else Wh) @ dpre
     g["h0"] = dh_future
     g["Wy"] = dys.T @ hs if summed else np.outer(dys[0], hs[0])
     g["by"] = dys.sum(axis=0) if summed else dys[0].copy()
@@ -88,6 +96,14 @@ def tanh_derivative_of_previous_state(params, xs, h0, dys, dh_last=None):
     return _variant(params, xs, h0, dys, dh_last, tanh_of="h_prev")
 
 
+def future_not_transposed(params, xs, h0, dys, dh_last=None):
+    return _variant(params, xs, h0, dys, dh_last, back_through="Wh")
+
+
+def future_term_without_tanh_derivative(params, xs, h0, dys, dh_last=None):
+    return _variant(params, xs, h0, dys, dh_last, future_through_tanh=False)
+
+
 def dh_last_ignored(params, xs, h0, dys, dh_last=None):
     return _rnn.rnn_bptt(params, xs, h0, dys, None)
 
@@ -99,11 +115,16 @@ def Wy_gradient_transposed(params, xs, h0, dys, dh_last=None):
 
 MUTANTS = {"no_future_gradient": no_future_gradient, "shared_weights_not_summed": shared_weights_not_summed,
            "tanh_derivative_of_previous_state": tanh_derivative_of_previous_state,
+           "future_not_transposed": future_not_transposed,
+           "future_term_without_tanh_derivative": future_term_without_tanh_derivative,
            "dh_last_ignored": dh_last_ignored, "Wy_gradient_transposed": Wy_gradient_transposed}
 RECOGNISERS = {
-    "no_future_gradient": D.any_of(D.right_only_at_last_step("xs", "the gradient from step t+1 is missing"),
-                                   D.matches(no_future_gradient, ("xs",), "own",
-                                             "the gradient from step t+1 is missing")),
+    # each family by the input gradient its mutant gives on every case: on the worked example (a delay line)
+    # the three give the same numbers, the random cases tell them apart
+    "no_future_gradient": D.matches(no_future_gradient, ("xs",), "own", say("no_future")),
+    "future_not_transposed": D.matches(future_not_transposed, ("xs",), "own", say("not_transposed")),
+    "future_term_without_tanh_derivative": D.matches(future_term_without_tanh_derivative, ("xs",), "own",
+                                                     say("future_skips_tanh")),
     "shared_weights_not_summed": D.summed_over_time(("Wx", "Wh", "b", "Wy", "by"), "not summed over time"),
     "dh_last_ignored": D.failed_check("dh_last"),
     "Wy_gradient_transposed": D.transposed("Wy"),

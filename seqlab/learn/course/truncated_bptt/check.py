@@ -8,6 +8,9 @@ from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_values
 from seqlab.learn.kit import rnn_params, seeded_cases, states_none
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -78,6 +81,8 @@ MUTANTS = {"divided_by_T_twice": divided_by_T_twice, "gradient_crosses_chunks": 
 RECOGNISERS = {
     "divided_by_T_twice": D.factor_of((0, (1, "Wx"), (1, "Wh"), (1, "b"), (1, "Wy"), (1, "by"), (1, "xs"), (1, "h0")),
                                       lambda c: {"1/T": 1 / len(c.args[1])}, "loss and gradients"),
+    "gradient_crosses_chunks": D.matches(gradient_crosses_chunks, tuple((1, k) for k in ("Wx", "Wh", "b", "xs", "h0")),
+                                         "all", say("full_backward")),
     "state_reset_each_chunk": D.matches(state_reset_each_chunk, (2,), "own", "each chunk starts from h0"),
     "h0_gradient_from_every_chunk": D.matches(h0_gradient_from_every_chunk, ((1, "h0"),), "own"),
     "carry_state_ignored": D.failed_check("carry_state=False"),
