@@ -123,7 +123,9 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 def softmax_cross_entropy(logits, targets, normalizer: int | None = None):
     """Cross-entropy summed over rows then divided by `normalizer` (default: number of rows).
 
-    logits (T, O), targets (T,) ints -> (loss, dlogits (T, O), probs (T, O)).
+    logits (T, O), targets (T,) ints -> (loss, dlogits (T, O), probs (T, O)). The loss is finite for any
+    finite logits: each target's log-probability is z - max - log(sum exp(z - max)), never the log of
+    a probability that underflowed to 0.
     """
     logits = np.asarray(logits, dtype=np.float64)
     targets = np.asarray(targets)
@@ -132,7 +134,9 @@ def softmax_cross_entropy(logits, targets, normalizer: int | None = None):
     n = logits.shape[0] if normalizer is None else normalizer
     probs = softmax(logits)
     rows = np.arange(len(targets))
-    loss = -np.sum(np.log(probs[rows, targets])) / n
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted[rows, targets] - np.log(np.exp(shifted).sum(axis=-1))
+    loss = -np.sum(log_probs) / n
     dlogits = probs.copy()
     dlogits[rows, targets] -= 1.0
     return float(loss), dlogits / n, probs

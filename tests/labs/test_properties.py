@@ -1,5 +1,7 @@
 """Property tests over random inputs (hypothesis): masks, softmax, clipping, shapes errors."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -47,6 +49,17 @@ def test_rnn_shape_errors_name_the_shape():
         rnn.rnn_forward(params, np.zeros((5, 3)), np.zeros(3))
     with pytest.raises(ValueError, match="targets shape"):
         rnn.softmax_cross_entropy(np.zeros((3, 2)), np.zeros(2, dtype=int))
+
+
+def test_the_cross_entropy_of_a_target_whose_probability_underflows_is_finite():
+    """The contract of softmax_cross_entropy promises finite results: a target 900 below its row's maximum has
+    probability exp(-900), 0 in float64, and its loss is still 900 (plus exp(-897), far below a float's step)."""
+    logits = np.array([[0.0, 900.0, 3.0], [2.0, 1.0, 0.0]])
+    loss, dlogits, probs = rnn.softmax_cross_entropy(logits, np.array([0, 1]))
+    second = math.log(math.exp(2.0) + math.exp(1.0) + 1.0) - 1.0
+    assert loss == pytest.approx((900.0 + second) / 2, rel=1e-15)
+    assert probs[0, 0] == 0.0 and np.isfinite(dlogits).all()
+    np.testing.assert_allclose(dlogits[0], [-0.5, 0.5, 0.0], atol=1e-300)
 
 
 def test_lstm_and_gru_shape_errors_name_the_state():

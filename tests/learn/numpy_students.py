@@ -105,7 +105,7 @@ LOOPS = {
                 total = sum(exps)
                 for c in range(len(row)):
                     probs[r, c] = exps[c] / total
-                loss -= math.log(probs[r, targets[r]])
+                loss -= float(row[targets[r]] - top) - math.log(total)
             d = probs.copy()
             for r in range(len(targets)):
                 d[r, targets[r]] -= 1.0
@@ -766,9 +766,10 @@ _CE = """
         n = T if normalizer is None else normalizer
         shifted = logits - logits.max(axis=1, keepdims=True)
         probs = np.exp(shifted)
+        log_total = np.log(probs.sum(axis=1))
         probs /= probs.sum(axis=1, keepdims=True)
         rows = np.arange(T)
-        loss = -np.log(probs[rows, targets]).sum() / n
+        loss = -(shifted[rows, targets] - log_total).sum() / n
         dlogits = probs.copy()
         dlogits[rows, targets] -= 1
         return float(loss), dlogits / n, probs

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit_torch import (dtype, f32, gen, leading_dims, non_finite_on, plain_softmax, randn,
                                     same_dtype_and_values, tensor)
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -22,6 +27,11 @@ def _targets(*shape, vocab, seed):
     return torch.randint(0, vocab, shape, generator=gen(seed))
 
 
+def _targets_of(values):
+    import torch
+    return torch.tensor(values)
+
+
 def _int32(t):
     import torch
     return t.to(torch.int32)
@@ -35,6 +45,10 @@ CHECKS = {
     "large logits": Check(lambda: [
         Case("logits near 1000", (randn(4, 6, seed=106, scale=5) + 1000, _targets(4, vocab=6, seed=107))),
         Case("logits near -1000", (randn(2, 3, 5, seed=108, scale=5) - 1000, _targets(2, 3, vocab=5, seed=109)))]),
+    "target far below the maximum": Check(lambda: [
+        Case("a target 900 below its row's maximum", (tensor([[0.0, 900.0, 3.0], [2.0, 1.0, 0.0]]), _targets_of([0, 1]))),
+        Case("float32: a target 200 below its row's maximum", (*f32(tensor([[[200.0, 0.0, 1.0], [0.5, 0.0, 2.0]]])),
+                                                               _targets_of([[1, 2]])))]),
     "dtype": Check(lambda: [Case("float32 logits", (*f32(randn(2, 3, 6, seed=110, scale=2)),
                                                      _targets(2, 3, vocab=6, seed=111)))],
                    same_dtype_and_values),
@@ -78,16 +92,40 @@ def probabilities_not_log(logits, targets):
     return -probs.gather(-1, targets.reshape(-1, 1).long()).mean()
 
 
+def log_of_softmax(logits, targets):
+    probs = plain_softmax(logits.reshape(-1, logits.shape[-1]))
+    return -probs.log().gather(-1, targets.reshape(-1, 1).long()).mean()
+
+
+def _rounded_to_zero(ev):
+    """The check of a target far below its row's maximum failed with an infinite loss, the large logits'
+    check passed and the values are right on the exercise's own cases: the log of a probability that
+    rounded to 0 (the maximum was subtracted)."""
+    if "target far below the maximum" not in ev.failed or "large logits" in ev.failed or not D.own_values_right(ev):
+        return None
+    for i, case in enumerate(ev.cases):
+        if case.spec == "target far below the maximum" and ev.raw[i] is not None:
+            try:
+                loss = float(ev.raw[i])
+            except (TypeError, ValueError):
+                return None
+            if math.isinf(loss):
+                return say("rounded_to_zero", case=case.label, loss=str(loss))
+    return None
+
+
 def averaged_over_the_vocabulary_too(logits, targets):
     return _nll(logits, targets).mean() / logits.shape[-1]
 
 
 MUTANTS = {"summed_not_averaged": summed_not_averaged, "log_softmax_over_wrong_axis": log_softmax_over_wrong_axis,
            "max_not_subtracted": max_not_subtracted, "probabilities_not_log": probabilities_not_log,
+           "log_of_softmax": log_of_softmax,
            "averaged_over_the_vocabulary_too": averaged_over_the_vocabulary_too}
 RECOGNISERS = {
     "summed_not_averaged": D.factor_of(((),), lambda case: {"N, the number of positions": _positions_and_vocab(case)[0]}),
     "max_not_subtracted": non_finite_on("large logits", "the maximum is not subtracted in log-sum-exp"),
+    "log_of_softmax": _rounded_to_zero,
     "averaged_over_the_vocabulary_too": D.factor_of(((),), lambda case: {"1/vocab": 1 / _positions_and_vocab(case)[1]}),
     "shapes_and_types": D.failed_check("shapes and types", alone=False),
     "int32_targets": D.failed_check("int32 targets", raises=True), "leading_dims": leading_dims(), "dtype": dtype()}

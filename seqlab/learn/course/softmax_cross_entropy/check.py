@@ -9,6 +9,9 @@ from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
 from seqlab.learn.kit import float32, not_float64, rng
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -34,8 +37,14 @@ def _large_cases() -> list[Case]:
                                                 np.array([1, 2])))]
 
 
+def _far_below_cases() -> list[Case]:
+    """A target 900 below its row's maximum: its probability exp(-900) rounds to 0 in float64."""
+    return [Case("a target 900 below its row's maximum", (np.array([[0.0, 900.0, 3.0], [2.0, 1.0, 0.0]]), np.array([0, 1])))]
+
+
 CHECKS = {"probabilities": Check(verify=same_values(2)), "loss": Check(verify=same_values(0)),
           "normalizer": Check(_normalizer_cases), "large logits": Check(_large_cases),
+          "target far below the maximum": Check(_far_below_cases),
           "float64": Check(lambda: [Case("float32 logits", float32(cases()[1].args, 0))], same_dtypes())}
 
 
@@ -73,19 +82,40 @@ def not_averaged(logits, targets, normalizer=None):
     return _rnn.softmax_cross_entropy(logits, targets, 1)
 
 
+def gradient_not_divided(logits, targets, normalizer=None):
+    loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
+    return loss, dlogits * _normalizer(Case("", (logits,), {"normalizer": normalizer})), probs
+
+
+def _rounded_to_zero(ev):
+    """The check of a target far below its row's maximum failed with an infinite loss, and the values are
+    right on the exercise's own cases: the log of a probability that rounded to 0."""
+    if "target far below the maximum" not in ev.failed or not D.own_values_right(ev):
+        return None
+    for i, case in enumerate(ev.cases):
+        if case.spec == "target far below the maximum" and ev.raw[i] is not None:
+            loss = ev.raw[i][0]
+            if np.ndim(loss) == 0 and np.isinf(float(loss)):
+                return say("rounded_to_zero", case=case.label, loss=str(float(loss)))
+    return None
+
+
 def gradient_sign(logits, targets, normalizer=None):
     loss, dlogits, probs = _rnn.softmax_cross_entropy(logits, targets, normalizer)
     return loss, -dlogits, probs
 
 
 MUTANTS = {"divided_twice": divided_twice, "wrong_softmax_axis": wrong_softmax_axis, "not_averaged": not_averaged,
-           "gradient_sign": gradient_sign}
+           "gradient_not_divided": gradient_not_divided, "gradient_sign": gradient_sign}
 RECOGNISERS = {
     "divided_twice": D.factor_of((1,), lambda c: {"1/normalizer": 1 / _normalizer(c)}, "dlogits divided twice"),
     "wrong_softmax_axis": D.normalised_along(2, 0, "column (over the rows)", "probs normalised over the wrong axis"),
-    "not_averaged": D.factor_of((0, 1), lambda c: {"normalizer": _normalizer(c)}, "loss and dlogits summed"),
+    "not_averaged": D.factor_of((0, 1), lambda c: {"normalizer": _normalizer(c)}, "loss and dlogits summed",
+                                every_part=True),
+    "gradient_not_divided": D.factor_of((1,), lambda c: {"normalizer": _normalizer(c)}, say("gradient_only")),
     "gradient_sign": D.factor_of((1,), lambda c: {"-1": -1.0}, "dlogits"),
     "normalizer_ignored": D.failed_check("normalizer"),
     "max_not_subtracted": D.failed_check("large logits", raises=True),
+    "log_of_rounded_probability": _rounded_to_zero,
     "not_float64": not_float64()}
 axes = {1: ("row", "class"), 2: ("row", "class")}
