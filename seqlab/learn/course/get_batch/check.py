@@ -7,6 +7,9 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit_torch import same_dtype_and_values
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -80,6 +83,32 @@ def _windows_at_other_starts(ev) -> str | None:
             "starts: draw them with generator.integers(0, len(dataset) - context_length, size=batch_size), once")
 
 
+def _targets_shifted_by(ev) -> str | None:
+    """The inputs are right on every own case, and on each one every row's targets are the dataset's tokens
+    k positions after that row's inputs, for one k other than 0 and 1 (those have their own mistakes)."""
+    shifts, seen = set(), []
+    for i in ev.usable():
+        if not ev.wrong(i, ()):
+            continue
+        if ev.wrong(i, (0,)):
+            return None
+        inputs, targets = (np.asarray(t) for t in ev.outputs[i])
+        data = np.asarray(ev.cases[i].args[0]).astype(np.int64)
+        length = inputs.shape[1]
+        windows = np.lib.stride_tricks.sliding_window_view(data, length)
+        for row, target in zip(inputs, targets):
+            starts = np.flatnonzero((windows == row).all(1))
+            found = {int(t - s) for s in starts for t in np.flatnonzero((windows == target).all(1))}
+            shifts = found if not seen and not shifts else shifts & found
+            if not shifts:
+                return None
+        seen.append(ev.cases[i].label)
+    shifts -= {0, 1}
+    if len(shifts) != 1 or not seen:
+        return None
+    return say("shifted_by", k=shifts.pop(), cases=", ".join(seen))
+
+
 def _not_tensors(ev) -> str | None:
     message = ev.failed.get("shapes and types", "")
     return message if "torch.Tensor" in message else None
@@ -87,6 +116,7 @@ def _not_tensors(ev) -> str | None:
 
 MUTANTS = {"targets_not_shifted": targets_not_shifted, "one_start_too_many": one_start_too_many,
            "inputs_and_targets_swapped": inputs_and_targets_swapped, "one_window_for_every_row": one_window_for_every_row}
-RECOGNISERS = {"starts_drawn_otherwise": _windows_at_other_starts, "not_tensors": _not_tensors,
+RECOGNISERS = {"targets_shifted_too_far": _targets_shifted_by,
+               "starts_drawn_otherwise": _windows_at_other_starts, "not_tensors": _not_tensors,
                "int64": D.failed_check("int64", raises=True),
                "shortest_dataset": D.failed_check("shortest dataset", raises=True)}
