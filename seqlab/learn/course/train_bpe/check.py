@@ -69,8 +69,11 @@ CHECKS = {
         _file("specials", "hi<|endoftext|>" * 40 + "hello hill"), 256 + 2 + 6, ["<|endoftext|>", "<pad>"]))]),
     "pre-tokenized": Check(lambda: [Case("the same two words many times", (
         _file("words", "ab ab ab ab ab ab cd cd"), 256 + 1 + 5, ["<|endoftext|>"]))]),
-    "ties": Check(lambda: [Case("equally frequent pairs", (
-        _file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, []))]),
+    "ties": Check(lambda: [Case("equally frequent pairs", (_file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, [])),
+                           # after (a, a): (aa, a), (a, z) and (' ', aa) tie; the pair (aa, a) is the greatest,
+                           # the joined bytes b"az" are
+                           Case("a tie that the pairs and the joined bytes break apart", (
+                               _file("joined ties", "az aaa"), 256 + 0 + 3, []))]),
     "vocab size": Check(verify=_size),
     "no special tokens": Check(lambda: [Case("no special tokens", (
         _file("plain", "the cat sat on the mat; the hat sat on the cat"), 256 + 8, []))]),
@@ -128,6 +131,16 @@ def _merged(word: tuple, pair: tuple) -> tuple:
 
 def ties_to_smaller(input_path, vocab_size, special_tokens):
     """The merge loop with the other tie rule (seqlab's trainer has the course's rule built in)."""
+    return _merge_loop(input_path, vocab_size, special_tokens, lambda tied: min(tied))
+
+
+def ties_by_joined_bytes(input_path, vocab_size, special_tokens):
+    """Ties broken by the greater joined bytes left + right instead of the pair (left, right)."""
+    return _merge_loop(input_path, vocab_size, special_tokens, lambda tied: max(tied, key=lambda p: (p[0] + p[1], p)))
+
+
+def _merge_loop(input_path, vocab_size, special_tokens, choose):
+    """The merge loop; ``choose(tied)`` picks among the most frequent pairs."""
     words = {tuple(bytes([b]) for b in w.encode("utf-8")): c for w, c in _pretoken_counts(input_path, special_tokens).items()}
     vocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
     vocab.update({len(special_tokens) + b: bytes([b]) for b in range(256)})
@@ -140,7 +153,7 @@ def ties_to_smaller(input_path, vocab_size, special_tokens):
         if not pairs:
             break
         top = max(pairs.values())
-        best = min(p for p, c in pairs.items() if c == top)      # the SMALLER pair of the tied ones
+        best = choose([p for p, c in pairs.items() if c == top])
         merges.append(best)
         vocab[len(vocab)] = best[0] + best[1]
         words = {_merged(word, best): count for word, count in words.items()}
@@ -223,6 +236,7 @@ def _specials_not_first(ev):
 
 MUTANTS = {"merges_across_special_tokens": merges_across_special_tokens, "no_pretokenization": no_pretokenization,
            "special_tokens_after_bytes": special_tokens_after_bytes, "ties_to_smaller": ties_to_smaller,
+           "ties_by_joined_bytes": ties_by_joined_bytes,
            "counts_not_weighted": counts_not_weighted}
 RECOGNISERS = {"merges_across_special_tokens": _merged_inside_special_tokens, "no_pretokenization": _spans_pretokens,
                "special_tokens_after_bytes": _specials_not_first, "vocab_size_miscounted": _vocab_size_off,
