@@ -201,6 +201,29 @@ def gate_terms(module: str, forward_name: str, backward_name: str, states: tuple
     return terms
 
 
+def left_at_zero(parts: tuple | None = None) -> D.Recogniser:
+    """"a gradient left at zero": on every own case, each output among ``parts`` (paths; None: every leaf)
+    that differs from the reference's is all zeros where the reference's is not, and one does at least.
+    Says which, so the rest of the output is right wherever it is not zero."""
+    from seqlab.learn.words import said
+
+    def recognise(ev):
+        zeros = set()
+        for i in ev.usable():
+            paths = [p for p, _ in D.leaves(ev.expected[i])] if parts is None else \
+                [p if isinstance(p, tuple) else (p,) for p in parts]
+            wrong = [p for p in paths if ev.wrong(i, p)]
+            if any(not ev.wrong(i, p) for p, _ in D.leaves(ev.expected[i]) if p not in paths):
+                return None                         # another output differs: not this family alone
+            for path in wrong:
+                expected, actual = (D.array(x) for x in ev.leaf(i, path))
+                if expected.shape != actual.shape or np.any(actual != 0) or not np.any(expected != 0):
+                    return None
+                zeros.add(D.leaf_name(path))
+        return said("mistakes.gradient_left_at_zero.where", names=", ".join(sorted(zeros))) if zeros else None
+    return recognise
+
+
 def weights_not_summed(parts: tuple[str, ...] = ("Wx", "Wh", "bx", "bh")) -> D.Recogniser:
     """"shared-weight gradients not summed over time": the gradients of ``parts`` are one step's term
     (or a few steps') instead of the sum over t."""

@@ -218,7 +218,7 @@ def _rope(t, theta, *, half_split=False):
 
 
 def block(x, weights, num_heads, theta, eps, prefix="", *, post_norm=False, attention_residual=True,
-          ffn_residual=True, shift=0, rope=True, half_split=False, scale_width=True, norms_swapped=False):
+          ffn_residual=True, shift=0, rope=True, half_split=False, scale_width=True, norms_swapped=False, relu=False):
     """The Transformer block written plainly, with the slips its mutants (and the LM's) make as options."""
     import torch
     w = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
@@ -243,7 +243,8 @@ def block(x, weights, num_heads, theta, eps, prefix="", *, post_norm=False, atte
 
     def ffn(h):
         a = h @ w["ffn.w1.weight"].T
-        return ((a * torch.sigmoid(a)) * (h @ w["ffn.w3.weight"].T)) @ w["ffn.w2.weight"].T
+        gate = a.clamp_min(0) if relu else a * torch.sigmoid(a)
+        return (gate * (h @ w["ffn.w3.weight"].T)) @ w["ffn.w2.weight"].T
 
     if post_norm:                                          # norm(x + sublayer(x)), the 2017 Transformer's order
         z = norm(x + attend(x), ln1)

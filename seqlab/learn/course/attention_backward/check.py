@@ -8,7 +8,7 @@ import numpy as np
 from seqlab.labs import attention as att
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
-from seqlab.learn.kit import copy_arrays, float32, not_float64, same, seeded_cases, square_only
+from seqlab.learn.kit import copy_arrays, float32, left_at_zero, not_float64, same, seeded_cases, square_only
 
 
 def cases(settings=((0, 3, 3, 2, 2, None), (1, 3, 4, 4, 3, None), (2, 4, 2, 3, 5, None)),
@@ -77,6 +77,7 @@ MUTANTS = {"missing_scale": missing_scale, "scaled_twice": scaled_twice,
            "values_gradient_not_transposed": values_gradient_not_transposed}
 RECOGNISERS = {"missing_scale": D.factor_of(("q", "keys"), lambda c: {"sqrt(d)": _sqrt_d(c)}, "q and keys"),
                "scaled_twice": D.factor_of(("q", "keys"), lambda c: {"1/sqrt(d)": 1 / _sqrt_d(c)}, "q and keys"),
+               "gradient_left_at_zero": left_at_zero(),
                "square_only": square_only("sizes"), "mask_ignored": D.failed_check("mask"),
                "nan_for_fully_masked_rows": D.failed_check("fully masked rows", raises=True),
                "not_float64": not_float64()}

@@ -80,12 +80,17 @@ def direct_path_missing(params, xs, dhs, h0=None, convention="paper"):
     return g
 
 
+def h0_ignored(params, xs, dhs, h0=None, convention="paper"):
+    return gru.gru_bptt(params, xs, dhs, None)
+
+
 MUTANTS = {"update_gate_other_convention": update_gate_other_convention, "no_future_gradient": no_future_gradient,
-           "reset_path_missing": reset_path_missing, "direct_path_missing": direct_path_missing}
+           "reset_path_missing": reset_path_missing, "direct_path_missing": direct_path_missing, "h0_ignored": h0_ignored}
 RECOGNISERS = {
     # each family by the input gradient its mutant gives on every case (the others may hold other slips)
     "no_future_gradient": D.matches(no_future_gradient, ("xs",), "own", say("no_future")),
     "reset_path_missing": D.matches(reset_path_missing, ("xs",), "own", say("no_reset_path")),
     "direct_path_missing": D.matches(direct_path_missing, ("xs",), "own", say("no_direct_path")),
-    "weights_not_summed": kit.weights_not_summed(), "square_only": square_only(), "h0_none_not_handled": states_none(),
+    "weights_not_summed": kit.weights_not_summed(), "gradient_left_at_zero": kit.left_at_zero(),
+    "square_only": square_only(), "h0_none_not_handled": states_none(),
     "not_float64": not_float64()}

@@ -71,13 +71,17 @@ def tanh_derivative_of_cell_missing(params, xs, dhs, h0=None, c0=None, dcs=None)
     return _variant(params, xs, dhs, h0, c0, dcs, tanh_prime=False)
 
 
+def h0_ignored(params, xs, dhs, h0=None, c0=None, dcs=None):
+    return _variant(params, xs, dhs, None, c0, dcs)
+
+
 MUTANTS = {"no_cell_gradient_from_future": no_cell_gradient_from_future, "no_future_gradient": no_future_gradient,
-           "tanh_derivative_of_cell_missing": tanh_derivative_of_cell_missing}
+           "tanh_derivative_of_cell_missing": tanh_derivative_of_cell_missing, "h0_ignored": h0_ignored}
 RECOGNISERS = {
     "no_cell_gradient_from_future": D.matches(no_cell_gradient_from_future, ("xs",), "own",
                                               "the cell state's gradient from step t+1 is missing"),
     "no_future_gradient": D.matches(no_future_gradient, ("xs",), "own",
                                     "the hidden state's gradient from step t+1 is missing"),
-    "weights_not_summed": kit.weights_not_summed(), "square_only": square_only(),
-    "dcs_ignored": D.failed_check("dcs"), "states_none_not_handled": states_none("h0 and c0 None"),
+    "weights_not_summed": kit.weights_not_summed(), "gradient_left_at_zero": kit.left_at_zero(),
+    "square_only": square_only(), "dcs_ignored": D.failed_check("dcs"), "states_none_not_handled": states_none("h0 and c0 None"),
     "not_float64": not_float64()}

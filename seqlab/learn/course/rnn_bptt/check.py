@@ -8,7 +8,7 @@ import numpy as np
 from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
-from seqlab.learn.kit import copy_arrays, not_float64, rnn_sequence_cases, same, square_only
+from seqlab.learn.kit import copy_arrays, left_at_zero, not_float64, rnn_sequence_cases, same, square_only
 from seqlab.learn.words import speaker
 
 say = speaker(__file__)
@@ -104,6 +104,10 @@ def future_term_without_tanh_derivative(params, xs, h0, dys, dh_last=None):
     return _variant(params, xs, h0, dys, dh_last, future_through_tanh=False)
 
 
+def h0_ignored(params, xs, h0, dys, dh_last=None):
+    return _variant(params, xs, None, dys, dh_last)
+
+
 def dh_last_ignored(params, xs, h0, dys, dh_last=None):
     return _rnn.rnn_bptt(params, xs, h0, dys, None)
 
@@ -117,7 +121,7 @@ MUTANTS = {"no_future_gradient": no_future_gradient, "shared_weights_not_summed"
            "tanh_derivative_of_previous_state": tanh_derivative_of_previous_state,
            "future_not_transposed": future_not_transposed,
            "future_term_without_tanh_derivative": future_term_without_tanh_derivative,
-           "dh_last_ignored": dh_last_ignored, "Wy_gradient_transposed": Wy_gradient_transposed}
+           "dh_last_ignored": dh_last_ignored, "Wy_gradient_transposed": Wy_gradient_transposed, "h0_ignored": h0_ignored}
 RECOGNISERS = {
     # each family by the input gradient its mutant gives on every case: on the worked example (a delay line)
     # the three give the same numbers, the random cases tell them apart
@@ -128,6 +132,6 @@ RECOGNISERS = {
     "shared_weights_not_summed": D.summed_over_time(("Wx", "Wh", "b", "Wy", "by"), "not summed over time"),
     "dh_last_ignored": D.failed_check("dh_last"),
     "Wy_gradient_transposed": D.transposed("Wy"),
-    "square_only": square_only(), "not_float64": not_float64()}
+    "gradient_left_at_zero": left_at_zero(), "square_only": square_only(), "not_float64": not_float64()}
 axes = {"xs": ("time step", "input"), "Wx": ("hidden unit", "input"), "Wh": ("hidden unit", "hidden unit"),
         "Wy": ("output", "hidden unit"), "b": ("hidden unit",), "by": ("output",), "h0": ("hidden unit",)}

@@ -8,6 +8,9 @@ from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
 from seqlab.learn.kit import not_float64, one_more_row, rnn_sequence_cases, square_only, states_none
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -47,9 +50,44 @@ def recurrent_weight_transposed(params, xs, h0=None):
     return _rnn.rnn_forward(flipped, xs, h0)
 
 
+def _run(params, xs, h0, *, hidden_bias=True, output_bias=True, squash=np.tanh):
+    """The forward pass written plainly, with the slips of the mutants below as options."""
+    xs = np.asarray(xs, dtype=np.float64)
+    h = np.zeros(params["Wh"].shape[0]) if h0 is None else np.asarray(h0, dtype=np.float64)
+    hs = []
+    for x in xs:
+        h = squash(params["Wh"] @ h + params["Wx"] @ x + (params["b"] if hidden_bias else 0.0))
+        hs.append(h)
+    hs = np.array(hs)
+    return {"hs": hs, "ys": hs @ params["Wy"].T + (params["by"] if output_bias else 0.0)}
+
+
+def bias_left_out(params, xs, h0=None):
+    return _run(params, xs, h0, hidden_bias=False)
+
+
+def output_bias_left_out(params, xs, h0=None):
+    return _run(params, xs, h0, output_bias=False)
+
+
+def both_biases_left_out(params, xs, h0=None):
+    return _run(params, xs, h0, hidden_bias=False, output_bias=False)
+
+
+def sigmoid_instead_of_tanh(params, xs, h0=None):
+    return _run(params, xs, h0, squash=lambda z: 1 / (1 + np.exp(-z)))
+
+
+def h0_ignored(params, xs, h0=None):
+    return _run(params, xs, None)
+
+
 MUTANTS = {"state_not_carried": state_not_carried, "output_from_previous_state": output_from_previous_state,
-           "recurrent_weight_transposed": recurrent_weight_transposed}
+           "recurrent_weight_transposed": recurrent_weight_transposed, "bias_left_out": bias_left_out,
+           "sigmoid_instead_of_tanh": sigmoid_instead_of_tanh, "h0_ignored": h0_ignored}
 RECOGNISERS = {"state_not_carried": D.matches(state_not_carried, ("hs",), "own", "every step starts from h0"),
+               "bias_left_out": D.any_of(D.matches(output_bias_left_out, None, "own", say("no_by")),
+                                         D.matches(both_biases_left_out, None, "own", say("no_b_nor_by"))),
                "output_from_previous_state": D.shifted("ys", axis_name="time step", text="ys is one step late"),
                "states_include_h0": one_more_row("hs", "h0 kept in front"),
                "square_only": square_only(), "h0_none_not_handled": states_none(), "not_float64": not_float64()}

@@ -40,6 +40,14 @@ def no_tanh(params, x, h_prev):
     return params["Wh"] @ h_prev + params["Wx"] @ x + params["b"]
 
 
+def bias_left_out(params, x, h_prev):
+    return np.tanh(params["Wh"] @ h_prev + params["Wx"] @ x)
+
+
+def sigmoid_instead_of_tanh(params, x, h_prev):
+    return 1 / (1 + np.exp(-(params["Wh"] @ h_prev + params["Wx"] @ x + params["b"])))
+
+
 def transposed_recurrent_weight(params, x, h_prev):
     return np.tanh(params["Wh"].T @ h_prev + params["Wx"] @ x + params["b"])
 
@@ -48,7 +56,8 @@ def input_weight_transposed(params, x, h_prev):
     return np.tanh(params["Wh"] @ h_prev + params["Wx"].T @ x + params["b"])
 
 
-MUTANTS = {"no_tanh": no_tanh, "transposed_recurrent_weight": transposed_recurrent_weight,
+MUTANTS = {"no_tanh": no_tanh, "bias_left_out": bias_left_out, "sigmoid_instead_of_tanh": sigmoid_instead_of_tanh,
+           "transposed_recurrent_weight": transposed_recurrent_weight,
            "input_weight_transposed": input_weight_transposed}
 RECOGNISERS = {"square_only": square_only(), "other_entries": D.failed_check("other entries", raises=True),
                "not_float64": not_float64()}

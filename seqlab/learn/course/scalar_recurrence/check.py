@@ -41,6 +41,14 @@ def no_tanh(a, xs, h0=0.0):
     return np.array(states)
 
 
+def sigmoid_instead_of_tanh(a, xs, h0=0.0):
+    states, h = [], float(h0)
+    for x in np.asarray(xs, dtype=np.float64):
+        h = 1 / (1 + np.exp(-(a * h + x)))
+        states.append(h)
+    return np.array(states)
+
+
 def states_shifted(a, xs, h0=0.0):
     states, h = [], float(h0)
     for x in np.asarray(xs, dtype=np.float64):
@@ -54,7 +62,8 @@ def h0_ignored(a, xs, h0=0.0):
     return scalar_recurrence(a, xs, 0.0)
 
 
-MUTANTS = {"no_tanh": no_tanh, "states_shifted": states_shifted, "h0_ignored": h0_ignored}
+MUTANTS = {"no_tanh": no_tanh, "sigmoid_instead_of_tanh": sigmoid_instead_of_tanh, "states_shifted": states_shifted,
+           "h0_ignored": h0_ignored}
 RECOGNISERS = {"states_shifted": D.shifted((), axis_name="time step"),
                "includes_h0": one_more_row((), "h0 kept in front"),
                "not_float64": not_float64(),

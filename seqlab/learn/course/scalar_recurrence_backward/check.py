@@ -7,7 +7,7 @@ import numpy as np
 
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
-from seqlab.learn.kit import not_float64, recurrence_cases, same
+from seqlab.learn.kit import left_at_zero, not_float64, recurrence_cases, same
 
 
 def cases() -> list[Case]:
@@ -80,11 +80,15 @@ def h0_without_last_factor(a, xs, h0=0.0):
     return _variant(a, xs, h0, last_factor=False)
 
 
-MUTANTS = {"a_not_summed": a_not_summed, "no_tanh_derivative": no_tanh_derivative,
+def h0_ignored(a, xs, h0=0.0):
+    return _variant(a, xs, 0.0)
+
+
+MUTANTS = {"h0_ignored": h0_ignored, "a_not_summed": a_not_summed, "no_tanh_derivative": no_tanh_derivative,
            "tanh_derivative_of_previous_state": tanh_derivative_of_previous_state,
            "a_term_uses_h_t": a_term_uses_h_t, "h0_without_last_factor": h0_without_last_factor}
 RECOGNISERS = {"a_not_summed": D.summed_over_time(("a",), "the gradient of a"),
                "h0_without_last_factor": D.factor_of(("h0",), lambda case: {"1/a": 1 / case.args[0]},
                                                      "the gradient of h0"),
-               "not_float64": not_float64()}
+               "gradient_left_at_zero": left_at_zero(), "not_float64": not_float64()}
 axes = {"xs": ("time step",)}

@@ -89,10 +89,19 @@ def norm_gains_swapped(x, weights, num_heads, theta=10000.0, eps=1e-5):
     return block(x, weights, num_heads, theta, eps, norms_swapped=True)
 
 
+def rope_not_applied(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    return block(x, weights, num_heads, theta, eps, rope=False)
+
+
+def relu_instead_of_silu(x, weights, num_heads, theta=10000.0, eps=1e-5):
+    return block(x, weights, num_heads, theta, eps, relu=True)
+
+
 MUTANTS = {"post_norm": post_norm, "no_attention_residual": no_attention_residual, "no_ffn_residual": no_ffn_residual,
            "causal_mask_excludes_current": causal_mask_excludes_current,
            "causal_mask_includes_next": causal_mask_includes_next, "rope_half_split": rope_half_split,
-           "scaled_by_d_model": scaled_by_d_model, "norm_gains_swapped": norm_gains_swapped}
+           "scaled_by_d_model": scaled_by_d_model, "norm_gains_swapped": norm_gains_swapped,
+           "rope_not_applied": rope_not_applied, "relu_instead_of_silu": relu_instead_of_silu}
 RECOGNISERS = {"causal_mask_excludes_current": matches_where_finite(causal_mask_excludes_current),
                "long_sequence": D.failed_check("long sequence", raises=True),
                "theta_and_eps": D.failed_check("theta and eps", raises=True), "dtype": dtype()}

@@ -7,7 +7,7 @@ import numpy as np
 from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_values
-from seqlab.learn.kit import rnn_params, seeded_cases, states_none
+from seqlab.learn.kit import left_at_zero, rnn_params, seeded_cases, states_none
 from seqlab.learn.words import speaker
 
 say = speaker(__file__)
@@ -75,7 +75,11 @@ def h0_gradient_from_every_chunk(params, xs, targets, h0=None, chunk_length=2, c
     return loss, {**grads, "h0": total}, starts
 
 
-MUTANTS = {"divided_by_T_twice": divided_by_T_twice, "gradient_crosses_chunks": gradient_crosses_chunks,
+def h0_ignored(params, xs, targets, h0=None, chunk_length=2, carry_state=True, loss_steps=None):
+    return _rnn.truncated_bptt(params, xs, targets, None, chunk_length, carry_state, loss_steps)
+
+
+MUTANTS = {"h0_ignored": h0_ignored, "divided_by_T_twice": divided_by_T_twice, "gradient_crosses_chunks": gradient_crosses_chunks,
            "state_reset_each_chunk": state_reset_each_chunk,
            "h0_gradient_from_every_chunk": h0_gradient_from_every_chunk}
 RECOGNISERS = {
@@ -88,5 +92,6 @@ RECOGNISERS = {
     "carry_state_ignored": D.failed_check("carry_state=False"),
     "uneven_chunks": D.failed_check("uneven chunks", raises=True),
     "loss_steps_ignored": D.failed_check("loss_steps"),
+    "gradient_left_at_zero": left_at_zero(tuple((1, k) for k in ("Wx", "Wh", "b", "Wy", "by", "xs", "h0"))),
     "h0_none_not_handled": states_none()}
 axes = {"xs": ("time step", "input"), "Wx": ("hidden unit", "input"), "Wh": ("hidden unit", "hidden unit")}
