@@ -213,7 +213,7 @@ def left_at_zero(parts: tuple | None = None) -> D.Recogniser:
             paths = [p for p, _ in D.leaves(ev.expected[i])] if parts is None else \
                 [p if isinstance(p, tuple) else (p,) for p in parts]
             wrong = [p for p in paths if ev.wrong(i, p)]
-            if any(not ev.wrong(i, p) for p, _ in D.leaves(ev.expected[i]) if p not in paths):
+            if any(ev.wrong(i, p) for p, _ in D.leaves(ev.expected[i]) if p not in paths):
                 return None                         # another output differs: not this family alone
             for path in wrong:
                 expected, actual = (D.array(x) for x in ev.leaf(i, path))
