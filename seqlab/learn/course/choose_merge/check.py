@@ -8,6 +8,9 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit import SINGLE_BYTES, rng
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -33,9 +36,11 @@ def _tie_cases():
 
 def _longer_cases():
     o = ord
-    extended = SINGLE_BYTES + [b"ab", b"bc", b"a"]          # 256, 257 and 258 (a longer id for a short token)
+    extended = SINGLE_BYTES + [b"ab", b"bc", b"a", b"aa"]   # 256..259 (258: a longer id for a short token)
     return [Case("ids above 255: a high id for a small token", ({(258, o("z")): 4, (o("y"), o("z")): 4}, extended)),
-            Case("ids above 255: the same bytes joined", ({(o("a"), 257): 3, (256, o("c")): 3}, extended))]
+            Case("ids above 255: the same bytes joined", ({(o("a"), 257): 3, (256, o("c")): 3}, extended)),
+            # the pair (aa, a) is the greater, the joined bytes b"az" are: whatever order the tie is met in
+            Case("ids above 255: the pair and the joined bytes disagree", ({(o("a"), o("z")): 2, (259, o("a")): 2}, extended))]
 
 
 def _dict_cases():
@@ -78,5 +83,21 @@ def concatenation_compared(pair_counts, token_bytes):
 
 MUTANTS = {"tie_to_smaller_pair": tie_to_smaller_pair, "tie_to_first_counted": tie_to_first_counted,
            "ids_compared": ids_compared, "concatenation_compared": concatenation_compared}
-RECOGNISERS = {"not_a_tuple": D.failed_check("a tuple", alone=False),
+def _greatest_joined(ev):
+    """On every case the pair chosen is one of the most frequent pairs with the greatest joined bytes (ties
+    among equal joined bytes broken any way), and on one case at least that is not the reference's pair."""
+    wrong = []
+    for i in ev.usable("all"):
+        counts, token_bytes = ev.cases[i].args
+        top = max(counts.values())
+        joined = {p: bytes(token_bytes[p[0]]) + bytes(token_bytes[p[1]]) for p, c in counts.items() if c == top}
+        best = max(joined.values())
+        if tuple(ev.outputs[i]) not in {p for p, j in joined.items() if j == best}:
+            return None
+        if ev.wrong(i, ()):
+            wrong.append(ev.cases[i].label)
+    return say("greatest_joined", cases=", ".join(wrong)) if wrong else None
+
+
+RECOGNISERS = {"concatenation_compared": _greatest_joined, "not_a_tuple": D.failed_check("a tuple", alone=False),
                "token_bytes_as_a_list_only": D.failed_check("token_bytes a dict", raises=True)}
