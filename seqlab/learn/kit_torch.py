@@ -112,8 +112,22 @@ def non_finite_on(spec_id: str, what: str) -> D.Recogniser:
 
 
 def matches_any(*mutants, text="") -> D.Recogniser:
-    """Fits when one of the ``mutants`` gives the student's values wherever the student is wrong."""
+    """Fits when one of the ``mutants`` gives the student's values on every case (D.matches)."""
     return D.any_of(*(D.matches(m, text=text) for m in mutants))
+
+
+def in_float64(mutant):
+    """``mutant`` computed on float64 copies of its floating tensors, its result cast back to the first one's
+    dtype: the same mistake written by a student who widens first (where float32 would overflow or
+    underflow, the two differ)."""
+    def widened(*args, **kwargs):
+        import torch
+        dtype = next((a.dtype for a in args if torch.is_tensor(a) and a.is_floating_point()), None)
+        wide = [a.to(torch.float64) if torch.is_tensor(a) and a.is_floating_point() else a for a in args]
+        out = mutant(*wide, **kwargs)
+        return out.to(dtype) if torch.is_tensor(out) and dtype is not None else out
+    widened.__name__ = widened.__qualname__ = f"{mutant.__name__}_in_float64"
+    return widened
 
 
 def matches_where_finite(mutant) -> D.Recogniser:

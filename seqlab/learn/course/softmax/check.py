@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
-from seqlab.learn.kit_torch import dtype, f32, non_finite_on, plain_softmax, randn, same_dtype_and_values, tensor
+from seqlab.learn.kit_torch import (dtype, f32, in_float64, matches_any, non_finite_on, plain_softmax, randn,
+                                    same_dtype_and_values, tensor)
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -84,10 +88,23 @@ def _normalised_over_everything(ev) -> str | None:
     return None
 
 
+def _overflows_alone(ev) -> str | None:
+    """Right on the exercise's own cases, not finite on the large logits: something else than each row's maximum
+    subtracted (nothing, the mean); one maximum for the whole tensor fails the worked example already."""
+    if not D.own_values_right(ev):
+        return None
+    return non_finite_on("large logits", "the maximum along `dim` is not subtracted before exp()")(ev)
+
+
 MUTANTS = {"wrong_axis": wrong_axis, "max_not_subtracted": max_not_subtracted,
            "max_of_the_whole_tensor": max_of_the_whole_tensor, "normalised_over_everything": normalised_over_everything}
 RECOGNISERS = {"wrong_axis": _normalised_along_another_axis,
-               "max_not_subtracted": non_finite_on("large logits", "the maximum along `dim` is not subtracted before exp()"),
+               # each by its values on every case, NaN where the mistake gives NaN: the two look alike where
+               # some value is not finite, and differ in which
+               "max_not_subtracted": D.any_of(matches_any(max_not_subtracted, in_float64(max_not_subtracted), text=say("no_max")),
+                                              _overflows_alone),
+               "max_of_the_whole_tensor": matches_any(max_of_the_whole_tensor, in_float64(max_of_the_whole_tensor),
+                                                      text=say("one_max")),
                "normalised_over_everything": _normalised_over_everything,
                "any_shape": D.failed_check("any shape", raises=True), "dim": D.failed_check("dim", raises=True),
                "dtype": dtype()}
