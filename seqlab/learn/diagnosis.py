@@ -358,16 +358,19 @@ def own_values_right(ev: Evidence) -> bool:
 
 
 def matches(implementation: Callable, parts: tuple | None = None, cases: str = "all",
-            text: str = "") -> Recogniser:
+            text: str = "", only: Callable[[Any], bool] | None = None) -> Recogniser:
     """Fits when ``implementation`` (a version with the mistake) gives the student's values for the
     output ``parts`` (paths; None: all) on every usable case (own, or "all"), and the student is wrong
     there on one case at least. The rest of the output may hold other slips. A part the student has
     right where the mistake gives another value is evidence against it: a look-alike does not fit.
-    Says which wrong parts agree."""
+    ``only(case)``: the cases the mistake speaks of (where it is defined), when not all. Says which
+    wrong parts agree."""
     def recognise(ev: Evidence) -> str | None:
         theirs = ev.implementation_outputs(implementation)
         seen = []
         for i in ev.usable(cases):
+            if only is not None and not only(ev.cases[i]):
+                continue
             paths = [p for p, _ in leaves(ev.expected[i])] if parts is None else \
                 [p if isinstance(p, tuple) else (p,) for p in parts]
             if theirs[i] is None:

@@ -8,6 +8,9 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_values
 from seqlab.learn.kit import rng
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -89,6 +92,12 @@ def norm_after_clipping(grads, threshold):
 
 MUTANTS = {"coordinatewise": coordinatewise, "each_array_its_own_norm": each_array_its_own_norm,
            "always_rescaled": always_rescaled, "norm_after_clipping": norm_after_clipping}
-RECOGNISERS = {"norm_after_clipping": D.matches(norm_after_clipping, (1,), "own"),
+def _norm_not_zero(case) -> bool:
+    grads = case.args[0]
+    return any(np.any(np.asarray(g) != 0) for g in ([grads] if isinstance(grads, np.ndarray) else grads))
+
+
+RECOGNISERS = {"always_rescaled": D.matches(always_rescaled, None, "all", say("always_rescaled"), only=_norm_not_zero),
+               "norm_after_clipping": D.matches(norm_after_clipping, (1,), "own"),
                "nan_for_zero_gradients": D.failed_check("zero gradients", raises=True),
                "form_changed": D.failed_check("form", raises=True)}
