@@ -9,6 +9,9 @@ from seqlab.labs import attention as att
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
 from seqlab.learn.kit import copy_arrays, float32, left_at_zero, not_float64, same, seeded_cases, square_only
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases(settings=((0, 3, 3, 2, 2, None), (1, 3, 4, 4, 3, None), (2, 4, 2, 3, 5, None)),
@@ -61,6 +64,16 @@ def softmax_jacobian_diagonal_only(q, keys, values, d_output, mask=None):
     return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": A.T @ dO}
 
 
+def jacobian_diagonal(q, keys, values, d_output, mask=None):
+    """dS = P * (1 - P) * dP: each weight's derivative by its own score only, the coupling to the others dropped."""
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (q, keys, values))
+    dO = np.asarray(d_output, dtype=np.float64)
+    scale = 1 / np.sqrt(Q.shape[1])
+    P, _ = att.masked_softmax(Q @ K.T * scale, mask)
+    dS = P * (1 - P) * (dO @ V.T)
+    return {"q": dS @ K * scale, "keys": dS.T @ Q * scale, "values": P.T @ dO}
+
+
 def values_gradient_not_transposed(q, keys, values, d_output, mask=None):
     Q, K = np.asarray(q, dtype=np.float64), np.asarray(keys, dtype=np.float64)
     A, _ = att.masked_softmax(Q @ K.T / np.sqrt(Q.shape[1]), mask)
@@ -77,6 +90,7 @@ MUTANTS = {"missing_scale": missing_scale, "scaled_twice": scaled_twice,
            "values_gradient_not_transposed": values_gradient_not_transposed}
 RECOGNISERS = {"missing_scale": D.factor_of(("q", "keys"), lambda c: {"sqrt(d)": _sqrt_d(c)}, "q and keys"),
                "scaled_twice": D.factor_of(("q", "keys"), lambda c: {"1/sqrt(d)": 1 / _sqrt_d(c)}, "q and keys"),
+               "softmax_jacobian_diagonal_only": D.matches(jacobian_diagonal, ("q", "keys"), "own", say("diagonal")),
                "gradient_left_at_zero": left_at_zero(),
                "square_only": square_only("sizes"), "mask_ignored": D.failed_check("mask"),
                "nan_for_fully_masked_rows": D.failed_check("fully masked rows", raises=True),
