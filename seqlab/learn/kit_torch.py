@@ -132,21 +132,23 @@ def in_float64(mutant):
 
 def matches_where_finite(mutant) -> D.Recogniser:
     """Fits when ``mutant`` gives the student's values wherever the student's are finite, on every
-    wrong case: the same mistake, with NaN where a row was left with no visible key (the mutant gives 0)."""
+    wrong case: the same mistake, with NaN where a row was left with no visible key (the mutant gives 0).
+    The finite values differ from the reference's somewhere: NaN alone (an overflow) is not this mistake."""
     def recognise(ev) -> str | None:
         import numpy as np
         theirs = ev.implementation_outputs(mutant)
-        seen = []
+        seen, differs = [], False
         for i in ev.usable("all"):
             if not ev.wrong(i, ()) or theirs[i] is None:
                 continue
-            a, e = D.array(ev.outputs[i]), D.array(theirs[i])
+            a, e, r = D.array(ev.outputs[i]), D.array(theirs[i]), D.array(ev.expected[i])
             rtol, atol = compare.tolerance(ev.outputs[i], theirs[i], ev.rtol, ev.atol)
             finite = np.isfinite(a)
             if a.shape != e.shape or not finite.any() or not np.allclose(a[finite], e[finite], rtol=rtol, atol=atol):
                 return None
+            differs = differs or not np.allclose(a[finite], r[finite], rtol=rtol, atol=atol)
             seen.append(ev.cases[i].label + ("" if finite.all() else " (NaN where no key is left)"))
-        return ("the outputs are that mistake's on " + ", ".join(seen[:3])) if seen else None
+        return ("the outputs are that mistake's on " + ", ".join(seen[:3])) if seen and differs else None
     return recognise
 
 

@@ -700,8 +700,13 @@ WRONG["scaled_dot_product_attention"] = [
     ("the softmax down each column", "softmax_over_queries", edit(_SDPA, ("top = scores.amax(dim=-1, keepdim=True).nan_to_num(neginf=0.0)",
                                                                          "top = scores.amax(dim=-2, keepdim=True).nan_to_num(neginf=0.0)"),
                                                                         ("total = e.sum(dim=-1, keepdim=True)", "total = e.sum(dim=-2, keepdim=True)"))),
+    ("the diagonal hidden too", "causal_mask_excludes_current", edit(_SDPA, ("visible = torch.arange(m)[None, :] <= query_at",
+                                                                          "visible = torch.arange(m)[None, :] < query_at"))),
     ("the mask replaced by the causal window", "mask_ignored_when_causal", edit(_SDPA, ("if mask is not None:", "elif mask is not None:"))),
     ("no scale", "missing_scale", edit(_SDPA, (" / math.sqrt(Q.shape[-1])", ""))),
+    ("exp of the raw scores", "max_not_subtracted", edit(_SDPA, ("torch.exp(scores - top)", "torch.exp(scores)"))),
+    ("one maximum for every row", None, edit(_SDPA, ("top = scores.amax(dim=-1, keepdim=True).nan_to_num(neginf=0.0)",
+                                                     "top = scores.max().nan_to_num(neginf=0.0)"))),
 ]
 
 
@@ -830,6 +835,7 @@ WRONG["cross_entropy"] = [
                                                                     "lse = flat.exp().sum(dim=-1).log()"))),
     ("the mean over every logit", "averaged_over_the_vocabulary_too", edit(_CE, ("return (lse - picked).mean()",
                                                                                "return (lse - picked).sum() / flat.numel()"))),
+    ("one maximum for every row", None, edit(_CE, ("top = flat.amax(dim=-1)", "top = flat.max().expand(flat.shape[0])"))),
 ]
 
 
@@ -932,5 +938,6 @@ LOOK_ALIKES = [
     (("get_batch", "targets two tokens ahead"), ("get_batch", "the targets are the inputs")),
     (("softmax_cross_entropy", "the mean loss with a summed gradient"), ("softmax_cross_entropy", "a sum of loss and gradient")),
     (("cross_entropy", "the log of the softmax"), ("cross_entropy", "no shift in the log-sum-exp")),
+    (("scaled_dot_product_attention", "exp of the raw scores"), ("scaled_dot_product_attention", "the diagonal hidden too")),
     (("train_bpe", "ties by the joined bytes"), ("train_bpe", "ties by the smaller pair")),
 ]

@@ -109,7 +109,7 @@ def _rounded_to_zero(ev):
                 loss = float(ev.raw[i])
             except (TypeError, ValueError):
                 return None
-            if math.isinf(loss):
+            if loss == math.inf:                 # -log(0): not -inf, which a log-sum-exp of zeros gives
                 return say("rounded_to_zero", case=case.label, loss=str(loss))
     return None
 

@@ -84,17 +84,19 @@ def _steps(cases) -> str:
 
 
 def _family(formula, phase: str, text: str) -> D.Recogniser:
-    """Fits when every wrong rate is in ``phase`` and equals the mutant ``formula``'s rate there (the rest of
-    the schedule may be right or hold another slip)."""
+    """Fits when every rate in ``phase`` equals the mutant ``formula``'s rate there (a right rate where the
+    formula gives another is evidence against it), and one differs from the reference's at least; the rest of
+    the schedule may be right or hold another slip."""
     def recognise(ev) -> str | None:
         steps = []
         for i in ev.usable("all"):
             case = ev.cases[i]
-            if _phase(case) != phase or not ev.wrong(i, ()):
+            if _phase(case) != phase:
                 continue
             if not D.close(formula(*case.args), ev.outputs[i], ev.rtol, ev.atol):
                 return None
-            steps.append(case)
+            if ev.wrong(i, ()):
+                steps.append(case)
         return f"{text} ({_steps(steps)})" if steps else None
     return recognise
 

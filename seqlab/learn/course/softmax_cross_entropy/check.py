@@ -95,7 +95,7 @@ def _rounded_to_zero(ev):
     for i, case in enumerate(ev.cases):
         if case.spec == "target far below the maximum" and ev.raw[i] is not None:
             loss = ev.raw[i][0]
-            if np.ndim(loss) == 0 and np.isinf(float(loss)):
+            if np.ndim(loss) == 0 and float(loss) == np.inf:     # -log(0), not a -inf from a log-sum-exp of zeros
                 return say("rounded_to_zero", case=case.label, loss=str(float(loss)))
     return None
 

@@ -110,25 +110,30 @@ def only_the_first_layer(ids, weights, num_layers, num_heads, theta=10000.0, eps
     return _lm(ids, weights, num_layers, num_heads, theta, eps, order=lambda n: range(1))
 
 
-def _log_probabilities(ev) -> str | None:
-    """The output is log-softmax(logits) or softmax(logits) of the reference's logits."""
-    import torch
-    for i in ev.usable("all"):
-        if not ev.wrong(i, ()):
-            continue
-        logits, out = ev.expected[i].double(), ev.outputs[i].double()
-        shifted = logits - logits.amax(-1, keepdim=True)
-        log_p = shifted - shifted.exp().sum(-1, keepdim=True).log()
-        if torch.allclose(out, log_p, rtol=1e-5, atol=1e-7):
-            return f"on {ev.cases[i].label} the output is log-softmax of the logits: log-probabilities"
-        if torch.allclose(out, log_p.exp(), rtol=1e-5, atol=1e-7):
-            return f"on {ev.cases[i].label} the output is softmax of the logits: probabilities"
-        return None
-    return None
+def _normalised(kind: str):
+    """Fits when, on every case where the output is wrong, it is log-softmax ("log") or softmax ("probs") of the
+    reference's logits."""
+    def recognise(ev) -> str | None:
+        import torch
+        seen = []
+        for i in ev.usable("all"):
+            if not ev.wrong(i, ()):
+                continue
+            logits, out = ev.expected[i].double(), ev.outputs[i].double()
+            shifted = logits - logits.amax(-1, keepdim=True)
+            log_p = shifted - shifted.exp().sum(-1, keepdim=True).log()
+            if not torch.allclose(out, log_p if kind == "log" else log_p.exp(), rtol=1e-5, atol=1e-7):
+                return None
+            seen.append(ev.cases[i].label)
+        if not seen:
+            return None
+        what = "log-softmax of the logits: log-probabilities" if kind == "log" else "softmax of the logits: probabilities"
+        return f"on {', '.join(seen[:3])} the output is {what}"
+    return recognise
 
 
 MUTANTS = {"no_final_norm": no_final_norm, "tied_output": tied_output, "rope_not_applied": rope_not_applied,
            "softmax_applied": softmax_applied, "log_probabilities_returned": log_probabilities_returned,
            "layers_in_reverse_order": layers_in_reverse_order, "only_the_first_layer": only_the_first_layer}
-RECOGNISERS = {"softmax_applied": _log_probabilities, "log_probabilities_returned": _log_probabilities,
+RECOGNISERS = {"softmax_applied": _normalised("probs"), "log_probabilities_returned": _normalised("log"),
                "as_given": D.failed_check("as given", raises=True), "dtype": dtype()}
