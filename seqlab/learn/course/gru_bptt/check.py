@@ -38,46 +38,40 @@ def update_gate_other_convention(params, xs, dhs, h0=None, convention="paper"):
     return gru.gru_bptt(params, xs, dhs, h0, gru.GRUConvention("before", False))
 
 
-def no_future_gradient(params, xs, dhs, h0=None, convention="paper"):
+def _walk_back(params, xs, dhs, h0, *, future=True, dropped=None):
+    """The lab's backward pass step by step; ``future=False``: what step t+1 sends back is not added;
+    ``dropped(params, cache, dh)``: a term taken out of each step's dh_prev (one path h_prev takes)."""
     xs, h0 = gru._initial_state(params, xs, h0)
     caches = gru.gru_forward(params, xs, h0)["caches"]
     g = {k: np.zeros_like(params[k]) for k in gru.GRU_PARAMS}
     g["xs"] = np.zeros_like(xs)
-    dh_prev = np.zeros_like(h0)
+    dh_next = np.zeros_like(h0)
     for t in reversed(range(len(xs))):
-        g["xs"][t], dh_prev = gru.gru_cell_backward(params, caches[t], dhs[t], g)   # dh_next dropped
-    g["h0"] = dh_prev
+        dh = dhs[t] + (dh_next if future else 0.0)
+        g["xs"][t], dh_next = gru.gru_cell_backward(params, caches[t], dh, g)
+        if dropped is not None:
+            dh_next = dh_next - dropped(params, caches[t], dh)
+    g["h0"] = dh_next
     return g
+
+
+def no_future_gradient(params, xs, dhs, h0=None, convention="paper"):
+    return _walk_back(params, xs, dhs, h0, future=False)
+
+
+def _through_reset(params, cache, dh):
+    """The r * h_prev path: (Wh_n^T dn) * r."""
+    H = cache["r"].shape[0]
+    dn = dh * (1 - cache["z"]) * (1 - cache["n"] ** 2)
+    return (params["Wh"][2 * H:].T @ dn) * cache["r"]
 
 
 def reset_path_missing(params, xs, dhs, h0=None, convention="paper"):
-    xs, h0 = gru._initial_state(params, xs, h0)
-    caches = gru.gru_forward(params, xs, h0)["caches"]
-    g = {k: np.zeros_like(params[k]) for k in gru.GRU_PARAMS}
-    g["xs"] = np.zeros_like(xs)
-    H = h0.shape[0]
-    dh_next = np.zeros_like(h0)
-    for t in reversed(range(len(xs))):
-        cache = caches[t]
-        g["xs"][t], dh_prev = gru.gru_cell_backward(params, cache, dhs[t] + dh_next, g)
-        dn = (dhs[t] + dh_next) * (1 - cache["z"]) * (1 - cache["n"] ** 2)
-        dh_next = dh_prev - (params["Wh"][2 * H:].T @ dn) * cache["r"]      # the r * h_prev path dropped
-    g["h0"] = dh_next
-    return g
+    return _walk_back(params, xs, dhs, h0, dropped=_through_reset)
 
 
 def direct_path_missing(params, xs, dhs, h0=None, convention="paper"):
-    xs, h0 = gru._initial_state(params, xs, h0)
-    caches = gru.gru_forward(params, xs, h0)["caches"]
-    g = {k: np.zeros_like(params[k]) for k in gru.GRU_PARAMS}
-    g["xs"] = np.zeros_like(xs)
-    dh_next = np.zeros_like(h0)
-    for t in reversed(range(len(xs))):
-        dh = dhs[t] + dh_next
-        g["xs"][t], dh_prev = gru.gru_cell_backward(params, caches[t], dh, g)
-        dh_next = dh_prev - dh * caches[t]["z"]                  # the direct path z * h_prev dropped
-    g["h0"] = dh_next
-    return g
+    return _walk_back(params, xs, dhs, h0, dropped=lambda params, cache, dh: dh * cache["z"])
 
 
 def h0_ignored(params, xs, dhs, h0=None, convention="paper"):
