@@ -191,16 +191,17 @@ class CheckReport:
 
     def _repr_html_(self) -> str:
         """The diagnosis first (title, where, explanation, what to read), the notes, then the checks."""
-        from seqlab.learn.feedback import check_rows, reading
+        from seqlab.learn.feedback import check_rows, diagnosis_words, reading
         e = html.escape
         out = [f"<div class='seqlab-check'><p><b>{e(self.report.exercise)}</b>: {e(self.title)} "
                f"<code>{e(self.report.file)}</code></p>"]
         d = self.diagnosis
         if d:
             r = reading(d, self.report.exercise)
-            where = f"<p><i>Where: {e(d['where'])}</i></p>" if d.get("where") and d["where"] not in d["explanation"] else ""
+            title, explanation = diagnosis_words(d, self.report.exercise)      # with the closest mistake, if any
+            where = f"<p><i>Where: {e(d['where'])}</i></p>" if d.get("where") and d["where"] not in explanation else ""
             heading = f"“{e(r['heading'])}” in " if r["heading"] else ""
-            out.append(f"<p style='color:#b91c1c'><b>Diagnosis: {e(d['title'])}</b></p>{where}<p>{e(d['explanation'])}</p>"
+            out.append(f"<p style='color:#b91c1c'><b>Diagnosis: {e(title)}</b></p>{where}<p>{e(explanation)}</p>"
                        f"<p>Read: {heading}<code>{e(r['command'])}</code>, or in seqlab explore: "
                        f"<a href='{e(r['url'])}' target='_blank'>{e(r['url'])}</a></p>")
         out += [f"<p>note: {e(note)}</p>" for note in self.report.notes]
