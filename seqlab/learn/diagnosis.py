@@ -17,9 +17,10 @@ the failed checks, the exercise's per-time-step terms) and :func:`diagnose` name
    explains ("closest: ..., explains 5 of 18"). A partial match is never the headline: a mistake that
    explains only part of the difference would send the student to the wrong paragraph.
 
-A recogniser claims a family only when its condition holds on every case it speaks of (every usable
-case where the part it reads is wrong): a condition that holds on the worked example alone, where
-several mistakes give the same numbers, names nothing.
+A recogniser claims a family only when its condition holds on every case it speaks of, the random
+cases included (a part the student has right where the mistake gives another value counts against
+it): a condition that holds on the worked example alone, where several mistakes give the same
+numbers, names nothing.
 
 The recognisers below are building blocks for ``Mistake.recognise``: each takes the parts of the
 output it looks at and returns a function of the evidence that gives a sentence or None.
