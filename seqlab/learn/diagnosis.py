@@ -1,26 +1,19 @@
 """Diagnoses from the structure of the difference between a student's outputs and the reference's.
 
-A failed check gathers its :class:`Evidence` (every case, the student's and the reference's outputs,
-the failed checks, the exercise's per-time-step terms) and :func:`diagnose` names the mistake:
+A failed check gathers its :class:`Evidence` (the cases, both sides' outputs, the failed checks, the
+per-time-step terms) and :func:`diagnose` names the mistake:
 
-0. an input changed in place, when the check "inputs unchanged" failed: values computed from an
-   input that was written into (one that another argument may share) say nothing of the formula;
+0. an input changed in place ("inputs unchanged" failed): the values then say nothing of the formula;
 1. a catalogued mistake whose implementation gives the student's outputs on every case (exact);
-2. a catalogued mistake whose ``recognise(evidence)`` fits: it recognises a FAMILY of wrong answers
-   from the structure of the difference (a constant factor, a transpose, a shift by one position,
-   a gradient summed over part of the time steps, a failed sentence of the contract), and says
-   where it fits, in words;
-3. otherwise no mistake: :func:`describe` says in words which outputs are right, which differ and
-   where (rows, positions, time steps), and how (a factor, a sign, a transpose, a shift, NaN); and
-   the record names the CLOSEST catalogued mistake, the one whose implementation agrees with the most
-   parts of the outputs when it agrees with more of them than the reference does, with how many it
-   explains ("closest: ..., explains 5 of 18"). A partial match is never the headline: a mistake that
-   explains only part of the difference would send the student to the wrong paragraph.
-
-A recogniser claims a family only when its condition holds on every case it speaks of, the random
-cases included (a part the student has right where the mistake gives another value counts against
-it): a condition that holds on the worked example alone, where several mistakes give the same
-numbers, names nothing.
+2. a catalogued mistake whose ``recognise(evidence)`` fits: a FAMILY of wrong answers, found from the
+   structure of the difference (a factor, a transpose, a shift, part of a sum over time, a failed
+   sentence of the contract) and said where it fits. Its condition holds on every case it speaks of,
+   the random cases included: one that holds on the worked example alone, where several mistakes
+   give the same numbers, names nothing;
+3. otherwise no mistake: :func:`describe` says which outputs are right, which differ, where and how,
+   and the record keeps the CLOSEST mistake (the implementation that agrees with the most parts, when
+   more than the reference) with how many checked values it explains. A partial match is never the
+   headline: it would send the student to the wrong paragraph.
 
 The recognisers below are building blocks for ``Mistake.recognise``: each takes the parts of the
 output it looks at and returns a function of the evidence that gives a sentence or None.
