@@ -1,4 +1,4 @@
-"""Issue 44's wrong versions (tests/learn/unseen_students.py), written in other styles than round 5's and
+"""The unseen wrong versions (tests/learn/unseen_students.py), written in other styles than round 5's and
 independently of the course's mutants, checked in one child process: each exercise's correct version
 passes; each wrong version fails with its mistake's title, or with "no catalogued mistake matches" where
 the catalogue does not know it, never with another mistake's title; the look-alike pairs get titles of
@@ -101,7 +101,7 @@ def test_a_partial_match_is_never_the_headline(batch, name, label, closest):
     assert f"最接近的：{''.join(mistake.title_zh.split())}，解释了{total}个检查值中的{agree}个" in zh
 
 
-# Each recogniser issue 44 added, with the function in the step's check.py that shows its mistake (its mutant,
+# Each recogniser added with these versions, with the function in the step's check.py that shows its mistake (its mutant,
 # or the variant it is there to recognise): with every mutant set aside, checking that function names the
 # mistake by the recogniser alone.
 RECOGNISED = [

@@ -1,4 +1,4 @@
-"""Wrong versions of every exercise written for issue 44, beyond round 5's (numpy_students.py,
+"""Wrong versions of every exercise beyond round 5's (numpy_students.py,
 torch_students.py): for each exercise a correct version in another style (a reduction, forward-mode
 derivatives, einsum, float64 then cast, masks built with np.fromfunction...) and at least three wrong
 ones edited from it, written from the stubs' contracts and independently of the mutants in the
@@ -922,7 +922,7 @@ PARTIAL = [("rnn_forward", "no b, and every y nudged", "bias_left_out"),
            ("lstm_cell_forward", "no input bias, and h nudged", "bias_left_out")]
 
 
-# Pairs that look alike (the same numbers on a worked example, or the same wrong name before issue 44): each must
+# Pairs that look alike (the same numbers on a worked example, or the same wrong name once): each must
 # get its own title.
 LOOK_ALIKES = [
     (("rnn_bptt", "the future term through Wh"), ("rnn_bptt", "no future term")),
