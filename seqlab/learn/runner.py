@@ -49,7 +49,8 @@ PRINT_LIMIT = 4000          # characters of the student's output kept for the re
 MESSAGE_LIMIT = 1000        # characters of one error message of the student's code kept
 MEMORY_LIMIT = 2 * 2**30    # bytes of address space the child may map (RLIMIT_AS): CPU torch needs about 0.7 GB
 PREPARE_LIMIT = 120.0       # seconds for a child to start and make one check's inputs (seqlab's code)
-MANIFEST_LIMIT = 8 * 2**20  # bytes of an answer's JSON manifest read at most (arrays travel beside it)
+MANIFEST_LIMIT = 4 * 2**20  # bytes of an answer's JSON manifest read at most (arrays travel beside it): about
+#                             14 times that in Python objects at the most, whatever the child writes
 FOLDER_FILES = 500          # .py files of a student's folder copied at most
 FOLDER_BYTES = 20 * 2**20   # ... and their bytes
 
@@ -325,9 +326,11 @@ def _read_answer(folder: str, k: int, job: Job, calls: list[tuple[tuple, dict]])
     size is bounded before anything is parsed: the manifest by MANIFEST_LIMIT, the arrays by RESULT_LIMIT."""
     manifest_path, blob_path = os.path.join(folder, f"answer-{k}.json"), os.path.join(folder, f"answer-{k}.bin")
     if os.path.getsize(manifest_path) > MANIFEST_LIMIT:
-        raise ValueError(f"an answer of {os.path.getsize(manifest_path) // 2**20} MB of text")
+        raise ValueError(f"an answer of {os.path.getsize(manifest_path) / 2**20:.0f} MB of text, more than the "
+                         f"{MANIFEST_LIMIT // 2**20} MB seqlab reads: return what the exercise asks for, not more")
     if os.path.getsize(blob_path) > 2 * plain_data.RESULT_LIMIT:
-        raise ValueError(f"an answer of {os.path.getsize(blob_path) // 2**20} MB of arrays")
+        raise ValueError(f"an answer of {os.path.getsize(blob_path) / 2**20:.0f} MB of arrays, more than the "
+                         f"{2 * plain_data.RESULT_LIMIT // 2**20} MB seqlab reads")
     with open(manifest_path, "rb") as f:
         manifest = json.loads(f.read().decode("utf-8"))
     with open(blob_path, "rb") as f:
@@ -526,7 +529,8 @@ class _Batch:
                         try:
                             self._finish(k, self._answer(k))
                         except (OSError, ValueError, RecursionError, UnicodeDecodeError) as error:
-                            self._failed(k, f"sent back something seqlab cannot read ({type(error).__name__})")
+                            said = student_text(error, 300) if type(error) is ValueError else type(error).__name__
+                            self._failed(k, f"sent back what seqlab will not read: {said}")
                         k, running = k + 1, False
                         deadline = time.monotonic() + (PREPARE_LIMIT if k < end else 5.0)
                     else:

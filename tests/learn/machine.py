@@ -35,12 +35,8 @@ def fake_bwrap(folder: Path) -> str:
 
 
 def no_bwrap(folder: Path) -> str:
-    """A PATH without ``bwrap``: a folder of links to the few programs the tests call."""
+    """A PATH without ``bwrap``: an empty folder (the checker calls Python by its full path)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("sh", "unshare", "setpriv"):
-        found = shutil.which(name)
-        if found and not (folder / name).exists():
-            (folder / name).symlink_to(found)
     return str(folder)
 
 
@@ -60,8 +56,9 @@ def as_user(argv: list[str], uid: int | None = None) -> list[str]:
     by every user, as ``uid`` (None: as root). Skips the test where that cannot be made."""
     if os.geteuid() != 0:
         pytest.skip("making the interpreter readable to another user needs root (CI runs as root)")
-    for tool in ("unshare", "setpriv", "mount"):
-        if shutil.which(tool) is None:
+    tools = {tool: shutil.which(tool) for tool in ("unshare", "setpriv", "mount", "mkdir", "sh")}
+    for tool, found in tools.items():
+        if found is None:
             pytest.skip(f"{tool} (util-linux) is not installed")
     ways: dict[Path, set[str]] = {}
     for target in (Path(sys.executable).resolve(), ROOT):
@@ -69,16 +66,18 @@ def as_user(argv: list[str], uid: int | None = None) -> list[str]:
             ways.setdefault(folder, set()).add(name)
     if not os.path.isdir("/mnt"):
         pytest.skip("no /mnt to lay a tmpfs on for the bind mounts")
-    lines = ["set -e", "mount -t tmpfs tmpfs /mnt"]          # in this namespace only: nothing is left on the disk
+    mount, mkdir = tools["mount"], tools["mkdir"]                 # by full path: PATH may be the test's own
+    lines = ["set -e", f"{mount} -t tmpfs tmpfs /mnt"]        # in this namespace only: nothing is left on the disk
     for n, (folder, names) in enumerate(sorted(ways.items())):
         for name in sorted(names):
             keep = f"/mnt/keep-{n}-{name}"
-            lines += [f"mkdir -p {shlex.quote(keep)}", f"mount --bind {shlex.quote(str(folder / name))} {shlex.quote(keep)}"]
-        lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(folder))}")
+            lines += [f"{mkdir} -p {shlex.quote(keep)}", f"{mount} --bind {shlex.quote(str(folder / name))} {shlex.quote(keep)}"]
+        lines.append(f"{mount} -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(folder))}")
         for name in sorted(names):
             keep = f"/mnt/keep-{n}-{name}"
             target = shlex.quote(str(folder / name))
-            lines += [f"mkdir -p {target}", f"mount --bind {shlex.quote(keep)} {target}"]
-    drop = [] if uid is None else ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--"]
+            lines += [f"{mkdir} -p {target}", f"{mount} --bind {shlex.quote(keep)} {target}"]
+    drop = [] if uid is None else [tools["setpriv"], "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--"]
     lines.append('exec "$@"')
-    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", "\n".join(lines), "sh", *drop, *argv]
+    return [tools["unshare"], "--mount", "--propagation", "private", "--", tools["sh"], "-c", "\n".join(lines), "sh",
+            *drop, *argv]
