@@ -1,23 +1,19 @@
 """Run a student's code in a child process, and bring back only plain data: the trust boundary.
 
-The interface. A :class:`Job` is one check: the student's ``file``, its ``function`` and ``calls``,
-the ``(args, kwargs)`` made and seeded here (never an expected value), with the job's time limit,
-runtime rules, allowed packages and helper modules (its docstring says each). The child
-(``seqlab.learn.child.main``: the standard library, numpy and torch, never seqlab) gets the
-calls as plain data (``seqlab.learn.child.plain_data``: JSON and ``.npy``, no pickle), with the
-``.py`` files of the student's folder copied read-only beside it, and sends back plain data: each
-output, and each argument as it is after the call. This side decides everything from those: the
-values and the inputs changed in place (``CallResult.mutated``). A :class:`StudentRun` per job.
+The interface. A :class:`Job` is one check: the student's ``file``, its ``function`` and ``calls``
+(``(args, kwargs)`` made and seeded here, never an expected value), its time limit, runtime rules,
+allowed packages and helpers (its docstring says each). The child (``seqlab.learn.child.main``: the
+standard library, numpy and torch, never seqlab) gets the calls as plain data (``child.plain_data``:
+JSON and ``.npy``, no pickle), the ``.py`` files of the student's folder copied read-only beside it,
+and sends back plain data: each output and each argument after the call. This side decides from
+those (``CallResult.mutated``: inputs changed in place). A :class:`StudentRun` per job.
 
-Before anything runs, each job's file is read with the static rules (``seqlab.learn.static_rules``);
-a file that breaks one is refused (``StudentRun.refused``). A :class:`Launcher` starts the child
-(:class:`Plain`: a process in its own session; ``seqlab.learn.sandbox``: bubblewrap, or a user of
-its own), which limits its own address space to ``Launcher.memory``. A timeout, Ctrl-C or SIGTERM
-ends the child and every process below it and removes the scratch folder (KeyboardInterrupt, or
-exit status 143); a child killed by a signal runs its job once more in a fresh child, so that a
-signal from outside never fails a check. One warm child runs a batch's jobs and ends what the
-student's code started between jobs; a job that leaves threads running retires it. What the child
-sends back as text is escaped and bounded (:func:`student_text`).
+First each file is read with the static rules (``seqlab.learn.static_rules``; ``StudentRun.refused``).
+A :class:`Launcher` starts the child (:class:`Plain`, or ``seqlab.learn.sandbox``'s), which limits its
+own address space (``Launcher.memory``). A timeout, Ctrl-C or SIGTERM ends the child and all below it
+and removes the scratch folder; a child killed by a signal runs its job once more in a fresh one. One
+warm child runs a batch's jobs, ending what the code started between them (threads left running
+retire it). Text from the child is escaped and bounded (:func:`student_text`).
 
     run = run_student("ws/rnn_step.py", "rnn_step", [((params, x, h), {})], time_limit=5.0)
     run.calls[0].output      # the returned value, or run.calls[0].error

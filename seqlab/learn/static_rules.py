@@ -68,6 +68,8 @@ ATTRIBUTES = frozenset({
     "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "gi_code", "cr_frame", "ag_frame",
 })
 _ATTRIBUTE_FUNCTIONS = ("getattr", "setattr", "delattr", "hasattr")
+# forbidden modules that may still be imported: what is used of them is refused (the student's tests may use them)
+_MODULES = frozenset({"torch.nn.functional", "torch.nn.modules"})
 # torch.nn names that are not layers (a from-scratch model may use them)
 _NOT_LAYERS = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 
@@ -168,7 +170,7 @@ class _Checker:
             return
         used = f"import {dotted}" if imported else dotted
         for pattern, (rule, instead) in self.forbidden.items():
-            if _match(dotted, pattern) and dotted != pattern:
+            if _match(dotted, pattern) and not (dotted == pattern and pattern in _MODULES):
                 from seqlab.learn.child.rules import INSTEAD, message
                 instead = INSTEAD.get(dotted.rsplit(".", 1)[-1].lstrip("_"), instead)
                 raise _Breach(where, line, message(rule, used, instead), imported)
@@ -255,12 +257,22 @@ class _Checker:
             raise _Breach(path, node.lineno, f".{attr} is not allowed in an exercise's code: {_RULES}.")
         chain = [attr]
         base = node.value
-        while isinstance(base, ast.Attribute):
-            chain.append(base.attr)
-            base = base.value
+        while isinstance(base, ast.Attribute) or _constant_getattr(base):
+            if isinstance(base, ast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            else:                                       # getattr(torch.nn, "functional").softmax
+                chain.append(base.args[1].value)
+                base = base.args[0]
         if isinstance(base, ast.Name) and base.id in bound:
             dotted = ".".join([bound[base.id], *reversed(chain)])
             self.check_dotted(dotted, path, node.lineno)
+
+
+def _constant_getattr(node: ast.AST) -> bool:
+    """``getattr(x, "name")`` with the name written out."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+        and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
 
 
 def _main_guard(node: ast.stmt) -> bool:
