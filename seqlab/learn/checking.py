@@ -48,15 +48,11 @@ def latest_check(workspace: Path, name: str) -> dict | None:
     return check if isinstance(check, dict) else None
 
 
-NO_SANDBOX_NOTE = ("your code ran without a sandbox on this machine ({why}); the check is the same, and "
-                   "`seqlab learn grade` runs each student's code in one. (This note is shown once per workspace.)")
-
-
 def check_file(workspace: Path, name: str, time_limit: float | None = None):
     """Check ``WORKSPACE/NAME.py`` as ``seqlab learn check NAME`` does, in a bubblewrap sandbox where one
     runs (``seqlab.learn.sandbox.for_check``); without one, the workspace's lock is held while the
     student's code runs and what it writes to progress.json is undone, and a note says so once per
-    workspace (in the report's notes). The step is recorded with the hash of the file checked and the
+    workspace (``report.sandbox_note``: why, and the note's English in ``report.notes``). The step is recorded with the hash of the file checked and the
     check's summary. Returns (report, a warning when progress.json could not be written, or None).
     FileNotFoundError when the file is not there; WorkspaceError when it lies outside the workspace."""
     from seqlab.learn.catalog import exercise
@@ -79,9 +75,11 @@ def check_file(workspace: Path, name: str, time_limit: float | None = None):
             report = run_checks(ex, path, time_limit=time_limit, launcher=isolation.launcher())
     try:
         if isolation.kind != "bubblewrap":
-            text = NO_SANDBOX_NOTE.format(why=isolation.why_not)
+            from seqlab.learn.words import say
+            text = say("cli.no_sandbox", "en", why=isolation.why_not).removeprefix("note: ")
             if note_once(workspace, "no sandbox", text):
                 report.notes.append(text)
+                report.sandbox_note = isolation.why_not
         record_check(workspace, name, report.passed, sha256=digest, check=summary(report, digest))
     except (OSError, ProgressError) as error:
         return report, f"progress not saved: {error}"
@@ -197,6 +195,9 @@ class CheckReport:
     def __str__(self) -> str:
         from seqlab.learn.feedback import report_lines
         lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report)]
+        if self.report.sandbox_note:
+            from seqlab.learn.words import say
+            lines.append("  " + say("cli.no_sandbox", "en", why=self.report.sandbox_note))
         if self.warning:
             lines.append(f"  warning: {self.warning}")
         lines.append("passed." if self.passed else "not yet.")

@@ -409,6 +409,8 @@ def _check_implement(args, ex) -> int:
     print(f"{ex.name}: {ex.title_zh if zh and ex.title_zh else ex.title}  ({_q(path)})")
     print("\n".join(report_lines(report, "zh" if zh else "en")))
     ws = _with_workspace(args)
+    if report.sandbox_note:                    # once per workspace: the code ran without a sandbox
+        print(_say("no_sandbox", zh, why=report.sandbox_note))
     if report.passed:
         print(_say("check_passed", zh, ws=ws))
     else:

@@ -297,6 +297,7 @@ class Report:
     notes: list[str] = dataclasses.field(default_factory=list)   # accepted conventions, in English
     conventions: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (mistake id, "passes" | "against")
     note: str = ""                      # for the teacher, not the student (the runner's StudentRun.note)
+    sandbox_note: str = ""              # why the code ran without a sandbox, when the student is to be told
 
     @property
     def passed(self) -> bool:

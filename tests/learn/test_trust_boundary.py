@@ -273,8 +273,18 @@ def test_a_student_file_cannot_forge_progress(tmp_path, capsys):
     assert path.is_file()
 
 
-def test_the_explorer_s_panel_undoes_what_the_student_s_code_writes_to_progress(tmp_path):
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["in the sandbox", "without one"])
+def test_the_explorer_s_panel_undoes_what_the_student_s_code_writes_to_progress(tmp_path, monkeypatch, sandboxed):
+    """In the sandbox the write cannot happen (the student's folder is read-only there, progress.json
+    not in it); without one (no bwrap on PATH) it is undone."""
     from seqlab.explorer.learn_api import yours
+    from seqlab.learn import sandbox
+    from tests.learn.machine import no_bwrap
+    if sandboxed and sandbox.bubblewrap_failure() is not None:
+        pytest.skip(f"no sandbox here: {sandbox.bubblewrap_failure()}")
+    if not sandboxed:
+        monkeypatch.setenv("PATH", no_bwrap(tmp_path / "bin"))
+        monkeypatch.setattr(sandbox, "_TRIED", {})          # this test's PATH is tried afresh, and forgotten after
     ws = tmp_path / "ws"
     write_student(ws, "causal_mask", """
         import pathlib
@@ -284,7 +294,10 @@ def test_the_explorer_s_panel_undoes_what_the_student_s_code_writes_to_progress(
             return np.tril(np.ones((n, n), dtype=bool))
         """)
     result = yours({"widget": "causal_mask", "exercise": "causal_mask", "inputs": {"tokens": ["a", "b"]}}, str(ws))
-    assert result["implemented"] and result["calls"][0]["difference"] is None
+    if sandboxed:
+        assert not result["implemented"] and "Error" in result["failure"]       # a read-only folder
+    else:
+        assert result["implemented"] and result["calls"][0]["difference"] is None
     assert not (ws / "progress.json").exists()
 
 
