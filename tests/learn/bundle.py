@@ -8,7 +8,7 @@ found with ``symtable`` and followed through module attributes such as ``_rnn.rn
 the imports of everything else (numpy, torch, the standard library) as the seqlab modules wrote
 them; docstrings and annotations are left out. A name two seqlab modules both define gets a suffix.
 
-    bundle(seqlab.learn.mistakes.rnn_step__no_tanh, "rnn_step")    # -> "import numpy as np\\n...\\nrnn_step = ..."
+    bundle(seqlab.learn.course.rnn_step.check.no_tanh, "rnn_step")  # -> "import numpy as np\\n...\\nrnn_step = ..."
     student_source("rnn_step")                                      # the reference, bundled
 """
 
