@@ -256,3 +256,27 @@ def test_ctrl_c_stops_the_whole_class_and_leaves_nothing_running(tmp_path):
     for child in children:
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
     assert not any((tmp_path / "tmp").iterdir())
+
+
+def test_the_report_is_built_beside_and_renamed_so_a_failed_write_leaves_the_old_one(tmp_path, monkeypatch):
+    ex = exercise("causal_mask")
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "notes.txt").write_text("the teacher's own file\n")
+    first = [grading.Grade("ann", "causal_mask", True, [])]
+    grading.write_report(first, [ex], out, "each submission in a sandbox")
+    before = {name: (out / name).read_bytes() for name in grading.REPORT_FILES}
+
+    def broken(grades, exercises, path):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(grading, "_summary_png", broken)
+    with pytest.raises(OSError):
+        grading.write_report([grading.Grade("ann", "causal_mask", False, ["runs"])], [ex], out)
+    assert {name: (out / name).read_bytes() for name in grading.REPORT_FILES} == before      # the old report whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]                             # no build left beside
+    assert (out / "notes.txt").read_text() == "the teacher's own file\n"
+    assert json.loads((out / "grades.json").read_text())["isolation"] == "each submission in a sandbox"
+    monkeypatch.undo()
+    fresh = tmp_path / "new" / "report"
+    grading.write_report(first, [ex], fresh)                     # a new folder is renamed into place whole
+    assert sorted(p.name for p in fresh.iterdir()) == sorted(grading.REPORT_FILES)
