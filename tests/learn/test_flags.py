@@ -85,7 +85,7 @@ def test_short_files_are_not_compared_and_the_student_s_tests_do_not_count(tmp_p
 
 
 def test_importing_seqlab_and_the_published_solution_are_said(tmp_path):
-    from seqlab.learn.references import reference
+    from seqlab.learn.catalog import reference
     published = textwrap.dedent(inspect.getsource(reference("rnn_bptt")))
     module = inspect.getmodule(reference("rnn_bptt"))
     copied = write_student(tmp_path / "eve", "rnn_bptt", "import numpy as np\n" + published)
