@@ -10,7 +10,7 @@ import csv
 import json
 import os
 import re
-import time
+import textwrap
 import tracemalloc
 from pathlib import Path
 
@@ -182,7 +182,17 @@ def test_inside_the_sandbox_the_child_s_own_modules_are_not_there_by_name(tmp_pa
 
 
 # --- processes that outlive their check ------------------------------------------------------------------
-DAEMON = """
+OVERWRITE = """
+
+def overwrite(targets, text):                 # each path it can reach; what the sandbox hides raises OSError
+    for target in targets:
+        try:
+            with open(target, "w") as f:
+                f.write(text)
+        except OSError:
+            pass
+"""
+DAEMON = textwrap.dedent("""
     import os, time
     import numpy as np
     def causal_mask(n):
@@ -191,16 +201,11 @@ DAEMON = """
             getattr(os, "set" + "sid")()
             if fork() == 0:                              # the daemon: it waits, then rewrites what it can
                 while True:
-                    for target in {targets!r}:
-                        try:
-                            with open(target, "w") as f:
-                                f.write("{{}}")
-                        except OSError:
-                            pass
+                    overwrite({targets!r}, "{{}}")
                     time.sleep(0.01)
             os._exit(0)
         return {mask}
-    """
+    """) + OVERWRITE
 
 
 def _sandboxed_left() -> list[psutil.Process]:
@@ -242,7 +247,7 @@ def _honest() -> dict[str, dict[str, str]]:
 
 def _hostile(root: Path, report: Path) -> dict[str, dict[str, str]]:
     zoe = root / "alice" / "rnn_step.py"
-    reach = f"""
+    reach = textwrap.dedent(f"""
         import os, time
         import numpy as np
         def causal_mask(n):
@@ -254,15 +259,10 @@ def _hostile(root: Path, report: Path) -> dict[str, dict[str, str]]:
                             kill(pid, 9)
                     except OSError:
                         pass
-                for target in ({str(zoe)!r}, "../alice/rnn_step.py", {str(report / "grades.csv")!r}):
-                    try:
-                        with open(target, "w") as f:
-                            f.write("def rnn_step(*a):\\n    return 0\\n")
-                    except OSError:
-                        pass
+                overwrite(({str(zoe)!r}, "../alice/rnn_step.py", {str(report / "grades.csv")!r}), "x = 1\\n")
                 time.sleep(0.005)
             return np.zeros((n, n), dtype=bool)
-        """
+        """) + OVERWRITE
     return {
         "mallory": {"causal_mask": reach, "rnn_step": "from seqlab.labs.rnn import rnn_step\n"},
         "daemon": {"causal_mask": DAEMON.format(targets=[str(report / "grades.csv"), str(report / "grades.json")],
