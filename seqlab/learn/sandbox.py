@@ -133,7 +133,7 @@ print(json.dumps({"entries": sorted(entries), "loose": sorted(loose)}))
 """
 
 
-def _cache_file(packages: tuple[str, ...], sites: list[str]) -> Path:
+def _cache_file(packages: tuple[str, ...], sites: list[str]) -> Path | None:
     stamp = ["4", _python(), sys.version, list(packages), str(_seqlab_root())]
     for site in sites:
         try:
@@ -141,8 +141,10 @@ def _cache_file(packages: tuple[str, ...], sites: list[str]) -> Path:
         except OSError:
             stamp.append([site, None])
     digest = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:24]
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "seqlab" / "sandbox" / f"packages-{digest}.json"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base):
+        return None                                   # no home folder to keep it in
+    return Path(base) / "seqlab" / "sandbox" / f"packages-{digest}.json"
 
 
 def package_entries(packages: tuple[str, ...]) -> dict[str, list[str]]:
@@ -161,9 +163,10 @@ def package_entries(packages: tuple[str, ...]) -> dict[str, list[str]]:
     cache = _cache_file(packages, sites)
     found = None
     try:
-        found = json.loads(cache.read_text(encoding="utf-8"))
-        if not all(os.path.exists(p) for p in found["entries"] + found["loose"]):
-            found = None
+        found = json.loads(cache.read_text(encoding="utf-8")) if cache is not None else None
+        if found is not None and not (all(os.path.exists(p) and _inside(p, sites) for p in found["entries"])
+                                      and all(os.path.isfile(p) for p in found["loose"])):
+            found = None                                 # a package moved, or a file not of this form: probe again
     except (OSError, ValueError, KeyError, TypeError):
         found = None
     if found is None:
@@ -177,12 +180,13 @@ def package_entries(packages: tuple[str, ...]) -> dict[str, list[str]]:
         found["entries"] = [p for p in found["entries"] if not _inside(p, [root])]
         _, trees = _system_args()
         found["loose"] = [p for p in found["loose"] if os.path.isfile(p) and not _inside(p, trees + [root, _python()])]
-        try:
-            from seqlab.atomic import atomic_write_text
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(cache, json.dumps(found))
-        except OSError:
-            pass                                     # no cache folder: probe again next time
+        if cache is not None:
+            try:
+                from seqlab.atomic import atomic_write_text
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(cache, json.dumps(found))
+            except OSError:
+                pass                                 # no cache folder: probe again next time
     with _TRIED_LOCK:
         _TRIED[key] = found
     return found

@@ -152,4 +152,15 @@ def test_the_sandbox_tests_pass_as_an_unprivileged_user():
     finally:
         shutil.rmtree(base, ignore_errors=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "4 passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-2000:]
+    assert " passed" in done.stdout and "skipped" not in done.stdout and "deselected" in done.stdout, done.stdout[-2000:]
+
+
+def test_the_packages_kept_on_disk_are_read_back_only_when_they_are_package_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(sandbox, "_TRIED", {})
+    found = sandbox.package_entries(("numpy",))
+    (kept,) = (tmp_path / "seqlab" / "sandbox").glob("packages-*.json")
+    assert json.loads(kept.read_text()) == found and any(p.endswith("numpy") for p in found["entries"])
+    kept.write_text(json.dumps({"entries": [str(ROOT), "/etc"], "loose": []}))       # not a package folder
+    monkeypatch.setattr(sandbox, "_TRIED", {})
+    assert sandbox.package_entries(("numpy",)) == found
