@@ -2,15 +2,18 @@
 
 - checks: `seqlab learn check NAME` of every exercise, the whole command as a student runs it (goal:
   under 2 s for a NumPy exercise, under 5 s for an LM component), with the reference solution as the
-  student's file. The peer is the floor every check pays: two Python processes (the command and the
-  child that runs the student's code) that import numpy, or torch for the LM components;
+  student's file (self-contained: tests/learn/bundle.py). The peer is the floor every check pays: two
+  Python processes (the command and the child that runs the student's code) that import numpy, or
+  torch for the LM components;
+- sandbox: what the bubblewrap sandbox costs: numpy's and torch's import inside it and outside, and
+  bwrap's own start (``/bin/true`` and ``python -c pass`` in the sandbox and without it);
 - views: `seqlab learn show NAME` (the whole command with its bytecode cached, as installed; goal under
   0.5 s), the explorer's lesson view
   (POST /api/learn/lesson, and in Chromium a click on the step until its lesson is drawn, goal under
   0.5 s) and a notebook's check cell (`check(NAME, function)` in an IPython shell, as in a kernel;
   goal under 2 s for a NumPy exercise), for every step with a lesson (or --only).
 
-    python benchmarks/learn.py [--what checks|views|all] [--repeats 3] [--only NAME]
+    python benchmarks/learn.py [--what checks|sandbox|views|all] [--repeats 3] [--only NAME]
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ def _row(name: str, kind: str, seconds: float, goal: float, floor: float | None 
 
 def checks(names: list[str], repeats: int, env: dict) -> None:
     from seqlab.learn.catalog import NUMPY_NAMES
-    from seqlab.learn.catalog import reference_import
+    from seqlab.learn.sandbox import for_check
+    from tests.learn.bundle import student_source
+    print(f"the student's code runs in: {for_check().report()}")
 
     with tempfile.TemporaryDirectory() as ws:
         floor = {}
@@ -56,13 +61,53 @@ def checks(names: list[str], repeats: int, env: dict) -> None:
         worst = {"numpy": 0.0, "torch": 0.0}
         for name in names:
             kind = "numpy" if name in NUMPY_NAMES else "torch"
-            Path(ws, f"{name}.py").write_text(reference_import(name))
+            Path(ws, f"{name}.py").write_text(student_source(name))
             command = [sys.executable, "-m", "seqlab", "learn", "check", name, "--workspace", ws]
             seconds = statistics.median(wall(command, env, ws) for _ in range(repeats))
             worst[kind] = max(worst[kind], seconds)
             print(_row(name, kind, seconds, 2.0 if kind == "numpy" else 5.0, floor[kind]))
         print(f"slowest NumPy exercise {worst['numpy']:.2f} s (goal 2 s); slowest LM component "
               f"{worst['torch']:.2f} s (goal 5 s)")
+
+
+def sandbox_costs(repeats: int) -> None:
+    """numpy's and torch's import in the sandbox and outside it, and bwrap's own start (medians)."""
+    import shutil
+
+    from seqlab.learn.sandbox import Bubblewrap, bubblewrap_failure
+    failure = bubblewrap_failure()
+    if failure is not None:
+        print(f"no sandbox to time: {failure}")
+        return
+    python = os.path.realpath(sys.executable)
+    timer = ("import sys, time; sys.path.append('/check/site'); t = time.perf_counter(); import {m}; "
+             "print(time.perf_counter() - t)")
+    with tempfile.TemporaryDirectory() as root:
+        os.mkdir(os.path.join(root, "work"))
+        box = Bubblewrap()
+
+        def inside(program: list[str], packages=("numpy",)) -> list[str]:
+            return box.argv(root, packages, program)
+
+        def median(command: list[str], printed: bool = False) -> float:
+            values = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=root)
+                values.append(float(done.stdout) if printed else time.perf_counter() - start)
+            return statistics.median(values)
+
+        print(f"{'what':<44} {'outside s':>10} {'in bwrap s':>10} {'difference':>11}")
+        true = shutil.which("true") or "/bin/true"
+        rows = [("start /bin/true", median([true]), median(inside([true])))]
+        rows.append(("start python -c pass", median([python, "-I", "-S", "-c", "pass"]),
+                     median(inside([python, "-I", "-S", "-c", "pass"]))))
+        for module, packages in (("numpy", ("numpy",)), ("torch", ("numpy", "torch"))):
+            outside = [python, "-I", "-c", timer.format(m=module)]
+            rows.append((f"import {module} (its own timer)", median(outside, True),
+                         median(inside([python, "-I", "-S", "-c", timer.format(m=module)], packages), True)))
+        for what, out, box_s in rows:
+            print(f"{what:<44} {out:10.3f} {box_s:10.3f} {1000 * (box_s - out):+9.0f} ms")
 
 
 def _browser_opens(steps: list[str], repeats: int) -> dict[str, float]:
@@ -98,7 +143,7 @@ def _browser_opens(steps: list[str], repeats: int) -> dict[str, float]:
 def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> None:
     from seqlab.explorer.learn_api import LEARN_ENDPOINTS
     from seqlab.learn.checking import check
-    from seqlab.learn.catalog import reference
+    from tests.learn.bundle import student_source
 
     with tempfile.TemporaryDirectory() as ws:
         # as an installed seqlab runs: with its modules' bytecode cached (a first, untimed run writes it)
@@ -128,11 +173,13 @@ def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> No
         else:
             print(f"(no {CHROMIUM}: the lesson's drawing in the page is not timed)")
         for name in exercises:
-            function = reference(name)
+            given = Path(ws, "given", f"{name}.py")       # the file form of check(NAME, ...): seqlab's own
+            given.parent.mkdir(exist_ok=True)             # function would be imported, which the rules refuse
+            given.write_text(student_source(name))
             timed = []
             for _ in range(repeats):
                 start = time.perf_counter()
-                report = check(name, function, workspace=ws)
+                report = check(name, given, workspace=ws)
                 timed.append(time.perf_counter() - start)
                 if not report.passed:
                     raise SystemExit(f"the reference of {name} does not pass its check:\n{report}")
@@ -144,7 +191,7 @@ def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--what", choices=("checks", "views", "all"), default="all")
+    parser.add_argument("--what", choices=("checks", "sandbox", "views", "all"), default="all")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default=None, help="one exercise or step")
     args = parser.parse_args()
@@ -156,6 +203,8 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f}")
+    if args.what in ("sandbox", "all"):
+        sandbox_costs(max(args.repeats, 5))
     if args.what in ("checks", "all"):
         checks([n for n in (*NUMPY_NAMES, *TORCH_NAMES) if args.only in (None, n)], args.repeats, env)
     if args.what in ("views", "all"):

@@ -5,8 +5,9 @@ exercises in at most 10 minutes on 2 cores), and print the time per check beside
 The class (:func:`make_class`): students whose files are correct (seqlab's own functions), wrong (a
 catalogued mistake in every exercise, so each has a known diagnosis), crashing (every function
 raises; one exercise ends its process), looping (two exercises never return: one NumPy, one PyTorch)
-and empty (no file at all); one correct student hands in a .zip. :func:`expected` gives the table
-the grades must equal, so the benchmark also checks what it times.
+and empty (no file at all); one correct student hands in a .zip. Correct and wrong files are
+self-contained (``tests.learn.bundle``): the grader's sandbox has no seqlab to import.
+:func:`expected` gives the table the grades must equal, so the benchmark also checks what it times.
 
     python benchmarks/learn_grade.py [--students 40] [--workers 2] [--exercises a,b,...] [--keep DIR]
 """
@@ -36,11 +37,6 @@ def kind_of(i: int, students: int) -> str:
     return KINDS[i % len(KINDS)] if students <= len(KINDS) else MIX[i % len(MIX)]
 
 
-def _mutant_import(exercise, mistake) -> str:
-    """A file that is the mistake's mutant, from its step folder's check.py."""
-    return f"from {mistake.implementation.__module__} import {mistake.implementation.__name__} as {exercise.name}\n"
-
-
 def _mutant(exercise, i: int):
     """Student i's catalogued mistake of ``exercise``: one with a mutant written in the mistakes module
     (a mistake recognised only from its structure, or a convention the stub accepts, has none)."""
@@ -56,15 +52,15 @@ def _looping(exercises) -> set[str]:
 
 def source_of(kind: str, exercise, i: int, exercises) -> str | None:
     """Student i's file for ``exercise`` (None: no file)."""
-    from seqlab.learn.catalog import reference_import
-    correct = reference_import(exercise.name)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.learn.bundle import student_source
     if kind == "correct" or (kind == "looping" and exercise.name not in _looping(exercises)):
-        return correct
+        return student_source(exercise.name)
     if kind == "looping":
         return f"def {exercise.name}(*args, **kwargs):\n    while True:\n        pass\n"
     if kind == "wrong":
-        mistake = _mutant(exercise, i)
-        return _mutant_import(exercise, mistake)
+        return student_source(exercise.name, _mutant(exercise, i).id)
     if kind == "crashing":
         if exercise.name == exercises[-1].name:
             return f"import os\n\n\ndef {exercise.name}(*args, **kwargs):\n    os._exit(7)\n"
@@ -161,12 +157,12 @@ def main() -> None:
         # today's `seqlab learn check NAME`, one NumPy and one PyTorch exercise, as a student runs it
         ws = Path(tmp) / "ws"
         ws.mkdir()
-        from seqlab.learn.catalog import reference_import
+        from tests.learn.bundle import student_source
         for kind in ("numpy", "torch"):
             e = next((x for x in exercises if x.kind == kind), None)
             if e is None:
                 continue
-            (ws / f"{e.name}.py").write_text(reference_import(e.name))
+            (ws / f"{e.name}.py").write_text(student_source(e.name))
             single = statistics.median(
                 wall([sys.executable, "-m", "seqlab", "learn", "check", e.name, "--workspace", str(ws)], env, tmp)
                 for _ in range(args.repeats))

@@ -49,13 +49,16 @@ def latest_check(workspace: Path, name: str) -> dict | None:
 
 
 def check_file(workspace: Path, name: str, time_limit: float | None = None):
-    """Check ``WORKSPACE/NAME.py`` as ``seqlab learn check NAME`` does: what the student's code writes
-    to progress.json is undone, the step is recorded with the hash of the file checked and the
+    """Check ``WORKSPACE/NAME.py`` as ``seqlab learn check NAME`` does, in a bubblewrap sandbox where one
+    runs (``seqlab.learn.sandbox.for_check``); without one, the workspace's lock is held while the
+    student's code runs and what it writes to progress.json is undone, and a note says so once per
+    workspace (``report.sandbox_note``: why, and the note's English in ``report.notes``). The step is recorded with the hash of the file checked and the
     check's summary. Returns (report, a warning when progress.json could not be written, or None).
     FileNotFoundError when the file is not there; WorkspaceError when it lies outside the workspace."""
     from seqlab.learn.catalog import exercise
     from seqlab.learn.exercise import run_checks
-    from seqlab.learn.workspace import exercise_file, file_sha256, progress_kept, record_check
+    from seqlab.learn.sandbox import for_check
+    from seqlab.learn.workspace import exercise_file, file_sha256, note_once, progress_kept, progress_lock, record_check
     ex = exercise(name)
     if ex is None:
         raise KeyError(f"no Implement exercise {name!r}")
@@ -64,9 +67,19 @@ def check_file(workspace: Path, name: str, time_limit: float | None = None):
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; write it first with: seqlab learn start {name}")
     digest = file_sha256(path)                  # the file as it is checked
-    with progress_kept(workspace):              # the student's code may write progress.json: undone
-        report = run_checks(ex, path, time_limit=time_limit)
+    isolation = for_check()
+    if isolation.kind == "bubblewrap":          # the student's code cannot see progress.json
+        report = run_checks(ex, path, time_limit=time_limit, launcher=isolation.launcher())
+    else:
+        with progress_lock(workspace), progress_kept(workspace):   # what the code writes there is undone
+            report = run_checks(ex, path, time_limit=time_limit, launcher=isolation.launcher())
     try:
+        if isolation.kind != "bubblewrap":
+            from seqlab.learn.words import say
+            text = say("cli.no_sandbox", "en", why=isolation.why_not).removeprefix("note: ")
+            if note_once(workspace, "no sandbox", text):
+                report.notes.append(text)
+                report.sandbox_note = isolation.why_not
         record_check(workspace, name, report.passed, sha256=digest, check=summary(report, digest))
     except (OSError, ProgressError) as error:
         return report, f"progress not saved: {error}"
@@ -182,6 +195,9 @@ class CheckReport:
     def __str__(self) -> str:
         from seqlab.learn.feedback import report_lines
         lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report)]
+        if self.report.sandbox_note:
+            from seqlab.learn.words import say
+            lines.append("  " + say("cli.no_sandbox", "en", why=self.report.sandbox_note))
         if self.warning:
             lines.append(f"  warning: {self.warning}")
         lines.append("passed." if self.passed else "not yet.")

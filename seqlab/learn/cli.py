@@ -107,6 +107,9 @@ def register(subparsers) -> None:
     p.add_argument("--submission", type=Path, default=Path("/autograder/submission"), help=argparse.SUPPRESS)
     p.add_argument("--results", type=Path, default=Path("/autograder/results/results.json"), help=argparse.SUPPRESS)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="grade even where neither bubblewrap nor a user of its own per submission can keep the "
+                        "students apart (a student's code could then reach the others' and the report)")
 
 
 def _in_course(func, workspace: bool = True):
@@ -326,12 +329,15 @@ def write_notebooks(args) -> int:
 
 
 def start_exercise(args) -> int:
-    from seqlab.learn.workspace import start
+    from seqlab.learn.workspace import WorkspaceError, start
     ex = _exercise(args.name)
     if ex is None:
         return _no_such("Implement exercise", args.name, _known("implement"))
     try:
         path, written = start(_workspace(args), ex, ("en", "zh")[_lang(args)])
+    except WorkspaceError as error:           # NAME.py is a folder, or another thing that is not a file
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except OSError as error:  # the workspace cannot hold the file
         print(f"error: cannot write {_q(_workspace(args) / (ex.name + '.py'))}: {error}", file=sys.stderr)
         return 1
@@ -403,6 +409,8 @@ def _check_implement(args, ex) -> int:
     print(f"{ex.name}: {ex.title_zh if zh and ex.title_zh else ex.title}  ({_q(path)})")
     print("\n".join(report_lines(report, "zh" if zh else "en")))
     ws = _with_workspace(args)
+    if report.sandbox_note:                    # once per workspace: the code ran without a sandbox
+        print(_say("no_sandbox", zh, why=report.sandbox_note))
     if report.passed:
         print(_say("check_passed", zh, ws=ws))
     else:

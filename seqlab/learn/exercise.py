@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from seqlab.learn import compare, diagnosis
-from seqlab.learn.runner import Job, StudentRun, run_students
+from seqlab.learn.runner import CallResult, Job, StudentRun, run_students, student_text
 
 
 @dataclasses.dataclass
@@ -296,6 +296,8 @@ class Report:
     printed_chars: int = 0
     notes: list[str] = dataclasses.field(default_factory=list)   # accepted conventions, in English
     conventions: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (mistake id, "passes" | "against")
+    note: str = ""                      # for the teacher, not the student (the runner's StudentRun.note)
+    sandbox_note: str = ""              # why the code ran without a sandbox, when the student is to be told
 
     @property
     def passed(self) -> bool:
@@ -374,16 +376,19 @@ class Expected:
         return self._terms[i]
 
 
-def run_checks(exercise: Exercise, path, time_limit: float | None = None, cases: list[Case] | None = None) -> Report:
+def run_checks(exercise: Exercise, path, time_limit: float | None = None, cases: list[Case] | None = None,
+               launcher=None) -> Report:
     """Run the student's ``path`` on the exercise's cases and check everything the exercise names.
     (``seqlab.learn.check`` is the notebook's check by exercise name; this one takes the record.)"""
-    return check_many([(exercise, path)], time_limit, cases)[0]
+    return check_many([(exercise, path)], time_limit, cases, launcher)[0]
 
 
 def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = None,
-               cases: list[Case] | None = None) -> list[Report]:
+               cases: list[Case] | None = None, launcher=None) -> list[Report]:
     """:func:`run_checks` of several (exercise, file) pairs with one warm child process for all of them.
-    ``time_limit`` (default: each exercise's own) is for each check."""
+    ``time_limit`` (default: each exercise's own) is for each check; ``launcher``: how the child starts
+    (default: a bubblewrap sandbox where one runs, ``seqlab.learn.sandbox.for_check``). A check whose
+    report cannot be made (an output the comparison cannot read) fails alone, saying why."""
     # The cases are made here and sent to the child as plain data; the reference's outputs are
     # computed here while the child works.
     made: dict[str, list[Case]] = {}
@@ -398,15 +403,33 @@ def check_many(items: list[tuple[Exercise, object]], time_limit: float | None = 
             if ex.name not in expected:
                 expected[ex.name] = Expected(ex, made[ex.name])
 
-    runs = run_students(jobs, meanwhile=references)
-    return [_report(ex, path, run, expected[ex.name]) for (ex, path), run in zip(items, runs)]
+    if launcher is None:
+        from seqlab.learn.sandbox import for_check
+        launcher = for_check().launcher()
+    runs = run_students(jobs, meanwhile=references, launcher=launcher)
+    reports = []
+    for (ex, path), run in zip(items, runs):
+        try:
+            reports.append(_report(ex, path, run, expected[ex.name]))
+        except Exception as error:  # noqa: BLE001 - one output the checker cannot read fails that check alone
+            report = Report(exercise=ex.name, file=str(path), note=run.note)
+            report.add("runs", False, f"seqlab could not compare what {ex.name}() returned: {type(error).__name__}: "
+                                      f"{student_text(error, 300)}")
+            reports.append(report)
+    return reports
 
 
 def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
     from seqlab.learn.words import said
-    report = Report(exercise=exercise.name, file=str(path))
+    report = Report(exercise=exercise.name, file=str(path), note=run.note)
     report.printed, report.printed_chars = run.printed, run.printed_chars
     cases = ref.cases
+    if run.refused:                     # a static rule: nothing ran
+        report.add("rules", False, run.failure)
+        refused = [CallResult(error=run.failure, broke_rule=run.failure) for _ in cases]
+        report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, refused, [None] * len(cases), ref, report),
+                                              *_GENERIC_SPLIT)
+        return report
     if run.failure:
         report.add("runs", False, run.failure)
         return report

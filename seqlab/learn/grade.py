@@ -1,18 +1,17 @@
-"""Grade a class: every student's workspace checked the same way, with the reason.
+"""Grade a class: every student's workspace checked the same way, each student apart, with the reason.
 
 ``seqlab learn grade SUBMISSIONS --out REPORT``: SUBMISSIONS holds one folder (or .zip) per student,
-named after the student, with the exercise files (in it, or in one folder inside it). Each
-submission is checked in one warm child process of its own, each check under its time limit; a
-submission that crashes, loops or cannot be unpacked fails on its own. Submissions are graded one
-per core, with a progress bar; reference outputs, gradients and the catalogued mistakes' outputs
+named after the student. Each submission is checked in a sandbox of its own (``seqlab.learn.sandbox``:
+bubblewrap, else a user of its own, else only with ``--no-sandbox``), one per core; reference outputs
 are computed once per exercise for the whole class (:func:`shared`). progress.json is never read.
 
-REPORT gets grades.csv and grades.json (student, exercise, passed, failed_checks, diagnosis: the
-catalogued mistake's title, message; grades.json also the mistake's id and the diagnosis's where),
-summary.md and summary.png (pass rate per exercise, the most common diagnoses).
-``--gradescope`` grades /autograder/submission into /autograder/results/results.json, one test per
-exercise, points from ``--points FILE`` (TOML: exercise = points; default 1 each). A zip is
-unpacked safely (:func:`unpack`).
+After every sandbox has ended, the parent writes REPORT, built beside it and renamed into place
+(a teacher's other files in it stay): grades.csv and grades.json (:data:`COLUMNS`: student,
+exercise, passed, failed_checks, diagnosis, message, flags; grades.json also the mistake's id, the
+diagnosis's where, the isolation used and notes), summary.md and summary.png. ``flags``
+(``seqlab.learn.flags``) tell the teacher what to look at and never change a grade.
+``--gradescope`` grades /autograder/submission into /autograder/results/results.json (only that
+file), points from ``--points FILE``; the isolation is said on stdout, which students do not see.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from __future__ import annotations
 import copy
 import csv
 import dataclasses
+import glob
 import hashlib
 import io
 import json
@@ -39,7 +39,7 @@ from seqlab.atomic import atomic_path, atomic_write_text
 
 UNZIP_BYTES = 20 * 2**20      # bytes of .py files one zip may unpack to
 UNZIP_FILES = 500             # entries one zip may hold
-COLUMNS = ("student", "exercise", "passed", "failed_checks", "diagnosis", "message")
+REPORT_FILES = ("grades.csv", "grades.json", "summary.md", "summary.png")
 
 
 class SubmissionError(ValueError):
@@ -58,15 +58,34 @@ class Grade:
     mistake: str | None = None     # the catalogued mistake's id
     feedback: str = ""             # what `seqlab learn check` prints: the diagnosis, then the checks
     where: str = ""                # the diagnosis's where: what differs and where (also when no mistake fits)
+    flags: list[str] = dataclasses.field(default_factory=list)   # for the teacher (seqlab.learn.flags)
+    note: str = ""                 # for the teacher: the check's first run was killed from outside, ...
+    file: str = ""                 # the file graded (not in the report)
 
     def row(self) -> dict:
-        """grades.csv's columns (COLUMNS)."""
-        return {"student": self.student, "exercise": self.exercise, "passed": self.passed,
-                "failed_checks": self.failed_checks, "diagnosis": self.diagnosis, "message": self.message}
+        """grades.csv's columns, as values (COLUMNS)."""
+        return {name: value(self) for name, (value, _) in COLUMNS.items()}
 
     def record(self) -> dict:
-        """grades.json's entry: the row, the mistake's id and the diagnosis's where."""
-        return {**self.row(), "mistake": self.mistake, "where": self.where}
+        """grades.json's entry: the row, the mistake's id, the diagnosis's where and the note."""
+        return {**self.row(), "mistake": self.mistake, "where": self.where, "note": self.note}
+
+
+def _joined(items: list[str]) -> str:
+    return "; ".join(items)
+
+
+# grades.csv's columns: name -> (its value of a Grade, the value as the CSV writes it); a column added
+# here is in grades.csv and grades.json
+COLUMNS = {
+    "student": (lambda g: g.student, str),
+    "exercise": (lambda g: g.exercise, str),
+    "passed": (lambda g: g.passed, lambda v: "true" if v else "false"),
+    "failed_checks": (lambda g: list(g.failed_checks), _joined),
+    "diagnosis": (lambda g: g.diagnosis, str),
+    "message": (lambda g: g.message, str),
+    "flags": (lambda g: list(g.flags), _joined),
+}
 
 
 # --- submissions -----------------------------------------------------------------------------------
@@ -189,7 +208,7 @@ def shared(exercise):
 
 
 # --- grading -----------------------------------------------------------------------------------------
-def _grades_of(student: str, exercises, reports: dict, missing: dict[str, str]) -> list[Grade]:
+def _grades_of(student: str, exercises, reports: dict, missing: dict[str, str], files: dict[str, str]) -> list[Grade]:
     from seqlab.learn.feedback import diagnosis_title, first_failure, report_lines
     grades = []
     for ex in exercises:
@@ -201,12 +220,15 @@ def _grades_of(student: str, exercises, reports: dict, missing: dict[str, str]) 
         d = report.diagnosis or {}
         grades.append(Grade(student, ex.name, report.passed, [c["name"] for c in report.checks if not c["passed"]],
                             diagnosis_title(report), first_failure(report), d.get("mistake"),
-                            "\n".join(report_lines(report)), str(d.get("where") or "")))
+                            "\n".join(report_lines(report)), str(d.get("where") or ""), note=report.note,
+                            file=files[ex.name]))
     return grades
 
 
-def grade_submission(student: str, source: Path, exercises, scratch: Path, time_limit: float | None = None) -> list[Grade]:
-    """The grades of one submission (a folder or a .zip); every failure is a grade, never an exception."""
+def grade_submission(student: str, source: Path, exercises, scratch: Path, time_limit: float | None = None,
+                     launcher=None) -> list[Grade]:
+    """The grades of one submission (a folder or a .zip); every failure is a grade, never an exception.
+    ``launcher``: how its child starts (its own sandbox)."""
     from seqlab.learn.exercise import check_many
     from seqlab.learn.workspace import WorkspaceError, exercise_file
     names = [ex.name for ex in exercises]
@@ -228,8 +250,9 @@ def grade_submission(student: str, source: Path, exercises, scratch: Path, time_
                 items.append((ex, path))
             else:
                 missing[ex.name] = f"the submission has no {ex.name}.py"
-        reports = dict(zip((ex.name for ex, _ in items), check_many(items, time_limit=time_limit))) if items else {}
-        return _grades_of(student, exercises, reports, missing)
+        reports = dict(zip((ex.name for ex, _ in items),
+                           check_many(items, time_limit=time_limit, launcher=launcher))) if items else {}
+        return _grades_of(student, exercises, reports, missing, {ex.name: str(path) for ex, path in items})
     except SubmissionError as error:
         reason = str(error)
     except Exception as error:  # noqa: BLE001 - one submission's failure never stops the others
@@ -241,15 +264,20 @@ def grade_submission(student: str, source: Path, exercises, scratch: Path, time_
 
 
 def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None = None,
-              time_limit: float | None = None, progress: bool = True) -> list[Grade]:
-    """Grade every (student, folder or zip), ``workers`` at a time (default: the cores), with a
-    progress bar on stderr; the grades in the order of ``entries``. Ctrl-C or SIGTERM ends every
-    child at once (:func:`seqlab.learn.runner.end_all`) and raises as usual."""
+              time_limit: float | None = None, progress: bool = True, isolation=None) -> list[Grade]:
+    """Grade every (student, folder or zip), ``workers`` at a time (default: the cores), each in its
+    own sandbox (``isolation``, a ``seqlab.learn.sandbox.Isolation``; default: ``for_grade()``), with a
+    progress bar on stderr; the grades in the order of ``entries``, flagged (``seqlab.learn.flags``)
+    once every child has ended. Ctrl-C or SIGTERM ends every child at once
+    (:func:`seqlab.learn.runner.end_all`) and raises as usual."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from tqdm import tqdm
 
+    from seqlab.learn.flags import flag_grades
     from seqlab.learn.runner import end_all, stop_signals
+    from seqlab.learn.sandbox import for_grade
+    isolation = isolation or for_grade()
     workers = max(1, workers or os.cpu_count() or 1)
     exercises = [shared(ex) for ex in exercises]
     results: dict[int, list[Grade]] = {}
@@ -258,11 +286,17 @@ def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None
     try:
         with stop_signals(), tqdm(total=len(entries), desc="grading", unit="submission", disable=not progress,
                                    file=sys.stderr) as bar:
-            futures = {pool.submit(grade_submission, student, source, exercises, scratch, time_limit): i
+            futures = {pool.submit(grade_submission, student, source, exercises, scratch, time_limit,
+                                   isolation.launcher(i)): i
                        for i, (student, source) in enumerate(entries)}
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
                 bar.update(1)
+        pool.shutdown(wait=True)
+        end_all()                                   # every child has ended: nothing of a student's runs on
+        grades = [g for i in range(len(entries)) for g in results[i]]
+        flag_grades(grades, exercises)
+        return grades
     except BaseException:
         end_all(stop=True)
         pool.shutdown(wait=False, cancel_futures=True)
@@ -270,27 +304,61 @@ def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None
     finally:
         pool.shutdown(wait=True)
         shutil.rmtree(scratch, ignore_errors=True)
-    return [g for i in range(len(entries)) for g in results[i]]
 
 
 # --- the report -------------------------------------------------------------------------------------
-def write_report(grades: list[Grade], exercises, out: Path) -> list[Path]:
-    """grades.csv, grades.json, summary.md and summary.png in ``out``; returns their paths."""
+def write_report(grades: list[Grade], exercises, out: Path, isolation: str = "") -> list[Path]:
+    """grades.csv, grades.json, summary.md and summary.png, built in a folder beside ``out`` and renamed
+    into place: the folder whole when ``out`` is new, else each file (a teacher's other files in
+    ``out`` stay); nothing else is written. ``isolation``: how the students were kept apart, in words.
+    Returns the paths."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    from seqlab.atomic import remove_stale_temporaries
-    remove_stale_temporaries(out)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for g in grades:
-        writer.writerow({**g.row(), "passed": "true" if g.passed else "false", "failed_checks": "; ".join(g.failed_checks)})
-    atomic_write_text(out / "grades.csv", buffer.getvalue())
-    atomic_write_text(out / "grades.json", json.dumps({"grades": [g.record() for g in grades]}, indent=1,
-                                                      ensure_ascii=False) + "\n")
-    atomic_write_text(out / "summary.md", summary_markdown(grades, exercises))
-    _summary_png(grades, exercises, out / "summary.png")
-    return [out / name for name in ("grades.csv", "grades.json", "summary.md", "summary.png")]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(out)
+    build = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(build, ignore_errors=True)
+    build.mkdir()
+    try:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        for g in grades:
+            writer.writerow({name: COLUMNS[name][1](value) for name, value in g.row().items()})
+        texts = {"grades.csv": buffer.getvalue(),
+                 "grades.json": json.dumps({"isolation": isolation, "grades": [g.record() for g in grades]},
+                                           indent=1, ensure_ascii=False) + "\n",
+                 "summary.md": summary_markdown(grades, exercises, isolation)}
+        for name, text in texts.items():
+            (build / name).write_text(text, encoding="utf-8", errors="backslashreplace")
+        _summary_png(grades, exercises, build / "summary.png")
+        if out.exists():
+            for name in REPORT_FILES:
+                os.replace(build / name, out / name)
+            build.rmdir()
+        else:
+            os.replace(build, out)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    return [out / name for name in REPORT_FILES]
+
+
+def _remove_stale_builds(out: Path) -> None:
+    """What a killed grader left of this report's own build (``.REPORT.tmpPID``), and nothing else."""
+    for path in out.parent.glob(f".{glob.escape(out.name)}.tmp*"):
+        pid = path.name[len(out.name) + 5:]
+        if pid.isdigit() and not _alive(int(pid)) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def pass_rates(grades: list[Grade], exercises) -> list[tuple[str, int, int]]:
@@ -305,9 +373,10 @@ def common_diagnoses(grades: list[Grade], limit: int = 15) -> list[tuple[str, st
     return [(ex, d, n) for (ex, d), n in counts.most_common(limit)]
 
 
-def summary_markdown(grades: list[Grade], exercises) -> str:
+def summary_markdown(grades: list[Grade], exercises, isolation: str = "") -> str:
     students = list(dict.fromkeys(g.student for g in grades))
     lines = [f"# Grades: {len(students)} students, {len(exercises)} exercises", "",
+             *([f"Isolation: {isolation}.", ""] if isolation else []),
              "## Pass rate per exercise", "", "| exercise | passed | of | rate |", "| --- | ---: | ---: | ---: |"]
     for name, passed, total in pass_rates(grades, exercises):
         lines.append(f"| {name} | {passed} | {total} | {100 * passed / total if total else 0:.0f}% |")
@@ -322,6 +391,17 @@ def summary_markdown(grades: list[Grade], exercises) -> str:
     for student in students:
         mine = [g for g in grades if g.student == student]
         lines.append(f"| {student} | {sum(g.passed for g in mine)} | {len(mine)} |")
+    flagged = [g for g in grades if g.flags]
+    lines += ["", "## Flags for the teacher", ""]
+    if flagged:
+        lines += ["A flag never changes a grade: it says what to look at.", "",
+                  "| student | exercise | flags |", "| --- | --- | --- |"]
+        lines += [f"| {g.student} | {g.exercise} | {'; '.join(g.flags)} |" for g in flagged]
+    else:
+        lines.append("No submission is flagged.")
+    noted = [g for g in grades if g.note]
+    if noted:
+        lines += ["", "## Notes", ""] + [f"- {g.student}, {g.exercise}: {g.note}" for g in noted]
     return "\n".join(lines) + "\n"
 
 
@@ -423,17 +503,23 @@ def run_grade_command(args) -> int:
             chosen = [n for n in known if n in points]      # the table names what is graded
     exercises = [ex for ex in every if ex.name in chosen]
     start = time.monotonic()
+    from seqlab.learn.sandbox import NoIsolation, for_grade
     if args.gradescope:
         if args.submissions is not None or args.out is not None:
             return _usage("--gradescope reads /autograder/submission and writes /autograder/results/results.json; "
                           "give no SUBMISSIONS or --out with it")
+        isolation = for_grade(no_sandbox=args.no_sandbox, gradescope=True)     # never fails for lack of one
         grades = grade_all([("submission", args.submission)], exercises, workers=1, time_limit=args.time_limit,
-                           progress=not args.no_progress)
+                           progress=not args.no_progress, isolation=isolation)
         results = gradescope_results(grades, exercises, points, time.monotonic() - start)
         args.results.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.results, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
         print(f"{results['output']} Score {results['score']:g} of {sum(t['max_score'] for t in results['tests']):g}; "
               f"wrote {args.results}")
+        print(f"isolation: {isolation.report()}")                 # stdout: the teacher's, hidden from students
+        for g in grades:
+            if g.flags or g.note:
+                print(f"{g.exercise}: " + "; ".join(g.flags + ([g.note] if g.note else [])))
         return 0
     if args.submissions is None or args.out is None:
         return _usage("give SUBMISSIONS (a folder with one workspace folder or .zip per student) and --out REPORT, "
@@ -444,12 +530,17 @@ def run_grade_command(args) -> int:
         return _failure(str(error))
     if not entries:
         return _failure(f"{args.submissions} holds no submission (one folder or .zip per student)")
+    try:
+        isolation = for_grade(no_sandbox=args.no_sandbox)
+    except NoIsolation as error:
+        return _failure(str(error))
     grades = grade_all(entries, exercises, workers=args.workers, time_limit=args.time_limit,
-                       progress=not args.no_progress)
-    paths = write_report(grades, exercises, args.out)
+                       progress=not args.no_progress, isolation=isolation)
+    paths = write_report(grades, exercises, args.out, isolation.report())
     passed = sum(g.passed for g in grades)
     print(f"graded {len(entries)} submissions x {len(exercises)} exercises in {time.monotonic() - start:.0f} s: "
-          f"{passed} of {len(grades)} pass. Wrote " + ", ".join(str(p) for p in paths))
+          f"{passed} of {len(grades)} pass ({isolation.kind} isolation; {sum(bool(g.flags) for g in grades)} flagged). "
+          "Wrote " + ", ".join(str(p) for p in paths))
     return 0
 
 

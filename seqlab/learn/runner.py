@@ -1,19 +1,19 @@
 """Run a student's code in a child process, and bring back only plain data: the trust boundary.
 
-The interface. A :class:`Job` is one check: the student's ``file``, its ``function`` and ``calls``,
-the ``(args, kwargs)`` made and seeded here (never an expected value), with the job's time limit,
-runtime rules, allowed packages and helper modules (its docstring says each). The child
-(``seqlab.learn.child.main``: the standard library, numpy and torch, never seqlab) gets the
-calls as plain data (``seqlab.learn.child.plain_data``: JSON and ``.npy``, no pickle), with the
-``.py`` files of the student's folder copied read-only beside it, and sends back plain data: each
-output, and each argument as it is after the call. This side decides everything from those: the
-values and the inputs changed in place (``CallResult.mutated``). A :class:`StudentRun` per job.
+The interface. A :class:`Job` is one check: the student's ``file``, its ``function`` and ``calls``
+(``(args, kwargs)`` made and seeded here, never an expected value), its time limit, runtime rules,
+allowed packages and helpers (its docstring says each). The child (``seqlab.learn.child.main``: the
+standard library, numpy and torch, never seqlab) gets the calls as plain data (``child.plain_data``:
+JSON and ``.npy``, no pickle), the ``.py`` files of the student's folder copied read-only beside it,
+and sends back plain data: each output and each argument after the call. This side decides from
+those (``CallResult.mutated``: inputs changed in place). A :class:`StudentRun` per job.
 
-A :class:`Launcher` starts the child (:class:`Plain`: a process in its own session; a sandbox
-wraps the same program). A timeout, Ctrl-C or SIGTERM ends the child's group and every process
-below it and removes the scratch folder (KeyboardInterrupt, or exit status 143). One warm child
-runs a batch's jobs (numpy and torch imported once) and ends what the student's code started
-between jobs; a job that leaves threads running retires it.
+First each file is read with the static rules (``seqlab.learn.static_rules``; ``StudentRun.refused``).
+A :class:`Launcher` starts the child (:class:`Plain`, or ``seqlab.learn.sandbox``'s), which limits its
+own address space (``Launcher.memory``). A timeout, Ctrl-C or SIGTERM ends the child and all below it
+and removes the scratch folder; a child killed by a signal runs its job once more in a fresh one. One
+warm child runs a batch's jobs, ending what the code started between them (threads left running
+retire it). Text from the child is escaped and bounded (:func:`student_text`).
 
     run = run_student("ws/rnn_step.py", "rnn_step", [((params, x, h), {})], time_limit=5.0)
     run.calls[0].output      # the returned value, or run.calls[0].error
@@ -36,13 +36,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from seqlab.learn import static_rules
 from seqlab.learn.child import plain_data
 from seqlab.learn.child.processes import end_processes_below
 
 CHILD = Path(__file__).resolve().parent / "child"      # the folder the child runs from
 PRINT_LIMIT = 4000          # characters of the student's output kept for the report
+MESSAGE_LIMIT = 1000        # characters of one error message of the student's code kept
+MEMORY_LIMIT = 2 * 2**30    # bytes of address space the child may map (RLIMIT_AS): CPU torch needs about 0.7 GB
 PREPARE_LIMIT = 120.0       # seconds for a child to start and make one check's inputs (seqlab's code)
-MANIFEST_LIMIT = 8 * 2**20  # bytes of an answer's JSON manifest read at most (arrays travel beside it)
+MANIFEST_LIMIT = 4 * 2**20  # bytes of an answer's JSON manifest read at most (arrays travel beside it): about
+#                             14 times that in Python objects at the most, whatever the child writes
 FOLDER_FILES = 500          # .py files of a student's folder copied at most
 FOLDER_BYTES = 20 * 2**20   # ... and their bytes
 
@@ -59,7 +63,8 @@ class Job:
       exercise allows it): a sandbox makes only these importable;
     - ``helpers``: allowed helper modules, {import name: source text}, importable in the child where
       their package is not (train_bpe's GPT-2 pre-tokenizer: that module alone, not seqlab);
-    - ``arg_names``: the positional arguments' names, for messages about inputs changed in place.
+    - ``arg_names``: the positional arguments' names, for messages about inputs changed in place;
+    - ``static``: read the file with the static rules first (False only to test the nets behind them).
 
     Two values that are not plain data are named here and rebuilt in the child: a
     ``numpy.random.Generator`` (its bit generator and state: get_batch's) and an
@@ -73,6 +78,7 @@ class Job:
     packages: tuple[str, ...] = ("numpy",)
     helpers: dict[str, str] = dataclasses.field(default_factory=dict)
     arg_names: list[str] = dataclasses.field(default_factory=list)
+    static: bool = True
 
 
 @dataclasses.dataclass
@@ -91,12 +97,42 @@ class CallResult:
 
 @dataclasses.dataclass
 class StudentRun:
-    """The calls' results, or why there are none (``failure``: no file, import error, time limit)."""
+    """The calls' results, or why there are none (``failure``: no file, import error, time limit;
+    ``refused``: the failure is a static rule the file breaks, nothing ran). ``note``: what the
+    teacher may want to know and the student need not (a first run killed by a signal)."""
     calls: list[CallResult]
     failure: str | None = None
     printed: str = ""                     # the first PRINT_LIMIT characters the code printed
     printed_chars: int = 0
     timed_out: bool = False
+    refused: bool = False
+    note: str = ""
+
+
+def student_text(text, limit: int = MESSAGE_LIMIT, lines: bool = False) -> str:
+    """Text the student's code made (a message, what it printed), safe to print among seqlab's own
+    lines: control and format characters (ANSI escapes, carriage returns, bidirectional overrides,
+    line separators) written as escapes, newlines and tabs too unless ``lines``, at most ``limit``
+    characters: "a\\x1b[2J\\npassed" for "a<ESC>[2J<newline>passed"."""
+    import unicodedata
+    text = str(text)
+    out, size = [], 0
+    for char in text:
+        if char in "\n\t" and lines or unicodedata.category(char) not in _HIDDEN:
+            piece = char
+        elif ord(char) < 0x100:
+            piece = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char, f"\\x{ord(char):02x}")
+        else:
+            piece = f"\\u{ord(char):04x}" if ord(char) < 0x10000 else f"\\U{ord(char):08x}"
+        if size + len(piece) > limit:
+            out.append(f"... ({len(text)} characters in all)")
+            break
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
+
+
+_HIDDEN = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")     # control, format, separators, surrogates, unassigned
 
 
 # --- arguments changed in place --------------------------------------------------------------------
@@ -158,10 +194,28 @@ _SKIPPED = (type(None), bool, int, float, complex, str, bytes, plain_data.InputF
 # --- starting the child ----------------------------------------------------------------------------
 class Launcher:
     """How a child is started: :meth:`command` gives the argv, environment and working folder of
-    ``python main.py ROOT FIRST EVENTS`` for a batch whose scratch folder is ``root``. Subclasses
-    (a sandbox) wrap the same program; ``describe`` says in words what isolation it gives."""
+    ``python main.py ROOT FIRST EVENTS [PATH ...]`` for a batch whose scratch folder is ``root``
+    (PATHs: folders the child adds to sys.path). Subclasses (``seqlab.learn.sandbox``) wrap the same
+    program; ``describe`` says in words what isolation it gives. The other hooks: :meth:`options`
+    (more arguments of ``subprocess.Popen``: a user to run as), :meth:`prepare` (once the scratch
+    folder is laid out), :meth:`ended` (after each child has ended), :meth:`signal_of` (the signal a
+    wrapper's exit status stands for); ``memory``: the address space the child may map (its RLIMIT_AS)."""
 
     describe = "a child process of its own, in its own session (no sandbox)"
+    memory = MEMORY_LIMIT
+
+    def options(self) -> dict:
+        return {}
+
+    def prepare(self, root: str) -> None:
+        pass
+
+    def ended(self, root: str) -> None:
+        pass
+
+    def signal_of(self, returncode: int | None) -> int | None:
+        """The negative signal number a wrapper's exit status stands for, or None (not a wrapper)."""
+        return None
 
     def command(self, root: str, first: int, events: int, jobs: list[Job]) -> tuple[list[str], dict, str]:
         env = dict(os.environ)
@@ -188,8 +242,9 @@ def _exited(child: subprocess.Popen) -> bool:
         return child.poll() is not None
 
 
-def _end_child(child: subprocess.Popen) -> None:
-    """End the child, its process group and every process below it; reap the child."""
+def _end_child(child: subprocess.Popen, launcher: Launcher | None = None, scratch: str = "") -> None:
+    """End the child, its process group and every process below it (and what the launcher knows of:
+    the processes of its user); reap the child."""
     if child.returncode is None:
         try:
             os.killpg(child.pid, signal.SIGSTOP)
@@ -201,9 +256,11 @@ def _end_child(child: subprocess.Popen) -> None:
         except (ProcessLookupError, PermissionError):
             pass
         child.wait()
+    if launcher is not None:
+        launcher.ended(scratch)
 
 
-_LIVE: dict[int, tuple[subprocess.Popen, str]] = {}   # children (and their scratch folders) still running
+_LIVE: dict[int, tuple[subprocess.Popen, str, Launcher]] = {}   # children, their scratch folders and launchers
 _LIVE_LOCK = threading.Lock()
 _STOPPED = threading.Event()
 
@@ -222,14 +279,14 @@ def end_all(stop: bool = False) -> None:
     with _LIVE_LOCK:
         live = list(_LIVE.values())
         _LIVE.clear()
-    for child, scratch in live:
-        _end_child(child)
+    for child, scratch, launcher in live:
+        _end_child(child, launcher, scratch)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 SIGNAL_MEANINGS = {
-    "SIGKILL": "usually the out-of-memory killer: the code asked for more memory than the machine has "
-               "(an array far larger than the exercise's, or a list that grows without end)",
+    "SIGKILL": "a kill that cannot be caught: from the code itself (os.kill), or from the machine (its "
+               "out-of-memory killer, an administrator); more memory than the limit raises MemoryError instead",
     "SIGSEGV": "a crash inside native code (memory it may not touch: ctypes, np.lib.stride_tricks, or a bug "
                "in an extension)",
     "SIGABRT": "an abort inside native code (a failed internal check of a library)",
@@ -237,20 +294,21 @@ SIGNAL_MEANINGS = {
     "SIGFPE": "an arithmetic fault in native code (an integer division by zero)",
     "SIGXCPU": "the machine's CPU-time limit (ulimit -t)",
     "SIGXFSZ": "the machine's file-size limit (ulimit -f): the code wrote a huge file",
-    "SIGTERM": "another process asked it to end",
+    "SIGTERM": "a request to end, from the code itself or from the machine",
 }
 
 
-def death(returncode: int | None) -> str:
-    """How a process ended, in words: "died (exit status 3)", "was killed by SIGKILL (signal 9):
-    usually the out-of-memory killer: ..."."""
+def death(returncode: int | None, again: bool = False) -> str:
+    """How a process ended, in words: "died (exit status 3)", "was killed by SIGKILL (signal 9): a
+    kill that cannot be caught: ..."; ``again``: the second time, each in a fresh child."""
     if returncode is not None and returncode < 0:
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
         meaning = SIGNAL_MEANINGS.get(name)
-        return f"was killed by {name} (signal {-returncode})" + (f": {meaning}" if meaning else "")
+        twice = " twice, each time in a fresh process" if again else ""
+        return f"was killed by {name} (signal {-returncode}){twice}" + (f": {meaning}" if meaning else "")
     return f"died (exit status {returncode})"
 
 
@@ -264,9 +322,11 @@ def _read_answer(folder: str, k: int, job: Job, calls: list[tuple[tuple, dict]])
     size is bounded before anything is parsed: the manifest by MANIFEST_LIMIT, the arrays by RESULT_LIMIT."""
     manifest_path, blob_path = os.path.join(folder, f"answer-{k}.json"), os.path.join(folder, f"answer-{k}.bin")
     if os.path.getsize(manifest_path) > MANIFEST_LIMIT:
-        raise ValueError(f"an answer of {os.path.getsize(manifest_path) // 2**20} MB of text")
+        raise ValueError(f"an answer of {os.path.getsize(manifest_path) / 2**20:.0f} MB of text, more than the "
+                         f"{MANIFEST_LIMIT // 2**20} MB seqlab reads: return what the exercise asks for, not more")
     if os.path.getsize(blob_path) > 2 * plain_data.RESULT_LIMIT:
-        raise ValueError(f"an answer of {os.path.getsize(blob_path) // 2**20} MB of arrays")
+        raise ValueError(f"an answer of {os.path.getsize(blob_path) / 2**20:.0f} MB of arrays, more than the "
+                         f"{2 * plain_data.RESULT_LIMIT // 2**20} MB seqlab reads")
     with open(manifest_path, "rb") as f:
         manifest = json.loads(f.read().decode("utf-8"))
     with open(blob_path, "rb") as f:
@@ -290,16 +350,18 @@ def _read_answer(folder: str, k: int, job: Job, calls: list[tuple[tuple, dict]])
         after += [_IMMUTABLE] * (len(args) - len(after))
         after_kwargs = {pair[0]: _sent(pair[1], blobs) for pair in _listed(entry.get("after_kwargs"), list, [])
                         if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)}
+        error, broke_rule = _listed(entry.get("error"), str, None), _listed(entry.get("broke_rule"), str, None)
         results.append(CallResult(
             output=plain_data.decode(entry.get("output", ["none"]), blobs),
-            error=_listed(entry.get("error"), str, None),
+            error=None if error is None else student_text(error),
             not_implemented=entry.get("not_implemented") is True,
             mutated=mutated(args, kwargs, after, after_kwargs, labels),
             seconds=float(_listed(entry.get("seconds"), (int, float), 0.0)),
             extra=extra if isinstance(extra, dict) else {},
-            broke_rule=_listed(entry.get("broke_rule"), str, None)))
-    return StudentRun(calls=results, failure=_listed(manifest.get("failure"), str, None),
-                      printed=_listed(manifest.get("printed"), str, "")[:PRINT_LIMIT],
+            broke_rule=None if broke_rule is None else student_text(broke_rule)))
+    failure = _listed(manifest.get("failure"), str, None)
+    return StudentRun(calls=results, failure=None if failure is None else student_text(failure),
+                      printed=student_text(_listed(manifest.get("printed"), str, ""), PRINT_LIMIT, lines=True),
                       printed_chars=int(_listed(manifest.get("printed_chars"), int, 0)))
 
 
@@ -358,6 +420,7 @@ class _Batch:
     def __init__(self, jobs: list[Job], time_limit: float, launcher: Launcher):
         self.jobs, self.time_limit, self.launcher = jobs, time_limit, launcher
         self.runs: list[StudentRun | None] = [None] * len(jobs)
+        self.killed: dict[int, str] = {}        # job -> how its first child died of a signal
         self.scratch = tempfile.mkdtemp(prefix="seqlab-learn-")
         root = Path(self.scratch)
         for name in ("answers", "work", "tmp", "student", "helpers", "inputs"):
@@ -383,7 +446,9 @@ class _Batch:
             offsets.append([at, at + len(blob)])
             at += len(blob)
         (root / "request.bin").write_bytes(b"".join(encoder.blobs))
-        (root / "request.json").write_text(json.dumps({"jobs": request, "blobs": offsets}), encoding="utf-8")
+        (root / "request.json").write_text(json.dumps({"jobs": request, "blobs": offsets,
+                                                       "limits": {"address_space": launcher.memory}}), encoding="utf-8")
+        launcher.prepare(self.scratch)
 
     def _spawn(self, first: int) -> tuple[subprocess.Popen, int, int]:
         events_r, events_w = os.pipe()
@@ -394,8 +459,9 @@ class _Batch:
                 if _STOPPED.is_set():
                     raise Stopped("the checks were stopped")
                 child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output_w, stderr=output_w,
-                                         pass_fds=(events_w,), env=env, cwd=cwd, start_new_session=True)
-                _LIVE[child.pid] = (child, self.scratch)
+                                         pass_fds=(events_w,), env=env, cwd=cwd, start_new_session=True,
+                                         **self.launcher.options())
+                _LIVE[child.pid] = (child, self.scratch, self.launcher)
         finally:
             os.close(events_w)
             os.close(output_w)
@@ -408,6 +474,8 @@ class _Batch:
 
     def _finish(self, k: int, run: StudentRun) -> None:
         if self.runs[k] is None:
+            if k in self.killed:
+                run.note = f"its first run {self.killed[k]}; it was run again in a fresh process"
             self.runs[k] = run
 
     def _failed(self, k: int, reason: str, tail: str = "", timed_out: bool = False) -> None:
@@ -416,7 +484,7 @@ class _Batch:
             message = (f"{job.function}() did not finish within {self._limit(k):g} s: an endless loop? "
                        "(a loop whose condition never changes, or a while over the wrong variable)")
         else:
-            last = tail.strip().splitlines()[-1] if tail.strip() else ""
+            last = student_text(tail.strip().splitlines()[-1], 300) if tail.strip() else ""
             message = f"the process running {job.function}() from {job.file} {reason}" + (f": {last}" if last else "")
         self._finish(k, StudentRun(calls=[], failure=message, timed_out=timed_out))
 
@@ -457,7 +525,8 @@ class _Batch:
                         try:
                             self._finish(k, self._answer(k))
                         except (OSError, ValueError, RecursionError, UnicodeDecodeError) as error:
-                            self._failed(k, f"sent back something seqlab cannot read ({type(error).__name__})")
+                            said = student_text(error, 300) if type(error) is ValueError else type(error).__name__
+                            self._failed(k, f"sent back what seqlab will not read: {said}")
                         k, running = k + 1, False
                         deadline = time.monotonic() + (PREPARE_LIMIT if k < end else 5.0)
                     else:
@@ -466,9 +535,13 @@ class _Batch:
                         return k + 1
                 if exited:
                     if k < end:
-                        _end_child(child)
+                        _end_child(child, self.launcher, self.scratch)
                         tail = (tail + _read_all(output_r))[-PRINT_LIMIT:]
-                        self._failed(k, death(child.returncode), tail.decode("utf-8", "replace"))
+                        code = self.launcher.signal_of(child.returncode) or child.returncode
+                        if code is not None and code < 0 and k not in self.killed:
+                            self.killed[k] = death(code)        # a signal from outside fails nothing: once more
+                            return k
+                        self._failed(k, death(code, again=k in self.killed and code is not None and code < 0), tail.decode("utf-8", "replace"))
                         return k + 1
                     return end
                 if time.monotonic() >= deadline:
@@ -480,7 +553,7 @@ class _Batch:
                         return k + 1
                     return end
         finally:
-            _end_child(child)
+            _end_child(child, self.launcher, self.scratch)
             with _LIVE_LOCK:
                 _LIVE.pop(child.pid, None)
             os.close(events_r)
@@ -489,10 +562,10 @@ class _Batch:
     def close(self) -> None:
         """End this batch's child, wherever a signal stopped it, and remove the scratch folder."""
         with _LIVE_LOCK:
-            mine = [pid for pid, (_, scratch) in _LIVE.items() if scratch == self.scratch]
+            mine = [pid for pid, (_, scratch, _) in _LIVE.items() if scratch == self.scratch]
             children = [_LIVE.pop(pid)[0] for pid in mine]
         for child in children:
-            _end_child(child)
+            _end_child(child, self.launcher, self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -529,11 +602,17 @@ def run_students(jobs: list[Job], time_limit: float = 10.0, meanwhile=None,
     ``time_limit`` is for each job without its own: one that runs over reports the time limit, and a
     fresh child goes on with the next. ``meanwhile()`` runs in this process, in a thread, while the
     children work (the checker computes the reference's outputs there); its exception, if any, is
-    raised at the end. ``launcher``: how the child starts (default :class:`Plain`)."""
+    raised at the end. ``launcher``: how the child starts (default :class:`Plain`; a caller chooses a
+    sandbox with ``seqlab.learn.sandbox``)."""
     jobs = [dataclasses.replace(job, file=os.path.abspath(os.fspath(job.file))) for job in jobs]
     runs: list[StudentRun | None] = [
         StudentRun(calls=[], failure=f"{job.file} does not exist") if not os.path.isfile(job.file) else None
         for job in jobs]
+    for i, job in enumerate(jobs):
+        if runs[i] is None and job.static:
+            refused = static_rules.refusal(job.file, job.function, job.rules, job.packages, tuple(job.helpers))
+            if refused:
+                runs[i] = StudentRun(calls=[], failure=refused, refused=True)
     todo = [i for i, run in enumerate(runs) if run is None]
     helper, box = None, {}
     if meanwhile is not None:

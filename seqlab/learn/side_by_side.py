@@ -5,10 +5,9 @@ explorer's "yours" beside each widget).
 
 returns {"implemented": bool, "not_implemented": bool, "timed_out": bool, "failure": str | None,
 "calls": [{"yours", "reference", "error", "difference": {"where", "expected", "actual", "message"} | None,
-"marks"}]}: the student's code
-runs in a child process with a time limit (seqlab.learn.runner), the reference here (a workspace file
-that links outside the workspace is refused: WorkspaceError); only the part of
-the output the exercise checks is compared and returned. ``marks`` lists the path of every element
+"marks"}]}: the student's code runs in a child process with a time limit (seqlab.learn.runner), in a
+sandbox where one runs, the reference here (a workspace file that links outside the workspace is
+refused: WorkspaceError); only the part of the output the exercise checks is compared and returned. ``marks`` lists the path of every element
 that differs (``["weights", 0, 1]``: key, then index), so a page can outline each one; values that
 are not finite are the strings "NaN", "inf", "-inf" (JSON has no such numbers).
 """
@@ -24,7 +23,8 @@ from seqlab.jsonfile import to_json
 from seqlab.learn import compare
 from seqlab.learn.catalog import exercise
 from seqlab.learn.runner import run_students
-from seqlab.learn.workspace import exercise_file, progress_kept
+from seqlab.learn.sandbox import for_check
+from seqlab.learn.workspace import exercise_file, progress_kept, progress_lock
 
 
 def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], time_limit: float = 5.0) -> dict:
@@ -35,8 +35,12 @@ def yours_and_reference(workspace, name: str, calls: list[tuple[tuple, dict]], t
     if not path.is_file():
         return {"implemented": False, "not_implemented": False, "timed_out": False,
                 "failure": f"{path} does not exist (seqlab learn start {name})", "calls": []}
-    with progress_kept(workspace):                  # the student's code may write progress.json: undone
-        run = run_students([ex.job(path, calls, time_limit)])[0]
+    isolation = for_check()
+    if isolation.kind == "bubblewrap":              # the student's code cannot see progress.json
+        run = run_students([ex.job(path, calls, time_limit)], launcher=isolation.launcher())[0]
+    else:
+        with progress_lock(workspace), progress_kept(workspace):   # what the code writes there is undone
+            run = run_students([ex.job(path, calls, time_limit)], launcher=isolation.launcher())[0]
     reference = ex.reference()
     out = {"implemented": not (run.calls and run.calls[0].not_implemented) and run.failure is None,
            "not_implemented": bool(run.calls and run.calls[0].not_implemented), "timed_out": run.timed_out,

@@ -6,11 +6,12 @@ A passed Implement step also records "sha256", the hash of the file that passed,
 command step "results", the folder its results were read from; the step's status
 (:func:`step_status`) is then "passed" while the file is the same and "changed: check again" once it
 is not. A pass recorded before these fields existed is kept and shown "passed (check again to
-confirm)". The file is rewritten whole through a temporary file, so an interrupted command never
-leaves half of it.
+confirm)". "notes" records the notes shown once per workspace. Each read-modify-write holds the
+workspace's lock (:func:`progress_lock`, WORKSPACE/.lock), so commands at once lose no entry; the
+file is rewritten whole through a temporary file, so an interrupted command never leaves half of it.
 
-The student's code may write files. While it runs, :func:`progress_kept` holds progress.json as it
-was, and puts it back afterwards: only seqlab's own record of a check reaches the file.
+In a sandbox the student's code cannot see progress.json. Without one, :func:`progress_kept` holds
+progress.json as it was while the code runs and puts it back afterwards.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from seqlab.atomic import atomic_path, atomic_write_text
+from seqlab.runs.lock import RunLock
 
 DEFAULT_WORKSPACE = "seqlab-learn"
 PROGRESS = "progress.json"
@@ -54,7 +56,23 @@ def read_progress(workspace: Path) -> dict:
         raise ProgressError(f"{path} cannot be read ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("steps"), dict):
         raise ProgressError(f"{path} must hold an object with a \"steps\" object; move it away to start afresh")
+    for step, entry in data["steps"].items():
+        if not isinstance(entry, dict):
+            raise ProgressError(f"{path}: the entry of step {step!r} is a {type(entry).__name__} ({str(entry)[:40]!r}), "
+                                "not an object; move the file away to start the progress afresh")
+    if not isinstance(data.get("notes", {}), dict):
+        raise ProgressError(f"{path}: \"notes\" must be an object; move the file away to start the progress afresh")
     return data
+
+
+@contextlib.contextmanager
+def progress_lock(workspace: Path) -> Iterator[None]:
+    """Hold the workspace's lock (waiting for another command that holds it): around each
+    read-modify-write of progress.json."""
+    workspace = Path(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    with RunLock(workspace, "seqlab learn", wait=True):
+        yield
 
 
 def remembered_course(workspace: Path) -> str | None:
@@ -69,11 +87,11 @@ def remembered_course(workspace: Path) -> str | None:
 def remember_course(workspace: Path, course: Path) -> None:
     """Record that the workspace follows the course folder ``course`` (its absolute path)."""
     workspace = Path(workspace)
-    workspace.mkdir(parents=True, exist_ok=True)
-    progress = read_progress(workspace)
-    if progress.get("course") != str(Path(course).resolve()):
-        progress["course"] = str(Path(course).resolve())
-        _write(workspace, progress)
+    with progress_lock(workspace):
+        progress = read_progress(workspace)
+        if progress.get("course") != str(Path(course).resolve()):
+            progress["course"] = str(Path(course).resolve())
+            _write(workspace, progress)
 
 
 def state_of(progress: dict, step: str) -> str:
@@ -90,14 +108,14 @@ def set_state(workspace: Path, step: str, state: str, *, keep_passed: bool = Tru
     """Record ``state`` for ``step`` (with ``extra`` fields; ``drop``: fields to remove). With
     ``keep_passed`` a passed step never goes back to started (a Trace question answered right)."""
     workspace = Path(workspace)
-    workspace.mkdir(parents=True, exist_ok=True)
-    progress = read_progress(workspace)
-    if keep_passed and state_of(progress, step) == "passed" and state != "passed":
-        state = "passed"
-    entry = {k: v for k, v in (progress["steps"].get(step) or {}).items() if k not in drop}
-    entry.update(extra, state=state, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
-    progress["steps"][step] = entry
-    _write(workspace, progress)
+    with progress_lock(workspace):
+        progress = read_progress(workspace)
+        if keep_passed and state_of(progress, step) == "passed" and state != "passed":
+            state = "passed"
+        entry = {k: v for k, v in (progress["steps"].get(step) or {}).items() if k not in drop}
+        entry.update(extra, state=state, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        progress["steps"][step] = entry
+        _write(workspace, progress)
 
 
 def record_check(workspace: Path, step: str, passed: bool, *, check: dict | None = None, **evidence) -> None:
@@ -113,15 +131,25 @@ def record_check(workspace: Path, step: str, passed: bool, *, check: dict | None
 
 def note_hint(workspace: Path, step: str) -> int:
     """Count one more hint asked for ``step``; returns how many have been asked (1, 2, ...)."""
-    workspace = Path(workspace)
-    workspace.mkdir(parents=True, exist_ok=True)
-    progress = read_progress(workspace)
-    entry = dict(progress["steps"].get(step) or {"state": "started"})
-    count = entry.get("hints")
-    entry["hints"] = (count if isinstance(count, int) and count >= 0 else 0) + 1
-    progress["steps"][step] = entry
-    _write(workspace, progress)
+    with progress_lock(workspace):
+        progress = read_progress(workspace)
+        entry = dict(progress["steps"].get(step) or {"state": "started"})
+        count = entry.get("hints")
+        entry["hints"] = (count if isinstance(count, int) and count >= 0 else 0) + 1
+        progress["steps"][step] = entry
+        _write(workspace, progress)
     return entry["hints"]
+
+
+def note_once(workspace: Path, key: str, text: str) -> bool:
+    """Record that the note ``key`` was shown in this workspace; False when it was before."""
+    with progress_lock(workspace):
+        progress = read_progress(workspace)
+        if key in progress.get("notes", {}):
+            return False
+        progress.setdefault("notes", {})[key] = {"shown": time.strftime("%Y-%m-%dT%H:%M:%S"), "text": text}
+        _write(workspace, progress)
+    return True
 
 
 def file_sha256(path: Path) -> str:
@@ -218,11 +246,16 @@ def stub_text(exercise, lang: str = "en") -> str:
 
 
 def start(workspace: Path, exercise, lang: str = "en") -> tuple[Path, bool]:
-    """Write WORKSPACE/NAME.py unless it exists. Returns (path, written)."""
+    """Write WORKSPACE/NAME.py unless it exists. Returns (path, written); WorkspaceError when NAME.py
+    is there but is not a file (a folder, a link to one)."""
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     path = workspace / f"{exercise.name}.py"
-    if path.exists() or path.is_symlink():
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        kind = "a folder" if path.is_dir() else "a link to nothing" if path.is_symlink() else "not a file"
+        raise WorkspaceError(f"{path} is {kind}, not a Python file; move it away, then: "
+                             f"seqlab learn start {exercise.name}")
+    if path.exists():
         return path, False
     atomic_write_text(path, stub_text(exercise, lang))
     return path, True

@@ -10,7 +10,9 @@ the file only records who holds it, for the message. Example::
         ...                                  # a second RunLock("runs/a") raises RunLockedError:
         # runs/a is in use: process 4242 (`seqlab train`, since 2026-12-01 10:15:02) is training it; ...
 
-Where ``fcntl`` is missing (Windows) the lock does nothing.
+``RunLock(folder, command, wait=True)`` waits for the holder instead of refusing (the learn
+workspace's progress.json: each read-modify-write holds it). Where ``fcntl`` is missing (Windows)
+the lock does nothing.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ class RunLock:
     """An exclusive lock on a run directory (created if missing); :meth:`acquire` / :meth:`release`,
     or a ``with`` block."""
 
-    def __init__(self, run: str | Path, command: str = "seqlab train") -> None:
-        self.run, self.command = Path(run), command
+    def __init__(self, run: str | Path, command: str = "seqlab train", wait: bool = False) -> None:
+        self.run, self.command, self.wait = Path(run), command, wait
         self.path = self.run / LOCK_FILE
         self._file = None  # the open lock file while held (a file object: closing it, even by the
         #                    garbage collector, releases the lock)
@@ -49,7 +51,7 @@ class RunLock:
         while True:
             handle = open(self.path, "a+", encoding="utf-8")
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 handle.close()
                 raise RunLockedError(self._held_message()) from None

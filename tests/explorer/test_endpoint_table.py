@@ -74,7 +74,8 @@ def test_the_server_looks_up_the_one_table(monkeypatch):
 
 def test_a_students_error_with_a_lone_surrogate_is_answered(tmp_path):
     """POST /api/learn/yours on a workspace file whose error text holds \\udcff: an HTTP answer
-    that carries the text, not a dropped connection."""
+    that carries the text (the student's text with that character written as an escape), not a
+    dropped connection."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "attention.py").write_text(textwrap.dedent("""
@@ -86,4 +87,5 @@ def test_a_students_error_with_a_lone_surrogate_is_answered(tmp_path):
         status, data = client_for(server).post("learn/yours", {"exercise": "attention", "widget": "attention",
                                                                 "inputs": {}})
     assert status == 200, data
-    assert "bad byte \udcff" in json.dumps(data, ensure_ascii=False), data
+    assert r"ValueError: bad byte \udcff" in data["calls"][0]["error"], data
+    json.dumps(data, ensure_ascii=False).encode("utf-8")

@@ -14,7 +14,7 @@ import pytest
 from seqlab.cli import build_parser
 from seqlab.explorer.learn_api import TIME_LIMIT, widget_exercises
 from seqlab.explorer.server import STATIC_DIR
-from seqlab.learn.catalog import reference_import
+from tests.learn.bundle import student_source
 from tests.explorer.conftest import client_for, serving
 
 # an attention written here, in loops, with the 1/sqrt(d) scale forgotten
@@ -46,7 +46,7 @@ def _write(ws: Path, name: str, body: str) -> Path:
 
 def _reference_file(ws: Path, name: str) -> Path:
     """The reference solution as the student's file."""
-    return _write(ws, name, reference_import(name))
+    return _write(ws, name, student_source(name))
 
 
 @pytest.fixture(scope="module")

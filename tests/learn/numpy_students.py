@@ -850,7 +850,9 @@ _TB = """
 """
 CORRECT["truncated_bptt"] = {"one loop": _TB, "from rnn pieces": """
     import numpy as np
-    from seqlab.labs.rnn import rnn_bptt, rnn_forward, softmax_cross_entropy
+    from rnn_bptt import rnn_bptt                       # the student's own earlier files, beside this one
+    from rnn_forward import rnn_forward
+    from softmax_cross_entropy import softmax_cross_entropy
     def truncated_bptt(params, xs, targets, h0=None, chunk_length=2, carry_state=True, loss_steps=None):
         xs, targets = np.asarray(xs, dtype=np.float64), np.asarray(targets)
         T, H = len(xs), params["Wh"].shape[0]
@@ -1381,9 +1383,9 @@ _MHA = """
         concat = heads.transpose(1, 0, 2).reshape(n, d_model).astype(np.float64)
         return {"concat": concat, "output": concat @ params["Wo"]}
 """
-CORRECT["multihead_attention"] = {"reshaped": _MHA, "per head with the lab's attention": """
+CORRECT["multihead_attention"] = {"reshaped": _MHA, "per head with their own attention": """
     import numpy as np
-    from seqlab.labs.attention import attention
+    from attention import attention                     # the student's own attention.py
     def multihead_attention(x_q, x_kv, params, num_heads, mask=None):
         x_q, x_kv = np.asarray(x_q, dtype=np.float64), np.asarray(x_kv, dtype=np.float64)
         Q, K, V = x_q @ params["Wq"], x_kv @ params["Wk"], x_kv @ params["Wv"]
@@ -1513,10 +1515,10 @@ _BPE = r'''
             words = new_words
         return vocab, merges
 '''
-CORRECT["train_bpe"] = {"counter loop": _BPE, "the lab's counts": r'''
+CORRECT["train_bpe"] = {"counter loop": _BPE, "their own choose_merge": r'''
     from collections import Counter
-    from seqlab.tokenizer.pretokenize import gpt2_pretokenize
-    from seqlab.tokenizer.merges import choose_merge
+    from seqlab.tokenizer import gpt2_pretokenize       # the one helper the exercise allows
+    from choose_merge import choose_merge               # the student's own choose_merge.py
     def train_bpe(input_path, vocab_size, special_tokens):
         # word lists of token ids; each step recounts the pairs and merges with the course's rule
         text = open(input_path, encoding="utf-8").read()
@@ -1573,3 +1575,10 @@ WRONG["train_bpe"] = [
                'special_tokens.sort(key=len)\nvocab = {i: s.encode("utf-8") for i, s in enumerate(special_tokens)}'))),
     ("the merges as a dict", "output_form", edit(_BPE, ("return vocab, merges", "return vocab, dict(enumerate(merges))"))),
 ]
+
+
+# the student's other files that a version imports (its earlier exercises), beside it: (style, exercise) -> {file: source}
+BESIDE = {("from rnn pieces", "truncated_bptt"): {f"{n}.py": LOOPS[n] for n in ("rnn_bptt", "rnn_forward",
+                                                                                "softmax_cross_entropy")},
+          ("per head with their own attention", "multihead_attention"): {"attention.py": LOOPS["attention"]},
+          ("their own choose_merge", "train_bpe"): {"choose_merge.py": LOOPS["choose_merge"]}}

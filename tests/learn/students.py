@@ -3,7 +3,8 @@
 One batch per test module (the cost is the child's start): for each exercise its stub, the reference,
 each catalogued mistake, and the implementations written in the test module (``sources``: a kind,
 e.g. "loops", to {exercise name: source}). The reports come back keyed ("stub", name),
-("reference", name), ("mutant", name, mistake id) and (kind, name).
+("reference", name), ("mutant", name, mistake id) and (kind, name). The reference and the mutants
+are self-contained files (``tests.learn.bundle``): seqlab is not importable where they are checked.
 """
 
 from __future__ import annotations
@@ -13,20 +14,16 @@ import textwrap
 import pytest
 
 from seqlab.learn.exercise import check_many
-from seqlab.learn.catalog import reference_import
 from seqlab.learn.workspace import start
+from tests.learn.bundle import student_source
 
 
 def write_student(folder, name, source):
+    """``folder/NAME.py`` with ``source``; a dict {file name: source} writes the student's other files beside it."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
-
-
-def mutant_import(ex, m) -> str:
-    """A student file that is the catalogued mistake ``m``'s mutant, from its step folder's check.py."""
-    return f"from {m.implementation.__module__} import {m.implementation.__name__} as {ex.name}\n"
+    for file, text in (source if isinstance(source, dict) else {f"{name}.py": source}).items():
+        (folder / file).write_text(textwrap.dedent(text), encoding="utf-8")
+    return folder / f"{name}.py"
 
 
 def check_batch(root, exercises, sources: dict[str, dict[str, str]]) -> dict:
@@ -40,10 +37,10 @@ def check_batch(root, exercises, sources: dict[str, dict[str, str]]) -> dict:
         path, written = start(root / "stub", ex)
         assert written, path
         add(("stub", ex.name), ex, path)
-        add(("reference", ex.name), ex,
-            write_student(root / "reference", ex.name, reference_import(ex.name)))
+        add(("reference", ex.name), ex, write_student(root / "reference", ex.name, student_source(ex.name)))
         for m in (m for m in ex.mistakes if m.implementation is not None):
-            add(("mutant", ex.name, m.id), ex, write_student(root / f"mutant-{m.id}", ex.name, mutant_import(ex, m)))
+            add(("mutant", ex.name, m.id), ex, write_student(
+                root / f"mutant-{m.id}", ex.name, student_source(ex.name, m.id)))
         for kind, by_name in sources.items():
             if ex.name in by_name:
                 add((kind, ex.name), ex, write_student(root / kind, ex.name, by_name[ex.name]))

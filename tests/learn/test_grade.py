@@ -16,7 +16,8 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.learn import grade as grading
-from seqlab.learn.catalog import exercise, reference_import
+from seqlab.learn.catalog import exercise
+from tests.learn.bundle import student_source
 from tests.model.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
     kinds = bench.make_class(tmp_path / "class", 5, exercises)
     assert sorted(kinds.values()) == sorted(bench.KINDS)
     table = bench.expected(kinds, exercises)
-    correct = {f"seqlab-learn/{n}.py": reference_import(n) for n in NAMES}
+    correct = {f"seqlab-learn/{n}.py": student_source(n) for n in NAMES}
     _zip(tmp_path / "class" / "zara.zip", correct)
     _zip(tmp_path / "class" / "mallory.zip", {"../../escaped.py": "x = 1\n", **correct})
     status = main(["learn", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "report"),
@@ -50,7 +51,7 @@ def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
     assert not (tmp_path / "escaped.py").exists() and not list(tmp_path.rglob("escaped.py"))
     with open(tmp_path / "report" / "grades.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["student", "exercise", "passed", "failed_checks", "diagnosis", "message"]
+    assert list(rows[0]) == ["student", "exercise", "passed", "failed_checks", "diagnosis", "message", "flags"]
     got = {(r["student"], r["exercise"]): r for r in rows}
     assert len(rows) == 7 * 3 and len(got) == len(rows)
     for key, (passed, first, diagnosis) in table.items():
@@ -139,9 +140,8 @@ def test_the_schema_rejects_what_gradescope_would_not_read():
 def test_gradescope_results_follow_the_documented_format(tmp_path, capsys):
     submission = tmp_path / "autograder" / "submission"
     submission.mkdir(parents=True)
-    (submission / "causal_mask.py").write_text(reference_import("causal_mask"))
-    (submission / "clip_global_norm.py").write_text(
-        "from seqlab.learn.course.clip_global_norm.check import coordinatewise as clip_global_norm\n")
+    (submission / "causal_mask.py").write_text(student_source("causal_mask"))
+    (submission / "clip_global_norm.py").write_text(student_source("clip_global_norm", "coordinatewise"))
     points = tmp_path / "points.toml"
     points.write_text("causal_mask = 2\nclip_global_norm = 3.5\nrnn_step = 1\n")
     results = tmp_path / "autograder" / "results" / "results.json"
@@ -213,7 +213,7 @@ def test_the_reference_is_computed_once_for_the_whole_class(tmp_path):
     entries = []
     for student in ("a", "b", "c"):
         (tmp_path / student).mkdir()
-        (tmp_path / student / "rnn_step.py").write_text(reference_import("rnn_step"))
+        (tmp_path / student / "rnn_step.py").write_text(student_source("rnn_step"))
         entries.append((student, tmp_path / student))
     grades = grading.grade_all(entries, [counting], workers=2, progress=False)
     assert [g.passed for g in grades] == [True, True, True]
@@ -241,8 +241,8 @@ def test_ctrl_c_stops_the_whole_class_and_leaves_nothing_running(tmp_path):
         deadline = time.monotonic() + 60
         children: list = []
         while len(children) < 2 and time.monotonic() < deadline:
-            children = [p for p in psutil.Process(grader.pid).children(recursive=True)
-                        if "child/main.py" in " ".join(p.cmdline())]
+            children = [p for p in psutil.Process(grader.pid).children(recursive=True)      # not bwrap's own
+                        if "child/main.py" in " ".join(p.cmdline()) and p.name() != "bwrap"]
             time.sleep(0.1)
         assert len(children) == 2                     # two submissions at once
         time.sleep(0.5)                               # both inside the student's loop
@@ -256,3 +256,27 @@ def test_ctrl_c_stops_the_whole_class_and_leaves_nothing_running(tmp_path):
     for child in children:
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
     assert not any((tmp_path / "tmp").iterdir())
+
+
+def test_the_report_is_built_beside_and_renamed_so_a_failed_write_leaves_the_old_one(tmp_path, monkeypatch):
+    ex = exercise("causal_mask")
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "notes.txt").write_text("the teacher's own file\n")
+    first = [grading.Grade("ann", "causal_mask", True, [])]
+    grading.write_report(first, [ex], out, "each submission in a sandbox")
+    before = {name: (out / name).read_bytes() for name in grading.REPORT_FILES}
+
+    def broken(grades, exercises, path):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(grading, "_summary_png", broken)
+    with pytest.raises(OSError):
+        grading.write_report([grading.Grade("ann", "causal_mask", False, ["runs"])], [ex], out)
+    assert {name: (out / name).read_bytes() for name in grading.REPORT_FILES} == before      # the old report whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]                             # no build left beside
+    assert (out / "notes.txt").read_text() == "the teacher's own file\n"
+    assert json.loads((out / "grades.json").read_text())["isolation"] == "each submission in a sandbox"
+    monkeypatch.undo()
+    fresh = tmp_path / "new" / "report"
+    grading.write_report(first, [ex], fresh)                     # a new folder is renamed into place whole
+    assert sorted(p.name for p in fresh.iterdir()) == sorted(grading.REPORT_FILES)

@@ -7,7 +7,7 @@ import pytest
 
 from seqlab.learn.catalog import NUMPY_NAMES, all_exercises, exercise
 from seqlab.learn.exercise import run_checks as check
-from tests.learn.numpy_students import CORRECT, LOOPS, WRONG
+from tests.learn.numpy_students import BESIDE, CORRECT, LOOPS, WRONG
 from tests.learn.students import check_batch, mutant_test, mutants, write_student
 
 EXERCISES = [e for e in all_exercises() if e.kind == "numpy"]
@@ -24,7 +24,7 @@ def batch(tmp_path_factory):
     sources = {"loops": LOOPS}
     for name, styles in CORRECT.items():
         for style, source in styles.items():
-            sources.setdefault(f"correct {style}", {})[name] = source
+            sources.setdefault(f"correct {style}", {})[name] = {f"{name}.py": source, **BESIDE.get((style, name), {})}
     for name, wrong in WRONG.items():
         for label, _, source in wrong:
             sources.setdefault(f"wrong {label}", {})[name] = source

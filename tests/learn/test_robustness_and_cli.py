@@ -18,6 +18,7 @@ from seqlab.cli import main
 from seqlab.learn.catalog import exercise
 from seqlab.learn.exercise import run_checks as check
 from seqlab.learn.runner import run_student_json
+from tests.learn.bundle import student_source
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -265,8 +266,9 @@ def test_every_step_of_the_path_can_be_done():
 
 def test_attention_invariants_are_checked(tmp_path):
     # rows that do not sum to 1: weights divided by the row sum plus one
+    _student(tmp_path, "reference_attention", student_source("attention"))
     path = _student(tmp_path, "attention", """
-        from seqlab.labs.attention import attention as reference
+        from reference_attention import attention as reference
         def attention(q, keys, values, mask=None):
             out = reference(q, keys, values, mask)
             out["weights"] = out["weights"] * 0.9
@@ -307,9 +309,7 @@ def test_check_with_a_time_limit_from_the_command_line(tmp_path, capsys):
 def test_yours_beside_the_reference_for_the_explorer(tmp_path):
     from seqlab.learn import yours_and_reference
     ws = tmp_path / "ws"
-    _student(ws, "attention", """
-        from seqlab.learn.course.attention.check import missing_scale as attention
-        """)
+    _student(ws, "attention", student_source("attention", "missing_scale"))
     q, keys, values = np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0])
     data = yours_and_reference(ws, "attention", [((q, keys, values), {})])
     json.dumps(data)
@@ -356,11 +356,13 @@ def test_a_catalogued_mistake_plus_a_slip_of_its_own_is_not_the_headline_but_the
 
 def test_a_student_file_may_import_the_student_s_other_files(tmp_path):
     ws = tmp_path / "ws"
-    _student(ws, "rnn_bptt", "from seqlab.labs.rnn import rnn_bptt\n")
+    for name in ("rnn_bptt", "rnn_forward", "softmax_cross_entropy"):
+        _student(ws, name, student_source(name))
     path = _student(ws, "truncated_bptt", """
         import numpy as np
-        from rnn_bptt import rnn_bptt             # the student's own file beside this one
-        from seqlab.labs.rnn import rnn_forward, softmax_cross_entropy
+        from rnn_bptt import rnn_bptt             # the student's own files beside this one
+        from rnn_forward import rnn_forward
+        from softmax_cross_entropy import softmax_cross_entropy
 
         def truncated_bptt(params, xs, targets, h0=None, chunk_length=2, carry_state=True, loss_steps=None):
             T = len(xs)

@@ -18,12 +18,13 @@ EXERCISES = [e for e in all_exercises() if e.kind == "torch"]
 __all__ = ["LOOPS"]                    # read by test_independent_implementations
 WRONG_KEYS = [(name, version) for name, versions in WRONG.items() for version in versions]
 
-# A rule broken while the file is imported; and, in a later job of the same child, an exercise without rules
-# using torch.nn.functional: the rules are put back after each job.
+# A rule broken while the file is imported (reached by a name the static rules cannot read, so the
+# runtime rules catch it); and, in a later job of the same child, an exercise without rules using
+# torch.nn.functional: the rules are put back after each job.
 RULES_ACROSS_JOBS = {
     "import-time": {"softmax": """
         import torch
-        import torch.nn.functional as F
+        F = getattr(torch.nn, "function" + "al")
         TABLE = F.softmax(torch.zeros(3), 0)
         def softmax(x, dim=-1):
             return TABLE

@@ -1,6 +1,6 @@
 """The child: runs a student's functions on the checker's cases and writes back plain data.
 
-    python main.py ROOT FIRST EVENTS
+    python main.py ROOT FIRST EVENTS [PATH ...]
 
 ROOT is the child's folder, laid out by the checker (``seqlab.learn.runner`` documents the request):
 ``request.json`` and ``request.bin`` (the jobs, their calls as plain data), ``student/K/`` (the .py
@@ -9,7 +9,9 @@ files of the job's folder K, read-only in the sandbox), ``helpers/`` (the allowe
 Jobs FIRST, FIRST + 1, ... run one after another; on the file descriptor EVENTS the child says
 ``start K MONOTONIC`` when job K's inputs are made (the time limit runs from there) and ``done K``
 when ``answers/answer-K.json`` and ``.bin`` are in place; ``retire`` when the student's threads
-still run, so that a fresh child takes the next job.
+still run, so that a fresh child takes the next job. PATHs (a sandbox's packages) join sys.path. Before
+any student code, the child limits its own address space (the request's ``limits``) and can gain
+no privilege (PR_SET_NO_NEW_PRIVS); its own modules are not importable by their names.
 
 Nothing here decides whether an answer is right: the checker does, from the outputs and from the
 arguments as they are after each call. Replacing this program's functions from the student's code
@@ -29,12 +31,14 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:                  # run as a file: plain_data, processes and rules sit beside it
-    sys.path.insert(0, HERE)
-
+sys.path.insert(0, HERE)                  # run as a file: plain_data, processes and rules sit beside it
 import plain_data  # noqa: E402
 import processes  # noqa: E402
 import rules as runtime_rules  # noqa: E402 - imports torch only when a job has rules
+
+sys.path.remove(HERE)
+for _name in ("plain_data", "processes", "rules"):      # a student's own rules.py is theirs, not these
+    sys.modules[f"_seqlab_child_{_name}"] = sys.modules.pop(_name)
 
 PRINT_LIMIT = 4000          # characters of the student's output kept for the report
 # kinds of argument a function cannot change in place: not sent back after the call
@@ -155,6 +159,7 @@ def _run_job(root: str, job: dict, calls: list, rules) -> dict:
             try:
                 spec = importlib.util.spec_from_file_location(f"student_{function_name}", path)
                 module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module          # as an import does: dataclasses look their module up
                 spec.loader.exec_module(module)
                 function = getattr(module, function_name, None)
                 if not callable(function):
@@ -178,6 +183,7 @@ def _run_job(root: str, job: dict, calls: list, rules) -> dict:
         for p in added:
             if p in sys.path:
                 sys.path.remove(p)
+        sys.modules.pop(f"student_{function_name}", None)
         for name in set(sys.modules) - modules_before:   # the next job's folder may have files of these names
             where = os.path.abspath(str(getattr(sys.modules.get(name), "__file__", "") or ""))
             if any(where.startswith(p + os.sep) for p in added):
@@ -207,12 +213,23 @@ def _prctl(option: int, value: int) -> None:
         pass
 
 
-def _read_request(root: str) -> tuple[list[dict], list[bytes]]:
+def _read_request(root: str) -> tuple[list[dict], list[bytes], dict]:
     with open(os.path.join(root, "request.json"), "rb") as f:
         manifest = json.loads(f.read().decode("utf-8"))
     with open(os.path.join(root, "request.bin"), "rb") as f:
         data = f.read()
-    return manifest["jobs"], [data[a:b] for a, b in manifest["blobs"]]
+    return manifest["jobs"], [data[a:b] for a, b in manifest["blobs"]], manifest.get("limits", {})
+
+
+def _limit_memory(limits: dict) -> None:
+    """RLIMIT_AS, soft and hard (the student's code cannot raise it again)."""
+    size = limits.get("address_space") if isinstance(limits, dict) else None
+    if isinstance(size, int) and size > 0:
+        try:
+            import resource
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+        except (ImportError, ValueError, OSError):     # not POSIX, or a limit below this one already
+            pass
 
 
 def main(argv: list[str]) -> None:
@@ -220,8 +237,10 @@ def main(argv: list[str]) -> None:
     sys.dont_write_bytecode = True
     _prctl(36, 1)                    # PR_SET_CHILD_SUBREAPER: the student's orphaned processes come to us
     _prctl(1, signal.SIGKILL)        # PR_SET_PDEATHSIG: end with the checker, should it be killed
-    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd(), HERE)]   # the student's folder comes per job
-    jobs, blobs = _read_request(root)
+    _prctl(38, 1)                    # PR_SET_NO_NEW_PRIVS: no setuid program gives the code more rights
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd(), HERE)] + argv[3:]  # the student's folder: per job
+    jobs, blobs, limits = _read_request(root)
+    _limit_memory(limits)
     import numpy  # noqa: F401 - every exercise uses it, and answers are written with it
     inputs = os.path.join(root, "inputs")
     threads = threading.active_count()

@@ -26,6 +26,7 @@ import sys
 RESULT_LIMIT = 64 * 2**20   # bytes one check may send back
 DEPTH_LIMIT = 40            # nesting of lists, tuples and dicts in a returned value
 PLAIN = "plain data: numbers, strings, bytes, lists, tuples, dicts, numpy arrays or torch tensors"
+NUMERIC = "biufc"           # the array dtypes that travel: bool, integers, floats, complex
 
 
 class InputFile(str):
@@ -66,9 +67,12 @@ class Encoder:
 
     def _blob(self, array, where: str) -> int:
         import numpy as np
-        if array.dtype.hasobject:
-            raise Unsendable(f"returned an array of Python objects (dtype object) as {where}, "
-                             "expected an array of numbers")
+        if array.dtype.kind not in NUMERIC:
+            what = ("Python objects (dtype object)" if array.dtype.hasobject else
+                    f"records (a structured dtype {array.dtype.descr!r:.80})" if array.dtype.names else
+                    f"strings (dtype {array.dtype.str})" if array.dtype.kind in "SU" else f"dtype {array.dtype.str}")
+            raise Unsendable(f"returned an array of {what} as {where}, expected an array of numbers "
+                             "(bool, integer, float or complex)")
         self._count(array.nbytes, where)
         buffer = io.BytesIO()
         np.save(buffer, array, allow_pickle=False)
@@ -192,8 +196,8 @@ def decode(node, blobs: list[bytes], depth: int = 0, inputs: str | None = None):
         return generator
     if tag in ("ndarray", "npscalar", "tensor") and payload and type(payload[0]) is int and 0 <= payload[0] < len(blobs):
         array = np.load(io.BytesIO(blobs[payload[0]]), allow_pickle=False)
-        if not isinstance(array, np.ndarray) or array.dtype.hasobject:
-            raise ValueError("not an array")
+        if not isinstance(array, np.ndarray) or array.dtype.kind not in NUMERIC or array.dtype.names:
+            raise ValueError(f"not an array of numbers (dtype {getattr(array, 'dtype', None)!s:.40})")
         if tag == "ndarray" and len(payload) == 1:
             return array
         if tag == "npscalar" and len(payload) == 1 and array.ndim == 0:
