@@ -146,10 +146,12 @@ def recognised(tmp_path_factory):
         ex = exercise(name)
         stripped[name] = dataclasses.replace(ex, mistakes=tuple(dataclasses.replace(m, implementation=None)
                                                                 for m in ex.mistakes))
+    from seqlab.learn.courses import builtin
+    from tests.learn.bundle import bundle
     items = []
-    for k, (name, _, function) in enumerate(RECOGNISED):
-        module = f"seqlab.learn.course.{name}.check"
-        items.append((stripped[name], write_student(root / str(k), name, f"from {module} import {function} as {name}\n")))
+    for k, (name, _, function) in enumerate(RECOGNISED):        # self-contained: seqlab is not importable
+        source = bundle(getattr(builtin().folder(name).module(), function), name)
+        items.append((stripped[name], write_student(root / str(k), name, source)))
     return dict(zip(RECOGNISED, check_many(items)))
 
 
