@@ -148,6 +148,16 @@ def _with_said(message: str, words):
     return message
 
 
+def differs(words) -> Differs:
+    """A verify's "the values differ" message from words said later (a words.Said)."""
+    return _with_said(Differs(str(words)), words)
+
+
+def other_form(words) -> OtherForm:
+    """A verify's "another form" message from words said later (a words.Said)."""
+    return _with_said(OtherForm(str(words)), words)
+
+
 def _dtype(x) -> str | None:
     return str(x.dtype) if compare._is_tensor(x) or isinstance(x, np.ndarray) else None
 
