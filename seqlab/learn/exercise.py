@@ -441,7 +441,7 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
                                               *_GENERIC_SPLIT)
         return report
     if run.failure:
-        report.add("runs", False, run.failure)
+        report.add("runs", False, run.failure_said or run.failure)
         return report
     first = run.calls[0] if run.calls else None
     if first is not None and first.not_implemented:

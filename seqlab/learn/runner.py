@@ -102,6 +102,7 @@ class StudentRun:
     teacher may want to know and the student need not (a first run killed by a signal)."""
     calls: list[CallResult]
     failure: str | None = None
+    failure_said: Any = None              # the failure in words said later (words.Said), where it has them
     printed: str = ""                     # the first PRINT_LIMIT characters the code printed
     printed_chars: int = 0
     timed_out: bool = False
@@ -284,37 +285,47 @@ def end_all(stop: bool = False) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-SIGNAL_MEANINGS = {
-    "SIGKILL": "a kill that cannot be caught: from the code itself (os.kill), or from the machine (its "
-               "out-of-memory killer, an administrator); more memory than the limit raises MemoryError instead",
-    "SIGSEGV": "a crash inside native code (memory it may not touch: ctypes, np.lib.stride_tricks, or a bug "
-               "in an extension)",
-    "SIGABRT": "an abort inside native code (a failed internal check of a library)",
-    "SIGBUS": "a bus error: memory mapped from a file became unreadable (is the disk full?)",
-    "SIGFPE": "an arithmetic fault in native code (an integer division by zero)",
-    "SIGXCPU": "the machine's CPU-time limit (ulimit -t)",
-    "SIGXFSZ": "the machine's file-size limit (ulimit -f): the code wrote a huge file",
-    "SIGTERM": "a request to end, from the code itself or from the machine",
-}
-
-
-def death(returncode: int | None, again: bool = False) -> str:
-    """How a process ended, in words: "died (exit status 3)", "was killed by SIGKILL (signal 9): a
-    kill that cannot be caught: ..."; ``again``: the second time, each in a fresh child."""
+def death(returncode: int | None, again: bool = False):
+    """How a process ended, in words said later (words.toml's ``run`` and ``signals``): "died (exit
+    status 3)", "was killed by SIGKILL (signal 9): a kill that cannot be caught: ..."; ``again``: the
+    second time, each in a fresh child."""
+    from seqlab.learn.words import entry, said
     if returncode is not None and returncode < 0:
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        meaning = SIGNAL_MEANINGS.get(name)
-        twice = " twice, each time in a fresh process" if again else ""
-        return f"was killed by {name} (signal {-returncode}){twice}" + (f": {meaning}" if meaning else "")
-    return f"died (exit status {returncode})"
+        killed = said("run.killed_twice" if again else "run.killed", name=name, number=-returncode)
+        try:
+            entry(f"signals.{name}")
+        except KeyError:
+            return killed
+        return said("run.killed_meaning", killed=killed, meaning=said(f"signals.{name}"))
+    return said("run.died", code=returncode)
 
 
 # --- the parent ------------------------------------------------------------------------------------
+def _said_later(key: str, **values):
+    from seqlab.learn.words import said
+    return said(key, **values)
+
+
 def _listed(value, kind, default):
     return value if isinstance(value, kind) else default
+
+
+_CHILD_FAILURES = {"rules_setup": ("error",), "no_function": ("file", "function"), "import_failed": ("file", "error"),
+                   "stopped": ("error",), "prepare": ("function", "error")}
+
+
+def _failure_said(kind):
+    """The child's failure (["no_function", {"file": ..., "function": ...}]) in words said later; None
+    for anything else. The values are the student's text, escaped and bounded."""
+    from seqlab.learn.words import said
+    if not (isinstance(kind, list) and len(kind) == 2 and kind[0] in _CHILD_FAILURES and isinstance(kind[1], dict)):
+        return None
+    values = {name: student_text(str(kind[1].get(name, "")), 1000) for name in _CHILD_FAILURES[kind[0]]}
+    return said(f"run.{kind[0]}", **values)
 
 
 def _read_answer(folder: str, k: int, job: Job, calls: list[tuple[tuple, dict]]) -> StudentRun:
@@ -361,6 +372,7 @@ def _read_answer(folder: str, k: int, job: Job, calls: list[tuple[tuple, dict]])
             broke_rule=None if broke_rule is None else student_text(broke_rule)))
     failure = _listed(manifest.get("failure"), str, None)
     return StudentRun(calls=results, failure=None if failure is None else student_text(failure),
+                      failure_said=None if failure is None else _failure_said(manifest.get("failure_kind")),
                       printed=student_text(_listed(manifest.get("printed"), str, ""), PRINT_LIMIT, lines=True),
                       printed_chars=int(_listed(manifest.get("printed_chars"), int, 0)))
 
@@ -478,15 +490,16 @@ class _Batch:
                 run.note = f"its first run {self.killed[k]}; it was run again in a fresh process"
             self.runs[k] = run
 
-    def _failed(self, k: int, reason: str, tail: str = "", timed_out: bool = False) -> None:
+    def _failed(self, k: int, reason="", tail: str = "", timed_out: bool = False) -> None:
+        from seqlab.learn.words import said
         job = self.jobs[k]
         if timed_out:
-            message = (f"{job.function}() did not finish within {self._limit(k):g} s: an endless loop? "
-                       "(a loop whose condition never changes, or a while over the wrong variable)")
+            message = said("run.timed_out", function=job.function, seconds=f"{self._limit(k):g}")
         else:
             last = student_text(tail.strip().splitlines()[-1], 300) if tail.strip() else ""
-            message = f"the process running {job.function}() from {job.file} {reason}" + (f": {last}" if last else "")
-        self._finish(k, StudentRun(calls=[], failure=message, timed_out=timed_out))
+            message = said("run.process_last" if last else "run.process", function=job.function, file=str(job.file),
+                           reason=reason, last=last)
+        self._finish(k, StudentRun(calls=[], failure=str(message), failure_said=message, timed_out=timed_out))
 
     def _answer(self, k: int) -> StudentRun:
         return _read_answer(os.path.join(self.scratch, "answers"), k, self.jobs[k], self.jobs[k].calls)
@@ -526,12 +539,12 @@ class _Batch:
                             self._finish(k, self._answer(k))
                         except (OSError, ValueError, RecursionError, UnicodeDecodeError) as error:
                             said = student_text(error, 300) if type(error) is ValueError else type(error).__name__
-                            self._failed(k, f"sent back what seqlab will not read: {said}")
+                            self._failed(k, _said_later("run.unreadable", what=said))
                         k, running = k + 1, False
                         deadline = time.monotonic() + (PREPARE_LIMIT if k < end else 5.0)
                     else:
                         if k < end:
-                            self._failed(k, "broke the checker's protocol (it wrote to seqlab's own channel)")
+                            self._failed(k, _said_later("run.protocol"))
                         return k + 1
                 if exited:
                     if k < end:
@@ -549,7 +562,7 @@ class _Batch:
                         if running:
                             self._failed(k, "", timed_out=True)
                         else:
-                            self._failed(k, f"did not get ready within {PREPARE_LIMIT:g} s (is the machine overloaded?)")
+                            self._failed(k, _said_later("run.not_ready", seconds=f"{PREPARE_LIMIT:g}"))
                         return k + 1
                     return end
         finally:
@@ -606,7 +619,8 @@ def run_students(jobs: list[Job], time_limit: float = 10.0, meanwhile=None,
     sandbox with ``seqlab.learn.sandbox``)."""
     jobs = [dataclasses.replace(job, file=os.path.abspath(os.fspath(job.file))) for job in jobs]
     runs: list[StudentRun | None] = [
-        StudentRun(calls=[], failure=f"{job.file} does not exist") if not os.path.isfile(job.file) else None
+        StudentRun(calls=[], failure=f"{job.file} does not exist", failure_said=_said_later("run.missing", file=str(job.file)))
+        if not os.path.isfile(job.file) else None
         for job in jobs]
     for i, job in enumerate(jobs):
         if runs[i] is None and job.static:

@@ -208,19 +208,39 @@ DAEMON = textwrap.dedent("""
     """) + OVERWRITE
 
 
-def _sandboxed_left() -> list[psutil.Process]:
-    """Processes still running the child program inside a sandbox (/check/child is the sandbox's path)."""
-    return [p for p in psutil.process_iter(["cmdline", "status"])
-            if "/check/child/main.py" in " ".join(p.info["cmdline"] or ()) and p.info["status"] != psutil.STATUS_ZOMBIE]
+def _sandboxed_left(scratch: Path) -> list[psutil.Process]:
+    """Sandboxes of this test still running: a bwrap whose command line binds a folder under ``scratch``
+    (the test's own temporary folder), and every process below one (the child program, what it forked).
+    Other tests or sessions running sandboxes at the same time are not this test's."""
+    mine = [p for p in psutil.process_iter(["name", "cmdline", "status"])
+            if p.info["name"] == "bwrap" and str(scratch) in " ".join(p.info["cmdline"] or ())
+            and p.info["status"] != psutil.STATUS_ZOMBIE]
+    below = []
+    for p in mine:
+        try:
+            below += [c for c in p.children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE]
+        except psutil.NoSuchProcess:
+            pass
+    return mine + below
 
 
-def test_a_double_forked_daemon_ends_with_the_check_and_never_reaches_progress(tmp_path, capsys):
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """The checks' scratch folders under the test's own folder (tempfile's directory for this test)."""
+    import tempfile
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_a_double_forked_daemon_ends_with_the_check_and_never_reaches_progress(tmp_path, capsys, scratch):
     ws = tmp_path / "ws"
     targets = [str(ws / "progress.json"), "../progress.json", "../../progress.json"]
     write_student(ws, "causal_mask", DAEMON.format(targets=targets, mask=MASK))
     assert main(["learn", "check", "causal_mask", "--workspace", str(ws)]) == 0
     assert "passed: well done" in capsys.readouterr().out
-    assert not _sandboxed_left()                       # the daemon ended with its sandbox
+    assert not _sandboxed_left(scratch)                # the daemon ended with its sandbox
     steps = json.loads((ws / "progress.json").read_text())["steps"]
     assert steps["causal_mask"]["state"] == "passed"
 
@@ -275,7 +295,7 @@ def _hostile(root: Path, report: Path) -> dict[str, dict[str, str]]:
     }
 
 
-def test_a_class_with_hostile_students_grades_every_honest_one_as_alone(tmp_path):
+def test_a_class_with_hostile_students_grades_every_honest_one_as_alone(tmp_path, scratch):
     alone = _grade(_class(tmp_path / "alone", _honest()), tmp_path / "alone-report")
     root = tmp_path / "class"
     report = tmp_path / "report"
@@ -284,7 +304,7 @@ def test_a_class_with_hostile_students_grades_every_honest_one_as_alone(tmp_path
     _class(root, {**_honest(), **_hostile(root, report)})
     before = {p: p.read_bytes() for p in (root / "alice").iterdir()}
     rows = _grade(root, report)
-    assert not _sandboxed_left()
+    assert not _sandboxed_left(scratch)
     for key, row in alone.items():                       # every honest row as when graded alone (flags aside)
         assert {k: v for k, v in rows[key].items() if k != "flags"} == {k: v for k, v in row.items() if k != "flags"}
     assert {p: p.read_bytes() for p in (root / "alice").iterdir()} == before

@@ -248,8 +248,8 @@ def test_a_child_killed_by_a_signal_runs_again_and_only_a_second_death_fails_it(
     assert lives.note == "its first run was killed by SIGKILL (signal 9): a kill that cannot be caught: from the code " \
         "itself (os.kill), or from the machine (its out-of-memory killer, an administrator); more memory than the " \
         "limit raises MemoryError instead; it was run again in a fresh process"
-    assert death(-signal.SIGSEGV).startswith("was killed by SIGSEGV (signal 11): a crash inside native code")
-    assert death(3) == "died (exit status 3)"
+    assert str(death(-signal.SIGSEGV)).startswith("was killed by SIGSEGV (signal 11): a crash inside native code")
+    assert str(death(3)) == "died (exit status 3)"
 
 
 def test_a_student_file_cannot_forge_progress(tmp_path, capsys):

@@ -145,6 +145,7 @@ def _run_job(root: str, job: dict, calls: list, rules) -> dict:
     encoder = plain_data.Encoder()
     done: list[dict] = []
     failure = None
+    kind: list = []                        # the failure's kind and values: the checker says it in the student's language
     helpers = os.path.join(root, "helpers", str(job["index"]))
     added = [p for p in (_helpers_wanted(helpers), folder) if p and p not in sys.path]
     sys.path += added                      # after everything else: a student's numpy.py shadows nothing
@@ -155,6 +156,7 @@ def _run_job(root: str, job: dict, calls: list, rules) -> dict:
                 rules.enter(job["rules"])
             except BaseException as error:  # noqa: BLE001 - the rules' own failure
                 failure = f"the exercise's rules could not be set up: {type(error).__name__}: {_text(error)}"
+                kind = ["rules_setup", {"error": f"{type(error).__name__}: {_text(error)}"}]
         if failure is None:
             try:
                 spec = importlib.util.spec_from_file_location(f"student_{function_name}", path)
@@ -164,15 +166,19 @@ def _run_job(root: str, job: dict, calls: list, rules) -> dict:
                 function = getattr(module, function_name, None)
                 if not callable(function):
                     failure = f"{job['file']} defines no function {function_name}(); keep its name and signature from the stub"
+                    kind = ["no_function", {"file": job["file"], "function": function_name}]
             except BaseException as error:  # noqa: BLE001
                 failure = f"importing {job['file']} failed: {_short_traceback(error, path)}"
+                kind = ["import_failed", {"file": job["file"], "error": _short_traceback(error, path)}]
         if failure is None:
             for args, kwargs in calls:
                 done.append(_call(function, args, kwargs, rules, job["rules"], path, encoder))
                 if done[-1]["not_implemented"]:
                     break
     except BaseException as error:  # noqa: BLE001 - whatever stopped the calls is the check's failure
-        failure = failure or f"the check stopped: {type(error).__name__}: {_text(error)}"
+        if failure is None:
+            failure = f"the check stopped: {type(error).__name__}: {_text(error)}"
+            kind = ["stopped", {"error": f"{type(error).__name__}: {_text(error)}"}]
     finally:
         if rules is not None:
             try:
@@ -188,7 +194,8 @@ def _run_job(root: str, job: dict, calls: list, rules) -> dict:
             where = os.path.abspath(str(getattr(sys.modules.get(name), "__file__", "") or ""))
             if any(where.startswith(p + os.sep) for p in added):
                 del sys.modules[name]
-    manifest = {"failure": failure, "printed": "".join(writer.kept), "printed_chars": writer.size, "calls": done}
+    manifest = {"failure": failure, "failure_kind": kind, "printed": "".join(writer.kept), "printed_chars": writer.size,
+                "calls": done}
     return manifest, encoder.blobs
 
 
@@ -252,9 +259,11 @@ def main(argv: list[str]) -> None:
             rules = runtime_rules if job.get("rules") else None
         except BaseException as error:  # noqa: BLE001 - the request could not be read; say so
             calls, failure = None, f"the check of {job['function']}() could not be prepared: {type(error).__name__}: {error}"
+            kind = ["prepare", {"function": job["function"], "error": f"{type(error).__name__}: {error}"}]
         os.write(events, f"start {k} {time.monotonic()!r}\n".encode())
         if calls is None:
-            manifest, answer_blobs = {"failure": failure, "printed": "", "printed_chars": 0, "calls": []}, []
+            manifest, answer_blobs = {"failure": failure, "failure_kind": kind, "printed": "", "printed_chars": 0,
+                                      "calls": []}, []
         else:
             manifest, answer_blobs = _run_job(root, job, calls, rules)
         _write_answer(os.path.join(root, "answers"), k, manifest, answer_blobs)
