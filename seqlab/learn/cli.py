@@ -200,9 +200,9 @@ def _save(args, function, *values, **options):
         return None
 
 
-def _set_state(args, step_id: str, state: str) -> None:
+def _set_state(args, step_id: str, state: str, **extra) -> None:
     from seqlab.learn.workspace import set_state
-    _save(args, set_state, step_id, state)
+    _save(args, set_state, step_id, state, **extra)
 
 
 def _usage(message: str) -> int:
@@ -263,11 +263,15 @@ def show_path(args) -> int:
     return 0
 
 
-def _open_step(args, step_id: str, status: str) -> int:
-    """Print the step as `learn show` and `learn next` do: its lesson, then its task (or --json)."""
-    from seqlab.learn.views import step_view, text
+def _open_step(args, step_id: str, status: str, progress: dict) -> int:
+    """Print the step as `learn show` and `learn next` do: its lesson, then its task (or --json). A
+    Trace step's worked numbers only once its question is answered or its answer asked for."""
+    from seqlab.learn.questions import answer_seen
+    from seqlab.learn.views import step_view, text, trace_question
     lang = "zh" if _lang(args) else "en"
-    view = step_view(step_id, lang, show=args.show, workspace=_with_workspace(args))
+    asked = trace_question(step_id)
+    revealed = args.show or (asked is not None and answer_seen(progress, asked))
+    view = step_view(step_id, lang, show=args.show, workspace=_with_workspace(args), revealed=revealed)
     view["status"] = status
     if args.json:
         print(json.dumps(view, indent=2, ensure_ascii=False))
@@ -288,8 +292,7 @@ def show_next(args) -> int:
         print(_say("all_passed", _lang(args)))
         return 0
     number, step = current
-    return _open_step(args, step.id, _status(args, progress, step))
-    return 0
+    return _open_step(args, step.id, _status(args, progress, step), progress)
 
 
 def show_step(args) -> int:
@@ -299,7 +302,7 @@ def show_step(args) -> int:
         return 1
     if args.name not in STEP_BY_ID:
         return _no_such("step", args.name, _all_steps())
-    return _open_step(args, args.name, _status(args, progress, STEP_BY_ID[args.name]))
+    return _open_step(args, args.name, _status(args, progress, STEP_BY_ID[args.name]), progress)
 
 
 def write_notebooks(args) -> int:
@@ -499,14 +502,16 @@ def show_solution(args) -> int:
 
 
 def answer_question(args) -> int:
-    from seqlab.learn.questions import QUESTION_BY_ID, grade, parse_numbers
+    from seqlab.learn.questions import QUESTION_BY_ID, grade, parse_numbers, verdict_words
     q = QUESTION_BY_ID.get(args.name)
     if q is None:
         return _no_such("Trace question", args.name, list(QUESTION_BY_ID))
     lang = _lang(args)
+    code = "zh" if lang else "en"
     if args.value is None:
-        print(f"{q.title[lang]}: {q.text[lang]}")
+        print(f"{q.title[lang]}: {q.asks(code)}")
         if args.show:
+            _set_state(args, q.id, "started", revealed=True)     # asked for: the lesson shows its worked numbers
             print(_say("solution", lang) + q.solution[lang])
         else:
             print(f"answer with: seqlab learn answer {q.id} VALUE{_with_workspace(args)}")
@@ -515,19 +520,16 @@ def answer_question(args) -> int:
         given = parse_numbers(args.value)
     except ValueError as error:
         return _usage(str(error))
-    correct, what = grade(q, given)
-    _set_state(args, q.id, "passed" if correct else "started")
-    if correct:
-        print(_say("right", lang))
-        if args.show:
-            print(_say("solution", lang) + q.solution[lang])
-        return 0
-    print(_say("not_yet_answer", lang, what=what) + q.hint[lang])
+    verdict = grade(q, given)
+    _set_state(args, q.id, "passed" if verdict.correct else "started",
+               **({"answered": True} if verdict.correct else {}), **({"revealed": True} if args.show else {}))
+    print("\n".join(verdict_words(q, verdict, code)))
     if args.show:
         print(_say("solution", lang) + q.solution[lang])
-    else:
-        print(f"(to see the worked answer: seqlab learn answer {q.id} --show{_with_workspace(args)})")
-    return 1
+    elif not verdict.correct:
+        from seqlab.learn.words import say
+        print(say("questions.show_solution", code, id=q.id, ws=_with_workspace(args)))
+    return 0 if verdict.correct else 1
 
 
 def show_card(args) -> int:
