@@ -9,7 +9,8 @@
     seqlab learn hint NAME             one more graded hint each time (the idea, the shapes, the key line)
     seqlab learn reset NAME            a fresh stub; the old file is kept as NAME.py.TIME.bak
     seqlab learn answer NAME VALUE     a Trace question (--show: the worked solution)
-    seqlab learn card NAME [--reveal]  an Explain / Derive card
+    seqlab learn card NAME             an Explain / Derive card: your answer first (a prompt, or
+                                       --answer TEXT), then the worked one, then --mark same|partly|missed
     seqlab learn solution NAME         the reference implementation's source
     seqlab learn grade SUBMISSIONS --out REPORT    a class's workspaces graded (or --gradescope)
     seqlab learn notebook [PART ...] --out DIR     the course as Jupyter notebooks (--list: the parts)
@@ -82,8 +83,12 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the parts and their steps")
     p.add_argument("--repo", default=None, metavar="URL", help="the git URL the first cell installs seqlab from "
                    "(default: the package's Repository URL, else this checkout's origin)")
-    p = command("card", show_card, "an Explain / Derive self-check card")
-    p.add_argument("--reveal", action="store_true", help="show the answer (and mark the card done)")
+    p = command("card", show_card, "an Explain / Derive card: write your answer, see the worked one, mark it")
+    p.add_argument("--answer", default=None, metavar="TEXT", help="your answer, in your own words (then the "
+                   "worked answer is shown)")
+    p.add_argument("--mark", choices=("same", "partly", "missed"), default=None,
+                   help="how your answer compares with the worked one (\"same\" passes the card)")
+    p.add_argument("--reveal", action="store_true", help="show the worked answer again (after you wrote yours)")
     p = sub.add_parser("grade", help="grade a class: one workspace folder (or zip) per student",
                        description="Check every student's workspace the way `seqlab learn check` does; write "
                                    "grades.csv, grades.json, summary.md and summary.png (or Gradescope's results.json).")
@@ -533,9 +538,14 @@ def answer_question(args) -> int:
 
 
 def show_card(args) -> int:
+    """A card: the student's answer first (a prompt, or --answer), then the worked answer, then the
+    student's mark (--mark, or a prompt); only "same" passes it (seqlab.learn.cards)."""
+    from seqlab.learn.cards import MARKS, CardError, record_mark, refusal, write, written_answer
     from seqlab.learn.path import STEP_BY_ID
+    from seqlab.learn.workspace import ProgressError
     from seqlab.learn.questions import CARD_BY_ID
     lang = _lang(args)
+    code = "zh" if lang else "en"
     card = CARD_BY_ID.get(args.name)
     step = STEP_BY_ID.get(args.name)
     if card is None and (step is None or step.kind != "command"):
@@ -544,14 +554,55 @@ def show_card(args) -> int:
         print(f"{step.title[lang]}: {step.command}")
         print(f"  then check what it wrote: seqlab learn check {step.id}{_with_workspace(args)}")
         return 0
+    ws, workspace = _with_workspace(args), _workspace(args)
     print(f"{card.kind.capitalize()}: {card.title[lang]}\n  {card.question[lang]}")
-    if args.reveal:
-        print(_say("card_answer", lang) + card.answer[lang])
-        _set_state(args, card.id, "passed")
-    else:
+    written = args.answer
+    if written is None and args.mark is None and written_answer(workspace, card.id) is None and sys.stdin.isatty():
+        print(_say_card("prompt", code))
+        lines = []
+        for line in sys.stdin:
+            if not line.strip():
+                break
+            lines.append(line.strip())
+        written = " ".join(lines)
+    if written is not None:
+        if refusal(written):
+            return _usage(f"{card.id}: {refusal(written)}")
+        try:
+            write(workspace, card.id, written)
+        except (OSError, ProgressError) as error:
+            print(f"warning: your answer is not saved: {error}", file=sys.stderr)
+    kept = written if written is not None else written_answer(workspace, card.id)
+    if kept is None:
+        if args.mark is not None or args.reveal:
+            return _usage(f"{card.id}: write your answer before you see the worked one or mark it: "
+                          f"seqlab learn card {card.id} --answer \"...\"{ws}")
         _set_state(args, card.id, "started")
-        print(f"  (think it through, then: seqlab learn card {card.id} --reveal{_with_workspace(args)})")
+        print("  " + _say_card("answer_with", code, id=card.id, ws=ws))
+        return 0
+    print(_say_card("yours", code, text=" ".join(kept.split())))
+    print(_say("card_answer", lang) + card.answer[lang])
+    mark = args.mark
+    if mark is None and args.answer is None and sys.stdin.isatty():
+        typed = input(_say_card("mark_prompt", code)).strip().lower()
+        mark = next((m for m in MARKS if typed and m.startswith(typed)), None)
+    if mark is None:
+        print("  " + _say_card("mark_with", code, id=card.id, ws=ws))
+        return 0
+    try:
+        state = record_mark(workspace, card.id, mark, kept)
+    except CardError as error:
+        return _usage(str(error))
+    except (OSError, ProgressError) as error:
+        print(f"warning: progress not saved: {error}", file=sys.stderr)
+        return 1
+    print(_say_card("passed" if state == "passed" else "again", code, id=card.id))
     return 0
+
+
+def _say_card(key: str, lang: str, **values) -> str:
+    from seqlab.learn.words import say
+    return say(f"cards.{key}", lang, **values)
 
 
 def grade_class(args) -> int:

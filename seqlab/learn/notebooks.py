@@ -3,9 +3,11 @@
 A part's notebook holds, in order: a cell that installs seqlab with pip from its git repository
 (``SEQLAB_GIT`` at its top, for a teacher to change; Colab has no seqlab), the imports, then for
 each step its lesson as Markdown (figures as attachments, drawn by ``seqlab.learn.figures``; the
-questions' worked answers folded in ``<details>``), the widget as a ``widget(...)`` cell, and its
-task: an exercise's stub as a code cell and a ``check(...)`` cell, a Trace question as a
-``!seqlab learn answer`` cell, a card's ``!seqlab learn card --reveal`` cell, a command step's
+questions' worked answers and a Trace step's worked numbers folded in ``<details>``), the widget as
+a ``widget(...)`` cell (a Trace step's after its question), and its task: an exercise's stub as a
+code cell and a ``check(...)`` cell, a Trace question as a ``!seqlab learn answer`` cell, a card's
+answer cell (``card(...)``, the worked answer once the student has written one) and mark cell
+(``mark(...)``: "Run All" passes no card), a command step's
 ``!seqlab ...`` cell and its ``!seqlab learn check STEP`` cell. The notebook is plain nbformat 4 JSON; nothing here imports Jupyter.
 """
 
@@ -54,7 +56,7 @@ if importlib.util.find_spec("seqlab") is None:
     if not SEQLAB_GIT:
         raise RuntimeError("seqlab is not installed here: set SEQLAB_GIT to the git URL of seqlab")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "git+" + SEQLAB_GIT], check=True)'''
-IMPORTS = "from seqlab.learn import check\nfrom seqlab.explorer.notebook import widget"
+IMPORTS = "from seqlab.learn import check\nfrom seqlab.learn.cards import card, mark\nfrom seqlab.explorer.notebook import widget"
 
 
 # --- Markdown --------------------------------------------------------------------------------------------
@@ -115,11 +117,15 @@ def _markdown(blocks: list[dict], cells: _Cells, lang: str) -> None:
             _markdown(b.get("answer", []), cells, lang)
             cells.md("</details>")
         elif kind == "mistake":
-            cells.md(f"**{_l('mistake', lang)}: {b['title']}**")
+            cells.md(f"<a id=\"{b['anchor']}\"></a>**{_l('mistake', lang)}: {b['title']}**")
             _markdown(b["blocks"], cells, lang)
         elif kind == "fold":                    # the less common mistakes, closed until clicked
             cells.md(f"<details><summary>{b['title']}</summary>")
             _markdown(b["blocks"], cells, lang)
+            cells.md("</details>")
+        elif kind == "reveal":              # a Trace step's worked numbers: folded until answered
+            cells.md(f"<details><summary>{_l('reveal', lang)}</summary>")
+            _markdown(b.get("blocks", []), cells, lang)
             cells.md("</details>")
 
 
@@ -136,8 +142,10 @@ def _task(task: dict, cells: _Cells, lang: str) -> None:
         cells.code(f'my_answer = "..."   # {_l("your_numbers", lang)}\n!seqlab learn answer {task["id"]} "{{my_answer}}"')
     elif kind == "card":
         label = say(f"notebook_kinds.{task['kind']}", lang)
+        lang_arg = ', lang="zh"' if lang == "zh" else ""
         cells.md(f"### {_l('task', lang)}\n\n**{label}: {task['title']}**\n\n{task['question']}\n\n" + _l("card", lang))
-        cells.code(f"!{task['reveal_with']}")
+        cells.code(f'my_answer = """..."""   # {_l("your_words", lang)}\ncard("{task["id"]}", my_answer{lang_arg})')
+        cells.code(f'mark("{task["id"]}", ""{lang_arg})   # {_l("your_mark", lang)}')
     else:
         cells.md(f"### {_l('task', lang)}\n\n" + _l("command", lang))
         cells.code(f"!{task['command']}")
@@ -150,7 +158,7 @@ def part_notebook(part_id: str, lang: str = "en", repository: str | None = None)
     part = PART_BY_ID[part_id]
     k = [p.id for p in PARTS].index(part_id) + 1
     cells = _Cells()
-    views = [step_view(s.id, lang, show=True, svg=True) for s in part.steps]
+    views = [step_view(s.id, lang, show=True, svg=True, revealed=False, folded=True) for s in part.steps]
     cells.md(f"# {views[0]['part']['title']}\n\n" + _l("intro", lang, k=k, n=len(PARTS), first=views[0]["number"],
                                                         last=views[-1]["number"]))
     cells.code(INSTALL.format(url=repository_url() if repository is None else repository))
@@ -163,6 +171,9 @@ def part_notebook(part_id: str, lang: str = "en", repository: str | None = None)
             cells.md(f"### {section['heading']}")
             _markdown(section["blocks"], cells, lang)
         _task(view["task"], cells, lang)
+        if view["below_task"]:            # the widget computes the Trace answer: after the answer cell
+            cells.md(_l("widget_after", lang))
+            _markdown(view["below_task"], cells, lang)
     cells.flush()
     for n, cell in enumerate(cells.cells):
         cell["id"] = f"{part_id}-{n}"

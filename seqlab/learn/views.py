@@ -139,11 +139,11 @@ def _figure_svg(name: str, lang: str) -> str:
 
 
 def _lesson_blocks(block: lessons.Block, step: str, lang: str, show: bool, svg: bool,
-                   revealed: bool = True) -> list[dict]:
+                   revealed: bool = True, folded: bool = False) -> list[dict]:
     if block.kind == "reveal":
-        if not revealed:
+        if not revealed and not folded:
             return [{"type": "reveal", "shown": False}]
-        return [{"type": "reveal", "shown": True,
+        return [{"type": "reveal", "shown": revealed,
                  "blocks": [out for b in block.blocks for out in _lesson_blocks(b, step, lang, show, svg)]}]
     if block.kind == "figure":
         out = {"type": "figure", "name": block.name, "caption": block.caption}
@@ -188,7 +188,7 @@ def _task(step, lang: str, show: bool, ws: str = "") -> dict:
     else:
         card = CARD_BY_ID[name]
         task = {"type": "card", "id": card.id, "kind": card.kind, "title": _pick(card.title, lang),
-                "question": _pick(card.question, lang), "reveal_with": f"seqlab learn card {card.id} --reveal{ws}"}
+                "question": _pick(card.question, lang), "answer_with": f"seqlab learn card {card.id}{ws}"}
         if show:
             task["answer"] = _pick(card.answer, lang)
     if step.kind == "command":
@@ -208,11 +208,13 @@ def trace_question(step_id: str) -> str | None:
 
 
 def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool = False, workspace: str = "",
-              revealed: bool | None = None) -> dict:
+              revealed: bool | None = None, folded: bool = False) -> dict:
     """Everything the step shows, as plain data (module docstring). ``show``: the questions' answers
     and the task's solution too; ``svg``: each figure's SVG text (for the explorer); ``workspace``:
     what the suggested commands end with (" --workspace DIR" when the student named one);
-    ``revealed``: the step's Trace question is answered or its answer asked for (default: ``show``)."""
+    ``revealed``: the step's Trace question is answered or its answer asked for (default: ``show``);
+    ``folded``: for a page that cannot ask (a notebook, the static site), what waits for the answer
+    comes with ``"shown": false`` and its blocks, to be put behind a click."""
     revealed = show if revealed is None else revealed
     step = STEP_BY_ID.get(step_id)
     if step is None:
@@ -235,7 +237,7 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
         ls = lessons.lesson(step.id, written)
         sections = []
         for s in ls.sections:
-            blocks = [out for b in s.blocks for out in _lesson_blocks(b, step.id, written, show, svg, revealed)]
+            blocks = [out for b in s.blocks for out in _lesson_blocks(b, step.id, written, show, svg, revealed, folded)]
             if s.id == "hints" and not show:
                 continue   # graded hints come one at a time (seqlab learn hint), not all at once with the lesson
             if s.id == "mistakes":
@@ -272,7 +274,7 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
 
 
 def _inner(blocks: list[dict]) -> list[dict]:
-    """The blocks and, after a reveal that is shown, the blocks inside it."""
+    """The blocks and, after a reveal, the blocks inside it (none where it is left out)."""
     return [x for b in blocks for x in ([b, *b.get("blocks", [])] if b["type"] == "reveal" else [b])]
 
 

@@ -70,7 +70,8 @@ def test_one_valid_notebook_per_part_with_its_install_cell_first(notebooks, caps
         nbformat.validate(nb)
         code = [_source(c) for c in nb.cells if c.cell_type == "code"]
         assert code[0].splitlines()[2] == f"SEQLAB_GIT = {REPO!r}"        # named at the top, for a teacher
-        assert "pip" in code[0] and code[1] == "from seqlab.learn import check\nfrom seqlab.explorer.notebook import widget"
+        assert "pip" in code[0] and code[1] == ("from seqlab.learn import check\nfrom seqlab.learn.cards import card, mark\n"
+                                             "from seqlab.explorer.notebook import widget")
         for step in part.steps:
             if step.kind == "implement":
                 ex = exercise(step.id)
@@ -101,7 +102,14 @@ def test_the_lesson_is_markdown_with_its_figures_and_folded_answers(notebooks):
     for f in ls.figures:
         assert f"(attachment:{f.name}.svg)" in markdown
         assert ET.fromstring(attachments[f"{f.name}.svg"]["image/svg+xml"]).tag.endswith("svg")
-    assert {'widget("w-recurrence")'} <= {_source(c) for c in nb["cells"] if c["cell_type"] == "code"}
+    code = [_source(c) for c in nb["cells"]]
+    # the step's own question before its worked numbers, which are folded, and before its widget
+    asked = next(k for k, c in enumerate(code) if "!seqlab learn answer trace_recurrence" in c)
+    assert code.index('widget("w-recurrence")') > asked
+    table = "| 3 | 0.5 · 0.363399 − 1 | −0.674144 |"
+    at = next(k for k, c in enumerate(code) if table in c)
+    assert at < asked and code[at].rindex("<details>", 0, code[at].index(table)) > code[at].rfind("</details>", 0,
+                                                                                                    code[at].index(table))
 
 
 def test_a_notebook_function_reaches_the_checker_by_its_source(tmp_path, monkeypatch):
@@ -135,6 +143,11 @@ def test_the_recurrence_notebook_runs_in_a_kernel(notebooks, tmp_path):
     stub("scalar_recurrence").source = RIGHT_RECURRENCE
     stub("rnn_step").source = TRANSPOSED_STEP
     answer = next(c for s, c in cells.items() if "!seqlab learn answer trace_recurrence" in s)
+    clipping = next(c for s, c in cells.items() if 'card("explain_clipping"' in s)
+    clipping.source = clipping.source.replace('"""..."""', '"""one factor for every entry keeps the direction; '
+                                              'clamping each entry turns it"""')
+    marked = next(c for s, c in cells.items() if 'mark("explain_clipping", "")' in s)
+    marked.source = marked.source.replace('mark("explain_clipping", "")', 'mark("explain_clipping", "same")')
     answer.source = answer.source.replace('"..."', f'"{QUESTION_BY_ID["trace_recurrence"].answer()[0]:.4f}"')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
@@ -155,4 +168,12 @@ def test_the_recurrence_notebook_runs_in_a_kernel(notebooks, tmp_path):
     assert progress["scalar_recurrence"]["state"] == "passed" and progress["rnn_step"]["state"] == "started"
     assert progress["trace_recurrence"]["state"] == "passed"
     assert "def scalar_recurrence" in (tmp_path / "seqlab-learn" / "scalar_recurrence.py").read_text()
-    assert STEP_BY_ID["explain_order"].kind == "card" and progress["explain_order"]["state"] == "passed"
+    # "Run All" passes no card: its answer cell holds the placeholder, its mark cell no mark
+    assert STEP_BY_ID["explain_order"].kind == "card" and progress.get("explain_order", {}).get("state") != "passed"
+    order = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith('my_answer = """..."""')
+                 and 'card("explain_order"' in c.source)
+    assert "Write your answer first" in _text(order) and "Worked answer" not in _text(order)
+    # a card written and marked "same" passes
+    assert progress["explain_clipping"]["state"] == "passed" and progress["explain_clipping"]["mark"] == "same"
+    written = next(c for c in nb.cells if c.cell_type == "code" and 'card("explain_clipping"' in c.source)
+    assert "Worked answer" in _text(written)

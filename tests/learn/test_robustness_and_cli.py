@@ -237,14 +237,26 @@ def test_trace_answers_in_chinese_and_bad_numbers(tmp_path, capsys):
     assert "'four' is not a number" in capsys.readouterr().err
 
 
-def test_cards_reveal_their_answer_only_when_asked(tmp_path, capsys):
+def test_a_card_shows_its_answer_only_after_one_is_written_and_passes_only_when_marked(tmp_path, capsys):
     ws = tmp_path / "ws"
-    assert _cli("card", "explain_scale", "--workspace", ws) == 0
+    state = lambda: json.loads((ws / "progress.json").read_text())["steps"]["explain_scale"]
+    assert _cli("card", "explain_scale", "--workspace", ws) == 0          # stdin is no terminal here: no prompt
     out = capsys.readouterr().out
-    assert "sqrt(d_k)" in out and "variance" not in out
-    assert _cli("card", "explain_scale", "--reveal", "--workspace", ws) == 0
-    assert "variance" in capsys.readouterr().out
-    assert json.loads((ws / "progress.json").read_text())["steps"]["explain_scale"]["state"] == "passed"
+    assert "sqrt(d_k)" in out and "variance" not in out and "--answer" in out
+    assert _cli("card", "explain_scale", "--reveal", "--workspace", ws) == 2              # revealing first: refused
+    assert "variance" not in capsys.readouterr().out and state()["state"] == "started"
+    assert _cli("card", "explain_scale", "--mark", "same", "--workspace", ws) == 2       # marking first: refused
+    assert _cli("card", "explain_scale", "--answer", "...", "--workspace", ws) == 2      # the placeholder: refused
+    assert "write your answer first" in capsys.readouterr().err and state()["state"] == "started"
+    mine = "the dot products grow with d_k, so the softmax saturates"
+    assert _cli("card", "explain_scale", "--answer", mine, "--workspace", ws) == 0
+    out = capsys.readouterr().out
+    assert "variance" in out and mine in out and "--mark same|partly|missed" in out
+    assert state()["state"] == "started" and state()["written"] == mine                  # written, not passed
+    assert _cli("card", "explain_scale", "--mark", "partly", "--workspace", ws) == 0
+    assert "stays open" in capsys.readouterr().out and state()["state"] == "started"
+    assert _cli("card", "explain_scale", "--mark", "same", "--workspace", ws) == 0
+    assert "is passed" in capsys.readouterr().out and state()["state"] == "passed" and state()["mark"] == "same"
 
 
 def test_every_step_of_the_path_can_be_done():

@@ -16,6 +16,7 @@ const COURSE = {
   task: {},            // what the task box shows: {answer, solution, card, checking, error}
   hints: 0,            // hints shown
   failure: null,       // an error to show instead of the lesson
+  revealed: new Set(), // steps whose Trace question was answered or its solution asked for, on this page
 };
 
 const courseText = (pair) => (Array.isArray(pair) ? pair[I18N.lang === "zh" ? 1 : 0] : pair);
@@ -90,6 +91,9 @@ function courseBlocks(blocks) {
       case "mistake": return courseMistake(b);
       case "fold":      // the less common mistakes, closed; a link to one of them opens it (courseRoute)
         return el("details", { class: "lesson-more", id: b.id }, el("summary", { text: b.title }), ...courseBlocks(b.blocks));
+      case "reveal": return b.shown
+        ? el("div", { class: "lesson-revealed", "data-reveal": "shown" }, ...courseBlocks(b.blocks))
+        : el("p", { class: "note lesson-reveal-hidden", "data-reveal": "hidden", text: t("course.reveal_hidden") });
       default: return null;
     }
   });
@@ -167,7 +171,7 @@ function courseTrace(task) {
     try {
       state.answer = await api("learn/answer", { question: task.id, value: input.value });
       state.error = null;
-      if (state.answer.correct) await courseRefreshPath();
+      if (state.answer.correct) { await courseRefreshPath(); return courseReveal(); }
     } catch (err) { state.error = err; state.answer = null; }
     courseRenderTask();
   });
@@ -178,10 +182,19 @@ function courseTrace(task) {
   if (state.answer && state.answer.correct) {
     feedback.dataset.result = "right";
     feedback.append(el("p", { class: "good", text: t(state.answer.recorded ? "course.right" : "course.right_unsaved") }));
+  } else if (state.answer && state.answer.short) {
+    feedback.dataset.result = "short";
+    feedback.append(el("p", { class: "course-hint", text: t("course.right_so_far", { what: courseText(state.answer.what).replace(/^right so far: |^目前是对的：/, "") }) }));
   } else if (state.answer) {
     feedback.dataset.result = "wrong";
-    feedback.append(el("p", { class: "bad", text: t("course.wrong", { what: state.answer.what }) }),
-      el("p", { class: "course-hint", id: "course-hint", text: t("course.hint", { hint: courseText(state.answer.hint) }) }));
+    feedback.append(el("p", { class: "bad", text: t("course.wrong", { what: courseText(state.answer.what) }) }));
+    if (state.answer.wrong) {
+      const known = el("p", { class: "course-hint", id: "course-known", text: t("course.known", { title: courseText(state.answer.wrong.title) }) });
+      if (state.answer.wrong.anchor) known.append(" ", el("a", { href: `#step/${COURSE.lesson.name}/${state.answer.wrong.anchor}`, text: t("course.read_known") }));
+      feedback.append(known);
+    } else {
+      feedback.append(el("p", { class: "course-hint", id: "course-hint", text: t("course.hint", { hint: courseText(state.answer.hint) }) }));
+    }
   }
   if ((state.answer && !state.answer.correct) || state.solution) {
     if (state.solution) {
@@ -190,6 +203,7 @@ function courseTrace(task) {
       const show = el("button", { type: "button", id: "course-show-solution", text: t("course.show_solution") });
       show.addEventListener("click", async () => {
         try { state.solution = (await api("learn/answer", { question: task.id, solution: true })).solution; } catch (err) { state.error = err; }
+        if (state.solution) return courseReveal();
         courseRenderTask();
       });
       feedback.append(show);
@@ -199,22 +213,46 @@ function courseTrace(task) {
   return out;
 }
 
+// A card: the student's answer first, then the worked answer, then the student's mark ("same" passes it).
 function courseCard(task) {
   const state = COURSE.task;
   const out = [el("p", { class: "course-q" }, el("span", { class: "lesson-tag", text: t("course.qkind." + task.kind) }),
     el("strong", { text: " " + task.title + (I18N.lang === "zh" ? "：" : ": ") }), ...courseInline(task.question))];
-  if (state.card) {
-    out.push(el("p", { class: "course-solution", id: "course-card-answer", text: courseText(state.card.answer) }));
-  } else {
-    const reveal = el("button", { type: "button", id: "course-card-reveal", text: t("course.card_reveal") });
-    reveal.addEventListener("click", async () => {
-      try { state.card = await api("learn/card", { card: task.id }); await courseRefreshPath(); } catch (err) { state.error = err; }
+  if (!state.card) {
+    const box = el("textarea", { id: "course-card-written", rows: "4", placeholder: t("course.card_write"), "aria-label": t("course.card_write") });
+    if (state.written) box.value = state.written;
+    const submit = el("button", { type: "submit", id: "course-card-submit", text: t("course.card_submit") });
+    const form = el("form", { class: "course-card-form" }, box, submit);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      state.written = box.value;
+      try { state.card = await api("learn/card", { card: task.id, written: box.value }); state.error = null; } catch (err) { state.error = err; }
       courseRenderTask();
     });
-    out.push(reveal);
+    out.push(form);
+  } else {
+    out.push(el("p", { class: "course-yours", id: "course-card-yours", text: t("course.card_yours", { text: state.written }) }),
+      el("p", { class: "course-solution", id: "course-card-answer", text: courseText(state.card.answer) }));
+    if (state.marked) {
+      out.push(el("p", { class: state.marked.state === "passed" ? "good" : "bad", id: "course-card-marked",
+        text: t(state.marked.state === "passed" ? "course.card_passed" : "course.card_again") }));
+    } else {
+      const row = el("p", { class: "course-card-marks" }, el("span", { text: t("course.card_compare") + " " }));
+      for (const mark of ["same", "partly", "missed"]) {
+        const button = el("button", { type: "button", id: "course-card-mark-" + mark, "data-mark": mark, text: t("course.mark." + mark) });
+        button.addEventListener("click", async () => {
+          try { state.marked = await api("learn/card", { card: task.id, written: state.written, mark }); state.error = null; await courseRefreshPath(); } catch (err) { state.error = err; }
+          if (state.marked && state.marked.state !== "passed") { const again = state.written; COURSE.task = { written: again, again: state.marked }; }
+          courseRenderTask();
+        });
+        row.append(button, " ");
+      }
+      out.push(row);
+    }
   }
+  if (state.again && !state.card) out.push(el("p", { class: "bad", id: "course-card-marked", text: t("course.card_again") }));
   if (state.error) out.push(el("p", { class: "bad", text: t("common.error", { msg: errorText(state.error) }) }));
-  out.push(el("p", { class: "note", text: t("course.in_terminal", { cmd: task.reveal_with }) }));
+  out.push(el("p", { class: "note", text: t("course.in_terminal", { cmd: task.answer_with }) }));
   return out;
 }
 
@@ -338,6 +376,14 @@ function courseRender() {
     const hints = courseHints();
     if (hints) article.append(hints);
     article.append(el("div", { class: "course-task", id: "course-task" }));
+    // a widget that computes a Trace step's answer: below the question, closed until it is answered
+    const below = lesson.below_task || [];
+    if (below.length) {
+      const details = el("details", { class: "course-below", id: "course-below", "data-closed": below[0].closed ? "1" : "0" },
+        el("summary", { text: t("course.widget_closed") }), ...courseBlocks(below));
+      details.open = !below[0].closed;
+      article.append(details);
+    }
   }
   root.replaceChildren(el("div", { class: "course-head" }, el("h2", { text: t("course.title") }), courseWorkspaceNote()),
     el("div", { class: "course-cols" }, courseSidebar(), article));
@@ -360,9 +406,15 @@ async function courseRefreshPath() {
   }
 }
 
+// The step's Trace question is answered, or its solution asked for: the lesson again, with its worked numbers.
+async function courseReveal() {
+  COURSE.revealed.add(COURSE.open);
+  await courseOpen(COURSE.open);
+}
+
 async function courseOpen(id) {
   try {
-    const lesson = await api("learn/lesson", { step: id, lang: I18N.lang });
+    const lesson = await api("learn/lesson", { step: id, lang: I18N.lang, revealed: COURSE.revealed.has(id) });
     if (id !== COURSE.open) { COURSE.task = {}; COURSE.hints = lesson.hints_shown || 0; }
     COURSE.open = id;
     COURSE.lesson = lesson;
