@@ -14,6 +14,7 @@
     seqlab learn solution NAME         the reference implementation's source
     seqlab learn grade SUBMISSIONS --out REPORT    a class's workspaces graded (or --gradescope)
     seqlab learn notebook [PART ...] --out DIR     the course as Jupyter notebooks (--list: the parts)
+    seqlab learn site --out DIR                    the course as a static site, both languages, to host
 
 The workspace (--workspace, default ./seqlab-learn) holds the student's files and progress.json.
 """
@@ -71,6 +72,9 @@ def register(subparsers) -> None:
                    help="seconds the student's code may run for the check (default: the exercise's, 10 s for NumPy)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="a command step: the folder its command wrote (default: the command's --out)")
+    p.add_argument("--lesson-url", default=None, metavar="URL",
+                   help="a hosted copy of the lessons (seqlab learn site): the diagnosis links to "
+                        "URL/LANG/STEP.html#mistake-ID instead of the explorer")
     command("hint", show_hint, "one more hint for a step each time: the idea, then the shapes, then the key line")
     command("reset", reset_exercise, "write a fresh stub for NAME; the old file is kept as NAME.py.TIME.bak")
     command("solution", show_solution, "show the reference implementation")
@@ -83,6 +87,9 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the parts and their steps")
     p.add_argument("--repo", default=None, metavar="URL", help="the git URL the first cell installs seqlab from "
                    "(default: the package's Repository URL, else this checkout's origin)")
+    p = command("site", write_site, "write the course as a static site (HTML, both languages) to host", step=False)
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write the site into "
+                   "(replaced whole; an existing one may hold only a site's files)")
     p = command("card", show_card, "an Explain / Derive card: write your answer, see the worked one, mark it")
     p.add_argument("--answer", default=None, metavar="TEXT", help="your answer, in your own words (then the "
                    "worked answer is shown)")
@@ -336,6 +343,21 @@ def write_notebooks(args) -> int:
     return 0
 
 
+def write_site(args) -> int:
+    """The course (--course DIR for a teacher's) as a static site: DIR/LANG/STEP.html."""
+    from seqlab.learn.site import write_site as write
+    if args.out is None:
+        return _usage("--out DIR is required: the folder to write the site into")
+    try:
+        pages = write(args.out)
+    except (OSError, ValueError) as error:
+        print(f"error: cannot write the site into {_q(args.out)}: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(pages)} pages into {_q(args.out)} (both languages): open {_q(args.out / 'index.html')}, "
+          f"or host the folder; point diagnoses at it with seqlab learn check NAME --lesson-url URL")
+    return 0
+
+
 def start_exercise(args) -> int:
     from seqlab.learn.workspace import WorkspaceError, start
     ex = _exercise(args.name)
@@ -411,11 +433,15 @@ def _check_implement(args, ex) -> int:
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
+        out = report.as_dict()
+        if args.lesson_url and report.diagnosis:          # where to read, on the course's site
+            from seqlab.learn.feedback import reading
+            out["read_url"] = reading(report.diagnosis, ex.name, "zh" if _lang(args) else "en", args.lesson_url)["url"]
+        print(json.dumps(out, indent=2, ensure_ascii=False, default=str))
         return 0 if report.passed else 1
     zh = _lang(args) == 1
     print(f"{ex.name}: {ex.title_zh if zh and ex.title_zh else ex.title}  ({_q(path)})")
-    print("\n".join(report_lines(report, "zh" if zh else "en")))
+    print("\n".join(report_lines(report, "zh" if zh else "en", args.lesson_url)))
     ws = _with_workspace(args)
     if report.sandbox_note:                    # once per workspace: the code ran without a sandbox
         print(_say("no_sandbox", zh, why=report.sandbox_note))

@@ -51,6 +51,11 @@ def step_url(step: str, anchor: str = "") -> str:
     return f"{EXPLORER}#step/{step}" + (f"/{anchor}" if anchor else "")
 
 
+def site_url(base: str, lang: str, step: str, anchor: str = "") -> str:
+    """A step's page on a hosted copy of ``seqlab learn site`` (``base``): "BASE/LANG/STEP.html#ANCHOR"."""
+    return f"{base.rstrip('/')}/{lang}/{step}.html" + (f"#{anchor}" if anchor else "")
+
+
 # --- the structure ------------------------------------------------------------------------------------
 def _table(text: str) -> dict:
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in text.splitlines()]

@@ -19,84 +19,16 @@ const COURSE = {
   revealed: new Set(), // steps whose Trace question was answered or its solution asked for, on this page
 };
 
+// the lesson renderer's words, from this page's strings
+const COURSE_LESSON_WORDS = { reveal: "common.reveal", hide: "common.hide", mistake: "course.mistake",
+  reveal_hidden: "course.reveal_hidden", reveal_open: "course.reveal_open" };
+LESSON_RENDER.say = (key) => t(key.startsWith("qkind.") ? "course." + key : COURSE_LESSON_WORDS[key]);
+
 const courseText = (pair) => (Array.isArray(pair) ? pair[I18N.lang === "zh" ? 1 : 0] : pair);
 const courseStep = (id) => COURSE.path.steps.find((s) => s.id === id);
 
 function courseView() {
   return new URLSearchParams(location.search).get("view") === "widgets" ? "widgets" : "course";
-}
-
-// --- Markdown (inline: **bold**, `code`, [text](url)) --------------------------------------------
-function courseLink(label, url) {
-  if (url.startsWith("#")) return el("a", { href: url, text: label });
-  if (/^https?:\/\//.test(url)) return el("a", { href: url, text: label, target: "_blank", rel: "noopener noreferrer" });
-  return document.createTextNode(label);
-}
-
-function courseInline(text) {
-  const nodes = [];
-  const pattern = /\*\*(.+?)\*\*|`([^`]+)`|\[([^\]]+)\]\(([^)\s]+)\)/g;
-  let last = 0;
-  let m;
-  while ((m = pattern.exec(text)) !== null) {
-    if (m.index > last) nodes.push(document.createTextNode(text.slice(last, m.index)));
-    if (m[1] !== undefined) nodes.push(el("strong", {}, ...courseInline(m[1])));
-    else if (m[2] !== undefined) nodes.push(el("code", { text: m[2] }));
-    else nodes.push(courseLink(m[3], m[4]));
-    last = pattern.lastIndex;
-  }
-  if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
-  return nodes;
-}
-
-function courseFigure(b) {
-  const img = el("img", { src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(b.svg || ""), alt: b.caption });
-  return el("figure", { class: "lesson-figure", "data-figure": b.name }, img, el("figcaption", {}, ...courseInline(b.caption)));
-}
-
-function courseQuestion(b) {
-  const answer = el("div", { class: "lesson-answer" }, ...courseBlocks(b.answer || []));
-  answer.hidden = true;
-  const button = el("button", { type: "button", class: "lesson-reveal", text: t("common.reveal") });
-  button.addEventListener("click", () => {
-    answer.hidden = !answer.hidden;
-    button.textContent = t(answer.hidden ? "common.reveal" : "common.hide");
-  });
-  return el("div", { class: "lesson-q", id: "q-" + b.id, "data-kind": b.kind },
-    el("span", { class: "lesson-tag", text: t("course.qkind." + b.kind) }), ...courseBlocks(b.blocks), button, answer);
-}
-
-function courseMistake(b) {
-  return el("div", { class: "lesson-mistake", id: b.anchor },
-    el("h4", {}, el("span", { class: "lesson-tag bad", text: t("course.mistake") }), ...courseInline(b.title)),
-    ...courseBlocks(b.blocks));
-}
-
-function courseBlocks(blocks) {
-  return blocks.map((b) => {
-    switch (b.type) {
-      case "paragraph": return el("p", {}, ...courseInline(b.text));
-      case "heading": return el("h4", {}, ...courseInline(b.text));
-      case "list": return el(b.ordered ? "ol" : "ul", {}, ...b.items.map((item) => el("li", {}, ...courseInline(item))));
-      case "code": return el("pre", { class: "lesson-math" }, el("code", { text: b.text }));
-      case "table": {
-        const table = el("table", { class: "lesson-table" });
-        if (b.header.length) table.append(el("thead", {}, el("tr", {}, ...b.header.map((c) => el("th", {}, ...courseInline(c))))));
-        table.append(el("tbody", {}, ...b.rows.map((row) => el("tr", {}, ...row.map((c) => el("td", {}, ...courseInline(c)))))));
-        return el("div", { class: "table-wrap" }, table);
-      }
-      case "figure": return courseFigure(b);
-      case "widget": return el("div", { class: "lesson-widget", "data-anchor": b.anchor });
-      case "question": return courseQuestion(b);
-      case "mistake": return courseMistake(b);
-      case "fold":      // the less common mistakes, closed; a link to one of them opens it (courseRoute)
-        return el("details", { class: "lesson-more", id: b.id }, el("summary", { text: b.title }), ...courseBlocks(b.blocks));
-      case "reveal": return b.shown
-        ? el("div", { class: "lesson-revealed", "data-reveal": "shown" }, ...courseBlocks(b.blocks))
-        : el("p", { class: "note lesson-reveal-hidden", "data-reveal": "hidden", text: t("course.reveal_hidden") });
-      default: return null;
-    }
-  });
 }
 
 // --- widgets move into the lesson and back --------------------------------------------------------
@@ -176,7 +108,7 @@ function courseTrace(task) {
     courseRenderTask();
   });
   const out = [el("p", { class: "course-q" }, el("strong", { text: task.title + (I18N.lang === "zh" ? "：" : ": ") }),
-    ...courseInline(task.question)), form];
+    ...lessonInline(task.question)), form];
   const feedback = el("div", { class: "course-feedback", id: "course-feedback" });
   if (state.error) feedback.append(el("p", { class: "bad", text: t("common.error", { msg: errorText(state.error) }) }));
   if (state.answer && state.answer.correct) {
@@ -217,7 +149,7 @@ function courseTrace(task) {
 function courseCard(task) {
   const state = COURSE.task;
   const out = [el("p", { class: "course-q" }, el("span", { class: "lesson-tag", text: t("course.qkind." + task.kind) }),
-    el("strong", { text: " " + task.title + (I18N.lang === "zh" ? "：" : ": ") }), ...courseInline(task.question))];
+    el("strong", { text: " " + task.title + (I18N.lang === "zh" ? "：" : ": ") }), ...lessonInline(task.question))];
   if (!state.card) {
     const box = el("textarea", { id: "course-card-written", rows: "4", placeholder: t("course.card_write"), "aria-label": t("course.card_write") });
     if (state.written) box.value = state.written;
@@ -278,7 +210,7 @@ function courseDiagnosis(d, step) {
 function courseImplement(task) {
   const state = COURSE.task;
   const lesson = COURSE.lesson;
-  const out = [el("p", { class: "course-q" }, ...courseInline(t("course.implement", { signature: "`" + task.signature + "`" })),
+  const out = [el("p", { class: "course-q" }, ...lessonInline(t("course.implement", { signature: "`" + task.signature + "`" })),
     document.createTextNode(" — " + task.title)), el("pre", { class: "lesson-math" }, el("code", { text: task.doc }))];
   const ws = lesson.workspace;
   out.push(el("p", { class: "note", text: t("course.start", { cmd: task.start }) }));
@@ -340,7 +272,7 @@ function courseHints() {
   const hints = COURSE.lesson.hints || [];
   if (!hints.length) return null;
   const box = el("div", { class: "course-hints", id: "course-hints" }, el("h3", { text: t("course.hints") }));
-  box.append(el("ol", {}, ...hints.slice(0, COURSE.hints).map((h) => el("li", {}, ...courseInline(h)))));
+  box.append(el("ol", {}, ...hints.slice(0, COURSE.hints).map((h) => el("li", {}, ...lessonInline(h)))));
   if (COURSE.hints < hints.length) {
     const more = el("button", { type: "button", id: "course-hint-next", text: t("course.hint_button", { k: COURSE.hints + 1, n: hints.length }) });
     more.addEventListener("click", async () => {
@@ -371,7 +303,7 @@ function courseRender() {
       el("h2", { class: "lesson-title", text: lesson.title }));
     for (const section of lesson.sections) {
       article.append(el("section", { class: "lesson-section", id: "sec-" + section.id, "data-section": section.id },
-        el("h3", { text: section.heading }), ...courseBlocks(section.blocks)));
+        el("h3", { text: section.heading }), ...lessonBlocks(section.blocks)));
     }
     const hints = courseHints();
     if (hints) article.append(hints);
@@ -380,7 +312,7 @@ function courseRender() {
     const below = lesson.below_task || [];
     if (below.length) {
       const details = el("details", { class: "course-below", id: "course-below", "data-closed": below[0].closed ? "1" : "0" },
-        el("summary", { text: t("course.widget_closed") }), ...courseBlocks(below));
+        el("summary", { text: t("course.widget_closed") }), ...lessonBlocks(below));
       details.open = !below[0].closed;
       article.append(details);
     }
