@@ -199,3 +199,61 @@ def test_the_widget_page_stays_reachable(browser, server, ws, tmp_path):
         assert page.locator("#att-weights td").all_inner_texts() == ["0.669762", "0.330238"]
         assert page.locator("a[data-i18n='nav.course']").get_attribute("href") == "/"
         assert page.problems == []
+
+
+def test_no_trace_answer_is_on_the_page_before_it_is_asked_for(browser, server, ws, tmp_path):
+    """Every Trace step, in both languages: the page's text (what a reader sees: folded and hidden
+    parts are not in it) holds no answer; asking for the solution puts it there."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learn"))
+    from answer_leaks import leaks
+    from seqlab.learn.views import trace_question
+    trace_steps = [(s.id, trace_question(s.id)) for s in STEPS if trace_question(s.id)]
+    assert len(trace_steps) == 9
+    for page in open_page(browser, f"{server.url}?lang=en", tmp_path):
+        settled(page)
+        for lang in ("en", "zh"):
+            if lang == "zh":
+                page.click("#lang-zh")
+                settled(page)
+            for step, asked in trace_steps:
+                page.evaluate("(id) => { location.hash = '#step/' + id; }", step)
+                page.wait_for_selector(f"#course-lesson[data-step={step}]")
+                settled(page)
+                assert leaks(page.locator("#course-lesson").inner_text(), QUESTION_BY_ID[asked]) == [], (step, lang)
+        # it bites: the solution asked for, the worked numbers and the widget are on the page
+        page.click("#course-step-trace_lstm_cell")
+        page.wait_for_selector("#course-lesson[data-step=trace_lstm_cell]")
+        page.fill("#course-answer", "1, 1")
+        page.click("#course-submit")
+        settled(page)
+        page.click("#course-show-solution")
+        settled(page)
+        page.wait_for_selector("#course-lesson [data-reveal=shown]")
+        assert leaks(page.locator("#course-lesson").inner_text(), QUESTION_BY_ID["trace_lstm_cell"])
+        assert read_progress(ws)["steps"]["trace_lstm_cell"]["revealed"] is True
+        assert page.problems == []
+
+
+def test_a_card_is_written_then_shown_then_marked(browser, server, ws, tmp_path):
+    for page in open_page(browser, f"{server.url}?lang=en#step/explain_order", tmp_path):
+        page.wait_for_selector("#course-lesson[data-step=explain_order]")
+        settled(page)
+        assert page.locator("#course-card-answer").count() == 0            # nothing shown before an answer
+        page.click("#course-card-submit")                                   # an empty answer: refused
+        settled(page)
+        assert page.locator("#course-card-answer").count() == 0 and "Write your answer first" in page.locator("#course-task").inner_text()
+        mine = "the state is updated in order, so reordered inputs leave another state"
+        page.fill("#course-card-written", mine)
+        page.click("#course-card-submit")
+        settled(page)
+        assert page.locator("#course-card-answer").is_visible() and mine in page.locator("#course-card-yours").inner_text()
+        assert read_progress(ws)["steps"]["explain_order"]["state"] == "started"     # seen, not passed
+        _no_overlaps(page)
+        _shot(page, tmp_path, "en", "card", "#course-task")
+        page.click("#course-card-mark-same")
+        settled(page)
+        assert page.locator("#course-card-marked").inner_text().startswith("✓")
+        assert read_progress(ws)["steps"]["explain_order"]["state"] == "passed"
+        assert page.locator("#course-step-explain_order").get_attribute("data-state") == "passed"
+        assert page.problems == []

@@ -147,15 +147,22 @@ def test_the_site_in_chromium_shows_a_lesson_its_figure_and_an_answer_after_a_cl
     box = page.locator("#mistake-no_tanh").bounding_box()
     assert box is not None and -1 <= box["y"] < 900, box
     page.screenshot(path=str(tmp_path / f"site-{lang}-mistake.png"))
-    # a Trace step: no answer on the page until a click asks for it
+    # every Trace step: no answer on the page until a click asks for it
+    for step in STEPS:
+        if trace_question(step.id):
+            page.goto((site / lang / f"{step.id}.html").as_uri())
+            page.wait_for_selector("#course-task")
+            assert leaks(page.locator("#course-lesson").inner_text(), QUESTION_BY_ID[trace_question(step.id)]) == [], step.id
     q = QUESTION_BY_ID["trace_recurrence"]
     page.goto((site / lang / "trace_recurrence.html").as_uri())
     page.wait_for_selector("#course-task")
-    assert leaks(page.locator("body").inner_text(), q) == []
+    assert leaks(page.locator("#course-lesson").inner_text(), q) == []
     page.click("#site-solution-show")
     assert leaks(page.locator("#site-solution").inner_text(), q)
-    page.locator(".lesson-reveal-box .lesson-reveal").first.click()
-    assert leaks(page.locator("body").inner_text(), q)
+    page.locator(".lesson-reveal-box .lesson-reveal").last.click()
+    assert leaks(page.locator("#sec-worked").inner_text(), q)
+    page.locator("#sec-worked").scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / f"site-{lang}-worked.png"))
     # a card: the worked answer only after something is written
     page.goto((site / lang / "explain_order.html").as_uri())
     page.wait_for_selector("#course-task")

@@ -158,7 +158,10 @@ function courseCard(task) {
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       state.written = box.value;
-      try { state.card = await api("learn/card", { card: task.id, written: box.value }); state.error = null; } catch (err) { state.error = err; }
+      if (box.value.replace(/\s/g, "").length < 12) state.error = { code: "learn_write_first", params: {} };   // as the server says
+      else {
+        try { state.card = await api("learn/card", { card: task.id, written: box.value }); state.error = null; } catch (err) { state.error = err; }
+      }
       courseRenderTask();
     });
     out.push(form);
