@@ -4,9 +4,10 @@ With ``anywidget`` installed, the widget is the explorer's own: its section of `
 the page's scripts (``charts.js``, ``i18n.js``, ``app.js``) run in the notebook's output, and every
 request they make to ``/api/<name>`` goes through the widget's channel to this kernel, which
 answers it with ``seqlab.explorer.api.run_endpoint`` (the lab code, as the server does). No server
-and no network are needed, so it works in Colab too. Without anywidget, or for the panels over
-trained runs (``w-model``, ``w-translate``, ...), :func:`widget` shows a link to the explorer
-(``seqlab explore`` serves it at http://127.0.0.1:8000/).
+and no network are needed, so it works in Colab too (``pip install "seqlab[notebook]"`` installs
+anywidget, whose wheel ships its JupyterLab extension). Without anywidget, or for the panels over
+trained runs (``w-model``, ``w-translate``, ...), :func:`widget` shows a link to the explorer at the
+widget's own anchor (``seqlab explore`` serves it at http://127.0.0.1:8000/).
 
 It lives in the explorer (above ``seqlab.learn``), which owns the widgets.
 """
@@ -169,16 +170,24 @@ def answer(message: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
+def anchor_of(name: str) -> str:
+    """The page's anchor for ``name``: a panel keeps its own ("clip-panel", "tb-panel"), a widget's
+    short name becomes its section's ("attention" -> "w-attention")."""
+    section = section_of(name)
+    return name if name != section and re.search(rf'\bid="{re.escape(name)}"', sections()[section]) else section
+
+
 def widget(name: str, lang: str = "en"):
-    """The explorer's widget ``name`` ("attention", "w-attention", "clip-panel", ...) for a notebook cell."""
+    """The explorer's widget ``name`` ("attention", "w-attention", "clip-panel", ...) for a notebook cell:
+    drawn inline with anywidget (``pip install "seqlab[notebook]"``), else a link to its own anchor."""
     section = section_of(name)
     if section not in SETUPS:
-        return ExplorerLink(section)
+        return ExplorerLink(anchor_of(name))
     try:
         import anywidget
         import traitlets
     except ImportError:
-        return ExplorerLink(section)
+        return ExplorerLink(anchor_of(name))
     from seqlab.explorer.api import widget_defaults
 
     class ExplorerWidget(anywidget.AnyWidget):

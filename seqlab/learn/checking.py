@@ -2,10 +2,11 @@
 
 :func:`check` is the notebook's (``from seqlab.learn import check``)::
 
-    check("rnn_bptt", rnn_bptt)          # a function of the notebook: its source -> seqlab-learn/rnn_bptt.py
+    check("rnn_bptt", rnn_bptt)          # a function of the notebook (def, not a lambda): its source -> seqlab-learn/rnn_bptt.py
     check("rnn_bptt", "my/rnn_bptt.py")  # a file
 
-Either way the code is ``WORKSPACE/NAME.py`` (default ./seqlab-learn), the file `seqlab learn check`
+Either way the code is ``WORKSPACE/NAME.py`` (default ./seqlab-learn; a different file there is kept as
+NAME.py.TIME.bak first, never overwritten), the file `seqlab learn check`
 and the explorer check. :func:`check_file` checks it as `seqlab learn check` does (the student's code
 runs in a child process with a time limit, ``seqlab.learn.runner``), records the step with the
 check's summary (the explorer shows the latest check, :func:`latest_check`); :func:`check` returns
@@ -23,7 +24,7 @@ import time
 import types
 from pathlib import Path
 
-from seqlab.atomic import atomic_write_text
+from seqlab.atomic import atomic_path, atomic_write_text
 from seqlab.learn.workspace import DEFAULT_WORKSPACE, ProgressError, read_progress
 
 WRITTEN_BY = "# Written by seqlab.learn.check from your notebook"
@@ -158,19 +159,40 @@ def source_file(name: str, function) -> str:
     return "\n".join(parts)
 
 
-def _write_workspace_file(workspace: Path, name: str, text: str) -> Path:
-    """``WORKSPACE/NAME.py`` with ``text``; a file there that check() did not write (the student's own,
-    not a stub) is kept as NAME.py.bak first."""
-    from seqlab.learn.workspace import exercise_file
+def _write_workspace_file(workspace: Path, name: str, text: str) -> Path | None:
+    """``WORKSPACE/NAME.py`` with ``text``; a different file there is first kept as NAME.py.TIME.bak
+    (as `seqlab learn reset` keeps it), never overwritten. Returns the backup, or None."""
+    from seqlab.learn.workspace import backup_path, exercise_file
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     path = exercise_file(workspace, name)
+    backup = None
     if path.is_file():
-        old = path.read_text(encoding="utf-8", errors="replace")
-        if old != text and not old.startswith(WRITTEN_BY) and "raise NotImplementedError" not in old:
-            atomic_write_text(path.with_name(path.name + ".bak"), old)
+        old = path.read_bytes()
+        if old != text.encode("utf-8"):
+            backup = backup_path(workspace, name)
+            with atomic_path(backup) as tmp:
+                tmp.write_bytes(old)
     atomic_write_text(path, text)
-    return path
+    return backup
+
+
+def _refuse_unreadable(name: str, function) -> None:
+    """ValueError, before anything is written, for what check() cannot turn into a file: a lambda, a
+    callable that is no function (a partial, a built-in, a class), a function whose source cannot be
+    read (defined with exec)."""
+    if not inspect.isfunction(function):
+        raise ValueError(f"check({name!r}, ...) needs a function defined with def, or the path of its file; "
+                         f"got {type(function).__name__} {function!r}")
+    if function.__name__ == "<lambda>":
+        raise ValueError(f"check({name!r}, ...) was given a lambda: define it with def in a cell "
+                         f"(def {name}(...): ...) and pass that function, or pass the path of its file")
+    try:
+        inspect.getsource(function)
+    except (OSError, TypeError):
+        raise ValueError(f"check({name!r}, ...) cannot read the source of {function.__name__!r} (defined with exec, "
+                         "or its file is gone): define it in a notebook cell or a file, or pass the path of its "
+                         "file") from None
 
 
 @dataclasses.dataclass
@@ -247,7 +269,14 @@ def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
                          + f" The exercises are: {', '.join(names)}")
     workspace = Path(workspace)
     if callable(target):
-        _write_workspace_file(workspace, name, source_file(name, target))
+        _refuse_unreadable(name, target)
+        text = source_file(name, target)
+        try:
+            compile(text, f"{name}.py", "exec")
+        except SyntaxError as error:
+            raise ValueError(f"check({name!r}, ...): the source written from your function would not run "
+                             f"(line {error.lineno}: {error.msg}); {workspace / (name + '.py')} is left as it was") from None
+        _write_workspace_file(workspace, name, text)
     else:
         path = Path(target)
         if not path.is_file():

@@ -86,7 +86,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write them into")
     p.add_argument("--list", action="store_true", help="list the parts and their steps")
     p.add_argument("--repo", default=None, metavar="URL", help="the git URL the first cell installs seqlab from "
-                   "(default: the package's Repository URL, else this checkout's origin)")
+                   "(default: the Repository of pyproject.toml's [project.urls]; never a local path)")
     p = command("site", write_site, "write the course as a static site (HTML, both languages) to host", step=False)
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write the site into "
                    "(replaced whole; an existing one may hold only a site's files)")
@@ -334,6 +334,8 @@ def write_notebooks(args) -> int:
     from seqlab.learn.notebooks import write_notebooks as write
     try:
         paths = write(args.parts, args.out, lang, args.repo)
+    except ValueError as error:                   # a local path for --repo
+        return _usage(str(error))
     except OSError as error:
         print(f"error: cannot write into {args.out}: {error}", file=sys.stderr)
         return 1

@@ -1,7 +1,8 @@
 """The course as Jupyter notebooks, one per part of the path (``seqlab learn notebook``).
 
 A part's notebook holds, in order: a cell that installs seqlab with pip from its git repository
-(``SEQLAB_GIT`` at its top, for a teacher to change; Colab has no seqlab), the imports, then for
+(``SEQLAB_GIT`` at its top, for a teacher to change; by default the Repository of pyproject.toml's
+[project.urls], never a local path; Colab has no seqlab), the imports, then for
 each step its lesson as Markdown (figures as attachments, drawn by ``seqlab.learn.figures``; the
 questions' worked answers and a Trace step's worked numbers folded in ``<details>``), the widget as
 a ``widget(...)`` cell (a Trace step's after its question), and its task: an exercise's stub as a
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 from seqlab.atomic import atomic_write_text
@@ -27,24 +27,39 @@ def _l(key: str, lang: str, **values) -> str:
     return say(f"notebooks.{key}", lang, **values)
 
 
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
 def repository_url() -> str:
-    """The git URL the install cell uses: the package's "Repository" URL where its metadata names one,
-    else the origin of the git checkout seqlab runs from, else "" (the cell then asks for one)."""
+    """The URL the install cell installs from by default: the "Repository" of ``[project.urls]`` in the
+    pyproject.toml of the source tree seqlab runs from, else of the installed package's metadata,
+    else "" (the cell then asks for one). Never a local path: a notebook travels to other machines."""
+    import tomllib
+    try:
+        with open(PYPROJECT, "rb") as f:
+            url = tomllib.load(f).get("project", {}).get("urls", {}).get("Repository", "")
+        if url:
+            return url
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
     try:
         from importlib.metadata import PackageNotFoundError, metadata
         for entry in metadata("seqlab").get_all("Project-URL") or []:
             label, _, url = entry.partition(",")
-            if label.strip().lower() in ("repository", "source", "git"):
+            if label.strip().lower() == "repository":
                 return url.strip()
     except PackageNotFoundError:
         pass
-    root = Path(__file__).resolve().parents[2]
-    try:
-        done = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True,
-                              text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
+    return ""
+
+
+def check_url(url: str) -> str:
+    """``url`` when pip can install from it on another machine (https://, http://, ssh://, git@...);
+    ValueError for a local path."""
+    if not url.startswith(("https://", "http://", "ssh://", "git@", "git://")):
+        raise ValueError(f"the install cell installs seqlab from a repository URL (https://...), not {url!r}: "
+                         "a notebook travels to machines that do not have this path")
+    return url
 
 
 INSTALL = '''# Colab, or any Jupyter without seqlab: install seqlab from its git repository.
@@ -161,7 +176,7 @@ def part_notebook(part_id: str, lang: str = "en", repository: str | None = None)
     views = [step_view(s.id, lang, show=True, svg=True, revealed=False, folded=True) for s in part.steps]
     cells.md(f"# {views[0]['part']['title']}\n\n" + _l("intro", lang, k=k, n=len(PARTS), first=views[0]["number"],
                                                         last=views[-1]["number"]))
-    cells.code(INSTALL.format(url=repository_url() if repository is None else repository))
+    cells.code(INSTALL.format(url=check_url(repository_url() if repository is None else repository)))
     cells.code(IMPORTS)
     for view in views:
         cells.md(f"## {_l('step', lang, n=view['number'], title=view['title'])}")
@@ -193,7 +208,7 @@ def write_notebooks(part_ids: list[str], out: str | os.PathLike, lang: str = "en
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
-    url = repository_url() if repository is None else repository
+    url = check_url(repository_url() if repository is None else repository)
     written = []
     for part_id in part_ids or [p.id for p in PARTS]:
         path = out / notebook_name(part_id)

@@ -5,6 +5,7 @@ a function filled in correctly passes, a mutant gets its diagnosis, and the prog
 from __future__ import annotations
 
 import json
+import re
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -177,3 +178,57 @@ def test_the_recurrence_notebook_runs_in_a_kernel(notebooks, tmp_path):
     assert progress["explain_clipping"]["state"] == "passed" and progress["explain_clipping"]["mark"] == "same"
     written = next(c for c in nb.cells if c.cell_type == "code" and 'card("explain_clipping"' in c.source)
     assert "Worked answer" in _text(written)
+
+
+def test_check_refuses_a_lambda_and_an_unreadable_function_before_writing(tmp_path):
+    import functools
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    mine = ws / "rnn_step.py"
+    mine.write_text("# my passing version\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"was given a lambda: define it with def in a cell \(def rnn_step"):
+        check("rnn_step", lambda params, x, h_prev: h_prev, workspace=ws)
+    namespace: dict = {}
+    exec("def rnn_step(params, x, h_prev):\n    return h_prev\n", namespace)     # no source to read
+    with pytest.raises(ValueError, match="cannot read the source of 'rnn_step'"):
+        check("rnn_step", namespace["rnn_step"], workspace=ws)
+    with pytest.raises(ValueError, match="needs a function defined with def"):
+        check("rnn_step", functools.partial(max, 0), workspace=ws)
+    assert mine.read_text(encoding="utf-8") == "# my passing version\n"          # untouched
+    assert sorted(p.name for p in ws.iterdir()) == ["rnn_step.py"]                # and no backup needed
+
+
+def test_check_keeps_a_different_file_as_a_timed_backup(tmp_path, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    monkeypatch.chdir(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    passing = RIGHT_RECURRENCE + "\n"
+    (ws / "scalar_recurrence.py").write_text(passing, encoding="utf-8")
+    assert check("scalar_recurrence", ws / "scalar_recurrence.py", workspace=ws).passed
+    for cell in ["import numpy as np\n\ndef wrong(a, xs, h0=0.0):\n    return np.zeros(len(xs))",
+                 "report = __import__('seqlab.learn', fromlist=['check']).check('scalar_recurrence', wrong, workspace='ws')"]:
+        assert shell.run_cell(cell).success
+    assert not shell.user_ns["report"].passed
+    backups = sorted(ws.glob("scalar_recurrence.py.*.bak"))
+    assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == passing       # the passing file, kept
+    assert re.fullmatch(r"scalar_recurrence\.py\.\d{8}-\d{6}(-\d+)?\.bak", backups[0].name)
+    # the same source again writes nothing new; another version keeps another backup
+    assert shell.run_cell("report = __import__('seqlab.learn', fromlist=['check']).check('scalar_recurrence', wrong, "
+                          "workspace='ws')").success
+    assert len(list(ws.glob("scalar_recurrence.py.*.bak"))) == 1
+
+
+def test_the_install_cell_installs_from_pyproject_s_repository_never_a_local_path(tmp_path, capsys):
+    import tomllib
+
+    from seqlab.learn.notebooks import part_notebook, repository_url
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]["Repository"]
+    assert repository_url() == declared and declared.startswith("https://")
+    first = part_notebook("recurrence", "en")["cells"][1]["source"]
+    assert f"SEQLAB_GIT = {declared!r}" in first and str(ROOT) not in first
+    for local in (str(ROOT), "file:///srv/seqlab", "./seqlab"):
+        assert main(["learn", "notebook", "--out", str(tmp_path / "nb"), "--repo", local]) == 2
+        assert "a notebook travels to machines that do not have this path" in capsys.readouterr().err
+    assert not (tmp_path / "nb").exists() or not list((tmp_path / "nb").glob("*.ipynb"))
