@@ -257,3 +257,23 @@ def test_a_card_is_written_then_shown_then_marked(browser, server, ws, tmp_path)
         assert read_progress(ws)["steps"]["explain_order"]["state"] == "passed"
         assert page.locator("#course-step-explain_order").get_attribute("data-state") == "passed"
         assert page.problems == []
+
+
+def test_the_home_page_draws_the_course_before_any_widget(browser, server, ws, tmp_path):
+    """At every frame from the page's start: no section of the widget page is on screen before the
+    course's lesson is (benchmarks/learn.py --what first-paint times it; the script is the same)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("learn_benchmark", Path(__file__).resolve().parents[2] / "benchmarks" / "learn.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for k in range(2):                        # the server's first answers, then warm ones
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.add_init_script(bench.FIRST_PAINT)
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+        paint = page.evaluate("() => window.__paint")
+        assert paint["course"] is not None and paint["widgetFirst"] is None, paint
+        assert page.locator("body").get_attribute("data-view") == "course"
+        assert page.locator("main > #w-attention").is_visible()            # the widget page follows, below
+        context.close()

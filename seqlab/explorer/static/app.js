@@ -559,6 +559,7 @@ async function main() {
   let lang = new URLSearchParams(location.search).get("lang");
   if (lang !== "en" && lang !== "zh") { try { lang = localStorage.getItem("seqlab-lang"); } catch (e) { lang = null; } }
   I18N.lang = lang === "zh" ? "zh" : "en";
+  const course = setupCourse();   // course.js: the path and the open step's lesson, drawn first, its widget moved into it
   const response = await fetch("/api/defaults");
   const d = await response.json();
   setupRecurrence(d.recurrence);
@@ -573,7 +574,7 @@ async function main() {
   setupSelfCheck();
   setupDependency(d.dependency);
   await setupModel();
-  await setupCourse();   // course.js: the path and the open step's lesson, its widget moved into it
+  await course;
   $("lang-en").addEventListener("click", () => setLanguage("en"));
   $("lang-zh").addEventListener("click", () => setLanguage("zh"));
   setLanguage(I18N.lang);

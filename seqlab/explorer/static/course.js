@@ -393,12 +393,14 @@ async function courseRoute(event) {
   }
 }
 
-// Called by app.js's main() once the widgets exist; the page is ready when the lesson is shown.
+// Called first by app.js's main(), before the widgets are set up: the home page draws the course
+// first, and only then shows the widget page below it (body[data-view], course.css).
 async function setupCourse() {
   const root = $("course");
   const navLink = document.querySelector("a[data-i18n='nav.course']");
   if (courseView() === "widgets") {
     root.hidden = true;
+    document.body.dataset.view = "widgets";
     if (navLink) navLink.href = "/";
     return;
   }
@@ -408,6 +410,7 @@ async function setupCourse() {
     COURSE.path = await api("learn/path", {});
   } catch (err) {
     root.replaceChildren(el("p", { class: "bad", text: t("common.error", { msg: errorText(err) }) }));
+    document.body.dataset.view = "course";
     return;
   }
   let lang = I18N.lang;
@@ -417,4 +420,5 @@ async function setupCourse() {
   }, refresh: async () => {} });
   window.addEventListener("hashchange", courseRoute);
   await courseRoute();
+  document.body.dataset.view = "course";
 }

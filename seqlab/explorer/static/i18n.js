@@ -601,6 +601,7 @@ const STRINGS = {
   "course.known": ["This is the number a known mistake gives: {title}.", "这正是一个常见错误得到的数：{title}。"],
   "course.read_known": ["read about this mistake", "阅读这个错误"],
   "course.reveal_hidden": ["Hidden until you answer the step's question below, or ask for its solution: this part gives the answer away.", "回答下面本步骤的问题之后，或查看解答之后才显示：这一部分会泄露答案。"],
+  "course.loading": ["Loading the course…", "正在载入课程……"],
   "course.reveal_open": ["show the worked numbers", "显示算例中的数"],
   "course.widget_closed": ["The widget (it computes this step's answer: open it once you have answered)", "交互组件（它会算出本步骤的答案：作答之后再打开）"],
   "course.run": ["Run in a terminal:", "在终端中运行："],
