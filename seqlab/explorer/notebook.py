@@ -38,6 +38,9 @@ SETUPS: dict[str, str] = {
     "w-dependency": "setupDependency(d.dependency)",
 }
 _API = "async function api(name, body) {"
+# app.js finds its elements in the document; a widget's output may not be in the document yet when
+# anywidget renders it, so in the notebook they are found in the widget's own element first
+_LOOKUP = "const $ = (id) => document.getElementById(id);"
 
 
 @cache
@@ -85,6 +88,11 @@ def esm(section: str) -> str:
     if _API not in sources["app.js"]:
         raise RuntimeError(f"app.js no longer defines {_API!r}: update seqlab.explorer.notebook")
     sources["app.js"] = sources["app.js"].replace(_API, "async function apiOverHttp(name, body) {", 1)
+    if _LOOKUP not in sources["app.js"]:
+        raise RuntimeError(f"app.js no longer defines {_LOOKUP!r}: update seqlab.explorer.notebook")
+    sources["app.js"] = sources["app.js"].replace(
+        _LOOKUP, "let root = null;\nconst $ = (id) => (root && root.querySelector('#' + CSS.escape(id))) || "
+                 "document.getElementById(id);", 1)
     scripts = "\n".join(sources[name].replace('"use strict";', "") for name in SCRIPTS)
     return f"""{scripts}
 // --- seqlab.explorer.notebook: the requests go to the kernel over the widget's channel ---
@@ -108,6 +116,7 @@ const seqlabWidget = {{
     I18N.lang = model.get("lang");
     el.classList.add("seqlab-explorer");
     el.innerHTML = model.get("section_html");
+    root = el;
     const d = model.get("defaults");
     {SETUPS[section]};
     I18N.apply(el);

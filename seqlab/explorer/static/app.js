@@ -334,7 +334,7 @@ function setupGRU(d) {
         conv: t(data.other.convention === "keep_old" ? "gru.keep_old" : "gru.keep_new"), z: fmt(data.other.z), h: fmt(data.other.h) });
     });
   // Switching the convention re-expresses the same step: z becomes the other convention's z.
-  document.querySelectorAll("input[name=gru-conv]").forEach((radio) => radio.addEventListener("change", () => {
+  $("w-gru").querySelectorAll("input[name=gru-conv]").forEach((radio) => radio.addEventListener("change", () => {
     if (w.last && w.last.data.other.convention === convention()) setSlider("gru-z", w.last.data.other.z);
   }));
   return w;
