@@ -201,6 +201,7 @@ class CheckReport:
     report: object
     title: str
     warning: str | None = None
+    lang: str = "en"
 
     @property
     def passed(self) -> bool:
@@ -214,50 +215,58 @@ class CheckReport:
     def diagnosis(self) -> dict | None:
         return self.report.diagnosis
 
+    def _say(self, key: str, **values) -> str:
+        from seqlab.learn.words import say
+        return say(key, self.lang, **values)
+
     def __str__(self) -> str:
         from seqlab.learn.feedback import report_lines
-        lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report)]
+        lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report, self.lang)]
         if self.report.sandbox_note:
-            from seqlab.learn.words import say
-            lines.append("  " + say("cli.no_sandbox", "en", why=self.report.sandbox_note))
+            lines.append("  " + self._say("cli.no_sandbox", why=self.report.sandbox_note))
         if self.warning:
-            lines.append(f"  warning: {self.warning}")
-        lines.append("passed." if self.passed else "not yet.")
+            lines.append(f"  {self._say('notebooks.warning')}{self.warning}")
+        lines.append(self._say("notebooks.check_passed" if self.passed else "notebooks.check_not_yet"))
         return "\n".join(lines)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        """The diagnosis first (title, where, explanation, what to read), the notes, then the checks."""
-        from seqlab.learn.feedback import check_rows, diagnosis_words, reading
+        """The diagnosis first (title, where, explanation, what to read), the notes, then the checks,
+        in the notebook's language."""
+        from seqlab.learn.feedback import check_rows, diagnosis_words, reading, where_words
         e = html.escape
         out = [f"<div class='seqlab-check'><p><b>{e(self.report.exercise)}</b>: {e(self.title)} "
                f"<code>{e(self.report.file)}</code></p>"]
         d = self.diagnosis
         if d:
-            r = reading(d, self.report.exercise)
-            title, explanation = diagnosis_words(d, self.report.exercise)      # with the closest mistake, if any
-            where = f"<p><i>Where: {e(d['where'])}</i></p>" if d.get("where") and d["where"] not in explanation else ""
-            heading = f"“{e(r['heading'])}” in " if r["heading"] else ""
-            out.append(f"<p style='color:#b91c1c'><b>Diagnosis: {e(title)}</b></p>{where}<p>{e(explanation)}</p>"
-                       f"<p>Read: {heading}<code>{e(r['command'])}</code>, or in seqlab explore: "
-                       f"<a href='{e(r['url'])}' target='_blank'>{e(r['url'])}</a></p>")
-        out += [f"<p>note: {e(note)}</p>" for note in self.report.notes]
-        rows = check_rows(self.checks, named=bool((d or {}).get("mistake")), exercise_name=self.report.exercise)
+            title, explanation = diagnosis_words(d, self.report.exercise, self.lang)
+            said_where = where_words(d, self.lang)
+            r = reading(d, self.report.exercise, self.lang)
+            where = (f"<p><i>{e(self._say('feedback.where'))}{e(said_where)}</i></p>"
+                     if said_where and said_where not in explanation else "")
+            heading = f"“{e(r['heading'])}” " if r["heading"] else ""
+            out.append(f"<p style='color:#b91c1c'><b>{e(self._say('feedback.diagnosis'))}{e(title)}</b></p>{where}"
+                       f"<p>{e(explanation)}</p><p>{e(self._say('feedback.read'))}{heading}<code>{e(r['command'])}</code>"
+                       f"{e(self._say('notebooks.in_explorer'))}<a href='{e(r['url'])}' target='_blank'>{e(r['url'])}</a></p>")
+        out += [f"<p>{e(self._say('feedback.note'))}{e(note)}</p>" for note in self.report.notes]
+        rows = check_rows(self.checks, self.lang, named=bool((d or {}).get("mistake")), exercise_name=self.report.exercise)
         out.append("<table>" + "".join(f"<tr><td style='color:{'#15803d' if passed else '#b91c1c'};font-weight:600'>"
                                        f"{'PASS' if passed else 'FAIL'}</td><td>{e(name)}</td><td>{e(message)}</td></tr>"
                                        for passed, name, message, _ in rows) + "</table>")
         if self.warning:
-            out.append(f"<p>warning: {e(self.warning)}</p>")
+            out.append(f"<p>{e(self._say('notebooks.warning'))}{e(self.warning)}</p>")
         color = "#15803d" if self.passed else "#b91c1c"
-        out.append(f"<p style='color:{color};font-weight:600'>{'passed.' if self.passed else 'not yet.'}</p></div>")
+        verdict = self._say("notebooks.check_passed" if self.passed else "notebooks.check_not_yet")
+        out.append(f"<p style='color:{color};font-weight:600'>{e(verdict)}</p></div>")
         return "".join(out)
 
 
 def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
-          time_limit: float | None = None) -> CheckReport:
+          time_limit: float | None = None, lang: str = "en") -> CheckReport:
     """Check the exercise ``name`` on ``target``: a function (written to ``WORKSPACE/NAME.py``) or the
-    path of a file; record it in the workspace's progress, as ``seqlab learn check`` does."""
+    path of a file; record it in the workspace's progress, as ``seqlab learn check`` does. ``lang``:
+    the report's language ("zh": Chinese)."""
     from seqlab.learn.catalog import exercise
     from seqlab.learn.path import STEPS
     ex = exercise(name)
@@ -284,4 +293,5 @@ def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
         if path.resolve() != (workspace / f"{name}.py").resolve():      # the workspace holds the one copy
             _write_workspace_file(workspace, name, path.read_text(encoding="utf-8"))
     report, warning = check_file(workspace, name, time_limit)
-    return CheckReport(report, ex.title, warning)
+    return CheckReport(report, ex.title_zh if lang == "zh" and ex.title_zh else ex.title, warning,
+                       "zh" if lang == "zh" else "en")

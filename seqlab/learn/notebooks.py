@@ -62,8 +62,7 @@ def check_url(url: str) -> str:
     return url
 
 
-INSTALL = '''# Colab, or any Jupyter without seqlab: install seqlab from its git repository.
-# A teacher can point SEQLAB_GIT at the course's own copy of seqlab.
+INSTALL = '''{comment}
 SEQLAB_GIT = {url!r}
 
 import importlib.util, subprocess, sys
@@ -123,7 +122,7 @@ def _markdown(blocks: list[dict], cells: _Cells, lang: str) -> None:
             cells.attachments[name] = {"image/svg+xml": b["svg"]}
             cells.md(f"![{plain(b['caption'])}](attachment:{name})\n\n*{b['caption']}*")
         elif kind == "widget":
-            cells.code(f'widget("{b["anchor"]}")')
+            cells.code(f'widget("{b["anchor"]}"' + (', lang="zh")' if lang == "zh" else ")"))
         elif kind == "question":
             label = say(f"notebook_kinds.{b['kind']}", lang)
             cells.md(f"**{label}** (`{b['id']}`)")
@@ -151,10 +150,11 @@ def _task(task: dict, cells: _Cells, lang: str) -> None:
     if kind == "implement":
         cells.md(f"### {_l('task', lang)}\n\n" + _l("implement", lang, signature=task["signature"]))
         cells.code(stub_function(exercise(task["id"]), lang).rstrip("\n"))
-        cells.code(f'check("{task["id"]}", {task["id"]})')
+        cells.code(f'check("{task["id"]}", {task["id"]}' + (', lang="zh")' if lang == "zh" else ")"))
     elif kind == "trace":
         cells.md(f"### {_l('task', lang)}\n\n**{task['title']}**: {task['question']}\n\n" + _l("trace", lang))
-        cells.code(f'my_answer = "..."   # {_l("your_numbers", lang)}\n!seqlab learn answer {task["id"]} "{{my_answer}}"')
+        cells.code(f'my_answer = "..."   # {_l("your_numbers", lang)}\n!seqlab learn answer {task["id"]} "{{my_answer}}"'
+                   + (" --lang zh" if lang == "zh" else ""))
     elif kind == "card":
         label = say(f"notebook_kinds.{task['kind']}", lang)
         lang_arg = ', lang="zh"' if lang == "zh" else ""
@@ -164,7 +164,7 @@ def _task(task: dict, cells: _Cells, lang: str) -> None:
     else:
         cells.md(f"### {_l('task', lang)}\n\n" + _l("command", lang))
         cells.code(f"!{task['command']}")
-        cells.code(f"!{task['check_with']}   # reads what the command wrote")
+        cells.code(f"!{task['check_with']}" + (" --lang zh" if lang == "zh" else "") + f"   # {_l('reads_results', lang)}")
         _task(task["then"], cells, lang)
 
 
@@ -176,7 +176,8 @@ def part_notebook(part_id: str, lang: str = "en", repository: str | None = None)
     views = [step_view(s.id, lang, show=True, svg=True, revealed=False, folded=True) for s in part.steps]
     cells.md(f"# {views[0]['part']['title']}\n\n" + _l("intro", lang, k=k, n=len(PARTS), first=views[0]["number"],
                                                         last=views[-1]["number"]))
-    cells.code(INSTALL.format(url=check_url(repository_url() if repository is None else repository)))
+    cells.code(INSTALL.format(comment=_l("install_comment", lang),
+                              url=check_url(repository_url() if repository is None else repository)))
     cells.code(IMPORTS)
     for view in views:
         cells.md(f"## {_l('step', lang, n=view['number'], title=view['title'])}")

@@ -158,7 +158,7 @@ def test_the_recurrence_notebook_runs_in_a_kernel(notebooks, tmp_path):
     assert sorted(checks) == sorted(implement)
     assert "passed." in checks["scalar_recurrence"] and "FAIL" not in checks["scalar_recurrence"]
     transposed = next(m for m in exercise("rnn_step").mistakes if "transpose" in m.id)
-    assert "Diagnosis:" in checks["rnn_step"] and transposed.title in checks["rnn_step"]
+    assert "diagnosis: " in checks["rnn_step"] and transposed.title in checks["rnn_step"]
     for name in set(implement) - {"scalar_recurrence", "rnn_step"}:
         assert "not implemented yet" in checks[name] and "not yet." in checks[name], name
     assert "right." in _text(answer)
@@ -236,3 +236,21 @@ def test_the_install_cell_installs_from_pyproject_s_repository_never_a_local_pat
         assert main(["learn", "notebook", "--out", str(tmp_path / "nb"), "--repo", local]) == 2
         assert "a notebook travels to machines that do not have this path" in capsys.readouterr().err
     assert not (tmp_path / "nb").exists() or not list((tmp_path / "nb").glob("*.ipynb"))
+
+
+def test_a_chinese_notebook_speaks_chinese_in_its_frame_and_its_checks(tmp_path):
+    from seqlab.learn.notebooks import part_notebook
+    nb = part_notebook("recurrence", "zh", "https://example.org/seqlab.git")
+    code = [c["source"] for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code[0].startswith("# Colab 或任何没有 seqlab 的 Jupyter")
+    assert 'check("rnn_step", rnn_step, lang="zh")' in code and 'widget("w-recurrence", lang="zh")' in code
+    assert any(c.startswith("my_answer") and c.endswith('"{my_answer}" --lang zh') for c in code)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "mine.py").write_text(RIGHT_RECURRENCE.replace("math.tanh(a * h + float(x))", "a * h + float(x)"),
+                                encoding="utf-8")
+    report = check("scalar_recurrence", ws / "mine.py", workspace=ws, lang="zh")
+    text, page = str(report), report._repr_html_()
+    assert not report.passed and text.endswith("还没有通过。") and "诊断：" in text
+    assert "诊断：" in page and "还没有通过。" in page and "not yet" not in page and "Diagnosis" not in page
+    assert report.title == exercise("scalar_recurrence").title_zh
