@@ -404,3 +404,20 @@ def test_a_student_file_may_import_the_student_s_other_files(tmp_path):
     report = check(exercise("truncated_bptt"), path)
     assert report.passed, (report.checks, report.diagnosis)
     assert _snapshot(ws) == before             # no __pycache__ beside the imported file
+
+
+def test_a_card_at_the_terminal_prompts_for_the_answer_then_the_mark(tmp_path, capsys, monkeypatch):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    ws = tmp_path / "ws"
+    monkeypatch.setattr("sys.stdin", Terminal("large scores make the softmax saturate\nso scale by sqrt(d_k)\n\ns\n"))
+    assert _cli("card", "explain_scale", "--workspace", ws) == 0
+    out = capsys.readouterr().out
+    assert out.index("Your answer, in your own words") < out.index("variance")       # asked first, then shown
+    entry = json.loads((ws / "progress.json").read_text())["steps"]["explain_scale"]
+    assert entry["written"] == "large scores make the softmax saturate so scale by sqrt(d_k)"
+    assert entry["mark"] == "same" and entry["state"] == "passed"
