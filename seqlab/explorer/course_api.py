@@ -1,16 +1,14 @@
 """The explorer's course: the learning path as the home page (``static/course.js``).
 
     POST /api/learn/path {}                         the steps with their state, the parts, the current step
-    POST /api/learn/lesson {"step", "lang",         the step's lesson (seqlab.learn.views, figures as SVG)
-                            "revealed"}             and, for an Implement step, its latest check; a Trace
-                                                    step's worked numbers once answered or asked for
-                                                    (progress.json, or "revealed": true)
+    POST /api/learn/lesson {"step", "lang"}         the step's lesson (seqlab.learn.views, figures as SVG), an
+                                                    Implement step's latest check; a Trace step's worked
+                                                    numbers once answered or asked for ("revealed": true)
     POST /api/learn/answer {"question", "value"}    a Trace question answered: right, right so far, the
                                                     known wrong answer it is, or what is wrong and one
                                                     hint; {"question", "solution": true}: the worked solution
-    POST /api/learn/card {"card", "written"}        an Explain / Derive card: the student's answer, then
-                                                    the worked one; {"card", "written", "mark"}: the
-                                                    student's comparison ("same" passes it)
+    POST /api/learn/card {"card", "written"}        a card: the student's answer, then the worked one; with
+                                                    "mark": the student's comparison ("same" passes it)
     POST /api/learn/check {"step"}                  the check of WORKSPACE/STEP.py, as `seqlab learn check`
                                                     (its "latest" check has "rows": the checks as
                                                     `seqlab learn check` lists them, {"en", "zh"})
