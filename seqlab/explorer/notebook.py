@@ -19,10 +19,10 @@ import re
 from functools import cache
 from typing import Any
 
-from seqlab.explorer.server import STATIC_DIR
+from seqlab.explorer.server import LESSON_STATIC, STATIC_DIR
 
 EXPLORER_URL = "http://127.0.0.1:8000/"
-SCRIPTS = ("charts.js", "i18n.js", "app.js")
+SCRIPTS = ("lesson.js", "charts.js", "i18n.js", "app.js")     # lesson.js: seqlab/learn/static (el)
 # section id -> how app.js builds it from /api/defaults (d); the others need the server's runs
 SETUPS: dict[str, str] = {
     "w-recurrence": "setupRecurrence(d.recurrence)",
@@ -84,7 +84,8 @@ class ExplorerLink:
 
 def esm(section: str) -> str:
     """The widget's JavaScript module: the page's scripts, its section, and requests over the channel."""
-    sources = {name: (STATIC_DIR / name).read_text(encoding="utf-8") for name in SCRIPTS}
+    sources = {name: ((LESSON_STATIC if (LESSON_STATIC / name).is_file() else STATIC_DIR) / name).read_text(encoding="utf-8")
+               for name in SCRIPTS}
     if _API not in sources["app.js"]:
         raise RuntimeError(f"app.js no longer defines {_API!r}: update seqlab.explorer.notebook")
     sources["app.js"] = sources["app.js"].replace(_API, "async function apiOverHttp(name, body) {", 1)

@@ -245,7 +245,7 @@ def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
             if any(b.strip().startswith(":::") for b in lines[i + 1:end]):
                 fail(number, "a :::reveal block holds paragraphs, tables, lists, code, figures and widgets, "
                              "not another ::: block")
-            inner = _directive_blocks(lines[i + 1:end], i + 1, fail)
+            inner = _blocks(lines[i + 1:end], fail, i + 1, directives=True)
             if not inner:
                 fail(number, "the :::reveal block is empty")
             current.blocks.append(Block("reveal", blocks=inner, line=number))
@@ -349,9 +349,10 @@ def _markdown_block(lines: list[str], i: int, fail) -> tuple[Block, int] | None:
     return None
 
 
-def _directive_blocks(lines: list[str], offset: int, fail) -> list[Block]:
-    """The blocks of a :::reveal's lines (``offset``: the index of its first line in the file):
-    paragraphs, Markdown blocks and the [[figure]] and [[widget]] directives."""
+def _blocks(lines: list[str], fail, offset: int = 0, directives: bool = False) -> list[Block]:
+    """The blocks of ``lines``: paragraphs and Markdown blocks, and with ``directives`` (a :::reveal's
+    lines) the [[figure]] and [[widget]] directives too; ``offset``: the index of the first line in the
+    file, for the line numbers that ``fail`` names."""
     blocks: list[Block] = []
     paragraph: list[str] = []
 
@@ -367,7 +368,7 @@ def _directive_blocks(lines: list[str], offset: int, fail) -> list[Block]:
             flush()
             i += 1
             continue
-        if stripped.startswith("[["):
+        if directives and stripped.startswith("[["):
             flush()
             match = _DIRECTIVE.match(stripped)
             if not match or match.group(1) == "mistakes" or not match.group(2):
@@ -382,7 +383,7 @@ def _directive_blocks(lines: list[str], offset: int, fail) -> list[Block]:
             continue
         flush()
         block, i = found
-        block.line = offset + block.line
+        block.line += offset
         blocks.append(block)
     flush()
     return blocks
@@ -391,34 +392,10 @@ def _directive_blocks(lines: list[str], offset: int, fail) -> list[Block]:
 def body_blocks(text: str) -> list[Block]:
     """The Markdown of a question's text or answer, or a mistake's paragraph, as blocks: paragraphs,
     lists, code, tables and ### headings (no directives), for the renderers."""
-    lines = text.splitlines()
-    blocks: list[Block] = []
-    paragraph: list[str] = []
-
     def fail(line_no: int, message: str):
         raise LessonError(f"line {line_no} of a block's text: {message}")
 
-    def flush():
-        if paragraph:
-            blocks.append(Block("paragraph", text=join_lines(paragraph)))
-            paragraph.clear()
-
-    i = 0
-    while i < len(lines):
-        if not lines[i].strip():
-            flush()
-            i += 1
-            continue
-        found = _markdown_block(lines, i, fail)
-        if found is None:
-            paragraph.append(lines[i])
-            i += 1
-            continue
-        flush()
-        block, i = found
-        blocks.append(block)
-    flush()
-    return blocks
+    return _blocks(text.splitlines(), fail)
 
 
 def _join(lines: list[str]) -> str:
