@@ -559,7 +559,9 @@ async function main() {
   let lang = new URLSearchParams(location.search).get("lang");
   if (lang !== "en" && lang !== "zh") { try { lang = localStorage.getItem("seqlab-lang"); } catch (e) { lang = null; } }
   I18N.lang = lang === "zh" ? "zh" : "en";
-  const course = setupCourse();   // course.js: the path and the open step's lesson, drawn first, its widget moved into it
+  // course.js: the path and the open step's lesson, drawn first (its widget moved into it); the
+  // widgets' defaults are asked for after it, so that their computation does not hold the course up
+  await setupCourse();
   const response = await fetch("/api/defaults");
   const d = await response.json();
   setupRecurrence(d.recurrence);
@@ -574,7 +576,6 @@ async function main() {
   setupSelfCheck();
   setupDependency(d.dependency);
   await setupModel();
-  await course;
   $("lang-en").addEventListener("click", () => setLanguage("en"));
   $("lang-zh").addEventListener("click", () => setLanguage("zh"));
   setLanguage(I18N.lang);
