@@ -13,7 +13,12 @@
   0.5 s) and a notebook's check cell (`check(NAME, function)` in an IPython shell, as in a kernel;
   goal under 2 s for a NumPy exercise), for every step with a lesson (or --only).
 
-    python benchmarks/learn.py [--what checks|sandbox|views|all] [--repeats 3] [--only NAME]
+- first paint: `seqlab explore` started afresh (its own process), its home page opened in Chromium: the
+  seconds from the navigation until the course (the current step's lesson) is on screen, the first
+  load after the server starts and then warm loads (goal under 0.5 s), and whether a widget of the
+  widget page was ever on screen before the course (it must not be).
+
+    python benchmarks/learn.py [--what checks|sandbox|views|first-paint|all] [--repeats 3] [--only NAME]
 """
 
 from __future__ import annotations
@@ -140,6 +145,74 @@ def _browser_opens(steps: list[str], repeats: int) -> dict[str, float]:
     return {step: statistics.median(values) for step, values in seconds.items()}
 
 
+# at every animation frame from the page's start: when the course's lesson is first drawn, and whether a
+# widget of the widget page was on screen before it
+FIRST_PAINT = """
+window.__paint = { course: null, widgetFirst: null };
+(function watch() {
+  const lesson = document.querySelector('#course:not([hidden]) #course-lesson .lesson-title');
+  const shown = (e) => { const r = e.getBoundingClientRect(); return r.height > 0 && r.top < innerHeight && r.bottom > 0
+    && getComputedStyle(e).visibility !== 'hidden'; };
+  if (lesson && shown(lesson)) { window.__paint.course = performance.now(); return; }
+  const widget = [...document.querySelectorAll('main > section.widget, main > section.panel')].find(shown);
+  if (widget && window.__paint.widgetFirst === null) window.__paint.widgetFirst = widget.id + ' at ' + performance.now().toFixed(0) + ' ms';
+  requestAnimationFrame(watch);
+})();
+"""
+
+
+def first_paint(repeats: int, env: dict) -> None:
+    """The explorer's home page in Chromium: seconds until the course is drawn, and what was drawn first."""
+    import socket
+
+    from playwright.sync_api import sync_playwright
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with tempfile.TemporaryDirectory() as ws:
+        server = subprocess.Popen([sys.executable, "-m", "seqlab", "explore", "--port", str(port), "--no-browser",
+                                   "--workspace", ws], env=env, cwd=ws, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+        try:
+            url = f"http://127.0.0.1:{port}/"
+            deadline = time.time() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.time() > deadline or server.poll() is not None:
+                        raise SystemExit(f"seqlab explore did not start:\n{server.stdout.read()}")
+                    time.sleep(0.05)
+            rows = []
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=str(CHROMIUM),
+                                            args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
+                for k in range(repeats + 1):
+                    context = browser.new_context(viewport={"width": 1280, "height": 900})
+                    page = context.new_page()
+                    page.add_init_script(FIRST_PAINT)
+                    page.goto(url)
+                    deadline = time.time() + 60          # (wait_for_function evaluates a string: the CSP forbids it)
+                    while (paint := page.evaluate("() => window.__paint"))["course"] is None:
+                        if time.time() > deadline:
+                            raise SystemExit("the explorer's course was not drawn within 60 s")
+                        page.wait_for_timeout(20)
+                    rows.append((paint["course"] / 1000, paint["widgetFirst"]))
+                    print(f"{'first load' if k == 0 else 'load ' + str(k):<12} course drawn at {paint['course'] / 1000:.3f} s"
+                          f"  widget on screen first: {paint['widgetFirst'] or 'never'}")
+                    context.close()
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    warm = statistics.median(seconds for seconds, _ in rows[1:]) if len(rows) > 1 else rows[0][0]
+    flashed = [w for _, w in rows if w]
+    print(f"the explorer's home: the course on screen {rows[0][0]:.3f} s after the first load's navigation, "
+          f"{warm:.3f} s warm (median of {len(rows) - 1}; goal 0.5 s); the widget page first: "
+          f"{'in ' + str(len(flashed)) + ' loads' if flashed else 'never'}")
+
+
 def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> None:
     from seqlab.explorer.learn_api import LEARN_ENDPOINTS
     from seqlab.learn.checking import check
@@ -191,7 +264,7 @@ def views(steps: list[str], exercises: list[str], repeats: int, env: dict) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--what", choices=("checks", "sandbox", "views", "all"), default="all")
+    parser.add_argument("--what", choices=("checks", "sandbox", "views", "first-paint", "all"), default="all")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default=None, help="one exercise or step")
     args = parser.parse_args()
@@ -212,6 +285,11 @@ def main() -> None:
         if not steps and args.only:
             steps = [args.only]       # a step without a lesson shows its read line: time that
         views(steps, [n for n in NUMPY_NAMES if args.only in (None, n)], args.repeats, env)
+    if args.what in ("first-paint", "all"):
+        if CHROMIUM.exists():
+            first_paint(args.repeats, env)
+        else:
+            print(f"(no {CHROMIUM}: the explorer's first paint is not measured)")
     print(f"load average now {os.getloadavg()[0]:.2f}")
 
 

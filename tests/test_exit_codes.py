@@ -63,6 +63,7 @@ USAGE = [
     ("learn reset", "learn reset bogus", "no Implement exercise 'bogus'"),
     ("learn grade", "learn grade file --out r --time-limit 0", "--time-limit"),
     ("learn notebook", "learn notebook bogus --out nb", "no part 'bogus'"),
+    ("learn site", "learn site", "--out DIR is required"),
     ("interpret", "interpret lens --run lm --device bogus --text hi", "bogus"),
 ]
 
@@ -97,6 +98,7 @@ FAILURE = [
     ("learn reset", "learn --workspace file reset attention", "file"),
     ("learn grade", "learn grade missing --out r", "missing is not a folder of submissions"),
     ("learn notebook", "learn notebook recurrence --out file/nb", "cannot write into file/nb"),
+    ("learn site", "learn site --out file/site", "cannot write the site into file/site"),
     ("interpret", "interpret lens --run missing --text hi", "missing"),
 ]
 

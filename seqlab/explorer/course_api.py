@@ -1,12 +1,14 @@
 """The explorer's course: the learning path as the home page (``static/course.js``).
 
     POST /api/learn/path {}                         the steps with their state, the parts, the current step
-    POST /api/learn/lesson {"step", "lang"}         the step's lesson (seqlab.learn.views, figures as SVG)
-                                                    and, for an Implement step, its latest check
-    POST /api/learn/answer {"question", "value"}    a Trace question answered: right, or what is wrong
-                                                    and one hint; {"question", "solution": true}: the
-                                                    worked solution
-    POST /api/learn/card {"card"}                   an Explain / Derive card's answer (marks it done)
+    POST /api/learn/lesson {"step", "lang"}         the step's lesson (seqlab.learn.views, figures as SVG), an
+                                                    Implement step's latest check; a Trace step's worked
+                                                    numbers once answered or asked for ("revealed": true)
+    POST /api/learn/answer {"question", "value"}    a Trace question answered: right, right so far, the
+                                                    known wrong answer it is, or what is wrong and one
+                                                    hint; {"question", "solution": true}: the worked solution
+    POST /api/learn/card {"card", "written"}        a card: the student's answer, then the worked one; with
+                                                    "mark": the student's comparison ("same" passes it)
     POST /api/learn/check {"step"}                  the check of WORKSPACE/STEP.py, as `seqlab learn check`
                                                     (its "latest" check has "rows": the checks as
                                                     `seqlab learn check` lists them, {"en", "zh"})
@@ -91,8 +93,16 @@ def lesson(data: dict[str, Any], folder: str | None) -> dict:
     p = Payload(data)
     step = _step(p)
     lang = p.choice("lang", "en", ("en", "zh"))
+    asked_for = p.boolean("revealed", False)
     p.finish()
-    view = step_view(step.id, lang, show=True, svg=True, workspace=f" --workspace {folder}" if folder else "")
+    from seqlab.learn.questions import answer_seen
+    from seqlab.learn.views import trace_question
+    progress = _progress(folder)
+    asked = trace_question(step.id)
+    revealed = asked_for or (asked is not None and answer_seen(progress, asked))
+    view = step_view(step.id, lang, show=True, svg=True, workspace=f" --workspace {folder}" if folder else "",
+                     revealed=revealed)
+    view["revealed"] = revealed
     asked = view["task"]["then"] if view["task"]["type"] == "command" else view["task"]
     for key in ("solution", "answer"):      # the task's answer comes on request (learn/answer, learn/card)
         asked.pop(key, None)
@@ -104,7 +114,6 @@ def lesson(data: dict[str, Any], folder: str | None) -> dict:
     if hints is not None:                   # one at a time, on request
         view["sections"].remove(hints)
         view["hints"] = [item for b in hints["blocks"] if b["type"] == "list" for item in b["items"]]
-    progress = _progress(folder)
     view["state"] = _state(progress, step, folder)
     view["workspace"] = folder
     entry = progress["steps"].get(step.id)
@@ -118,12 +127,12 @@ def lesson(data: dict[str, Any], folder: str | None) -> dict:
     return view
 
 
-def _record(folder: str | None, step_id: str, state: str) -> bool:
+def _record(folder: str | None, step_id: str, state: str, **extra) -> bool:
     from seqlab.learn.workspace import ProgressError, set_state
     if folder is None:
         return False
     try:
-        set_state(Path(folder), step_id, state)
+        set_state(Path(folder), step_id, state, **extra)
     except (OSError, ProgressError):
         return False
     return True
@@ -138,29 +147,54 @@ def answer(data: dict[str, Any], folder: str | None) -> dict:
     q = QUESTION_BY_ID[qid]
     if p.boolean("solution", False):
         p.finish()
-        return {"question": qid, "solution": list(q.solution)}
+        recorded = _record(folder, qid, "started", revealed=True)      # asked for: the lesson shows its numbers
+        return {"question": qid, "solution": list(q.solution), "recorded": recorded}
     value = p.string("value", "", 200)
     p.finish()
     try:
         given = parse_numbers(value)
     except ValueError as error:
         raise RequestError(str(error), "learn_not_numbers", value=value[:40]) from None
-    correct, what = grade(q, given)
-    recorded = _record(folder, qid, "passed" if correct else "started")
-    out = {"question": qid, "correct": correct, "what": what, "recorded": recorded}
-    if not correct:
+    verdict = grade(q, given)
+    recorded = _record(folder, qid, "passed" if verdict.correct else "started")
+    out = {"question": qid, "correct": verdict.correct, "what": list(verdict.what), "short": verdict.short,
+           "recorded": recorded}
+    if verdict.wrong is not None:
+        out["wrong"] = {"title": list(verdict.wrong.title), "mistake": verdict.wrong.mistake,
+                        "anchor": f"mistake-{verdict.wrong.mistake}" if verdict.wrong.mistake else ""}
+    elif not verdict.correct and not verdict.short:
         out["hint"] = list(q.hint)
     return out
 
 
 def card(data: dict[str, Any], folder: str | None) -> dict:
+    """A card: {"card", "written"} keeps the student's answer and gives the worked one; with "mark"
+    too, the student's comparison ("same" passes it). Nothing is shown before an answer is written."""
+    from seqlab.learn.cards import CardError, record_mark, refusal, write
     from seqlab.learn.questions import CARD_BY_ID
+    from seqlab.learn.workspace import ProgressError
     p = Payload(data)
     cid = p.string("card", "", 60)
+    written = p.string("written", "", 4000)
+    mark = p.string("mark", "", 10) or None
     p.finish()
     if cid not in CARD_BY_ID:
         raise RequestError(f"no card {cid[:60]!r}; the cards are: {', '.join(CARD_BY_ID)}")
-    return {"card": cid, "answer": list(CARD_BY_ID[cid].answer), "recorded": _record(folder, cid, "passed")}
+    why = refusal(written)
+    if why:
+        raise RequestError(f"{cid}: {why}", "learn_write_first", card=cid)
+    try:
+        if mark is None:
+            recorded = folder is not None
+            if recorded:
+                write(Path(folder), cid, written)
+            return {"card": cid, "answer": list(CARD_BY_ID[cid].answer), "recorded": recorded}
+        state = record_mark(Path(folder) if folder else None, cid, mark, written)
+    except CardError as error:
+        raise RequestError(str(error), "learn_card_mark", card=cid) from None
+    except (OSError, ProgressError):
+        return {"card": cid, "state": None, "recorded": False}
+    return {"card": cid, "state": state, "recorded": folder is not None}
 
 
 def check(data: dict[str, Any], folder: str | None) -> dict:

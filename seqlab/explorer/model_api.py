@@ -17,8 +17,6 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import torch
-
 from seqlab.explorer.runs import ExplorerLM, RunRegistry
 from seqlab.explorer.validation import Payload, RequestError
 
@@ -170,6 +168,8 @@ def lm_shapes(p: Payload, runs: RunRegistry) -> dict:
 def lm_next(p: Payload, runs: RunRegistry) -> dict:
     """The top 20 next tokens after the text: probability at the temperature, whether top-k/top-p
     keep them and their renormalised probability (``seqlab generate``'s filters)."""
+    import torch
+
     from seqlab.lm.inspection import next_token_candidates
 
     lm = _lm(p, runs)
@@ -198,6 +198,8 @@ def _generation(p: Payload, runs: RunRegistry, default_tokens: int):
 
 def lm_sample(p: Payload, runs: RunRegistry) -> dict:
     """Draw one token after the text (as `seqlab generate` would) and append it."""
+    import torch
+
     from seqlab.inference.generate import generate
 
     lm, ids, options, _ = _generation(p, runs, 1)
@@ -267,6 +269,8 @@ def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
     word level (``seqlab.seq2seq.alignment.word_alignment``). Target rows are the output tokens then
     </s>; an RNN without attention has none. ``notes``: how the text lies outside the run's
     training (``seqlab.seq2seq.coverage.check_input``), each with a code the page translates."""
+    import torch
+
     from seqlab.seq2seq.alignment import word_alignment
     from seqlab.seq2seq.coverage import check_input
 

@@ -4,9 +4,10 @@ With ``anywidget`` installed, the widget is the explorer's own: its section of `
 the page's scripts (``charts.js``, ``i18n.js``, ``app.js``) run in the notebook's output, and every
 request they make to ``/api/<name>`` goes through the widget's channel to this kernel, which
 answers it with ``seqlab.explorer.api.run_endpoint`` (the lab code, as the server does). No server
-and no network are needed, so it works in Colab too. Without anywidget, or for the panels over
-trained runs (``w-model``, ``w-translate``, ...), :func:`widget` shows a link to the explorer
-(``seqlab explore`` serves it at http://127.0.0.1:8000/).
+and no network are needed, so it works in Colab too (``pip install "seqlab[notebook]"`` installs
+anywidget, whose wheel ships its JupyterLab extension). Without anywidget, or for the panels over
+trained runs (``w-model``, ``w-translate``, ...), :func:`widget` shows a link to the explorer at the
+widget's own anchor (``seqlab explore`` serves it at http://127.0.0.1:8000/).
 
 It lives in the explorer (above ``seqlab.learn``), which owns the widgets.
 """
@@ -18,10 +19,10 @@ import re
 from functools import cache
 from typing import Any
 
-from seqlab.explorer.server import STATIC_DIR
+from seqlab.explorer.server import LESSON_STATIC, STATIC_DIR
 
 EXPLORER_URL = "http://127.0.0.1:8000/"
-SCRIPTS = ("charts.js", "i18n.js", "app.js")
+SCRIPTS = ("lesson.js", "charts.js", "i18n.js", "app.js")     # lesson.js: seqlab/learn/static (el)
 # section id -> how app.js builds it from /api/defaults (d); the others need the server's runs
 SETUPS: dict[str, str] = {
     "w-recurrence": "setupRecurrence(d.recurrence)",
@@ -37,6 +38,9 @@ SETUPS: dict[str, str] = {
     "w-dependency": "setupDependency(d.dependency)",
 }
 _API = "async function api(name, body) {"
+# app.js finds its elements in the document; a widget's output may not be in the document yet when
+# anywidget renders it, so in the notebook they are found in the widget's own element first
+_LOOKUP = "const $ = (id) => document.getElementById(id);"
 
 
 @cache
@@ -80,10 +84,16 @@ class ExplorerLink:
 
 def esm(section: str) -> str:
     """The widget's JavaScript module: the page's scripts, its section, and requests over the channel."""
-    sources = {name: (STATIC_DIR / name).read_text(encoding="utf-8") for name in SCRIPTS}
+    sources = {name: ((LESSON_STATIC if (LESSON_STATIC / name).is_file() else STATIC_DIR) / name).read_text(encoding="utf-8")
+               for name in SCRIPTS}
     if _API not in sources["app.js"]:
         raise RuntimeError(f"app.js no longer defines {_API!r}: update seqlab.explorer.notebook")
     sources["app.js"] = sources["app.js"].replace(_API, "async function apiOverHttp(name, body) {", 1)
+    if _LOOKUP not in sources["app.js"]:
+        raise RuntimeError(f"app.js no longer defines {_LOOKUP!r}: update seqlab.explorer.notebook")
+    sources["app.js"] = sources["app.js"].replace(
+        _LOOKUP, "let root = null;\nconst $ = (id) => (root && root.querySelector('#' + CSS.escape(id))) || "
+                 "document.getElementById(id);", 1)
     scripts = "\n".join(sources[name].replace('"use strict";', "") for name in SCRIPTS)
     return f"""{scripts}
 // --- seqlab.explorer.notebook: the requests go to the kernel over the widget's channel ---
@@ -107,6 +117,7 @@ const seqlabWidget = {{
     I18N.lang = model.get("lang");
     el.classList.add("seqlab-explorer");
     el.innerHTML = model.get("section_html");
+    root = el;
     const d = model.get("defaults");
     {SETUPS[section]};
     I18N.apply(el);
@@ -169,16 +180,24 @@ def answer(message: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
+def anchor_of(name: str) -> str:
+    """The page's anchor for ``name``: a panel keeps its own ("clip-panel", "tb-panel"), a widget's
+    short name becomes its section's ("attention" -> "w-attention")."""
+    section = section_of(name)
+    return name if name != section and re.search(rf'\bid="{re.escape(name)}"', sections()[section]) else section
+
+
 def widget(name: str, lang: str = "en"):
-    """The explorer's widget ``name`` ("attention", "w-attention", "clip-panel", ...) for a notebook cell."""
+    """The explorer's widget ``name`` ("attention", "w-attention", "clip-panel", ...) for a notebook cell:
+    drawn inline with anywidget (``pip install "seqlab[notebook]"``), else a link to its own anchor."""
     section = section_of(name)
     if section not in SETUPS:
-        return ExplorerLink(section)
+        return ExplorerLink(anchor_of(name))
     try:
         import anywidget
         import traitlets
     except ImportError:
-        return ExplorerLink(section)
+        return ExplorerLink(anchor_of(name))
     from seqlab.explorer.api import widget_defaults
 
     class ExplorerWidget(anywidget.AnyWidget):

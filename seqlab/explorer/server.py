@@ -1,7 +1,8 @@
 """The explorer's HTTP server: the app's own static files plus a small JSON API.
 
 Standard library only (``http.server``). ``GET /`` serves the page, ``GET
-/static/<file>`` serves files shipped in ``seqlab/explorer/static`` (looked up in
+/static/<file>`` serves files shipped in ``seqlab/explorer/static`` and the lesson
+renderer of ``seqlab/learn/static`` (looked up in
 a fixed table built at start-up, so no request path ever reaches the file
 system), ``GET /api/defaults`` returns every widget's worked-example inputs and
 ``POST /api/<widget>`` runs the lab code for one widget.
@@ -24,6 +25,8 @@ from seqlab.explorer.runs import RunRegistry
 from seqlab.explorer.validation import MAX_BODY_BYTES, RequestError, parse_json_object
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+# the lesson renderer (lesson.js, lesson.css) is seqlab.learn's, shared with the static site of `seqlab learn site`
+LESSON_STATIC = Path(__file__).resolve().parents[1] / "learn" / "static"
 REQUEST_TIMEOUT_S = 10  # a client that stops sending mid-body is dropped, never waited on forever
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -287,7 +290,7 @@ class ExplorerServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], verbose: bool = False, runs: RunRegistry | None = None):
         super().__init__(address, ExplorerHandler)
-        self.static_files = static_table()
+        self.static_files = {**static_table(LESSON_STATIC), **static_table()}
         self.verbose = verbose
         self.runs = runs if runs is not None else RunRegistry()
         self.workspace: str | None = None  # `seqlab explore --workspace DIR`: the "yours" panels

@@ -2,10 +2,11 @@
 
 :func:`check` is the notebook's (``from seqlab.learn import check``)::
 
-    check("rnn_bptt", rnn_bptt)          # a function of the notebook: its source -> seqlab-learn/rnn_bptt.py
+    check("rnn_bptt", rnn_bptt)          # a function of the notebook (def, not a lambda): its source -> seqlab-learn/rnn_bptt.py
     check("rnn_bptt", "my/rnn_bptt.py")  # a file
 
-Either way the code is ``WORKSPACE/NAME.py`` (default ./seqlab-learn), the file `seqlab learn check`
+Either way the code is ``WORKSPACE/NAME.py`` (default ./seqlab-learn; a different file there is kept as
+NAME.py.TIME.bak first, never overwritten), the file `seqlab learn check`
 and the explorer check. :func:`check_file` checks it as `seqlab learn check` does (the student's code
 runs in a child process with a time limit, ``seqlab.learn.runner``), records the step with the
 check's summary (the explorer shows the latest check, :func:`latest_check`); :func:`check` returns
@@ -23,7 +24,7 @@ import time
 import types
 from pathlib import Path
 
-from seqlab.atomic import atomic_write_text
+from seqlab.atomic import atomic_path, atomic_write_text
 from seqlab.learn.workspace import DEFAULT_WORKSPACE, ProgressError, read_progress
 
 WRITTEN_BY = "# Written by seqlab.learn.check from your notebook"
@@ -158,19 +159,40 @@ def source_file(name: str, function) -> str:
     return "\n".join(parts)
 
 
-def _write_workspace_file(workspace: Path, name: str, text: str) -> Path:
-    """``WORKSPACE/NAME.py`` with ``text``; a file there that check() did not write (the student's own,
-    not a stub) is kept as NAME.py.bak first."""
-    from seqlab.learn.workspace import exercise_file
+def _write_workspace_file(workspace: Path, name: str, text: str) -> Path | None:
+    """``WORKSPACE/NAME.py`` with ``text``; a different file there is first kept as NAME.py.TIME.bak
+    (as `seqlab learn reset` keeps it), never overwritten. Returns the backup, or None."""
+    from seqlab.learn.workspace import backup_path, exercise_file
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     path = exercise_file(workspace, name)
+    backup = None
     if path.is_file():
-        old = path.read_text(encoding="utf-8", errors="replace")
-        if old != text and not old.startswith(WRITTEN_BY) and "raise NotImplementedError" not in old:
-            atomic_write_text(path.with_name(path.name + ".bak"), old)
+        old = path.read_bytes()
+        if old != text.encode("utf-8"):
+            backup = backup_path(workspace, name)
+            with atomic_path(backup) as tmp:
+                tmp.write_bytes(old)
     atomic_write_text(path, text)
-    return path
+    return backup
+
+
+def _refuse_unreadable(name: str, function) -> None:
+    """ValueError, before anything is written, for what check() cannot turn into a file: a lambda, a
+    callable that is no function (a partial, a built-in, a class), a function whose source cannot be
+    read (defined with exec)."""
+    if not inspect.isfunction(function):
+        raise ValueError(f"check({name!r}, ...) needs a function defined with def, or the path of its file; "
+                         f"got {type(function).__name__} {function!r}")
+    if function.__name__ == "<lambda>":
+        raise ValueError(f"check({name!r}, ...) was given a lambda: define it with def in a cell "
+                         f"(def {name}(...): ...) and pass that function, or pass the path of its file")
+    try:
+        inspect.getsource(function)
+    except (OSError, TypeError):
+        raise ValueError(f"check({name!r}, ...) cannot read the source of {function.__name__!r} (defined with exec, "
+                         "or its file is gone): define it in a notebook cell or a file, or pass the path of its "
+                         "file") from None
 
 
 @dataclasses.dataclass
@@ -179,6 +201,7 @@ class CheckReport:
     report: object
     title: str
     warning: str | None = None
+    lang: str = "en"
 
     @property
     def passed(self) -> bool:
@@ -192,50 +215,58 @@ class CheckReport:
     def diagnosis(self) -> dict | None:
         return self.report.diagnosis
 
+    def _say(self, key: str, **values) -> str:
+        from seqlab.learn.words import say
+        return say(key, self.lang, **values)
+
     def __str__(self) -> str:
         from seqlab.learn.feedback import report_lines
-        lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report)]
+        lines = [f"{self.report.exercise}: {self.title}  ({self.report.file})", *report_lines(self.report, self.lang)]
         if self.report.sandbox_note:
-            from seqlab.learn.words import say
-            lines.append("  " + say("cli.no_sandbox", "en", why=self.report.sandbox_note))
+            lines.append("  " + self._say("cli.no_sandbox", why=self.report.sandbox_note))
         if self.warning:
-            lines.append(f"  warning: {self.warning}")
-        lines.append("passed." if self.passed else "not yet.")
+            lines.append(f"  {self._say('notebooks.warning')}{self.warning}")
+        lines.append(self._say("notebooks.check_passed" if self.passed else "notebooks.check_not_yet"))
         return "\n".join(lines)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        """The diagnosis first (title, where, explanation, what to read), the notes, then the checks."""
-        from seqlab.learn.feedback import check_rows, diagnosis_words, reading
+        """The diagnosis first (title, where, explanation, what to read), the notes, then the checks,
+        in the notebook's language."""
+        from seqlab.learn.feedback import check_rows, diagnosis_words, reading, where_words
         e = html.escape
         out = [f"<div class='seqlab-check'><p><b>{e(self.report.exercise)}</b>: {e(self.title)} "
                f"<code>{e(self.report.file)}</code></p>"]
         d = self.diagnosis
         if d:
-            r = reading(d, self.report.exercise)
-            title, explanation = diagnosis_words(d, self.report.exercise)      # with the closest mistake, if any
-            where = f"<p><i>Where: {e(d['where'])}</i></p>" if d.get("where") and d["where"] not in explanation else ""
-            heading = f"“{e(r['heading'])}” in " if r["heading"] else ""
-            out.append(f"<p style='color:#b91c1c'><b>Diagnosis: {e(title)}</b></p>{where}<p>{e(explanation)}</p>"
-                       f"<p>Read: {heading}<code>{e(r['command'])}</code>, or in seqlab explore: "
-                       f"<a href='{e(r['url'])}' target='_blank'>{e(r['url'])}</a></p>")
-        out += [f"<p>note: {e(note)}</p>" for note in self.report.notes]
-        rows = check_rows(self.checks, named=bool((d or {}).get("mistake")), exercise_name=self.report.exercise)
+            title, explanation = diagnosis_words(d, self.report.exercise, self.lang)
+            said_where = where_words(d, self.lang)
+            r = reading(d, self.report.exercise, self.lang)
+            where = (f"<p><i>{e(self._say('feedback.where'))}{e(said_where)}</i></p>"
+                     if said_where and said_where not in explanation else "")
+            heading = f"“{e(r['heading'])}” " if r["heading"] else ""
+            out.append(f"<p style='color:#b91c1c'><b>{e(self._say('feedback.diagnosis'))}{e(title)}</b></p>{where}"
+                       f"<p>{e(explanation)}</p><p>{e(self._say('feedback.read'))}{heading}<code>{e(r['command'])}</code>"
+                       f"{e(self._say('notebooks.in_explorer'))}<a href='{e(r['url'])}' target='_blank'>{e(r['url'])}</a></p>")
+        out += [f"<p>{e(self._say('feedback.note'))}{e(note)}</p>" for note in self.report.notes]
+        rows = check_rows(self.checks, self.lang, named=bool((d or {}).get("mistake")), exercise_name=self.report.exercise)
         out.append("<table>" + "".join(f"<tr><td style='color:{'#15803d' if passed else '#b91c1c'};font-weight:600'>"
                                        f"{'PASS' if passed else 'FAIL'}</td><td>{e(name)}</td><td>{e(message)}</td></tr>"
                                        for passed, name, message, _ in rows) + "</table>")
         if self.warning:
-            out.append(f"<p>warning: {e(self.warning)}</p>")
+            out.append(f"<p>{e(self._say('notebooks.warning'))}{e(self.warning)}</p>")
         color = "#15803d" if self.passed else "#b91c1c"
-        out.append(f"<p style='color:{color};font-weight:600'>{'passed.' if self.passed else 'not yet.'}</p></div>")
+        verdict = self._say("notebooks.check_passed" if self.passed else "notebooks.check_not_yet")
+        out.append(f"<p style='color:{color};font-weight:600'>{e(verdict)}</p></div>")
         return "".join(out)
 
 
 def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
-          time_limit: float | None = None) -> CheckReport:
+          time_limit: float | None = None, lang: str = "en") -> CheckReport:
     """Check the exercise ``name`` on ``target``: a function (written to ``WORKSPACE/NAME.py``) or the
-    path of a file; record it in the workspace's progress, as ``seqlab learn check`` does."""
+    path of a file; record it in the workspace's progress, as ``seqlab learn check`` does. ``lang``:
+    the report's language ("zh": Chinese)."""
     from seqlab.learn.catalog import exercise
     from seqlab.learn.path import STEPS
     ex = exercise(name)
@@ -247,7 +278,14 @@ def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
                          + f" The exercises are: {', '.join(names)}")
     workspace = Path(workspace)
     if callable(target):
-        _write_workspace_file(workspace, name, source_file(name, target))
+        _refuse_unreadable(name, target)
+        text = source_file(name, target)
+        try:
+            compile(text, f"{name}.py", "exec")
+        except SyntaxError as error:
+            raise ValueError(f"check({name!r}, ...): the source written from your function would not run "
+                             f"(line {error.lineno}: {error.msg}); {workspace / (name + '.py')} is left as it was") from None
+        _write_workspace_file(workspace, name, text)
     else:
         path = Path(target)
         if not path.is_file():
@@ -255,4 +293,5 @@ def check(name: str, target, workspace: str | os.PathLike = DEFAULT_WORKSPACE,
         if path.resolve() != (workspace / f"{name}.py").resolve():      # the workspace holds the one copy
             _write_workspace_file(workspace, name, path.read_text(encoding="utf-8"))
     report, warning = check_file(workspace, name, time_limit)
-    return CheckReport(report, ex.title, warning)
+    return CheckReport(report, ex.title_zh if lang == "zh" and ex.title_zh else ex.title, warning,
+                       "zh" if lang == "zh" else "en")

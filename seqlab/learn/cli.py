@@ -9,10 +9,12 @@
     seqlab learn hint NAME             one more graded hint each time (the idea, the shapes, the key line)
     seqlab learn reset NAME            a fresh stub; the old file is kept as NAME.py.TIME.bak
     seqlab learn answer NAME VALUE     a Trace question (--show: the worked solution)
-    seqlab learn card NAME [--reveal]  an Explain / Derive card
+    seqlab learn card NAME             an Explain / Derive card: your answer first (a prompt, or
+                                       --answer TEXT), then the worked one, then --mark same|partly|missed
     seqlab learn solution NAME         the reference implementation's source
     seqlab learn grade SUBMISSIONS --out REPORT    a class's workspaces graded (or --gradescope)
     seqlab learn notebook [PART ...] --out DIR     the course as Jupyter notebooks (--list: the parts)
+    seqlab learn site --out DIR                    the course as a static site, both languages, to host
 
 The workspace (--workspace, default ./seqlab-learn) holds the student's files and progress.json.
 """
@@ -70,6 +72,9 @@ def register(subparsers) -> None:
                    help="seconds the student's code may run for the check (default: the exercise's, 10 s for NumPy)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="a command step: the folder its command wrote (default: the command's --out)")
+    p.add_argument("--lesson-url", default=None, metavar="URL",
+                   help="a hosted copy of the lessons (seqlab learn site): the diagnosis links to "
+                        "URL/LANG/STEP.html#mistake-ID instead of the explorer")
     command("hint", show_hint, "one more hint for a step each time: the idea, then the shapes, then the key line")
     command("reset", reset_exercise, "write a fresh stub for NAME; the old file is kept as NAME.py.TIME.bak")
     command("solution", show_solution, "show the reference implementation")
@@ -81,9 +86,16 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write them into")
     p.add_argument("--list", action="store_true", help="list the parts and their steps")
     p.add_argument("--repo", default=None, metavar="URL", help="the git URL the first cell installs seqlab from "
-                   "(default: the package's Repository URL, else this checkout's origin)")
-    p = command("card", show_card, "an Explain / Derive self-check card")
-    p.add_argument("--reveal", action="store_true", help="show the answer (and mark the card done)")
+                   "(default: the Repository of pyproject.toml's [project.urls]; never a local path)")
+    p = command("site", write_site, "write the course as a static site (HTML, both languages) to host", step=False)
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder to write the site into "
+                   "(replaced whole; an existing one may hold only a site's files)")
+    p = command("card", show_card, "an Explain / Derive card: write your answer, see the worked one, mark it")
+    p.add_argument("--answer", default=None, metavar="TEXT", help="your answer, in your own words (then the "
+                   "worked answer is shown)")
+    p.add_argument("--mark", choices=("same", "partly", "missed"), default=None,
+                   help="how your answer compares with the worked one (\"same\" passes the card)")
+    p.add_argument("--reveal", action="store_true", help="show the worked answer again (after you wrote yours)")
     p = sub.add_parser("grade", help="grade a class: one workspace folder (or zip) per student",
                        description="Check every student's workspace the way `seqlab learn check` does; write "
                                    "grades.csv, grades.json, summary.md and summary.png (or Gradescope's results.json).")
@@ -200,9 +212,9 @@ def _save(args, function, *values, **options):
         return None
 
 
-def _set_state(args, step_id: str, state: str) -> None:
+def _set_state(args, step_id: str, state: str, **extra) -> None:
     from seqlab.learn.workspace import set_state
-    _save(args, set_state, step_id, state)
+    _save(args, set_state, step_id, state, **extra)
 
 
 def _usage(message: str) -> int:
@@ -263,11 +275,15 @@ def show_path(args) -> int:
     return 0
 
 
-def _open_step(args, step_id: str, status: str) -> int:
-    """Print the step as `learn show` and `learn next` do: its lesson, then its task (or --json)."""
-    from seqlab.learn.views import step_view, text
+def _open_step(args, step_id: str, status: str, progress: dict) -> int:
+    """Print the step as `learn show` and `learn next` do: its lesson, then its task (or --json). A
+    Trace step's worked numbers only once its question is answered or its answer asked for."""
+    from seqlab.learn.questions import answer_seen
+    from seqlab.learn.views import step_view, text, trace_question
     lang = "zh" if _lang(args) else "en"
-    view = step_view(step_id, lang, show=args.show, workspace=_with_workspace(args))
+    asked = trace_question(step_id)
+    revealed = args.show or (asked is not None and answer_seen(progress, asked))
+    view = step_view(step_id, lang, show=args.show, workspace=_with_workspace(args), revealed=revealed)
     view["status"] = status
     if args.json:
         print(json.dumps(view, indent=2, ensure_ascii=False))
@@ -288,8 +304,7 @@ def show_next(args) -> int:
         print(_say("all_passed", _lang(args)))
         return 0
     number, step = current
-    return _open_step(args, step.id, _status(args, progress, step))
-    return 0
+    return _open_step(args, step.id, _status(args, progress, step), progress)
 
 
 def show_step(args) -> int:
@@ -299,7 +314,7 @@ def show_step(args) -> int:
         return 1
     if args.name not in STEP_BY_ID:
         return _no_such("step", args.name, _all_steps())
-    return _open_step(args, args.name, _status(args, progress, STEP_BY_ID[args.name]))
+    return _open_step(args, args.name, _status(args, progress, STEP_BY_ID[args.name]), progress)
 
 
 def write_notebooks(args) -> int:
@@ -319,12 +334,29 @@ def write_notebooks(args) -> int:
     from seqlab.learn.notebooks import write_notebooks as write
     try:
         paths = write(args.parts, args.out, lang, args.repo)
+    except ValueError as error:                   # a local path for --repo
+        return _usage(str(error))
     except OSError as error:
         print(f"error: cannot write into {args.out}: {error}", file=sys.stderr)
         return 1
     for path in paths:
         print(f"wrote {path}")
     print(_say("notebooks_written", lang, out=args.out))
+    return 0
+
+
+def write_site(args) -> int:
+    """The course (--course DIR for a teacher's) as a static site: DIR/LANG/STEP.html."""
+    from seqlab.learn.site import write_site as write
+    if args.out is None:
+        return _usage("--out DIR is required: the folder to write the site into")
+    try:
+        pages = write(args.out)
+    except (OSError, ValueError) as error:
+        print(f"error: cannot write the site into {_q(args.out)}: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(pages)} pages into {_q(args.out)} (both languages): open {_q(args.out / 'index.html')}, "
+          f"or host the folder; point diagnoses at it with seqlab learn check NAME --lesson-url URL")
     return 0
 
 
@@ -403,11 +435,15 @@ def _check_implement(args, ex) -> int:
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
+        out = report.as_dict()
+        if args.lesson_url and report.diagnosis:          # where to read, on the course's site
+            from seqlab.learn.feedback import reading
+            out["read_url"] = reading(report.diagnosis, ex.name, "zh" if _lang(args) else "en", args.lesson_url)["url"]
+        print(json.dumps(out, indent=2, ensure_ascii=False, default=str))
         return 0 if report.passed else 1
     zh = _lang(args) == 1
     print(f"{ex.name}: {ex.title_zh if zh and ex.title_zh else ex.title}  ({_q(path)})")
-    print("\n".join(report_lines(report, "zh" if zh else "en")))
+    print("\n".join(report_lines(report, "zh" if zh else "en", args.lesson_url)))
     ws = _with_workspace(args)
     if report.sandbox_note:                    # once per workspace: the code ran without a sandbox
         print(_say("no_sandbox", zh, why=report.sandbox_note))
@@ -499,14 +535,16 @@ def show_solution(args) -> int:
 
 
 def answer_question(args) -> int:
-    from seqlab.learn.questions import QUESTION_BY_ID, grade, parse_numbers
+    from seqlab.learn.questions import QUESTION_BY_ID, grade, parse_numbers, verdict_words
     q = QUESTION_BY_ID.get(args.name)
     if q is None:
         return _no_such("Trace question", args.name, list(QUESTION_BY_ID))
     lang = _lang(args)
+    code = "zh" if lang else "en"
     if args.value is None:
-        print(f"{q.title[lang]}: {q.text[lang]}")
+        print(f"{q.title[lang]}: {q.asks(code)}")
         if args.show:
+            _set_state(args, q.id, "started", revealed=True)     # asked for: the lesson shows its worked numbers
             print(_say("solution", lang) + q.solution[lang])
         else:
             print(f"answer with: seqlab learn answer {q.id} VALUE{_with_workspace(args)}")
@@ -515,25 +553,27 @@ def answer_question(args) -> int:
         given = parse_numbers(args.value)
     except ValueError as error:
         return _usage(str(error))
-    correct, what = grade(q, given)
-    _set_state(args, q.id, "passed" if correct else "started")
-    if correct:
-        print(_say("right", lang))
-        if args.show:
-            print(_say("solution", lang) + q.solution[lang])
-        return 0
-    print(_say("not_yet_answer", lang, what=what) + q.hint[lang])
+    verdict = grade(q, given)
+    _set_state(args, q.id, "passed" if verdict.correct else "started",
+               **({"answered": True} if verdict.correct else {}), **({"revealed": True} if args.show else {}))
+    print("\n".join(verdict_words(q, verdict, code)))
     if args.show:
         print(_say("solution", lang) + q.solution[lang])
-    else:
-        print(f"(to see the worked answer: seqlab learn answer {q.id} --show{_with_workspace(args)})")
-    return 1
+    elif not verdict.correct:
+        from seqlab.learn.words import say
+        print(say("questions.show_solution", code, id=q.id, ws=_with_workspace(args)))
+    return 0 if verdict.correct else 1
 
 
 def show_card(args) -> int:
+    """A card: the student's answer first (a prompt, or --answer), then the worked answer, then the
+    student's mark (--mark, or a prompt); only "same" passes it (seqlab.learn.cards)."""
+    from seqlab.learn.cards import MARKS, CardError, record_mark, refusal, write, written_answer
     from seqlab.learn.path import STEP_BY_ID
+    from seqlab.learn.workspace import ProgressError
     from seqlab.learn.questions import CARD_BY_ID
     lang = _lang(args)
+    code = "zh" if lang else "en"
     card = CARD_BY_ID.get(args.name)
     step = STEP_BY_ID.get(args.name)
     if card is None and (step is None or step.kind != "command"):
@@ -542,14 +582,55 @@ def show_card(args) -> int:
         print(f"{step.title[lang]}: {step.command}")
         print(f"  then check what it wrote: seqlab learn check {step.id}{_with_workspace(args)}")
         return 0
+    ws, workspace = _with_workspace(args), _workspace(args)
     print(f"{card.kind.capitalize()}: {card.title[lang]}\n  {card.question[lang]}")
-    if args.reveal:
-        print(_say("card_answer", lang) + card.answer[lang])
-        _set_state(args, card.id, "passed")
-    else:
+    written = args.answer
+    if written is None and args.mark is None and written_answer(workspace, card.id) is None and sys.stdin.isatty():
+        print(_say_card("prompt", code))
+        lines = []
+        for line in sys.stdin:
+            if not line.strip():
+                break
+            lines.append(line.strip())
+        written = " ".join(lines)
+    if written is not None:
+        if refusal(written):
+            return _usage(f"{card.id}: {refusal(written)}")
+        try:
+            write(workspace, card.id, written)
+        except (OSError, ProgressError) as error:
+            print(f"warning: your answer is not saved: {error}", file=sys.stderr)
+    kept = written if written is not None else written_answer(workspace, card.id)
+    if kept is None:
+        if args.mark is not None or args.reveal:
+            return _usage(f"{card.id}: write your answer before you see the worked one or mark it: "
+                          f"seqlab learn card {card.id} --answer \"...\"{ws}")
         _set_state(args, card.id, "started")
-        print(f"  (think it through, then: seqlab learn card {card.id} --reveal{_with_workspace(args)})")
+        print("  " + _say_card("answer_with", code, id=card.id, ws=ws))
+        return 0
+    print(_say_card("yours", code, text=" ".join(kept.split())))
+    print(_say("card_answer", lang) + card.answer[lang])
+    mark = args.mark
+    if mark is None and args.answer is None and sys.stdin.isatty():
+        typed = input(_say_card("mark_prompt", code)).strip().lower()
+        mark = next((m for m in MARKS if typed and m.startswith(typed)), None)
+    if mark is None:
+        print("  " + _say_card("mark_with", code, id=card.id, ws=ws))
+        return 0
+    try:
+        state = record_mark(workspace, card.id, mark, kept)
+    except CardError as error:
+        return _usage(str(error))
+    except (OSError, ProgressError) as error:
+        print(f"warning: progress not saved: {error}", file=sys.stderr)
+        return 1
+    print(_say_card("passed" if state == "passed" else "again", code, id=card.id))
     return 0
+
+
+def _say_card(key: str, lang: str, **values) -> str:
+    from seqlab.learn.words import say
+    return say(f"cards.{key}", lang, **values)
 
 
 def grade_class(args) -> int:

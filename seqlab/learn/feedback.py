@@ -74,11 +74,12 @@ def where_words(d: dict, lang: str = "en") -> str:
     return render(said, lang) if isinstance(said, dict) else str(d.get("where") or "")
 
 
-def reading(d: dict, exercise_name: str, lang: str = "en") -> dict:
+def reading(d: dict, exercise_name: str, lang: str = "en", lesson_url: str | None = None) -> dict:
     """Where to read about the diagnosis ``d``: {"command": "seqlab learn show STEP", "heading": the
     mistake's heading in the lesson ("" for the lesson as a whole), "url": the explorer's address of
-    the lesson at that mistake, "#step/STEP/mistake-ID"}."""
-    from seqlab.learn.views import _sentence, label, step_url
+    the lesson at that mistake, "#step/STEP/mistake-ID", or with ``lesson_url`` (a hosted copy of
+    ``seqlab learn site``) "URL/LANG/STEP.html#mistake-ID", "site": whether it is the site's}."""
+    from seqlab.learn.views import _sentence, label, site_url, step_url
     read = d.get("read") or {}
     step = read.get("step") or exercise_name
     anchor = read.get("anchor") or ""
@@ -89,7 +90,8 @@ def reading(d: dict, exercise_name: str, lang: str = "en") -> dict:
         title = str(d.get("title", "")) if m is None else m.title_zh if lang == "zh" and m.title_zh else m.title
         heading = _sentence(title)
     return {"command": command, "heading": heading, "section": label("mistakes", lang) if heading else "",
-            "url": step_url(step, anchor)}
+            "url": site_url(lesson_url, lang, step, anchor) if lesson_url else step_url(step, anchor),
+            "site": bool(lesson_url)}
 
 
 def _wrapped(text: str, indent: str, lead: str) -> list[str]:
@@ -98,8 +100,9 @@ def _wrapped(text: str, indent: str, lead: str) -> list[str]:
     return wrap(text, WIDTH, indent, lead)
 
 
-def diagnosis_lines(report, lang: str = "en") -> list[str]:
-    """The diagnosis (title, where, explanation, what to read) and the notes, as report_lines starts."""
+def diagnosis_lines(report, lang: str = "en", lesson_url: str | None = None) -> list[str]:
+    """The diagnosis (title, where, explanation, what to read) and the notes, as report_lines starts;
+    ``lesson_url``: what to read is on the course's site there, not in the explorer."""
     lines: list[str] = []
     d = report.diagnosis
     if d:
@@ -110,11 +113,11 @@ def diagnosis_lines(report, lang: str = "en") -> list[str]:
             lines += _wrapped(where, "      ", "    " + _say("where", lang))
         if explanation:
             lines += _wrapped(explanation, "      ", "    ")
-        r = reading(d, report.exercise, lang)
+        r = reading(d, report.exercise, lang, lesson_url)
         said = (_say("read_mistake", lang, section=r["section"], heading=r["heading"]) if r["heading"]
                 else _say("read_lesson", lang))
         lines += _wrapped(said, "      ", "    " + _say("read", lang))
-        lines += ["        " + r["command"], "        " + _say("explorer", lang, url=r["url"])]
+        lines += ["        " + r["command"], "        " + _say("on_site" if r["site"] else "explorer", lang, url=r["url"])]
     for convention in report.conventions:
         lines += _wrapped(_note_words(report.exercise, convention, lang), "      ", "  " + _say("note", lang))
     return lines
@@ -194,10 +197,10 @@ def check_lines(checks: list[dict], lang: str = "en", indent: str = "    ", name
     return lines
 
 
-def report_lines(report, lang: str = "en") -> list[str]:
+def report_lines(report, lang: str = "en", lesson_url: str | None = None) -> list[str]:
     """What a check says: the diagnosis first (diagnosis_lines), then the checks (check_lines), then a
     note on what the code printed."""
-    lines = diagnosis_lines(report, lang)
+    lines = diagnosis_lines(report, lang, lesson_url)
     if lines:
         lines.append("  " + _say("checks", lang))
         lines += check_lines(report.checks, lang, named=bool((report.diagnosis or {}).get("mistake")),

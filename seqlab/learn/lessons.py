@@ -8,6 +8,9 @@ terminal, the JSON, the notebooks and the explorer render that structure (``seql
 The format (docs/lessons.md) is Markdown with sections ``## Heading {#id}``, the lines
 ``[[figure NAME | caption]]``, ``[[widget ANCHOR]]`` and ``[[mistakes]]``, and the blocks
 ``:::question ID kind=...`` (with ``:::answer``) and ``:::mistake ID Title``, each closed by ``:::``.
+``:::reveal`` ... ``:::`` holds the part of a Trace step's lesson that gives its question's answer
+away (the worked numbers, a figure that draws them): every view shows it only once the question is
+answered or its answer asked for.
 The English file's front matter ``numbers:`` ties each printed worked number to an expression over
 seqlab's own code; :func:`problems` recomputes them and checks both languages' text.
 """
@@ -44,7 +47,7 @@ class LessonError(ValueError):
 @dataclasses.dataclass
 class Block:
     """One piece of a section. ``kind`` is paragraph | list | olist | code | table | heading |
-    figure | widget | mistakes | question | mistake; ``text`` the Markdown of a paragraph, heading,
+    figure | widget | mistakes | question | mistake | reveal; ``text`` the Markdown of a paragraph, heading,
     code block or table (rows joined by newlines), ``items`` a list's items; a figure's ``name`` and
     ``caption``; a widget's ``name`` (its anchor); a question's ``name`` (id), ``kind_of`` (predict,
     ...), ``text`` and ``answer``; a mistake's ``name`` (id), ``title`` and ``text``."""
@@ -57,6 +60,7 @@ class Block:
     title: str = ""
     kind_of: str = ""
     line: int = 0
+    blocks: list["Block"] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -79,7 +83,8 @@ class Lesson:
         return next((s for s in self.sections if s.id == id), None)
 
     def blocks(self, kind: str) -> list[Block]:
-        return [b for s in self.sections for b in s.blocks if b.kind == kind]
+        """The blocks of ``kind`` in the lesson, also those inside a :::reveal."""
+        return [b for s in self.sections for b in _every(s.blocks) if b.kind == kind]
 
     @property
     def questions(self) -> list[Block]:
@@ -109,9 +114,14 @@ class Lesson:
         parts = [self.title]
         for s in self.sections:
             parts.append(s.heading)
-            for b in s.blocks:
+            for b in _every(s.blocks):
                 parts += [b.text, b.caption, b.answer, b.title, *b.items]
         return "\n".join(p for p in parts if p)
+
+
+def _every(blocks: list[Block]) -> list[Block]:
+    """The blocks and, after a :::reveal, the blocks inside it."""
+    return [x for b in blocks for x in ([b, *b.blocks] if b.kind == "reveal" else [b])]
 
 
 def lesson_path(step: str, lang: str = "en") -> Path:
@@ -144,6 +154,7 @@ def has_lesson(step: str, lang: str = "en") -> bool:
 _SECTION = re.compile(r"^##\s+(.+?)\s*\{#([a-z0-9-]+)\}\s*$")
 _DIRECTIVE = re.compile(r"^\[\[(figure|widget|mistakes)(?:\s+([A-Za-z0-9_.-]+))?\s*(?:\|\s*(.*?))?\s*\]\]$")
 _OPEN = re.compile(r"^:::(question|mistake)\s+([a-z0-9][a-z0-9_-]*)\s*(.*)$")
+_REVEAL = ":::reveal"
 
 
 def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
@@ -225,6 +236,20 @@ def parse(text: str, step: str, lang: str, path: Path | None = None) -> Lesson:
                 fail(number, f"[[{kind}]] needs a name")
             current.blocks.append(Block(kind, name=name, caption=caption, line=number))
             i += 1
+            continue
+        if stripped == _REVEAL:
+            flush()
+            end = next((k for k in range(i + 1, len(lines)) if lines[k].strip() == ":::"), None)
+            if end is None:
+                fail(number, "the :::reveal block is never closed by a line ':::'")
+            if any(b.strip().startswith(":::") for b in lines[i + 1:end]):
+                fail(number, "a :::reveal block holds paragraphs, tables, lists, code, figures and widgets, "
+                             "not another ::: block")
+            inner = _blocks(lines[i + 1:end], fail, i + 1, directives=True)
+            if not inner:
+                fail(number, "the :::reveal block is empty")
+            current.blocks.append(Block("reveal", blocks=inner, line=number))
+            i = end + 1
             continue
         if stripped.startswith(":::"):
             flush()
@@ -324,15 +349,12 @@ def _markdown_block(lines: list[str], i: int, fail) -> tuple[Block, int] | None:
     return None
 
 
-def body_blocks(text: str) -> list[Block]:
-    """The Markdown of a question's text or answer, or a mistake's paragraph, as blocks: paragraphs,
-    lists, code, tables and ### headings (no directives), for the renderers."""
-    lines = text.splitlines()
+def _blocks(lines: list[str], fail, offset: int = 0, directives: bool = False) -> list[Block]:
+    """The blocks of ``lines``: paragraphs and Markdown blocks, and with ``directives`` (a :::reveal's
+    lines) the [[figure]] and [[widget]] directives too; ``offset``: the index of the first line in the
+    file, for the line numbers that ``fail`` names."""
     blocks: list[Block] = []
     paragraph: list[str] = []
-
-    def fail(line_no: int, message: str):
-        raise LessonError(f"line {line_no} of a block's text: {message}")
 
     def flush():
         if paragraph:
@@ -341,20 +363,39 @@ def body_blocks(text: str) -> list[Block]:
 
     i = 0
     while i < len(lines):
-        if not lines[i].strip():
+        stripped = lines[i].strip()
+        if not stripped:
             flush()
             i += 1
             continue
-        found = _markdown_block(lines, i, fail)
+        if directives and stripped.startswith("[["):
+            flush()
+            match = _DIRECTIVE.match(stripped)
+            if not match or match.group(1) == "mistakes" or not match.group(2):
+                fail(offset + i + 1, "inside :::reveal a directive is [[figure NAME | caption]] or [[widget ANCHOR]]")
+            blocks.append(Block(match.group(1), name=match.group(2), caption=match.group(3) or "", line=offset + i + 1))
+            i += 1
+            continue
+        found = _markdown_block(lines, i, lambda n, m: fail(offset + n, m))
         if found is None:
             paragraph.append(lines[i])
             i += 1
             continue
         flush()
         block, i = found
+        block.line += offset
         blocks.append(block)
     flush()
     return blocks
+
+
+def body_blocks(text: str) -> list[Block]:
+    """The Markdown of a question's text or answer, or a mistake's paragraph, as blocks: paragraphs,
+    lists, code, tables and ### headings (no directives), for the renderers."""
+    def fail(line_no: int, message: str):
+        raise LessonError(f"line {line_no} of a block's text: {message}")
+
+    return _blocks(text.splitlines(), fail)
 
 
 def _join(lines: list[str]) -> str:
@@ -510,11 +551,18 @@ def problems(step: str) -> list[str]:
                 found.append(f"{ls.path}: {{#hints}} needs three numbered hints (the idea, the shapes, the key line)")
         elif not ls.blocks("mistake"):
             found.append(f"{ls.path}: {{#mistakes}} needs at least one :::mistake block")
+    from seqlab.learn.questions import QUESTION_BY_ID
+    asked = step if step_record.kind == "trace" else step_record.then
+    for ls in lessons.values():
+        for b in ls.blocks("reveal"):
+            if asked not in QUESTION_BY_ID:
+                found.append(f"{ls.path}, line {b.line}: a :::reveal waits for the step's Trace question, and "
+                             f"{step} has none")
     en, zh = lessons["en"], lessons["zh"]
     if [s.id for s in en.sections] != [s.id for s in zh.sections]:
         found.append(f"{zh.path}: its sections {[s.id for s in zh.sections]} differ from the English "
                      f"{[s.id for s in en.sections]}")
-    for kind in ("question", "mistake", "figure", "widget"):
+    for kind in ("question", "mistake", "figure", "widget", "reveal"):
         names_en = [b.name for b in en.blocks(kind)]
         names_zh = [b.name for b in zh.blocks(kind)]
         if names_en != names_zh:

@@ -1,11 +1,14 @@
 """The course as Jupyter notebooks, one per part of the path (``seqlab learn notebook``).
 
 A part's notebook holds, in order: a cell that installs seqlab with pip from its git repository
-(``SEQLAB_GIT`` at its top, for a teacher to change; Colab has no seqlab), the imports, then for
+(``SEQLAB_GIT`` at its top, for a teacher to change; by default the Repository of pyproject.toml's
+[project.urls], never a local path; Colab has no seqlab), the imports, then for
 each step its lesson as Markdown (figures as attachments, drawn by ``seqlab.learn.figures``; the
-questions' worked answers folded in ``<details>``), the widget as a ``widget(...)`` cell, and its
-task: an exercise's stub as a code cell and a ``check(...)`` cell, a Trace question as a
-``!seqlab learn answer`` cell, a card's ``!seqlab learn card --reveal`` cell, a command step's
+questions' worked answers and a Trace step's worked numbers folded in ``<details>``), the widget as
+a ``widget(...)`` cell (a Trace step's after its question), and its task: an exercise's stub as a
+code cell and a ``check(...)`` cell, a Trace question as a ``!seqlab learn answer`` cell, a card's
+answer cell (``card(...)``, the worked answer once the student has written one) and mark cell
+(``mark(...)``: "Run All" passes no card), a command step's
 ``!seqlab ...`` cell and its ``!seqlab learn check STEP`` cell. The notebook is plain nbformat 4 JSON; nothing here imports Jupyter.
 """
 
@@ -13,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 from seqlab.atomic import atomic_write_text
@@ -25,28 +27,42 @@ def _l(key: str, lang: str, **values) -> str:
     return say(f"notebooks.{key}", lang, **values)
 
 
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
 def repository_url() -> str:
-    """The git URL the install cell uses: the package's "Repository" URL where its metadata names one,
-    else the origin of the git checkout seqlab runs from, else "" (the cell then asks for one)."""
+    """The URL the install cell installs from by default: the "Repository" of ``[project.urls]`` in the
+    pyproject.toml of the source tree seqlab runs from, else of the installed package's metadata,
+    else "" (the cell then asks for one). Never a local path: a notebook travels to other machines."""
+    import tomllib
+    try:
+        with open(PYPROJECT, "rb") as f:
+            url = tomllib.load(f).get("project", {}).get("urls", {}).get("Repository", "")
+        if url:
+            return url
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
     try:
         from importlib.metadata import PackageNotFoundError, metadata
         for entry in metadata("seqlab").get_all("Project-URL") or []:
             label, _, url = entry.partition(",")
-            if label.strip().lower() in ("repository", "source", "git"):
+            if label.strip().lower() == "repository":
                 return url.strip()
     except PackageNotFoundError:
         pass
-    root = Path(__file__).resolve().parents[2]
-    try:
-        done = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True,
-                              text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
+    return ""
 
 
-INSTALL = '''# Colab, or any Jupyter without seqlab: install seqlab from its git repository.
-# A teacher can point SEQLAB_GIT at the course's own copy of seqlab.
+def check_url(url: str) -> str:
+    """``url`` when pip can install from it on another machine (https://, http://, ssh://, git@...);
+    ValueError for a local path."""
+    if not url.startswith(("https://", "http://", "ssh://", "git@", "git://")):
+        raise ValueError(f"the install cell installs seqlab from a repository URL (https://...), not {url!r}: "
+                         "a notebook travels to machines that do not have this path")
+    return url
+
+
+INSTALL = '''{comment}
 SEQLAB_GIT = {url!r}
 
 import importlib.util, subprocess, sys
@@ -54,7 +70,7 @@ if importlib.util.find_spec("seqlab") is None:
     if not SEQLAB_GIT:
         raise RuntimeError("seqlab is not installed here: set SEQLAB_GIT to the git URL of seqlab")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "git+" + SEQLAB_GIT], check=True)'''
-IMPORTS = "from seqlab.learn import check\nfrom seqlab.explorer.notebook import widget"
+IMPORTS = "from seqlab.learn import check\nfrom seqlab.learn.cards import card, mark\nfrom seqlab.explorer.notebook import widget"
 
 
 # --- Markdown --------------------------------------------------------------------------------------------
@@ -106,7 +122,7 @@ def _markdown(blocks: list[dict], cells: _Cells, lang: str) -> None:
             cells.attachments[name] = {"image/svg+xml": b["svg"]}
             cells.md(f"![{plain(b['caption'])}](attachment:{name})\n\n*{b['caption']}*")
         elif kind == "widget":
-            cells.code(f'widget("{b["anchor"]}")')
+            cells.code(f'widget("{b["anchor"]}"' + (', lang="zh")' if lang == "zh" else ")"))
         elif kind == "question":
             label = say(f"notebook_kinds.{b['kind']}", lang)
             cells.md(f"**{label}** (`{b['id']}`)")
@@ -115,11 +131,15 @@ def _markdown(blocks: list[dict], cells: _Cells, lang: str) -> None:
             _markdown(b.get("answer", []), cells, lang)
             cells.md("</details>")
         elif kind == "mistake":
-            cells.md(f"**{_l('mistake', lang)}: {b['title']}**")
+            cells.md(f"<a id=\"{b['anchor']}\"></a>**{_l('mistake', lang)}: {b['title']}**")
             _markdown(b["blocks"], cells, lang)
         elif kind == "fold":                    # the less common mistakes, closed until clicked
             cells.md(f"<details><summary>{b['title']}</summary>")
             _markdown(b["blocks"], cells, lang)
+            cells.md("</details>")
+        elif kind == "reveal":              # a Trace step's worked numbers: folded until answered
+            cells.md(f"<details><summary>{_l('reveal', lang)}</summary>")
+            _markdown(b.get("blocks", []), cells, lang)
             cells.md("</details>")
 
 
@@ -130,18 +150,21 @@ def _task(task: dict, cells: _Cells, lang: str) -> None:
     if kind == "implement":
         cells.md(f"### {_l('task', lang)}\n\n" + _l("implement", lang, signature=task["signature"]))
         cells.code(stub_function(exercise(task["id"]), lang).rstrip("\n"))
-        cells.code(f'check("{task["id"]}", {task["id"]})')
+        cells.code(f'check("{task["id"]}", {task["id"]}' + (', lang="zh")' if lang == "zh" else ")"))
     elif kind == "trace":
         cells.md(f"### {_l('task', lang)}\n\n**{task['title']}**: {task['question']}\n\n" + _l("trace", lang))
-        cells.code(f'my_answer = "..."   # {_l("your_numbers", lang)}\n!seqlab learn answer {task["id"]} "{{my_answer}}"')
+        cells.code(f'my_answer = "..."   # {_l("your_numbers", lang)}\n!seqlab learn answer {task["id"]} "{{my_answer}}"'
+                   + (" --lang zh" if lang == "zh" else ""))
     elif kind == "card":
         label = say(f"notebook_kinds.{task['kind']}", lang)
+        lang_arg = ', lang="zh"' if lang == "zh" else ""
         cells.md(f"### {_l('task', lang)}\n\n**{label}: {task['title']}**\n\n{task['question']}\n\n" + _l("card", lang))
-        cells.code(f"!{task['reveal_with']}")
+        cells.code(f'my_answer = """..."""   # {_l("your_words", lang)}\ncard("{task["id"]}", my_answer{lang_arg})')
+        cells.code(f'mark("{task["id"]}", ""{lang_arg})   # {_l("your_mark", lang)}')
     else:
         cells.md(f"### {_l('task', lang)}\n\n" + _l("command", lang))
         cells.code(f"!{task['command']}")
-        cells.code(f"!{task['check_with']}   # reads what the command wrote")
+        cells.code(f"!{task['check_with']}" + (" --lang zh" if lang == "zh" else "") + f"   # {_l('reads_results', lang)}")
         _task(task["then"], cells, lang)
 
 
@@ -150,10 +173,11 @@ def part_notebook(part_id: str, lang: str = "en", repository: str | None = None)
     part = PART_BY_ID[part_id]
     k = [p.id for p in PARTS].index(part_id) + 1
     cells = _Cells()
-    views = [step_view(s.id, lang, show=True, svg=True) for s in part.steps]
+    views = [step_view(s.id, lang, show=True, svg=True, revealed=False, folded=True) for s in part.steps]
     cells.md(f"# {views[0]['part']['title']}\n\n" + _l("intro", lang, k=k, n=len(PARTS), first=views[0]["number"],
                                                         last=views[-1]["number"]))
-    cells.code(INSTALL.format(url=repository_url() if repository is None else repository))
+    cells.code(INSTALL.format(comment=_l("install_comment", lang),
+                              url=check_url(repository_url() if repository is None else repository)))
     cells.code(IMPORTS)
     for view in views:
         cells.md(f"## {_l('step', lang, n=view['number'], title=view['title'])}")
@@ -163,6 +187,9 @@ def part_notebook(part_id: str, lang: str = "en", repository: str | None = None)
             cells.md(f"### {section['heading']}")
             _markdown(section["blocks"], cells, lang)
         _task(view["task"], cells, lang)
+        if view["below_task"]:            # the widget computes the Trace answer: after the answer cell
+            cells.md(_l("widget_after", lang))
+            _markdown(view["below_task"], cells, lang)
     cells.flush()
     for n, cell in enumerate(cells.cells):
         cell["id"] = f"{part_id}-{n}"
@@ -182,7 +209,7 @@ def write_notebooks(part_ids: list[str], out: str | os.PathLike, lang: str = "en
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
-    url = repository_url() if repository is None else repository
+    url = check_url(repository_url() if repository is None else repository)
     written = []
     for part_id in part_ids or [p.id for p in PARTS]:
         path = out / notebook_name(part_id)

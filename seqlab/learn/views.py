@@ -10,7 +10,10 @@ commands) into plain data. ``seqlab learn show --json`` prints it, the explorer 
     view["sections"][0] == {"id": "idea", "heading": "The idea", "text": "A sentence, ...", "blocks": [...]}
     print(text(view))
 
-A question's answer is in the structure only with ``show=True``. Blocks are plain data whose texts
+A question's answer is in the structure only with ``show=True``. A Trace step's answer stays out of
+it until the question is answered or its answer asked for (``revealed=True``): the lesson's
+``:::reveal`` blocks come as ``{"type": "reveal", "shown": false}`` without what they hold, and its
+widgets, which would compute the answer, sit below the task (``below_task``), closed. Blocks are plain data whose texts
 keep the lesson's inline Markdown (``**bold**``, ``code``, ``[links](url)``); :func:`plain` strips it.
 """
 
@@ -46,6 +49,11 @@ def _pick(pair, lang: str) -> str:
 def step_url(step: str, anchor: str = "") -> str:
     """The explorer's address of a step's lesson (and of an anchor in it, e.g. ``mistake-no_tanh``)."""
     return f"{EXPLORER}#step/{step}" + (f"/{anchor}" if anchor else "")
+
+
+def site_url(base: str, lang: str, step: str, anchor: str = "") -> str:
+    """A step's page on a hosted copy of ``seqlab learn site`` (``base``): "BASE/LANG/STEP.html#ANCHOR"."""
+    return f"{base.rstrip('/')}/{lang}/{step}.html" + (f"#{anchor}" if anchor else "")
 
 
 # --- the structure ------------------------------------------------------------------------------------
@@ -135,7 +143,13 @@ def _figure_svg(name: str, lang: str) -> str:
     return figure(name, lang)
 
 
-def _lesson_blocks(block: lessons.Block, step: str, lang: str, show: bool, svg: bool) -> list[dict]:
+def _lesson_blocks(block: lessons.Block, step: str, lang: str, show: bool, svg: bool,
+                   revealed: bool = True, folded: bool = False) -> list[dict]:
+    if block.kind == "reveal":
+        if not revealed and not folded:
+            return [{"type": "reveal", "shown": False}]
+        return [{"type": "reveal", "shown": revealed,
+                 "blocks": [out for b in block.blocks for out in _lesson_blocks(b, step, lang, show, svg)]}]
     if block.kind == "figure":
         out = {"type": "figure", "name": block.name, "caption": block.caption}
         if svg:
@@ -171,14 +185,15 @@ def _task(step, lang: str, show: bool, ws: str = "") -> dict:
     name = step.id if step.kind in ("trace", "card") else step.then
     if name in QUESTION_BY_ID:
         q = QUESTION_BY_ID[name]
-        task = {"type": "trace", "id": q.id, "title": _pick(q.title, lang), "question": _pick(q.text, lang),
+        task = {"type": "trace", "id": q.id, "title": _pick(q.title, lang), "question": q.asks(lang),
+                "precision": q.precision.words()[1 if lang == "zh" else 0],
                 "answer_with": f"seqlab learn answer {q.id} VALUE{ws}"}
         if show:
             task.update(solution=_pick(q.solution, lang), answer=q.answer())
     else:
         card = CARD_BY_ID[name]
         task = {"type": "card", "id": card.id, "kind": card.kind, "title": _pick(card.title, lang),
-                "question": _pick(card.question, lang), "reveal_with": f"seqlab learn card {card.id} --reveal{ws}"}
+                "question": _pick(card.question, lang), "answer_with": f"seqlab learn card {card.id}{ws}"}
         if show:
             task["answer"] = _pick(card.answer, lang)
     if step.kind == "command":
@@ -187,10 +202,25 @@ def _task(step, lang: str, show: bool, ws: str = "") -> dict:
     return task
 
 
-def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool = False, workspace: str = "") -> dict:
+def trace_question(step_id: str) -> str | None:
+    """The Trace question a step asks (its own, or the one after its command), or None."""
+    from seqlab.learn.questions import QUESTION_BY_ID
+    step = STEP_BY_ID.get(step_id)
+    if step is None:
+        return None
+    asked = step.id if step.kind == "trace" else step.then if step.kind == "command" else ""
+    return asked if asked in QUESTION_BY_ID else None
+
+
+def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool = False, workspace: str = "",
+              revealed: bool | None = None, folded: bool = False) -> dict:
     """Everything the step shows, as plain data (module docstring). ``show``: the questions' answers
     and the task's solution too; ``svg``: each figure's SVG text (for the explorer); ``workspace``:
-    what the suggested commands end with (" --workspace DIR" when the student named one)."""
+    what the suggested commands end with (" --workspace DIR" when the student named one);
+    ``revealed``: the step's Trace question is answered or its answer asked for (default: ``show``);
+    ``folded``: for a page that cannot ask (a notebook, the static site), what waits for the answer
+    comes with ``"shown": false`` and its blocks, to be put behind a click."""
+    revealed = show if revealed is None else revealed
     step = STEP_BY_ID.get(step_id)
     if step is None:
         raise KeyError(f"no step {step_id!r}; `seqlab learn` lists them")
@@ -212,21 +242,28 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
         ls = lessons.lesson(step.id, written)
         sections = []
         for s in ls.sections:
-            blocks = [out for b in s.blocks for out in _lesson_blocks(b, step.id, written, show, svg)]
+            blocks = [out for b in s.blocks for out in _lesson_blocks(b, step.id, written, show, svg, revealed, folded)]
             if s.id == "hints" and not show:
                 continue   # graded hints come one at a time (seqlab learn hint), not all at once with the lesson
             if s.id == "mistakes":
                 blocks = fold_mistakes(blocks, step.id, written)
             sections.append({"id": s.id, "heading": s.heading, "blocks": blocks})
         view.update(title=ls.title, sections=sections, reading=[plain(r) for r in ls.reading])
+    view["below_task"] = []
+    if trace_question(step.id):             # a widget would compute the answer: below the question, closed
+        for s in view["sections"]:
+            view["below_task"] += [dict(b, closed=not revealed) for b in _inner(s["blocks"]) if b["type"] == "widget"]
+            s["blocks"] = _without_widgets(s["blocks"])
+        if step.look and step.look not in [b["anchor"] for b in view["below_task"]]:
+            view["below_task"].append({"type": "widget", "anchor": step.look, "closed": not revealed})
     for s in view["sections"]:
         s["text"] = blocks_text(s["blocks"], step.id, lang)
-    every = [b for s in view["sections"] for b in _unfolded(s["blocks"])]
+    every = [b for s in view["sections"] for b in _inner(_unfolded(s["blocks"]))]
     view["questions"] = [{"id": b["id"], "kind": b["kind"], "question": blocks_text(b["blocks"], step.id, lang),
                           **({"answer": blocks_text(b["answer"], step.id, lang)} if show else {})}
                          for b in every if b["type"] == "question"]
     view["figures"] = [{k: b[k] for k in ("name", "caption", "svg") if k in b} for b in every if b["type"] == "figure"]
-    view["widgets"] = [b["anchor"] for b in every if b["type"] == "widget"]
+    view["widgets"] = [b["anchor"] for b in every + view["below_task"] if b["type"] == "widget"]
     view["mistakes"] = [{"id": b["id"], "anchor": b["anchor"], "title": b["title"], "catalogued": b["catalogued"],
                          "folded": b.get("folded", False), "text": blocks_text(b["blocks"], step.id, lang),
                          **({"explanation": b["explanation"]} if "explanation" in b else {})}
@@ -239,6 +276,20 @@ def step_view(step_id: str, lang: str = "en", *, show: bool = False, svg: bool =
                                   "question": asked["question"], "task": True,
                                   **({"answer": asked.get("solution") or asked.get("answer")} if show else {})})
     return view
+
+
+def _inner(blocks: list[dict]) -> list[dict]:
+    """The blocks and, after a reveal, the blocks inside it (none where it is left out)."""
+    return [x for b in blocks for x in ([b, *b.get("blocks", [])] if b["type"] == "reveal" else [b])]
+
+
+def _without_widgets(blocks: list[dict]) -> list[dict]:
+    out = []
+    for b in blocks:
+        if b["type"] == "widget":
+            continue
+        out.append(dict(b, blocks=_without_widgets(b["blocks"])) if b["type"] == "reveal" and "blocks" in b else b)
+    return out
 
 
 # --- plain text ---------------------------------------------------------------------------------------
@@ -342,7 +393,15 @@ def blocks_text(blocks: list[dict], step: str, lang: str, width: int | None = No
             see = ("（{}）" if lang == "zh" else "({})").format(label("see_figure", lang, url=step_url(step)))
             out.append(wrap(head, width, indent) + wrap(see, width, indent + "  "))
         elif kind == "widget":
-            out.append(wrap("[" + label("widget", lang, url=EXPLORER + "#" + b["anchor"]) + "]", width, indent))
+            line = label("widget", lang, url=EXPLORER + "#" + b["anchor"])
+            if b.get("closed"):
+                line += label("widget_closed", lang)
+            out.append(wrap("[" + line + "]", width, indent))
+        elif kind == "reveal":
+            if b["shown"]:
+                out.append([blocks_text(b["blocks"], step, lang, width, indent)])
+            else:
+                out.append(wrap("[" + label("reveal_hidden", lang) + "]", width, indent))
         elif kind == "question":
             kind = kind_word(b["kind"], lang)
             head = say("feedback.question_head", lang, kind=kind, id=b["id"])
@@ -409,4 +468,6 @@ def text(view: dict, width: int | None = 88) -> str:
     for s in view["sections"]:
         lines += ["", *_heading(s["heading"], "-"), blocks_text(s["blocks"], view["name"], lang, width)]
     lines += ["", *_heading(label("task", lang), "-"), *task_text(view["task"], lang, width)]
+    if view.get("below_task"):
+        lines += ["", blocks_text(view["below_task"], view["name"], lang, width)]
     return "\n".join(lines).rstrip() + "\n"

@@ -261,6 +261,18 @@ def start(workspace: Path, exercise, lang: str = "en") -> tuple[Path, bool]:
     return path, True
 
 
+def backup_path(workspace: Path, name: str) -> Path:
+    """A free name for a backup of WORKSPACE/NAME.py: NAME.py.<time>.bak (never imported: it does not
+    end in .py), NAME.py.<time>-2.bak when that is taken."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = Path(workspace) / f"{name}.py.{stamp}.bak"
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = Path(workspace) / f"{name}.py.{stamp}-{n}.bak"
+    return backup
+
+
 def reset(workspace: Path, exercise, lang: str = "en") -> tuple[Path, Path | None]:
     """Write a fresh stub for ``exercise``; the old file, if any, is kept beside it as
     NAME.py.<time>.bak (never imported: it does not end in .py). Returns (path, backup or None)."""
@@ -269,12 +281,7 @@ def reset(workspace: Path, exercise, lang: str = "en") -> tuple[Path, Path | Non
     path = exercise_file(workspace, exercise.name)
     backup = None
     if path.exists() or path.is_symlink():
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        backup = workspace / f"{exercise.name}.py.{stamp}.bak"
-        n = 1
-        while backup.exists():
-            n += 1
-            backup = workspace / f"{exercise.name}.py.{stamp}-{n}.bak"
+        backup = backup_path(workspace, exercise.name)
         os.replace(path, backup)
     atomic_write_text(path, stub_text(exercise, lang))
     return path, backup

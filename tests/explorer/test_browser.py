@@ -24,8 +24,9 @@ from tests.explorer.browsing import browser, open_page, set_value, settled  # no
 
 @pytest.fixture
 def page(browser, explorer_server, tmp_path):
-    """A fresh page on the worked examples; console errors are collected in page.problems."""
-    yield from open_page(browser, explorer_server.url, tmp_path)
+    """A fresh page on the worked examples (the widget page: on the home page the first step's widget
+    waits, closed, below its Trace question); console errors are collected in page.problems."""
+    yield from open_page(browser, explorer_server.url + "?view=widgets", tmp_path)
 
 
 def test_page_loads_cleanly_with_every_worked_value(page, tmp_path):

@@ -74,16 +74,21 @@ def test_the_lesson_keeps_the_tasks_answer_back_and_draws_its_figures(course):
     assert view["title"] == ls.title and view["lang"] == "zh"
     assert [s["id"] for s in view["sections"]] == [s.id for s in ls.sections]
     q = QUESTION_BY_ID["trace_recurrence"]
-    assert view["task"]["question"] == q.text[1] and "solution" not in view["task"] and "answer" not in view["task"]
+    assert view["task"]["question"] == q.asks("zh") and "solution" not in view["task"] and "answer" not in view["task"]
     assert q.solution[1] not in json.dumps(view, ensure_ascii=False)
-    blocks = [b for s in view["sections"] for b in s["blocks"]]
+    assert view["revealed"] is False and view["below_task"] == [{"type": "widget", "anchor": "w-recurrence", "closed": True}]
+    assert [b for s in view["sections"] for b in s["blocks"] if b["type"] == "reveal"] == [{"type": "reveal", "shown": False}] * 2
+    view = client.ok("learn/lesson", {"step": "trace_recurrence", "lang": "zh", "revealed": True})   # asked for
+    blocks = [x for s in view["sections"] for b in s["blocks"] for x in ([b, *b["blocks"]] if b["type"] == "reveal" else [b])]
+    assert view["below_task"][0]["closed"] is False
     questions = [b for b in blocks if b["type"] == "question"]
     assert [b["id"] for b in questions] == [b.name for b in ls.questions] and all(b["answer"] for b in questions)
     figures = [b for b in blocks if b["type"] == "figure"]
     assert [f["name"] for f in figures] == [f.name for f in ls.figures]
     for f in figures:
         assert ET.fromstring(f["svg"]).tag.endswith("svg") and "<script" not in f["svg"]
-    assert [b["anchor"] for b in blocks if b["type"] == "widget"] == ls.widgets
+    assert [b["anchor"] for b in view["below_task"]] == ls.widgets          # below the question, not in the lesson
+    assert not [b for b in blocks if b["type"] == "widget"]
 
 
 def test_a_trace_answer_gets_one_hint_then_passes_the_step_in_the_cli_progress(course):
@@ -92,20 +97,38 @@ def test_a_trace_answer_gets_one_hint_then_passes_the_step_in_the_cli_progress(c
     wrong = client.ok("learn/answer", {"question": "trace_clipping", "value": "0.5"})
     assert wrong["correct"] is False and wrong["hint"] == list(q.hint) and "solution" not in wrong
     assert read_progress(ws)["steps"]["trace_clipping"]["state"] == "started"
+    known = client.ok("learn/answer", {"question": "trace_clipping", "value": "2.5"})       # norm / threshold
+    assert known["wrong"]["title"][0].startswith("the ratio upside down") and "hint" not in known
+    short = client.ok("learn/answer", {"question": "trace_recurrence", "value": "-0.67"})
+    assert short["short"] and short["what"][0] == "right so far: give 3 significant digits" and "hint" not in short
+    assert "revealed" not in read_progress(ws)["steps"]["trace_clipping"]
     assert client.ok("learn/answer", {"question": "trace_clipping", "solution": True})["solution"] == list(q.solution)
+    assert read_progress(ws)["steps"]["trace_clipping"]["revealed"] is True       # asked for: the lesson shows it
+    assert client.ok("learn/lesson", {"step": "trace_clipping"})["revealed"] is True
     right = client.ok("learn/answer", {"question": "trace_clipping", "value": str(q.answer()[0])})
-    assert right == {"question": "trace_clipping", "correct": True, "what": "", "recorded": True}
+    assert right == {"question": "trace_clipping", "correct": True, "what": ["", ""], "short": False, "recorded": True}
     assert read_progress(ws)["steps"]["trace_clipping"]["state"] == "passed"
     assert _steps(client)["trace_clipping"]["state"] == "passed"
     status, body = client.post("learn/answer", {"question": "trace_clipping", "value": "four"})
     assert status == 400 and body["code"] == "learn_not_numbers"
 
 
-def test_a_card_reveals_its_answer_and_marks_it_done(course):
+def test_a_card_shows_its_answer_only_after_one_is_written_and_passes_when_marked_the_same(course):
     client, ws = course
-    out = client.ok("learn/card", {"card": "explain_scale"})
+    for payload in ({"card": "explain_scale"}, {"card": "explain_scale", "written": "..."}):
+        status, body = client.post("learn/card", payload)
+        assert status == 400 and body["code"] == "learn_write_first" and "answer" not in body
+    mine = "large dot products saturate the softmax, so divide by sqrt(d_k)"
+    out = client.ok("learn/card", {"card": "explain_scale", "written": mine})
     assert out["answer"] == list(CARD_BY_ID["explain_scale"].answer) and out["recorded"]
+    assert _steps(client)["explain_scale"]["state"] == "started"                   # seen, not passed
+    assert read_progress(ws)["steps"]["explain_scale"]["written"] == mine
+    assert client.ok("learn/card", {"card": "explain_scale", "written": mine, "mark": "missed"})["state"] == "started"
+    assert _steps(client)["explain_scale"]["state"] == "started"
+    assert client.ok("learn/card", {"card": "explain_scale", "written": mine, "mark": "same"})["state"] == "passed"
     assert _steps(client)["explain_scale"]["state"] == "passed"
+    status, body = client.post("learn/card", {"card": "explain_scale", "written": mine, "mark": "maybe"})
+    assert status == 400 and body["code"] == "learn_card_mark"
 
 
 def test_a_check_runs_the_students_file_and_its_diagnosis_is_the_latest_check(course):

@@ -48,7 +48,7 @@ def test_yours_beside_the_reference_with_equal_numbers(browser, server, ws, tmp_
 
     _reference_file(ws, "attention")
     start(ws, exercise("scalar_recurrence"))
-    for page in open_page(browser, server.url, tmp_path):
+    for page in open_page(browser, server.url + "?view=widgets", tmp_path):
         settled(page)
         panel = page.locator(PANEL)
         assert panel.get_attribute("data-state") == "same"
@@ -63,7 +63,7 @@ def test_yours_beside_the_reference_with_equal_numbers(browser, server, ws, tmp_
 
 def test_a_mutant_is_highlighted_and_follows_the_inputs(browser, server, ws, tmp_path):
     _write(ws, "attention", NO_SCALE)
-    for page in open_page(browser, server.url, tmp_path):
+    for page in open_page(browser, server.url + "?view=widgets", tmp_path):
         settled(page)
         panel = page.locator(PANEL)
         assert panel.get_attribute("data-state") == "differs"
@@ -86,7 +86,7 @@ def test_a_mutant_is_highlighted_and_follows_the_inputs(browser, server, ws, tmp
 
 def test_the_panel_in_chinese(browser, server, ws, tmp_path):
     _write(ws, "attention", NO_SCALE)
-    for page in open_page(browser, server.url + "?lang=zh", tmp_path):
+    for page in open_page(browser, server.url + "?view=widgets&lang=zh", tmp_path):
         settled(page)
         panel = page.locator(PANEL)
         assert panel.locator("h3").inner_text().startswith("你的实现：")
@@ -120,7 +120,7 @@ def test_the_clipping_panels_yours_column_shows_every_value(browser, server, ws,
     """The gradient section's clipping widget is narrow: the "yours" column ran past the panel's
     edge and its last value (1.600000) was hidden. Every value of both columns shows."""
     _reference_file(ws, "clip_global_norm")
-    for page in open_page(browser, server.url, tmp_path):
+    for page in open_page(browser, server.url + "?view=widgets", tmp_path):
         page.set_viewport_size({"width": width, "height": 900})
         settled(page)
         cells = page.evaluate(HIDDEN_CELLS, "#learn-clip-panel-clip_global_norm")

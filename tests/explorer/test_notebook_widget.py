@@ -25,6 +25,11 @@ def test_without_anywidget_a_widget_is_a_link_to_the_explorer(monkeypatch):
     assert "seqlab explore" in repr(link) and 'href="http://127.0.0.1:8000/?view=widgets#w-attention"' in link._repr_html_()
     assert notebook.section_of("w-attention") == notebook.section_of("attention") == "w-attention"
     assert notebook.section_of("clip-panel") == "w-gradient"       # a panel's anchor: its section
+    # each panel links to its own anchor, not its section's: two panels, two links
+    urls = {name: notebook.widget(name).url for name in ("tb-panel", "clip-panel", "gradient", "attention")}
+    assert urls["tb-panel"].endswith("#tb-panel") and urls["clip-panel"].endswith("#clip-panel")
+    assert urls["gradient"].endswith("#w-gradient") and urls["attention"].endswith("#w-attention")
+    assert len(set(urls.values())) == 4
     assert isinstance(notebook.widget("model"), notebook.ExplorerLink)   # panels over runs need the server
     with pytest.raises(ValueError, match="no widget 'nope'; the widgets are: recurrence, charlm"):
         notebook.widget("nope")

@@ -150,3 +150,12 @@ def test_the_explorer_s_course_page_follows_the_course(course, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_the_static_site_follows_the_course(course, tmp_path):
+    done = seqlab("learn", "site", "--course", str(course), "--out", "site", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for lang in ("en", "zh"):
+        page = (tmp_path / "site" / lang / "layer_norm.html").read_text(encoding="utf-8")
+        assert '"anchor": "mistake-' in page and "127.0.0.1" not in page
+    assert (tmp_path / "site" / "en" / "trace_recurrence.html").is_file()          # seqlab's own steps kept

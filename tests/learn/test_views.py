@@ -80,16 +80,18 @@ def test_show_prints_the_lesson_without_answers_then_the_trace_question_in_full(
     for s in ls.sections:
         assert f"\n{s.heading}\n{'-' * len(s.heading)}\n" in out
     assert "    h_t = tanh(a · h_{t-1} + x_t)" in out                    # the maths, as written
-    assert "0.5 · 0.761594 + 0 = 0.380797 | tanh(0.380797) = 0.363399" in flat   # the table, in columns
+    table = "0.5 · 0.761594 + 0 = 0.380797 | tanh(0.380797) = 0.363399"     # the worked table, in columns
     figure = ls.figures[0]
-    assert _one_line(f"[Figure: {figure.caption}]") in flat
-    assert "http://127.0.0.1:8000/#step/trace_recurrence" in flat and "http://127.0.0.1:8000/#w-recurrence" in flat
+    assert table not in flat and _one_line(f"[Figure: {figure.caption}]") not in flat    # they give h_3 away
+    assert views.label("reveal_hidden", "en") in flat
+    assert "http://127.0.0.1:8000/#w-recurrence" in flat
+    assert flat.index("http://127.0.0.1:8000/#w-recurrence") > flat.index("seqlab learn answer trace_recurrence VALUE")
     for q in ls.questions:                                          # asked, never answered
         assert _one_line(q.text.replace("`", "")) in flat
         assert _one_line(q.answer.replace("`", "")) not in flat
     assert "Only the sign" not in out
     q = QUESTION_BY_ID["trace_recurrence"]
-    assert _one_line(f"{q.title[0]}: {q.text[0]}") in flat               # the step's own question in full
+    assert _one_line(f"{q.title[0]}: {q.asks('en')}") in flat            # the step's own question in full
     assert "seqlab learn answer trace_recurrence VALUE" in out and q.solution[0] not in flat
     # every line of prose fits 88 columns (the code keeps its own lines)
     assert all(views.width_of(line) <= 88 for line in out.splitlines() if not line.startswith("    ")
@@ -99,6 +101,8 @@ def test_show_prints_the_lesson_without_answers_then_the_trace_question_in_full(
     flat = _one_line(shown)
     assert "Only the sign" in shown and _one_line(q.solution[0]) in flat
     assert all(_one_line(q.answer.replace("`", "")) in flat for q in ls.questions)
+    assert table in flat and _one_line(f"[Figure: {figure.caption}]") in flat
+    assert "http://127.0.0.1:8000/#step/trace_recurrence" in flat
 
 
 def test_show_in_chinese_breaks_lines_between_characters_and_joins_them_without_spaces(capsys):
@@ -125,10 +129,12 @@ def test_json_is_the_stable_structure_and_answers_only_with_show(capsys):
     assert all(isinstance(s["text"], str) and s["text"] for s in view["sections"])
     assert [q["id"] for q in view["questions"]] == [q.name for q in ls.questions] + ["trace_recurrence"]
     assert all("answer" not in q for q in view["questions"])
-    assert view["questions"][-1]["question"] == QUESTION_BY_ID["trace_recurrence"].text[0]
-    assert view["figures"] == [{"name": f.name, "caption": f.caption} for f in ls.figures]
+    assert view["questions"][-1]["question"] == QUESTION_BY_ID["trace_recurrence"].asks("en")
+    assert view["figures"] == []                # the one figure draws h_3: it waits for the answer
     assert view["reading"] == [views.plain(r) for r in ls.reading]
     assert "solution" not in view["task"] and "Only the sign" not in out
+    code, shown = _cli(capsys, "show", "trace_recurrence", "--json", "--show")
+    assert json.loads(shown)["figures"] == [{"name": f.name, "caption": f.caption} for f in ls.figures]
 
     code, out = _cli(capsys, "show", "trace_recurrence", "--json", "--show")
     view = json.loads(out)

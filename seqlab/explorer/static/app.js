@@ -334,7 +334,7 @@ function setupGRU(d) {
         conv: t(data.other.convention === "keep_old" ? "gru.keep_old" : "gru.keep_new"), z: fmt(data.other.z), h: fmt(data.other.h) });
     });
   // Switching the convention re-expresses the same step: z becomes the other convention's z.
-  document.querySelectorAll("input[name=gru-conv]").forEach((radio) => radio.addEventListener("change", () => {
+  $("w-gru").querySelectorAll("input[name=gru-conv]").forEach((radio) => radio.addEventListener("change", () => {
     if (w.last && w.last.data.other.convention === convention()) setSlider("gru-z", w.last.data.other.z);
   }));
   return w;
@@ -559,6 +559,9 @@ async function main() {
   let lang = new URLSearchParams(location.search).get("lang");
   if (lang !== "en" && lang !== "zh") { try { lang = localStorage.getItem("seqlab-lang"); } catch (e) { lang = null; } }
   I18N.lang = lang === "zh" ? "zh" : "en";
+  // course.js: the path and the open step's lesson, drawn first (its widget moved into it); the
+  // widgets' defaults are asked for after it, so that their computation does not hold the course up
+  await setupCourse();
   const response = await fetch("/api/defaults");
   const d = await response.json();
   setupRecurrence(d.recurrence);
@@ -573,7 +576,6 @@ async function main() {
   setupSelfCheck();
   setupDependency(d.dependency);
   await setupModel();
-  await setupCourse();   // course.js: the path and the open step's lesson, its widget moved into it
   $("lang-en").addEventListener("click", () => setLanguage("en"));
   $("lang-zh").addEventListener("click", () => setLanguage("zh"));
   setLanguage(I18N.lang);

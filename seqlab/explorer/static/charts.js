@@ -12,16 +12,8 @@ function fmt(x) {
 }
 const fmtVec = (v) => "[" + v.map(fmt).join(", ") + "]";
 
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
-}
+// the one element builder: lesson.js's (seqlab/learn/static, loaded first), shared with the static site
+const el = lessonEl;
 
 function svgEl(tag, attrs, text) {
   const node = document.createElementNS(SVG_NS, tag);

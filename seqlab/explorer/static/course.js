@@ -16,83 +16,19 @@ const COURSE = {
   task: {},            // what the task box shows: {answer, solution, card, checking, error}
   hints: 0,            // hints shown
   failure: null,       // an error to show instead of the lesson
+  revealed: new Set(), // steps whose Trace question was answered or its solution asked for, on this page
 };
+
+// the lesson renderer's words, from this page's strings
+const COURSE_LESSON_WORDS = { reveal: "common.reveal", hide: "common.hide", mistake: "course.mistake",
+  reveal_hidden: "course.reveal_hidden", reveal_open: "course.reveal_open" };
+LESSON_RENDER.say = (key) => t(key.startsWith("qkind.") ? "course." + key : COURSE_LESSON_WORDS[key]);
 
 const courseText = (pair) => (Array.isArray(pair) ? pair[I18N.lang === "zh" ? 1 : 0] : pair);
 const courseStep = (id) => COURSE.path.steps.find((s) => s.id === id);
 
 function courseView() {
   return new URLSearchParams(location.search).get("view") === "widgets" ? "widgets" : "course";
-}
-
-// --- Markdown (inline: **bold**, `code`, [text](url)) --------------------------------------------
-function courseLink(label, url) {
-  if (url.startsWith("#")) return el("a", { href: url, text: label });
-  if (/^https?:\/\//.test(url)) return el("a", { href: url, text: label, target: "_blank", rel: "noopener noreferrer" });
-  return document.createTextNode(label);
-}
-
-function courseInline(text) {
-  const nodes = [];
-  const pattern = /\*\*(.+?)\*\*|`([^`]+)`|\[([^\]]+)\]\(([^)\s]+)\)/g;
-  let last = 0;
-  let m;
-  while ((m = pattern.exec(text)) !== null) {
-    if (m.index > last) nodes.push(document.createTextNode(text.slice(last, m.index)));
-    if (m[1] !== undefined) nodes.push(el("strong", {}, ...courseInline(m[1])));
-    else if (m[2] !== undefined) nodes.push(el("code", { text: m[2] }));
-    else nodes.push(courseLink(m[3], m[4]));
-    last = pattern.lastIndex;
-  }
-  if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
-  return nodes;
-}
-
-function courseFigure(b) {
-  const img = el("img", { src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(b.svg || ""), alt: b.caption });
-  return el("figure", { class: "lesson-figure", "data-figure": b.name }, img, el("figcaption", {}, ...courseInline(b.caption)));
-}
-
-function courseQuestion(b) {
-  const answer = el("div", { class: "lesson-answer" }, ...courseBlocks(b.answer || []));
-  answer.hidden = true;
-  const button = el("button", { type: "button", class: "lesson-reveal", text: t("common.reveal") });
-  button.addEventListener("click", () => {
-    answer.hidden = !answer.hidden;
-    button.textContent = t(answer.hidden ? "common.reveal" : "common.hide");
-  });
-  return el("div", { class: "lesson-q", id: "q-" + b.id, "data-kind": b.kind },
-    el("span", { class: "lesson-tag", text: t("course.qkind." + b.kind) }), ...courseBlocks(b.blocks), button, answer);
-}
-
-function courseMistake(b) {
-  return el("div", { class: "lesson-mistake", id: b.anchor },
-    el("h4", {}, el("span", { class: "lesson-tag bad", text: t("course.mistake") }), ...courseInline(b.title)),
-    ...courseBlocks(b.blocks));
-}
-
-function courseBlocks(blocks) {
-  return blocks.map((b) => {
-    switch (b.type) {
-      case "paragraph": return el("p", {}, ...courseInline(b.text));
-      case "heading": return el("h4", {}, ...courseInline(b.text));
-      case "list": return el(b.ordered ? "ol" : "ul", {}, ...b.items.map((item) => el("li", {}, ...courseInline(item))));
-      case "code": return el("pre", { class: "lesson-math" }, el("code", { text: b.text }));
-      case "table": {
-        const table = el("table", { class: "lesson-table" });
-        if (b.header.length) table.append(el("thead", {}, el("tr", {}, ...b.header.map((c) => el("th", {}, ...courseInline(c))))));
-        table.append(el("tbody", {}, ...b.rows.map((row) => el("tr", {}, ...row.map((c) => el("td", {}, ...courseInline(c)))))));
-        return el("div", { class: "table-wrap" }, table);
-      }
-      case "figure": return courseFigure(b);
-      case "widget": return el("div", { class: "lesson-widget", "data-anchor": b.anchor });
-      case "question": return courseQuestion(b);
-      case "mistake": return courseMistake(b);
-      case "fold":      // the less common mistakes, closed; a link to one of them opens it (courseRoute)
-        return el("details", { class: "lesson-more", id: b.id }, el("summary", { text: b.title }), ...courseBlocks(b.blocks));
-      default: return null;
-    }
-  });
 }
 
 // --- widgets move into the lesson and back --------------------------------------------------------
@@ -167,21 +103,30 @@ function courseTrace(task) {
     try {
       state.answer = await api("learn/answer", { question: task.id, value: input.value });
       state.error = null;
-      if (state.answer.correct) await courseRefreshPath();
+      if (state.answer.correct) { await courseRefreshPath(); return courseReveal(); }
     } catch (err) { state.error = err; state.answer = null; }
     courseRenderTask();
   });
   const out = [el("p", { class: "course-q" }, el("strong", { text: task.title + (I18N.lang === "zh" ? "：" : ": ") }),
-    ...courseInline(task.question)), form];
+    ...lessonInline(task.question)), form];
   const feedback = el("div", { class: "course-feedback", id: "course-feedback" });
   if (state.error) feedback.append(el("p", { class: "bad", text: t("common.error", { msg: errorText(state.error) }) }));
   if (state.answer && state.answer.correct) {
     feedback.dataset.result = "right";
     feedback.append(el("p", { class: "good", text: t(state.answer.recorded ? "course.right" : "course.right_unsaved") }));
+  } else if (state.answer && state.answer.short) {
+    feedback.dataset.result = "short";
+    feedback.append(el("p", { class: "course-hint", text: t("course.right_so_far", { what: courseText(state.answer.what).replace(/^right so far: |^目前是对的：/, "") }) }));
   } else if (state.answer) {
     feedback.dataset.result = "wrong";
-    feedback.append(el("p", { class: "bad", text: t("course.wrong", { what: state.answer.what }) }),
-      el("p", { class: "course-hint", id: "course-hint", text: t("course.hint", { hint: courseText(state.answer.hint) }) }));
+    feedback.append(el("p", { class: "bad", text: t("course.wrong", { what: courseText(state.answer.what) }) }));
+    if (state.answer.wrong) {
+      const known = el("p", { class: "course-hint", id: "course-known", text: t("course.known", { title: courseText(state.answer.wrong.title) }) });
+      if (state.answer.wrong.anchor) known.append(" ", el("a", { href: `#step/${COURSE.lesson.name}/${state.answer.wrong.anchor}`, text: t("course.read_known") }));
+      feedback.append(known);
+    } else {
+      feedback.append(el("p", { class: "course-hint", id: "course-hint", text: t("course.hint", { hint: courseText(state.answer.hint) }) }));
+    }
   }
   if ((state.answer && !state.answer.correct) || state.solution) {
     if (state.solution) {
@@ -190,6 +135,7 @@ function courseTrace(task) {
       const show = el("button", { type: "button", id: "course-show-solution", text: t("course.show_solution") });
       show.addEventListener("click", async () => {
         try { state.solution = (await api("learn/answer", { question: task.id, solution: true })).solution; } catch (err) { state.error = err; }
+        if (state.solution) return courseReveal();
         courseRenderTask();
       });
       feedback.append(show);
@@ -199,22 +145,49 @@ function courseTrace(task) {
   return out;
 }
 
+// A card: the student's answer first, then the worked answer, then the student's mark ("same" passes it).
 function courseCard(task) {
   const state = COURSE.task;
   const out = [el("p", { class: "course-q" }, el("span", { class: "lesson-tag", text: t("course.qkind." + task.kind) }),
-    el("strong", { text: " " + task.title + (I18N.lang === "zh" ? "：" : ": ") }), ...courseInline(task.question))];
-  if (state.card) {
-    out.push(el("p", { class: "course-solution", id: "course-card-answer", text: courseText(state.card.answer) }));
-  } else {
-    const reveal = el("button", { type: "button", id: "course-card-reveal", text: t("course.card_reveal") });
-    reveal.addEventListener("click", async () => {
-      try { state.card = await api("learn/card", { card: task.id }); await courseRefreshPath(); } catch (err) { state.error = err; }
+    el("strong", { text: " " + task.title + (I18N.lang === "zh" ? "：" : ": ") }), ...lessonInline(task.question))];
+  if (!state.card) {
+    const box = el("textarea", { id: "course-card-written", rows: "4", placeholder: t("course.card_write"), "aria-label": t("course.card_write") });
+    if (state.written) box.value = state.written;
+    const submit = el("button", { type: "submit", id: "course-card-submit", text: t("course.card_submit") });
+    const form = el("form", { class: "course-card-form" }, box, submit);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      state.written = box.value;
+      if (box.value.replace(/\s/g, "").length < 12) state.error = { code: "learn_write_first", params: {} };   // as the server says
+      else {
+        try { state.card = await api("learn/card", { card: task.id, written: box.value }); state.error = null; } catch (err) { state.error = err; }
+      }
       courseRenderTask();
     });
-    out.push(reveal);
+    out.push(form);
+  } else {
+    out.push(el("p", { class: "course-yours", id: "course-card-yours", text: t("course.card_yours", { text: state.written }) }),
+      el("p", { class: "course-solution", id: "course-card-answer", text: courseText(state.card.answer) }));
+    if (state.marked) {
+      out.push(el("p", { class: state.marked.state === "passed" ? "good" : "bad", id: "course-card-marked",
+        text: t(state.marked.state === "passed" ? "course.card_passed" : "course.card_again") }));
+    } else {
+      const row = el("p", { class: "course-card-marks" }, el("span", { text: t("course.card_compare") + " " }));
+      for (const mark of ["same", "partly", "missed"]) {
+        const button = el("button", { type: "button", id: "course-card-mark-" + mark, "data-mark": mark, text: t("course.mark." + mark) });
+        button.addEventListener("click", async () => {
+          try { state.marked = await api("learn/card", { card: task.id, written: state.written, mark }); state.error = null; await courseRefreshPath(); } catch (err) { state.error = err; }
+          if (state.marked && state.marked.state !== "passed") { const again = state.written; COURSE.task = { written: again, again: state.marked }; }
+          courseRenderTask();
+        });
+        row.append(button, " ");
+      }
+      out.push(row);
+    }
   }
+  if (state.again && !state.card) out.push(el("p", { class: "bad", id: "course-card-marked", text: t("course.card_again") }));
   if (state.error) out.push(el("p", { class: "bad", text: t("common.error", { msg: errorText(state.error) }) }));
-  out.push(el("p", { class: "note", text: t("course.in_terminal", { cmd: task.reveal_with }) }));
+  out.push(el("p", { class: "note", text: t("course.in_terminal", { cmd: task.answer_with }) }));
   return out;
 }
 
@@ -240,7 +213,7 @@ function courseDiagnosis(d, step) {
 function courseImplement(task) {
   const state = COURSE.task;
   const lesson = COURSE.lesson;
-  const out = [el("p", { class: "course-q" }, ...courseInline(t("course.implement", { signature: "`" + task.signature + "`" })),
+  const out = [el("p", { class: "course-q" }, ...lessonInline(t("course.implement", { signature: "`" + task.signature + "`" })),
     document.createTextNode(" — " + task.title)), el("pre", { class: "lesson-math" }, el("code", { text: task.doc }))];
   const ws = lesson.workspace;
   out.push(el("p", { class: "note", text: t("course.start", { cmd: task.start }) }));
@@ -302,7 +275,7 @@ function courseHints() {
   const hints = COURSE.lesson.hints || [];
   if (!hints.length) return null;
   const box = el("div", { class: "course-hints", id: "course-hints" }, el("h3", { text: t("course.hints") }));
-  box.append(el("ol", {}, ...hints.slice(0, COURSE.hints).map((h) => el("li", {}, ...courseInline(h)))));
+  box.append(el("ol", {}, ...hints.slice(0, COURSE.hints).map((h) => el("li", {}, ...lessonInline(h)))));
   if (COURSE.hints < hints.length) {
     const more = el("button", { type: "button", id: "course-hint-next", text: t("course.hint_button", { k: COURSE.hints + 1, n: hints.length }) });
     more.addEventListener("click", async () => {
@@ -333,11 +306,19 @@ function courseRender() {
       el("h2", { class: "lesson-title", text: lesson.title }));
     for (const section of lesson.sections) {
       article.append(el("section", { class: "lesson-section", id: "sec-" + section.id, "data-section": section.id },
-        el("h3", { text: section.heading }), ...courseBlocks(section.blocks)));
+        el("h3", { text: section.heading }), ...lessonBlocks(section.blocks)));
     }
     const hints = courseHints();
     if (hints) article.append(hints);
     article.append(el("div", { class: "course-task", id: "course-task" }));
+    // a widget that computes a Trace step's answer: below the question, closed until it is answered
+    const below = lesson.below_task || [];
+    if (below.length) {
+      const details = el("details", { class: "course-below", id: "course-below", "data-closed": below[0].closed ? "1" : "0" },
+        el("summary", { text: t("course.widget_closed") }), ...lessonBlocks(below));
+      details.open = !below[0].closed;
+      article.append(details);
+    }
   }
   root.replaceChildren(el("div", { class: "course-head" }, el("h2", { text: t("course.title") }), courseWorkspaceNote()),
     el("div", { class: "course-cols" }, courseSidebar(), article));
@@ -360,9 +341,15 @@ async function courseRefreshPath() {
   }
 }
 
+// The step's Trace question is answered, or its solution asked for: the lesson again, with its worked numbers.
+async function courseReveal() {
+  COURSE.revealed.add(COURSE.open);
+  await courseOpen(COURSE.open);
+}
+
 async function courseOpen(id) {
   try {
-    const lesson = await api("learn/lesson", { step: id, lang: I18N.lang });
+    const lesson = await api("learn/lesson", { step: id, lang: I18N.lang, revealed: COURSE.revealed.has(id) });
     if (id !== COURSE.open) { COURSE.task = {}; COURSE.hints = lesson.hints_shown || 0; }
     COURSE.open = id;
     COURSE.lesson = lesson;
@@ -406,12 +393,14 @@ async function courseRoute(event) {
   }
 }
 
-// Called by app.js's main() once the widgets exist; the page is ready when the lesson is shown.
+// Called first by app.js's main(), before the widgets are set up: the home page draws the course
+// first, and only then shows the widget page below it (body[data-view], course.css).
 async function setupCourse() {
   const root = $("course");
   const navLink = document.querySelector("a[data-i18n='nav.course']");
   if (courseView() === "widgets") {
     root.hidden = true;
+    document.body.dataset.view = "widgets";
     if (navLink) navLink.href = "/";
     return;
   }
@@ -421,6 +410,7 @@ async function setupCourse() {
     COURSE.path = await api("learn/path", {});
   } catch (err) {
     root.replaceChildren(el("p", { class: "bad", text: t("common.error", { msg: errorText(err) }) }));
+    document.body.dataset.view = "course";
     return;
   }
   let lang = I18N.lang;
@@ -430,4 +420,5 @@ async function setupCourse() {
   }, refresh: async () => {} });
   window.addEventListener("hashchange", courseRoute);
   await courseRoute();
+  document.body.dataset.view = "course";
 }
