@@ -49,6 +49,7 @@ class Evidence:
     implementation_outputs: Callable[[Callable], list]   # an implementation's checked outputs, cached
     step_terms: Callable[[int], dict | None]       # the exercise's per-time-step terms of case i, cached
     errors: list = dataclasses.field(default_factory=list)   # what each call raised (None: it returned)
+    failed_said: dict = dataclasses.field(default_factory=dict)   # failed check name -> its message as words said later
 
     @property
     def rtol(self) -> float:
@@ -339,8 +340,14 @@ def failed_check(name: str, text: str = "", alone: bool = True, raises: bool = F
             return None
         if alone and ("runs" in ev.failed or not own_values_right(ev)):
             return None
-        return (text + ": " if text else "") + message
+        return _lead(text, ev.failed_said.get(name) or message)
     return recognise
+
+
+def _lead(text, words):
+    """``words`` after "``text``: " (both words said later, or English), or ``words`` alone."""
+    from seqlab.learn.words import said
+    return said("recognised.lead", text=text, what=words) if text else words
 
 
 def own_values_right(ev: Evidence) -> bool:
@@ -413,8 +420,8 @@ def factor_of(parts: tuple, known: Callable[[Any], dict[str, float]], text: str 
                 found.append(leaf_name(path))
         if len(names) != 1:
             return None
-        parts_text = ", ".join(sorted(set(found)))
-        return (text + ": " if text else "") + f"{parts_text} = the reference times {names.pop()}"
+        from seqlab.learn.words import said
+        return _lead(text, said("recognised.factor", parts=", ".join(sorted(set(found))), name=names.pop()))
     return recognise
 
 
@@ -426,7 +433,8 @@ def transposed(part, text: str = "") -> Recogniser:
         found = [i for i in ev.usable() if ev.wrong(i, path)]
         if not found or not all(is_transposed(*ev.leaf(i, path), ev.rtol, ev.atol) for i in found):
             return None
-        return (text + ": " if text else "") + f"{leaf_name(path)} is the reference's transposed"
+        from seqlab.learn.words import said
+        return _lead(text, said("recognised.transposed", leaf=leaf_name(path)))
     return recognise
 
 
@@ -441,10 +449,10 @@ def shifted(part, axis: int = 0, axis_name: str = "position", text: str = "") ->
         shifts = {shift(*ev.leaf(i, path), axis, ev.rtol, ev.atol) for i in found}
         if len(shifts) != 1 or None in shifts:
             return None
+        from seqlab.learn.words import said
         late = shifts.pop() > 0
-        return (text + ": " if text else "") + (
-            f"{leaf_name(path)} is shifted by one {axis_name}: entry t holds the reference's entry "
-            f"t{'-' if late else '+'}1")
+        return _lead(text, said("recognised.shifted_late" if late else "recognised.shifted_early",
+                                leaf=leaf_name(path), axis=axis_said(axis_name) if isinstance(axis_name, str) else axis_name))
     return recognise
 
 
@@ -465,7 +473,9 @@ def normalised_along(part, axis: int, axis_name: str, text: str = "") -> Recogni
             nonzero = sums[np.abs(sums) > 1e-12]
             if nonzero.size == 0 or not np.allclose(nonzero, 1.0, atol=1e-9):
                 return None
-        return (text + ": " if text else "") + f"{leaf_name(path)} sums to 1 along each {axis_name}"
+        from seqlab.learn.words import said
+        return _lead(text, said("recognised.normalised_along", leaf=leaf_name(path),
+                                axis=axis_said(axis_name) if isinstance(axis_name, str) else axis_name))
     return recognise
 
 
@@ -488,10 +498,12 @@ def diagonal_offset(part, text: str = "") -> Recogniser:
             how |= {bool(a[r, j]) for r, j in bad}
         if len(offsets) != 1 or len(how) != 1:
             return None
+        from seqlab.learn.words import said
         k = offsets.pop()
-        which = "the diagonal j = i (each position itself)" if k == 0 else \
-            f"the diagonal j = i {'+' if k > 0 else '-'} {abs(k)}"
-        return (text + ": " if text else "") + f"{leaf_name(path)} is {'True' if how.pop() else 'False'} on {which}, the reference is not"
+        which = said("recognised.diagonal_itself") if k == 0 else \
+            said("recognised.diagonal", sign="+" if k > 0 else "-", k=abs(k))
+        return _lead(text, said("recognised.on_diagonal", leaf=leaf_name(path), value="True" if how.pop() else "False",
+                                which=which))
     return recognise
 
 
@@ -515,29 +527,31 @@ def summed_over_time(parts: tuple, text: str = "") -> Recogniser:
                 found.append((leaf_name(path), said, i))
         if not found:
             return None
-        kinds = sorted({said for _, said, _ in found})
+        from seqlab.learn.words import said as say
+        kinds = _joined(sorted({said for _, said, _ in found}, key=str), "recognised.or")
         names = ", ".join(sorted({n for n, _, _ in found}))
-        return (text + ": " if text else "") + f"{names} hold {' / '.join(kinds)} (on {ev.cases[found[0][2]].label})"
+        return _lead(text, say("recognised.summed_part", names=names, kinds=kinds, case=ev.cases[found[0][2]].label))
     return recognise
 
 
-def partial_sum(terms, actual, rtol: float = 1e-6, atol: float = 1e-8) -> str | None:
-    """How ``actual`` is part of terms.sum(0) over the steps (axis 0), in words, or None."""
+def partial_sum(terms, actual, rtol: float = 1e-6, atol: float = 1e-8):
+    """How ``actual`` is part of terms.sum(0) over the steps (axis 0), in words said later, or None."""
+    from seqlab.learn.words import said
     terms, actual = array(terms), array(actual)
     T = terms.shape[0]
     if actual.shape != terms.shape[1:]:
         return None
     if T > 1 and close(terms.sum(0) / T, actual, rtol, atol):
-        return "the mean over the time steps instead of the sum"
+        return said("recognised.mean_not_sum")
     for t in range(T):
         if close(terms[t], actual, rtol, atol):
             if T > 1 and t == T - 1:
-                return "only the last step's contribution"
-            return "only the first step's contribution" if t == 0 else f"only step {t}'s contribution"
+                return said("recognised.last_step_only")
+            return said("recognised.first_step_only") if t == 0 else said("recognised.step_only", t=t)
     for start in range(T):
         for stop in range(start + 2, T + 1):
             if (start, stop) != (0, T) and close(terms[start:stop].sum(0), actual, rtol, atol):
-                return f"the sum over steps {start}..{stop - 1} only"
+                return said("recognised.steps_only", start=start, last=stop - 1)
     return None
 
 
@@ -556,13 +570,20 @@ def raised(pattern: str, text: str = "", cases: Callable[[Any], bool] | None = N
             return None
         if alone and any(not ev.close(ev.expected[i], ev.outputs[i]) for i in ev.usable()):
             return None
+        from seqlab.learn.words import said as say
         ran = [i for i, error in enumerate(ev.errors) if not error]
-        said = f"it raised on {', '.join(ev.cases[i].label for i in hit[:3])}" + ("..." if len(hit) > 3 else "")
-        said += f": {ev.errors[hit[0]].splitlines()[-1]}"
+        said = say("recognised.raised_on", cases=_cases_listed(ev, hit), error=ev.errors[hit[0]].splitlines()[-1])
         if ran:
-            said += f"; it ran on {', '.join(ev.cases[i].label for i in ran[:3])}" + ("..." if len(ran) > 3 else "")
-        return (text + ": " if text else "") + said
+            said = say("recognised.ran_on", text=said, cases=_cases_listed(ev, ran))
+        return _lead(text, said)
     return recognise
+
+
+def _cases_listed(ev: Evidence, indices: list[int]):
+    """The labels of the first three of the cases ``indices``, "..." after them when there are more."""
+    from seqlab.learn.words import said
+    listed = _joined([ev.cases[i].label for i in indices[:3]], "describe.listed")
+    return said("recognised.and_more", first=listed) if len(indices) > 3 else listed
 
 
 def any_of(*recognisers: Recogniser) -> Recogniser:

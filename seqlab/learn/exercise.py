@@ -166,6 +166,8 @@ def same_dtypes(part: Callable[[Any], Any] | None = None) -> Callable:
     """A Spec's verify: every array (or tensor) in the output, after ``part(output)`` when given, has
     the dtype of the reference's, and every number the reference gives as a float is a float64 one
     (a Python float or numpy.float64, not a float32 or an array)."""
+    from seqlab.learn.words import said
+
     def verify(case, output, reference_output, extra):
         got, want = (part(output), part(reference_output)) if part else (output, reference_output)
         for path, expected in diagnosis.leaves(want):
@@ -173,12 +175,12 @@ def same_dtypes(part: Callable[[Any], Any] | None = None) -> Callable:
             try:
                 actual = diagnosis.pick(got, path)
             except (KeyError, IndexError, TypeError):
-                return f"{name} is missing"
+                return said("check.missing", name=name)
             wanted = _dtype(expected)
             if wanted is not None and _dtype(actual) != wanted:
-                return f"{name} has dtype {_dtype(actual) or type(actual).__name__}, expected {wanted}"
+                return said("check.dtype_is", name=name, got=_dtype(actual) or type(actual).__name__, expected=wanted)
             if isinstance(expected, float) and type(actual).__name__ not in ("float", "float64"):
-                return f"{name} is a {type(actual).__module__}.{type(actual).__name__}, expected a float64 number"
+                return said("check.float64_number", name=name, kind=f"{type(actual).__module__}.{type(actual).__name__}")
         return None
     return verify
 
@@ -512,12 +514,13 @@ def _agreeing_elements(expected, actual, rtol: float, atol: float) -> int:
 
 def _evidence(exercise: Exercise, cases, calls, outputs, ref: Expected, report: Report,
               expected: list | None = None) -> diagnosis.Evidence:
+    from seqlab.learn.words import from_json
     return diagnosis.Evidence(
         exercise, cases, outputs, ref.checked if expected is None else expected, [c.output for c in calls],
         [dict(getattr(c, "extra", None) or {}) for c in calls],
         {c["name"]: c["message"] for c in report.checks if not c["passed"]},
         lambda implementation: ref.outputs_of(implementation)[1], ref.terms,
-        [c.error for c in calls])
+        [c.error for c in calls], {c["name"]: from_json(c["said"]) for c in report.checks if not c["passed"] and "said" in c})
 
 
 def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: list, expected: list,

@@ -55,13 +55,14 @@ def square_only(check: str = "non-square") -> D.Recogniser:
     sizes are all equal, is right (and the code returns the reference's containers everywhere)."""
     def recognise(ev):
         message = ev.failed.get(check)
-        worked = [i for i in ev.own() if ev.cases[i].label == "the worked example"]
+        worked = [i for i in ev.own() if ev.cases[i].worked]
         if not message or not worked or ev.outputs[worked[0]] is None:
             return None
         if not all(_same_containers(ev.expected[i], ev.exercise.compared(ev.raw[i])) for i in range(len(ev.cases))
                    if ev.raw[i] is not None and not ev.cases[i].spec):
             return None
-        return f"right on the worked example, where the sizes are equal; {message}" \
+        from seqlab.learn.words import said
+        return said("recognised.right_where_square", message=ev.failed_said.get(check) or message) \
             if ev.close(ev.expected[worked[0]], ev.outputs[worked[0]]) else None
     return recognise
 
@@ -93,10 +94,11 @@ def recurrence_cases() -> list:
     """The one-number recurrence's cases (scalar_recurrence and its backward pass): the worked example
     a=0.5, xs=[1, 0, -1], then two random ones."""
     from seqlab.learn.exercise import Case
+    from seqlab.learn.words import said
     generator = rng(1)
-    return [Case("the worked example", (0.5, np.array([1.0, 0.0, -1.0])), {"h0": 0.0}, gradcheck=True),
-            Case("random inputs 1", (1.3, generator.normal(size=6)), {"h0": 0.4}, gradcheck=True),
-            Case("random inputs 2", (-0.7, generator.normal(size=4)), {"h0": -0.2}, gradcheck=True)]
+    return [Case(said("cases.worked"), (0.5, np.array([1.0, 0.0, -1.0])), {"h0": 0.0}, gradcheck=True),
+            Case(said("cases.random", k=1), (1.3, generator.normal(size=6)), {"h0": 0.4}, gradcheck=True),
+            Case(said("cases.random", k=2), (-0.7, generator.normal(size=4)), {"h0": -0.2}, gradcheck=True)]
 
 
 def rnn_sequence_cases(backward=False, settings=((0, 3, 3, 3, 3), (7, 5, 3, 4, 2), (8, 4, 2, 3, 5)), h0=True,
@@ -114,9 +116,11 @@ def rnn_sequence_cases(backward=False, settings=((0, 3, 3, 3, 3), (7, 5, 3, 4, 2
     return seeded_cases(make, settings, gradcheck=backward)
 
 
-def one_more_row(part, text: str) -> D.Recogniser:
-    """"h0 kept in front": an output with one row too many whose rows after the first are the
-    reference's (on every own case that ran)."""
+def one_more_row(part, text=None) -> D.Recogniser:
+    """"h0 kept in front" (or ``text``, words said later): an output with one row too many whose rows
+    after the first are the reference's (on every own case that ran)."""
+    from seqlab.learn.words import said
+    text = said("recognised.h0_in_front") if text is None else text
     path = part if isinstance(part, tuple) else (part,)
 
     def recognise(ev):
@@ -133,8 +137,8 @@ def one_more_row(part, text: str) -> D.Recogniser:
             if got.shape[:1] != (want.shape[0] + 1,) or not D.close(want, got[1:], ev.rtol, ev.atol):
                 return None
             seen.append(i)
-        return f"{text}: {D.leaf_name(path)} has one row more than the reference's (on {ev.cases[seen[0]].label}); " \
-               "its rows after the first are the reference's" if seen else None
+        return said("recognised.lead", text=text, what=said(
+            "recognised.one_more_row", leaf=D.leaf_name(path), case=ev.cases[seen[0]].label)) if seen else None
     return recognise
 
 
@@ -227,7 +231,8 @@ def left_at_zero(parts: tuple | None = None) -> D.Recogniser:
 def weights_not_summed(parts: tuple[str, ...] = ("Wx", "Wh", "bx", "bh")) -> D.Recogniser:
     """"shared-weight gradients not summed over time": the gradients of ``parts`` are one step's term
     (or a few steps') instead of the sum over t."""
-    return D.summed_over_time(parts, "not summed over time")
+    from seqlab.learn.words import said
+    return D.summed_over_time(parts, said("recognised.not_summed"))
 
 
 # BPE (choose_merge, train_bpe): the 256 single bytes, token id = byte
