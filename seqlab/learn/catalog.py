@@ -108,7 +108,13 @@ def from_folder(folder: Folder):
                "helpers": dict(r.get("helpers", {})), "solution": r.get("solution", ""), "doc_zh": doc_zh,
                "check_names": dict(r.get("check_names", {}))}
     return Exercise(folder.id, title, title_zh, r["signature"], doc, _reference(folder, module), module.cases,
-                    _mistakes(folder, module), returns=r.get("returns", ""), spec=spec, **code, **options)
+                    _mistakes(folder, module), returns=_returns(r.get("returns", "")), spec=spec, **code, **options)
+
+
+def _returns(value):
+    """The form of the output (``returns``): a text, or one in English and Chinese (``returns.en``, ``returns.zh``)."""
+    from seqlab.learn.words import Both
+    return Both(*_pair(value)) if isinstance(value, dict) else value
 
 
 @functools.cache

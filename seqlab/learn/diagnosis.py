@@ -451,8 +451,9 @@ def shifted(part, axis: int = 0, axis_name: str = "position", text: str = "") ->
             return None
         from seqlab.learn.words import said
         late = shifts.pop() > 0
+        along = axis_said(axis_name) if isinstance(axis_name, str) else axis_name
         return _lead(text, said("recognised.shifted_late" if late else "recognised.shifted_early",
-                                leaf=leaf_name(path), axis=axis_said(axis_name) if isinstance(axis_name, str) else axis_name))
+                                leaf=leaf_name(path), axis=along))
     return recognise
 
 

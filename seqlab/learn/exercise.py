@@ -229,7 +229,7 @@ class Exercise:
     cases: Callable[[], list[Case]]     # the calls checked: the exercise's own, then every Spec's (see below)
     mistakes: tuple[Mistake, ...] = ()
     compared: Callable[[Any], Any] = lambda out: out      # the part of the output that is checked
-    returns: str = ""                   # the form of the output, said when the student's has another
+    returns: Any = ""                   # the form of the output (a str or words.Both), said when it has another
     gradients: Callable[[Case], tuple[dict, Callable[[Any], dict]]] | None = None
     invariants: Callable[[Case, Any], str | None] | None = None
     relations: Callable[[list[Case], list], str | None] | None = None   # invariants across cases (causality)
@@ -520,7 +520,8 @@ def _evidence(exercise: Exercise, cases, calls, outputs, ref: Expected, report: 
         [dict(getattr(c, "extra", None) or {}) for c in calls],
         {c["name"]: c["message"] for c in report.checks if not c["passed"]},
         lambda implementation: ref.outputs_of(implementation)[1], ref.terms,
-        [c.error for c in calls], {c["name"]: from_json(c["said"]) for c in report.checks if not c["passed"] and "said" in c})
+        [c.error for c in calls],
+        {c["name"]: from_json(c["said"]) for c in report.checks if not c["passed"] and "said" in c})
 
 
 def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: list, expected: list,
