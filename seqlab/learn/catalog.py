@@ -58,7 +58,8 @@ def _mistakes(folder: Folder, module) -> tuple:
                               "a recogniser (RECOGNISERS) in check.py: nothing could name it")
         shared = words.get("shared")
         if shared:                        # words.toml's: shared = true (the same key) or the key, with {names} here
-            values = {k: v for k, v in words.items() if k != "shared" and isinstance(v, str)}
+            values = {k: v for k, v in words.items()
+                      if k != "shared" and (isinstance(v, str) or isinstance(v, dict) and "en" in v)}
             found.append(shared_mistake(key if shared is True else shared, recognise, implementation, key, **values))
             continue
         (title, title_zh), (fix, fix_zh) = _pair(words.get("title")), _pair(words.get("fix"))

@@ -188,10 +188,14 @@ def same_dtypes(part: Callable[[Any], Any] | None = None) -> Callable:
 def shared_mistake(key: str, recognise: Callable | None = None, implementation: Callable | None = None,
                    mistake_id: str | None = None, **values) -> Mistake:
     """A mistake whose words several exercises share (``words.toml``, ``mistakes.KEY``, its {names}
-    filled from ``values``), under the id ``mistake_id`` (default: the key); the entry's ``convention``
-    and ``accepted``, where it has them, name a valid other convention (see :class:`Mistake`)."""
-    from seqlab.learn.words import pair, table
-    title, fix, why = (pair(f"mistakes.{key}.{field}", **values) for field in ("title", "fix", "why"))
+    filled from ``values``: a text, or {"en": ..., "zh": ...}), under the id ``mistake_id`` (default: the
+    key); the entry's ``convention`` and ``accepted``, where it has them, name a valid other convention
+    (see :class:`Mistake`)."""
+    from seqlab.learn.words import say, table
+    given = {lang: {k: v if isinstance(v, str) else v.get(lang) or v["en"] for k, v in values.items()}
+             for lang in ("en", "zh")}
+    title, fix, why = (tuple(say(f"mistakes.{key}.{field}", lang, **given[lang]) for lang in ("en", "zh"))
+                       for field in ("title", "fix", "why"))
     other = table()["mistakes"][key]
     return Mistake(mistake_id or key, title[0], fix[0], implementation, recognise, title[1], fix[1], why,
                    other.get("convention"), bool(other.get("accepted", False)))
@@ -603,11 +607,11 @@ def _gradient_check(exercise: Exercise, cases, calls, own, ref: Expected) -> tup
         except Exception:  # noqa: BLE001 - the shapes check said what is missing
             return False, said("check.no_gradients", case=cases[i].label)
         for key, value in numeric.items():
-            found = compare.first_difference(value, got[key], f"gradient {key!r}", 1e-5, 1e-7)
+            found = compare.first_difference(value, got[key], repr(key), 1e-5, 1e-7)
             if found:
                 where, e, a = found
-                return False, said("check.gradient_vs_fd", case=cases[i].label, where=where, got=compare.show(a),
-                                   expected=compare.show(e))
+                return False, said("check.gradient_vs_fd", case=cases[i].label, where=said("check.gradient", where=where),
+                                   got=compare.show(a), expected=compare.show(e))
     return True, ""
 
 

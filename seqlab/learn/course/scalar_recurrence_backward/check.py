@@ -8,6 +8,9 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
 from seqlab.learn.kit import left_at_zero, not_float64, recurrence_cases, same
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
@@ -15,8 +18,8 @@ def cases() -> list[Case]:
 
 
 def _dtype_cases() -> list[Case]:
-    return [Case("xs of dtype float32", (0.5, np.array([1.0, 0.0, -1.0], dtype=np.float32)), {"h0": 0.0}),
-            Case("xs of integers", (0.9, np.array([2, -1, 0, 1])), {"h0": 0.5})]
+    return [Case(say("xs_float32"), (0.5, np.array([1.0, 0.0, -1.0], dtype=np.float32)), {"h0": 0.0}),
+            Case(say("xs_integers"), (0.9, np.array([2, -1, 0, 1])), {"h0": 0.5})]
 
 
 CHECKS = {"backward through tanh": Check(verify=same_values("xs", "h0")),
@@ -87,8 +90,8 @@ def h0_ignored(a, xs, h0=0.0):
 MUTANTS = {"h0_ignored": h0_ignored, "a_not_summed": a_not_summed, "no_tanh_derivative": no_tanh_derivative,
            "tanh_derivative_of_previous_state": tanh_derivative_of_previous_state,
            "a_term_uses_h_t": a_term_uses_h_t, "h0_without_last_factor": h0_without_last_factor}
-RECOGNISERS = {"a_not_summed": D.summed_over_time(("a",), "the gradient of a"),
+RECOGNISERS = {"a_not_summed": D.summed_over_time(("a",), say("gradient_of_a")),
                "h0_without_last_factor": D.factor_of(("h0",), lambda case: {"1/a": 1 / case.args[0]},
-                                                     "the gradient of h0"),
+                                                     say("gradient_of_h0")),
                "gradient_left_at_zero": left_at_zero(), "not_float64": not_float64()}
 axes = {"xs": ("time step",)}
