@@ -19,7 +19,7 @@ def cases() -> list[Case]:
 
 def _h0_none_cases() -> list[Case]:
     return [*rnn_sequence_cases(settings=((23, 3, 3, 4, 2),), h0=False),
-            *[Case("h0=None", c.args, {"h0": None})
+            *[Case(say("h0_none"), c.args, {"h0": None})
               for c in rnn_sequence_cases(settings=((24, 2, 2, 3, 2),), h0=False)]]
 
 
@@ -85,10 +85,10 @@ def h0_ignored(params, xs, h0=None):
 MUTANTS = {"state_not_carried": state_not_carried, "output_from_previous_state": output_from_previous_state,
            "recurrent_weight_transposed": recurrent_weight_transposed, "bias_left_out": bias_left_out,
            "sigmoid_instead_of_tanh": sigmoid_instead_of_tanh, "h0_ignored": h0_ignored}
-RECOGNISERS = {"state_not_carried": D.matches(state_not_carried, ("hs",), "own", "every step starts from h0"),
+RECOGNISERS = {"state_not_carried": D.matches(state_not_carried, ("hs",), "own", say("from_h0")),
                "bias_left_out": D.any_of(D.matches(output_bias_left_out, None, "own", say("no_by")),
                                          D.matches(both_biases_left_out, None, "own", say("no_b_nor_by"))),
-               "output_from_previous_state": D.shifted("ys", axis_name="time step", text="ys is one step late"),
-               "states_include_h0": one_more_row("hs", "h0 kept in front"),
+               "output_from_previous_state": D.shifted("ys", axis_name="time step", text=say("ys_late")),
+               "states_include_h0": one_more_row("hs"),
                "square_only": square_only(), "h0_none_not_handled": states_none(), "not_float64": not_float64()}
 axes = {"hs": ("time step", "hidden unit"), "ys": ("time step", "output")}
