@@ -8,7 +8,8 @@ import numpy as np
 from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
-from seqlab.learn.kit import copy_arrays, left_at_zero, not_float64, rnn_sequence_cases, same, square_only
+from seqlab.learn.kit import (copy_arrays, left_at_zero, not_float64, rnn_sequence_cases, same, square_only,
+                              weights_not_summed)
 from seqlab.learn.words import speaker
 
 say = speaker(__file__)
@@ -129,7 +130,7 @@ RECOGNISERS = {
     "future_not_transposed": D.matches(future_not_transposed, ("xs",), "own", say("not_transposed")),
     "future_term_without_tanh_derivative": D.matches(future_term_without_tanh_derivative, ("xs",), "own",
                                                      say("future_skips_tanh")),
-    "shared_weights_not_summed": D.summed_over_time(("Wx", "Wh", "b", "Wy", "by"), "not summed over time"),
+    "shared_weights_not_summed": weights_not_summed(("Wx", "Wh", "b", "Wy", "by")),
     "dh_last_ignored": D.failed_check("dh_last"),
     "Wy_gradient_transposed": D.transposed("Wy"),
     "gradient_left_at_zero": left_at_zero(), "square_only": square_only(), "not_float64": not_float64()}
