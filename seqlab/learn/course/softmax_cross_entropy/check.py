@@ -9,17 +9,17 @@ from seqlab.labs import rnn as _rnn
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, central_differences, same_dtypes, same_values
 from seqlab.learn.kit import float32, not_float64, rng
-from seqlab.learn.words import speaker
+from seqlab.learn.words import said, speaker
 
 say = speaker(__file__)
 
 
 def cases() -> list[Case]:
-    made = [Case("the worked example", (np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]), np.array([0, 1])), {},
+    made = [Case(said("cases.worked"), (np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]), np.array([0, 1])), {},
                  gradcheck=True)]
     for k, (seed, T, O) in enumerate(((2, 5, 5), (3, 6, 4)), 1):
         generator = rng(seed)
-        made.append(Case(f"random inputs {k}", (generator.normal(size=(T, O)) * 2, generator.integers(0, O, T)), {},
+        made.append(Case(said("cases.random", k=k), (generator.normal(size=(T, O)) * 2, generator.integers(0, O, T)), {},
                          gradcheck=True))
     return made
 
@@ -27,25 +27,25 @@ def cases() -> list[Case]:
 def _normalizer_cases() -> list[Case]:
     generator = rng(41)
     logits, targets = generator.normal(size=(4, 3)), generator.integers(0, 3, 4)
-    return [Case("normalizer=7", (logits, targets), {"normalizer": 7}),
-            Case("normalizer=1 (a sum)", (logits, targets), {"normalizer": 1}),
-            Case("normalizer=None (the mean)", (logits, targets), {"normalizer": None})]
+    return [Case(say("normalizer_7"), (logits, targets), {"normalizer": 7}),
+            Case(say("normalizer_1"), (logits, targets), {"normalizer": 1}),
+            Case(say("normalizer_none"), (logits, targets), {"normalizer": None})]
 
 
 def _large_cases() -> list[Case]:
-    return [Case("logits near 1000 and -1000", (np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),
+    return [Case(say("large"), (np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),
                                                 np.array([1, 2])))]
 
 
 def _far_below_cases() -> list[Case]:
     """A target 900 below its row's maximum: its probability exp(-900) rounds to 0 in float64."""
-    return [Case("a target 900 below its row's maximum", (np.array([[0.0, 900.0, 3.0], [2.0, 1.0, 0.0]]), np.array([0, 1])))]
+    return [Case(say("far_below"), (np.array([[0.0, 900.0, 3.0], [2.0, 1.0, 0.0]]), np.array([0, 1])))]
 
 
 CHECKS = {"probabilities": Check(verify=same_values(2)), "loss": Check(verify=same_values(0)),
           "normalizer": Check(_normalizer_cases), "large logits": Check(_large_cases),
           "target far below the maximum": Check(_far_below_cases),
-          "float64": Check(lambda: [Case("float32 logits", float32(cases()[1].args, 0))], same_dtypes())}
+          "float64": Check(lambda: [Case(say("float32"), float32(cases()[1].args, 0))], same_dtypes())}
 
 
 def gradients(case):
@@ -108,9 +108,9 @@ def gradient_sign(logits, targets, normalizer=None):
 MUTANTS = {"divided_twice": divided_twice, "wrong_softmax_axis": wrong_softmax_axis, "not_averaged": not_averaged,
            "gradient_not_divided": gradient_not_divided, "gradient_sign": gradient_sign}
 RECOGNISERS = {
-    "divided_twice": D.factor_of((1,), lambda c: {"1/normalizer": 1 / _normalizer(c)}, "dlogits divided twice"),
-    "wrong_softmax_axis": D.normalised_along(2, 0, "column (over the rows)", "probs normalised over the wrong axis"),
-    "not_averaged": D.factor_of((0, 1), lambda c: {"normalizer": _normalizer(c)}, "loss and dlogits summed",
+    "divided_twice": D.factor_of((1,), lambda c: {"1/normalizer": 1 / _normalizer(c)}, say("divided_twice")),
+    "wrong_softmax_axis": D.normalised_along(2, 0, say("column_over_rows"), say("wrong_axis")),
+    "not_averaged": D.factor_of((0, 1), lambda c: {"normalizer": _normalizer(c)}, say("summed"),
                                 every_part=True),
     "gradient_not_divided": D.factor_of((1,), lambda c: {"normalizer": _normalizer(c)}, say("gradient_only")),
     "gradient_sign": D.factor_of((1,), lambda c: {"-1": -1.0}, "dlogits"),
