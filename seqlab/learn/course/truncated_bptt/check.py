@@ -84,10 +84,10 @@ MUTANTS = {"h0_ignored": h0_ignored, "divided_by_T_twice": divided_by_T_twice, "
            "h0_gradient_from_every_chunk": h0_gradient_from_every_chunk}
 RECOGNISERS = {
     "divided_by_T_twice": D.factor_of((0, (1, "Wx"), (1, "Wh"), (1, "b"), (1, "Wy"), (1, "by"), (1, "xs"), (1, "h0")),
-                                      lambda c: {"1/T": 1 / len(c.args[1])}, "loss and gradients"),
+                                      lambda c: {"1/T": 1 / len(c.args[1])}, say("loss_and_gradients")),
     "gradient_crosses_chunks": D.matches(gradient_crosses_chunks, tuple((1, k) for k in ("Wx", "Wh", "b", "xs", "h0")),
                                          "all", say("full_backward")),
-    "state_reset_each_chunk": D.matches(state_reset_each_chunk, (2,), "own", "each chunk starts from h0"),
+    "state_reset_each_chunk": D.matches(state_reset_each_chunk, (2,), "own", say("chunks_from_h0")),
     "h0_gradient_from_every_chunk": D.matches(h0_gradient_from_every_chunk, ((1, "h0"),), "own"),
     "carry_state_ignored": D.failed_check("carry_state=False"),
     "uneven_chunks": D.failed_check("uneven chunks", raises=True),
