@@ -8,36 +8,36 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_values
 from seqlab.learn.kit import rng
-from seqlab.learn.words import speaker
+from seqlab.learn.words import said, speaker
 
 say = speaker(__file__)
 
 
 def cases() -> list[Case]:
     generator = rng(3)
-    return [Case("the worked example", (np.array([3.0, 4.0]), 2.0)),
-            Case("random inputs 1", ([generator.normal(size=(3, 2)) * 4, generator.normal(size=5) * 4], 1.5)),
-            Case("random inputs 2", ([np.array([10.0, 0.1]), np.array([0.2, -0.3])], 1.0))]
+    return [Case(said("cases.worked"), (np.array([3.0, 4.0]), 2.0)),
+            Case(said("cases.random", k=1), ([generator.normal(size=(3, 2)) * 4, generator.normal(size=5) * 4], 1.5)),
+            Case(said("cases.random", k=2), ([np.array([10.0, 0.1]), np.array([0.2, -0.3])], 1.0))]
 
 
 def _below_cases() -> list[Case]:
     generator = rng(61)
-    return [Case("a list under the threshold", ([generator.normal(size=4) * 0.1, generator.normal(size=(2, 2)) * 0.1],
+    return [Case(say("list_under"), ([generator.normal(size=4) * 0.1, generator.normal(size=(2, 2)) * 0.1],
                                                 5.0)),
-            Case("an array exactly at the threshold", (np.array([0.6, 0.8]), 1.0))]
+            Case(say("array_at"), (np.array([0.6, 0.8]), 1.0))]
 
 
 def _form_cases() -> list[Case]:
     generator = rng(62)
-    return [Case("one 2-D array", (generator.normal(size=(3, 4)) * 3, 2.0)),
-            Case("a list of one array", ([generator.normal(size=3) * 3], 1.0)),
-            Case("a list of three arrays", ([generator.normal(size=2), generator.normal(size=(2, 3)),
+    return [Case(say("one_array"), (generator.normal(size=(3, 4)) * 3, 2.0)),
+            Case(say("list_of_one"), ([generator.normal(size=3) * 3], 1.0)),
+            Case(say("list_of_three"), ([generator.normal(size=2), generator.normal(size=(2, 3)),
                                              generator.normal(size=1)], 0.5))]
 
 
 def _zero_cases() -> list[Case]:
-    return [Case("all-zero gradients", ([np.zeros(3), np.zeros((2, 2))], 1.0)),
-            Case("an all-zero array", (np.zeros(4), 0.5))]
+    return [Case(say("all_zero"), ([np.zeros(3), np.zeros((2, 2))], 1.0)),
+            Case(say("zero_array"), (np.zeros(4), 0.5))]
 
 
 CHECKS = {"below the threshold": Check(_below_cases), "form": Check(_form_cases),
@@ -51,12 +51,12 @@ def invariants(case, out):
     originals = [grads] if isinstance(grads, np.ndarray) else list(grads)
     norm = float(np.sqrt(sum(np.sum(np.asarray(a, dtype=float) ** 2) for a in arrays)))
     if norm > threshold * (1 + 1e-9):
-        return f"the clipped gradients have global norm {norm:.6g} > threshold {threshold}"
+        return say("norm_above", norm=f"{norm:.6g}", threshold=f"{threshold}")
     flat = np.concatenate([np.ravel(a) for a in arrays]).astype(float)
     before = np.concatenate([np.ravel(a) for a in originals]).astype(float)
     factor = float(flat @ before / (before @ before)) if before.any() else 1.0
     if not np.allclose(flat, factor * before, rtol=1e-9, atol=1e-12):
-        return "the clipped gradients point in another direction: every entry must be scaled by the same factor"
+        return say("other_direction")
     return None
 
 
