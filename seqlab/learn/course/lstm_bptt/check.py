@@ -10,6 +10,9 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
 from seqlab.learn import kit
 from seqlab.learn.kit import lstm_params, not_float64, seeded_cases, square_only, states_none
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def cases(settings=((0, 3, 3, 3), (1, 4, 2, 3), (2, 5, 4, 2)), dcs=False, states=True, float32=False) -> list[Case]:
@@ -79,9 +82,9 @@ MUTANTS = {"no_cell_gradient_from_future": no_cell_gradient_from_future, "no_fut
            "tanh_derivative_of_cell_missing": tanh_derivative_of_cell_missing, "h0_ignored": h0_ignored}
 RECOGNISERS = {
     "no_cell_gradient_from_future": D.matches(no_cell_gradient_from_future, ("xs",), "own",
-                                              "the cell state's gradient from step t+1 is missing"),
+                                              say("no_cell_future")),
     "no_future_gradient": D.matches(no_future_gradient, ("xs",), "own",
-                                    "the hidden state's gradient from step t+1 is missing"),
+                                    say("no_future")),
     "weights_not_summed": kit.weights_not_summed(), "gradient_left_at_zero": kit.left_at_zero(),
     "square_only": square_only(), "dcs_ignored": D.failed_check("dcs"), "states_none_not_handled": states_none("h0 and c0 None"),
     "not_float64": not_float64()}
