@@ -7,20 +7,23 @@ import numpy as np
 
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_values
+from seqlab.learn.words import said, speaker
+
+say = speaker(__file__)
 
 
 def cases() -> list[Case]:
-    return [Case("the worked example", (3,)), Case("random inputs 1", (4,)), Case("random inputs 2", (6,))]
+    return [Case(said("cases.worked"), (3,)), Case(said("cases.random", k=1), (4,)), Case(said("cases.random", k=2), (6,))]
 
 
 def invariants(case, out):
     n = case.args[0]
     count = int(np.asarray(out).sum())
-    return None if count == n * (n + 1) // 2 else f"{count} entries visible for n={n}; a causal mask shows n(n+1)/2 = {n * (n + 1) // 2}"
+    return None if count == n * (n + 1) // 2 else say("count", count=count, n=n, total=n * (n + 1) // 2)
 
 
 CHECKS = {"rows are queries": Check(verify=same_values()),
-          "sizes": Check(lambda: [Case("n = 1", (1,)), Case("n = 50", (50,))])}
+          "sizes": Check(lambda: [Case(say("n_1"), (1,)), Case(say("n_50"), (50,))])}
 axes = {"": ("query row", "key")}
 
 
@@ -45,12 +48,12 @@ def _numbers_not_bool(ev):
             return None
         if not np.array_equal(raw != 0, ev.expected[i]):
             return None
-    return f"the output holds numbers of dtype {ev.raw[ev.own()[0]].dtype}, 1 where the mask is True"
+    return say("numbers", dtype=str(ev.raw[ev.own()[0]].dtype))
 
 
 MUTANTS = {"current_position_excluded": current_position_excluded,
            "one_future_position_included": one_future_position_included, "transposed": transposed}
-RECOGNISERS = {"current_position_excluded": D.diagonal_offset((), "the diagonal is missing"),
-               "one_future_position_included": D.diagonal_offset((), "one future position visible"),
+RECOGNISERS = {"current_position_excluded": D.diagonal_offset((), say("no_diagonal")),
+               "one_future_position_included": D.diagonal_offset((), say("one_future")),
                "transposed": D.transposed(()), "numbers_not_bool": _numbers_not_bool,
                "fixed_size": D.failed_check("sizes", raises=True)}
