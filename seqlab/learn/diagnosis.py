@@ -282,6 +282,11 @@ def _joined(parts: list, key: str):
     return joined
 
 
+def listed(items: list):
+    """``items`` (case labels, names) joined with ", " in words said later (Chinese: "、")."""
+    return _joined(list(items), "describe.listed")
+
+
 def axes_of(exercise, path: Path) -> tuple:
     """The names the exercise gives the axes of the leaf at ``path`` (by its last key or index)."""
     axes = getattr(exercise, "axes", None) or {}

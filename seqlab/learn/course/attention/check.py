@@ -8,54 +8,54 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes, same_values
 from seqlab.learn.kit import float32, not_float64, rng, square_only
-from seqlab.learn.words import speaker
+from seqlab.learn.words import said, speaker
 
 say = speaker(__file__)
 
 
 def cases() -> list[Case]:
     r = rng(4)
-    return [Case("the worked example", (np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0]))),
-            Case("random inputs 1", (r.normal(size=(3, 4)) * 2, r.normal(size=(5, 4)) * 2, r.normal(size=(5, 3)))),
-            Case("random inputs 2 (a mask per query)", (r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))),
+    return [Case(said("cases.worked"), (np.array([1.0, 0.0]), np.eye(2), np.array([2.0, 10.0]))),
+            Case(said("cases.random", k=1), (r.normal(size=(3, 4)) * 2, r.normal(size=(5, 4)) * 2, r.normal(size=(5, 3)))),
+            Case(say("random_2_mask"), (r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))),
                  {"mask": np.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 1], [1, 0, 0, 1]], dtype=bool)})]
 
 
 def _mask_cases():
     r = rng(71)
-    return [Case("a key mask (m,) for 3 queries", (r.normal(size=(3, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 2))),
+    return [Case(say("key_mask"), (r.normal(size=(3, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 2))),
                  {"mask": np.array([True, False, True, True, False])}),
-            Case("a causal mask (n, m)", (r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=4)),
+            Case(say("causal_mask"), (r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=4)),
                  {"mask": np.tril(np.ones((4, 4), bool))}),
-            Case("one query with a key mask", (r.normal(size=3), r.normal(size=(4, 3)), r.normal(size=(4, 2))),
+            Case(say("one_query_masked"), (r.normal(size=3), r.normal(size=(4, 3)), r.normal(size=(4, 2))),
                  {"mask": np.array([False, True, True, False])})]
 
 
 def _fully_masked_cases():
     r = rng(72)
-    return [Case("row 1 fully masked", (r.normal(size=(3, 4)), r.normal(size=(4, 4)), r.normal(size=(4, 2))),
+    return [Case(say("row_1_masked"), (r.normal(size=(3, 4)), r.normal(size=(4, 4)), r.normal(size=(4, 2))),
                  {"mask": np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 1]], dtype=bool)}),
-            Case("every key masked for one query", (r.normal(size=2), r.normal(size=(3, 2)), r.normal(size=3)),
+            Case(say("all_keys_masked"), (r.normal(size=2), r.normal(size=(3, 2)), r.normal(size=3)),
                  {"mask": np.zeros(3, dtype=bool)})]
 
 
 def _large_cases():
     r = rng(73)
     q, k = r.normal(size=(2, 4)) * 30, r.normal(size=(3, 4)) * 30
-    return [Case("scores near 1000", (q, k, r.normal(size=(3, 2)))),
-            Case("scores near 1000 with a mask", (q, k, r.normal(size=3)), {"mask": np.array([[1, 0, 1], [0, 1, 1]], bool)})]
+    return [Case(say("large"), (q, k, r.normal(size=(3, 2)))),
+            Case(say("large_masked"), (q, k, r.normal(size=3)), {"mask": np.array([[1, 0, 1], [0, 1, 1]], bool)})]
 
 
 def _single_cases():
     r = rng(74)
-    return [Case("one query, values (m, dv)", (r.normal(size=3), r.normal(size=(4, 3)), r.normal(size=(4, 2)))),
-            Case("one query, values (m,)", (r.normal(size=2), r.normal(size=(5, 2)), r.normal(size=5)))]
+    return [Case(say("one_query_matrix"), (r.normal(size=3), r.normal(size=(4, 3)), r.normal(size=(4, 2)))),
+            Case(say("one_query_vector"), (r.normal(size=2), r.normal(size=(5, 2)), r.normal(size=5)))]
 
 
 def _sizes_cases():
     r = rng(75)
-    return [Case("n=1 (2-D), m=6, d=5, dv=1", (r.normal(size=(1, 5)), r.normal(size=(6, 5)), r.normal(size=(6, 1)))),
-            Case("n=5, m=2, d=3, dv=4", (r.normal(size=(5, 3)), r.normal(size=(2, 3)), r.normal(size=(2, 4))))]
+    return [Case(say("sizes_1"), (r.normal(size=(1, 5)), r.normal(size=(6, 5)), r.normal(size=(6, 1)))),
+            Case(say("sizes_2"), (r.normal(size=(5, 3)), r.normal(size=(2, 3)), r.normal(size=(2, 4))))]
 
 
 def compared(out):
@@ -69,10 +69,10 @@ def invariants(case, out):
     rows = weights.sum(axis=-1)
     bad = np.flatnonzero(visible.any(axis=-1) & ~np.isclose(rows, 1.0))
     if bad.size:
-        return f"weights row {int(bad[0])} sums to {rows[bad[0]]:.6g}; each row of attention weights must sum to 1"
+        return say("row_sum", row=int(bad[0]), total=f"{rows[bad[0]]:.6g}")
     if np.any(weights[~visible] != 0):
         i, j = map(int, np.argwhere((weights != 0) & ~visible)[0])
-        return f"weights[{i}, {j}] = {weights[i, j]:.3g} but that key is masked: masked positions get weight exactly 0"
+        return say("masked_weight", i=i, j=j, weight=f"{weights[i, j]:.3g}")
     return None
 
 
@@ -80,7 +80,7 @@ CHECKS = {"scores": Check(verify=same_values("scores")), "weights": Check(verify
           "output": Check(verify=same_values("output")), "mask shapes": Check(_mask_cases),
           "fully masked rows": Check(_fully_masked_cases), "large scores": Check(_large_cases),
           "one query": Check(_single_cases), "sizes": Check(_sizes_cases),
-          "float64": Check(lambda: [Case("float32 inputs", float32(cases()[1].args, 0, 1, 2))],
+          "float64": Check(lambda: [Case(say("float32"), float32(cases()[1].args, 0, 1, 2))],
                            same_dtypes(lambda out: {k: out[k] for k in ("scores", "weights", "output")}))}
 axes = {"scores": ("query row", "key"), "weights": ("query row", "key"), "output": ("query row", "value column")}
 
@@ -162,7 +162,7 @@ def _one_query_kept_2d(ev):
         if weights.shape != (1, *np.shape(ev.expected[i]["weights"])):
             return None
         seen.append(case.label)
-    return f"on {', '.join(seen[:3])} the weights have shape (1, m), not (m,)" if seen else None
+    return say("kept_2d", cases=D.listed(seen[:3])) if seen else None
 
 
 def _fully_masked_rows(ev, how):
@@ -185,19 +185,18 @@ def _fully_masked_rows(ev, how):
         if not fits:
             return None
         seen.append(case.label)
-    return f"on {', '.join(seen)} the fully masked rows get {'NaN' if how == 'NaN' else 'uniform'} weights" if seen else None
+    return say("fully_nan" if how == "NaN" else "fully_uniform", cases=D.listed(seen)) if seen else None
 
 
 MUTANTS = {"softmax_over_queries": softmax_over_queries, "missing_scale": missing_scale, "divided_by_d": divided_by_d,
            "mask_after_softmax": mask_after_softmax, "mask_inverted": mask_inverted, "mask_ignored": mask_ignored,
            "masked_scores_as_inf": masked_scores_as_inf}
 RECOGNISERS = {
-    "softmax_over_queries": D.normalised_along("weights", 0, "column (over the queries)",
-                                               "weights normalised over the queries"),
+    "softmax_over_queries": D.normalised_along("weights", 0, say("column_over_queries"), say("over_queries")),
     "missing_scale": D.factor_of(("scores",), lambda c: {"sqrt(d_k)": np.sqrt(np.shape(c.args[0])[-1])},
-                                 "the scores are not scaled"),
+                                 say("not_scaled")),
     "divided_by_d": D.factor_of(("scores",), lambda c: {"1/sqrt(d_k)": 1 / np.sqrt(np.shape(c.args[0])[-1])},
-                                "divided by d_k"),
+                                say("divided_by_d")),
     "mask_inverted": D.matches(mask_inverted_without_a_mask_too, None, "all", say("inverted_everywhere")),
     "mask_ignored": D.matches(mask_ignored, ("scores", "weights", "output"), "all", say("mask_ignored")),
     "square_only": square_only("sizes"),
