@@ -88,8 +88,8 @@ def _sqrt_d(case):
 MUTANTS = {"missing_scale": missing_scale, "scaled_twice": scaled_twice,
            "softmax_jacobian_diagonal_only": softmax_jacobian_diagonal_only,
            "values_gradient_not_transposed": values_gradient_not_transposed}
-RECOGNISERS = {"missing_scale": D.factor_of(("q", "keys"), lambda c: {"sqrt(d)": _sqrt_d(c)}, "q and keys"),
-               "scaled_twice": D.factor_of(("q", "keys"), lambda c: {"1/sqrt(d)": 1 / _sqrt_d(c)}, "q and keys"),
+RECOGNISERS = {"missing_scale": D.factor_of(("q", "keys"), lambda c: {"sqrt(d)": _sqrt_d(c)}, say("q_and_keys")),
+               "scaled_twice": D.factor_of(("q", "keys"), lambda c: {"1/sqrt(d)": 1 / _sqrt_d(c)}, say("q_and_keys")),
                "softmax_jacobian_diagonal_only": D.matches(jacobian_diagonal, ("q", "keys"), "own", say("diagonal")),
                "gradient_left_at_zero": left_at_zero(),
                "square_only": square_only("sizes"), "mask_ignored": D.failed_check("mask"),
