@@ -282,9 +282,10 @@ def _joined(parts: list, key: str):
     return joined
 
 
-def listed(items: list):
-    """``items`` (case labels, names) joined with ", " in words said later (Chinese: "、")."""
-    return _joined(list(items), "describe.listed")
+def listed(items: list, key: str = "describe.listed"):
+    """``items`` (case labels, names) joined with ", " in words said later (Chinese: "、"), or with
+    the text ``key`` ("describe.joined": "; ")."""
+    return _joined(list(items), key)
 
 
 def axes_of(exercise, path: Path) -> tuple:

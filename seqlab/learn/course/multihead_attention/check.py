@@ -134,10 +134,10 @@ def _heads_in_order(reversed_only: bool):
             order = _head_order(ev, i)
             if order is None or order == sorted(order) or reversed_only and order != sorted(order)[::-1]:
                 return None
-            seen.append(f"{ev.cases[i].label}: [{', '.join(map(str, order))}]")
+            seen.append(say("case_order", case=ev.cases[i].label, order=", ".join(map(str, order))))
         if not seen:
             return None
-        return say("head_order", orders="; ".join(seen))
+        return say("head_order", orders=D.listed(seen, "describe.joined"))
     return recognise
 
 
