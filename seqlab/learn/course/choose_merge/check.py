@@ -8,7 +8,7 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit import SINGLE_BYTES, rng
-from seqlab.learn.words import speaker
+from seqlab.learn.words import said, speaker
 
 say = speaker(__file__)
 
@@ -17,41 +17,41 @@ def cases() -> list[Case]:
     o = ord
     worked = {(o("e"), o("s")): 9, (o("s"), o("t")): 9, (o("l"), o("o")): 7, (o("o"), o("w")): 7, (o("w"), o("e")): 8}
     r = rng(5)
-    made = [Case("the worked example", (worked, SINGLE_BYTES))]
+    made = [Case(said("cases.worked"), (worked, SINGLE_BYTES))]
     for k in (1, 2):
         letters = [o(c) for c in "abcdefgh"]
         counts = {}
         for _ in range(12):
             pair = (int(r.choice(letters)), int(r.choice(letters)))
             counts[pair] = int(r.integers(1, 4))
-        made.append(Case(f"random inputs {k}", (counts, SINGLE_BYTES)))
+        made.append(Case(said("cases.random", k=k), (counts, SINGLE_BYTES)))
     return made
 
 
 def _tie_cases():
     o = ord
-    return [Case("a tie decided by the right token", ({(o("a"), o("b")): 3, (o("a"), o("c")): 3, (o("b"), o("a")): 2}, SINGLE_BYTES)),
-            Case("a tie decided by the left token", ({(o("z"), o("a")): 5, (o("b"), o("z")): 5, (o("y"), o("y")): 5}, SINGLE_BYTES))]
+    return [Case(say("tie_right"), ({(o("a"), o("b")): 3, (o("a"), o("c")): 3, (o("b"), o("a")): 2}, SINGLE_BYTES)),
+            Case(say("tie_left"), ({(o("z"), o("a")): 5, (o("b"), o("z")): 5, (o("y"), o("y")): 5}, SINGLE_BYTES))]
 
 
 def _longer_cases():
     o = ord
     extended = SINGLE_BYTES + [b"ab", b"bc", b"a", b"aa"]   # 256..259 (258: a longer id for a short token)
-    return [Case("ids above 255: a high id for a small token", ({(258, o("z")): 4, (o("y"), o("z")): 4}, extended)),
-            Case("ids above 255: the same bytes joined", ({(o("a"), 257): 3, (256, o("c")): 3}, extended)),
+    return [Case(say("high_id"), ({(258, o("z")): 4, (o("y"), o("z")): 4}, extended)),
+            Case(say("same_joined"), ({(o("a"), 257): 3, (256, o("c")): 3}, extended)),
             # the pair (aa, a) is the greater, the joined bytes b"az" are: whatever order the tie is met in
-            Case("ids above 255: the pair and the joined bytes disagree", ({(o("a"), o("z")): 2, (259, o("a")): 2}, extended))]
+            Case(say("disagree"), ({(o("a"), o("z")): 2, (259, o("a")): 2}, extended))]
 
 
 def _dict_cases():
     o = ord
     some = {o("b"): b"b", o("x"): b"x", o("e"): b"e", 300: b"a", 301: b"zz"}     # only the ids that occur
-    return [Case("token_bytes a dict of the ids that occur", ({(300, o("x")): 2, (o("b"), o("x")): 2, (o("e"), 301): 1}, some))]
+    return [Case(say("dict"), ({(300, o("x")): 2, (o("b"), o("x")): 2, (o("e"), 301): 1}, some))]
 
 
 def _a_tuple_of_ints(case, out, ref, extra):
     if type(out) is not tuple or len(out) != 2 or not all(isinstance(i, (int, np.integer)) for i in out):
-        return f"returned {out!r} (a {type(out).__name__}); the pair must be a tuple of two ints"
+        return say("not_tuple", out=repr(out), kind=type(out).__name__)
     return None
 
 
@@ -96,7 +96,7 @@ def _greatest_joined(ev):
             return None
         if ev.wrong(i, ()):
             wrong.append(ev.cases[i].label)
-    return say("greatest_joined", cases=", ".join(wrong)) if wrong else None
+    return say("greatest_joined", cases=D.listed(wrong)) if wrong else None
 
 
 RECOGNISERS = {"concatenation_compared": _greatest_joined, "not_a_tuple": D.failed_check("a tuple", alone=False),
