@@ -7,6 +7,9 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.child.plain_data import InputFile
 from seqlab.learn.exercise import Case, Check, same_values
 from seqlab.learn.kit import SINGLE_BYTES, rng
+from seqlab.learn.words import said, speaker
+
+say = speaker(__file__)
 
 # the worked corpus (the lesson and its figures use it too)
 CORPUS = ("low low low low low lower lower widest widest widest newest newest newest newest newest newest"
@@ -34,8 +37,8 @@ def cases() -> list[Case]:
     r = rng(6)
     words = ["the", "cat", "sat", "on", "mat", "a", "hat"]
     other = "<|endoftext|>".join(" ".join(r.choice(words, 8)) for _ in range(30))
-    return [Case("the worked example", (_file("worked", CORPUS), 256 + 1 + 12, ["<|endoftext|>"])),
-            Case("random inputs 1", (_file("random", other), 256 + 1 + 10, ["<|endoftext|>"]))]
+    return [Case(said("cases.worked"), (_file("worked", CORPUS), 256 + 1 + 12, ["<|endoftext|>"])),
+            Case(said("cases.random", k=1), (_file("random", other), 256 + 1 + 10, ["<|endoftext|>"]))]
 
 
 def compared(out):
@@ -50,32 +53,32 @@ def _vocab_order(case, out, ref, extra):
     specials = [s.encode("utf-8") for s in case.args[2]]
     k = len(specials)
     if [vocab.get(i) for i in range(k)] != specials:
-        return f"ids 0..{k - 1} are {[vocab.get(i) for i in range(k)]}, expected the special tokens {specials}"
+        return say("first_ids", last=k - 1, got=str([vocab.get(i) for i in range(k)]), specials=str(specials))
     if sorted(vocab.get(i, b"") for i in range(k, k + 256)) != SINGLE_BYTES:
-        return f"ids {k}..{k + 255} are not the 256 single bytes"
+        return say("not_bytes", first=k, last=k + 255)
     joined = [vocab.get(k + 256 + n) for n in range(len(merges))]
     if joined != [bytes(a) + bytes(b) for a, b in merges]:
-        return f"the ids after the bytes are not the merged tokens in the order learned: {joined[:4]}..."
+        return say("not_merged", joined=str(joined[:4]))
     return None
 
 
 def _size(case, out, ref, extra):
     size = case.args[1]
-    return None if len(out[0]) == size else f"the vocabulary has {len(out[0])} entries, expected vocab_size = {size}"
+    return None if len(out[0]) == size else say("size", n=len(out[0]), size=size)
 
 
 CHECKS = {
-    "special tokens split": Check(lambda: [Case("short documents between special tokens", (
+    "special tokens split": Check(lambda: [Case(say("short_documents"), (
         _file("specials", "hi<|endoftext|>" * 40 + "hello hill"), 256 + 2 + 6, ["<|endoftext|>", "<pad>"]))]),
-    "pre-tokenized": Check(lambda: [Case("the same two words many times", (
+    "pre-tokenized": Check(lambda: [Case(say("same_words"), (
         _file("words", "ab ab ab ab ab ab cd cd"), 256 + 1 + 5, ["<|endoftext|>"]))]),
-    "ties": Check(lambda: [Case("equally frequent pairs", (_file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, [])),
+    "ties": Check(lambda: [Case(say("equal_pairs"), (_file("ties", "ab xy ab xy cd ab cd xy"), 256 + 0 + 4, [])),
                            # after (a, a): (aa, a), (a, z) and (' ', aa) tie; the pair (aa, a) is the greatest,
                            # the joined bytes b"az" are
-                           Case("a tie that the pairs and the joined bytes break apart", (
+                           Case(say("tie_apart"), (
                                _file("joined ties", "az aaa"), 256 + 0 + 3, []))]),
     "vocab size": Check(verify=_size),
-    "no special tokens": Check(lambda: [Case("no special tokens", (
+    "no special tokens": Check(lambda: [Case(say("no_specials"), (
         _file("plain", "the cat sat on the mat; the hat sat on the cat"), 256 + 8, []))]),
     "vocab order": Check(verify=_vocab_order),
     "merges in order": Check(verify=same_values("merges", part=compared))}
@@ -187,7 +190,7 @@ def _merged_inside_special_tokens(ev):
         inside = [t for t in _learned(ev, i) or () if len(t) > 1 and t.decode("utf-8", "replace") not in rest
                   and any(t.decode("utf-8", "replace") in s for s in specials)]
         if inside:
-            return f"on {ev.cases[i].label} it learned {inside[0]!r}, a piece of a special token's text"
+            return say("inside_special", case=ev.cases[i].label, token=repr(inside[0]))
     return None
 
 
@@ -197,7 +200,7 @@ def _spans_pretokens(ev):
     for i in ev.usable("all"):
         crossing = [t for t in _learned(ev, i) or () if len(gpt2_pretokenize(t.decode("utf-8", "replace"))) > 1]
         if crossing:
-            return f"on {ev.cases[i].label} it learned {crossing[0]!r}, which spans two pre-tokens"
+            return say("spans", case=ev.cases[i].label, token=repr(crossing[0]))
     return None
 
 
@@ -216,8 +219,7 @@ def _vocab_size_off(ev):
             off.append(i)
     if not off:
         return None
-    return f"on {ev.cases[off[0]].label} the vocabulary has {len(ev.raw[off[0]][0])} entries, " \
-           f"expected {ev.cases[off[0]].args[1]}"
+    return say("size_off", case=ev.cases[off[0]].label, n=len(ev.raw[off[0]][0]), size=ev.cases[off[0]].args[1])
 
 
 def _specials_not_first(ev):
@@ -230,7 +232,7 @@ def _specials_not_first(ev):
             return None
         where = {t: i for i, t in vocab.items()}
         if specials and all(t in where for t in specials) and [where[t] for t in specials] != list(range(len(specials))):
-            return f"the special tokens have ids {[where[t] for t in specials]} on {ev.cases[i].label}"
+            return say("specials_at", ids=str([where[t] for t in specials]), case=ev.cases[i].label)
     return None
 
 
