@@ -176,7 +176,7 @@ def _task(step, lang: str, show: bool, ws: str = "") -> dict:
     if step.kind == "implement":
         from seqlab.learn.catalog import exercise
         ex = exercise(step.id)
-        first, _, rest = ex.doc.strip("\n").partition("\n")
+        first, _, rest = (ex.doc_zh if lang == "zh" and ex.doc_zh else ex.doc).strip("\n").partition("\n")
         doc = (first.strip() + "\n" + textwrap.dedent(rest)).strip("\n")     # the docstring as the stub shows it
         return {"type": "implement", "id": step.id, "signature": ex.signature, "doc": doc,
                 "title": ex.title_zh if lang == "zh" else ex.title,

@@ -1,0 +1,72 @@
+"""The student's flow under --lang zh says no English sentence: seqlab learn, show, start, hint, check on a
+wrong and a right file, answer on a Trace step. Code, identifiers, numbers, file paths, commands, quoted
+titles and what the student's own code printed may stay as they are; three English words in a row may not."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from seqlab.cli import main
+from tests.learn.students import write_student
+
+# what may stay as it is: `code`, "quoted titles", “quoted”, commands, paths and addresses, identifiers
+_KEPT = [re.compile(p) for p in (
+    r"`[^`]*`", r'"[^"]*"', r"“[^”]*”", r"seqlab learn[^，。；：）\n]*", r"python -m pytest[^，。；：）\n]*",
+    r"https?://\S+", r"\S*/\S*", r"\S+\.py\b", r"\b\w*_\w*\b", r"\b\w+\([^()]*\)",
+)]
+_SENTENCE = re.compile(r"\b[A-Za-z]{2,}(?: [A-Za-z]{2,}){2,}\b")
+
+
+def english_sentences(text: str) -> list[str]:
+    """Runs of three or more English words in ``text`` once code, titles, commands and names are set aside."""
+    for kept in _KEPT:
+        text = kept.sub(" ", text)
+    return _SENTENCE.findall(text)
+
+
+def test_the_detector_finds_an_english_line_added_to_a_chinese_message():
+    said = "  诊断：Wh 被转置了\n    课程的约定是 Wh @ h_prev（Wh 的每一行产生新隐藏状态的一个分量），不是 Wh.T @ h_prev\n"
+    assert english_sentences(said) == []
+    mutant = said + "    every checked value is what this mistake gives\n"
+    assert english_sentences(mutant) == ["every checked value is what this mistake gives"]
+    assert english_sentences("运行：seqlab learn check rnn_step --lang zh，见 `np.tanh(z)` 与 seqlab-learn/rnn_step.py") == []
+
+
+WRONG = "import numpy as np\n\n\ndef rnn_step(params, x, h_prev):\n    return np.tanh(params['Wh'].T @ h_prev + params['Wx'] @ x + params['b'])\n"
+RIGHT = "import numpy as np\n\n\ndef rnn_step(params, x, h_prev):\n    return np.tanh(params['Wh'] @ h_prev + params['Wx'] @ x + params['b'])\n"
+
+
+@pytest.fixture
+def flow(tmp_path, capsys):
+    ws = tmp_path / "ws"
+    said: dict[str, str] = {}
+
+    def run(label: str, *argv: str) -> int:
+        code = main(["learn", *argv, "--lang", "zh", "--workspace", str(ws)])
+        out = capsys.readouterr()
+        said[label] = out.out + out.err
+        return code
+    return ws, run, said
+
+
+def test_a_student_s_flow_in_chinese_holds_no_english_sentence(flow):
+    ws, run, said = flow
+    assert run("path") == 0
+    assert run("show", "show", "rnn_step") == 0
+    assert run("start", "start", "rnn_step") == 0
+    stub = (ws / "rnn_step.py").read_text(encoding="utf-8")
+    said["stub (its docstring and comments)"] = "\n".join(
+        line for line in stub.splitlines() if line.lstrip().startswith(("#", '"""')) or not line.startswith(
+            ("import", "def ", "    raise", "    return", "    pass", "    out", "    assert")))
+    assert run("hint", "hint", "rnn_step") == 0
+    write_student(ws, "rnn_step", WRONG)
+    assert run("check (wrong)", "check", "rnn_step") == 1
+    write_student(ws, "rnn_step", RIGHT)
+    assert run("check (right)", "check", "rnn_step") == 0
+    run("answer (wrong)", "answer", "trace_recurrence", "-0.75")          # a known wrong answer, named
+    assert run("answer (right)", "answer", "trace_recurrence", "-0.674") == 0
+    assert "漏掉了 tanh" in said["answer (wrong)"]
+    found = {label: english_sentences(text) for label, text in said.items()}
+    assert {label: runs for label, runs in found.items() if runs} == {}, said
