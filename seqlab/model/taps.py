@@ -54,6 +54,10 @@ POINTS: dict[str, tuple[str, ...]] = {
         "decoder.cross_attn.scores", "decoder.cross_attn.pattern", "decoder.context", "decoder.output",
     ),
 }
+# the attention whose weights attention_patterns returns: a language model's self-attention, an
+# encoder-decoder's cross-attention over the source
+PATTERNS = {"TransformerLM": "layers.*.attn.pattern", "TransformerSeq2Seq": "decoder.layers.*.cross_attn.pattern",
+            "RNNSeq2Seq": "decoder.cross_attn.pattern"}
 # attention points under a MultiHeadAttention's own prefix (…attn., …self_attn., …cross_attn.)
 ATTENTION_POINTS = ("q", "k", "v", "scores", "pattern", "z", "head_out")
 
@@ -192,6 +196,25 @@ class Taps(_Scope):
     def names(self) -> list[str]:
         """The names kept so far (the cache's keys)."""
         return list(self.cache)
+
+
+def attention_patterns(model: Any, *inputs: torch.Tensor) -> torch.Tensor:
+    """The one way to get a model's attention weights: (layers, batch, heads, queries, keys), read
+    through the taps in one forward pass without gradients (:data:`PATTERNS` says which attention).
+
+    A language model reads ``attention_patterns(model, ids)``, ids (batch, seq): its self-attention.
+    An encoder-decoder reads ``attention_patterns(model, src_ids, tgt_ids)`` (tgt_ids = BOS + target):
+    its cross-attention over the source, (layers, batch, heads, T, S); an RNN with attention has one
+    layer of one head, the plain RNN none (shape (0,)): its decoder sees only the final encoder state.
+    """
+    name = PATTERNS.get(type(model).__name__)
+    if name is None:
+        raise TypeError(f"attention_patterns reads a seqlab TransformerLM or encoder-decoder, got "
+                        f"{type(model).__name__}")
+    taps = Taps(read=[name])
+    with torch.no_grad():
+        model(*inputs, return_hidden=True, taps=taps)
+    return taps.cache.stack(name) if len(taps.cache) else torch.zeros(0)
 
 
 # --- the cache ------------------------------------------------------------------------------------

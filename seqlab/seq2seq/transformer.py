@@ -9,8 +9,8 @@ self-attention, cross-attention to the memory, the feed-forward. Each sublayer i
 paper) or pre-norm. `encode` + `decode_step` decode incrementally: cross-attention keys/values are
 computed once and past self-attention keys/values kept in a KVCache. The pieces are the LM's
 (MultiHeadAttention, make_ffn, residual), so `attention=` picks the same backends; a padding mask
-sends "flash" to auto's choice. `attention_maps` returns the cross-attention weights,
-(1, heads, T, S) per layer, to draw the alignment, read through the taps (seqlab.model.taps).
+sends "flash" to auto's choice. The cross-attention weights, which draw the alignment, are read
+through the taps (seqlab.model.taps.attention_patterns).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from seqlab.interpret.seq2seq import (
     greedy_target,
     seq2seq_patch,
 )
+from seqlab.model.taps import attention_patterns
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import BOS_ID, EOS_ID, Seq2SeqConfig
 
@@ -251,7 +252,7 @@ def test_attention_that_reads_only_position_0_loses_only_that_position():
     result = cross_knockout(model, src, [5, 6, 7])
     assert torch.equal(result.drops[..., 1:], torch.zeros_like(result.drops[..., 1:]))
     assert float(result.drops[..., 0].abs().min()) > 1e-3
-    pattern = model.attention_maps(src[None], torch.tensor([[BOS_ID, 5, 6, 7]]))[0]
+    pattern = attention_patterns(model, src[None], torch.tensor([[BOS_ID, 5, 6, 7]]))[0]
     assert float(pattern.detach()[..., 0].min()) > 1 - 1e-12
     # through attention the decoder reads position 0 (the other weights are e^-60); through the
     # recurrent state only the last position, which the forgetful encoder's final state holds
