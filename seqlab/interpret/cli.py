@@ -141,13 +141,16 @@ class _Subject:
 
     def target(self, args) -> int | list[int] | None:
         """--target: a language model's one token, an encoder-decoder's target text."""
-        if self.lm or args.target is None:
-            return self.token(args.target, "--target")
-        return self.tgt_vocab.encode(check_text(args.target, "--target"))
+        if not self.lm and args.target is not None:
+            return self.tgt_vocab.encode(check_text(args.target, "--target"))
+        return self.token(args.target, "--target")
 
     def token(self, value: str | None, flag: str) -> int | None:
-        if value is None or self.lm:
-            return self.tokens.one(value, flag) if self.lm else None
+        """The one token ``value`` names (a language model: or id:N; an encoder-decoder: of its targets)."""
+        if self.lm:
+            return self.tokens.one(value, flag)
+        if value is None:
+            return None
         ids = self.tgt_vocab.encode(check_text(value, flag))
         if len(ids) != 1:
             raise ValueError(f"{flag} {value!r} is {len(ids)} target tokens; give one")
@@ -170,19 +173,20 @@ class _Subject:
         piece = lambda t: self.tgt_vocab.decode([t]).replace(" ", "\u2423") or "?"
         return [f"{i}:{piece(t) if i < len(predicted) - 1 else '</s>'}" for i, t in enumerate(predicted)]
 
-    def head(self, ids: list[int], predicted: list[int] | None, key: str = "tokens") -> dict:
+    def head(self, ids: list[int], predicted: list[int] | None) -> dict:
+        """What every answer's JSON starts with: the prompt's tokens, or the source and the output."""
         if predicted is None:
-            return {key: ids}
+            return {"tokens": ids}
         return {"arch": self.model.config.arch, "source": ids, "predicted": predicted,
                 "output": self.tgt_vocab.decode(predicted[:-1])}
 
-    def position(self, args, ids: list[int], flag: str = "--position") -> int | None:
+    def position(self, args, ids: list[int]) -> int | None:
         """The --position (a language model's, checked against its prompt ``ids``) or --step (an
-        encoder-decoder's, where the analysis reads one: ``flag``) asked for; the other is refused."""
+        encoder-decoder's, where the analysis reads one step) asked for; the other is refused."""
         position, step = getattr(args, "position", None), getattr(args, "step", None)
         if not self.lm and position is not None:
             raise ValueError("--position: a seq2seq run shows every output step (one row each)"
-                             + ("; choose the step with --step" if flag == "--step" else ""))
+                             + ("; choose the step with --step" if hasattr(args, "step") else ""))
         if self.lm and step is not None:
             raise ValueError("--step: a language-model run has no decoder steps"
                              + ("; choose a token with --position" if hasattr(args, "position") else ""))
@@ -312,7 +316,7 @@ def _attribute(subject, args) -> dict:
     from seqlab.interpret import direct_logit_attribution
 
     ids = subject.encode(args.text, "--text")
-    position = subject.position(args, ids, "--step")
+    position = subject.position(args, ids)
     result = direct_logit_attribution(subject.model, ids, position=position, target=subject.target(args),
                                       baseline=subject.token(args.baseline, "--baseline"))
     heads, cross, L = result.heads.tolist(), result.cross_heads, result.heads.shape[0]
@@ -348,7 +352,8 @@ def _patch(subject, args) -> dict:
         raise ValueError(f"--where {where}: a {'language' if subject.lm else 'seq2seq'} model patches "
                          f"{', '.join(LM_WHERE if subject.lm else S2S_WHERE)}")
     clean, corrupt = subject.encode(args.clean, "--clean"), subject.encode(args.corrupt, "--corrupt")
-    step = None if subject.lm else subject.position(args, clean, "--step")  # an LM's metric: at the last position
+    step = subject.position(args, clean)  # refuses --step on a language-model run,
+    step = None if subject.lm else step    # whose metric is read at the last position
     if len(clean) != len(corrupt):
         raise ValueError(f"--clean is {len(clean)} tokens and --corrupt {len(corrupt)}; patching needs inputs of "
                          "the same length in tokens")

@@ -68,11 +68,12 @@ def knockout(model, ids, *, position: int | None = None, target=None) -> Knockou
         drops = (picked - after).reshape(len(layers), sources, -1).transpose(1, 2)  # (layers, measured, sources)
     p = picked.exp()
     if f.seq2seq:
-        saturated = bool((p > SATURATED).all()) and Note(
-            "saturated", f"every step's prediction is saturated (p >= {float(p.min()):.6f}): a cut cannot lower log p "
-                         "measurably.", "Give a target the model is less sure of (--target), or a longer or unusual "
-                                        "source.", {"p": float(p.min())})
-        notes = collect(saturated or None, resolution_note(drops, float(logits.abs().max())))
+        saturated = None
+        if bool((p > SATURATED).all()):
+            saturated = Note("saturated", f"every step's prediction is saturated (p >= {float(p.min()):.6f}): a cut "
+                                          "cannot lower log p measurably.", "Give a target the model is less sure of "
+                                          "(--target), or a longer or unusual source.", {"p": float(p.min())})
+        notes = collect(saturated, resolution_note(drops, float(logits.abs().max())))
         return Knockout(drops, None, None, p, layers, f.predicted.tolist(), notes)
     out = torch.zeros(len(layers), f.positions, dtype=drops.dtype, device=drops.device)
     out[:, :sources] = drops[:, 0]
