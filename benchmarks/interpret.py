@@ -178,14 +178,18 @@ def bench_work(name: str, lengths: list[int]) -> None:
     from benchmarks.instruments.op_count import OpCounter, op_name
 
     class Copies(TorchDispatchMode):
-        """Elements written by operations that copy (clone, cat, copy_, index_put_)."""
+        """Elements written by operations that copy: clone, cat and copy_ (their output), index_put_
+        (the values it writes)."""
 
         elements = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            if op_name(func) in ("aten.clone", "aten.cat", "aten.copy_", "aten.index_put_"):
-                self.elements += out.numel() if isinstance(out, torch.Tensor) else sum(o.numel() for o in out)
+            name = op_name(func)
+            if name in ("aten.clone", "aten.cat", "aten.copy_"):
+                self.elements += out.numel()
+            elif name in ("aten.index_put_", "aten.index_put"):
+                self.elements += args[2].numel()
             return out
 
     torch.manual_seed(0)

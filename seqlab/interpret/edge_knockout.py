@@ -62,7 +62,8 @@ def knockout(model, ids, *, position: int | None = None, target=None) -> Knockou
         logits = base.logits if f.seq2seq else base.logits[-1:]  # (measured positions, vocab)
         targets = f.predicted if f.seq2seq else torch.tensor([f.target_at(pos, logits[0])], device=logits.device)
         picked = log_softmax(logits).gather(-1, targets[:, None])[:, 0]
-        edits = {f.scores.format(layer): _cut(layer, sources) for layer in range(len(layers))}
+        every = torch.arange(sources, device=logits.device)
+        edits = {f.scores.format(layer): _cut(layer, every) for layer in range(len(layers))}
         rows = f.run_rows(base, len(layers), sources, pos or 0, edits)  # (rows, measured positions, vocab)
         after = log_softmax(rows).gather(-1, targets[None, :, None].expand(rows.shape[0], -1, 1))[..., 0]
         drops = (picked - after).reshape(len(layers), sources, -1).transpose(1, 2)  # (layers, measured, sources)
@@ -83,11 +84,12 @@ def knockout(model, ids, *, position: int | None = None, target=None) -> Knockou
     return Knockout(out, target, pos, float(p[0]), layers, None, notes)
 
 
-def _cut(layer: int, sources: int):
-    """The edit of attention ``layer``'s scores: its rows (``layer * sources + s``) may not read source s."""
+def _cut(layer: int, sources: torch.Tensor):
+    """The edit of attention ``layer``'s scores: its rows (``layer * len(sources) + s``) may not read source s."""
+    rows = layer * len(sources) + sources
+
     def cut(value: torch.Tensor, point) -> torch.Tensor:
-        s = torch.arange(sources, device=value.device)
         value = value.clone()
-        value[layer * sources + s, :, :, s] = float("-inf")
+        value[rows, :, :, sources] = float("-inf")
         return value
     return cut

@@ -111,6 +111,11 @@ class Family:
         """The layer patching row ``row`` replaces in a point holding every layer (the RNN's initial state)."""
         return None
 
+    def writable(self, name: str) -> bool:
+        """Whether an edit in :meth:`run_rows` may write into the value at ``name`` instead of a copy
+        (nothing else holds it)."""
+        return False
+
     def frozen_readout(self, scale: torch.Tensor, direction: torch.Tensor):
         """(part -> its contribution to the logit ``direction`` reads, through the final norm with its
         divisor frozen at ``scale``; the norm's bias's contribution)."""
@@ -190,8 +195,9 @@ class LanguageModel(Family):
         where the logits are read: (rows, 1, vocab)."""
         n, last = base.ids.shape[1] - start, self.layers - 1
         enter = {g: base.resid[g, start:].expand(per_group, n, -1) for g in range(groups)}
-        edits = {**edits, f"layers.{last}.attn.q": lambda q, point: q[..., -1:, :],
-                 f"layers.{last}.resid_mid": lambda x, point: x[:, -1:]}
+        if n > 1:
+            edits = {**edits, f"layers.{last}.attn.q": lambda q, point: q[..., -1:, :],
+                     f"layers.{last}.resid_mid": lambda x, point: x[:, -1:]}
         with torch.no_grad():
             hidden = self.model(base.ids[:0, start:], kv_cache=self.grow_prefix(base.kv, start, per_group),
                                 return_hidden=True, taps=Taps(enter=enter, edit=edits))
@@ -199,6 +205,11 @@ class LanguageModel(Family):
 
     def measured(self, logits, position):
         return logits[:, -1]
+
+    def writable(self, name):
+        """A layer's entering residual: in :meth:`run_rows` rows join every layer's batch, which the
+        join (a concatenation) makes a new tensor there."""
+        return name.endswith(".resid_pre")
 
     def patch_chunks(self, columns, per_column):
         """Consecutive positions a.. per batch, few enough that rows x carried positions stay under

@@ -112,7 +112,7 @@ def patch(model, clean_ids, corrupt_ids, *, target=None, baseline: int | None = 
             rows = group * per_group + torch.arange(per_group, device=cols.device)
             for name in row_names:
                 edits.setdefault(name, []).append(_replacing(rows, at, head, clean_taps.cache[name],
-                                                             f.state_layer(name, group)))
+                                                             f.state_layer(name, group), not f.writable(name)))
         logits = f.run_rows(bad, len(labels), per_group, start, {name: _chain(fns) for name, fns in edits.items()})
         values.append(metric(f.measured(logits, pos)).reshape(len(labels), heads, -1))
         if progress is not None:
@@ -142,14 +142,16 @@ def _position(f, position: int | None, clean: torch.Tensor, corrupt: torch.Tenso
     return f.position(position, 0)
 
 
-def _replacing(rows: torch.Tensor, at: torch.Tensor, head: torch.Tensor | None, clean, layer: int | None):
+def _replacing(rows: torch.Tensor, at: torch.Tensor, head: torch.Tensor | None, clean, layer: int | None,
+               copy: bool = True):
     """An edit that gives row rows[j] the clean run's value at column at[j] (and head head[j]): of a
     (batch, positions, ...) point, of which a row may carry only the last positions (a language model's
     rows from their batch's first, its last layer the last one only: a patch not among them cannot
     reach the metric there); of a recurrent state offered step by step, (batch, ...) at step
-    ``point.step``; or, ``layer`` given, of that layer of a state holding every layer (layers, batch, ...)."""
+    ``point.step``; or, ``layer`` given, of that layer of a state holding every layer (layers, batch, ...).
+    ``copy=False``: written into the value itself (seqlab.interpret.families.Family.writable)."""
     def put(value: torch.Tensor, clean_value: torch.Tensor, point) -> torch.Tensor:
-        value = value.clone()
+        value = value.clone() if copy else value
         if layer is not None:
             value[layer, rows] = clean_value[layer, 0]
         elif point.step is not None:
