@@ -296,12 +296,12 @@ def _lens(subject, args) -> dict:
     lens = logit_lens(subject.model, ids, target=subject.target(args), top_k=args.top_k)
     rows = subject.positions(ids, lens.predicted)
     top, prob = lens.top_ids[..., 0].T.tolist(), lens.top_probs[..., 0].T.tolist()
-    cells = [[f"{subject.label(t)} {p:.2f}" for t, p in zip(top[i], prob[i])] for i in range(len(rows))]
+    cells = lambda sep: [[f"{subject.label(t)}{sep}{p:.2f}" for t, p in zip(top[i], prob[i])] for i in range(len(rows))]
     scored = "actual next token" if subject.lm else "target token"
     return {"table": "top token and its probability after each layer (rows: position)\n"
-                     + _table(["position"] + lens.rows, [[r] + row for r, row in zip(rows, cells)]),
+                     + _table(["position"] + lens.rows, [[r] + row for r, row in zip(rows, cells(" "))]),
             "figure": dict(values=lens.target_prob.T.nan_to_num(0.0).tolist(), row_labels=rows, col_labels=lens.rows,
-                           cells=[[c.replace(" ", "\n", 1) for c in row] for row in cells], bound=1.0,
+                           cells=cells("\n"), bound=1.0,
                            title=f"Logit lens: top token per layer; colour = probability of the {scored} "
                                  "(scale 0 .. 1)", colorbar=f"p({scored})",
                            row_title="input token" if subject.lm else "decoder step (its token)",

@@ -280,8 +280,8 @@ class TransformerEncoderDecoder(EncoderDecoder):
 
     def patch_points(self, where):
         point = "resid_pre" if where == "decoder" else "cross_attn_out"
-        return self._patch_rows(where, [[f"encoder.layers.{i}.resid_pre"] for i in range(self.config.num_encoder_layers)],
-                                [[f"decoder.layers.{i}.{point}"] for i in range(self.layers)])
+        encoder = [[f"encoder.layers.{i}.resid_pre"] for i in range(self.config.num_encoder_layers)]
+        return self._patch_rows(where, encoder, [[f"decoder.layers.{i}.{point}"] for i in range(self.layers)])
 
 
 class RecurrentEncoderDecoder(EncoderDecoder):

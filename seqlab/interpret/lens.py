@@ -62,7 +62,8 @@ def logit_lens(model, ids, *, target=None, top_k: int = 5) -> LogitLens:
         top_probs, top_ids = probs.topk(top_k, dim=-1)
         known = targets >= 0
         safe = targets.clamp(min=0).expand(logits.shape[0], -1)[..., None]
-        target_prob = torch.where(known, probs.gather(-1, safe)[..., 0], torch.full_like(top_probs[..., 0], float("nan")))
+        nan = torch.full_like(top_probs[..., 0], float("nan"))
+        target_prob = torch.where(known, probs.gather(-1, safe)[..., 0], nan)
         target_rank = torch.where(known, (logits > logits.gather(-1, safe)).sum(-1) + 1, 0)
     rows = ["embed", *(f"L{i}" for i in range(f.layers))]
     predicted = None if f.predicted is None else f.predicted.tolist()
