@@ -3,6 +3,7 @@ and batched patching against TransformerLens.
 
     python benchmarks/interpret.py [--model demo|cs336-17m|both] [--repeats 3] [--naive-repeats 1] [--threads 2]
     python benchmarks/interpret.py --explorer-run demo_out/run [--repeats 3]   # the explorer's requests only
+    python benchmarks/interpret.py --work [--model demo|cs336-17m|both] [--tokens 64,128]   # work, no clock
     PYTHONPATH=. /work/venvs/tl/bin/python benchmarks/interpret.py --against transformerlens \
         [--model demo|cs336-17m|both] [--tokens 64,128] [--repeats 3] [--tl-repeats 1] [--threads 2]
 
@@ -26,6 +27,11 @@ Times per request (median of --repeats): logit_lens, direct_logit_attribution an
 knockout, the naive loop of the tests: one forward of the model per patch (a forward pre-hook
 swapping the clean residual in) or per cut edge (a forward hook recomputing that layer's attention
 with torch's SDPA and the edge masked).
+
+--work: no clock, the work of patch (resid_pre and head_out) and knockout on the models above: aten
+operations (benchmarks/instruments/op_count.py), matrix-product FLOPs (torch.utils.flop_counter) and
+elements written by copies; two versions of seqlab doing the same work run at the same speed, which a
+loaded machine's clock cannot show.
 
 --explorer-run DIR (a `seqlab demo` run): the explorer's five POST /api/interpret/* requests on a
 64-token story prompt (and its corrupted copy, one name swapped), each timed from the request's
@@ -165,6 +171,44 @@ def bench_explorer(run: str, repeats: int) -> None:
         print(f"| POST /api/{name} | {seconds * 1000:.0f} ms | {goals.get(name, 0.3) * 1000:.0f} ms |")
 
 
+def bench_work(name: str, lengths: list[int]) -> None:
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from benchmarks.instruments.op_count import OpCounter, op_name
+
+    class Copies(TorchDispatchMode):
+        """Elements written by operations that copy: clone, cat and copy_ (their output), index_put_
+        (the values it writes)."""
+
+        elements = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = op_name(func)
+            if name in ("aten.clone", "aten.cat", "aten.copy_"):
+                self.elements += out.numel()
+            elif name in ("aten.index_put_", "aten.index_put"):
+                self.elements += args[2].numel()
+            return out
+
+    torch.manual_seed(0)
+    model = TransformerLM(**SHAPES[name]).eval()
+    vocab = model.config.vocab_size
+    print(f"\n{name}: {model.num_parameters():,} parameters")
+    print("| request | aten operations | matmul GFLOP | elements copied (M) |\n| --- | ---: | ---: | ---: |")
+    for n in lengths:
+        clean = torch.randint(0, vocab, (n,), generator=torch.Generator().manual_seed(n))
+        corrupt = clean.clone()
+        corrupt[n // 3] = (corrupt[n // 3] + 1) % vocab
+        for label, run in ((f"patch resid_pre, {n} tokens", lambda: patch(model, clean, corrupt)),
+                           (f"patch head_out, {n} tokens", lambda: patch(model, clean, corrupt, where="head_out")),
+                           (f"knockout, {n} tokens", lambda: knockout(model, clean))):
+            with OpCounter() as ops, FlopCounterMode(display=False) as flops, Copies() as copies:
+                run()
+            print(f"| {label} | {ops.total:,} | {flops.get_total_flops() / 1e9:,.3f} | {copies.elements / 1e6:,.2f} |")
+
+
 def synthetic_tokenizer(vocab_size: int):
     """A byte-level BPE tokenizer of exactly ``vocab_size`` ids (merges of byte pairs): what the
     export needs beside random weights (the benchmark feeds ids, not text)."""
@@ -248,8 +292,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with the naive loop of the tests (default) or with TransformerLens")
     parser.add_argument("--tokens", default="64,128", help="--against transformerlens: prompt lengths (64,128)")
     parser.add_argument("--tl-repeats", type=int, default=1, help="repeats of TransformerLens's (slow) patching (1)")
+    parser.add_argument("--work", action="store_true", help="count the work of patch and knockout instead of timing")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.work:
+        for name in (("demo", "cs336-17m") if args.model == "both" else (args.model,)):
+            bench_work(name, [int(n) for n in args.tokens.split(",")])
+        return 0
     if args.explorer_run:
         bench_explorer(args.explorer_run, args.repeats)
         return 0

@@ -1,7 +1,14 @@
 """JSON in and out. In: the one parser of JSON that comes from outside (config.json,
 model.safetensors.index.json, tokenizer.json, a log.jsonl line): every way it can be wrong is a
 ValueError naming the file (and line), never a traceback. Out: :func:`to_json`, the one converter
-of results (arrays, tensors, dataclasses, tuples) to plain JSON types. Standard library only.
+of results (arrays, tensors, dataclasses, tuples) to plain JSON types, and :func:`dumps`, the one
+writer of the project's JSON files, which never refuses a value. Standard library only.
+
+A non-finite number, which JSON has no word for, is written as one of the strings "NaN", "inf"
+and "-inf" in the place of the number (:data:`NON_FINITE_TEXT`; Python's ``float`` reads each
+back). Those places hold numbers only, so the strings mean nothing else; :func:`from_json` turns
+them back into floats, as ``read_jsonl`` does for every log.jsonl record. Files written before
+this form may hold the bare tokens NaN and Infinity, which ``json.loads`` still reads.
 
 Example: a config.json of 100,000 nested brackets raises "config.json: too deeply nested (JSON
 nested deeper than Python can parse; a damaged or hostile file)", and ``[1, 2]`` where an object is
@@ -60,19 +67,22 @@ def read_json(path: str | os.PathLike, *, expected: type | None = None, expected
     return parse_json(path.read_bytes(), path, expected=expected, expected_text=expected_text)
 
 
+# the project's one form of a non-finite number in JSON (module docstring): str(float) -> its string
 NON_FINITE_TEXT = {"nan": "NaN", "inf": "inf", "-inf": "-inf"}
+_NON_FINITE_VALUE = {text: float(text) for text in NON_FINITE_TEXT.values()}
 
 
-def to_json(value: Any, *, non_finite: Literal["keep", "raise", "null", "text"] = "keep",
+def to_json(value: Any, *, non_finite: Literal["text", "keep", "raise", "null"] = "text",
             unknown: Literal["keep", "repr"] = "keep") -> Any:
     """``value`` as plain JSON types (dicts with str keys, lists, str, int, float, bool, None).
 
     Dataclasses become dicts of their fields, tuples lists, bytes latin-1 text (one character per
     byte); a NumPy array or scalar or a torch tensor becomes its ``tolist()`` (read duck-typed, so
-    this module imports neither). ``non_finite`` says what a NaN or infinity becomes: "keep" (the
-    float, which ``json.dump`` writes as the non-JSON NaN), "raise" (ValueError), "null" (None) or
-    "text" ("NaN", "inf", "-inf"). ``unknown``: an object of no JSON type is kept, or with "repr"
-    becomes its repr cut at 200 characters (e.g. what a student's function returned).
+    this module imports neither). ``non_finite`` says what a NaN or infinity becomes: "text" (the
+    default: the project's form, "NaN", "inf" or "-inf"), "keep" (the float, which ``json.dump``
+    writes as the non-JSON NaN), "raise" (ValueError) or "null" (None). ``unknown``: an object of
+    no JSON type is kept, or with "repr" becomes its repr cut at 200 characters (e.g. what a
+    student's function returned).
 
     Example: ``to_json({"w": np.array([1.5, np.nan]), 2: (1, b"\xff")}, non_finite="text")`` is
     ``{"w": [1.5, "NaN"], "2": [1, "\xff"]}``.
@@ -106,6 +116,24 @@ def to_json(value: Any, *, non_finite: Literal["keep", "raise", "null", "text"] 
         return item
 
     return convert(value)
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """``value`` as JSON text through :func:`to_json` (a non-finite number in the project's form),
+    so it never refuses a number; ``options`` go to ``json.dumps`` (``indent``, ``ensure_ascii``)."""
+    return json.dumps(to_json(value), allow_nan=False, **options)
+
+
+def from_json(value: Any) -> Any:
+    """``value`` with the strings "NaN", "inf" and "-inf" turned back into floats, at any depth: for a
+    document whose strings in those places can only be numbers (a log.jsonl record, results.json)."""
+    if isinstance(value, dict):
+        return {key: from_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [from_json(item) for item in value]
+    if isinstance(value, str):
+        return _NON_FINITE_VALUE.get(value, value)
+    return value
 
 
 NUMBER = (int, float)  # a JSON number (a bool is not one)

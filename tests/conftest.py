@@ -22,22 +22,39 @@ def _triton_interpreter_without_cuda() -> None:
 _triton_interpreter_without_cuda()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# how long a test waits for a child process to reach a state (a log line, a folder): a hang guard,
-# not a speed goal; what it waits for comes within seconds on a quiet machine, and a loaded 2-core
-# machine can be ten times slower, so the guard is generous
-WAIT_LIMIT_S = 300.0
+# how many times a test polls for a child process's state (a marker, a log line, a folder) before it
+# calls the child hung: a bound on attempts, not a clock; polls sleep POLL_S, so the bound is minutes,
+# while what a test waits for comes within seconds even on a loaded 2-core machine
+WAIT_POLLS = 30_000
+POLL_S = 0.01
 
 
-def wait_until(process, done: Callable[[], bool], poll_s: float = 0.01) -> None:
+def wait_until(process, done: Callable[[], bool], poll_s: float = POLL_S, polls: int = WAIT_POLLS) -> None:
     """Poll ``done()`` until it holds, while the child ``process`` (a subprocess.Popen) runs; fail with
-    the child's output if it exits first, or after :data:`WAIT_LIMIT_S` (the one clock, a hang guard)."""
+    the child's output if it exits first, or after ``polls`` attempts (a hang guard)."""
     import time
 
-    deadline = time.monotonic() + WAIT_LIMIT_S
-    while not done():
+    for _ in range(polls):
+        if done():
+            return
         assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"still waiting after {WAIT_LIMIT_S:.0f} s (a hang)"
         time.sleep(poll_s)
+    raise AssertionError(f"still waiting after {polls} polls (a hang)")
+
+
+def held(marker: Path, run: str, step: int) -> list[str]:
+    """The start of a child's command line that holds run folder ``run`` at training step ``step``
+    until a stop signal reached it (tests/hold.py); follow it with ``seqlab ARGS...`` or ``-c SCRIPT``."""
+    import sys
+
+    return [sys.executable, "-m", "tests.hold", str(marker), run, str(step)]
+
+
+def wait_for_hold(process, marker: Path) -> None:
+    """Wait until the child started with :func:`held` is held: a signal sent now lands in that step."""
+    wait_until(process, marker.is_file)
+
+
 CS336_DIR = REPO_ROOT / "tests" / "fixtures" / "cs336"
 
 

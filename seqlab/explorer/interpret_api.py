@@ -250,9 +250,10 @@ def interpret_seq2seq(p: Payload, runs: RunRegistry) -> dict:
     not attend to a source position, the largest over the decoder's layers), "patch" (recovery
     when a clean encoder state is patched into the ``corrupt`` source's run) or "lens" (the decoder's
     logit lens). ``text`` is the source; each run reads it with its own vocabulary and answers with
-    its own greedy output (or ``target``). ``results``: per run its arch, the source and output
-    tokens, ``values`` [row][column], the row and column labels, ``scale`` and ``notes``; a run that
-    cannot answer (no attention to cut, a text outside its vocabulary) gets ``error`` instead."""
+    its own greedy output (or ``target``). "depends" is ||d log p(y_t) / d e_s||_2, the gradient norm
+    of the predicted token's log-probability (``measure``). ``results``: per run its arch, the source
+    and output tokens, ``values`` [row][column], the row and column labels, ``scale`` and ``notes``; a
+    run that cannot answer (no attention to cut, a text outside its vocabulary) gets ``error`` instead."""
     from seqlab.interpret.cost import Cost, estimate
 
     question = p.choice("question", "depends", S2S_QUESTIONS)
@@ -282,7 +283,7 @@ def interpret_seq2seq(p: Payload, runs: RunRegistry) -> dict:
 
 
 def _ask(run, question: str, text: str, corrupt: str, target: str | None) -> dict:
-    from seqlab.interpret import seq2seq as s2s
+    from seqlab.interpret import knockout, logit_lens, patch, token_dependencies
 
     model = run.model
     src = run.src_vocab.encode(text)
@@ -291,18 +292,18 @@ def _ask(run, question: str, text: str, corrupt: str, target: str | None) -> dic
     tgt = None if target is None else run.tgt_vocab.encode(target)
     piece = lambda vocab, i: vocab.decode([i]) or "?"
     source = [piece(run.src_vocab, i) for i in src]
+    measure = None
     if question == "depends":
-        result = s2s.connectivity(model, src, tgt)
-        values, kind, rows_axis = result.values, "dependency", "step"
+        result = token_dependencies(model, src, target=tgt)
+        values, kind, rows_axis, measure = result.values, "dependency", "step", result.measure
     elif question == "knockout":
-        result = s2s.cross_knockout(model, src, tgt)
-        values, kind, rows_axis = result.drops.amax(0), "drop", "step"  # the strongest layer's cut
+        result = knockout(model, src, target=tgt)
+        values, kind, rows_axis = result.drops.amax(0), "drop", "step"  # the strongest attention's cut
     elif question == "lens":
-        result = s2s.decoder_lens(model, src, tgt, top_k=1)
-        values, kind, rows_axis = result.lens.target_prob.T, "probability", "step"
+        result = logit_lens(model, src, target=tgt, top_k=1)
+        values, kind, rows_axis = result.target_prob.T, "probability", "step"
     else:
-        bad = run.src_vocab.encode(corrupt)
-        result = s2s.seq2seq_patch(model, src, bad, tgt, where="encoder")
+        result = patch(model, src, run.src_vocab.encode(corrupt), target=tgt, where="encoder")
         values, kind, rows_axis = result.recovery, "recovery", "layer"
     predicted = result.predicted
     output = [piece(run.tgt_vocab, i) for i in predicted[:-1]] + ["</s>"]
@@ -311,7 +312,7 @@ def _ask(run, question: str, text: str, corrupt: str, target: str | None) -> dic
     return {"arch": model.config.arch, "cell": model.config.cell if model.config.arch != "transformer" else None,
             "source": source, "output": output, "values": values.tolist(), "rows": rows, "columns": columns,
             "row_axis": rows_axis, "scale": _scale(values, kind), "notes": _notes(result),
-            "step": getattr(result, "step", None)}
+            "step": result.position if question == "patch" else None, "measure": measure}
 
 
 INTERPRET_ENDPOINTS: dict[str, Callable[[Payload, RunRegistry], Any]] = {

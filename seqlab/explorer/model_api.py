@@ -279,6 +279,7 @@ def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
     beam = p.integer("beam", 1, 1, MAX_BEAM)
     p.finish()
     run = runs.seq2seq(run_id)
+    from seqlab.model.taps import attention_patterns
     from seqlab.seq2seq.config import BOS_ID
     from seqlab.seq2seq.decoding import decode_limit, translate_ids
 
@@ -287,8 +288,7 @@ def seq2seq_translate(p: Payload, runs: RunRegistry) -> dict:
         raise RequestError("text is empty; type some text for the model to read", "text_empty")
     (out,) = translate_ids(run.model, [src], beam_size=beam, max_len=decode_limit(run.model, [len(src) + 1]),
                            device="cpu")
-    with torch.no_grad():
-        maps = [m[0] for m in run.model.attention_maps(torch.tensor([src]), torch.tensor([[BOS_ID, *out]]))]
+    maps = list(attention_patterns(run.model, torch.tensor([src]), torch.tensor([[BOS_ID, *out]]))[:, 0])
     label = lambda vocab, ids: [vocab.decode([i]) for i in ids]
     output = run.tgt_vocab.decode(out)
     words = None

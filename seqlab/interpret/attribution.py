@@ -7,16 +7,19 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.interpret.inputs import as_batch, check_lm, check_position, check_token, choose_target
+from seqlab.interpret.families import family
+from seqlab.interpret.inputs import check_token
 from seqlab.interpret.notes import Note
-from seqlab.model import TransformerLM
 from seqlab.model.taps import Taps
 
 
 @dataclass
 class Attribution:
-    """embed (float), heads (L, H), mlps (L,): each part's direct contribution; total: the model's
-    own logit (or logit difference), which the parts sum to; target, baseline, position."""
+    """Each part's direct contribution: embed (the residual the first layer reads), heads (L, H: an
+    encoder-decoder's self-attention heads), cross_heads (L, H: its cross-attention heads; None for a
+    language model), mlps (L,) and bias (the final LayerNorm's shift, 0 for RMSNorm); total, the
+    model's own logit (or logit difference), which they sum to; target, baseline, position (an
+    encoder-decoder's decoder step) and predicted (its scored tokens)."""
 
     embed: float
     heads: torch.Tensor
@@ -25,44 +28,43 @@ class Attribution:
     target: int
     baseline: int | None
     position: int
+    cross_heads: torch.Tensor | None = None
+    bias: float = 0.0
+    predicted: list[int] | None = None
     notes: list[Note] = field(default_factory=list)
 
 
-def direct_logit_attribution(model: TransformerLM, ids, *, position: int = -1, target: int | None = None,
+def direct_logit_attribution(model, ids, *, position: int | None = None, target=None,
                              baseline: int | None = None) -> Attribution:
-    """Per-component contributions to logit[target] (minus logit[baseline]) at ``position``; the
-    default target is the model's top token there.
+    """Per-part contributions to logit[target] (minus logit[baseline]) at ``position`` (a language
+    model: default the last token, target default its top token there; an encoder-decoder: the
+    decoder step, default 0, whose target token is scored; ``target`` its target tokens).
 
-    In a pre-norm model the final residual is a sum: embed + sum over (layer, head) of head_out +
-    sum over layers of mlp_out. With the final norm's divisor frozen at that residual (the tap
-    ``ln_final.scale``), logit = norm(resid) @ u with u = W_U[target] (- W_U[baseline]) is linear in
-    the residual, so each part's frozen-norm readout adds up to the logit exactly, up to rounding.
-    A post-norm model's residual is renormalised inside every block, so it is not a sum of parts:
-    ValueError.
+    In a pre-norm model the final residual is a sum: the embedding + every head's output + every
+    MLP's. With the final norm's divisor frozen at that residual (the tap ``...ln_final.scale``),
+    logit = norm(resid) @ u with u = W_U[target] (- W_U[baseline]) is linear in the residual, so the
+    parts' frozen-norm readouts and the norm's bias add up to the logit exactly, up to rounding. A
+    post-norm model's residual is renormalised inside every layer, and an RNN's is a recurrence:
+    neither is a sum of parts (ValueError).
     """
-    model = check_lm(model)
-    if model.config.norm_position != "pre":
-        raise ValueError("direct logit attribution needs a pre-norm model: with norm_position='post' the "
-                         "residual stream is renormalised in every block and is not a sum of the parts")
-    ids = as_batch(model, ids)
-    if ids.shape[0] != 1:
-        raise ValueError(f"direct_logit_attribution reads one prompt, got a batch of {ids.shape[0]}")
-    pos = check_position(position, ids.shape[1])
-    vocab = model.config.vocab_size
-    if baseline is not None:
-        baseline = check_token(vocab, baseline, "baseline")
-    taps = Taps(read=["embed", "layers.*.attn.head_out", "layers.*.mlp_out", "ln_final.scale"])
+    f = family(model, ids, target)
+    points = f.attribution
+    if isinstance(points, str):  # why this model's output is not a sum of parts
+        raise ValueError(points)
+    pos = f.position(position, f.default_position)
+    baseline = None if baseline is None else check_token(f.vocab, baseline, "baseline")
+    taps = Taps(read=[name for name in points.values() if name])
     with torch.no_grad():
-        logits = model(ids, taps=taps)[0, pos]
-        target = choose_target(logits, target, vocab)
-        cache, norm = taps.cache, model.ln_final
-        weight = model.lm_head.weight
+        logits = f.run(taps)[0, pos]
+        target = f.target_at(pos, logits)
+        weight, cache = f.model.lm_head.weight, taps.cache
         direction = weight[target] - (weight[baseline] if baseline is not None else 0)
-        scale = cache["ln_final.scale"][0, pos]
-        readout = lambda part: norm.frozen(part, scale) @ direction
-        heads = readout(cache.stack("layers.*.attn.head_out")[:, 0, pos])  # (L, H)
-        mlps = (readout(cache.stack("layers.*.mlp_out")[:, 0, pos]) if not model.layers[0].attention_only
-                else heads.new_zeros(len(model.layers)))
-        embed = readout(cache["embed"][0, pos])
+        readout, bias = f.frozen_readout(cache[points["scale"]][0, pos], direction)
+        parts = {key: readout(cache.stack(points[key])[:, 0, pos]) if points[key] else None
+                 for key in ("heads", "cross_heads", "mlps")}
+        mlps = parts["mlps"] if parts["mlps"] is not None else parts["heads"].new_zeros(f.layers)
+        embed = readout(cache[points["embed"]][0, pos])
         total = logits[target] - (logits[baseline] if baseline is not None else 0)
-    return Attribution(float(embed), heads, mlps, float(total), target, baseline, pos)
+    predicted = None if f.predicted is None else f.predicted.tolist()
+    return Attribution(float(embed), parts["heads"], mlps, float(total), target, baseline, pos, parts["cross_heads"],
+                       bias, predicted)

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="interpret_command", metavar="ANALYSIS", required=True)
 
     def add(name: str, help_text: str, texts: tuple[str, ...] = ("--text",)) -> argparse.ArgumentParser:
-        q = sub.add_parser(name, help=help_text, description=help_text)
+        q = sub.add_parser(name, help=help_text.split(". ")[0], description=help_text)
         q.add_argument("--run", required=True, metavar="DIR", help="a language-model or seq2seq run directory")
         q.add_argument("--device", default="cpu", help="torch device (default cpu)")
         q.add_argument("--out", metavar="DIR", help=f"also write {name}.png and {name}.json here (a new or empty "
@@ -46,12 +46,16 @@ def register(subparsers: Any) -> None:
 
     target_help = f"{TOKEN_HELP} (default: the model's top token there); a seq2seq run: the target text " \
                   "(default: the model's own output)"
+    position_help = "a language model: position of the prediction (default -1, the last); a seq2seq run shows " \
+                    "every output step"
     q = add("lens", "logit lens: the top token of the residual stream (a seq2seq run: the decoder) after each layer")
     q.add_argument("--top-k", type=positive_int, default=5, help="tokens kept per cell in the JSON (5)")
     q.add_argument("--target", help="a seq2seq run: the target text (default: the model's own output)")
-    q = add("attribute", "direct logit attribution of each head, MLP and the embedding at one position")
-    q.add_argument("--position", type=int, default=-1, help="position of the prediction (default -1, the last)")
-    q.add_argument("--step", type=int, default=0, help="a seq2seq run: the decoder step (default 0)")
+    q = add("attribute", "direct logit attribution of each head, MLP and the embedding at one position (a seq2seq "
+                         "run: at one decoder step)")
+    q.add_argument("--position", type=int, default=None, help="a language model: position of the prediction "
+                                                               "(default -1, the last)")
+    q.add_argument("--step", type=int, default=None, help="a seq2seq run: the decoder step (default 0)")
     q.add_argument("--target", help=target_help)
     q.add_argument("--baseline", help=f"{TOKEN_HELP}: attribute the logit difference target - baseline")
     q = add("patch", "activation patching: recovery of the clean prediction in the corrupted run",
@@ -65,8 +69,8 @@ def register(subparsers: Any) -> None:
     q.add_argument("--step", type=int, default=None, help="a seq2seq run: the decoder step read (default: the first "
                                                           "where the corrupted source changes the prediction)")
     q = add("knockout", "attention knockout: drop in log p(target) when an attention edge is cut (a seq2seq run: "
-                        "the decoder's cross-attention to each source position)")
-    q.add_argument("--position", type=int, default=-1, help="position of the prediction (default -1)")
+                        "the decoder's cross-attention to each source position, at every output step)")
+    q.add_argument("--position", type=int, default=None, help=position_help)
     q.add_argument("--target", help=target_help)
     q = add("heads", "head roles: previous-token, duplicate, induction and first-token scores", ())
     q.add_argument("--seq-len", type=positive_int, default=32, help="random tokens before the repeat (32)")
@@ -75,13 +79,19 @@ def register(subparsers: Any) -> None:
     q.add_argument("--convention", choices=("seqlab", "transformerlens"), default="seqlab",
                    help="seqlab: mean over the queries a role applies to (default); transformerlens: "
                         "TransformerLens's head detector, over every query (half for induction heads)")
-    q = add("depends", "dependencies: gradient x input of each earlier token per layer (a seq2seq run: how much each "
-                       "output step depends on each source position)")
-    q.add_argument("--position", type=int, default=-1, help="position of the prediction (default -1)")
+    q = add("depends", "dependencies. A seq2seq run: how much the token predicted at each output step t depends on "
+                       "each source position s, ||d log p(y_t) / d e_s||_2, the norm over the embedding's dimensions "
+                       "of the gradient of the predicted token's log-probability with respect to source position s's "
+                       "embedding. A language model: gradient x input of log p(target) for each earlier token, per "
+                       "layer of the residual stream")
+    q.add_argument("--position", type=int, default=None, help=position_help)
     q.add_argument("--target", help=target_help)
     q.add_argument("--path", choices=("all", "attention", "state"), default="all",
                    help="a seq2seq RNN with attention: all paths (default), through attention only, or through the "
                         "recurrent state only")
+    q.add_argument("--measure", choices=("log_p", "logits"), default="log_p",
+                   help="a seq2seq run: log_p (default), the predicted token's log-probability; logits, "
+                        "||d logits_t / d e_s||_F over every vocabulary logit, the map `seqlab paths` draws")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -95,7 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         usage = False
         subject = _load(args)
         usage = True
-        report = (LM_ANALYSES if subject.kind == "lm" else S2S_ANALYSES)[args.analysis](subject, args)
+        report = ANALYSES[args.analysis](subject, args)
         _check_json(report["json"])
         usage = False
         if args.json:
@@ -113,11 +123,79 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class _Subject:
-    """A loaded run: ``kind`` "lm" (model, tokens) or "seq2seq" (model, src_vocab, tgt_vocab)."""
+    """A loaded run, and its words for what the measurements return: a language model's (``lm``) prompt
+    tokens, or an encoder-decoder's source and target vocabularies."""
 
-    def __init__(self, kind: str, model, **parts):
-        self.kind, self.model = kind, model
-        self.__dict__.update(parts)
+    def __init__(self, model, tokens=None, src_vocab=None, tgt_vocab=None):
+        self.model, self.tokens, self.src_vocab, self.tgt_vocab = model, tokens, src_vocab, tgt_vocab
+        self.lm = tokens is not None
+        self.name = "language model" if self.lm else model.config.arch
+
+    def encode(self, text: str, flag: str) -> list[int]:
+        if self.lm:
+            return self.tokens.encode(text, flag)
+        ids = self.src_vocab.encode(check_text(text, flag))
+        if not ids:
+            raise ValueError(f"{flag} is empty; give a source sentence")
+        return ids
+
+    def target(self, args) -> int | list[int] | None:
+        """--target: a language model's one token, an encoder-decoder's target text."""
+        if not self.lm and args.target is not None:
+            return self.tgt_vocab.encode(check_text(args.target, "--target"))
+        return self.token(args.target, "--target")
+
+    def token(self, value: str | None, flag: str) -> int | None:
+        """The one token ``value`` names (a language model: or id:N; an encoder-decoder: of its targets)."""
+        if self.lm:
+            return self.tokens.one(value, flag)
+        if value is None:
+            return None
+        ids = self.tgt_vocab.encode(check_text(value, flag))
+        if len(ids) != 1:
+            raise ValueError(f"{flag} {value!r} is {len(ids)} target tokens; give one")
+        return ids[0]
+
+    def label(self, token: int) -> str:
+        """A predicted token's label."""
+        return self.tokens.label(token) if self.lm else (self.tgt_vocab.decode([int(token)]) or "</s>")
+
+    def inputs(self, ids: list[int], corrupt: list[int] | None = None) -> list[str]:
+        """'i:token' per input position (and '/corrupted token' where the corrupted input differs)."""
+        piece = self.tokens.label if self.lm else lambda t: self.src_vocab.decode([t]).replace(" ", "\u2423") or "?"
+        corrupt = ids if corrupt is None else corrupt
+        return [f"{i}:{piece(a)}" + ("" if a == b else f"/{piece(b)}") for i, (a, b) in enumerate(zip(ids, corrupt))]
+
+    def positions(self, ids: list[int], predicted: list[int] | None) -> list[str]:
+        """Labels of the positions a measurement answers at: the prompt's tokens, the decoder's steps."""
+        if predicted is None:
+            return self.inputs(ids)
+        piece = lambda t: self.tgt_vocab.decode([t]).replace(" ", "\u2423") or "?"
+        return [f"{i}:{piece(t) if i < len(predicted) - 1 else '</s>'}" for i, t in enumerate(predicted)]
+
+    def head(self, ids: list[int], predicted: list[int] | None) -> dict:
+        """What every answer's JSON starts with: the prompt's tokens, or the source and the output."""
+        if predicted is None:
+            return {"tokens": ids}
+        return {"arch": self.model.config.arch, "source": ids, "predicted": predicted,
+                "output": self.tgt_vocab.decode(predicted[:-1])}
+
+    def position(self, args, ids: list[int]) -> int | None:
+        """The --position (a language model's, checked against its prompt ``ids``) or --step (an
+        encoder-decoder's, where the analysis reads one step) asked for; the other is refused."""
+        position, step = getattr(args, "position", None), getattr(args, "step", None)
+        if not self.lm and position is not None:
+            raise ValueError("--position: a seq2seq run shows every output step (one row each)"
+                             + ("; choose the step with --step" if hasattr(args, "step") else ""))
+        if self.lm and step is not None:
+            raise ValueError("--step: a language-model run has no decoder steps"
+                             + ("; choose a token with --position" if hasattr(args, "position") else ""))
+        if not self.lm:
+            return step
+        position = -1 if position is None else position
+        if not -len(ids) <= position < len(ids):
+            raise ValueError(f"--position {position} is out of range for a prompt of {len(ids)} tokens")
+        return position
 
 
 def _load(args) -> _Subject:
@@ -129,14 +207,14 @@ def _load(args) -> _Subject:
 
         run = load_run(args.run, device=args.device)
         check_finite_weights(run.model)
-        return _Subject("seq2seq", run.model, src_vocab=run.src_vocab, tgt_vocab=run.tgt_vocab)
+        return _Subject(run.model, src_vocab=run.src_vocab, tgt_vocab=run.tgt_vocab)
     from seqlab.lm import load_model
 
     model, tokenizer, _ = load_model(run=args.run, device=args.device)
     if tokenizer is None:
         raise FileNotFoundError(f"{Path(args.run) / 'tokenizer'} does not exist: the run has no tokenizer")
     check_finite_weights(model)
-    return _Subject("lm", model, tokens=_Tokens(tokenizer, model.config.vocab_size))
+    return _Subject(model, tokens=_Tokens(tokenizer, model.config.vocab_size))
 
 
 def _check_json(value: Any) -> None:
@@ -177,8 +255,10 @@ class _Tokens:
         text = self.tokenizer.decode([int(token)])
         return repr(text)[1:-1] if text.strip() == text and text else repr(text)
 
-    def labels(self, ids) -> list[str]:
-        return [f"{i}:{self.label(t)}" for i, t in enumerate(ids)]
+
+def number(value: float, fmt: str) -> str:
+    """``value`` in ``fmt``; an exact zero (0.0 or -0.0) without a sign."""
+    return fmt.format(0.0).lstrip("+-") if value == 0 else fmt.format(value)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -188,7 +268,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _matrix_table(values, row_labels, col_labels, corner: str, fmt: str = "{:+.3f}") -> str:
-    return _table([corner] + list(col_labels), [[r] + [fmt.format(float(v)) for v in row]
+    return _table([corner] + list(col_labels), [[r] + [number(float(v), fmt) for v in row]
                                                 for r, row in zip(row_labels, values)])
 
 
@@ -196,137 +276,154 @@ def _notes(result) -> list[dict]:
     return [note.as_json() for note in result.notes]
 
 
-def _position(value: int, ids: list[int], flag: str = "--position") -> int:
-    if not -len(ids) <= value < len(ids):
-        raise ValueError(f"{flag} {value} is out of range for a prompt of {len(ids)} tokens")
-    return value % len(ids)
-
-
-def _signed_figure(values, kind: str, notes: list[dict], **figure) -> dict:
-    """A diverging heatmap's arguments: its colour scale with the kind's floor (seqlab.interpret.notes)."""
+def _figure(values, kind: str, notes: list[dict], diverging: bool = True, **figure) -> dict:
+    """A heatmap's arguments: its colour scale with the kind's floor (seqlab.interpret.notes), from
+    -bound to bound (``diverging``) or from 0."""
     from seqlab.interpret.notes import colour_scale, range_words
 
     scale = colour_scale(values, kind)
-    figure["title"] = f"{figure['title']}\n{range_words(scale)}"
-    return dict(values=values, diverging=True, bound=scale["bound"], notes=[n["message"] for n in notes], **figure)
+    figure["title"] = f"{figure['title']}\n{range_words(scale, diverging)}"
+    return dict(values=values, diverging=diverging, bound=scale["bound"], notes=[n["message"] for n in notes], **figure)
 
 
-# --- language models ------------------------------------------------------------------------------
-def _lm_lens(subject, args) -> dict:
+# --- one handler per question, for both families ----------------------------------------------------
+def _lens(subject, args) -> dict:
     from seqlab.interpret import logit_lens
 
-    tokens = subject.tokens
-    ids = tokens.encode(args.text, "--text")
-    if args.target is not None:
+    ids = subject.encode(args.text, "--text")
+    if subject.lm and args.target is not None:
         raise ValueError("--target: the language model's lens scores each position's actual next token")
-    lens = logit_lens(subject.model, ids, top_k=args.top_k)
-    rows = [f"{i}:{tokens.label(t)}" for i, t in enumerate(ids)]
-    layers = ["embed"] + [f"L{l}" for l in range(len(subject.model.layers))]
-    return _lens_report(lens, rows, layers, tokens.label, {"tokens": ids}, "input token")
-
-
-def _lens_report(lens, rows: list[str], layers: list[str], label, head: dict, row_title: str) -> dict:
+    lens = logit_lens(subject.model, ids, target=subject.target(args), top_k=args.top_k)
+    rows = subject.positions(ids, lens.predicted)
     top, prob = lens.top_ids[..., 0].T.tolist(), lens.top_probs[..., 0].T.tolist()
-    table = _table(["position"] + layers, [[r] + [f"{label(t)} {p:.2f}" for t, p in zip(top[i], prob[i])]
-                                            for i, r in enumerate(rows)])
-    shade = lens.target_prob.T.nan_to_num(0.0).tolist()
-    cells = [[f"{label(t)}\n{p:.2f}" for t, p in zip(top[i], prob[i])] for i in range(len(rows))]
-    return {"table": "top token and its probability after each layer (rows: position)\n" + table,
-            "figure": dict(values=shade, row_labels=rows, col_labels=layers, cells=cells, bound=1.0,
-                           title="Logit lens: top token per layer; colour = probability of the actual next token "
-                                 "(scale 0 .. 1)",
-                           colorbar="p(next token)", row_title=row_title, col_title="residual stream after", notes=[]),
-            "json": {**head, "layers": layers, "top_ids": lens.top_ids.tolist(), "top_probs": lens.top_probs.tolist(),
-                     "target_prob": lens.target_prob.nan_to_num(-1).tolist(), "target_rank": lens.target_rank.tolist(),
-                     "note": "target_prob -1 / rank 0: no next token", "notes": []}}
+    cells = lambda sep: [[f"{subject.label(t)}{sep}{p:.2f}" for t, p in zip(top[i], prob[i])] for i in range(len(rows))]
+    scored = "actual next token" if subject.lm else "target token"
+    return {"table": "top token and its probability after each layer (rows: position)\n"
+                     + _table(["position"] + lens.rows, [[r] + row for r, row in zip(rows, cells(" "))]),
+            "figure": dict(values=lens.target_prob.T.nan_to_num(0.0).tolist(), row_labels=rows, col_labels=lens.rows,
+                           cells=cells("\n"), bound=1.0,
+                           title=f"Logit lens: top token per layer; colour = probability of the {scored} "
+                                 "(scale 0 .. 1)", colorbar=f"p({scored})",
+                           row_title="input token" if subject.lm else "decoder step (its token)",
+                           col_title="residual stream after", notes=[]),
+            "json": {**subject.head(ids, lens.predicted), "layers": lens.rows, "top_ids": lens.top_ids.tolist(),
+                     "top_probs": lens.top_probs.tolist(), "target_prob": lens.target_prob.nan_to_num(-1).tolist(),
+                     "target_rank": lens.target_rank.tolist(), "note": "target_prob -1 / rank 0: no next token",
+                     "notes": []}}
 
 
-def _lm_attribute(subject, args) -> dict:
+def _attribute(subject, args) -> dict:
     from seqlab.interpret import direct_logit_attribution
 
-    tokens = subject.tokens
-    ids = tokens.encode(args.text, "--text")
-    _position(args.position, ids)
-    result = direct_logit_attribution(subject.model, ids, position=args.position,
-                                      target=tokens.one(args.target, "--target"),
-                                      baseline=tokens.one(args.baseline, "--baseline"))
-    heads, target, baseline = result.heads, result.target, result.baseline
-    what = f"logit[{tokens.label(target)}]" + (f" - logit[{tokens.label(baseline)}]" if baseline is not None else "")
-    layers = [f"L{l}" for l in range(heads.shape[0])]
-    cols = [f"H{h}" for h in range(heads.shape[1])] + ["MLP"]
-    values = [row + [m] for row, m in zip(heads.tolist(), result.mlps.tolist())]
+    ids = subject.encode(args.text, "--text")
+    position = subject.position(args, ids)
+    result = direct_logit_attribution(subject.model, ids, position=position, target=subject.target(args),
+                                      baseline=subject.token(args.baseline, "--baseline"))
+    heads, cross, L = result.heads.tolist(), result.cross_heads, result.heads.shape[0]
+    rows = [f"L{l}" for l in range(L)]
+    both = cross is not None
+    cols = [f"{'self ' if both else ''}H{h}" for h in range(len(heads[0]))] + \
+        ([f"cross H{h}" for h in range(cross.shape[1])] if both else []) + ["MLP"]
+    values = [s + (c if both else []) + [m] for s, c, m in zip(heads, cross.tolist() if both else heads,
+                                                                 result.mlps.tolist())]
+    where = f"at position {result.position}" if subject.lm else f"at step {result.position}"
+    what = f"logit[{subject.label(result.target)}]" + \
+        (f" - logit[{subject.label(result.baseline)}]" if result.baseline is not None else "") + f" {where}"
+    bias = "" if subject.lm else f"   bias {result.bias:+.3f}"
     notes = _notes(result)
-    table = (f"direct contribution to {what} at position {result.position}\n"
-             + _matrix_table(values, layers, cols, "layer") + f"\nembed {result.embed:+.3f}   total {result.total:+.3f}")
-    return {"table": table,
-            "figure": _signed_figure(values, "attribution", notes, row_labels=layers, col_labels=cols, row_title="layer",
-                                     col_title="head / MLP", colorbar=f"direct contribution to {what}",
-                                     title=f"Direct logit attribution to {what} at position {result.position} "
-                                           f"(embed {result.embed:+.2f}, total {result.total:+.2f})"),
-            "json": {"tokens": ids, "target": target, "baseline": baseline, "position": result.position,
-                     "embed": result.embed, "heads": heads.tolist(), "mlps": result.mlps.tolist(),
-                     "total": result.total, "notes": notes}}
+    parts = {"embed": result.embed, "heads": heads, "mlps": result.mlps.tolist(), "total": result.total} if subject.lm \
+        else {"embed": result.embed, "self_heads": heads, "cross_heads": cross.tolist(),
+              "mlps": result.mlps.tolist(), "bias": result.bias, "total": result.total}
+    return {"table": f"direct contribution to {what}\n" + _matrix_table(values, rows, cols, "layer")
+                     + f"\nembed {result.embed:+.3f}{bias}   total {result.total:+.3f}",
+            "figure": _figure(values, "attribution", notes, row_labels=rows, col_labels=cols, row_title="layer",
+                              col_title="head / MLP", colorbar=f"direct contribution to {what}",
+                              title=f"Direct logit attribution to {what} (embed {result.embed:+.2f}, total "
+                                    f"{result.total:+.2f})"),
+            "json": {**subject.head(ids, result.predicted), "target": result.target, "baseline": result.baseline,
+                     ("position" if subject.lm else "step"): result.position, **parts, "notes": notes}}
 
 
-def _lm_patch(subject, args) -> dict:
+def _patch(subject, args) -> dict:
     from seqlab.interpret import patch
 
-    tokens = subject.tokens
-    where = args.where or "resid_pre"
-    if where not in LM_WHERE:
-        raise ValueError(f"--where {where}: a language model patches {', '.join(LM_WHERE)}")
-    clean, corrupt = tokens.encode(args.clean, "--clean"), tokens.encode(args.corrupt, "--corrupt")
+    where = args.where or (LM_WHERE if subject.lm else S2S_WHERE)[0 if subject.lm else 1]
+    if where not in (LM_WHERE if subject.lm else S2S_WHERE):
+        raise ValueError(f"--where {where}: a {'language' if subject.lm else 'seq2seq'} model patches "
+                         f"{', '.join(LM_WHERE if subject.lm else S2S_WHERE)}")
+    clean, corrupt = subject.encode(args.clean, "--clean"), subject.encode(args.corrupt, "--corrupt")
+    step = subject.position(args, clean)  # refuses --step on a language-model run,
+    step = None if subject.lm else step    # whose metric is read at the last position
     if len(clean) != len(corrupt):
-        raise ValueError(f"--clean is {len(clean)} tokens and --corrupt {len(corrupt)}; patching needs prompts of "
+        raise ValueError(f"--clean is {len(clean)} tokens and --corrupt {len(corrupt)}; patching needs inputs of "
                          "the same length in tokens")
     with _progress(args, len(clean)) as progress:
-        result = patch(subject.model, clean, corrupt, target=tokens.one(args.target, "--target"),
-                       baseline=tokens.one(args.baseline, "--baseline"), where=where, progress=progress)
+        result = patch(subject.model, clean, corrupt, target=subject.target(args), where=where, position=step,
+                       baseline=subject.token(args.baseline, "--baseline"), progress=progress)
     recovery = result.recovery
-    cols = [f"{i}:{tokens.label(a)}" + ("" if a == b else f"/{tokens.label(b)}") for i, (a, b) in enumerate(zip(clean, corrupt))]
     if where == "head_out":
-        flat = recovery.reshape(-1, recovery.shape[-1])
-        rows = [f"L{l}H{h}" for l in range(recovery.shape[0]) for h in range(recovery.shape[1])]
+        flat, rows = recovery.reshape(-1, recovery.shape[-1]), [f"{l}H{h}" for l in result.rows
+                                                                  for h in range(recovery.shape[1])]
     else:
-        flat, rows = recovery, [f"L{l}" for l in range(recovery.shape[0])]
-    what = f"logit[{tokens.label(result.target)}] - logit[{tokens.label(result.baseline)}]"
+        flat, rows = recovery, result.rows
+    cols = {"source": subject.inputs(clean, corrupt), "position": subject.inputs(clean, corrupt),
+            "decoder": subject.positions(clean, result.predicted), "initial": ["initial state"]}[result.axis]
+    what = f"logit[{subject.label(result.target)}] - logit[{subject.label(result.baseline)}]" + \
+        ("" if subject.lm else f" at step {result.position}")
     notes = _notes(result)
+    json_out = {"clean": clean, "corrupt": corrupt} if subject.lm else \
+        {**subject.head(clean, result.predicted), "corrupt": corrupt, "rows": result.rows, "axis": result.axis,
+         "step": result.position}
     return {"table": f"recovery of {what} when the clean {where} is patched in (0 = corrupted, 1 = clean)\n"
                      + _matrix_table(flat.tolist(), rows, cols, "layer", "{:+.2f}"),
-            "figure": _signed_figure(flat.tolist(), "recovery", notes, row_labels=rows, col_labels=cols,
-                                     row_title="layer" + (" / head" if where == "head_out" else ""),
-                                     col_title="position (clean/corrupt token)",
-                                     colorbar="recovery (0 = corrupted, 1 = clean)",
-                                     title=f"Activation patching of {where}: recovery of {what}"),
-            "json": {"clean": clean, "corrupt": corrupt, "target": result.target, "baseline": result.baseline,
-                     "where": where, "recovery": recovery.tolist(), "clean_metric": result.clean_metric,
+            "figure": _figure(flat.tolist(), "recovery", notes, row_labels=rows, col_labels=cols,
+                              row_title="layer" + (" / head" if where == "head_out" else ""),
+                              col_title="position (clean/corrupt token)" if subject.lm else result.axis,
+                              colorbar="recovery (0 = corrupted, 1 = clean)",
+                              title=f"{subject.name}: patching the {where}: recovery of {what}\n(clean "
+                                    f"{args.clean!r}, corrupted {args.corrupt!r})"),
+            "json": {**json_out, "target": result.target, "baseline": result.baseline, "where": where,
+                     "recovery": recovery.tolist(), "clean_metric": result.clean_metric,
                      "corrupt_metric": result.corrupt_metric, "notes": notes}}
 
 
-def _lm_knockout(subject, args) -> dict:
+def _knockout(subject, args) -> dict:
     from seqlab.interpret import knockout
 
-    tokens = subject.tokens
-    ids = tokens.encode(args.text, "--text")
-    _position(args.position, ids)
-    result = knockout(subject.model, ids, position=args.position, target=tokens.one(args.target, "--target"))
-    drops = result.drops.T  # (seq, L): positions as rows
-    rows = tokens.labels(ids)
-    layers = [f"L{l}" for l in range(drops.shape[1])]
-    what = f"log p({tokens.label(result.target)}) at position {result.position} (p = {result.p:.4g})"
-    notes = _notes(result)
-    return {"table": f"drop in {what} when every head of the layer stops attending to the source\n"
-                     + _matrix_table(drops.tolist(), rows, layers, "source"),
-            "figure": _signed_figure(drops.tolist(), "drop", notes, row_labels=rows, col_labels=layers,
-                                     row_title="source position", col_title="layer", colorbar=f"drop in {what}",
-                                     title=f"Attention knockout: drop in {what} when the edge from the source is cut"),
-            "json": {"tokens": ids, "position": result.position, "target": result.target, "p": result.p,
-                     "drop": result.drops.tolist(), "note": "drop[layer][source]", "notes": notes}}
+    ids = subject.encode(args.text, "--text")
+    position = subject.position(args, ids)
+    result = knockout(subject.model, ids, position=position, target=subject.target(args))
+    source, notes = subject.inputs(ids), _notes(result)
+    if subject.lm:  # one prediction: sources as rows, layers as columns (the flow graph)
+        what = f"log p({subject.label(result.target)}) at position {result.position} (p = {result.p:.4g})"
+        values, rows, cols, corner = result.drops.T.tolist(), source, result.layers, "source"
+        titles = ("source position", "layer", f"drop in {what}")
+        header = f"drop in {what} when every head of the layer stops attending to the source"
+        json_out = {"tokens": ids, "position": result.position, "target": result.target, "p": result.p,
+                    "note": "drop[layer][source]"}
+    else:  # every step: a row per (attention, step), sources as columns
+        steps = subject.positions(ids, result.predicted)
+        values = result.drops.reshape(-1, result.drops.shape[-1]).tolist()
+        rows, cols, corner = [f"{layer} {step}" for layer in result.layers for step in steps], source, "layer / step"
+        titles = ("decoder attention / step", "source position", "drop in log p")
+        one = result.layers == ["attention"]
+        header = ("drop in log p(each step's token) when the attention over the top decoder layer" if one else
+                  "drop in log p(each step's token) when a decoder layer's cross-attention") + \
+            " may not read the source position"
+        json_out = {**subject.head(ids, result.predicted), "p": result.p.tolist(), "note": "drop[layer][step][source]"}
+    return {"table": f"{header}\n" + _matrix_table(values, rows, cols, corner),
+            "figure": _figure(values, "drop", notes, row_labels=rows, col_labels=cols, row_title=titles[0],
+                              col_title=titles[1], colorbar=titles[2],
+                              title=f"{subject.name}: attention knockout: {header}"),
+            "json": {**json_out, "layers": result.layers, "drop": result.drops.tolist(), "notes": notes}}
 
 
-def _lm_heads(subject, args) -> dict:
+def _heads(subject, args) -> dict:
     from seqlab.interpret import ROLE_THRESHOLDS, ROLES, head_roles, head_scores
 
+    if not subject.lm:
+        raise ValueError("head roles are scored on a language model (repeated random tokens); for a seq2seq run ask "
+                         "lens, patch, knockout or depends")
     scores = head_scores(subject.model, seq_len=args.seq_len, batches=args.batches, seed=args.seed,
                          convention=args.convention)
     roles = head_roles(scores) if args.convention == "seqlab" else None
@@ -351,169 +448,42 @@ def _lm_heads(subject, args) -> dict:
                      "seed": args.seed, "notes": []}}
 
 
-def _lm_depends(subject, args) -> dict:
+def _depends(subject, args) -> dict:
     from seqlab.interpret import token_dependencies
 
-    tokens = subject.tokens
-    ids = tokens.encode(args.text, "--text")
-    _position(args.position, ids)
-    if args.path != "all":
-        raise ValueError("--path separates the routes of a seq2seq RNN with attention; a language model has one")
-    result = token_dependencies(subject.model, ids, position=args.position, target=tokens.one(args.target, "--target"))
-    saliency = result.saliency.T  # (seq, L + 1)
-    rows = tokens.labels(ids)
-    layers = ["embed"] + [f"L{l}" for l in range(saliency.shape[1] - 1)]
-    what = f"log p({tokens.label(result.target)}) at position {result.position} (p = {result.p:.4g})"
-    notes = _notes(result)
-    return {"table": f"gradient x input of {what}, per source token and layer\n"
-                     + _matrix_table(saliency.tolist(), rows, layers, "source"),
-            "figure": _signed_figure(saliency.tolist(), "saliency", notes, row_labels=rows, col_labels=layers,
-                                     row_title="source position", col_title="residual stream after",
-                                     colorbar="gradient x input",
-                                     title=f"Token dependencies: gradient x input saliency of {what}"),
-            "json": {"tokens": ids, "position": result.position, "target": result.target, "p": result.p,
-                     "saliency": result.saliency.tolist(), "note": "saliency[layer][source], layer 0 = embedding",
-                     "notes": notes}}
-
-
-# --- encoder-decoders -----------------------------------------------------------------------------
-def _source(subject, text: str, flag: str) -> list[int]:
-    ids = subject.src_vocab.encode(check_text(text, flag))
-    if not ids:
-        raise ValueError(f"{flag} is empty; give a source sentence")
-    return ids
-
-
-def _target(subject, args) -> list[int] | None:
-    if getattr(args, "target", None) is None:
-        return None
-    return subject.tgt_vocab.encode(check_text(args.target, "--target"))
-
-
-def _target_token(subject, value: str | None, flag: str) -> int | None:
-    """The one target-vocabulary token ``value`` names (None when not given)."""
-    if value is None:
-        return None
-    ids = subject.tgt_vocab.encode(check_text(value, flag))
-    if len(ids) != 1:
-        raise ValueError(f"{flag} {value!r} is {len(ids)} target tokens; give one")
-    return ids[0]
-
-
-def _s2s_labels(subject, src: list[int], predicted: list[int]) -> tuple[list[str], list[str]]:
-    piece = lambda vocab, i: vocab.decode([i]).replace(" ", "\u2423") or "?"
-    source = [f"{i}:{piece(subject.src_vocab, t)}" for i, t in enumerate(src)]
-    steps = [f"{i}:{piece(subject.tgt_vocab, t) if i < len(predicted) - 1 else '</s>'}" for i, t in enumerate(predicted)]
-    return source, steps
-
-
-def _s2s_head(subject, src, predicted) -> dict:
-    return {"arch": subject.model.config.arch, "source": src, "predicted": predicted,
-            "output": subject.tgt_vocab.decode(predicted[:-1])}
-
-
-def _s2s_lens(subject, args) -> dict:
-    from seqlab.interpret.seq2seq import decoder_lens
-
-    src = _source(subject, args.text, "--text")
-    result = decoder_lens(subject.model, src, _target(subject, args), top_k=args.top_k)
-    _, steps = _s2s_labels(subject, src, result.predicted)
-    label = lambda t: subject.tgt_vocab.decode([int(t)]) or "?"
-    return _lens_report(result.lens, steps, result.rows, label, _s2s_head(subject, src, result.predicted),
-                        "decoder step (its token)")
-
-
-def _s2s_attribute(subject, args) -> dict:
-    from seqlab.interpret.seq2seq import decoder_attribution
-
-    src = _source(subject, args.text, "--text")
-    result = decoder_attribution(subject.model, src, _target(subject, args), step=args.step,
-                                 baseline=_target_token(subject, args.baseline, "--baseline"))
-    L, H = result.self_heads.shape
-    rows = [f"L{l}" for l in range(L)]
-    cols = [f"self H{h}" for h in range(H)] + [f"cross H{h}" for h in range(H)] + ["MLP"]
-    values = [s + c + [m] for s, c, m in zip(result.self_heads.tolist(), result.cross_heads.tolist(), result.mlps.tolist())]
-    what = f"logit[{subject.tgt_vocab.decode([result.target]) or '</s>'}] at step {result.step}"
-    notes = _notes(result)
-    return {"table": f"direct contribution to {what}\n" + _matrix_table(values, rows, cols, "layer")
-                     + f"\nembed {result.embed:+.3f}   bias {result.bias:+.3f}   total {result.total:+.3f}",
-            "figure": _signed_figure(values, "attribution", notes, row_labels=rows, col_labels=cols, row_title="layer",
-                                     col_title="head / MLP", colorbar=f"direct contribution to {what}",
-                                     title=f"Decoder attribution to {what} (total {result.total:+.2f})"),
-            "json": {**_s2s_head(subject, src, result.predicted), "step": result.step, "target": result.target,
-                     "baseline": result.baseline, "embed": result.embed, "self_heads": result.self_heads.tolist(),
-                     "cross_heads": result.cross_heads.tolist(), "mlps": result.mlps.tolist(), "bias": result.bias,
-                     "total": result.total, "notes": notes}}
-
-
-def _s2s_patch(subject, args) -> dict:
-    from seqlab.interpret.seq2seq import seq2seq_patch
-
-    where = args.where or "encoder"
-    if where not in S2S_WHERE:
-        raise ValueError(f"--where {where}: a seq2seq model patches {', '.join(S2S_WHERE)}")
-    clean, corrupt = _source(subject, args.clean, "--clean"), _source(subject, args.corrupt, "--corrupt")
-    result = seq2seq_patch(subject.model, clean, corrupt, _target(subject, args), where=where, step=args.step,
-                           baseline=_target_token(subject, args.baseline, "--baseline"))
-    source, steps = _s2s_labels(subject, clean, result.predicted)
-    cols = {"source": source, "decoder": steps, "initial": ["initial state"]}[result.axis]
-    piece = lambda t: subject.tgt_vocab.decode([t]) or "</s>"
-    what = f"logit[{piece(result.target)}] - logit[{piece(result.baseline)}] at step {result.step}"
-    notes = _notes(result)
-    return {"table": f"recovery of {what} when the clean {where} is patched in (0 = corrupted, 1 = clean)\n"
-                     + _matrix_table(result.recovery.tolist(), result.rows, cols, "layer", "{:+.2f}"),
-            "figure": _signed_figure(result.recovery.tolist(), "recovery", notes, row_labels=result.rows,
-                                     col_labels=cols, row_title="layer", col_title=result.axis,
-                                     colorbar="recovery (0 = corrupted, 1 = clean)",
-                                     title=f"{subject.model.config.arch}: patching the {where}: recovery of {what}"),
-            "json": {**_s2s_head(subject, clean, result.predicted), "corrupt": corrupt, "where": where,
-                     "rows": result.rows, "axis": result.axis, "step": result.step, "target": result.target,
-                     "baseline": result.baseline, "recovery": result.recovery.tolist(),
-                     "clean_metric": result.clean_metric, "corrupt_metric": result.corrupt_metric, "notes": notes}}
-
-
-def _s2s_knockout(subject, args) -> dict:
-    from seqlab.interpret.seq2seq import cross_knockout
-
-    src = _source(subject, args.text, "--text")
-    result = cross_knockout(subject.model, src, _target(subject, args))
-    source, steps = _s2s_labels(subject, src, result.predicted)
-    layers = result.drops.shape[0]
-    blocks = [f"L{l} {s}" for l in range(layers) for s in steps]
-    flat = result.drops.reshape(-1, result.drops.shape[-1])
-    notes = _notes(result)
-    return {"table": "drop in log p(each step's token) when a decoder layer may not attend to the source position\n"
-                     + _matrix_table(flat.tolist(), blocks, source, "layer / step"),
-            "figure": _signed_figure(flat.tolist(), "drop", notes, row_labels=blocks, col_labels=source,
-                                     row_title="decoder layer / step", col_title="source position",
-                                     colorbar="drop in log p", title=f"{subject.model.config.arch}: cross-attention "
-                                                                      "knockout: drop in log p when a source position is cut"),
-            "json": {**_s2s_head(subject, src, result.predicted), "drop": result.drops.tolist(), "p": result.p.tolist(),
-                     "note": "drop[layer][step][source]", "notes": notes}}
-
-
-def _s2s_depends(subject, args) -> dict:
-    from seqlab.interpret.seq2seq import connectivity
-
-    src = _source(subject, args.text, "--text")
-    result = connectivity(subject.model, src, _target(subject, args), path=args.path)
-    source, steps = _s2s_labels(subject, src, result.predicted)
-    notes = _notes(result)
-    figure = _signed_figure(result.values.tolist(), "dependency", notes, row_labels=steps, col_labels=source,
-                            row_title="output step", col_title="source position", colorbar="||d logits[t] / d e_s||",
-                            title=f"{subject.model.config.arch}: how much each output step depends on each source "
-                                  f"position (path: {result.path})")
-    figure["diverging"] = False
-    return {"table": f"||d logits[t] / d e_s|| (path {result.path}; this model's paths: {', '.join(result.paths)})\n"
-                     + _matrix_table(result.values.tolist(), steps, source, "step", "{:.3g}"),
-            "figure": figure,
-            "json": {**_s2s_head(subject, src, result.predicted), "path": result.path, "paths": list(result.paths),
-                     "dependency": result.values.tolist(), "note": "dependency[step][source]", "notes": notes}}
-
-
-def _s2s_heads(subject, args) -> dict:
-    raise ValueError("head roles are scored on a language model (repeated random tokens); for a seq2seq run ask "
-                     "lens, patch, knockout or depends")
+    ids = subject.encode(args.text, "--text")
+    position = subject.position(args, ids)
+    if subject.lm:
+        for flag, value, default in (("--path", args.path, "all"), ("--measure", args.measure, "log_p")):
+            if value != default:
+                raise ValueError(f"{flag} {value}: a seq2seq run's option; a language model has one")
+    result = token_dependencies(subject.model, ids, position=position, target=subject.target(args), path=args.path,
+                                measure=args.measure)
+    notes, source = _notes(result), subject.inputs(ids)
+    if subject.lm:
+        what = f"log p({subject.label(result.target)}) at position {result.position} (p = {result.p:.4g})"
+        layers = ["embed"] + [f"L{l}" for l in range(result.values.shape[0] - 1)]
+        return {"table": f"gradient x input of {what}, per source token and layer\n"
+                         + _matrix_table(result.values.T.tolist(), source, layers, "source"),
+                "figure": _figure(result.values.T.tolist(), "saliency", notes, row_labels=source, col_labels=layers,
+                                  row_title="source position", col_title="residual stream after",
+                                  colorbar="gradient x input",
+                                  title=f"Token dependencies: gradient x input saliency of {what}"),
+                "json": {"tokens": ids, "position": result.position, "target": result.target, "p": result.p,
+                         "measure": result.measure, "saliency": result.values.tolist(),
+                         "note": "saliency[layer][source], layer 0 = embedding", "notes": notes}}
+    steps = subject.positions(ids, result.predicted)
+    values = result.values.tolist()
+    return {"table": f"{result.measure} (path {result.path}; this model's paths: {', '.join(result.paths)})\n"
+                     + _matrix_table(values, steps, source, "step", "{:.3g}"),
+            "figure": _figure(values, "dependency", notes, diverging=False, row_labels=steps, col_labels=source,
+                              row_title="output step (its token)", col_title="source position",
+                              colorbar=result.measure,
+                              title=f"{subject.name}: how much the token predicted at each step depends on each source "
+                                    f"position: {result.measure} (path: {result.path})"),
+            "json": {**subject.head(ids, result.predicted), "measure": result.measure, "path": result.path,
+                     "paths": list(result.paths), "dependency": values, "p": result.p.tolist(),
+                     "note": "dependency[step][source]", "notes": notes}}
 
 
 def _progress(args, total: int):
@@ -545,22 +515,21 @@ def _write(out: Path, analysis: str, report: dict, *, overwrite: bool, quiet: bo
 
     from seqlab.atomic import atomic_directory, atomic_write_text, remove_stale_temporaries
     from seqlab.interpret.figures import heatmap
+    from seqlab.jsonfile import dumps
     from seqlab.outdir import check_out_folder, holds_only
 
-    ours = [f"{name}.{ext}" for name in LM_ANALYSES for ext in ("png", "json")]
+    ours = [f"{name}.{ext}" for name in ANALYSES for ext in ("png", "json")]
     check_out_folder(out, COMMAND, overwrite=overwrite, recognise=holds_only(ours), flag="--out")
     replace = overwrite and out.is_dir()
     with atomic_directory(out, replaceable=os.listdir(out)) if replace else contextlib.nullcontext(out) as folder:
         folder.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(folder)
         heatmap(path=folder / f"{analysis}.png", **report["figure"])
-        atomic_write_text(folder / f"{analysis}.json", json.dumps(report["json"], indent=1, allow_nan=False) + "\n")
+        atomic_write_text(folder / f"{analysis}.json", dumps(report["json"], indent=1) + "\n")
     if not quiet:
         print(f"wrote {out / (analysis + '.png')} and {out / (analysis + '.json')}")
 
 
 COMMAND = "seqlab interpret"
-LM_ANALYSES = {"lens": _lm_lens, "attribute": _lm_attribute, "patch": _lm_patch, "knockout": _lm_knockout,
-               "heads": _lm_heads, "depends": _lm_depends}
-S2S_ANALYSES = {"lens": _s2s_lens, "attribute": _s2s_attribute, "patch": _s2s_patch, "knockout": _s2s_knockout,
-                "heads": _s2s_heads, "depends": _s2s_depends}
+ANALYSES = {"lens": _lens, "attribute": _attribute, "patch": _patch, "knockout": _knockout, "heads": _heads,
+            "depends": _depends}

@@ -110,9 +110,8 @@ def _seq2seq(model, analysis: str, source: int, steps: int, patches: int) -> Cos
     tokens = source + steps
     forward = tokens * (2.0 * weights / max(1, layers)) * layers + 4.0 * cfg.d_model * source * steps * layers \
         + steps * 2.0 * cfg.d_model * cfg.tgt_vocab_size
-    if analysis == "depends":
-        rows = steps * cfg.tgt_vocab_size
-        return Cost(rows, tokens, layers, 3 * rows * forward)
+    if analysis == "depends":  # a row per step, each differentiating its predicted token's log-probability
+        return Cost(steps, tokens, layers, 3 * steps * forward)
     if analysis == "patch":
         return Cost(patches, tokens, layers, (patches + 2) * forward)
     if analysis == "knockout":

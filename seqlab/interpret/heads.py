@@ -27,11 +27,11 @@ from seqlab.model import TransformerLM
 from seqlab.model.head_patterns import (  # noqa: F401 (public here)
     CONVENTIONS,
     ROLES,
-    attention_patterns,
     convert_scores,
     pattern_scores,
     repeated_tokens,
 )
+from seqlab.model.taps import attention_patterns
 
 # a head is labelled with the role of its highest score among those at or above the role's threshold
 ROLE_THRESHOLDS = {"previous_token": 0.4, "duplicate_token": 0.4, "induction": 0.4, "first_token": 0.6}

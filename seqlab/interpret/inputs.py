@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 
 from seqlab.model import TransformerLM
-from seqlab.model.activations import log_softmax
 from seqlab.model.embedding import check_token_ids
 from seqlab.runs import unwrap_model
 
@@ -105,8 +104,3 @@ def choose_pair(clean_logits: torch.Tensor, corrupt_logits: torch.Tensor, target
         raise ValueError(f"the target and the baseline are the same token ({target}), so their logit difference is "
                          "0 on both prompts: name two different tokens")
     return target, baseline
-
-
-def probability(logits: torch.Tensor, token: int) -> float:
-    """p(token) under logits (vocab,)."""
-    return float(log_softmax(logits.float())[token].exp())

@@ -1,4 +1,4 @@
-"""The logit lens: read the residual stream after every layer as if it were the last one."""
+"""The logit lens: read what each layer hands on as if it were the last layer's output."""
 
 from __future__ import annotations
 
@@ -6,21 +6,22 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.interpret.inputs import as_batch, check_lm, check_token
+from seqlab.interpret.families import family
 from seqlab.interpret.notes import Note
-from seqlab.model import TransformerLM
 from seqlab.model.activations import log_softmax
 from seqlab.model.taps import Taps
 
 
 @dataclass
 class LogitLens:
-    """Row 0 is the embedding, row l the residual stream after block l (L + 1 rows).
+    """Row 0 is the embedding, row l + 1 what layer l hands on (``rows`` labels them; the last is the
+    model's own output), over the positions (a language model's tokens, an encoder-decoder's steps).
 
-    logits (L + 1, seq, vocab): through the final norm (its scale recomputed on that residual) and
-    the unembedding; the last row is the model's own logits. top_ids, top_probs (L + 1, seq, top_k).
-    target_prob, target_rank (L + 1, seq): probability and rank (1 = the top token) of the target:
-    the actual next token (the last column, which has none, is NaN and rank 0) or the caller's.
+    logits (rows, positions, vocab) through the model's readout (:meth:`~seqlab.interpret.families.
+    Family.readout`); top_ids, top_probs (rows, positions, top_k); target_prob, target_rank (rows,
+    positions): probability and rank (1 = the top token) of the token scored there (``targets``; -1
+    where there is none, whose probability is NaN and rank 0); predicted: an encoder-decoder's
+    scored tokens (None for a language model).
     """
 
     logits: torch.Tensor
@@ -28,23 +29,10 @@ class LogitLens:
     top_probs: torch.Tensor
     target_prob: torch.Tensor
     target_rank: torch.Tensor
-    targets: torch.Tensor  # (seq,) the id scored at each position (-1: none)
+    targets: torch.Tensor
+    rows: list[str] = field(default_factory=list)
+    predicted: list[int] | None = None
     notes: list[Note] = field(default_factory=list)
-
-
-def lens_table(logits: torch.Tensor, targets: torch.Tensor, top_k: int) -> LogitLens:
-    """A LogitLens of logits (rows, seq, vocab) and the id scored at each position (-1: none)."""
-    with torch.no_grad():
-        probs = log_softmax(logits.float()).exp()
-        top_probs, top_ids = probs.topk(top_k, dim=-1)
-        known = targets >= 0
-        safe = targets.clamp(min=0).expand(logits.shape[0], -1)[..., None]
-        picked_logit = logits.gather(-1, safe)  # (rows, seq, 1)
-        target_prob = probs.gather(-1, safe)[..., 0]
-        target_rank = (logits > picked_logit).sum(-1) + 1
-        target_prob = torch.where(known, target_prob, torch.full_like(target_prob, float("nan")))
-        target_rank = torch.where(known, target_rank, torch.zeros_like(target_rank))
-    return LogitLens(logits, top_ids, top_probs, target_prob, target_rank, targets)
 
 
 def check_top_k(top_k, vocab: int) -> int:
@@ -53,29 +41,30 @@ def check_top_k(top_k, vocab: int) -> int:
     return top_k
 
 
-def logit_lens(model: TransformerLM, ids, *, top_k: int = 5, target: int | None = None) -> LogitLens:
-    """The logit lens of one prompt ids (seq,): the residual stream entering each layer and after
-    the last (taps ``layers.{i}.resid_pre``, ``layers.{L-1}.resid_post``), each read through the
-    model's own final norm and unembedding.
+def logit_lens(model, ids, *, target=None, top_k: int = 5) -> LogitLens:
+    """The lens of one input (seqlab.interpret.families.family): a language model's residual stream
+    entering each layer and after the last, through its final norm and unembedding, scoring the
+    actual next token (or the one ``target`` everywhere); an encoder-decoder's decoder, each layer's
+    output through the decoder's final norm (a pre-norm Transformer) or the RNN's attention and
+    combination, and the output layer, scoring the target tokens (default: its greedy output).
 
     Example: for a model that has learned "A B ... A" -> "B", the last column's target_rank
     often falls from hundreds at row 0 to 1 at the layer that completes the copy.
     """
-    model = check_lm(model)
-    ids = as_batch(model, ids)
-    if ids.shape[0] != 1:
-        raise ValueError(f"logit_lens reads one prompt, got a batch of {ids.shape[0]}")
-    vocab = model.config.vocab_size
-    top_k = check_top_k(top_k, vocab)
-    seq = ids.shape[1]
-    if target is None:
-        targets = torch.cat((ids[0, 1:], ids.new_full((1,), -1)))
-    else:
-        targets = ids.new_full((seq,), check_token(vocab, target, "target"))
-    last = len(model.layers) - 1
-    taps = Taps(read=["layers.*.resid_pre", f"layers.{last}.resid_post"])
+    f = family(model, ids, target)
+    top_k = check_top_k(top_k, f.vocab)
+    taps = Taps(read=f.lens_points)
     with torch.no_grad():
-        model(ids, return_hidden=True, taps=taps)
-        resid = taps.cache.accumulated_resid()[:, 0]  # (L + 1, seq, d)
-        logits = model.lm_head(model.ln_final(resid))
-    return lens_table(logits, targets, top_k)
+        f.run(taps, hidden=True)
+        logits = f.readout(f.lens_stack(taps.cache), taps.cache)
+        targets = f.lens_targets()
+        probs = log_softmax(logits.float()).exp()
+        top_probs, top_ids = probs.topk(top_k, dim=-1)
+        known = targets >= 0
+        safe = targets.clamp(min=0).expand(logits.shape[0], -1)[..., None]
+        nan = torch.full_like(top_probs[..., 0], float("nan"))
+        target_prob = torch.where(known, probs.gather(-1, safe)[..., 0], nan)
+        target_rank = torch.where(known, (logits > logits.gather(-1, safe)).sum(-1) + 1, 0)
+    rows = ["embed", *(f"L{i}" for i in range(f.layers))]
+    predicted = None if f.predicted is None else f.predicted.tolist()
+    return LogitLens(logits, top_ids, top_probs, target_prob, target_rank, targets, rows, predicted)

@@ -92,6 +92,8 @@ def colour_scale(values, kind: str) -> dict[str, float]:
     return {"bound": max(abs(low), abs(high), floor), "floor": floor, "min": low, "max": high}
 
 
-def range_words(scale: dict[str, float]) -> str:
-    """'values -0.012 .. +0.31 (colour scale +-0.5)' for a title."""
-    return f"values {scale['min']:+.3g} .. {scale['max']:+.3g} (colour scale \u00b1{scale['bound']:.3g})"
+def range_words(scale: dict[str, float], diverging: bool = True) -> str:
+    """'values -0.012 .. +0.31 (colour scale +-0.5)' for a title; a one-sided scale (not
+    ``diverging``) runs '0 .. 0.5'."""
+    colours = f"\u00b1{scale['bound']:.3g}" if diverging else f"0 .. {scale['bound']:.3g}"
+    return f"values {scale['min']:+.3g} .. {scale['max']:+.3g} (colour scale {colours})"

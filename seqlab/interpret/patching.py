@@ -1,4 +1,4 @@
-"""Activation patching: which activations carry the information that makes the clean prompt's
+"""Activation patching: which activations carry the information that makes the clean input's
 prediction differ from the corrupted one's."""
 
 from __future__ import annotations
@@ -8,25 +8,23 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.interpret.inputs import as_batch, check_lm, check_token, choose_pair
+from seqlab.interpret.families import LanguageModel, family
+from seqlab.interpret.inputs import check_token, choose_pair
 from seqlab.interpret.notes import Note, collect, resolution_note
-from seqlab.model import TransformerLM
-from seqlab.model.kv_cache import KVCache
 from seqlab.model.taps import Taps
 
-WHERE = ("resid_pre", "head_out", "mlp_out")
-# the tap point each kind of patch replaces
-TAP_OF = {"resid_pre": "resid_pre", "mlp_out": "mlp_out", "head_out": "attn.head_out"}
-# tokens (rows x positions) one forward pass of a patching batch may carry
-TOKENS_PER_PASS = 1 << 14
+WHERE = LanguageModel.where  # what a language model's patching replaces (an encoder-decoder's: EncoderDecoder.where)
 
 Progress = Callable[[int, int], None]
 
 
 @dataclass
 class Patching:
-    """recovery (L, seq) or, for head_out, (L, H, seq); the metric on the clean and the corrupted
-    prompt; target and baseline (None when a custom metric was given)."""
+    """recovery (rows, columns), or for head_out (layers, heads, positions): 0 = as corrupted, 1 = as
+    clean; ``rows`` label the rows, ``axis`` the columns (a language model's "position"; an
+    encoder-decoder's "source", "decoder" or "initial"); the metric on the clean and the corrupted
+    input at ``position`` (the last token; an encoder-decoder's step); target and baseline (None
+    when a custom metric was given); predicted: an encoder-decoder's target tokens."""
 
     recovery: torch.Tensor
     where: str
@@ -34,6 +32,10 @@ class Patching:
     baseline: int | None
     clean_metric: float
     corrupt_metric: float
+    rows: list[str] = field(default_factory=list)
+    axis: str = "position"
+    position: int = -1
+    predicted: list[int] | None = None
     notes: list[Note] = field(default_factory=list)
 
 
@@ -45,136 +47,133 @@ def logit_difference(target: int, baseline: int | None) -> Callable[[torch.Tenso
     return metric
 
 
-def patch(model: TransformerLM, clean_ids, corrupt_ids, *, target: int | None = None,
-          baseline: int | None = None, where: str = "resid_pre",
-          metric: Callable[[torch.Tensor], torch.Tensor] | None = None,
+def patch(model, clean_ids, corrupt_ids, *, target=None, baseline: int | None = None, where: str | None = None,
+          position: int | None = None, metric: Callable[[torch.Tensor], torch.Tensor] | None = None,
           progress: Progress | None = None) -> Patching:
     """Recovery of the metric when one clean activation is put into the corrupted run.
 
-    where="resid_pre": the residual stream entering layer l at one position, recovery (L, seq);
-    "mlp_out": one MLP's output at one position, (L, seq); "head_out": one head's output at one
-    position, (L, H, seq). The metric is read at the last position: by default the logit
-    difference target - baseline, the target being the clean prompt's top token and the baseline
-    the corrupted prompt's (its second when both agree); ``metric`` (logits (rows, vocab) -> (rows,))
-    replaces it. Recovery = (patched - corrupted) / (clean - corrupted): 0 = as corrupted, 1 = as clean.
+    A language model (where "resid_pre", the default: the residual stream entering layer l at one
+    position, recovery (L, seq); "mlp_out": one MLP's output, (L, seq); "head_out": one head's
+    output, (L, H, seq)) reads the metric at the last position: by default the logit difference
+    target - baseline, the target being the clean prompt's top token and the baseline the corrupted
+    prompt's (its second when both agree); ``metric`` (logits (rows, vocab) -> (rows,)) replaces it.
+    An encoder-decoder (where "source": a source embedding; "encoder" (default): an encoder layer's
+    state or residual at a source position; "decoder": a decoder layer's at a step; "context": the
+    attention's context vector at a step, each cross-attention output for the Transformer, the
+    decoder's initial state for the plain RNN) reads both runs with the decoder input of the clean
+    source's target and reads the metric at decoder step ``position``: by default the first step
+    where the corrupted source predicts another token, target the clean token there and baseline
+    the corrupted one. Recovery = (patched - corrupted) / (clean - corrupted).
 
-    All patches run through the model's own forward, in batches of rows, each row one patch:
-    - a row patched at (layer l, position p) joins the batch at layer l (``Taps(enter=...)``) with
-      the corrupted run's residual there, so the blocks before l run once for all rows;
-    - it carries only the positions from its chunk's first patched position a on: the positions
-      before a are the corrupted run's in every layer (attention is causal), so their keys and
-      values come from the corrupted run's KV cache;
-    - in the last layer only the last position reaches the metric, so taps keep only its query
-      and its residual there.
-    ``progress(done, total)`` is called after each batch.
+    Every patch is one row of a batched forward pass through the model's own taps; a language
+    model's row joins the batch at its layer and carries only the positions from its batch's first
+    on (seqlab.interpret.families.LanguageModel.run_rows). ``progress(done, total)`` is called after
+    each batch.
 
     Example: clean "When Mary and John went, John gave it to" and corrupt "... Mary gave it to",
     target " Mary", baseline " John": resid_pre lights up at the repeated name's position in the
     early layers and at the last position in the late ones.
     """
-    model = check_lm(model)
-    if where not in WHERE:
-        raise ValueError(f"where must be one of {WHERE}, got {where!r}")
-    clean, corrupt = as_batch(model, clean_ids, "clean_ids"), as_batch(model, corrupt_ids, "corrupt_ids")
-    if clean.shape[0] != 1 or corrupt.shape[0] != 1:
-        raise ValueError("patch reads one clean and one corrupted prompt, not batches")
-    if clean.shape != corrupt.shape:
-        raise ValueError(f"the clean prompt has {clean.shape[1]} tokens and the corrupted one {corrupt.shape[1]}; "
-                         "patching swaps activations position by position, so give prompts of the same length "
-                         "in tokens")
-    num_layers, seq = len(model.layers), clean.shape[1]
-    point = TAP_OF[where]
-    good, bad = Taps(read=[f"layers.*.{point}"]), Taps(read=["layers.*.resid_pre", f"layers.*.{point}"])
-    kv = model.new_kv_cache()
+    f = family(model, clean_ids, target)
+    where = f.default_where if where is None else where
+    if where not in f.where:
+        raise ValueError(f"where must be one of {f.where} for this model, got {where!r}")
+    corrupt = f.prompt(corrupt_ids, "corrupted source" if f.seq2seq else "corrupt_ids")
+    if corrupt.shape != f.ids.shape:
+        what, unit = ("source", "sources") if f.seq2seq else ("prompt", "prompts")
+        raise ValueError(f"the clean {what} has {f.ids.shape[-1]} tokens and the corrupted one {corrupt.shape[-1]}; "
+                         f"patching swaps activations position by position, so give {unit} of the same length")
+    labels, names, axis, columns = f.patch_points(where)
+    every = sorted({name for row in names for name in row})
+    clean_taps = Taps(read=every)
     with torch.no_grad():
-        clean_logits = model(clean, taps=good)[0, -1]
-        corrupt_logits = model(corrupt, kv_cache=kv, taps=bad)[0, -1]
-        vocab = model.config.vocab_size
-        if metric is None:
-            target, baseline = choose_pair(clean_logits, corrupt_logits, target, baseline, vocab)
-            metric = logit_difference(target, baseline)
+        clean_logits = f.run(clean_taps)[0]
+    bad = f.base(corrupt, read=every)
+    pos = _position(f, position, clean_logits, bad.logits)
+    if metric is None:
+        target, baseline = choose_pair(clean_logits[pos], bad.logits[pos], f.target_at(pos, clean_logits[pos]),
+                                       baseline, f.vocab)
+        metric = logit_difference(target, baseline)
+    else:
+        target = None if target is None else check_token(f.vocab, target, "target")
+        baseline = None if baseline is None else check_token(f.vocab, baseline, "baseline")
+    m_clean, m_corrupt = (float(metric(logits[pos][None]).reshape(-1)[0]) for logits in (clean_logits, bad.logits))
+    if m_clean == m_corrupt:
+        raise ValueError(f"the metric is {m_clean:.6g} on both inputs: there is nothing to recover; choose a "
+                         "target/baseline or inputs on which the model's prediction differs")
+    heads = f.model.config.num_heads if where == "head_out" else 1
+    values = []
+    for start, cols in f.patch_chunks(columns, len(labels) * heads):
+        per_group = len(cols) * heads  # rows of one group: every column (and head) of the batch
+        at = cols.repeat(heads)
+        head = torch.arange(heads, device=cols.device).repeat_interleave(len(cols)) if heads > 1 else None
+        edits: dict[str, list] = {}
+        for group, row_names in enumerate(names):
+            rows = group * per_group + torch.arange(per_group, device=cols.device)
+            for name in row_names:
+                edits.setdefault(name, []).append(_replacing(rows, at, head, clean_taps.cache[name],
+                                                             f.state_layer(name, group), not f.writable(name)))
+        logits = f.run_rows(bad, len(labels), per_group, start, {name: _chain(fns) for name, fns in edits.items()})
+        values.append(metric(f.measured(logits, pos)).reshape(len(labels), heads, -1))
+        if progress is not None:
+            progress(int(cols[-1]) + 1, columns)
+    recovery = (torch.cat(values, dim=-1) - m_corrupt) / (m_clean - m_corrupt)
+    size = float(max(clean_logits[pos].abs().max(), bad.logits[pos].abs().max()))
+    predicted = None if f.predicted is None else f.predicted.tolist()
+    return Patching(recovery if where == "head_out" else recovery[:, 0], where, target, baseline, m_clean, m_corrupt,
+                    labels, axis, pos, predicted,
+                    collect(resolution_note(torch.tensor([m_clean - m_corrupt]), size)))
+
+
+def _position(f, position: int | None, clean: torch.Tensor, corrupt: torch.Tensor) -> int:
+    """Where the metric is read: a language model's last token; an encoder-decoder's step ``position``,
+    by default the first where the corrupted source's prediction differs."""
+    if not f.seq2seq:
+        if position is not None:
+            raise ValueError("a language model's patching reads its metric at the last position; give a prompt that "
+                             "ends there")
+        return f.positions - 1
+    if position is None:
+        differs = (corrupt.argmax(-1) != clean.argmax(-1)).nonzero()
+        if not len(differs):
+            raise ValueError("the corrupted source gives the same prediction at every step: there is nothing to "
+                             "recover; change the source where it matters (or give --step and --baseline)")
+        return int(differs[0, 0])
+    return f.position(position, 0)
+
+
+def _replacing(rows: torch.Tensor, at: torch.Tensor, head: torch.Tensor | None, clean, layer: int | None,
+               copy: bool = True):
+    """An edit that gives row rows[j] the clean run's value at column at[j] (and head head[j]): of a
+    (batch, positions, ...) point, of which a row may carry only the last positions (a language model's
+    rows from their batch's first, its last layer the last one only: a patch not among them cannot
+    reach the metric there); of a recurrent state offered step by step, (batch, ...) at step
+    ``point.step``; or, ``layer`` given, of that layer of a state holding every layer (layers, batch, ...).
+    ``copy=False``: written into the value itself (seqlab.interpret.families.Family.writable)."""
+    def put(value: torch.Tensor, clean_value: torch.Tensor, point) -> torch.Tensor:
+        value = value.clone() if copy else value
+        if layer is not None:
+            value[layer, rows] = clean_value[layer, 0]
+        elif point.step is not None:
+            hit = at == point.step
+            value[rows[hit]] = clean_value[0, point.step]
         else:
-            target = None if target is None else check_token(vocab, target, "target")
-            baseline = None if baseline is None else check_token(vocab, baseline, "baseline")
-        m_clean = float(metric(clean_logits[None]).reshape(-1)[0])
-        m_corrupt = float(metric(corrupt_logits[None]).reshape(-1)[0])
-        if m_clean == m_corrupt:
-            raise ValueError(f"the metric is {m_clean:.6g} on both prompts: there is nothing to recover; choose a "
-                             "target/baseline or prompts on which the model's prediction differs")
-        clean_values = good.cache.stack(f"layers.*.{point}")[:, 0]  # (L, seq, ...)
-        entering = bad.cache.stack("layers.*.resid_pre")[:, 0]      # (L, seq, d)
-        heads = model.config.num_heads if where == "head_out" else 1
-        per_position = num_layers * heads  # rows per patched position
-        chunk = max(1, min(max(1, seq // 8), TOKENS_PER_PASS // max(1, per_position * seq)))
-        values = []
-        for a in range(0, seq, chunk):
-            positions = torch.arange(a, min(seq, a + chunk), device=clean.device)
-            values.append(metric(model.lm_head(_patched_run(model, corrupt, kv, entering, clean_values, where,
-                                                            positions, heads))))
-            if progress is not None:
-                progress(int(positions[-1]) + 1, seq)
-        # rows come chunk by chunk, in each chunk layer by layer, then head, then position
-        stacked = [v.reshape(num_layers, heads, -1) for v in values]
-        recovery = (torch.cat(stacked, dim=-1) - m_corrupt) / (m_clean - m_corrupt)
-    if where != "head_out":
-        recovery = recovery[:, 0]
-    notes = collect(resolution_note(torch.tensor([m_clean - m_corrupt]),
-                                    float(max(clean_logits.abs().max(), corrupt_logits.abs().max()))))
-    return Patching(recovery, where, target, baseline, m_clean, m_corrupt, notes)
-
-
-def _patched_run(model: TransformerLM, corrupt: torch.Tensor, kv: KVCache, entering: torch.Tensor,
-                 clean_values: torch.Tensor, where: str, positions: torch.Tensor, heads: int) -> torch.Tensor:
-    """Final hidden states (rows, d) at the last position of the rows patched at ``positions`` (a
-    chunk of consecutive positions a..), every layer (and head): the rows of layer l, position by
-    position (and head by head), join at layer l; the forward runs positions a..seq-1 on top of the
-    corrupted run's KV cache of positions 0..a-1."""
-    num_layers, seq = len(model.layers), corrupt.shape[1]
-    a, count = int(positions[0]), len(positions)
-    n = seq - a
-    rows = count * heads  # rows per layer
-    local = (positions - a).repeat(heads)                               # each row's patched position, in the chunk
-    head_index = torch.arange(heads, device=corrupt.device).repeat_interleave(count)
-    enter, edits = {}, {}
-    for layer in range(num_layers):  # builds each layer's entering rows and their edits (no model math)
-        resid = entering[layer, a:].expand(rows, n, -1).clone()
-        if where == "resid_pre":
-            resid[torch.arange(rows), local] = clean_values[layer, positions].repeat(heads, 1)
-        else:
-            edits[f"layers.{layer}.{TAP_OF[where]}"] = _replace_rows(clean_values[layer], positions, local,
-                                                                    head_index if where == "head_out" else None, n)
-        enter[layer] = resid
-    last = num_layers - 1
-    edits[f"layers.{last}.attn.q"] = lambda q, point: q[..., -1:, :]     # the last query only
-    edits[f"layers.{last}.resid_mid"] = lambda x, point: x[:, -1:]        # and its residual
-    prefix = KVCache(num_layers)
-    if a:
-        for layer in range(num_layers):
-            present = rows * (layer + 1)
-            prefix.keys[layer] = kv.keys[layer][:, :, :a].expand(present, -1, -1, -1)
-            prefix.values[layer] = kv.values[layer][:, :, :a].expand(present, -1, -1, -1)
-    taps = Taps(enter=enter, edit=edits)
-    return model(corrupt[:0, a:], kv_cache=prefix, return_hidden=True, taps=taps)[:, -1]
-
-
-def _replace_rows(clean: torch.Tensor, positions: torch.Tensor, local: torch.Tensor,
-                  head_index: torch.Tensor | None, n: int):
-    """An edit for the rows that joined at this layer (the last ``len(local)`` of the batch): row r's
-    value at its position (and head) becomes the clean run's. The point may hold fewer positions
-    than the rows carry (the last layer keeps only the last one): a patch that is not among them
-    cannot reach the metric there."""
-    values = clean[positions.repeat(len(local) // len(positions))] if head_index is None \
-        else clean[positions.repeat(len(local) // len(positions)), head_index]
-
-    def edit(value: torch.Tensor, point) -> torch.Tensor:
-        kept = value.shape[1]
-        at = local - (n - kept)
-        inside = at >= 0
-        value = value.clone()
-        rows = value.shape[0] - len(local) + torch.arange(len(local), device=value.device)
-        if head_index is None:
-            value[rows[inside], at[inside]] = values[inside]
-        else:
-            value[rows[inside], at[inside], head_index[inside]] = values[inside]
+            kept = at - (clean_value.shape[1] - value.shape[1])
+            inside = kept >= 0
+            by_head = () if head is None else (head[inside],)
+            value[(rows[inside], kept[inside], *by_head)] = clean_value[(0, at[inside], *by_head)]
         return value
+
+    def edit(value, point):
+        if isinstance(value, tuple):  # the LSTM's (h, c) initial state
+            return tuple(put(v, c, point) for v, c in zip(value, clean))
+        return put(value, clean, point)
     return edit
+
+
+def _chain(fns):
+    def edit(value, point):
+        for fn in fns:
+            value = fn(value, point)
+        return value
+    return fns[0] if len(fns) == 1 else edit

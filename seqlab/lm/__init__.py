@@ -23,5 +23,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "seqlab.lm.task": ("LanguageModelTask", "Trainer", "train"),
     "seqlab.lm.loading": ("LoadedModel", "check_vocabularies", "load_model"),
     "seqlab.lm.evaluation": ("EvalResult", "evaluate", "validation_loss"),
-    "seqlab.lm.inspection": ("ForwardTrace", "attention_maps", "next_token_candidates", "trace_forward"),
+    "seqlab.lm.inspection": ("ForwardTrace", "next_token_candidates", "trace_forward"),
 })

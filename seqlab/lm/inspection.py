@@ -3,8 +3,8 @@ top candidates for the next token.
 
 ``trace_forward`` runs the model once with taps (seqlab.model.taps) that read every layer's
 attention weights and the first block's tensors, and records their shapes in the order the
-forward computes them. Row i of a layer's weights is query i's distribution over keys 0..i.
-``attention_maps(model, ids)`` is the weights alone.
+forward computes them. Row i of a layer's weights is query i's distribution over keys 0..i. The
+weights alone are ``seqlab.model.taps.attention_patterns(model, ids)``.
 
     trace = trace_forward(model, [5, 17, 2])     # a 2-layer, 2-head model
     trace.attention[0].shape       # (2, 3, 3): layer 0, heads x queries x keys
@@ -77,11 +77,6 @@ def trace_forward(model: TransformerLM, ids) -> ForwardTrace:
     shapes.append(("logits", tuple(logits.shape)))
     attention = [weights[0] for weights in cache.stack("layers.*.attn.pattern")]
     return ForwardTrace(attention=attention, shapes=shapes, logits=logits[0])
-
-
-def attention_maps(model: TransformerLM, ids) -> list[torch.Tensor]:
-    """One (heads, T, T) tensor of attention weights per layer for the sequence ``ids``."""
-    return trace_forward(model, ids).attention
 
 
 @dataclass

@@ -47,7 +47,8 @@ def head_metrics(model: torch.nn.Module, tokens: torch.Tensor) -> dict[str, floa
     """{``heads/{score}/L{l}H{h}``: value} of ``model`` on ``tokens`` (batch, 2n), one forward pass."""
     import torch
 
-    from seqlab.model.head_patterns import attention_patterns, pattern_scores
+    from seqlab.model.head_patterns import pattern_scores
+    from seqlab.model.taps import attention_patterns
 
     scores = pattern_scores(attention_patterns(model, tokens))
     grid = torch.stack([scores[role] for role in ROLES]).cpu().tolist()  # (4, L, H): one device read

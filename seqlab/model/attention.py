@@ -33,6 +33,7 @@ from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.rope import RotaryPositionalEmbedding, rotate_pairs
 from seqlab.model.sdpa_attention import sdpa_attention
+from seqlab.model.taps import or_none
 
 __all__ = [
     "MultiHeadAttention", "attention_backend", "attention_scores", "attention_weights", "causal_mask",
@@ -218,7 +219,7 @@ class MultiHeadAttention(nn.Module):
         return kv[..., :kv_heads, :, :], kv[..., kv_heads:, :, :]
 
     def _self_qkv(self, x: torch.Tensor, token_positions: torch.Tensor | None, kv_cache: KVCache | None,
-                  layer_index: int, taps=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                  layer_index: int, taps) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Self-attention heads of x (batch..., seq, d_model): q (batch..., heads, seq, d_head) and k, v
         (batch..., kv_heads, keys, d_head), rotated by RoPE and extended by the cache."""
         *batch, seq, _ = x.shape
@@ -240,14 +241,13 @@ class MultiHeadAttention(nn.Module):
         q, k = qk.split((heads, kv_heads), dim=-2)
         # heads become a batch dimension: (batch..., heads, seq, d_head)
         q, k, v = q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
-        if taps is not None:
-            q, k, v = taps.tap("q", q), taps.tap("k", k), taps.tap("v", v)
+        q, k, v = taps.tap("q", q), taps.tap("k", k), taps.tap("v", v)
         if kv_cache is not None:
             k, v = kv_cache.append(layer_index, k, v)
         return q, k, v
 
     def _cross_q(self, x: torch.Tensor, memory: torch.Tensor | None,
-                 memory_kv: tuple[torch.Tensor, torch.Tensor] | None, misused: bool, taps=None):
+                 memory_kv: tuple[torch.Tensor, torch.Tensor] | None, misused: bool, taps):
         """Cross-attention heads: q of x (batch..., heads, n, d_head) and the memory's k, v."""
         if memory is not None and memory_kv is not None:
             raise ValueError("give the memory either as memory= (a tensor) or as memory_kv= (its keys_values), "
@@ -259,9 +259,7 @@ class MultiHeadAttention(nn.Module):
         *batch, seq, _ = x.shape
         q = (x @ self.q_proj.weight.t()).view(*batch, seq, self.num_heads, self.d_head).transpose(-3, -2)
         k, v = memory_kv if memory_kv is not None else self.keys_values(memory)
-        if taps is not None:
-            q, k, v = taps.tap("q", q), taps.tap("k", k), taps.tap("v", v)
-        return q, k, v
+        return taps.tap("q", q), taps.tap("k", k), taps.tap("v", v)
 
     def _padding(self, key_padding_mask: torch.Tensor | None, k: torch.Tensor) -> torch.Tensor | None:
         """The key padding mask (batch, keys) as (batch, 1, 1, keys), checked against the keys."""
@@ -322,22 +320,19 @@ class MultiHeadAttention(nn.Module):
         token. taps: a Taps scope for this module's points (class docstring); an edit of q may keep
         fewer queries (the last ones), and the output then has as many positions.
         """
-        *batch, seq, _ = x.shape
+        taps = or_none(taps)
         if memory is None and memory_kv is None:
             q, k, v = self._self_qkv(x, token_positions, kv_cache, layer_index, taps)
             causal = self.causal
         else:
             q, k, v = self._cross_q(x, memory, memory_kv, token_positions is not None or kv_cache is not None, taps)
             causal = False
-        if taps is None:
-            out = self._attend(q, k, v, key_padding_mask, causal)
-            return self.output_proj(out.transpose(-3, -2).reshape(*batch, seq, self.d_model))
         if taps.wants("scores") or taps.wants("pattern"):
             z = self._attend_visibly(q, k, v, key_padding_mask, causal, taps)
         else:
             z = self._attend(q, k, v, key_padding_mask, causal)
         z = taps.tap("z", z)  # (batch..., heads, n, d_head)
-        n = z.shape[-2]
+        batch, n = x.shape[:-2], z.shape[-2]
         if taps.wants("head_out"):  # head h's output: its slice of z through its columns of the output projection
             w_o = self.output_proj.weight.view(self.d_model, self.num_heads, self.d_head)
             head_out = taps.tap("head_out", torch.einsum("...hnk,dhk->...nhd", z, w_o))

@@ -10,6 +10,7 @@ from seqlab.model.ffn import make_ffn
 from seqlab.model.kv_cache import KVCache
 from seqlab.model.norm import make_norm
 from seqlab.model.residual import check_norm_position, residual
+from seqlab.model.taps import or_none
 
 
 class TransformerBlock(nn.Module):
@@ -49,21 +50,15 @@ class TransformerBlock(nn.Module):
         (not in an attention-only block), resid_post, and the attention's points under ``attn.``.
         An edit of resid_mid may keep fewer (the last) positions; the block's output has as many.
         """
-        if taps is None:
-            def attend(h: torch.Tensor) -> torch.Tensor:
-                return self.attn(h, token_positions, kv_cache=kv_cache, layer_index=layer_index,
-                                 key_padding_mask=key_padding_mask)
-
-            z = residual(x, self.ln1, attend, self.norm_position)
-            return z if self.attention_only else residual(z, self.ln2, self.ffn, self.norm_position)
+        taps = or_none(taps)
         attn_taps = taps.scope("attn")
 
-        def attend_tapped(h: torch.Tensor) -> torch.Tensor:
+        def attend(h: torch.Tensor) -> torch.Tensor:
             return taps.tap("attn_out", self.attn(h, token_positions, kv_cache=kv_cache, layer_index=layer_index,
                                                   key_padding_mask=key_padding_mask, taps=attn_taps))
 
         x = taps.tap("resid_pre", x)
-        z = taps.tap("resid_mid", residual(x, self.ln1, attend_tapped, self.norm_position))
+        z = taps.tap("resid_mid", residual(x, self.ln1, attend, self.norm_position))
         if not self.attention_only:
             z = residual(z, self.ln2, lambda h: taps.tap("mlp_out", self.ffn(h)), self.norm_position)
         return taps.tap("resid_post", z)

@@ -4,7 +4,7 @@ Kept below training and interpretation so that both use one formula: ``seqlab.in
 ``head_scores`` (its docstring defines the scores) and the head telemetry of a training run.
 
     tokens = repeated_tokens(vocab_size=64, seq_len=16, batches=4, seed=0)   # (4, 32): a half, twice
-    scores = pattern_scores(attention_patterns(model, tokens))             # {"induction": (L, H), ...}
+    scores = pattern_scores(attention_patterns(model, tokens))             # seqlab.model.taps.attention_patterns
 
 Two conventions: "seqlab" (the mean of the weight on the key a role names, over the queries that
 have one) and "transformerlens" (its head detector: sum(A * D) / sum(A) per sequence, D the
@@ -28,17 +28,6 @@ def repeated_tokens(vocab_size: int, seq_len: int, batches: int, seed: int = 0,
     generator = torch.Generator().manual_seed(seed)
     half = torch.randint(0, vocab_size, (batches, seq_len), generator=generator)
     return torch.cat((half, half), dim=1).to(device)
-
-
-def attention_patterns(model, ids: torch.Tensor) -> torch.Tensor:
-    """(L, batch, H, seq, seq): every layer's attention weights on ids (batch, seq), read through the
-    model's taps in one forward pass, without gradients."""
-    from seqlab.model.taps import Taps
-
-    taps = Taps(read=["layers.*.attn.pattern"])
-    with torch.no_grad():
-        model(ids, return_hidden=True, taps=taps)
-    return taps.cache.stack("layers.*.attn.pattern")
 
 
 def pattern_scores(pattern: torch.Tensor, tokens: torch.Tensor | None = None,

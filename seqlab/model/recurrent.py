@@ -14,6 +14,8 @@ import math
 import torch
 from torch import nn
 
+from seqlab.model.taps import or_none
+
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 CELL_GATES = {"rnn": 1, "gru": 3, "lstm": 4}
@@ -206,19 +208,19 @@ class RecurrentLayer(nn.Module):
                              f"{tuple(padding_mask.shape)}")
         if initial_state is None:
             initial_state = self.zero_state(batch, x.device, x.dtype)
+        taps = or_none(taps)
         mask = None if padding_mask is None else padding_mask.to(torch.bool)[..., None]  # (B, T, 1)
         layer_input, finals = x, []
         for i, cell in enumerate(self.cells):
             gx = cell.project_input(layer_input)  # (B, T, G*H) for every step at once
             state = self._layer_state(initial_state, i)
-            scope = None if taps is None else taps.scope(f"layers.{i}")
+            scope = taps.scope(f"layers.{i}")
             outputs = []
             for t in range(steps):
                 new = cell.recur(gx[:, t], state)
                 state = new if mask is None else _keep_where(mask[:, t], new, state)
-                if scope is not None:
-                    state = new = _tap_state(scope, state, t)
-                outputs.append(cell.hidden(new))
+                state = _tap_state(scope, state, t)
+                outputs.append(cell.hidden(state))  # at a padded step the kept state, zeroed below
             layer_input = torch.stack(outputs, dim=1) if steps else x.new_zeros(batch, 0, self.hidden_size)
             if mask is not None:
                 layer_input = layer_input * mask

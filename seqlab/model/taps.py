@@ -1,23 +1,22 @@
 """Taps: named points inside every seqlab model where an activation can be read or replaced.
 
-A model's forward takes ``taps=`` the way it takes a KV cache: an optional argument. Without it
-nothing here runs (the training step's operations are those of before taps existed:
-tests/model/test_taps_cost.py). With it, each named point is offered to the Taps object, which
-keeps the value (``read``) or replaces it with what an edit function returns (``edit``)::
+A model's forward takes ``taps=`` the way it takes a KV cache, as an optional argument; without it
+the training step's operations are those of before taps existed (tests/model/test_taps_cost.py).
+Each named point is offered to the Taps object, which keeps the value (``read``) or replaces it
+with what an edit function returns (``edit``)::
 
     taps = Taps(read=["layers.*.attn.pattern", "layers.1.resid_pre"])
     logits = model(ids, taps=taps)
     taps.cache["layers.0.attn.pattern"]          # (batch, heads, queries, keys)
     model(other, taps=Taps(edit={"layers.1.resid_pre": lambda x, point: clean}))
 
-Names follow the module tree; every per-layer point carries its layer's index (:data:`POINTS`
-lists each model's, ``*`` matches any characters). An edit gets the value and a :class:`TapPoint`
-(name, and a recurrent state's time ``step``: states are offered once per step, so a state replaced
-at step t is what step t + 1 reads). Optional work (attention scores and weights, which switch the
-layer to the reference formula; each head's output; the final norm's scale) runs only when read or
-edited. ``Taps(enter={k: rows})`` starts extra batch rows at layer k of a Transformer LM. The cache
-(:class:`ActivationCache`) also answers to TransformerLens's names of the LM's points.
-"""
+Names follow the module tree, each per-layer point with its layer's index (:data:`POINTS`; ``*``
+matches any characters). An edit gets the value and a :class:`TapPoint` (name, and a recurrent
+state's time ``step``: a state replaced at step t is what step t + 1 reads). Optional work
+(attention scores and weights, which switch the layer to the reference formula; each head's output;
+the final norm's scale) runs only when read or edited. ``Taps(enter={k: rows})`` starts extra batch
+rows at layer k of a Transformer LM. The cache (:class:`ActivationCache`) also answers to
+TransformerLens's names. Without taps a forward runs the same code with :data:`NO_TAPS`."""
 
 from __future__ import annotations
 
@@ -55,6 +54,10 @@ POINTS: dict[str, tuple[str, ...]] = {
         "decoder.cross_attn.scores", "decoder.cross_attn.pattern", "decoder.context", "decoder.output",
     ),
 }
+# the attention whose weights attention_patterns returns: a language model's self-attention, an
+# encoder-decoder's cross-attention over the source
+PATTERNS = {"TransformerLM": "layers.*.attn.pattern", "TransformerSeq2Seq": "decoder.layers.*.cross_attn.pattern",
+            "RNNSeq2Seq": "decoder.cross_attn.pattern"}
 # attention points under a MultiHeadAttention's own prefix (…attn., …self_attn., …cross_attn.)
 ATTENTION_POINTS = ("q", "k", "v", "scores", "pattern", "z", "head_out")
 
@@ -92,6 +95,33 @@ class _Scope:
 
     def enter(self, layer: int, x: torch.Tensor) -> torch.Tensor:
         return self.root.enter_rows(layer, x)
+
+
+class _NoTaps:
+    """The taps of a forward pass given none (:data:`NO_TAPS`): nothing is wanted, every value passes
+    through unchanged and no optional work runs, so a model has one forward path with or without taps."""
+
+    __slots__ = ()
+
+    def scope(self, sub: str) -> "_NoTaps":
+        return self
+
+    def wants(self, point: str) -> bool:
+        return False
+
+    def tap(self, point: str, value: Any, step: int | None = None) -> Any:
+        return value
+
+    def enter(self, layer: int, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+NO_TAPS = _NoTaps()
+
+
+def or_none(taps: Any) -> Any:
+    """``taps``, or :data:`NO_TAPS` for None: what a forward that takes ``taps=None`` works with."""
+    return NO_TAPS if taps is None else taps
 
 
 class Taps(_Scope):
@@ -166,6 +196,25 @@ class Taps(_Scope):
     def names(self) -> list[str]:
         """The names kept so far (the cache's keys)."""
         return list(self.cache)
+
+
+def attention_patterns(model: Any, *inputs: torch.Tensor) -> torch.Tensor:
+    """The one way to get a model's attention weights: (layers, batch, heads, queries, keys), read
+    through the taps in one forward pass without gradients (:data:`PATTERNS` says which attention).
+
+    A language model reads ``attention_patterns(model, ids)``, ids (batch, seq): its self-attention.
+    An encoder-decoder reads ``attention_patterns(model, src_ids, tgt_ids)`` (tgt_ids = BOS + target):
+    its cross-attention over the source, (layers, batch, heads, T, S); an RNN with attention has one
+    layer of one head, the plain RNN none (shape (0,)): its decoder sees only the final encoder state.
+    """
+    name = PATTERNS.get(type(model).__name__)
+    if name is None:
+        raise TypeError(f"attention_patterns reads a seqlab TransformerLM or encoder-decoder, got "
+                        f"{type(model).__name__}")
+    taps = Taps(read=[name])
+    with torch.no_grad():
+        model(*inputs, return_hidden=True, taps=taps)
+    return taps.cache.stack(name) if len(taps.cache) else torch.zeros(0)
 
 
 # --- the cache ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from seqlab.model.kv_cache import KVCache
 from seqlab.model.linear import Linear
 from seqlab.model.norm import make_norm
 from seqlab.model.rmsnorm import Identity
+from seqlab.model.taps import or_none
 
 
 class TransformerLM(nn.Module):
@@ -144,18 +145,12 @@ class TransformerLM(nn.Module):
         checks of shapes and context (forward checks, then calls this). ``key_padding_mask`` covers
         every key the cache will hold. The compiled decode step of a static KV cache
         (seqlab.inference.windows) calls it directly, with positions and mask it computed itself."""
-        x = self.token_embeddings(ids)  # raises on an id the vocabulary lacks (check_token_ids)
-        if taps is not None:
-            x = taps.tap("embed", x)
+        taps = or_none(taps)
+        x = taps.tap("embed", self.token_embeddings(ids))  # raises on an id the vocabulary lacks (check_token_ids)
         for index, layer in enumerate(self.layers):
-            scope = None
-            if taps is not None:
-                x = taps.enter(index, x)  # rows that start at this layer (Taps(enter=...))
-                scope = taps.scope(f"layers.{index}")
+            x = taps.enter(index, x)  # rows that start at this layer (Taps(enter=...))
             x = layer(x, token_positions, kv_cache=kv_cache, layer_index=index,
-                      key_padding_mask=key_padding_mask, taps=scope)
-        if taps is None:
-            return self.ln_final(x)
+                      key_padding_mask=key_padding_mask, taps=taps.scope(f"layers.{index}"))
         if taps.wants("ln_final.scale"):
             taps.tap("ln_final.scale", self.ln_final.scale(x))
         return taps.tap("ln_final.normalized", self.ln_final(x))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqlab.jsonfile import check_shape
+from seqlab.jsonfile import check_shape, from_json
 from seqlab.runs.directory import read_json_object
 from seqlab.settings import added_defaults
 from seqlab.runs.status import Status
@@ -57,6 +57,7 @@ class ExperimentOut:
         data = read_json_object(path, f"the results of `{self.command}`")
         if data is None:
             return None
+        data = from_json(data)  # its non-finite numbers, written as "NaN", "inf", "-inf" (seqlab.jsonfile)
         keys = ("settings", *self.collections)
         if not all(isinstance(data.get(key), dict) for key in keys):
             expected = " and ".join(f'"{key}"' for key in keys)

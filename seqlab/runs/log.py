@@ -3,7 +3,9 @@ the plots and a resumed run.
 
 Every record has ``step`` and ``wallclock`` (seconds of training, continued across resumes); train
 records add ``train_loss``, ``lr``, ``grad_norm``, ``tokens`` and ``tokens_per_second``; eval
-records add ``val_loss`` and the task's other metrics (seq2seq: ``val_exact_match``, ...).
+records add ``val_loss`` and the task's other metrics (seq2seq: ``val_exact_match``, ...). Every value
+is a number; a loss that became NaN or infinite is written, as the project writes one
+(:mod:`seqlab.jsonfile`: the string "NaN", "inf" or "-inf"), and read back as the float.
 
 A new run that replaces an old one (``--overwrite``) writes its records to a temporary file beside
 log.jsonl (``staged=True``) and renames it over log.jsonl only at its first checkpoint
@@ -18,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from seqlab.jsonfile import parse_json
+from seqlab.jsonfile import dumps, from_json, parse_json
 
 
 def read_jsonl(path: str | Path, *, drop_torn_last_line: bool = False) -> list[dict[str, Any]]:
@@ -44,7 +46,7 @@ def read_jsonl(path: str | Path, *, drop_torn_last_line: bool = False) -> list[d
         if not isinstance(record, dict):
             raise ValueError(f"{path}, line {number}: expected a JSON object (a log record), found "
                              f"{type(record).__name__}")
-        records.append(record)
+        records.append(from_json(record))
     return records
 
 
@@ -79,7 +81,7 @@ class JsonlLog:
 
         records = read_jsonl(self.path, drop_torn_last_line=True) if self.path.exists() else []
         self.records = [r for r in records if r.get("step", 0) <= step]
-        atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in self.records))
+        atomic_write_text(self.path, "".join(dumps(r) + "\n" for r in self.records))
 
     @property
     def staged(self) -> bool:
@@ -87,7 +89,8 @@ class JsonlLog:
         return self.staged_path is not None
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record) + "\n")
+        """Append ``record``; a non-finite value is written too (a diverging run's log is kept)."""
+        self._fh.write(dumps(record) + "\n")
         self._fh.flush()
         self.records.append(record)
 

@@ -48,7 +48,7 @@ def check_batch(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask):
 
 
 class Seq2SeqModel(nn.Module):
-    """Base class: `config`, `forward`, `attention_maps`, `encode`, `decode_step`.
+    """Base class: `config`, `forward`, `encode`, `decode_step`.
 
     ``forward(..., taps=Taps(...))`` reads or replaces named activations (seqlab.model.taps: the
     source and target embeddings ``encoder.embed`` and ``decoder.embed``, the encoder's states and
@@ -71,19 +71,6 @@ class Seq2SeqModel(nn.Module):
     def _forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor, src_padding_mask: torch.Tensor | None,
                  tgt_padding_mask: torch.Tensor | None, return_hidden: bool, taps) -> torch.Tensor:
         raise NotImplementedError
-
-    def attention_maps(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor,
-                       src_padding_mask: torch.Tensor | None = None,
-                       tgt_padding_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """One (B, heads, T, S) tensor of attention weights over the source per decoder layer ([] for a
-        model without cross-attention), read through the taps ``decoder[.layers.{i}].cross_attn.pattern``."""
-        from seqlab.model.taps import Taps
-
-        taps = Taps(read=["decoder.cross_attn.pattern", "decoder.layers.*.cross_attn.pattern"])
-        self(src_ids, tgt_ids, src_padding_mask, tgt_padding_mask, return_hidden=True, taps=taps)
-        if "decoder.cross_attn.pattern" in taps.cache:
-            return [taps.cache["decoder.cross_attn.pattern"]]
-        return list(taps.cache.stack("decoder.layers.*.cross_attn.pattern")) if len(taps.cache) else []
 
     def encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None = None):
         raise NotImplementedError

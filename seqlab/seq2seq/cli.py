@@ -185,13 +185,12 @@ def _run_translate(args: argparse.Namespace) -> int:
         print(f"{tsv_field(text)}\t{tsv_field(run.tgt_vocab.decode(out))}")
         if not args.show_attention:
             continue
+        from seqlab.model.taps import attention_patterns
         from seqlab.seq2seq.config import BOS_ID
 
-        with torch.no_grad():
-            src_t = torch.tensor([src], device=run.device)
-            tgt_t = torch.tensor([[BOS_ID, *out]], device=run.device)
-            maps = run.model.attention_maps(src_t, tgt_t)
-        if not maps:
+        maps = attention_patterns(run.model, torch.tensor([src], device=run.device),
+                                  torch.tensor([[BOS_ID, *out]], device=run.device))  # (layers, 1, heads, T, S)
+        if not len(maps):
             print(f"  ({run.model.config.arch} has no attention: the decoder sees only the encoder's final state)")
             continue
         rows = _token_labels(run.tgt_vocab, out) + ["</s>"]

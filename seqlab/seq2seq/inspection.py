@@ -1,6 +1,6 @@
 """What a trained encoder-decoder looks at: attention maps and the Jacobian dependency map.
 
-Attention maps (`model.attention_maps`) show where each decoder layer's cross-attention puts its
+Attention maps (`seqlab.model.taps.attention_patterns`) show where each decoder layer's cross-attention puts its
 weight; they can mislead (information may already have moved between source positions inside the
 encoder). The dependency map asks the question directly:
 

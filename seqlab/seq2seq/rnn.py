@@ -22,11 +22,11 @@ import torch
 from torch import nn
 
 from seqlab.model.activations import softmax
-from seqlab.model.attention import scaled_dot_product_attention
 from seqlab.model.embedding import Embedding
 from seqlab.model.init import trunc_normal_
 from seqlab.model.linear import Linear
 from seqlab.model.recurrent import RecurrentLayer, State
+from seqlab.model.taps import or_none
 from seqlab.seq2seq.base import Seq2SeqModel, check_ids, check_mask
 from seqlab.seq2seq.config import Seq2SeqConfig
 
@@ -57,7 +57,7 @@ class RNNAttention(nn.Module):
     def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """query (B, T, H), prepared keys (B, S, H) -> (B, T, S)."""
         if self.score == "dot":
-            return query @ keys.transpose(-1, -2) / math.sqrt(self.hidden_size)
+            return (query / math.sqrt(self.hidden_size)) @ keys.transpose(-1, -2)  # as attention_scores
         # additive: (B, T, 1, H) + (B, 1, S, H) -> tanh -> dot with v
         return torch.tanh(self.query_proj(query)[:, :, None, :] + keys[:, None, :, :]) @ self.score_vector
 
@@ -79,16 +79,13 @@ class RNNAttention(nn.Module):
 
         taps (the decoder's scope): cross_attn.scores and cross_attn.pattern (B, 1, T, S), one head,
         and the context vectors c_t, ``context`` (B, T, H)."""
-        if taps is None:
-            if self.score == "dot":
-                mask = None if src_padding_mask is None else src_padding_mask[:, None, :]
-                context = scaled_dot_product_attention(query, memory, memory, mask)
-            else:
-                context = self.weights(query, keys, src_padding_mask) @ memory
+        taps = or_none(taps)
+        scores = self.masked_scores(query, keys, src_padding_mask)
+        if taps.wants("cross_attn.scores") or taps.wants("cross_attn.pattern"):  # offered as one head: (B, 1, T, S)
+            weights = taps.tap("cross_attn.pattern", softmax(taps.tap("cross_attn.scores", scores[:, None]), dim=-1))[:, 0]
         else:
-            scores = taps.tap("cross_attn.scores", self.masked_scores(query, keys, src_padding_mask)[:, None])
-            weights = taps.tap("cross_attn.pattern", softmax(scores, dim=-1))[:, 0]
-            context = taps.tap("context", weights @ memory)
+            weights = softmax(scores, dim=-1)
+        context = taps.tap("context", weights @ memory)
         return torch.tanh(self.combine(torch.cat((context, query), dim=-1)))
 
 
@@ -146,12 +143,10 @@ class RNNSeq2Seq(Seq2SeqModel):
         return encoder_final[rows]
 
     def _encode(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None, taps=None) -> RNNDecoderState:
-        x = self.src_embeddings(src_ids)
-        if taps is not None:
-            x = taps.tap("encoder.embed", x)
-        memory, final = self.encoder(x, src_padding_mask, taps=None if taps is None else taps.scope("encoder"))
-        if taps is not None:
-            memory = taps.tap("encoder.output", memory)
+        taps = or_none(taps)
+        x = taps.tap("encoder.embed", self.src_embeddings(src_ids))
+        memory, final = self.encoder(x, src_padding_mask, taps=taps.scope("encoder"))
+        memory = taps.tap("encoder.output", memory)
         keys = self.attention.prepare_keys(memory) if self.attention is not None else memory
         return RNNDecoderState(memory, keys, src_padding_mask, self._initial_decoder_state(final))
 
@@ -165,16 +160,13 @@ class RNNSeq2Seq(Seq2SeqModel):
                 head: bool = True, taps=None):
         """Decoder over tgt_ids (B, T) from `state` -> (logits (B, T, V), new hidden); head=False: the
         lm_head's input (B, T, d) instead of the logits."""
-        x, initial = self.tgt_embeddings(tgt_ids), state.hidden
-        scope = None
-        if taps is not None:
-            x, initial = taps.tap("decoder.embed", x), taps.tap("decoder.initial", initial)
-            scope = taps.scope("decoder")
+        taps = or_none(taps)
+        x, initial = taps.tap("decoder.embed", self.tgt_embeddings(tgt_ids)), taps.tap("decoder.initial", state.hidden)
+        scope = taps.scope("decoder")
         outputs, hidden = self.decoder(x, tgt_padding_mask, initial, taps=scope)
         if self.attention is not None:
             outputs = self.attention(outputs, state.memory, state.keys, state.src_padding_mask, taps=scope)
-        if taps is not None:
-            outputs = taps.tap("decoder.output", outputs)
+        outputs = taps.tap("decoder.output", outputs)
         return (self.lm_head(outputs) if head else outputs), hidden
 
     def _forward(self, src_ids, tgt_ids, src_padding_mask, tgt_padding_mask, return_hidden, taps):

@@ -9,8 +9,8 @@ self-attention, cross-attention to the memory, the feed-forward. Each sublayer i
 paper) or pre-norm. `encode` + `decode_step` decode incrementally: cross-attention keys/values are
 computed once and past self-attention keys/values kept in a KVCache. The pieces are the LM's
 (MultiHeadAttention, make_ffn, residual), so `attention=` picks the same backends; a padding mask
-sends "flash" to auto's choice. `attention_maps` returns the cross-attention weights,
-(1, heads, T, S) per layer, to draw the alignment, read through the taps (seqlab.model.taps).
+sends "flash" to auto's choice. The cross-attention weights, which draw the alignment, are read
+through the taps (seqlab.model.taps.attention_patterns).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from seqlab.model.positional import (
     SinusoidalPositionalEncoding,
 )
 from seqlab.model.residual import residual
+from seqlab.model.taps import or_none
 from seqlab.seq2seq.base import Seq2SeqModel, check_ids, check_mask
 from seqlab.seq2seq.config import Seq2SeqConfig
 
@@ -64,12 +65,7 @@ class DecoderLayer(nn.Module):
         """x (B, T, d) -> (B, T, d). taps (``decoder.layers.{i}``): resid_pre, self_attn_out, resid_mid,
         cross_attn_out, resid_mid_cross, mlp_out, resid_post, and the attentions' points under
         ``self_attn.`` and ``cross_attn.``."""
-        if taps is None:
-            x = residual(x, self.ln1, lambda h: self.self_attn(h, kv_cache=kv_cache, layer_index=layer_index,
-                                                               key_padding_mask=tgt_padding_mask), self.norm_position)
-            x = residual(x, self.ln2, lambda h: self.cross_attn(h, memory_kv=cross_kv, key_padding_mask=src_padding_mask),
-                         self.norm_position)
-            return residual(x, self.ln3, self.ffn, self.norm_position)
+        taps = or_none(taps)
         self_taps, cross_taps = taps.scope("self_attn"), taps.scope("cross_attn")
         x = taps.tap("resid_pre", x)
         x = residual(x, self.ln1, lambda h: taps.tap("self_attn_out", self.self_attn(
@@ -209,34 +205,28 @@ class TransformerSeq2Seq(Seq2SeqModel):
     def encode_memory(self, src_ids: torch.Tensor, src_padding_mask: torch.Tensor | None, taps=None) -> torch.Tensor:
         """Source ids (B, S) -> encoder memory (B, S, d). taps: ``encoder.embed`` (the embedding rows,
         before the scale and positions), ``encoder.layers.{i}.*``, ``encoder.output`` (the memory)."""
-        x = self.src_embeddings(src_ids)
-        if taps is not None:
-            x = taps.tap("encoder.embed", x)
+        taps = or_none(taps)
+        x = taps.tap("encoder.embed", self.src_embeddings(src_ids))
         x = self._add_positions(x * self.embedding_scale, "src")
         for index, layer in enumerate(self.encoder.layers):
-            x = layer(x, key_padding_mask=src_padding_mask,
-                      taps=None if taps is None else taps.scope(f"encoder.layers.{index}"))
-        x = self.encoder.final_norm(x)
-        return x if taps is None else taps.tap("encoder.output", x)
+            x = layer(x, key_padding_mask=src_padding_mask, taps=taps.scope(f"encoder.layers.{index}"))
+        return taps.tap("encoder.output", self.encoder.final_norm(x))
 
     def _decode(self, tgt_ids: torch.Tensor, cross_kv, src_padding_mask, tgt_padding_mask, *,
                 kv_cache: KVCache | None = None, head: bool = True, taps=None) -> torch.Tensor:
         """Logits of tgt_ids (head=False: the hidden states before the output layer, for return_hidden).
         taps: ``decoder.embed``, ``decoder.layers.{i}.*``, ``decoder.ln_final.scale`` (pre-norm),
         ``decoder.output`` (the output layer's input)."""
+        taps = or_none(taps)
         offset = 0 if kv_cache is None else kv_cache.length
-        x = self.tgt_embeddings(tgt_ids)
-        if taps is not None:
-            x = taps.tap("decoder.embed", x)
+        x = taps.tap("decoder.embed", self.tgt_embeddings(tgt_ids))
         x = self._add_positions(x * self.embedding_scale, "tgt", offset)
         for index, layer in enumerate(self.decoder.layers):
             x = layer(x, cross_kv[index], src_padding_mask, tgt_padding_mask, kv_cache=kv_cache, layer_index=index,
-                      taps=None if taps is None else taps.scope(f"decoder.layers.{index}"))
-        if taps is not None and self.decoder.ln_final is not None and taps.wants("decoder.ln_final.scale"):
+                      taps=taps.scope(f"decoder.layers.{index}"))
+        if self.decoder.ln_final is not None and taps.wants("decoder.ln_final.scale"):
             taps.tap("decoder.ln_final.scale", self.decoder.ln_final.scale(x))
-        x = self.decoder.final_norm(x)
-        if taps is not None:
-            x = taps.tap("decoder.output", x)
+        x = taps.tap("decoder.output", self.decoder.final_norm(x))
         return self.lm_head(x) if head else x
 
     def _cross_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -15,7 +15,6 @@ Example (a run trained for 40 of 40 steps, evaluated at 20 and 40)::
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import warnings
@@ -86,10 +85,11 @@ def write_outcome(run_dir: Path, status: str, *, reason: str | None, peak_flops:
                   device: str | None) -> None:
     """RUN/sweep_outcome.json (atomic): how the sweep's run ended, read back by :func:`read_run`."""
     from seqlab.atomic import atomic_write_text
+    from seqlab.jsonfile import dumps
 
     outcome = {"status": status, "reason": reason, "peak_flops": peak_flops, "device": device}
     run_dir.mkdir(parents=True, exist_ok=True)  # a run that failed in its setup never made its folder
-    atomic_write_text(run_dir / OUTCOME_FILE, json.dumps(outcome, indent=2) + "\n")
+    atomic_write_text(run_dir / OUTCOME_FILE, dumps(outcome, indent=2) + "\n")
 
 
 def read_config_or_empty(run_dir: Path) -> RunConfig | None:

@@ -16,11 +16,11 @@ first row of its table, so the two always agree.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text
+from seqlab.jsonfile import dumps
 from seqlab.sweep.grid import format_value
 from seqlab.sweep.records import RunRecord, read_run, sweep_runs
 
@@ -138,7 +138,7 @@ def report_markdown(title: str, intro: list[str], records: list[RunRecord], axes
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
+    atomic_write_text(path, dumps(document, indent=2) + "\n")
 
 
 def write_figures(out: Path, records: list[RunRecord], axes: list[str] | None, *, title: str) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.atomic import atomic_write_text
+from seqlab.jsonfile import dumps
 from seqlab.lm.settings import TrainConfig
 from seqlab.runs.directory import read_json_object
 from seqlab.sweep.divergence import DivergenceWatch
@@ -81,7 +82,7 @@ class SweepPlan:
         """What makes two invocations the same sweep (compared through JSON, as sweep.json keeps it)."""
         base = {k: v for k, v in self.base.to_dict().items() if k not in NOT_IDENTITY}
         runs = [{"name": v.name, "settings": v.settings} for v in self.variants]
-        return json.loads(json.dumps({"base": base, "runs": runs}))
+        return json.loads(dumps({"base": base, "runs": runs}))
 
 
 @dataclass

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from seqlab.lm.inspection import (
-    attention_maps,
     check_ids,
     next_token_candidates,
     trace_forward,
 )
 from seqlab.model import TransformerLM
+from seqlab.model.taps import attention_patterns
 from tests.explorer.oracles import (
     attention_oracle,
     kv_head_of_query_heads,
@@ -63,13 +63,7 @@ def test_attention_weights_match_an_oracle_and_the_models_output(changes):
         v = v[kv_head_of_query_heads(H, v.shape[0])]
         concat = (weights.double() @ v).transpose(0, 1).reshape(T, -1)
         torch.testing.assert_close(concat @ layer.attn.output_proj.weight.double().T, out, atol=1e-5, rtol=1e-4)
-    assert [w.shape for w in attention_maps(model, ids)] == [(H, T, T)] * 2
-
-
-def test_the_lm_face_names_attention_maps():
-    import seqlab.lm
-
-    assert seqlab.lm.attention_maps is attention_maps
+    assert attention_patterns(model, torch.as_tensor(ids)[None]).shape == (2, 1, H, T, T)
 
 
 def test_trace_weights_come_from_the_models_own_attention_module(monkeypatch):

@@ -20,7 +20,7 @@ def side_client(side_by_side_dir):
 
 
 def test_every_architecture_answers_the_same_question(side_client, side_by_side_dir):
-    from seqlab.interpret.seq2seq import connectivity, cross_knockout
+    from seqlab.interpret import knockout, token_dependencies
     from seqlab.seq2seq.loading import load_run
 
     runs = side_client.ok("runs")["runs"]
@@ -30,15 +30,15 @@ def test_every_architecture_answers_the_same_question(side_client, side_by_side_
     assert [r["arch"] for r in data["results"]] == ["rnn", "rnn-attention", "transformer"]
     for result in data["results"]:
         run = load_run(result["run"], device="cpu")
-        expected = connectivity(run.model, run.src_vocab.encode("abcd"))
+        expected = token_dependencies(run.model, run.src_vocab.encode("abcd"))
         torch.testing.assert_close(torch.tensor(result["values"]), expected.values, rtol=1e-5, atol=1e-7)
         assert result["columns"] == list("abcd") and len(result["rows"]) == len(expected.predicted)
-        assert result["scale"]["bound"] >= 1e-3
+        assert result["scale"]["bound"] >= 1e-3 and result["measure"] == "||d log p(y_t) / d e_s||_2"
     knocked = side_client.ok("interpret/seq2seq", {"question": "knockout", "text": "abcd"})
     rnn, attention, transformer = knocked["results"]
     assert "plain RNN has no attention to cut" in rnn["error"]
     run = load_run(transformer["run"], device="cpu")
-    expected = cross_knockout(run.model, run.src_vocab.encode("abcd"))
+    expected = knockout(run.model, run.src_vocab.encode("abcd"))
     torch.testing.assert_close(torch.tensor(transformer["values"]), expected.drops.amax(0), rtol=1e-5, atol=1e-7)
     patched = side_client.ok("interpret/seq2seq", {"question": "patch", "text": "abcd", "corrupt": "abdc"})
     assert all("values" in r or "nothing to recover" in r["error"] for r in patched["results"])

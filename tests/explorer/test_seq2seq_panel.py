@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from seqlab.explorer.runs import RunRegistry
+from seqlab.model.taps import attention_patterns
 from tests.explorer.browsing import CHROMIUM, browser, open_page, set_value, settled  # noqa: F401 (fixture)
 from tests.explorer.conftest import Client, client_for, serving
 
@@ -76,7 +77,7 @@ def test_greedy_translation_and_its_cross_attention(s2s_client, s2s_run):
         assert maps.shape == (2, 2, len(expected) + 1, len(src))  # layers, heads, target rows, source columns
         torch.testing.assert_close(maps.sum(-1), torch.ones(maps.shape[:-1], dtype=torch.float64), atol=1e-5, rtol=0)
         with torch.no_grad():
-            own = run.model.attention_maps(torch.tensor([src]), torch.tensor([[BOS_ID, *expected]]))
+            own = attention_patterns(run.model, torch.tensor([src]), torch.tensor([[BOS_ID, *expected]]))
         torch.testing.assert_close(maps, torch.stack([m[0] for m in own]).double(), atol=1e-6, rtol=0)
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from seqlab.explorer.runs import RunRegistry
+from seqlab.model.taps import attention_patterns
 from tests.explorer.browsing import CHROMIUM, browser, open_page, set_value, settled  # noqa: F401 (fixture)
 from tests.explorer.conftest import client_for, serving
 from tests.explorer.test_i18n import _strings
@@ -53,7 +54,7 @@ def test_mean_and_word_views_are_the_models_own_maps(fr_client, loaded):
     src = loaded.src_vocab.encode(text)
     (out,) = translate_ids(loaded.model, [src], max_len=decode_limit(loaded.model, [len(src) + 1]))
     with torch.no_grad():
-        maps = torch.stack([m[0] for m in loaded.model.attention_maps(torch.tensor([src]),
+        maps = torch.stack([m[0] for m in attention_patterns(loaded.model, torch.tensor([src]),
                                                                       torch.tensor([[BOS_ID, *out]]))]).double()
     assert maps.shape[:2] == (2, 2)
     torch.testing.assert_close(torch.tensor(data["cross_attention"], dtype=torch.float64), maps, atol=1e-6, rtol=0)

@@ -110,10 +110,10 @@ def test_dependencies_are_gradient_times_input_of_the_models_own_forward(extra):
     logp[target].backward()
     expected = torch.stack([(r.grad * r).sum(-1)[0] for r in kept])
     result = token_dependencies(model, IDS, position=6)
-    ours = result.saliency
+    ours = result.values
     assert ours.shape == (3, 10) and result.target == target
     torch.testing.assert_close(ours, expected.detach(), rtol=1e-4, atol=1e-6)
     assert torch.equal(ours[:, 7:], torch.zeros(3, 3)) and float(ours[:-1, :7].abs().min()) > 0
     # the last residual reaches the prediction only through its own position
     assert torch.equal(ours[-1, :6], torch.zeros(6)) and float(ours[-1, 6]) != 0
-    torch.testing.assert_close(token_dependencies(model, IDS, position=6, target=target).saliency, ours)
+    torch.testing.assert_close(token_dependencies(model, IDS, position=6, target=target).values, ours)

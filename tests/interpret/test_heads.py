@@ -121,7 +121,7 @@ def test_the_transformerlens_convention_is_its_formula_and_a_conversion_of_ours(
     tokens = torch.cat((half, half), dim=1)
     ours = head_scores(model, tokens=tokens)
     theirs = head_scores(model, tokens=tokens, convention="transformerlens")
-    from seqlab.model.head_patterns import attention_patterns
+    from seqlab.model.taps import attention_patterns
 
     patterns = attention_patterns(model, tokens)  # (L, batch, H, T, T)
     for role in ROLES:

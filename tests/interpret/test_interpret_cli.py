@@ -124,7 +124,7 @@ def test_a_saturated_prediction_is_noted_in_the_table_the_json_and_the_picture(t
 
 
 def test_a_seq2seq_run_answers_every_analysis(s2s_run, capsys):
-    from seqlab.interpret.seq2seq import connectivity, cross_knockout, decoder_lens, greedy_target, seq2seq_patch
+    from seqlab.interpret import greedy_target, token_dependencies
     from seqlab.seq2seq.loading import load_run
 
     run = load_run(s2s_run, device="cpu")
@@ -133,23 +133,24 @@ def test_a_seq2seq_run_answers_every_analysis(s2s_run, capsys):
     assert main(["interpret", "depends", *base, "--text", "abca"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["arch"] == "rnn-attention" and printed["predicted"][:-1] == greedy_target(run.model, src)
-    torch.testing.assert_close(torch.tensor(printed["dependency"]), connectivity(run.model, src).values)
+    torch.testing.assert_close(torch.tensor(printed["dependency"]), token_dependencies(run.model, src).values)
     assert main(["interpret", "depends", *base, "--text", "abca", "--path", "state", "--target", "abca"]) == 0
     printed = json.loads(capsys.readouterr().out)
     torch.testing.assert_close(torch.tensor(printed["dependency"]),
-                               connectivity(run.model, src, run.tgt_vocab.encode("abca"), path="state").values)
+                               token_dependencies(run.model, src, target=run.tgt_vocab.encode("abca"),
+                                                  path="state").values)
     assert main(["interpret", "knockout", *base, "--text", "abca"]) == 0
-    torch.testing.assert_close(torch.tensor(json.loads(capsys.readouterr().out)["drop"]),
-                               cross_knockout(run.model, src).drops)
+    torch.testing.assert_close(torch.tensor(json.loads(capsys.readouterr().out)["drop"]), knockout(run.model, src).drops)
     assert main(["interpret", "lens", *base, "--text", "abca"]) == 0
     torch.testing.assert_close(torch.tensor(json.loads(capsys.readouterr().out)["top_probs"]),
-                               decoder_lens(run.model, src).lens.top_probs)
+                               logit_lens(run.model, src).top_probs)
     assert main(["interpret", "patch", *base, "--clean", "abca", "--corrupt", "abcb", "--where", "source",
                  "--step", "3", "--target", "abca"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    expected = seq2seq_patch(run.model, src, run.src_vocab.encode("abcb"), run.tgt_vocab.encode("abca"),
-                             where="source", step=3)
+    expected = patch(run.model, src, run.src_vocab.encode("abcb"), target=run.tgt_vocab.encode("abca"), where="source",
+                     position=3)
     torch.testing.assert_close(torch.tensor(printed["recovery"]), expected.recovery)
+    assert printed["step"] == 3 and printed["axis"] == "source" and printed["rows"] == ["embedding"]
     for argv, message in ((["attribute", "--text", "abca"], "pre-norm Transformer decoder"),
                           (["heads"], "head roles are scored on a language model"),
                           (["patch", "--clean", "abca", "--corrupt", "abcb", "--where", "mlp_out"],

@@ -1,7 +1,8 @@
 """seqlab.interpret on every encoder-decoder, each measurement against an oracle written here: a
 naive loop of one forward pass per patch or cut, the activation replaced by a forward hook (or, for
-a recurrent state, by a wrapper around the cell's step); torch.autograd for connectivity; the sum
-rule for attribution; and hand-built models whose answer is known (attention that reads only
+a recurrent state, by a wrapper around the cell's step); a naive loop of hooks and the model's own
+modules for the lens; torch.autograd for dependencies; the sum rule and each part recomputed from
+hooks for attribution; and hand-built models whose answer is known (attention that reads only
 source position 0)."""
 
 from __future__ import annotations
@@ -9,14 +10,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqlab.interpret.seq2seq import (
-    connectivity,
-    cross_knockout,
-    decoder_attribution,
-    decoder_lens,
+from seqlab.interpret import (
+    direct_logit_attribution,
     greedy_target,
-    seq2seq_patch,
+    knockout,
+    logit_lens,
+    patch,
+    token_dependencies,
 )
+from seqlab.model.taps import attention_patterns
 from seqlab.seq2seq.build import build_model
 from seqlab.seq2seq.config import BOS_ID, EOS_ID, Seq2SeqConfig
 
@@ -94,7 +96,7 @@ def test_the_default_target_is_the_greedy_output():
         out.append(step)
         tokens.append(step)
     assert greedy_target(model, CLEAN) == out
-    assert connectivity(model, CLEAN).predicted == out + [EOS_ID]
+    assert logit_lens(model, CLEAN).predicted == out + [EOS_ID]
 
 
 def naive_patch(model, name: str, where: str, step: int, target: int, baseline: int):
@@ -171,7 +173,7 @@ def naive_patch(model, name: str, where: str, step: int, target: int, baseline: 
 @pytest.mark.parametrize("where", ["source", "encoder", "decoder", "context"])
 def test_patching_matches_one_forward_per_patch(name, where):
     model = make(name)
-    result = seq2seq_patch(model, CLEAN, CORRUPT, TARGET, where=where, step=2, baseline=3)
+    result = patch(model, CLEAN, CORRUPT, target=TARGET, where=where, position=2, baseline=3)
     expected = naive_patch(model, name, where, 2, result.target, 3)
     assert result.recovery.shape == expected.shape, (result.recovery.shape, expected.shape)
     torch.testing.assert_close(result.recovery.double(), expected, rtol=1e-6, atol=1e-6)
@@ -182,12 +184,12 @@ def test_patching_defaults_to_the_first_step_the_corruption_changes():
     model = make("attention-rnn", seed=3)
     tgt_in = torch.tensor([BOS_ID, *TARGET])
     differs = (logits_of(model, CLEAN, tgt_in).argmax(-1) != logits_of(model, CORRUPT, tgt_in).argmax(-1)).nonzero()
-    result = seq2seq_patch(model, CLEAN, CORRUPT, TARGET, where="source")
-    assert result.step == int(differs[0, 0])
+    result = patch(model, CLEAN, CORRUPT, target=TARGET, where="source")
+    assert result.position == int(differs[0, 0])
     with pytest.raises(ValueError, match="nothing to recover"):
-        seq2seq_patch(model, CLEAN, CLEAN, TARGET, where="source")
+        patch(model, CLEAN, CLEAN, target=TARGET, where="source")
     with pytest.raises(ValueError, match="the clean source has 6 tokens and the corrupted one 5"):
-        seq2seq_patch(model, CLEAN, CORRUPT[:5], TARGET)
+        patch(model, CLEAN, CORRUPT[:5], target=TARGET)
 
 
 def naive_cross_knockout(model, layers: int):
@@ -217,13 +219,13 @@ def naive_cross_knockout(model, layers: int):
 @pytest.mark.parametrize("name", ["attention-rnn", "attention-lstm-additive", "transformer", "transformer-post"])
 def test_cross_attention_knockout_matches_a_padding_mask_per_cut(name):
     model = make(name)
-    result = cross_knockout(model, CLEAN, TARGET)
+    result = knockout(model, CLEAN, target=TARGET)
     layers = model.config.num_decoder_layers if model.config.arch == "transformer" else 1
     expected = naive_cross_knockout(model, layers)
     torch.testing.assert_close(result.drops.double(), expected, rtol=1e-6, atol=1e-6)
     assert float(result.drops.abs().max()) > 1e-3
     with pytest.raises(ValueError, match="plain RNN has no attention to cut"):
-        cross_knockout(make("rnn-gru"), CLEAN, TARGET)
+        knockout(make("rnn-gru"), CLEAN, target=TARGET)
 
 
 def attention_on_position_0():
@@ -248,15 +250,15 @@ def attention_on_position_0():
 def test_attention_that_reads_only_position_0_loses_only_that_position():
     model = attention_on_position_0()
     src = torch.tensor([4, 5, 6, 7, 8])
-    result = cross_knockout(model, src, [5, 6, 7])
+    result = knockout(model, src, target=[5, 6, 7])
     assert torch.equal(result.drops[..., 1:], torch.zeros_like(result.drops[..., 1:]))
     assert float(result.drops[..., 0].abs().min()) > 1e-3
-    pattern = model.attention_maps(src[None], torch.tensor([[BOS_ID, 5, 6, 7]]))[0]
+    pattern = attention_patterns(model, src[None], torch.tensor([[BOS_ID, 5, 6, 7]]))[0]
     assert float(pattern.detach()[..., 0].min()) > 1 - 1e-12
     # through attention the decoder reads position 0 (the other weights are e^-60); through the
     # recurrent state only the last position, which the forgetful encoder's final state holds
-    attention = connectivity(model, src, [5, 6, 7], path="attention").values
-    state = connectivity(model, src, [5, 6, 7], path="state").values
+    attention = token_dependencies(model, src, target=[5, 6, 7], path="attention").values
+    state = token_dependencies(model, src, target=[5, 6, 7], path="state").values
     assert float(attention[:, 1:].max()) < 1e-20 and float(attention[:, 0].min()) > 1e-3
     assert torch.equal(state[:, :-1], torch.zeros_like(state[:, :-1])) and float(state[:, -1].min()) > 1e-3
 
@@ -264,10 +266,10 @@ def test_attention_that_reads_only_position_0_loses_only_that_position():
 @pytest.mark.parametrize("name", list(MODELS))
 def test_the_decoder_lens_ends_with_the_models_own_output(name):
     model = make(name)
-    lens = decoder_lens(model, CLEAN, TARGET, top_k=3)
+    lens = logit_lens(model, CLEAN, target=TARGET, top_k=3)
     expected = logits_of(model, CLEAN, torch.tensor([BOS_ID, *TARGET]))
-    assert lens.lens.logits.shape == (model.config.num_decoder_layers + 1, len(TARGET) + 1, TGT)
-    torch.testing.assert_close(lens.lens.logits[-1], expected, rtol=1e-9, atol=1e-9)
+    assert lens.logits.shape == (model.config.num_decoder_layers + 1, len(TARGET) + 1, TGT)
+    torch.testing.assert_close(lens.logits[-1], expected, rtol=1e-9, atol=1e-9)
     assert lens.rows == ["embed", "L0", "L1"] and lens.predicted == [*TARGET, EOS_ID]
 
 
@@ -278,7 +280,7 @@ def test_the_decoder_lens_reads_each_layer_through_the_models_readout():
     with StepHook(model.decoder.cells[0]) as run:
         logits_of(model, CLEAN, torch.tensor([BOS_ID, *TARGET]))
     expected = model.lm_head(torch.stack(run.seen, dim=1))[0]
-    torch.testing.assert_close(decoder_lens(model, CLEAN, TARGET).lens.logits[1], expected)
+    torch.testing.assert_close(logit_lens(model, CLEAN, target=TARGET).logits[1], expected)
 
 
 def test_decoder_attribution_sums_to_the_logit_and_refuses_what_is_not_a_sum():
@@ -286,17 +288,17 @@ def test_decoder_attribution_sums_to_the_logit_and_refuses_what_is_not_a_sum():
     tgt_in = torch.tensor([BOS_ID, *TARGET])
     logits = logits_of(model, CLEAN, tgt_in)
     for step, baseline in ((1, None), (3, 2)):
-        result = decoder_attribution(model, CLEAN, TARGET, step=step, baseline=baseline)
-        parts = result.embed + float(result.self_heads.sum() + result.cross_heads.sum() + result.mlps.sum()) + result.bias
+        result = direct_logit_attribution(model, CLEAN, target=TARGET, position=step, baseline=baseline)
+        parts = result.embed + float(result.heads.sum() + result.cross_heads.sum() + result.mlps.sum()) + result.bias
         want = float(logits[step, result.target] - (logits[step, baseline] if baseline is not None else 0))
         assert abs(parts - want) < 1e-9 and abs(result.total - want) < 1e-9
-        assert result.target == [*TARGET, EOS_ID][step] and result.self_heads.shape == (2, 2)
+        assert result.target == [*TARGET, EOS_ID][step] and result.heads.shape == (2, 2)
     for name in ("transformer-post", "rnn-lstm"):
         with pytest.raises(ValueError, match="pre-norm Transformer decoder"):
-            decoder_attribution(make(name), CLEAN, TARGET)
+            direct_logit_attribution(make(name), CLEAN, target=TARGET)
 
 
-def test_connectivity_is_the_jacobian_and_names_the_paths():
+def test_the_logits_measure_is_the_jacobian_and_the_paths_are_named():
     model = make("attention-lstm-additive")
     src, tgt_in = CLEAN, torch.tensor([BOS_ID, *TARGET])
     emb = model.src_embeddings(src[None]).detach()
@@ -308,6 +310,121 @@ def test_connectivity_is_the_jacobian_and_names_the_paths():
         finally:
             hook.remove()
     want = torch.autograd.functional.jacobian(logits, emb).pow(2).sum(dim=(1, 2, 4)).sqrt()
-    result = connectivity(model, src, TARGET)
+    result = token_dependencies(model, src, target=TARGET, measure="logits")
     torch.testing.assert_close(result.values.double(), want)
-    assert result.paths == ("all", "attention", "state") and connectivity(make("rnn-gru"), src, TARGET).paths == ("all",)
+    assert result.paths == ("all", "attention", "state")
+    assert token_dependencies(make("rnn-gru"), src, target=TARGET).paths == ("all",)
+
+
+def naive_lens(model, src, tgt_in):
+    """Every row of the decoder's lens, one hook per layer: the Transformer's residual entering each
+    decoder layer and leaving the last, through the decoder's final norm and the output layer; an
+    RNN's target embedding and each layer's states (a wrapper around the cell's step), through its
+    attention over the encoder's states (captured by a hook) and the output layer."""
+    seen = []
+    if model.config.arch == "transformer":
+        layers = model.decoder.layers
+        hooks = [(layer, "pre", lambda m, a: seen.append(a[0])) for layer in layers]
+        hooks.append((layers[-1], "post", lambda m, a, out: seen.append(out)))
+        logits_of(model, src, tgt_in, hooks)
+        return torch.stack([model.lm_head(model.decoder.final_norm(x))[0] for x in seen])
+    memory = []
+    hooks = [(model.tgt_embeddings, "post", lambda m, a, out: seen.append(out)),
+             (model.encoder, "post", lambda m, a, out: memory.append(out[0]))]
+    runs = [StepHook(cell) for cell in model.decoder.cells]
+    for run in runs:
+        run.__enter__()
+    try:
+        logits_of(model, src, tgt_in, hooks)
+    finally:
+        for run in runs:
+            run.__exit__()
+    h = lambda state: state[0] if isinstance(state, tuple) else state  # the LSTM's (h, c)
+    states = [seen[0]] + [torch.stack([h(state) for state in run.seen], dim=1) for run in runs]
+    if model.attention is not None:
+        keys = model.attention.prepare_keys(memory[0])
+        states = [model.attention(x, memory[0], keys) for x in states]
+    return torch.stack([model.lm_head(x)[0] for x in states])
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_lens_matches_a_naive_loop_of_hooks_on_every_layer(name):
+    model = make(name)
+    lens = logit_lens(model, CLEAN, target=TARGET, top_k=3)
+    expected = naive_lens(model, CLEAN, torch.tensor([BOS_ID, *TARGET]))
+    torch.testing.assert_close(lens.logits, expected, rtol=1e-9, atol=1e-9)
+    probs = expected.softmax(-1)
+    predicted = torch.tensor([*TARGET, EOS_ID])
+    torch.testing.assert_close(lens.target_prob.double(), probs.gather(-1, predicted.expand(3, -1)[..., None])[..., 0],
+                               rtol=1e-6, atol=1e-7)  # probabilities in float32
+    assert torch.equal(lens.top_ids[..., 0], expected.argmax(-1))
+    assert lens.rows == ["embed", "L0", "L1"]
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "layernorm"])
+def test_each_attributed_part_is_its_output_through_the_frozen_final_norm(norm):
+    """The parts recomputed from hooks: the residual the first decoder layer reads, each head's share
+    of its attention's output projection (the projection's input, head by head), each feed-forward's
+    output; each through the decoder's final norm with the divisor of the final residual (a hook on
+    the norm) and the output layer's row difference, written out here; LayerNorm's shift is its own part."""
+    torch.manual_seed(1)
+    model = build_model(Seq2SeqConfig(src_vocab_size=SRC, tgt_vocab_size=TGT, d_model=8, num_heads=2, context_length=16,
+                                      arch="transformer", norm_position="pre", norm=norm), dtype=torch.float64).eval()
+    with torch.no_grad():  # LayerNorms start with a zero shift: give them one, so that the final norm's counts
+        for module in model.modules():
+            if isinstance(getattr(module, "bias", None), torch.nn.Parameter):
+                module.bias.normal_()
+    tgt_in, step, baseline = torch.tensor([BOS_ID, *TARGET]), 2, 5
+    seen: dict[str, list] = {}
+    keep = lambda key, value: seen.setdefault(key, []).append(value[0, step])
+    hooks = [(model.decoder.layers[0], "pre", lambda m, a: keep("embed", a[0])),
+             (model.decoder.ln_final, "pre", lambda m, a: keep("final", a[0]))]
+    for layer in model.decoder.layers:
+        hooks += [(layer.self_attn.output_proj, "pre", lambda m, a: keep("self", a[0])),
+                  (layer.cross_attn.output_proj, "pre", lambda m, a: keep("cross", a[0])),
+                  (layer.ffn, "post", lambda m, a, out: keep("mlp", out))]
+    logits = logits_of(model, CLEAN, tgt_in, hooks)
+    model.requires_grad_(False)
+    norm_module, weight = model.decoder.ln_final, model.lm_head.weight
+    u = weight[TARGET[step]] - weight[baseline]
+    final = seen["final"][0]
+    if norm == "rmsnorm":
+        readout = lambda part: float(part / (final.pow(2).mean() + norm_module.eps).sqrt() * norm_module.weight @ u)
+        bias = 0.0
+    else:
+        centred = final - final.mean()
+        readout = lambda part: float((part - part.mean()) / (centred.pow(2).mean() + norm_module.eps).sqrt()
+                                     * norm_module.weight @ u)
+        bias = float(norm_module.bias @ u)
+    d_head, w_o = model.config.d_model // 2, lambda layer, kind: getattr(model.decoder.layers[layer], kind).output_proj.weight
+    head = lambda z, layer, kind, h: z[h * d_head:(h + 1) * d_head] @ w_o(layer, kind)[:, h * d_head:(h + 1) * d_head].T
+    result = direct_logit_attribution(model, CLEAN, target=TARGET, position=step, baseline=baseline)
+    for kind, key, ours in (("self_attn", "self", result.heads), ("cross_attn", "cross", result.cross_heads)):
+        want = [[readout(head(seen[key][layer], layer, kind, h)) for h in range(2)] for layer in range(2)]
+        torch.testing.assert_close(ours, torch.tensor(want, dtype=torch.float64), rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(result.mlps, torch.tensor([readout(m) for m in seen["mlp"]], dtype=torch.float64))
+    assert abs(result.embed - readout(seen["embed"][0])) < 1e-9 and abs(result.bias - bias) < 1e-12
+    assert abs(result.total - float(logits[step, TARGET[step]] - logits[step, baseline])) < 1e-9
+    assert (norm == "layernorm") == (abs(bias) > 1e-6)  # the shift is a part only where the norm has one
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_dependencies_are_the_gradient_norm_of_each_predicted_tokens_log_probability(name):
+    """D[t, s] = ||d log p(y_t) / d e_s||_2 by torch.autograd.functional.jacobian of the log-probabilities
+    of the target tokens (read at their steps) with respect to the source embeddings."""
+    model = make(name)
+    tgt_in, predicted = torch.tensor([BOS_ID, *TARGET]), torch.tensor([*TARGET, EOS_ID])
+
+    def log_p(e):
+        hook = model.src_embeddings.register_forward_hook(lambda m, a, out: e)
+        try:
+            return model(CLEAN[None], tgt_in[None])[0].log_softmax(-1).gather(-1, predicted[:, None])[:, 0]
+        finally:
+            hook.remove()
+    jacobian = torch.autograd.functional.jacobian(log_p, model.src_embeddings(CLEAN[None]).detach())  # (T, 1, S, d)
+    result = token_dependencies(model, CLEAN, target=TARGET)
+    torch.testing.assert_close(result.values.double(), jacobian[:, 0].norm(dim=-1))
+    assert result.measure == "||d log p(y_t) / d e_s||_2" and result.predicted == predicted.tolist()
+    torch.testing.assert_close(result.p.double(), log_p(model.src_embeddings(CLEAN[None])).exp().detach())
+    with pytest.raises(ValueError, match="every output step"):
+        token_dependencies(model, CLEAN, target=TARGET, position=1)

@@ -7,7 +7,7 @@ import torch
 
 from seqlab.model import ModelConfig, TransformerLM
 from seqlab.model.block import TransformerBlock
-from seqlab.model.head_patterns import attention_patterns
+from seqlab.model.taps import attention_patterns
 
 
 @pytest.mark.parametrize("norm_position", ["pre", "post"])

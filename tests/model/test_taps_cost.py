@@ -4,7 +4,9 @@ existed.
 
 The oracle is ``tests/fixtures/taps/step_ops.json``: each step's operations by name, counted by
 ``benchmarks/instruments/op_count.py`` (a TorchDispatchMode, below autograd) at commit f4e1fe1, the
-last commit without taps. A later change that deliberately changes a step's work re-records it:
+last commit without taps; "s2s-attention-rnn" was re-recorded when the RNN attention's forward became
+one path with or without taps (issue 45): its dot-product scores are the same numbers (bitwise), one
+dtype query (aten.promote_types) fewer. A later change that deliberately changes a step's work re-records it:
 ``PYTHONPATH=. python tests/model/test_taps_cost.py --record`` (and says why in its commit).
 """
 

@@ -7,6 +7,7 @@ from dataclasses import asdict
 import pytest
 import torch
 
+from seqlab.model.taps import attention_patterns
 from seqlab.seq2seq.build import build_model, num_parameters, size_for_parameters
 from seqlab.seq2seq.config import PAD_ID, Seq2SeqConfig
 from seqlab.seq2seq.rnn import RNNSeq2Seq
@@ -89,7 +90,7 @@ def test_plain_rnn_sees_the_source_only_through_the_final_state():
     model = _model("rnn")
     src, tgt, src_mask = _batch()
     state = model.encode(src, src_mask)
-    assert model.attention_maps(src, tgt, src_mask) == []
+    assert attention_patterns(model, src, tgt, src_mask).shape == (0,)
     # replacing the encoder states (but not the final state) changes nothing
     state.memory = torch.randn_like(state.memory)
     logits, _ = model.decode_step(state, tgt[:, 0])
@@ -115,15 +116,15 @@ def test_no_leaks_future_targets_and_padded_sources(arch):
     assert (model(real, tgt, src_mask)[1] - base[1]).abs().max() > 1e-6
 
 
-def test_attention_maps_are_distributions_over_real_source_positions():
+def test_attention_patterns_are_distributions_over_real_source_positions():
     model = _model("rnn-attention", score="additive")
     src, tgt, src_mask = _batch()
-    (maps,) = model.attention_maps(src, tgt, src_mask)
+    (maps,) = attention_patterns(model, src, tgt, src_mask)
     assert maps.shape == (3, 1, 5, 6)
     torch.testing.assert_close(maps.sum(-1), torch.ones(3, 1, 5, dtype=torch.float64))
     assert maps[1, :, :, 4:].abs().max() == 0 and maps[2, :, :, 2:].abs().max() == 0
     dot = _model("rnn-attention")
-    (dot_maps,) = dot.attention_maps(src, tgt, src_mask)
+    (dot_maps,) = attention_patterns(dot, src, tgt, src_mask)
     # weights recomputed from the naive formula
     state = dot.encode(src, src_mask)
     query, _ = dot.decoder(dot.tgt_embeddings(tgt), None, state.hidden)

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab.model.taps import attention_patterns
 from seqlab.seq2seq.build import build_model, num_parameters
 from seqlab.seq2seq.config import PAD_ID, Seq2SeqConfig
 from seqlab.seq2seq.transformer import TransformerSeq2Seq
@@ -121,7 +122,7 @@ def test_matches_torch_nn_transformer_with_padding_masks(norm_position, layers):
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
-def test_attention_maps_equal_torch_cross_attention_weights():
+def test_attention_patterns_equal_torch_cross_attention_weights():
     model = _model("post")
     oracle = _oracle(model, False)
     src, tgt, src_mask, tgt_mask = _batch()
@@ -130,7 +131,7 @@ def test_attention_maps_equal_torch_cross_attention_weights():
         layer.multihead_attn.register_forward_pre_hook(lambda m, args, kwargs: captured.append((m, args, kwargs)),
                                                        with_kwargs=True)
     _oracle_logits(model, oracle, src, tgt, src_mask, tgt_mask)
-    maps = model.attention_maps(src, tgt, src_mask, tgt_mask)
+    maps = attention_patterns(model, src, tgt, src_mask, tgt_mask)
     assert len(maps) == 2 and all(m.shape == (3, HEADS, 6, 7) for m in maps)
     for ours, (module, args, kwargs) in zip(maps, captured):
         _, want = module(*args, key_padding_mask=kwargs["key_padding_mask"], need_weights=True,

@@ -27,7 +27,7 @@ from seqlab.cli import main
 from seqlab.runs.checkpoint import read_checkpoint
 from seqlab.seq2seq.paths import PathsSettings, run_paths
 from seqlab.seq2seq.paths import experiment as experiment_module
-from tests.conftest import wait_until
+from tests.conftest import held, wait_for_hold
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[2]
@@ -228,9 +228,11 @@ def test_sigterm_stops_the_paths_command_with_143_and_a_rerun_finishes_it(tmp_pa
     signum, status = signal.SIGTERM, 143
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = tmp_path / "paths"
-    process = subprocess.Popen(_paths_command(out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    attention = out / "runs" / "reverse_rnn-attention"
-    wait_until(process, lambda: attention.is_dir(), poll_s=0.005)  # the second model has started: the first is done
+    marker = tmp_path / "held"
+    # held in the second model's first step (the first model is done) until the signal has reached it
+    process = subprocess.Popen(held(marker, "reverse_rnn-attention", 1) + ["seqlab", *_paths_command(out)[3:]],
+                               env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_hold(process, marker)
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == status, stderr[-3000:]
@@ -238,7 +240,8 @@ def test_sigterm_stops_the_paths_command_with_143_and_a_rerun_finishes_it(tmp_pa
     assert said.count("rerun the same command to continue") == 1 and "--resume" not in said
     saved = _results(out)
     assert saved["status"] == "interrupted" and saved["stop_signal"] == signum
-    assert list(saved["tasks"]["reverse"]["archs"]) in (["rnn"], ["rnn", "rnn-attention"])
+    assert list(saved["tasks"]["reverse"]["archs"]) == ["rnn"]  # the second model stopped in its step 1
+    assert read_checkpoint(out / "runs" / "reverse_rnn-attention" / "checkpoints" / "latest.pt")["iteration"] == 1
     assert not (out / "runs" / "reverse_transformer").exists()  # no model starts after the signal
     rnn_checkpoint = _signature(out / "runs" / "reverse_rnn" / "checkpoints" / "latest.pt")
     rerun = subprocess.run(_paths_command(out), env=env, capture_output=True, text=True, timeout=300)
@@ -348,10 +351,11 @@ def test_killed_mid_model_and_rerun_equals_the_uninterrupted_experiment(referenc
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = tmp_path / "paths"
     command = [sys.executable, "-c", _TINY_SCRIPT, str(out)]
-    process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log = out / "runs" / "reverse_rnn-attention" / "log.jsonl"
-    # the second model is training
-    wait_until(process, lambda: log.is_file() and log.read_text().count("\n") >= 1, poll_s=0.002)
+    marker = tmp_path / "held"
+    # held in step 3 of the second model (12 steps) until the signal has reached it
+    process = subprocess.Popen(held(marker, "reverse_rnn-attention", 3) + command[1:], env=env, cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_hold(process, marker)
     process.send_signal(signum)
     process.communicate(timeout=120)
     assert process.returncode in ((-signal.SIGKILL,) if signum == signal.SIGKILL else (3,))  # 3: the script saw "interrupted"

@@ -19,7 +19,7 @@ from seqlab.sweep import runner as runner_module
 from seqlab.sweep.runner import plan_sweep, run_sweep
 from seqlab.lm import train
 from tests.sweep.conftest import TINY_FLAGS, tiny_base
-from tests.conftest import wait_until
+from tests.conftest import held, wait_for_hold
 
 GRID = ["lr=3e-3,1e-2,3e-2"]
 NAMES = ["lr=3e-3", "lr=0.01", "lr=0.03"]
@@ -147,17 +147,17 @@ def _sweep_command(out: Path, data: Path) -> list[str]:
 def test_sigterm_stops_the_sweep_command_with_143_and_a_rerun_finishes_it_exactly(finished, byte_data, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = tmp_path / "killed"
-    process = subprocess.Popen(_sweep_command(out, byte_data), env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    log = out / "lr=3e-3" / "log.jsonl"
-    # the first record: step 5 of 30
-    wait_until(process, lambda: log.is_file() and log.read_text().count("\n") >= 1, poll_s=0.005)
+    marker = tmp_path / "held"
+    # held at step 5 of 30 (its first log record) until the signal has reached it
+    process = subprocess.Popen(held(marker, "lr=3e-3", 5) + ["seqlab", *_sweep_command(out, byte_data)[3:]],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_hold(process, marker)
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, stderr[-2000:]
     assert "interrupted" in stdout and "rerun the same command to continue" in stderr
     runs = _sweep_json(out)["runs"]
-    assert [r["status"] for r in runs] == ["unfinished", "pending"] and 5 <= runs[0]["steps"] < 25
+    assert [r["status"] for r in runs] == ["unfinished", "pending"] and runs[0]["steps"] == 5
     assert (out / "lr=3e-3" / "checkpoints" / "latest.pt").is_file()
     rerun = subprocess.run(_sweep_command(out, byte_data), env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
@@ -329,11 +329,11 @@ def test_killed_mid_run_and_rerun_every_log_holds_each_step_once(finished, byte_
     uninterrupted sweep's, each step once, and sweep.json lists every run once, finished."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = tmp_path / "killed"
-    process = subprocess.Popen(_sweep_command(out, byte_data), env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    log = out / "lr=3e-3" / "log.jsonl"
-    # past the checkpoint at step 10
-    wait_until(process, lambda: log.is_file() and '"step": 15' in log.read_text(), poll_s=0.002)
+    marker = tmp_path / "held"
+    # held at step 15, past the checkpoint at step 10, until the signal has reached it
+    process = subprocess.Popen(held(marker, "lr=3e-3", 15) + ["seqlab", *_sweep_command(out, byte_data)[3:]],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_hold(process, marker)
     process.send_signal(signum)
     process.communicate(timeout=120)
     assert process.returncode == (-signal.SIGKILL if signum == signal.SIGKILL else 143)

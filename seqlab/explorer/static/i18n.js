@@ -367,7 +367,7 @@ const STRINGS = {
                      "用 seq2seq 运行启动浏览器应用（先 seqlab paths --fast --out DIR，再 seqlab explore --paths DIR；或 --run DIR）即可提问。"],
   "paths.task": ["models (task)", "模型（任务）"],
   "paths.question": ["question", "问题"],
-  "paths.q_depends": ["can output step t still reach source position s? (dependency)", "输出第 t 步还能触及源位置 s 吗？（依赖）"],
+  "paths.q_depends": ["how much does the token predicted at step t depend on source position s? (dependency: ||d log p(y_t) / d e_s||)", "第 t 步预测的词元有多依赖源位置 s？（依赖：||d log p(y_t) / d e_s||）"],
   "paths.q_knockout": ["what does each output lose when the decoder may not read a source position? (knockout)", "解码器不能读取某个源位置时，每个输出损失多少？（剔除）"],
   "paths.q_patch": ["which encoder states carry the difference between two sources? (patching)", "哪些编码器状态携带两个源句之间的差别？（修补）"],
   "paths.q_lens": ["when does each decoder layer know the output? (lens)", "解码器的哪一层已经知道输出？（透镜）"],

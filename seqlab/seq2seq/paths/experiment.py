@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from seqlab.model.taps import attention_patterns
 from seqlab.runs.state import TrainState
 from seqlab.runs.status import Status
 from seqlab.runs.log import read_jsonl
@@ -173,9 +174,8 @@ def evaluate_model(cfg: Seq2SeqTrainConfig, settings: PathsSettings, task: str, 
         record["in_range_exact_match"] = range_accuracy(by_length, *settings.train_lengths)
         record["beyond_exact_match"] = range_accuracy(by_length, settings.train_lengths[1] + 1, settings.test_max_len)
     src_ids, tgt_ids, labels = _example_ids(run, example)
-    with torch.no_grad():
-        maps = run.model.attention_maps(torch.tensor([src_ids]), torch.tensor([tgt_ids]))
-    if maps:
+    maps = attention_patterns(run.model, torch.tensor([src_ids]), torch.tensor([tgt_ids]))
+    if len(maps):
         draw_attention(out / f"attention_{task}_{arch}.png", maps, *labels,
                        title=f"{arch} on {task}\n{example[0]!r} -> {example[1]!r}")
     record["alignment_share"] = alignment_share(example_dependency(run, example), task)

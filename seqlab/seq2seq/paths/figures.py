@@ -35,9 +35,9 @@ def line_style(dash: list[float] | tuple[float, ...]) -> Any:
     return "-" if not dash else (0, tuple(dash))
 
 
-def draw_attention(path: Path, maps: list[torch.Tensor], src_labels: list[str], tgt_labels: list[str],
+def draw_attention(path: Path, maps: torch.Tensor, src_labels: list[str], tgt_labels: list[str],
                    title: str) -> None:
-    """One panel per decoder layer: the layer's attention over the source, mean over heads."""
+    """One panel per decoder layer of maps (layers, 1, heads, T, S): its attention over the source, mean over heads."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(max(6.0, 3.6 * len(maps) + 1), 4.0), layout="constrained")

@@ -19,7 +19,6 @@ refused (:func:`check_out`), and so is a non-empty folder that holds no results.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from seqlab.seq2seq.paths.settings import (
     PathsSettings,
     run_name,
 )
-from seqlab.jsonfile import NUMBER
+from seqlab.jsonfile import NUMBER, dumps
 from seqlab.runs.experiment import ExperimentOut
 
 RESULTS_FILE = "results.json"
@@ -58,7 +57,7 @@ def read_results(out: str | Path) -> dict[str, Any] | None:
 
 
 def write_results(out: Path, results: dict[str, Any]) -> None:
-    atomic_write_text(out / RESULTS_FILE, json.dumps(results, indent=2) + "\n")
+    atomic_write_text(out / RESULTS_FILE, dumps(results, indent=2) + "\n")
 
 
 def new_results(settings: PathsSettings, *, fast: bool, seed: int) -> dict[str, Any]:
