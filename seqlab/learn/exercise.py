@@ -314,6 +314,8 @@ class Report:
     conventions: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (mistake id, "passes" | "against")
     note: str = ""                      # for the teacher, not the student (the runner's StudentRun.note)
     sandbox_note: str = ""              # why the code ran without a sandbox, when the student is to be told
+    timed_out: bool = False             # the code ran past its time limit (the runner's StudentRun.timed_out)
+    not_implemented: bool = False       # the function still raises NotImplementedError (the stub as handed out)
 
     @property
     def passed(self) -> bool:
@@ -448,10 +450,12 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
         return report
     if run.failure:
         report.add("runs", False, run.failure_said or run.failure)
+        report.timed_out = run.timed_out
         return report
     first = run.calls[0] if run.calls else None
     if first is not None and first.not_implemented:
         report.add("runs", False, said("check.not_implemented", name=exercise.name, path=str(path)))
+        report.not_implemented = True
         return report
     calls = list(run.calls)
     if len(calls) < len(cases):
