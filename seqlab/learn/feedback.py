@@ -5,8 +5,9 @@ exercise.
 The diagnosis is the headline: its title, where (which gradients, rows, positions or time steps are
 right and which are wrong), what it means and how to fix it, where to read about it (the
 `seqlab learn show` command and the heading of the mistake in the lesson, and the explorer's address
-of the lesson at that mistake), and the notes on conventions accepted. Then the checks, one line
-each, except the checks of the contract's sentences that fail only because the values differ
+of the lesson at that mistake, or a hosted site's with ``lesson_url``; read away from the machine, as
+on Gradescope, no explorer link and the lesson's paragraph inline), and the notes on conventions
+accepted. Then the checks, one line each, except the checks of the contract's sentences that fail only because the values differ
 everywhere: those are one line that says so, so that no sentence is quoted as broken when it was not.
 
     report_lines(report, lang="en")  ->  ["  diagnosis: the tanh is missing", "    where: ...", ...,
@@ -74,6 +75,14 @@ def where_words(d: dict, lang: str = "en") -> str:
     return render(said, lang) if isinstance(said, dict) else str(d.get("where") or "")
 
 
+def lesson_paragraph(d: dict, exercise_name: str, lang: str = "en") -> str:
+    """The lesson's short paragraph on the diagnosed mistake (its ``why``) in ``lang``; "" when the
+    diagnosis names no mistake or the mistake has none (its explanation is all the lesson says)."""
+    m = mistake_record(exercise_name, d.get("mistake"))
+    why = getattr(m, "why", None) or ("", "")
+    return (why[1] or why[0]) if lang == "zh" else why[0]
+
+
 def reading(d: dict, exercise_name: str, lang: str = "en", lesson_url: str | None = None) -> dict:
     """Where to read about the diagnosis ``d``: {"command": "seqlab learn show STEP", "heading": the
     mistake's heading in the lesson ("" for the lesson as a whole), "url": the explorer's address of
@@ -100,9 +109,11 @@ def _wrapped(text: str, indent: str, lead: str) -> list[str]:
     return wrap(text, WIDTH, indent, lead)
 
 
-def diagnosis_lines(report, lang: str = "en", lesson_url: str | None = None) -> list[str]:
+def diagnosis_lines(report, lang: str = "en", lesson_url: str | None = None, away: bool = False) -> list[str]:
     """The diagnosis (title, where, explanation, what to read) and the notes, as report_lines starts;
-    ``lesson_url``: what to read is on the course's site there, not in the explorer."""
+    ``lesson_url``: what to read is on the course's site there, not in the explorer; ``away``: read
+    away from the student's machine (Gradescope), so no explorer link, and the lesson's paragraph on
+    the mistake inline."""
     lines: list[str] = []
     d = report.diagnosis
     if d:
@@ -113,11 +124,16 @@ def diagnosis_lines(report, lang: str = "en", lesson_url: str | None = None) -> 
             lines += _wrapped(where, "      ", "    " + _say("where", lang))
         if explanation:
             lines += _wrapped(explanation, "      ", "    ")
+        why = lesson_paragraph(d, report.exercise, lang) if away else ""
+        if why:
+            lines += _wrapped(why, "      ", "    " + _say("why", lang))
         r = reading(d, report.exercise, lang, lesson_url)
         said = (_say("read_mistake", lang, section=r["section"], heading=r["heading"]) if r["heading"]
                 else _say("read_lesson", lang))
         lines += _wrapped(said, "      ", "    " + _say("read", lang))
-        lines += ["        " + r["command"], "        " + _say("on_site" if r["site"] else "explorer", lang, url=r["url"])]
+        lines.append("        " + r["command"])
+        if r["site"] or not away:
+            lines.append("        " + _say("on_site" if r["site"] else "explorer", lang, url=r["url"]))
     for convention in report.conventions:
         lines += _wrapped(_note_words(report.exercise, convention, lang), "      ", "  " + _say("note", lang))
     return lines
@@ -197,10 +213,10 @@ def check_lines(checks: list[dict], lang: str = "en", indent: str = "    ", name
     return lines
 
 
-def report_lines(report, lang: str = "en", lesson_url: str | None = None) -> list[str]:
-    """What a check says: the diagnosis first (diagnosis_lines), then the checks (check_lines), then a
-    note on what the code printed."""
-    lines = diagnosis_lines(report, lang, lesson_url)
+def report_lines(report, lang: str = "en", lesson_url: str | None = None, away: bool = False) -> list[str]:
+    """What a check says: the diagnosis first (diagnosis_lines, with ``lesson_url`` and ``away``), then
+    the checks (check_lines), then a note on what the code printed."""
+    lines = diagnosis_lines(report, lang, lesson_url, away)
     if lines:
         lines.append("  " + _say("checks", lang))
         lines += check_lines(report.checks, lang, named=bool((report.diagnosis or {}).get("mistake")),
