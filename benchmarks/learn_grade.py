@@ -4,9 +4,10 @@ exercises in at most 10 minutes on 2 cores), and print the time per check beside
 
 The class (:func:`make_class`): students whose files are correct (seqlab's own functions), wrong (a
 catalogued mistake in every exercise, so each has a known diagnosis), crashing (every function
-raises; one exercise ends its process), looping (two exercises never return: one NumPy, one PyTorch)
-and empty (no file at all); one correct student hands in a .zip. Correct and wrong files are
-self-contained (``tests.learn.bundle``): the grader's sandbox has no seqlab to import.
+raises; one exercise ends its process), looping (two exercises never return: one NumPy, one PyTorch),
+empty (no file at all) and refused (every function imports subprocess: the static rules refuse it);
+one correct student hands in a .zip. Correct and wrong files are self-contained
+(``tests.learn.bundle``): the grader's sandbox has no seqlab to import.
 :func:`expected` gives the table the grades must equal, so the benchmark also checks what it times.
 
     python benchmarks/learn_grade.py [--students 40] [--workers 2] [--exercises a,b,...] [--keep DIR]
@@ -26,14 +27,17 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("correct", "wrong", "crashing", "looping", "empty")
-# 40 students: 24 correct, 8 wrong, 3 crashing, 3 looping, 2 empty
+KINDS = ("correct", "wrong", "crashing", "looping", "empty", "refused")
+# 40 students: 22 correct, 8 wrong, 4 crashing, 4 looping, 2 empty, 2 refused
 MIX = ("correct",) * 3 + ("wrong",) + ("correct",) * 2 + ("wrong",) + ("crashing", "correct", "looping") \
-    + ("correct",) * 3 + ("wrong",) + ("correct",) * 2 + ("wrong",) + ("empty", "correct", "crashing", "looping")
+    + ("correct",) * 3 + ("wrong",) + ("correct",) * 2 + ("wrong",) + ("empty", "refused", "crashing", "looping")
+# each kind's status in grades.csv where it fails (seqlab.learn.grade.STATUSES)
+STATUS = {"wrong": "wrong", "crashing": "crashed", "looping": "timed out", "empty": "not submitted",
+          "refused": "refused"}
 
 
 def kind_of(i: int, students: int) -> str:
-    """The kind of student number i; a class of 5 or fewer has one of each kind."""
+    """The kind of student number i; a class of len(KINDS) or fewer has one of each kind."""
     return KINDS[i % len(KINDS)] if students <= len(KINDS) else MIX[i % len(MIX)]
 
 
@@ -65,6 +69,8 @@ def source_of(kind: str, exercise, i: int, exercises) -> str | None:
         if exercise.name == exercises[-1].name:
             return f"import os\n\n\ndef {exercise.name}(*args, **kwargs):\n    os._exit(7)\n"
         return f"def {exercise.name}(*args, **kwargs):\n    return [1, 2][5]\n"
+    if kind == "refused":                 # the static rules refuse it before anything runs
+        return f"def {exercise.name}(*args, **kwargs):\n    import subprocess\n    return subprocess.run(['true'])\n"
     return None
 
 
@@ -89,20 +95,24 @@ def make_class(folder: Path, students: int, exercises) -> dict[str, str]:
     return kinds
 
 
-def expected(kinds: dict[str, str], exercises) -> dict[tuple[str, str], tuple[bool, str, str]]:
-    """(student, exercise) -> (passed, the first failed check, the diagnosis title)."""
+def expected(kinds: dict[str, str], exercises) -> dict[tuple[str, str], tuple[bool, str, str, str]]:
+    """(student, exercise) -> (passed, the first failed check, the diagnosis title, the status)."""
+    from seqlab.learn.exercise import GENERIC_MISTAKES
+    rule_broken = next(m.title for m in GENERIC_MISTAKES if m.id == "rule_broken")     # what a refusal is diagnosed as
     table = {}
     for i, (student, kind) in enumerate(kinds.items()):
         for e in exercises:
             if kind == "correct" or (kind == "looping" and e.name not in _looping(exercises)):
-                table[student, e.name] = (True, "", "")
+                table[student, e.name] = (True, "", "", "passed")
             elif kind == "wrong":
                 mistake = _mutant(e, i)
-                table[student, e.name] = (False, "", mistake.title)
+                table[student, e.name] = (False, "", mistake.title, "wrong")
             elif kind == "empty":
-                table[student, e.name] = (False, "file", "")
+                table[student, e.name] = (False, "file", "", "not submitted")
+            elif kind == "refused":
+                table[student, e.name] = (False, "rules", rule_broken, "refused")
             else:
-                table[student, e.name] = (False, "runs", "")
+                table[student, e.name] = (False, "runs", "", STATUS[kind])
     return table
 
 
@@ -144,11 +154,12 @@ def main() -> None:
         with open(report / "grades.csv", encoding="utf-8") as f:
             rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
         wrong = []
-        for key, (passed, first, diagnosis) in expected(kinds, exercises).items():
+        for key, (passed, first, diagnosis, status) in expected(kinds, exercises).items():
             row = rows.get(key)
             if row is None or (row["passed"] == "true") != passed or (first and not row["failed_checks"].startswith(first)) \
-                    or row["diagnosis"] != diagnosis:
-                wrong.append(f"{key}: expected {(passed, first, diagnosis)}, got {row and (row['passed'], row['failed_checks'], row['diagnosis'])}")
+                    or row["diagnosis"] != diagnosis or row["status"] != status:
+                wrong.append(f"{key}: expected {(passed, first, diagnosis, status)}, got "
+                             f"{row and (row['passed'], row['failed_checks'], row['diagnosis'], row['status'])}")
         checks = len(kinds) * len(exercises)
         print(f"graded {len(kinds)} submissions x {len(exercises)} exercises = {checks} checks with "
               f"{args.workers} workers in {seconds:.1f} s (goal for 40 x 30 on 2 cores: 600 s): "

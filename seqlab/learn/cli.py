@@ -98,18 +98,23 @@ def register(subparsers) -> None:
     p.add_argument("--reveal", action="store_true", help="show the worked answer again (after you wrote yours)")
     p = sub.add_parser("grade", help="grade a class: one workspace folder (or zip) per student",
                        description="Check every student's workspace the way `seqlab learn check` does; write "
-                                   "grades.csv, grades.json, summary.md and summary.png (or Gradescope's results.json).")
+                                   "grades.csv, grades.json, totals.csv, summary.md and summary.png (or Gradescope's results.json).")
     p.set_defaults(func=_in_course(grade_class, workspace=False))
     p.add_argument("--course", type=Path, default=None, metavar="DIR",
                    help="a teacher's course folder whose exercises are graded (also SEQLAB_COURSE)")
     p.add_argument("submissions", nargs="?", type=Path, default=None, metavar="SUBMISSIONS",
                    help="a folder holding one workspace folder or .zip per student (the name is the student)")
     p.add_argument("--out", type=Path, default=None, metavar="REPORT",
-                   help="where grades.csv, grades.json, summary.md and summary.png go")
+                   help="where grades.csv, grades.json, totals.csv, summary.md and summary.png go")
     p.add_argument("--gradescope", action="store_true",
                    help="Gradescope's autograder: read /autograder/submission, write /autograder/results/results.json")
     p.add_argument("--points", type=Path, default=None, metavar="FILE",
                    help="a TOML table of exercise = points (default: 1 point per exercise)")
+    p.add_argument("--lang", choices=sorted(_LANGS), default=argparse.SUPPRESS,
+                   help="the language of the feedback students read on Gradescope: en (default) or zh")
+    p.add_argument("--lesson-url", default=None, metavar="URL",
+                   help="Gradescope: a hosted copy of the lessons (seqlab learn site); the feedback links to "
+                        "URL/LANG/STEP.html#mistake-ID (without it, no link: the lesson's paragraph is inline)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="submissions graded at once (default: the machine's cores)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",

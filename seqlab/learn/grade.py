@@ -7,11 +7,13 @@ are computed once per exercise for the whole class (:func:`shared`). progress.js
 
 After every sandbox has ended, the parent writes REPORT, built beside it and renamed into place
 (a teacher's other files in it stay): grades.csv and grades.json (:data:`COLUMNS`: student,
-exercise, passed, failed_checks, diagnosis, message, flags; grades.json also the mistake's id, the
-diagnosis's where, the isolation used and notes), summary.md and summary.png. ``flags``
-(``seqlab.learn.flags``) tell the teacher what to look at and never change a grade.
+exercise, passed, status (:data:`STATUSES`), score, max_score (``--points FILE``, 1 each by default),
+failed_checks, diagnosis, message, flags; grades.json also the mistake's id, where, the isolation
+and notes), totals.csv (each student's score), summary.md (the statuses counted) and summary.png.
+``flags`` (``seqlab.learn.flags``) tell the teacher what to look at and never change a grade.
 ``--gradescope`` grades /autograder/submission into /autograder/results/results.json (only that
-file), points from ``--points FILE``; the isolation is said on stdout, which students do not see.
+file): the feedback in ``--lang``, with the lesson's paragraph inline and no loopback link
+(``--lesson-url``: a hosted site); the isolation is said on stdout, which students do not see.
 """
 
 from __future__ import annotations
@@ -36,10 +38,13 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 
 from seqlab.atomic import atomic_path, atomic_write_text
+from seqlab.learn.words import say
 
 UNZIP_BYTES = 20 * 2**20      # bytes of .py files one zip may unpack to
 UNZIP_FILES = 500             # entries one zip may hold
-REPORT_FILES = ("grades.csv", "grades.json", "summary.md", "summary.png")
+REPORT_FILES = ("grades.csv", "grades.json", "totals.csv", "summary.md", "summary.png")
+# a row's status, in the order summary.md counts them (see status_of)
+STATUSES = ("passed", "wrong", "crashed", "timed out", "not submitted", "refused")
 
 
 class SubmissionError(ValueError):
@@ -56,11 +61,28 @@ class Grade:
     diagnosis: str = ""            # the catalogued mistake's title, "" when none fits
     message: str = ""              # the first failed check's message
     mistake: str | None = None     # the catalogued mistake's id
-    feedback: str = ""             # what `seqlab learn check` prints: the diagnosis, then the checks
+    status: str = ""               # one of STATUSES ("": passed or wrong, from ``passed``)
+    max_score: float = 1.0         # the exercise's points (--points)
     where: str = ""                # the diagnosis's where: what differs and where (also when no mistake fits)
     flags: list[str] = dataclasses.field(default_factory=list)   # for the teacher (seqlab.learn.flags)
     note: str = ""                 # for the teacher: the check's first run was killed from outside, ...
     file: str = ""                 # the file graded (not in the report)
+    report: object = dataclasses.field(default=None, repr=False, compare=False)   # the check's Report (feedback)
+
+    def __post_init__(self) -> None:
+        self.status = self.status or ("passed" if self.passed else "wrong")
+        if self.status not in STATUSES or (self.status == "passed") != bool(self.passed):
+            raise ValueError(f"a grade that {'passed' if self.passed else 'failed'} has status {self.status!r}")
+
+    @property
+    def score(self) -> float:
+        return self.max_score if self.passed else 0.0
+
+    def feedback(self, lang: str = "en", lesson_url: str | None = None) -> str:
+        """What the student reads away from seqlab (Gradescope): ``report_lines`` with no explorer link,
+        the lesson's paragraph on the mistake inline, links to ``lesson_url``'s site where given."""
+        from seqlab.learn.feedback import report_lines
+        return "\n".join(report_lines(self.report, lang, lesson_url, away=True)) if self.report is not None else ""
 
     def row(self) -> dict:
         """grades.csv's columns, as values (COLUMNS)."""
@@ -75,12 +97,19 @@ def _joined(items: list[str]) -> str:
     return "; ".join(items)
 
 
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
 # grades.csv's columns: name -> (its value of a Grade, the value as the CSV writes it); a column added
 # here is in grades.csv and grades.json
 COLUMNS = {
     "student": (lambda g: g.student, str),
     "exercise": (lambda g: g.exercise, str),
     "passed": (lambda g: g.passed, lambda v: "true" if v else "false"),
+    "status": (lambda g: g.status, str),
+    "score": (lambda g: g.score, _number),
+    "max_score": (lambda g: g.max_score, _number),
     "failed_checks": (lambda g: list(g.failed_checks), _joined),
     "diagnosis": (lambda g: g.diagnosis, str),
     "message": (lambda g: g.message, str),
@@ -208,20 +237,43 @@ def shared(exercise):
 
 
 # --- grading -----------------------------------------------------------------------------------------
-def _grades_of(student: str, exercises, reports: dict, missing: dict[str, str], files: dict[str, str]) -> list[Grade]:
-    from seqlab.learn.feedback import diagnosis_title, first_failure, report_lines
+def status_of(report) -> str:
+    """A checked exercise's status (STATUSES): passed; refused (a rule, read before anything ran or
+    met at run time: the "rules" check failed); not submitted (the function is the stub as handed
+    out); timed out; crashed (it raised on the exercise's own cases, did not import, or its process
+    died); else wrong (it ran, and what it returned is not right)."""
+    failed = {c["name"] for c in report.checks if not c["passed"]}
+    if report.passed:
+        return "passed"
+    if "rules" in failed:
+        return "refused"
+    if report.not_implemented:
+        return "not submitted"
+    if report.timed_out:
+        return "timed out"
+    return "crashed" if "runs" in failed else "wrong"
+
+
+def _failed(student: str, exercise: str, check: str, message, status: str) -> Grade:
+    """A grade with no check run: one failed ``check`` saying ``message`` (a words.Said or English)."""
+    from seqlab.learn.exercise import Report
+    report = Report(exercise=exercise, file="")
+    report.add(check, False, message)
+    return Grade(student, exercise, False, [check], "", str(message), status=status, report=report)
+
+
+def _grades_of(student: str, exercises, reports: dict, missing: dict[str, object], files: dict[str, str]) -> list[Grade]:
+    from seqlab.learn.feedback import diagnosis_title, first_failure
     grades = []
     for ex in exercises:
         if ex.name in missing:
-            grades.append(Grade(student, ex.name, False, ["file"], "", missing[ex.name],
-                                feedback=f"  FAIL  file: {missing[ex.name]}"))
+            grades.append(_failed(student, ex.name, "file", missing[ex.name], "not submitted"))
             continue
         report = reports[ex.name]
         d = report.diagnosis or {}
         grades.append(Grade(student, ex.name, report.passed, [c["name"] for c in report.checks if not c["passed"]],
-                            diagnosis_title(report), first_failure(report), d.get("mistake"),
-                            "\n".join(report_lines(report)), str(d.get("where") or ""), note=report.note,
-                            file=files[ex.name]))
+                            diagnosis_title(report), first_failure(report), d.get("mistake"), status_of(report),
+                            where=str(d.get("where") or ""), note=report.note, file=files[ex.name], report=report))
     return grades
 
 
@@ -230,6 +282,7 @@ def grade_submission(student: str, source: Path, exercises, scratch: Path, time_
     """The grades of one submission (a folder or a .zip); every failure is a grade, never an exception.
     ``launcher``: how its child starts (its own sandbox)."""
     from seqlab.learn.exercise import check_many
+    from seqlab.learn.words import said
     from seqlab.learn.workspace import WorkspaceError, exercise_file
     names = [ex.name for ex in exercises]
     try:
@@ -239,7 +292,7 @@ def grade_submission(student: str, source: Path, exercises, scratch: Path, time_
         zips = sorted(folder.glob("*.zip")) if folder.is_dir() else []
         if workspace == folder and not any((folder / f"{n}.py").exists() for n in names) and len(zips) == 1:
             workspace = workspace_in(unpack(zips[0], unpacked), names)     # a zip uploaded as it was
-        items, missing = [], {}
+        items, missing = [], {}           # missing: exercise -> why there is no file (English, or words said later)
         for ex in exercises:
             try:
                 path = exercise_file(workspace, ex.name)
@@ -249,18 +302,18 @@ def grade_submission(student: str, source: Path, exercises, scratch: Path, time_
             if path.is_file():
                 items.append((ex, path))
             else:
-                missing[ex.name] = f"the submission has no {ex.name}.py"
+                missing[ex.name] = said("grade.no_file", name=ex.name)
         reports = dict(zip((ex.name for ex, _ in items),
                            check_many(items, time_limit=time_limit, launcher=launcher))) if items else {}
         return _grades_of(student, exercises, reports, missing, {ex.name: str(path) for ex, path in items})
     except SubmissionError as error:
-        reason = str(error)
+        reason, status = str(error), "refused"
     except Exception as error:  # noqa: BLE001 - one submission's failure never stops the others
         from seqlab.learn.runner import Stopped
         if isinstance(error, Stopped):
             raise
-        reason = f"the grader could not check this submission: {type(error).__name__}: {error}"
-    return [Grade(student, ex.name, False, ["submission"], "", reason, feedback=f"  FAIL  {reason}") for ex in exercises]
+        reason, status = f"the grader could not check this submission: {type(error).__name__}: {error}", "crashed"
+    return [_failed(student, ex.name, "submission", reason, status) for ex in exercises]
 
 
 def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None = None,
@@ -307,8 +360,31 @@ def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None
 
 
 # --- the report -------------------------------------------------------------------------------------
+def totals(grades: list[Grade]) -> list[dict]:
+    """totals.csv's rows, one per student in the grades' order: student, score, max_score, passed
+    (exercises passed), exercises."""
+    rows: dict[str, dict] = {}
+    for g in grades:
+        row = rows.setdefault(g.student, {"student": g.student, "score": 0.0, "max_score": 0.0, "passed": 0,
+                                          "exercises": 0})
+        row["score"] += g.score
+        row["max_score"] += g.max_score
+        row["passed"] += g.passed
+        row["exercises"] += 1
+    return list(rows.values())
+
+
+def _csv(rows: list[dict], columns: list[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
 def write_report(grades: list[Grade], exercises, out: Path, isolation: str = "") -> list[Path]:
-    """grades.csv, grades.json, summary.md and summary.png, built in a folder beside ``out`` and renamed
+    """grades.csv, grades.json, totals.csv (one row per student: a total row inside grades.csv would
+    break a gradebook's import), summary.md and summary.png, built in a folder beside ``out`` and renamed
     into place: the folder whole when ``out`` is new, else each file (a teacher's other files in
     ``out`` stay); nothing else is written. ``isolation``: how the students were kept apart, in words.
     Returns the paths."""
@@ -319,14 +395,12 @@ def write_report(grades: list[Grade], exercises, out: Path, isolation: str = "")
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir()
     try:
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
-        writer.writeheader()
-        for g in grades:
-            writer.writerow({name: COLUMNS[name][1](value) for name, value in g.row().items()})
-        texts = {"grades.csv": buffer.getvalue(),
+        rows = [{name: COLUMNS[name][1](value) for name, value in g.row().items()} for g in grades]
+        total_rows = [{**t, "score": _number(t["score"]), "max_score": _number(t["max_score"])} for t in totals(grades)]
+        texts = {"grades.csv": _csv(rows, list(COLUMNS)),
                  "grades.json": json.dumps({"isolation": isolation, "grades": [g.record() for g in grades]},
                                            indent=1, ensure_ascii=False) + "\n",
+                 "totals.csv": _csv(total_rows, ["student", "score", "max_score", "passed", "exercises"]),
                  "summary.md": summary_markdown(grades, exercises, isolation)}
         for name, text in texts.items():
             (build / name).write_text(text, encoding="utf-8", errors="backslashreplace")
@@ -367,6 +441,12 @@ def pass_rates(grades: list[Grade], exercises) -> list[tuple[str, int, int]]:
              sum(1 for g in grades if g.exercise == ex.name)) for ex in exercises]
 
 
+def status_counts(grades: list[Grade], exercises) -> list[tuple[str, dict[str, int]]]:
+    """(exercise, {status: students}) in the exercises' order, every status of STATUSES counted."""
+    return [(ex.name, {status: sum(1 for g in grades if g.exercise == ex.name and g.status == status)
+                       for status in STATUSES}) for ex in exercises]
+
+
 def common_diagnoses(grades: list[Grade], limit: int = 15) -> list[tuple[str, str, int]]:
     """(exercise, diagnosis, students) of the most common diagnoses."""
     counts = Counter((g.exercise, g.diagnosis) for g in grades if not g.passed and g.diagnosis)
@@ -374,12 +454,20 @@ def common_diagnoses(grades: list[Grade], limit: int = 15) -> list[tuple[str, st
 
 
 def summary_markdown(grades: list[Grade], exercises, isolation: str = "") -> str:
-    students = list(dict.fromkeys(g.student for g in grades))
+    students = {g.student for g in grades}
     lines = [f"# Grades: {len(students)} students, {len(exercises)} exercises", "",
              *([f"Isolation: {isolation}.", ""] if isolation else []),
              "## Pass rate per exercise", "", "| exercise | passed | of | rate |", "| --- | ---: | ---: | ---: |"]
     for name, passed, total in pass_rates(grades, exercises):
         lines.append(f"| {name} | {passed} | {total} | {100 * passed / total if total else 0:.0f}% |")
+    counts = status_counts(grades, exercises)
+    lines += ["", "## Status per exercise", "",
+              "Wrong: it ran and returned something else; crashed: it raised, did not import or its process "
+              "died; not submitted: no file, or the stub as handed out; refused: it breaks a rule (read "
+              "before it ran, or met as it ran), or the submission could not be unpacked.", "",
+              "| exercise | " + " | ".join(STATUSES) + " |", "| --- |" + " ---: |" * len(STATUSES)]
+    lines += [f"| {name} | " + " | ".join(str(n[s]) for s in STATUSES) + " |" for name, n in counts]
+    lines.append("| all exercises | " + " | ".join(str(sum(n[s] for _, n in counts)) for s in STATUSES) + " |")
     lines += ["", "## The most common diagnoses", ""]
     common = common_diagnoses(grades)
     if common:
@@ -387,10 +475,10 @@ def summary_markdown(grades: list[Grade], exercises, isolation: str = "") -> str
         lines += [f"| {n} | {ex} | {d} |" for ex, d, n in common]
     else:
         lines.append("No failure was diagnosed as a catalogued mistake.")
-    lines += ["", "## Students", "", "| student | passed | of |", "| --- | ---: | ---: |"]
-    for student in students:
-        mine = [g for g in grades if g.student == student]
-        lines.append(f"| {student} | {sum(g.passed for g in mine)} | {len(mine)} |")
+    lines += ["", "## Students", "", "Their totals are in totals.csv.", "",
+              "| student | passed | of | score | max score |", "| --- | ---: | ---: | ---: | ---: |"]
+    for t in totals(grades):
+        lines.append(f"| {t['student']} | {t['passed']} | {t['exercises']} | {t['score']:g} | {t['max_score']:g} |")
     flagged = [g for g in grades if g.flags]
     lines += ["", "## Flags for the teacher", ""]
     if flagged:
@@ -405,21 +493,35 @@ def summary_markdown(grades: list[Grade], exercises, isolation: str = "") -> str
     return "\n".join(lines) + "\n"
 
 
-def _summary_png(grades: list[Grade], exercises, path: Path) -> None:
+# summary.png's colour of each status
+STATUS_COLOURS = {"passed": "#54a24b", "wrong": "#e45756", "crashed": "#b279a2", "timed out": "#f58518",
+                  "not submitted": "#bab0ac", "refused": "#4c78a8"}
+
+
+def summary_figure(grades: list[Grade], exercises):
+    """summary.png's figure: the students of each status per exercise (stacked), and the most common
+    diagnoses; both axes count whole students (integer ticks)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    rates = pass_rates(grades, exercises)
+    counts = status_counts(grades, exercises)
     common = common_diagnoses(grades, limit=10)
-    fig, axes = plt.subplots(1, 2, figsize=(13, max(4.0, 0.28 * len(rates) + 1.5)),
+    fig, axes = plt.subplots(1, 2, figsize=(13, max(4.0, 0.28 * len(counts) + 2.2)),
                              gridspec_kw={"width_ratios": [1, 1.3]})
-    names = [name for name, _, _ in rates][::-1]
-    values = [100 * p / t if t else 0 for _, p, t in rates][::-1]
-    axes[0].barh(names, values, color="#4c78a8")
-    axes[0].set_xlim(0, 100)
-    axes[0].set_xlabel("students who passed (%)")
-    axes[0].set_title("Pass rate per exercise")
+    names = [name for name, _ in counts][::-1]
+    left = [0] * len(names)
+    for status in STATUSES:
+        widths = [n[status] for _, n in counts][::-1]
+        if any(widths):
+            axes[0].barh(names, widths, left=left, color=STATUS_COLOURS[status], label=status)
+            left = [a + b for a, b in zip(left, widths)]
+    axes[0].set_xlim(0, max([*left, 1]))
+    axes[0].set_xlabel("students")
+    axes[0].set_title("Status per exercise")
+    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 1.2 / fig.get_figheight() / 4), ncol=3,
+                   fontsize="small", frameon=False)
     if common:
         labels = [f"{ex}: {d[:50]}" for ex, d, _ in common][::-1]
         axes[1].barh(labels, [n for _, _, n in common][::-1], color="#e45756")
@@ -428,10 +530,20 @@ def _summary_png(grades: list[Grade], exercises, path: Path) -> None:
         axes[1].text(0.5, 0.5, "no catalogued mistake diagnosed", ha="center", va="center")
         axes[1].set_axis_off()
     axes[1].set_title("The most common diagnoses")
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100)
-    plt.close(fig)
+    return fig
+
+
+def _summary_png(grades: list[Grade], exercises, path: Path) -> None:
+    import matplotlib.pyplot as plt
+    fig = summary_figure(grades, exercises)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=100)
+    finally:
+        plt.close(fig)
 
 
 # --- Gradescope -------------------------------------------------------------------------------------
@@ -457,20 +569,63 @@ def read_points(path: Path, known: list[str]) -> dict[str, float]:
     return points
 
 
-def gradescope_results(grades: list[Grade], exercises, points: dict[str, float], seconds: float) -> dict:
-    """Gradescope's results.json: one test per exercise (name, number, score, max_score, status, output)."""
-    titles = {ex.name: ex.title for ex in exercises}
+def set_points(grades: list[Grade], points: dict[str, float]) -> None:
+    """Each grade's max_score: its exercise's points (``read_points``), 1 where the table has none."""
+    for g in grades:
+        g.max_score = points.get(g.exercise, 1.0)
+
+
+def verdict(g: Grade, lang: str = "en") -> str:
+    """The first line a student reads of a grade: its status, then the mistake's title or what the
+    first failed check said ("wrong: the tanh is missing"), in ``lang``."""
+    from seqlab.learn.feedback import check_message, check_name, diagnosis_words
+    status = say(f"grade.status.{g.status}", lang)
+    if g.passed or g.report is None:
+        return status
+    d = g.report.diagnosis or {}
+    failed = next((c for c in g.report.checks if not c["passed"]), None)
+    if d.get("mistake"):
+        what = diagnosis_words(d, g.exercise, lang)[0]
+    elif failed is not None:
+        what = check_message(failed, lang) or check_name(failed["name"], g.exercise, lang)
+    else:
+        return status
+    return say("grade.verdict", lang, status=status, what=what)
+
+
+def gradescope_results(grades: list[Grade], exercises, seconds: float, lang: str = "en",
+                       lesson_url: str | None = None) -> dict:
+    """Gradescope's results.json: one test per exercise (name, number, score, max_score, status, output),
+    the output in ``lang``: the verdict, then :meth:`Grade.feedback` (no loopback link; links to
+    ``lesson_url``'s copy of the lessons where given)."""
+    titles = {ex.name: (ex.title_zh or ex.title) if lang == "zh" else ex.title for ex in exercises}
     tests = []
     for number, g in enumerate(grades, 1):
-        worth = points.get(g.exercise, 1.0)
-        verdict = "passed" if g.passed else ("failed: " + (g.diagnosis or g.message or ", ".join(g.failed_checks)))
         tests.append({"name": f"{g.exercise}: {titles.get(g.exercise, g.exercise)}", "number": str(number),
-                      "score": worth if g.passed else 0.0, "max_score": worth,
-                      "status": "passed" if g.passed else "failed", "output": f"{verdict}\n{g.feedback}".rstrip()})
+                      "score": g.score, "max_score": g.max_score, "status": "passed" if g.passed else "failed",
+                      "output": f"{verdict(g, lang)}\n{g.feedback(lang, lesson_url)}".rstrip()})
     passed = sum(g.passed for g in grades)
     return {"score": sum(t["score"] for t in tests), "execution_time": round(seconds, 2),
-            "output": f"{passed} of {len(grades)} exercises pass seqlab's checks.", "stdout_visibility": "hidden",
+            "output": say("grade.summary", lang, passed=passed, n=len(grades)), "stdout_visibility": "hidden",
             "tests": tests}
+
+
+def lesson_url_problem(url: str) -> str:
+    """Why ``url`` cannot be where students read the lessons ("" when it can): an http(s) address of a
+    host that is not this machine (a loopback address is useless on Gradescope)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--lesson-url {url!r}: give the http(s) address of a hosted copy of the lessons (seqlab learn site)"
+    host = parts.hostname
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost" or host.endswith(".localhost")
+    if loopback:
+        return f"--lesson-url {url!r} is this machine: students on Gradescope cannot reach it; host the site"
+    return ""
 
 
 # --- the command ---------------------------------------------------------------------------------------
@@ -502,6 +657,11 @@ def run_grade_command(args) -> int:
         if not args.exercises:
             chosen = [n for n in known if n in points]      # the table names what is graded
     exercises = [ex for ex in every if ex.name in chosen]
+    lesson_url = getattr(args, "lesson_url", None)
+    if lesson_url is not None and not args.gradescope:
+        return _usage("--lesson-url is for the feedback students read on Gradescope: give it with --gradescope")
+    if lesson_url is not None and lesson_url_problem(lesson_url):
+        return _usage(lesson_url_problem(lesson_url))
     start = time.monotonic()
     from seqlab.learn.sandbox import NoIsolation, for_grade
     if args.gradescope:
@@ -511,7 +671,9 @@ def run_grade_command(args) -> int:
         isolation = for_grade(no_sandbox=args.no_sandbox, gradescope=True)     # never fails for lack of one
         grades = grade_all([("submission", args.submission)], exercises, workers=1, time_limit=args.time_limit,
                            progress=not args.no_progress, isolation=isolation)
-        results = gradescope_results(grades, exercises, points, time.monotonic() - start)
+        set_points(grades, points)
+        results = gradescope_results(grades, exercises, time.monotonic() - start, getattr(args, "lang", "en"),
+                                     lesson_url)
         args.results.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.results, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
         print(f"{results['output']} Score {results['score']:g} of {sum(t['max_score'] for t in results['tests']):g}; "
@@ -536,6 +698,7 @@ def run_grade_command(args) -> int:
         return _failure(str(error))
     grades = grade_all(entries, exercises, workers=args.workers, time_limit=args.time_limit,
                        progress=not args.no_progress, isolation=isolation)
+    set_points(grades, points)
     paths = write_report(grades, exercises, args.out, isolation.report())
     passed = sum(g.passed for g in grades)
     print(f"graded {len(entries)} submissions x {len(exercises)} exercises in {time.monotonic() - start:.0f} s: "

@@ -1,6 +1,8 @@
-"""`seqlab learn grade`: a generated class (correct, wrong, crashing, looping and empty submissions,
-a zip, a hostile zip) gives the expected table; Gradescope's results.json follows its documented
-format; zips are unpacked safely; the references are computed once for the whole class."""
+"""`seqlab learn grade`: a generated class (correct, wrong, crashing, looping, empty and refused
+submissions, a zip, a hostile zip) gives the expected table, every status, scores from --points and
+the students' totals; summary.png counts whole students; Gradescope's results.json follows its
+documented format, in English or Chinese, with the lesson's paragraph inline and no loopback link;
+zips are unpacked safely; the references are computed once for the whole class."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import pytest
 from seqlab.cli import main
 from seqlab.learn import grade as grading
 from seqlab.learn.catalog import exercise
+from seqlab.learn.exercise import GENERIC_MISTAKES
+from seqlab.learn.words import say
 from tests.learn.bundle import student_source
 from tests.model.benchmark_scripts import load_benchmark
 
@@ -38,27 +42,37 @@ def _zip(path: Path, files: dict[str, str | bytes], links: tuple[str, ...] = ())
 def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
     bench = load_benchmark("learn_grade")
     exercises = [exercise(n) for n in NAMES]
-    kinds = bench.make_class(tmp_path / "class", 5, exercises)
+    kinds = bench.make_class(tmp_path / "class", len(bench.KINDS), exercises)
     assert sorted(kinds.values()) == sorted(bench.KINDS)
     table = bench.expected(kinds, exercises)
     correct = {f"seqlab-learn/{n}.py": student_source(n) for n in NAMES}
     _zip(tmp_path / "class" / "zara.zip", correct)
     _zip(tmp_path / "class" / "mallory.zip", {"../../escaped.py": "x = 1\n", **correct})
+    points = {"causal_mask": 2, "clip_global_norm": 0.5, "rnn_step": 1}
+    (tmp_path / "points.toml").write_text("".join(f"{n} = {p}\n" for n, p in points.items()))
     status = main(["learn", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "report"),
-                   "--exercises", ",".join(NAMES), "--time-limit", "1", "--workers", "2", "--no-progress"])
+                   "--exercises", ",".join(NAMES), "--time-limit", "1", "--workers", "2", "--no-progress",
+                   "--points", str(tmp_path / "points.toml")])
     assert status == 0
-    assert "graded 7 submissions x 3 exercises" in capsys.readouterr().out
+    students = len(kinds) + 2
+    assert f"graded {students} submissions x 3 exercises" in capsys.readouterr().out
     assert not (tmp_path / "escaped.py").exists() and not list(tmp_path.rglob("escaped.py"))
     with open(tmp_path / "report" / "grades.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["student", "exercise", "passed", "failed_checks", "diagnosis", "message", "flags"]
+    assert list(rows[0]) == ["student", "exercise", "passed", "status", "score", "max_score", "failed_checks",
+                             "diagnosis", "message", "flags"]
     got = {(r["student"], r["exercise"]): r for r in rows}
-    assert len(rows) == 7 * 3 and len(got) == len(rows)
-    for key, (passed, first, diagnosis) in table.items():
+    assert len(rows) == students * 3 and len(got) == len(rows)
+    for key, (passed, first, diagnosis, status) in table.items():
         row = got[key]
         assert row["passed"] == ("true" if passed else "false"), (key, row)
         assert row["failed_checks"].split("; ")[0] == first if first else True, (key, row)
         assert row["diagnosis"] == diagnosis, (key, row)
+        assert row["status"] == status, (key, row)
+        assert (row["score"], row["max_score"]) == (f"{points[key[1]] if passed else 0:g}", f"{points[key[1]]:g}")
+    assert {r["status"] for r in rows} == set(grading.STATUSES)          # the class holds every status
+    refused = next(s for s, k in kinds.items() if k == "refused")
+    assert "import subprocess is not allowed" in got[refused, "rnn_step"]["message"]
     looping = next(s for s, k in kinds.items() if k == "looping")
     assert "did not finish within 1 s" in got[looping, "causal_mask"]["message"]
     assert got[looping, "rnn_step"]["passed"] == "true"                  # the loop cost only its own check
@@ -66,22 +80,40 @@ def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
     assert got[empty, "rnn_step"]["message"] == "the submission has no rnn_step.py"
     assert all(got["zara", n]["passed"] == "true" for n in NAMES)
     assert all(got["mallory", n]["failed_checks"] == "submission" and "a path outside the archive" in got["mallory", n]["message"]
-               for n in NAMES)
+               and got["mallory", n]["status"] == "refused" for n in NAMES)
     data = json.loads((tmp_path / "report" / "grades.json").read_text())["grades"]
-    assert [(g["student"], g["exercise"], g["passed"]) for g in data] == \
-        [(r["student"], r["exercise"], r["passed"] == "true") for r in rows]
+    assert [(g["student"], g["exercise"], g["passed"], g["status"], f"{g['score']:g}") for g in data] == \
+        [(r["student"], r["exercise"], r["passed"] == "true", r["status"], r["score"]) for r in rows]
+    # totals.csv: one row per student, its score of the points given (grades.csv holds no total row)
+    with open(tmp_path / "report" / "totals.csv", encoding="utf-8") as f:
+        totals = {r["student"]: r for r in csv.DictReader(f)}
+    assert set(totals) == {r["student"] for r in rows} and all(r["student"] in totals for r in rows)
+    for student, t in totals.items():
+        mine = [r for r in rows if r["student"] == student]
+        assert float(t["score"]) == sum(points[r["exercise"]] for r in mine if r["passed"] == "true")
+        assert (float(t["max_score"]), int(t["passed"]), int(t["exercises"])) == \
+            (3.5, sum(r["passed"] == "true" for r in mine), 3)
+    assert totals["zara"]["score"] == "3.5" and totals["mallory"]["score"] == "0"
     assert all(isinstance(g["failed_checks"], list) for g in data)
     # grades.json also says the mistake and where it shows: the title in the diagnosis column, where beside it
     by_key = {(g["student"], g["exercise"]): g for g in data}
-    for key, (passed, _, diagnosis) in table.items():
+    for key, (passed, _, diagnosis, _) in table.items():
         g = by_key[key]
         assert g["diagnosis"] == diagnosis and (g["where"] != "") == (diagnosis != ""), g
         if diagnosis:
-            mistake = next(m for m in exercise(key[1]).mistakes if m.title == diagnosis)
+            mistake = next(m for m in (*exercise(key[1]).mistakes, *GENERIC_MISTAKES) if m.title == diagnosis)
             assert g["mistake"] == mistake.id
     summary = (tmp_path / "report" / "summary.md").read_text()
     passed = sum(got[s, "causal_mask"]["passed"] == "true" for s in {k[0] for k in got})
-    assert f"| causal_mask | {passed} | 7 | {100 * passed / 7:.0f}% |" in summary
+    assert f"| causal_mask | {passed} | {students} | {100 * passed / students:.0f}% |" in summary
+    # each status counted, per exercise and over all of them
+    assert "| exercise | " + " | ".join(grading.STATUSES) + " |" in summary
+    for name in NAMES:
+        counts = [sum(1 for r in rows if r["exercise"] == name and r["status"] == s) for s in grading.STATUSES]
+        assert f"| {name} | " + " | ".join(map(str, counts)) + " |" in summary
+    every = [sum(1 for r in rows if r["status"] == s) for s in grading.STATUSES]
+    assert all(every) and "| all exercises | " + " | ".join(map(str, every)) + " |" in summary
+    assert f"| zara | 3 | 3 | 3.5 | 3.5 |" in summary
     wrong = next(s for s, k in kinds.items() if k == "wrong")
     assert f"| 1 | causal_mask | {got[wrong, 'causal_mask']['diagnosis']} |" in summary
     assert (tmp_path / "report" / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -156,12 +188,78 @@ def test_gradescope_results_follow_the_documented_format(tmp_path, capsys):
     assert (clip["score"], clip["max_score"], clip["status"]) == (0, 3.5, "failed")
     mistake = next(m for m in exercise("clip_global_norm").mistakes if m.id == "coordinatewise")
     assert mistake.title in clip["output"] and "FAIL" in clip["output"]
-    # the diagnosis first, then the checks
-    assert clip["output"].startswith(f"failed: {mistake.title}\n  diagnosis: {mistake.title}\n    where: ")
+    # the status and the diagnosis first, then the checks
+    assert clip["output"].startswith(f"wrong: {mistake.title}\n  diagnosis: {mistake.title}\n    where: ")
     assert clip["output"].index("diagnosis:") < clip["output"].index("  checks:") < clip["output"].index("PASS  runs")
-    assert tests["rnn_step"]["output"].startswith("failed: the submission has no rnn_step.py")
+    assert tests["rnn_step"]["output"].startswith("not submitted: the submission has no rnn_step.py")
     assert data["score"] == 2
     assert "Score 2 of 6.5" in capsys.readouterr().out
+    # read on Gradescope, away from the student's machine: no link to the explorer, the lesson's paragraph
+    # on the mistake inline, and the command that shows the lesson where seqlab is installed
+    _no_loopback(results.read_text())
+    assert "http" not in results.read_text()
+    assert "    why: " + " ".join(mistake.why[0].split()[:6]) in clip["output"]
+    assert " ".join(clip["output"].split()).count(mistake.why[0]) == 1
+    assert "seqlab learn show clip_global_norm" in clip["output"]
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "0.0.0.0")
+
+
+def _no_loopback(text: str) -> None:
+    found = [host for host in LOOPBACK if host in text]
+    assert not found, f"the feedback links to this machine ({found}), useless on Gradescope"
+
+
+def test_the_feedback_that_reaches_students_has_no_loopback_link_in_either_language(tmp_path):
+    """The explorer's link is what `seqlab learn check` prints at the student's machine: a grade read on
+    Gradescope never has it. --lesson-url links the hosted lessons as URL/LANG/STEP.html#mistake-ID."""
+    from seqlab.learn.feedback import report_lines
+    from seqlab.learn.views import EXPLORER
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "clip_global_norm.py").write_text(student_source("clip_global_norm", "coordinatewise"))
+    (submission / "causal_mask.py").write_text("def causal_mask(n):\n    raise NotImplementedError\n")
+    mistake = next(m for m in exercise("clip_global_norm").mistakes if m.id == "coordinatewise")
+    for lang in ("en", "zh"):
+        results = tmp_path / lang / "results.json"
+        assert main(["learn", "grade", "--gradescope", "--submission", str(submission), "--results", str(results),
+                     "--exercises", "clip_global_norm,causal_mask", "--lang", lang, "--no-progress",
+                     "--lesson-url", "https://course.example.org/seqlab/"]) == 0
+        text = results.read_text()
+        data = json.loads(text)
+        jsonschema.validate(data, GRADESCOPE_SCHEMA)
+        _no_loopback(text)
+        clip, stub = data["tests"]
+        assert clip["output"].count(f"https://course.example.org/seqlab/{lang}/clip_global_norm.html"
+                                    "#mistake-coordinatewise") == 1
+        why = mistake.why[1] if lang == "zh" else mistake.why[0]
+        assert why[:12] in clip["output"]
+        title = mistake.title_zh if lang == "zh" else mistake.title
+        status = {s: say(f"grade.status.{s}", lang) for s in ("wrong", "not submitted")}
+        assert clip["output"].startswith(say("grade.verdict", lang, status=status["wrong"], what=title) + "\n")
+        assert stub["output"].startswith(status["not submitted"]) and (status["not submitted"] == "not submitted") \
+            == (lang == "en")
+        assert data["output"] == say("grade.summary", lang, passed=0, n=2)
+        assert (data["output"] == "0 of 2 exercises pass seqlab's checks.") == (lang == "en")
+    # what the grade was made from does link the explorer where the student checks it: only Gradescope's is away
+    grades = grading.grade_all([("s", submission)], [exercise("clip_global_norm")], workers=1, progress=False)
+    assert any(EXPLORER in line for line in report_lines(grades[0].report))
+    assert EXPLORER not in grades[0].feedback() and "http" not in grades[0].feedback()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--lesson-url", "http://127.0.0.1:8000/"], "is this machine"),
+    (["--lesson-url", "http://localhost/course"], "is this machine"),
+    (["--lesson-url", "course/site"], "give the http(s) address"),
+])
+def test_a_lesson_url_students_cannot_reach_is_refused(tmp_path, capsys, extra, message):
+    assert main(["learn", "grade", "--gradescope", "--submission", str(tmp_path), "--results",
+                 str(tmp_path / "r.json"), *extra]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "r.json").exists()
+    assert main(["learn", "grade", str(tmp_path), "--out", str(tmp_path / "report"),
+                 "--lesson-url", "https://course.example.org/"]) == 2
+    assert "give it with --gradescope" in capsys.readouterr().err
 
 
 def test_a_points_file_names_the_wrong_entry(tmp_path, capsys):
@@ -280,3 +378,38 @@ def test_the_report_is_built_beside_and_renamed_so_a_failed_write_leaves_the_old
     fresh = tmp_path / "new" / "report"
     grading.write_report(first, [ex], fresh)                     # a new folder is renamed into place whole
     assert sorted(p.name for p in fresh.iterdir()) == sorted(grading.REPORT_FILES)
+
+
+def test_summary_png_counts_whole_students():
+    """Both of summary.png's axes count students: whole numbers only, however few the students."""
+    import matplotlib.pyplot as plt
+    Grade = grading.Grade
+    grades = [Grade("ann", "causal_mask", False, ["values (worked example)"], "the mask is shifted"),
+              Grade("ann", "rnn_step", True, []),
+              Grade("ben", "causal_mask", True, []),
+              Grade("ben", "rnn_step", False, ["runs"], status="timed out"),
+              Grade("cid", "causal_mask", False, ["file"], status="not submitted"),
+              Grade("cid", "rnn_step", False, ["rules"], status="refused")]
+    fig = grading.summary_figure(grades, [exercise("causal_mask"), exercise("rnn_step")])
+    try:
+        fig.canvas.draw()
+        assert len(fig.axes) == 2
+        for ax in fig.axes:
+            assert ax.get_xlabel() == "students"
+            lo, hi = ax.get_xlim()
+            ticks = [t for t in ax.get_xticks() if lo - 1e-9 <= t <= hi + 1e-9]
+            assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), (ax.get_title(), ticks)
+        status_axis = fig.axes[0]
+        assert status_axis.get_xlim()[1] == 3                          # the class, every student one bar's length
+        assert sorted(t.get_text() for t in status_axis.get_legend().get_texts()) == \
+            sorted(["passed", "wrong", "timed out", "not submitted", "refused"])
+    finally:
+        plt.close(fig)
+
+
+def test_a_grade_s_status_agrees_with_whether_it_passed():
+    assert grading.Grade("a", "rnn_step", True, []).status == "passed"
+    assert grading.Grade("a", "rnn_step", False, ["values (worked example)"]).status == "wrong"
+    for passed, status in ((True, "wrong"), (False, "passed"), (False, "late")):
+        with pytest.raises(ValueError):
+            grading.Grade("a", "rnn_step", passed, [], status=status)
