@@ -1017,7 +1017,7 @@ _LSTM_EINSUM = """
 CORRECT["lstm_cell_forward"] = {"split": _LSTM, "einsum": _LSTM_EINSUM}
 WRONG["lstm_cell_forward"] = [
     ("CS231n's order", "gate_order_ifog", edit(_LSTM, ("a_i, a_f, a_g, a_o = np.split(pre, 4)", "a_i, a_f, a_o, a_g = np.split(pre, 4)"))),
-    ("TensorFlow's order", "gate_order_igfo", edit(_LSTM, ("a_i, a_f, a_g, a_o = np.split(pre, 4)", "a_i, a_g, a_f, a_o = np.split(pre, 4)"))),
+    ("TensorFlow 1's LSTMCell order", "gate_order_igfo", edit(_LSTM, ("a_i, a_f, a_g, a_o = np.split(pre, 4)", "a_i, a_g, a_f, a_o = np.split(pre, 4)"))),
     ("h without tanh", "h_without_tanh", edit(_LSTM, ("h = o * np.tanh(c)", "h = o * c"))),
     ("f and i swapped", "gates_swapped", edit(_LSTM_EINSUM, ("c = f * c_prev + i * g", "c = i * c_prev + f * g"))),
     ("one bias", "bh_missing", edit(_LSTM, ('pre = params["Wx"] @ x + params["bx"] + params["Wh"] @ h_prev + params["bh"]',

@@ -272,7 +272,7 @@ WRONG["lstm_cell_forward"] = [
                                                          'pre = params["Wx"] @ x + params["Wh"] @ h_prev + params["bh"]'))),
     ("the candidate through the gate function", "sigmoid_instead_of_tanh", edit(_LSTM_CELL, ("g = np.tanh(a_g)", "g = gate(a_g)"))),
     ("the cell read through the gate function", "sigmoid_instead_of_tanh", edit(_LSTM_CELL, ("h = o * np.tanh(c)", "h = o * gate(c)"))),
-    ("the split in TensorFlow's order", "gate_order_igfo", edit(_LSTM_CELL, ("a_i, a_f, a_g, a_o = np.split(pre, 4)", "a_i, a_g, a_f, a_o = np.split(pre, 4)"))),
+    ("the split in TensorFlow 1's LSTMCell order", "gate_order_igfo", edit(_LSTM_CELL, ("a_i, a_f, a_g, a_o = np.split(pre, 4)", "a_i, a_g, a_f, a_o = np.split(pre, 4)"))),
     ("h from the old cell", None, edit(_LSTM_CELL, ("h = o * np.tanh(c)", "h = o * np.tanh(c_prev)"))),
 ]
 
