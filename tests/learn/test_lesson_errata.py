@@ -57,3 +57,59 @@ def test_truncated_bptt_s_extend_answer_is_what_its_code_prints_on_any_cpu(seed,
         assert min(probs) < 0.9, runs                   # never both hard predictions learned
     answer = " ".join(lessons.lesson("truncated_bptt", "en").text().split())
     assert "far from certain" not in answer and "never both learned" in answer
+
+
+def _block_after(text: str, heading: str) -> str:
+    """The first ``` block after ``heading`` in a lesson's source."""
+    return re.search(r"```\n(.*?)```", text[text.index(heading):], re.S).group(1)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_gru_s_formula_has_the_two_biases_its_parameter_count_needs(lang):
+    """1920 = 3 (H D + H H + 2H) at D = 10, H = 20: torch.nn.GRUCell's count and the lab's. Each map of
+    the formula shows both of its biases (one bias per map would be 1860)."""
+    torch = pytest.importorskip("torch")
+    from seqlab.labs import gru
+    assert gru.gru_parameter_count(10, 20) == sum(p.numel() for p in torch.nn.GRUCell(10, 20).parameters()) == 1920
+    assert 3 * (20 * 10 + 20 * 20 + 20) == 1860
+    source = (COURSE / "trace_gru_mix" / f"lesson.{lang}.md").read_text(encoding="utf-8")
+    formula = _block_after(source, "{#maths}")
+    for gate in ("r", "z", "n"):
+        line = next(row for row in formula.splitlines() if row.startswith(f"{gate} = "))
+        assert f"b_x{gate}" in line and f"b_h{gate}" in line, line
+    assert "1920" in source and "3 · (200 + 400 + 40)" in source
+
+
+def test_the_gate_orders_named_are_the_libraries_own():
+    """The igfo mistake is TensorFlow 1's LSTMCell / BasicLSTMCell split (i, j, f, o: j the candidate);
+    Keras's LSTM splits i, f, c, o, the order of PyTorch and of the exercise. Each cell is written here
+    as the library's source computes it (forget_bias 0), on the exercise's stacked maps."""
+    import numpy as np
+
+    from seqlab.learn.catalog import mutant, reference
+    sigmoid = lambda a: 1 / (1 + np.exp(-a))
+    rng = np.random.default_rng(3)
+    D, H = 3, 4
+    params = {"Wx": rng.normal(size=(4 * H, D)), "Wh": rng.normal(size=(4 * H, H)), "bx": rng.normal(size=4 * H),
+              "bh": rng.normal(size=4 * H)}
+    x, h, c = rng.normal(size=D), rng.normal(size=H), rng.normal(size=H)
+    gates = params["Wx"] @ x + params["bx"] + params["Wh"] @ h + params["bh"]
+
+    def tf1(a):                               # rnn_cell_impl: i, j, f, o = split(gate_inputs, 4)
+        i, j, f, o = np.split(a, 4)
+        new_c = c * sigmoid(f) + sigmoid(i) * np.tanh(j)
+        return np.tanh(new_c) * sigmoid(o), new_c
+
+    def keras(a):                             # keras LSTMCell: z0, z1, z2, z3 = split(z, 4) as i, f, c, o
+        z0, z1, z2, z3 = np.split(a, 4)
+        new_c = sigmoid(z1) * c + sigmoid(z0) * np.tanh(z2)
+        return sigmoid(z3) * np.tanh(new_c), new_c
+
+    ours = reference("lstm_cell_forward")(params, x, h, c)
+    theirs = mutant("lstm_cell_forward", "gate_order_igfo")(params, x, h, c)
+    for got, want in ((theirs, tf1(gates)), (ours, keras(gates))):
+        assert np.allclose(got[0], want[0]) and np.allclose(got[1], want[1])
+    assert not np.allclose(ours[0], theirs[0])
+    words = (COURSE / "lstm_cell_forward" / "step.toml").read_text(encoding="utf-8")
+    block = words[words.index("[mistakes.gate_order_igfo]"):].split("\n[", 1)[0]
+    assert "TensorFlow's" not in block and block.count("TensorFlow 1") >= 6 and "Keras" in block
