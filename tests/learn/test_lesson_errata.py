@@ -113,3 +113,30 @@ def test_the_gate_orders_named_are_the_libraries_own():
     words = (COURSE / "lstm_cell_forward" / "step.toml").read_text(encoding="utf-8")
     block = words[words.index("[mistakes.gate_order_igfo]"):].split("\n[", 1)[0]
     assert "TensorFlow's" not in block and block.count("TensorFlow 1") >= 6 and "Keras" in block
+
+
+PAGES = {"en": re.compile(r"\bpp?\. \d"), "zh": re.compile(r"第 \d+(–\d+)? 页")}
+NOT_INCLUDED = {"en": "lecture slides (not included with seqlab)", "zh": "讲义幻灯片（不随 seqlab 提供）"}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_lesson_that_cites_slide_pages_says_the_slides_are_not_seqlab_s(lang):
+    """Page numbers are the course's lecture slides, which seqlab does not ship: each lesson that cites
+    them says so once, in its reading section, and cites pages nowhere else; docs/learn.md says it too."""
+    from seqlab.learn.path import STEPS
+    citing = 0
+    for step in STEPS:
+        if not lessons.has_lesson(step.id, lang):
+            continue
+        lesson = lessons.lesson(step.id, lang)
+        for section in lesson.sections:
+            text = "\n".join(p for b in section.blocks for p in (b.text, *b.items) if p)
+            if section.id != "reading":
+                assert not PAGES[lang].search(text), (step.id, section.id)
+            elif PAGES[lang].search(text):
+                citing += 1
+                assert " ".join(text.split()).count(NOT_INCLUDED[lang]) == 1, (step.id, text)
+                assert "Lecture slides," not in text and "课程讲义第" not in text, step.id
+    assert citing == 41
+    docs = " ".join((ROOT / "docs" / "learn.md").read_text(encoding="utf-8").split())
+    assert "the slides are not included with seqlab" in docs
