@@ -314,6 +314,12 @@ def join_lines(lines: list[str]) -> str:
     return out
 
 
+def _separator_row(line: str) -> bool:
+    """Whether ``line`` is a Markdown table's separator row, "| --- | ---: |"."""
+    cells = line.strip().strip("|").split("|")
+    return line.strip().startswith("|") and all(re.fullmatch(r"\s*:?-{3,}:?\s*", c) for c in cells)
+
+
 def _markdown_block(lines: list[str], i: int, fail) -> tuple[Block, int] | None:
     """The code block, table, list or ### heading that starts at ``lines[i]`` and the index after it,
     or None when the line starts none of them (it is a paragraph's)."""
@@ -324,8 +330,8 @@ def _markdown_block(lines: list[str], i: int, fail) -> tuple[Block, int] | None:
         if end is None:
             fail(number, "a ``` code block is never closed")
         return Block("code", text="\n".join(lines[i + 1:end]), line=number), end + 1
-    if stripped.startswith("|"):
-        end = i
+    if stripped.startswith("|") and i + 1 < len(lines) and _separator_row(lines[i + 1]):
+        end = i                             # a table: a header row, then | --- | (a "|x| > 1" line is prose)
         while end < len(lines) and lines[end].strip().startswith("|"):
             end += 1
         return Block("table", text="\n".join(line.strip() for line in lines[i:end]), line=number), end

@@ -140,3 +140,27 @@ def test_every_lesson_that_cites_slide_pages_says_the_slides_are_not_seqlab_s(la
     assert citing == 41
     docs = " ".join((ROOT / "docs" / "learn.md").read_text(encoding="utf-8").split())
     assert "the slides are not included with seqlab" in docs
+
+
+def test_a_line_that_starts_with_a_bar_is_prose_unless_a_separator_row_follows():
+    """Markdown's table is a header row and a separator row (| --- |): "|g_j| > τ" opening a line of a
+    paragraph is the paragraph's, as a Markdown reader sees it, not a table of one garbled row."""
+    blocks = lessons.body_blocks("The rule acts when some\n|g_j| > τ, for one j.\n\n| a | b |\n| --- | ---: |\n| 1 | 2 |")
+    assert [b.kind for b in blocks] == ["paragraph", "table"]
+    assert blocks[0].text == "The rule acts when some |g_j| > τ, for one j."
+    assert blocks[1].text == "| a | b |\n| --- | ---: |\n| 1 | 2 |"
+    assert [b.kind for b in lessons.body_blocks("|x| > 1\n| --- |")] == ["table"]
+
+
+@pytest.mark.parametrize(("step", "lang", "line"), [("explain_clipping", "en", "when some |g_j| > τ. Since"),
+                                                    ("explain_clipping", "zh", "在某个 |g_j| > τ 时起作用"),
+                                                    ("trace_vanishing", "zh", "|a| > 1 时乘积可能增长")])
+def test_the_terminal_prints_a_bar_formula_inside_its_sentence(capsys, tmp_path, step, lang, line):
+    from seqlab.cli import main
+    assert main(["learn", "show", step, "--show", "--lang", lang, "--workspace", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert line in " ".join(out.split()) or line in out.replace("\n", ""), out
+    assert not re.search(r"^\s*g_j \|", out, re.M)                      # the old table row's cell
+    for lesson in (lessons.lesson(step, lang),):
+        for table in lesson.blocks("table"):
+            assert table.text.splitlines()[1].startswith("| -"), table.text
