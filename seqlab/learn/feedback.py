@@ -7,8 +7,9 @@ right and which are wrong), what it means and how to fix it, where to read about
 `seqlab learn show` command and the heading of the mistake in the lesson, and the explorer's address
 of the lesson at that mistake, or a hosted site's with ``lesson_url``; read away from the machine, as
 on Gradescope, no explorer link and the lesson's paragraph inline), and the notes on conventions
-accepted. Then the checks, one line each, except the checks of the contract's sentences that fail only because the values differ
-everywhere: those are one line that says so, so that no sentence is quoted as broken when it was not.
+accepted. Then the checks, one line each, except the checks of the contract's sentences that fail
+only because the values differ everywhere: those are one line that says so, so that no sentence is
+quoted as broken when it was not.
 
     report_lines(report, lang="en")  ->  ["  diagnosis: the tanh is missing", "    where: ...", ...,
                                           "  checks:", "    PASS  runs", "    FAIL  values (worked example): ...", ...]
