@@ -102,7 +102,7 @@ def test_grade_and_the_notebook_work_on_the_course(course, tmp_path):
 
 def test_the_lesson_s_numbers_are_recomputed_from_the_course_s_reference(course):
     code = ("import sys\nfrom seqlab.learn import courses\ncourses.use(sys.argv[1])\n"
-            "from seqlab.learn import lessons\nprint(lessons.number_problems('layer_norm'))\n")
+            "from seqlab.learn import lesson_checks\nprint(lesson_checks.number_problems('layer_norm'))\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code, str(course)], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stderr

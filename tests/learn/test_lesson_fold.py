@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from seqlab.learn import lessons, views
+from seqlab.learn import lesson_checks, lessons, views
 from seqlab.learn.feedback import reading
 from seqlab.learn.notebooks import part_notebook
 from seqlab.learn.path import PART_OF, STEPS
@@ -119,5 +119,5 @@ def test_a_lesson_with_five_or_fewer_has_no_fold():
     (("missing_scale", "missing_scale"), "each once"),
 ])
 def test_a_wrong_top_is_named(monkeypatch, top, said):
-    monkeypatch.setattr(lessons, "top_mistakes", lambda step: top)
-    assert any(said in p for p in lessons.problems("attention")), lessons.problems("attention")
+    monkeypatch.setattr(lesson_checks, "top_mistakes", lambda step: top)
+    assert any(said in p for p in lesson_checks.problems("attention")), lesson_checks.problems("attention")

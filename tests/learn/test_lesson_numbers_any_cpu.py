@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from seqlab.learn import lessons
+from seqlab.learn import lesson_checks, lessons
 from seqlab.learn.path import STEPS
 
 WRITTEN = [s.id for s in STEPS if lessons.has_lesson(s.id, "en")]
 
 _CHILD = """
 import json, sys
-from seqlab.learn import lessons
-print(json.dumps({step: lessons.number_values(step) for step in sys.argv[1:]}))
+from seqlab.learn import lesson_checks
+print(json.dumps({step: lesson_checks.number_values(step) for step in sys.argv[1:]}))
 """
 
 # OpenBLAS's x86-64 kernels and the instructions each needs (its own dynamic-arch checks, simplified).
@@ -69,7 +69,7 @@ def _values_under(setting: dict[str, str]) -> dict[str, list]:
 @pytest.mark.parametrize("setting", _settings(), ids=lambda s: s.get("OPENBLAS_CORETYPE", "one-thread"))
 def test_every_printed_number_holds_under_another_blas_kernel_and_one_thread(setting):
     values = _values_under(setting)
-    found = [m for step in WRITTEN for m in lessons.printed_mismatches(step, values[step])]
+    found = [m for step in WRITTEN for m in lesson_checks.printed_mismatches(step, values[step])]
     assert found == [], "\n".join(found)
 
 
@@ -79,11 +79,11 @@ def test_a_near_tie_printed_to_six_places_is_caught_when_rounding_flips_it(monke
     step = "rnn_forward"
     en = lessons.lesson(step, "en")
     k = next(i for i, (_shown, expression) in enumerate(en.numbers) if "reset_state=True" in expression)
-    skylake = lessons.number_values(step)
+    skylake = lesson_checks.number_values(step)
     skylake[k] = [0.3487283075326387, 0.49286729174630356, 0.5051666402393916]
-    assert lessons.printed_mismatches(step, skylake) == []  # the lesson now prints only what is stable
+    assert lesson_checks.printed_mismatches(step, skylake) == []  # the lesson now prints only what is stable
     old_numbers = [("0.348777 0.508962 0.489084" if i == k else s, e) for i, (s, e) in enumerate(en.numbers)]
     old = dataclasses.replace(en, numbers=old_numbers)
-    monkeypatch.setattr(lessons, "lesson", lambda s, lang="en": old)
-    found = lessons.printed_mismatches(step, skylake)
+    monkeypatch.setattr(lesson_checks, "lesson", lambda s, lang="en": old)
+    found = lesson_checks.printed_mismatches(step, skylake)
     assert any("prints 0.508962" in f for f in found) and any("prints 0.348777" in f for f in found), found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seqlab.learn import lessons
+from seqlab.learn import lesson_checks, lessons
 from seqlab.learn.path import STEPS
 
 WRITTEN = [s.id for s in STEPS if lessons.has_lesson(s.id, "en") or lessons.has_lesson(s.id, "zh")]
@@ -12,7 +12,7 @@ WRITTEN = [s.id for s in STEPS if lessons.has_lesson(s.id, "en") or lessons.has_
 
 @pytest.mark.parametrize("step", WRITTEN)
 def test_a_written_lesson_is_complete_in_both_languages(step):
-    assert lessons.problems(step) == []
+    assert lesson_checks.problems(step) == []
 
 
 def _write(tmp_path, monkeypatch, en: str, zh: str, step: str = "trace_recurrence"):
@@ -32,14 +32,14 @@ def test_a_printed_number_that_disagrees_with_the_lab_fails(tmp_path, monkeypatc
     en, zh = _texts()
     _write(tmp_path, monkeypatch, en.replace("0.363399 -0.674144 =", "0.363399 -0.674145 =")
            .replace("| 3 | 0.5 · 0.363399 − 1 | −0.674144 |", "| 3 | 0.5 · 0.363399 − 1 | −0.674145 |"), zh)
-    found = lessons.problems("trace_recurrence")
+    found = lesson_checks.problems("trace_recurrence")
     assert any("prints -0.674145" in p for p in found), found
 
 
 def test_a_worked_number_missing_from_the_chinese_text_fails(tmp_path, monkeypatch):
     en, zh = _texts()
     _write(tmp_path, monkeypatch, en, zh.replace("0.380797", "0.3808"))
-    found = lessons.problems("trace_recurrence")
+    found = lesson_checks.problems("trace_recurrence")
     assert any("zh" in p and "0.380797" in p for p in found), found
 
 
@@ -47,7 +47,7 @@ def test_missing_sections_questions_and_glossary_terms_are_named(tmp_path, monke
     en, zh = _texts()
     broken_zh = zh.replace("## 先预测，再揭晓 {#predict}", "## 先预测 {#guess}").replace("隐藏状态", "状态")
     _write(tmp_path, monkeypatch, en, broken_zh)
-    found = "\n".join(lessons.problems("trace_recurrence"))
+    found = "\n".join(lesson_checks.problems("trace_recurrence"))
     assert "missing sections {#predict}" in found
     assert "'隐藏状态'" in found
     assert "differ from the English" in found
