@@ -443,7 +443,7 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
     report.printed, report.printed_chars = run.printed, run.printed_chars
     cases = ref.cases
     if run.refused:                     # a static rule: nothing ran
-        report.add("rules", False, run.failure)
+        report.add("rules", False, getattr(run.failure, "said", None) or run.failure)
         refused = [CallResult(error=run.failure, broke_rule=run.failure) for _ in cases]
         report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, refused, [None] * len(cases), ref, report),
                                               *_GENERIC_SPLIT)
@@ -596,7 +596,8 @@ def _judge(exercise: Exercise, cases: list[Case], calls: list, raw_expected: lis
         add(spec.id, *_spec_check(exercise, spec, cases, calls, chosen, raw_expected, expected, outputs))
     broken = next((c.broke_rule for c in calls if getattr(c, "broke_rule", None)), None)
     if broken or exercise.rules:
-        add("rules", not broken, broken or "")
+        from seqlab.learn.static_rules import broken_rule_words
+        add("rules", not broken, broken_rule_words(broken) if broken else "")
     return checks, outputs
 
 

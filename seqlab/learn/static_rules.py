@@ -25,6 +25,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from seqlab.learn.diagnosis import listed
+from seqlab.learn.words import said
+
 # the standard library the checked code may import (and their submodules)
 STDLIB = frozenset({
     "__future__", "abc", "array", "base64", "binascii", "bisect", "cmath", "codecs", "collections", "contextlib",
@@ -34,13 +37,14 @@ STDLIB = frozenset({
     "typing", "unicodedata", "warnings", "zlib",
 })
 
-_THREADS = "threads and processes run outside the check's rules and time limit"
-_RULES = "it reaches into the machinery the check's rules run on"
-_CODE = "it runs code the rules cannot read"
+_THREADS = said("static.why.threads")
+_RULES = said("static.why.rules")
+_CODE = said("static.why.code")
+_NATIVE = said("static.why.native")
 # dotted names (a prefix of components; "os.exec*": any component that starts so) -> why refused
 DENIED = {
     "threading": _THREADS, "_thread": _THREADS, "multiprocessing": _THREADS, "concurrent": _THREADS,
-    "asyncio": _THREADS, "subprocess": _THREADS, "signal": _THREADS, "ctypes": "it reaches native memory",
+    "asyncio": _THREADS, "subprocess": _THREADS, "signal": _THREADS, "ctypes": _NATIVE,
     "importlib": _CODE, "builtins": _CODE, "runpy": _CODE, "pkgutil": _CODE, "zipimport": _CODE, "imp": _CODE,
     "code": _CODE, "codeop": _CODE, "pickle": _CODE, "marshal": _CODE, "shelve": _CODE, "copyreg": _CODE,
     "gc": _RULES, "inspect": _RULES, "traceback": _RULES, "types": _RULES, "__main__": _RULES,
@@ -53,11 +57,9 @@ DENIED = {
     "os.set*id": _THREADS, "os.set*uid": _THREADS, "os.set*gid": _THREADS, "os.pidfd_open": _THREADS,
     "torch.utils._python_dispatch": _RULES, "torch._C": _RULES, "torch.ops": _RULES, "torch.library": _RULES,
     "torch.overrides": _RULES, "torch.multiprocessing": _THREADS, "torch.utils.cpp_extension": _CODE,
-    "torch.hub": _CODE, "torch.compile": _CODE, "torch.jit": _CODE, "numpy.ctypeslib": "it reaches native memory",
-    "numpy.f2py": _CODE, "numpy.distutils": _CODE, "seqlab": "seqlab's own code is not there when your code is "
-    "checked: write the function yourself (`seqlab learn solution NAME` shows seqlab's, to read)",
+    "torch.hub": _CODE, "torch.compile": _CODE, "torch.jit": _CODE, "numpy.ctypeslib": _NATIVE,
+    "numpy.f2py": _CODE, "numpy.distutils": _CODE, "seqlab": said("static.why.seqlab"),
 }
-PRIVATE = "a private part of a package (a name that starts with _), where the check's rules cannot follow"
 # names and attributes that reach around the rules whatever they are called on
 NAMES = {name: _CODE for name in ("__import__", "exec", "eval", "compile", "breakpoint")} | {
     name: _RULES for name in ("globals", "__builtins__", "__loader__")}
@@ -132,7 +134,7 @@ def _allowed_modules() -> frozenset:
 class _Breach(Exception):
     file: Path
     line: int
-    sentence: str                  # what is wrong, a sentence
+    sentence: object               # what is wrong, a sentence (words said later)
     imported: bool = False         # an import statement: the student's own tests may hold it instead
 
 
@@ -171,14 +173,14 @@ class _Checker:
         used = f"import {dotted}" if imported else dotted
         for pattern, (rule, instead) in self.forbidden.items():
             if _match(dotted, pattern) and not (dotted == pattern and pattern in _MODULES):
-                from seqlab.learn.child.rules import INSTEAD, message
+                from seqlab.learn.child.rules import INSTEAD
                 instead = INSTEAD.get(dotted.rsplit(".", 1)[-1].lstrip("_"), instead)
-                raise _Breach(where, line, message(rule, used, instead), imported)
+                raise _Breach(where, line, rule_words(rule, used, instead), imported)
         for pattern, why in DENIED.items():
             if _match(dotted, pattern):
-                raise _Breach(where, line, f"{used} is not allowed in an exercise's code: {why}.", imported)
+                raise _Breach(where, line, said("static.not_allowed", used=used, why=why), imported)
         if _private(dotted, self.packages):
-            raise _Breach(where, line, f"{used} is not allowed: {PRIVATE}.", imported)
+            raise _Breach(where, line, said("static.private", used=used), imported)
         if not imported:
             return
         top = dotted.split(".")[0]
@@ -186,9 +188,9 @@ class _Checker:
             return
         if top in sys.stdlib_module_names:
             if top not in STDLIB:
-                raise _Breach(where, line, f"{used}: {top} is not among the modules the checked code may use.", True)
+                raise _Breach(where, line, said("static.not_among", used=used, top=top), True)
             return
-        raise _Breach(where, line, f"{used}: there is no module {top} where your code is checked.", True)
+        raise _Breach(where, line, said("static.no_module", used=used, top=top), True)
 
     # -- one file ---------------------------------------------------------------------------------------
     def visit(self, path: Path, roots: set[str] | None) -> None:
@@ -222,9 +224,7 @@ class _Checker:
                         later.append((student, None))        # a module of theirs: all of it but its tests
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
-                    raise _Breach(path, node.lineno, f"from {'.' * node.level}{node.module or ''} import ... is a "
-                                  "relative import: your files are plain modules side by side; write "
-                                  "from helper import name.")
+                    raise _Breach(path, node.lineno, said("static.relative", module=f"{'.' * node.level}{node.module or ''}"))
                 module = node.module or ""
                 self.check_dotted(module, path, node.lineno, imported=True)
                 student = self.student_module(module)
@@ -242,7 +242,7 @@ class _Checker:
         for node in walked:
             if isinstance(node, ast.Name):
                 if node.id in NAMES:
-                    raise _Breach(path, node.lineno, f"{node.id} is not allowed in an exercise's code: {NAMES[node.id]}.")
+                    raise _Breach(path, node.lineno, said("static.not_allowed", used=node.id, why=NAMES[node.id]))
             elif isinstance(node, ast.Attribute):
                 self._attribute(node.attr, node, path, bound)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_FUNCTIONS \
@@ -254,7 +254,7 @@ class _Checker:
 
     def _attribute(self, attr: str, node: ast.Attribute, path: Path, bound: dict) -> None:
         if attr in ATTRIBUTES:
-            raise _Breach(path, node.lineno, f".{attr} is not allowed in an exercise's code: {_RULES}.")
+            raise _Breach(path, node.lineno, said("static.not_allowed", used=f".{attr}", why=_RULES))
         chain = [attr]
         base = node.value
         while isinstance(base, ast.Attribute) or _constant_getattr(base):
@@ -326,9 +326,22 @@ def reachable(tree: ast.Module, roots: set[str] | None) -> list[ast.AST]:
     return found
 
 
-def refusal(path, function: str, rules: dict | None = None, packages=("numpy",), helpers=()) -> str | None:
+class Refusal(str):
+    """:func:`refusal`'s sentence in English, with its words said later (``said``, a words.Said) for the
+    student's language."""
+    said = None
+
+
+def _refused(words) -> Refusal:
+    text = Refusal(str(words))
+    text.said = words
+    return text
+
+
+def refusal(path, function: str, rules: dict | None = None, packages=("numpy",), helpers=()) -> Refusal | None:
     """The first static rule the file ``path`` breaks in what its function ``function`` can reach, as
-    a sentence naming the file, the line and what is allowed; None when it keeps them all."""
+    a sentence naming the file, the line and what is allowed (a :class:`Refusal`); None when it keeps
+    them all."""
     path = Path(path)
     exercise = Exercise(function, rules, tuple(packages), tuple(helpers))
     checker = _Checker(path.parent, exercise)
@@ -339,24 +352,76 @@ def refusal(path, function: str, rules: dict | None = None, packages=("numpy",),
             shown = breach.file.relative_to(path.parent)
         except ValueError:
             shown = breach.file.name
-        tests = (" An import that only your test_* functions use can go inside them: they are not checked."
-                 if breach.imported else "")
-        return f"{shown}, line {breach.line}: {breach.sentence}{tests} {allowed(exercise)}"
+        return _refused(said("static.refusal", file=str(shown), line=breach.line, sentence=breach.sentence,
+                             tests=said("static.tests_only") if breach.imported else "", allowed=allowed(exercise)))
     except (OSError, RecursionError) as error:
-        return f"{path.name} could not be read: {type(error).__name__}: {error}"
+        return _refused(said("static.unreadable", file=path.name, error=f"{type(error).__name__}: {error}"))
     return None
 
 
-def allowed(exercise: Exercise) -> str:
-    """What the checked code may use, in a sentence."""
+def allowed(exercise: Exercise):
+    """What the checked code may use, in a sentence (words said later)."""
     rules = ""
     if exercise.rules:
         from seqlab.learn.child.rules import GROUPS, check_rules
-        rules = " (under this exercise's rules: " + "; ".join(dict.fromkeys(GROUPS[g].rule for g in check_rules(exercise.rules))) + ")"
+        texts = list(dict.fromkeys(GROUPS[g].rule for g in check_rules(exercise.rules)))
+        rules = said("static.under_rules", rules=listed([_rule(t) for t in texts], "describe.joined"))
     helpers = "".join(f", {h}" for h in exercise.helpers)
-    return (f"Allowed: {' and '.join(exercise.packages)}{rules}{helpers}; Python's math, collections, itertools, "
-            "functools, heapq, dataclasses, typing, re and the like; your own modules beside the file "
-            "(from softmax import softmax).")
+    return said("static.allowed", packages=listed(list(exercise.packages), "rules.and"), rules=rules, helpers=helpers)
+
+
+# --- the rules' message in words said later -------------------------------------------------------------
+def _rule(rule: str):
+    """A rule group's rule (child.rules.GROUPS) in words said later."""
+    from seqlab.learn.child.rules import GROUPS
+    from seqlab.learn.words import entry
+    key = next((k for k, g in GROUPS.items() if g.rule == rule), None)
+    try:
+        return said(f"rules.rule.{key}") if entry(f"rules.rule.{key}")["en"] == rule else rule
+    except KeyError:
+        return rule
+
+
+def _instead(instead: str):
+    """How to write it instead (child.rules.INSTEAD, a group's default) in words said later; code alone as it is."""
+    from seqlab.learn.child.rules import GROUPS, INSTEAD
+    from seqlab.learn.words import entry
+    texts = {**INSTEAD, **{k: g.instead for k, g in GROUPS.items() if k not in INSTEAD}}
+    key = next((k for k, text in texts.items() if text == instead), None)
+    try:
+        return said(f"rules.instead.{key}") if entry(f"rules.instead.{key}")["en"] == instead else instead
+    except KeyError:
+        return instead
+
+
+def rule_words(rule: str, used, instead: str):
+    """child.rules.message(rule, used, instead) in words said later (its English to the letter; the
+    message as it is where the words would say it otherwise)."""
+    from seqlab.learn.child.rules import message
+    words = said("rules.breaks", used=used, rule=_rule(rule), instead=_instead(instead))
+    return words if str(words) == message(rule, str(used), instead) else message(rule, str(used), instead)
+
+
+def broken_rule_words(text: str):
+    """The message of a runtime rule the student's code broke (child.rules's RuleBroken, made in the child
+    in English) in words said later, read back by the rule and what to write instead; a message it does not
+    know (made by the student's own code) as it is."""
+    from seqlab.learn.child.rules import _ATEN_SOURCES, GROUPS, INSTEAD, message, underneath
+    insteads = dict.fromkeys([*INSTEAD.values(), *(g.instead for g in GROUPS.values())])
+    for group in GROUPS.values():
+        for instead in insteads:
+            tail = message(group.rule, "", instead)
+            if text.endswith(tail) and len(text) > len(tail):
+                used = text[:-len(tail)]
+                op = next((op for op in {*_ATEN_SOURCES, *(o for g in GROUPS.values() for o in g.aten)}
+                           if underneath(op) == used), None)
+                if op is not None:
+                    source = _ATEN_SOURCES.get(op)
+                    head, _, last = (source or "").rpartition(" or ")
+                    used = said("rules.underneath", op=op, source=said("rules.a_forbidden_function") if source is None
+                                else said("rules.or", a=head, b=last) if head else source)
+                return rule_words(group.rule, used, instead)
+    return text
 
 
 def imports(path) -> list[tuple[int, str]]:

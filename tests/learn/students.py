@@ -9,6 +9,7 @@ are self-contained files (``tests.learn.bundle``): seqlab is not importable wher
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -78,3 +79,25 @@ def assert_contract_in_stub(batch, ex) -> None:
     for spec in ex.spec:
         assert " ".join(spec.sentence.split()) in stub, spec.sentence
         assert spec.id in checks or spec.id in ("values (worked example)", "runs"), spec.id
+
+
+_CJK = re.compile(r"[\u3000-\u303f\uff00-\uffef\u3400-\u9fff\u201c\u201d]+")
+_WORD = re.compile(r"[A-Za-z][a-z]+[,.;:!?]?")
+_CODE = re.compile(r"`[^`]*`|\bfrom [\w.]+ import [\w.]+|\bimport [\w.]+|seqlab learn [^，。\n]*")
+
+
+def english_sentences(text: str, words: int = 3) -> list[str]:
+    """The runs of ``words`` or more English words in ``text`` outside code (`...`, imports, seqlab's commands):
+    what a reader of the Chinese would meet as an English sentence. Identifiers, numbers and paths are not words
+    ("x.amax(dim,", "float32", "/tmp/ws/softmax.py")."""
+    found = []
+    for piece in _CJK.split(_CODE.sub(" ", str(text))):
+        run: list[str] = []
+        for token in [*piece.split(), ""]:
+            if _WORD.fullmatch(token):
+                run.append(token)
+                continue
+            if len(run) >= words:
+                found.append(" ".join(run))
+            run = []
+    return found

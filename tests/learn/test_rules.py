@@ -189,3 +189,31 @@ def test_each_torch_exercise_forbids_what_its_text_forbids():
         for subject, group in (("silu", "silu"), ("cross_entropy", "cross_entropy"), ("scaled_dot_product", "attention")):
             if subject in ex.name or f"{subject} included" in text:
                 assert group in groups, (ex.name, group)
+
+
+def test_the_rules_words_say_the_child_s_english_to_the_letter_and_read_its_messages_back():
+    """words.toml's rules.* say each rule and each way to write it instead in the child's own English (the
+    child cannot read them); every message the child can make reads back as words said later, its English
+    to the letter and its Chinese with no English sentence; a message it does not know stays as it is."""
+    import re
+
+    from seqlab.learn.static_rules import broken_rule_words
+    from seqlab.learn.words import Said, render, table
+    from tests.learn.students import english_sentences
+    words = table()["rules"]
+    assert {g.rule for g in rules.GROUPS.values()} == {t["en"] for t in words["rule"].values()}
+    assert all(rules.GROUPS[key].rule == t["en"] for key, t in words["rule"].items())
+    insteads = {**{k: g.instead for k, g in rules.GROUPS.items()}, **rules.INSTEAD}
+    assert all(insteads[key] == t["en"] for key, t in words["instead"].items())
+    prose = {t for t in insteads.values() if re.search(r"\b[a-z]{2,} [a-z]{2,}\b", t)}
+    assert prose == {t["en"] for t in words["instead"].values()}, prose - {t["en"] for t in words["instead"].values()}
+    for key, group in rules.GROUPS.items():
+        used = [*group.names, *(rules.underneath(op) for op in group.aten), "torch.nn.functional.softmax"]
+        for instead in {group.instead, *rules.INSTEAD.values()}:
+            for thing in used:
+                text = rules.message(group.rule, thing, instead)
+                said = broken_rule_words(text)
+                assert isinstance(said, Said) and str(said) == text, text
+                zh = render(said, "zh")
+                assert "breaks" not in zh and not english_sentences(zh), (zh, english_sentences(zh))
+    assert broken_rule_words("torch.softmax is not allowed here") == "torch.softmax is not allowed here"

@@ -8,8 +8,9 @@ import pytest
 
 from seqlab.learn.catalog import all_exercises, exercise
 from seqlab.learn.static_rules import refusal
+from seqlab.learn.words import render
 from tests.learn.bundle import student_source
-from tests.learn.students import write_student
+from tests.learn.students import english_sentences, write_student
 
 SOFTMAX_RULES = exercise("softmax").rules
 TORCH = ("numpy", "torch")
@@ -122,6 +123,8 @@ def test_each_denial_names_the_line_and_what_is_allowed(tmp_path, line, said):
     assert found is not None and found.startswith("softmax.py, line ") and said in found, found
     assert "Allowed: numpy and torch (under this exercise's rules: no torch.nn.functional;" in found
     assert "your own modules beside the file (from softmax import softmax)" in found
+    zh = render(found.said, "zh")                  # the same in Chinese: the code as it is, no English sentence
+    assert zh.startswith("softmax.py，第 ") and "允许使用：numpy 和 torch" in zh and not english_sentences(zh), zh
 
 
 def test_the_exercise_s_own_denials_come_from_its_rules(tmp_path):

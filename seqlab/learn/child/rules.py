@@ -218,8 +218,12 @@ def enter(rules: dict | None) -> None:
                 instead = INSTEAD.get(dotted.rsplit(".", 1)[-1].lstrip("_"), group.instead)
                 _swap(*found, _raiser(dotted, message(group.rule, dotted, instead)))
         for op in group.aten:
-            _refused.setdefault(op, message(group.rule, f"aten::{op} (what {_ATEN_SOURCES.get(op, 'a forbidden function')} "
-                                               "runs underneath)", group.instead))
+            _refused.setdefault(op, message(group.rule, underneath(op), group.instead))
+
+
+def underneath(op: str) -> str:
+    """What a RuleBroken says was used when the aten operation ``op`` was refused."""
+    return f"aten::{op} (what {_ATEN_SOURCES.get(op, 'a forbidden function')} runs underneath)"
 
 
 _ATEN_SOURCES = {
