@@ -15,6 +15,7 @@ import math
 from seqlab.learn import compare
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, same_dtypes, same_values
+from seqlab.learn.words import Said, said
 
 
 # --- case makers -----------------------------------------------------------------------------------------
@@ -57,26 +58,29 @@ def same_dtype_and_values(case, out, ref, extra) -> str | None:
     return _SAME_DTYPES(case, out, ref, extra) or _SAME_VALUES(case, out, ref, extra)
 
 
-GROWN = "(4 times as many)"
+def counted(n: int, what: str) -> Said:
+    """A case's label "N heads" or "N positions" (``what``: "heads" or "positions")."""
+    return said(f"torch.n_{what}", n=n)
 
 
-def grown(label, args) -> Case:
-    """The case that ``ops_do_not_grow`` compares with the one before it: 4 times as many heads or positions."""
-    return Case(f"{label} {GROWN}", args)
+def grown(n: int, what: str, args) -> Case:
+    """The case that ``ops_do_not_grow`` compares with the one before it: 4 times as many heads or positions,
+    labelled "N heads (4 times as many)"."""
+    return Case(said("torch.grown", count=counted(n, what)), args)
 
 
-def ops_do_not_grow(case, out, ref, extra) -> str | None:
-    """A verify: on a case labelled "N heads (4 times as many)" (or positions), the call dispatched no more
-    tensor operations than the call just before it, the same inputs with a quarter of them (rules.call's
-    extra["ops_before"])."""
-    if not case.label.endswith(GROWN) or extra.get("ops") is None or extra.get("ops_before") is None:
+def ops_do_not_grow(case, out, ref, extra):
+    """A verify: on a case labelled "N heads (4 times as many)" (or positions, :func:`grown`), the call
+    dispatched no more tensor operations than the call just before it, the same inputs with a quarter of
+    them (rules.call's extra["ops_before"])."""
+    label = case.label
+    if not (isinstance(label, Said) and label.key == "torch.grown") or extra.get("ops") is None \
+            or extra.get("ops_before") is None:
         return None
     if extra["ops"] <= extra["ops_before"]:
         return None
-    what = case.label.split()[1]
-    return (f"{extra['ops']} tensor operations against {extra['ops_before']} with a quarter of the {what}: the count "
-            f"grows with the {what}, so the code loops over them in Python. Batch them: the heads are one dimension "
-            "of a tensor (..., heads, seq, w), and every position goes through the same matmul")
+    what = said("torch." + label.values["count"].key.removeprefix("torch.n_"))
+    return said("torch.ops_grow", ops=extra["ops"], before=extra["ops_before"], what=what)
 
 
 # --- recognisers of the families several exercises share ---------------------------------------------------
@@ -90,10 +94,10 @@ def leading_dims() -> D.Recogniser:
     return D.failed_check("leading dims", raises=True)
 
 
-def non_finite_on(spec_id: str, what: str) -> D.Recogniser:
+def non_finite_on(spec_id: str, what) -> D.Recogniser:
     """Fits when the sentence ``spec_id`` failed and the student's output holds NaN or inf on one of its
-    cases where the reference is finite; says which case, where, and ``what`` it means."""
-    def recognise(ev) -> str | None:
+    cases where the reference is finite; says which case, where, and ``what`` it means (words said later)."""
+    def recognise(ev):
         if spec_id not in ev.failed:
             return None
         import numpy as np
@@ -106,13 +110,14 @@ def non_finite_on(spec_id: str, what: str) -> D.Recogniser:
                 except Exception:  # noqa: BLE001 - not an array
                     continue
                 if a.shape == e.shape and a.dtype.kind == "f" and not np.isfinite(a).all() and np.isfinite(e).all():
-                    return f"{name} {D.relation(e, a)} on {case.label}: {what}"
+                    return said("torch.non_finite", name=name, how=D.relation(e, a), case=case.label, what=what)
         return None
     return recognise
 
 
 def matches_any(*mutants, text="") -> D.Recogniser:
-    """Fits when one of the ``mutants`` gives the student's values on every case (D.matches)."""
+    """Fits when one of the ``mutants`` gives the student's values on every case (D.matches); ``text``: what
+    that is, in words said later (an exercise's ``say(...)``)."""
     return D.any_of(*(D.matches(m, text=text) for m in mutants))
 
 
@@ -134,7 +139,7 @@ def matches_where_finite(mutant) -> D.Recogniser:
     """Fits when ``mutant`` gives the student's values wherever the student's are finite, on every
     wrong case: the same mistake, with NaN where a row was left with no visible key (the mutant gives 0).
     The finite values differ from the reference's somewhere: NaN alone (an overflow) is not this mistake."""
-    def recognise(ev) -> str | None:
+    def recognise(ev):
         import numpy as np
         theirs = ev.implementation_outputs(mutant)
         seen, differs = [], False
@@ -147,14 +152,13 @@ def matches_where_finite(mutant) -> D.Recogniser:
             if a.shape != e.shape or not finite.any() or not np.allclose(a[finite], e[finite], rtol=rtol, atol=atol):
                 return None
             differs = differs or not np.allclose(a[finite], r[finite], rtol=rtol, atol=atol)
-            seen.append(ev.cases[i].label + ("" if finite.all() else " (NaN where no key is left)"))
-        return ("the outputs are that mistake's on " + ", ".join(seen[:3])) if seen and differs else None
+            label = ev.cases[i].label
+            seen.append(label if finite.all() else said("torch.nan_no_key", case=label))
+        return said("torch.mistakes_outputs", cases=D.listed(seen[:3])) if seen and differs else None
     return recognise
 
 
 # --- the Transformer block's and LM's cases, causality and references' RoPE tables ----------------------------
-CHANGED = " (its last position changed)"
-
 
 def block_weights(d_model, d_ff, seed, prefix=""):
     """A Transformer block's weights by their state-dict names (``prefix`` + "ln1.weight", ...)."""
@@ -172,26 +176,28 @@ def block_weights(d_model, d_ff, seed, prefix=""):
 
 
 def changed_last(case, change):
-    """The case again with its last position changed: a causal model's earlier outputs stay the same."""
+    """The case again with its last position changed ("random inputs 2 (its last position changed)"): a
+    causal model's earlier outputs stay the same."""
     args = list(case.args)
     args[0] = change(args[0].clone())
-    return Case(str(case.label) + CHANGED, tuple(args), dict(case.kwargs))
+    return Case(said("torch.changed_last", case=case.label), tuple(args), dict(case.kwargs))
 
 
 def causality(cases, outputs):
-    """Changing the last position of the input changes no earlier position of the output."""
+    """Changing the last position of the input changes no earlier position of the output (words said later)."""
     import torch
     by_label = dict(zip((str(c.label) for c in cases), outputs))
     for case, out in zip(cases, outputs):
-        label = str(case.label)
-        if not label.endswith(CHANGED) or label[:-len(CHANGED)] not in by_label:
+        label = case.label
+        if not (isinstance(label, Said) and label.key == "torch.changed_last"):
             continue
-        before = by_label[label[:-len(CHANGED)]]
+        if str(label.values["case"]) not in by_label:
+            continue
+        before = by_label[str(label.values["case"])]
         earlier = (before[..., :-1, :] - out[..., :-1, :]).abs().amax(dim=(0, -1))
         moved = torch.nonzero(earlier > 1e-9).flatten().tolist()
         if moved:
-            return (f"on {case.label}: changing only the last position changed the output at position {moved[0]}: "
-                    "a position must not see later ones (keep keys j <= i in the causal mask)")
+            return said("torch.causality", case=label, position=moved[0])
     return None
 
 

@@ -7,8 +7,11 @@ import math
 
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, numbered_cases
-from seqlab.learn.kit_torch import (dtype, f32, grown, leading_dims, matches_where_finite, ops_do_not_grow,
+from seqlab.learn.kit_torch import (counted, dtype, f32, grown, leading_dims, matches_where_finite, ops_do_not_grow,
                                     plain_softmax, randn, same_dtype_and_values)
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def reference(x, q_weight, k_weight, v_weight, o_weight, num_heads):
@@ -40,12 +43,14 @@ def cases() -> list[Case]:
 
 
 CHECKS = {
-    "leading dims": Check(lambda: [Case("x (seq, d_model), no batch dims", _args((5, 8), 2, 140)),
+    "leading dims": Check(lambda: [Case(say("case_no_batch"), _args((5, 8), 2, 140)),
                                    Case("x (batch, group, seq, d_model)", _args((2, 2, 4, 8), 2, 141))]),
-    "projection": Check(lambda: [Case("4 heads of width 4", _args((2, 5, 16), 4, 142))]),
-    "dtype": Check(lambda: [Case("float32 x and weights", f32(*_args((2, 4, 8), 2, 143)))], same_dtype_and_values),
-    "batched": Check(lambda: [Case("2 heads", _args((2, 5, 16), 2, 144)), grown("8 heads", _args((2, 5, 16), 8, 144)),
-                              Case("4 positions", _args((2, 4, 8), 2, 145)), grown("16 positions", _args((2, 16, 8), 2, 145))],
+    "projection": Check(lambda: [Case(say("case_4_heads"), _args((2, 5, 16), 4, 142))]),
+    "dtype": Check(lambda: [Case(say("case_f32"), f32(*_args((2, 4, 8), 2, 143)))], same_dtype_and_values),
+    "batched": Check(lambda: [Case(counted(2, "heads"), _args((2, 5, 16), 2, 144)),
+                              grown(8, "heads", _args((2, 5, 16), 8, 144)),
+                              Case(counted(4, "positions"), _args((2, 4, 8), 2, 145)),
+                              grown(16, "positions", _args((2, 16, 8), 2, 145))],
                      ops_do_not_grow),
 }
 axes = {"": ("sequence", "position")}
