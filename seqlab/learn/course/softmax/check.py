@@ -6,15 +6,15 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit_torch import (dtype, f32, in_float64, matches_any, non_finite_on, plain_softmax, randn,
                                     same_dtype_and_values, tensor)
-from seqlab.learn.words import speaker
+from seqlab.learn.words import said, speaker
 
 say = speaker(__file__)
 
 
 def cases() -> list[Case]:
-    return [Case("the worked example", (tensor([[1.0, 2.0, 3.0], [1000.0, 1000.0, 1001.0]]),)),
-            Case("random inputs 1", (randn(2, 3, 5, seed=1, scale=3),), {"dim": 1}),
-            Case("random inputs 2", (randn(4, 6, seed=2, scale=50),), {"dim": -1})]
+    return [Case(said("cases.worked"), (tensor([[1.0, 2.0, 3.0], [1000.0, 1000.0, 1001.0]]),)),
+            Case(said("cases.random", k=1), (randn(2, 3, 5, seed=1, scale=3),), {"dim": 1}),
+            Case(said("cases.random", k=2), (randn(4, 6, seed=2, scale=50),), {"dim": -1})]
 
 
 def invariants(case, out):
@@ -22,21 +22,21 @@ def invariants(case, out):
     dim = case.kwargs.get("dim", -1)
     sums = out.sum(dim)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-9):
-        return f"the probabilities along dim {dim} sum to {sums.flatten()[0].item():.6g}, not 1"
+        return say("sums_not_one", dim=dim, total=f"{sums.flatten()[0].item():.6g}")
     return None
 
 
 CHECKS = {
-    "any shape": Check(lambda: [Case("a 1-D x", (randn(5, seed=30),)),
-                                Case("a 4-D x, dim=2", (randn(2, 3, 4, 2, seed=31),), {"dim": 2})]),
-    "dim": Check(lambda: [Case("dim=0 on a matrix (each column)", (randn(4, 3, seed=32),), {"dim": 0}),
-                          Case("dim=-2 on a 3-D x", (randn(2, 5, 3, seed=33),), {"dim": -2})]),
+    "any shape": Check(lambda: [Case(say("case_1d"), (randn(5, seed=30),)),
+                                Case(say("case_4d"), (randn(2, 3, 4, 2, seed=31),), {"dim": 2})]),
+    "dim": Check(lambda: [Case(say("case_columns"), (randn(4, 3, seed=32),), {"dim": 0}),
+                          Case(say("case_3d"), (randn(2, 5, 3, seed=33),), {"dim": -2})]),
     "large logits": Check(lambda: [
-        Case("logits of 1000", (tensor([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0]]),)),
-        Case("rows of very different sizes", (tensor([[0.0, 1.0, 2.0], [800.0, 801.0, 700.0]]),)),
-        Case("one logit of 1500", (tensor([[0.0, 0.0, 1500.0], [3.0, 2.0, 1.0]]),))]),
-    "dtype": Check(lambda: [Case("float32 x", f32(randn(3, 4, seed=34, scale=3))),
-                            Case("float32 logits of 100, dim=0", f32(randn(2, 5, seed=35, scale=100)), {"dim": 0})],
+        Case(say("case_1000"), (tensor([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0]]),)),
+        Case(say("case_rows"), (tensor([[0.0, 1.0, 2.0], [800.0, 801.0, 700.0]]),)),
+        Case(say("case_1500"), (tensor([[0.0, 0.0, 1500.0], [3.0, 2.0, 1.0]]),))]),
+    "dtype": Check(lambda: [Case(say("case_f32"), f32(randn(3, 4, seed=34, scale=3))),
+                            Case(say("case_f32_100"), f32(randn(2, 5, seed=35, scale=100)), {"dim": 0})],
                    same_dtype_and_values),
 }
 
@@ -61,10 +61,10 @@ def normalised_over_everything(x, dim=-1):
     return e / e.sum()                                     # right only for a single row
 
 
-def _normalised_along_another_axis(ev) -> str | None:
+def _normalised_along_another_axis(ev):
     """The student's output sums to 1 along another axis than `dim`, on every case where it is wrong."""
     import numpy as np
-    said = []
+    found = []
     for i in ev.usable("all"):
         if not ev.wrong(i, ()):
             continue
@@ -75,25 +75,25 @@ def _normalised_along_another_axis(ev) -> str | None:
         axes = [k for k in range(a.ndim) if np.allclose(a.sum(k), 1.0, atol=1e-9)]
         if not axes or dim in axes:
             return None
-        said.append(f"on {ev.cases[i].label} it sums to 1 along axis {axes[0]}, not along dim={dim}")
-    return "; ".join(said[:2]) or None
+        found.append(say("sums_along", case=ev.cases[i].label, axis=axes[0], dim=dim))
+    return D.listed(found[:2], "describe.joined") if found else None
 
 
-def _normalised_over_everything(ev) -> str | None:
+def _normalised_over_everything(ev):
     import numpy as np
     for i in ev.usable("all"):
         a = D.array(ev.outputs[i])
         if ev.wrong(i, ()) and a.ndim >= 2 and np.isfinite(a).all() and abs(a.sum() - 1.0) < 1e-9:
-            return f"on {ev.cases[i].label} the whole tensor sums to 1: right only for a single row"
+            return say("whole_sums_one", case=ev.cases[i].label)
     return None
 
 
-def _overflows_alone(ev) -> str | None:
+def _overflows_alone(ev):
     """Right on the exercise's own cases, not finite on the large logits: something else than each row's maximum
     subtracted (nothing, the mean); one maximum for the whole tensor fails the worked example already."""
     if not D.own_values_right(ev):
         return None
-    return non_finite_on("large logits", "the maximum along `dim` is not subtracted before exp()")(ev)
+    return non_finite_on("large logits", say("max_along_dim"))(ev)
 
 
 MUTANTS = {"wrong_axis": wrong_axis, "max_not_subtracted": max_not_subtracted,
