@@ -37,8 +37,8 @@ def cases() -> list[Case]:
 
 CHECKS = {
     "leading dims": Check(lambda: [Case("x (d_model,)", _args((4,), 6, 150)),
-                                   Case("x with three leading dims", _args((2, 2, 3, 4), 10, 151))]),
-    "dtype": Check(lambda: [Case("float32 x and weights", f32(*_args((3, 4), 8, 152)))], same_dtype_and_values),
+                                   Case(say("case_3_leading"), _args((2, 2, 3, 4), 10, 151))]),
+    "dtype": Check(lambda: [Case(say("case_f32"), f32(*_args((3, 4), 8, 152)))], same_dtype_and_values),
 }
 
 
