@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit_torch import dtype, f32, leading_dims, randn, same_dtype_and_values, tensor
+from seqlab.learn.words import said, speaker
+
+say = speaker(__file__)
 
 
 def _tables(seq, half, theta=10000.0):
@@ -14,19 +17,19 @@ def _tables(seq, half, theta=10000.0):
 
 def cases() -> list[Case]:
     cos, sin = _tables(3, 2)
-    made = [Case("the worked example", (tensor([[1.0, 0.0, 0.0, 1.0]] * 3), cos, sin))]
+    made = [Case(said("cases.worked"), (tensor([[1.0, 0.0, 0.0, 1.0]] * 3), cos, sin))]
     cos, sin = _tables(5, 4)
-    made.append(Case("random inputs 1", (randn(2, 5, 8, seed=7), cos, sin)))
-    made.append(Case("random inputs 2", (randn(3, 2, 5, 8, seed=8), cos, sin)))
+    made.append(Case(said("cases.random", k=1), (randn(2, 5, 8, seed=7), cos, sin)))
+    made.append(Case(said("cases.random", k=2), (randn(3, 2, 5, 8, seed=8), cos, sin)))
     return made
 
 
 CHECKS = {
     "leading dims": Check(lambda: [
-        Case("x (seq, d), no leading dims", (randn(5, 8, seed=60), *_tables(5, 4))),
+        Case(say("case_no_leading"), (randn(5, 8, seed=60), *_tables(5, 4))),
         Case("x (batch, heads, seq, d), seq != d/2", (randn(2, 3, 3, 12, seed=61), *_tables(3, 6))),
         Case("x (batch, seq, d), seq 7 > d/2", (randn(1, 7, 4, seed=62), *_tables(7, 2)))]),
-    "dtype": Check(lambda: [Case("float32 x, cos and sin", f32(randn(2, 4, 6, seed=63), *_tables(4, 3)))],
+    "dtype": Check(lambda: [Case(say("case_f32"), f32(randn(2, 4, 6, seed=63), *_tables(4, 3)))],
                    same_dtype_and_values),
 }
 
