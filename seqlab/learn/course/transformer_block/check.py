@@ -7,6 +7,9 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, numbered_cases
 from seqlab.learn.kit_torch import (block, block_weights, causality, changed_last, dtype, exact_rope, f32,
                                     matches_where_finite, randn, same_dtype_and_values)
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def reference(x, weights, num_heads, theta=10000.0, eps=1e-5):
@@ -43,12 +46,12 @@ def cases() -> list[Case]:
 
 def _float32_case():
     x, weights, heads = _args((2, 4, 8), 2, 12, 162)
-    return Case("float32 x and weights", (*f32(x), f32(weights), heads))
+    return Case(say("case_f32"), (*f32(x), f32(weights), heads))
 
 
 CHECKS = {
     "long sequence": Check(lambda: [Case("seq 24", _args((1, 24, 8), 2, 12, 160))]),
-    "theta and eps": Check(lambda: [Case("theta 500, eps 0.1, small x", _args((2, 5, 8), 2, 12, 161, x_scale=0.1),
+    "theta and eps": Check(lambda: [Case(say("case_theta_eps"), _args((2, 5, 8), 2, 12, 161, x_scale=0.1),
                                          {"theta": 500.0, "eps": 0.1})]),
     "dtype": Check(lambda: [_float32_case()], same_dtype_and_values),
 }
