@@ -7,6 +7,9 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, numbered_cases
 from seqlab.learn.kit_torch import (block, block_weights, causality, changed_last, dtype, exact_rope, f32, gen,
                                     plain_softmax, randn, rms, same_dtype_and_values)
+from seqlab.learn.words import speaker
+
+say = speaker(__file__)
 
 
 def reference(ids, weights, num_layers, num_heads, theta=10000.0, eps=1e-5):
@@ -54,11 +57,11 @@ def cases() -> list[Case]:
 
 def _float32_case():
     ids, weights, *rest = _args(4, 1, 4, 7, 8, 2, 2, 12)
-    return Case("float32 weights", (ids, f32(weights), *rest))
+    return Case(say("case_f32"), (ids, f32(weights), *rest))
 
 
 CHECKS = {
-    "as given": Check(lambda: [Case("3 layers, theta 300, eps 0.05", _args(3, 2, 4, 9, 8, 3, 2, 12),
+    "as given": Check(lambda: [Case(say("case_as_given"), _args(3, 2, 4, 9, 8, 3, 2, 12),
                                     {"theta": 300.0, "eps": 0.05})]),
     "dtype": Check(lambda: [_float32_case()], same_dtype_and_values),
 }
@@ -113,7 +116,7 @@ def only_the_first_layer(ids, weights, num_layers, num_heads, theta=10000.0, eps
 def _normalised(kind: str):
     """Fits when, on every case where the output is wrong, it is log-softmax ("log") or softmax ("probs") of the
     reference's logits."""
-    def recognise(ev) -> str | None:
+    def recognise(ev):
         import torch
         seen = []
         for i in ev.usable("all"):
@@ -127,8 +130,8 @@ def _normalised(kind: str):
             seen.append(ev.cases[i].label)
         if not seen:
             return None
-        what = "log-softmax of the logits: log-probabilities" if kind == "log" else "softmax of the logits: probabilities"
-        return f"on {', '.join(seen[:3])} the output is {what}"
+        what = say("log_probabilities" if kind == "log" else "probabilities")
+        return say("output_is", cases=D.listed(seen[:3]), what=what)
     return recognise
 
 
