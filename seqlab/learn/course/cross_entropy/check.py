@@ -8,7 +8,7 @@ from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit_torch import (dtype, f32, gen, leading_dims, non_finite_on, plain_softmax, randn,
                                     same_dtype_and_values, tensor)
-from seqlab.learn.words import speaker
+from seqlab.learn.words import said, speaker
 
 say = speaker(__file__)
 
@@ -16,10 +16,10 @@ say = speaker(__file__)
 def cases() -> list[Case]:
     import torch
     generator = gen(18)
-    return [Case("the worked example", (tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]), torch.tensor([0, 1]))),
-            Case("random inputs 1", (randn(2, 4, 7, seed=19, scale=3), torch.randint(0, 7, (2, 4), generator=generator))),
-            Case("random inputs 2 (large logits)", (randn(5, 6, seed=20, scale=300),
-                                                    torch.randint(0, 6, (5,), generator=generator)))]
+    return [Case(said("cases.worked"), (tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]), torch.tensor([0, 1]))),
+            Case(said("cases.random", k=1), (randn(2, 4, 7, seed=19, scale=3),
+                                              torch.randint(0, 7, (2, 4), generator=generator))),
+            Case(say("case_large"), (randn(5, 6, seed=20, scale=300), torch.randint(0, 6, (5,), generator=generator)))]
 
 
 def _targets(*shape, vocab, seed):
@@ -39,17 +39,18 @@ def _int32(t):
 
 CHECKS = {
     "leading dims": Check(lambda: [
-        Case("three leading dims", (randn(2, 3, 4, 7, seed=100, scale=2), _targets(2, 3, 4, vocab=7, seed=101))),
-        Case("no leading dims: logits (vocab,), a 0-d target", (randn(6, seed=102), _targets(vocab=6, seed=103)))]),
-    "int32 targets": Check(lambda: [Case("int32 targets", (randn(3, 5, seed=104), _int32(_targets(3, vocab=5, seed=105))))]),
+        Case(say("case_3_leading"), (randn(2, 3, 4, 7, seed=100, scale=2), _targets(2, 3, 4, vocab=7, seed=101))),
+        Case(say("case_no_leading"), (randn(6, seed=102), _targets(vocab=6, seed=103)))]),
+    "int32 targets": Check(lambda: [Case(say("case_int32"), (randn(3, 5, seed=104),
+                                                             _int32(_targets(3, vocab=5, seed=105))))]),
     "large logits": Check(lambda: [
-        Case("logits near 1000", (randn(4, 6, seed=106, scale=5) + 1000, _targets(4, vocab=6, seed=107))),
-        Case("logits near -1000", (randn(2, 3, 5, seed=108, scale=5) - 1000, _targets(2, 3, vocab=5, seed=109)))]),
+        Case(say("case_near_1000"), (randn(4, 6, seed=106, scale=5) + 1000, _targets(4, vocab=6, seed=107))),
+        Case(say("case_near_minus_1000"), (randn(2, 3, 5, seed=108, scale=5) - 1000,
+                                           _targets(2, 3, vocab=5, seed=109)))]),
     "target far below the maximum": Check(lambda: [
-        Case("a target 900 below its row's maximum", (tensor([[0.0, 900.0, 3.0], [2.0, 1.0, 0.0]]), _targets_of([0, 1]))),
-        Case("float32: a target 200 below its row's maximum", (*f32(tensor([[[200.0, 0.0, 1.0], [0.5, 0.0, 2.0]]])),
-                                                               _targets_of([[1, 2]])))]),
-    "dtype": Check(lambda: [Case("float32 logits", (*f32(randn(2, 3, 6, seed=110, scale=2)),
+        Case(say("case_900_below"), (tensor([[0.0, 900.0, 3.0], [2.0, 1.0, 0.0]]), _targets_of([0, 1]))),
+        Case(say("case_200_below"), (*f32(tensor([[[200.0, 0.0, 1.0], [0.5, 0.0, 2.0]]])), _targets_of([[1, 2]])))]),
+    "dtype": Check(lambda: [Case(say("case_f32"), (*f32(randn(2, 3, 6, seed=110, scale=2)),
                                                      _targets(2, 3, vocab=6, seed=111)))],
                    same_dtype_and_values),
 }
@@ -123,8 +124,8 @@ MUTANTS = {"summed_not_averaged": summed_not_averaged, "log_softmax_over_wrong_a
            "log_of_softmax": log_of_softmax,
            "averaged_over_the_vocabulary_too": averaged_over_the_vocabulary_too}
 RECOGNISERS = {
-    "summed_not_averaged": D.factor_of(((),), lambda case: {"N, the number of positions": _positions_and_vocab(case)[0]}),
-    "max_not_subtracted": non_finite_on("large logits", "the maximum is not subtracted in log-sum-exp"),
+    "summed_not_averaged": D.factor_of(((),), lambda case: {say("n_positions"): _positions_and_vocab(case)[0]}),
+    "max_not_subtracted": non_finite_on("large logits", say("max_in_lse")),
     "log_of_softmax": _rounded_to_zero,
     "averaged_over_the_vocabulary_too": D.factor_of(((),), lambda case: {"1/vocab": 1 / _positions_and_vocab(case)[1]}),
     "shapes_and_types": D.failed_check("shapes and types", alone=False),
