@@ -54,15 +54,15 @@ def _case(label, *args, **kwargs):
 
 def _float32_case():
     args, kwargs = _inputs((3, 4), 128, 3)
-    return Case("float32 p, grad, m, v", f32(*args), kwargs)
+    return Case(say("case_f32"), f32(*args), kwargs)
 
 
 CHECKS = {
-    "step": Check(lambda: [_case("step 1 from m = v = 0", (4,), 120, 1, lr=0.1, wd=0.0),
-                           _case("step 2", (4,), 121, 2, lr=0.1, wd=0.0)]),
-    "decay": Check(lambda: [_case("a large weight decay", (3, 3), 122, 10, lr=0.1, wd=0.5)]),
-    "eps": Check(lambda: [_case("tiny gradients, step 1", (2, 3), 123, 1, lr=0.01, wd=0.0, grad_scale=1e-9),
-                          _case("tiny gradients, step 4", (2, 3), 124, 4, lr=0.01, wd=0.0, grad_scale=1e-9)]),
+    "step": Check(lambda: [_case(say("case_step_1"), (4,), 120, 1, lr=0.1, wd=0.0),
+                           _case(say("case_step_2"), (4,), 121, 2, lr=0.1, wd=0.0)]),
+    "decay": Check(lambda: [_case(say("case_decay"), (3, 3), 122, 10, lr=0.1, wd=0.5)]),
+    "eps": Check(lambda: [_case(say("case_tiny", step=1), (2, 3), 123, 1, lr=0.01, wd=0.0, grad_scale=1e-9),
+                          _case(say("case_tiny", step=4), (2, 3), 124, 4, lr=0.01, wd=0.0, grad_scale=1e-9)]),
     "hyperparameters": Check(lambda: [_case("betas (0.8, 0.95), eps 1e-3", (3, 2), 125, 3, wd=0.2, betas=(0.8, 0.95),
                                             eps=1e-3)]),
     "any shape": Check(lambda: [_case("p (5,)", (5,), 126, 2), _case("p (2, 3, 2)", (2, 3, 2), 127, 7)]),
