@@ -7,17 +7,17 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
 from seqlab.learn.kit_torch import same_dtype_and_values
-from seqlab.learn.words import speaker
+from seqlab.learn.words import said, speaker
 
 say = speaker(__file__)
 
 
 def cases() -> list[Case]:
     worked = np.arange(10, 20, dtype=np.int64)
-    return [Case("the worked example", (worked, 4, 3, "cpu"), {"generator": np.random.default_rng(0)}),
-            Case("random inputs 1", (np.random.default_rng(1).integers(0, 50, 40), 8, 5, "cpu"),
+    return [Case(said("cases.worked"), (worked, 4, 3, "cpu"), {"generator": np.random.default_rng(0)}),
+            Case(said("cases.random", k=1), (np.random.default_rng(1).integers(0, 50, 40), 8, 5, "cpu"),
                  {"generator": np.random.default_rng(2)}),
-            Case("random inputs 2", (np.arange(60, dtype=np.int64) * 7 % 23, 6, 4, "cpu"),
+            Case(said("cases.random", k=2), (np.arange(60, dtype=np.int64) * 7 % 23, 6, 4, "cpu"),
                  {"generator": np.random.default_rng(3)})]
 
 
@@ -30,10 +30,10 @@ def _case(label, dataset, batch_size, context_length, seed):
 
 
 CHECKS = {
-    "int64": Check(lambda: [_case("a uint16 dataset", _dataset("uint16", 30, 130), 4, 5, 131),
-                            _case("an int32 dataset", _dataset("int32", 20, 132), 3, 4, 133)],
+    "int64": Check(lambda: [_case(say("case_uint16"), _dataset("uint16", 30, 130), 4, 5, 131),
+                            _case(say("case_int32"), _dataset("int32", 20, 132), 3, 4, 133)],
                    same_dtype_and_values),
-    "shortest dataset": Check(lambda: [_case("a dataset of context_length + 1 tokens", _dataset("int64", 6, 134), 3, 5, 135)]),
+    "shortest dataset": Check(lambda: [_case(say("case_shortest"), _dataset("int64", 6, 134), 3, 5, 135)]),
 }
 axes = {0: ("row", "position"), 1: ("row", "position")}
 
@@ -66,7 +66,7 @@ def one_window_for_every_row(dataset, batch_size, context_length, device, *, gen
     return _windows(dataset, batch_size, context_length, generator, same=True)
 
 
-def _windows_at_other_starts(ev) -> str | None:
+def _windows_at_other_starts(ev):
     """Every row is a window of the dataset with its next tokens as targets, but not at the reference's starts."""
     if not ev.usable() or not any(ev.wrong(i, ()) for i in ev.usable()):
         return None
@@ -79,11 +79,10 @@ def _windows_at_other_starts(ev) -> str | None:
             full = np.concatenate([row, target[-1:]])
             if not (target[:-1] == row[1:]).all() or not (windows == full).all(1).any():
                 return None
-    return ("every row is a window of the dataset with its next tokens as targets, but not at the reference's "
-            "starts: draw them with generator.integers(0, len(dataset) - context_length, size=batch_size), once")
+    return say("other_starts")
 
 
-def _targets_shifted_by(ev) -> str | None:
+def _targets_shifted_by(ev):
     """The inputs are right on every own case, and on each one every row's targets are the dataset's tokens
     k positions after that row's inputs, for one k other than 0 and 1 (those have their own mistakes)."""
     shifts, seen = set(), []
@@ -106,12 +105,12 @@ def _targets_shifted_by(ev) -> str | None:
     shifts -= {0, 1}
     if len(shifts) != 1 or not seen:
         return None
-    return say("shifted_by", k=shifts.pop(), cases=", ".join(seen))
+    return say("shifted_by", k=shifts.pop(), cases=D.listed(seen))
 
 
-def _not_tensors(ev) -> str | None:
+def _not_tensors(ev):
     message = ev.failed.get("shapes and types", "")
-    return message if "torch.Tensor" in message else None
+    return (ev.failed_said.get("shapes and types") or message) if "torch.Tensor" in message else None
 
 
 MUTANTS = {"targets_not_shifted": targets_not_shifted, "one_start_too_many": one_start_too_many,
