@@ -83,13 +83,14 @@ def assert_contract_in_stub(batch, ex) -> None:
 
 _CJK = re.compile(r"[\u3000-\u303f\uff00-\uffef\u3400-\u9fff\u201c\u201d]+")
 _WORD = re.compile(r"[A-Za-z][a-z]+[,.;:!?]?")
-_CODE = re.compile(r"`[^`]*`|\bfrom [\w.]+ import [\w.]+|\bimport [\w.]+|seqlab learn [^，。\n]*")
+_CODE = re.compile(r"`[^`]*`|\bfrom [\w.]+ import [\w.]+|\bimport [\w.]+(?: as \w+)?|seqlab learn [^，。\n]*")
 
 
 def english_sentences(text: str, words: int = 3) -> list[str]:
     """The runs of ``words`` or more English words in ``text`` outside code (`...`, imports, seqlab's commands):
     what a reader of the Chinese would meet as an English sentence. Identifiers, numbers and paths are not words
-    ("x.amax(dim,", "float32", "/tmp/ws/softmax.py")."""
+    ("x.amax(dim,", "float32", "/tmp/ws/softmax.py"), and a run of names ("Hugging Face Llama") is no sentence:
+    two of its words at least are lowercase."""
     found = []
     for piece in _CJK.split(_CODE.sub(" ", str(text))):
         run: list[str] = []
@@ -97,7 +98,7 @@ def english_sentences(text: str, words: int = 3) -> list[str]:
             if _WORD.fullmatch(token):
                 run.append(token)
                 continue
-            if len(run) >= words:
+            if len(run) >= words and sum(w[0].islower() for w in run) >= 2:
                 found.append(" ".join(run))
             run = []
     return found

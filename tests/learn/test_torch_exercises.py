@@ -6,11 +6,15 @@ naming its mistake: one per sentence of each contract, the rules, and the issue'
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from seqlab.learn.catalog import TORCH_NAMES, all_exercises, exercise
 from seqlab.learn.exercise import GENERIC_CHECKS
-from tests.learn.students import assert_contract_in_stub, assert_diagnosed, check_batch
+from seqlab.learn.feedback import report_lines
+from seqlab.learn.workspace import stub_text
+from tests.learn.students import assert_contract_in_stub, assert_diagnosed, check_batch, english_sentences
 from tests.learn.torch_students import CONVENTIONS, LOOPS, VECTORISED, WRONG
 
 EXERCISES = [e for e in all_exercises() if e.kind == "torch"]
@@ -124,6 +128,40 @@ def test_every_sentence_of_the_contract_is_failed_by_a_wrong_version(batch, name
     missing = [i for i in own + generic if i not in failing]
     assert not missing, f"{name}: no wrong version fails the sentence(s) {missing}"
     assert len(WRONG[name]) >= 4 and name in LOOPS and name in VECTORISED
+
+
+# What Python says of an error the student's code raised is quoted as it is (the student's code's words)
+_PYTHON_ERROR = re.compile(r"\b\w+(?:Error|Exception|RuleBroken):\s[^（）]*")
+ZH_KEYS = [(_kind(n, v), n, WRONG[n][v][1]) for n, v in WRONG_KEYS] + [("mutant", n, m) for n, m in MUTANTS]
+
+
+@pytest.mark.parametrize("key", ZH_KEYS, ids=[" ".join(k) for k in ZH_KEYS])
+def test_each_wrong_version_s_report_reads_in_chinese(batch, key):
+    """Under --lang zh the whole report of a wrong version or a mutant (the diagnosis, where, what to do, what to
+    read, every check) holds no English sentence outside code, identifiers, numbers, paths and seqlab's commands."""
+    lines = [line for line in report_lines(batch[key if key[0] == "mutant" else key[:2]], "zh")
+             if not line.strip().startswith(("seqlab learn ", "http://"))]
+    text = _PYTHON_ERROR.sub(" ", "\n".join(lines))
+    assert not english_sentences(text), (english_sentences(text), "\n".join(lines))
+
+
+def test_an_english_sentence_in_a_chinese_report_is_found():
+    said = "    FAIL  数据类型：在float32 的 x上：output 的 dtype 为 torch.float64，应为 torch.float32"
+    error = "line 4: IndexError: index out of range"                # Python's words, quoted as they are
+    assert english_sentences(said) == [] and english_sentences(error) and not english_sentences(_PYTHON_ERROR.sub(" ", error))
+    assert english_sentences(said + "; the output must keep its dtype") == ["the output must keep its dtype"]
+
+
+@pytest.mark.parametrize("name", TORCH_NAMES)
+def test_the_stub_the_returns_and_the_check_names_read_in_chinese(name):
+    """The stub under --lang zh (its frame and the contract's sentences) has no English sentence; every sentence
+    has its Chinese, every check of the exercise its Chinese name, and the form of the output its Chinese."""
+    from seqlab.learn.words import render
+    ex = exercise(name)
+    assert not english_sentences(stub_text(ex, "zh")), english_sentences(stub_text(ex, "zh"))
+    assert all(spec.sentence_zh for spec in ex.spec), name
+    assert {s.id for s in ex.spec if s.id not in GENERIC_CHECKS} <= set(ex.check_names), name
+    assert not english_sentences(render(ex.returns, "zh")) and render(ex.returns, "zh") != render(ex.returns, "en"), name
 
 
 def test_the_issue_s_escaped_cases_are_among_the_wrong_versions():
