@@ -443,7 +443,7 @@ def _report(exercise: Exercise, path, run: StudentRun, ref: Expected) -> Report:
     report.printed, report.printed_chars = run.printed, run.printed_chars
     cases = ref.cases
     if run.refused:                     # a static rule: nothing ran
-        report.add("rules", False, getattr(run.failure, "said", None) or run.failure)
+        report.add("rules", False, run.failure_said or run.failure)
         refused = [CallResult(error=run.failure, broke_rule=run.failure) for _ in cases]
         report.diagnosis = diagnosis.diagnose(_evidence(exercise, cases, refused, [None] * len(cases), ref, report),
                                               *_GENERIC_SPLIT)

@@ -626,7 +626,7 @@ def run_students(jobs: list[Job], time_limit: float = 10.0, meanwhile=None,
         if runs[i] is None and job.static:
             refused = static_rules.refusal(job.file, job.function, job.rules, job.packages, tuple(job.helpers))
             if refused:
-                runs[i] = StudentRun(calls=[], failure=refused, refused=True)
+                runs[i] = StudentRun(calls=[], failure=refused, failure_said=refused.said, refused=True)
     todo = [i for i, run in enumerate(runs) if run is None]
     helper, box = None, {}
     if meanwhile is not None:
