@@ -4,6 +4,7 @@ titles and what the student's own code printed may stay as they are; three Engli
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -11,10 +12,13 @@ import pytest
 from seqlab.cli import main
 from tests.learn.students import write_student
 
-# what may stay as it is: `code`, "quoted titles", “quoted”, commands, paths and addresses, identifiers
+# what may stay as it is: `code`, "quoted titles", “quoted”, commands, paths and addresses, identifiers,
+# formulas and the authors of a citation
 _KEPT = [re.compile(p) for p in (
     r"`[^`]*`", r'"[^"]*"', r"“[^”]*”", r"seqlab learn[^，。；：）\n]*", r"python -m pytest[^，。；：）\n]*",
     r"https?://\S+", r"\S*/\S*", r"\S+\.py\b", r"\b\w*_\w*\b", r"\b\w+\([^()]*\)",
+    r"(?m)^ *[A-Za-z_']+ *= .*$",           # a formula's line in a maths block: visible = mask AND causal
+    r"\b[A-Z][a-z]+ et al\.",               # a citation's authors: Vaswani et al.
 )]
 _SENTENCE = re.compile(r"\b[A-Za-z]{2,}(?: [A-Za-z]{2,}){2,}\b")
 
@@ -32,6 +36,8 @@ def test_the_detector_finds_an_english_line_added_to_a_chinese_message():
     mutant = said + "    every checked value is what this mistake gives\n"
     assert english_sentences(mutant) == ["every checked value is what this mistake gives"]
     assert english_sentences("运行：seqlab learn check rnn_step --lang zh，见 `np.tanh(z)` 与 seqlab-learn/rnn_step.py") == []
+    assert english_sentences("    visible = mask AND causal      mask: 布尔 (n, m)\n  - Vaswani et al. (2017)，“Attention Is All You Need”") == []
+    assert english_sentences("  只有两者都允许时 the key is visible，键才可见") == ["the key is visible"]
 
 
 WRONG = "import numpy as np\n\n\ndef rnn_step(params, x, h_prev):\n    return np.tanh(params['Wh'].T @ h_prev + params['Wx'] @ x + params['b'])\n"
@@ -68,5 +74,33 @@ def test_a_student_s_flow_in_chinese_holds_no_english_sentence(flow):
     run("answer (wrong)", "answer", "trace_recurrence", "-0.75")          # a known wrong answer, named
     assert run("answer (right)", "answer", "trace_recurrence", "-0.674") == 0
     assert "漏掉了 tanh" in said["answer (wrong)"]
+    found = {label: english_sentences(text) for label, text in said.items()}
+    assert {label: runs for label, runs in found.items() if runs} == {}, said
+
+
+def test_the_attention_half_in_chinese_holds_no_english_sentence(flow):
+    """The same flow on the torch half: scaled_dot_product_attention (its stub, hint, a wrong and a right
+    check, where the rules run too) and the Trace step on attention weights, whose answer the test
+    computes itself: softmax([1/sqrt(2), 0])."""
+    from tests.learn.torch_students import VECTORISED, WRONG as TORCH_WRONG
+    ws, run, said = flow
+    name = "scaled_dot_product_attention"
+    assert run("show", "show", name) == 0
+    assert run("start", "start", name) == 0
+    stub = (ws / f"{name}.py").read_text(encoding="utf-8")
+    docstring = stub.split('"""')[1]
+    said["stub's docstring"] = docstring
+    assert re.search(r"[\u4e00-\u9fff]", docstring), docstring      # the contract is in Chinese
+    assert run("hint", "hint", name) == 0
+    wrong, mistake = TORCH_WRONG[name]["no 1/sqrt(d_k)"]
+    write_student(ws, name, wrong)
+    assert run("check (wrong)", "check", name) == 1
+    write_student(ws, name, VECTORISED[name])
+    assert run("check (right)", "check", name) == 0
+    e = math.exp(1 / math.sqrt(2))
+    weights = f"{e / (e + 1):.4f},{1 / (e + 1):.4f}"
+    run("answer (wrong)", "answer", "trace_attention_weights", "0.731059,0.268941")   # the scale left out
+    assert run("answer (right)", "answer", "trace_attention_weights", weights) == 0
+    assert "漏掉了缩放" in said["answer (wrong)"]
     found = {label: english_sentences(text) for label, text in said.items()}
     assert {label: runs for label, runs in found.items() if runs} == {}, said
