@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from seqlab.learn.exercise import check_many
+from seqlab.learn.judge import check_many
 from seqlab.learn.workspace import start
 from tests.learn.bundle import student_source
 
@@ -25,6 +25,25 @@ def write_student(folder, name, source):
     for file, text in (source if isinstance(source, dict) else {f"{name}.py": source}).items():
         (folder / file).write_text(textwrap.dedent(text), encoding="utf-8")
     return folder / f"{name}.py"
+
+
+def student_children(pid: int, cpu_seconds: float = 0.0) -> list:
+    """The processes below ``pid`` that run the student's code (the runner's child, not bwrap's own),
+    each with more than ``cpu_seconds`` of CPU time. One that ends while it is looked at (a zombie: the
+    sandbox's short-lived helpers) is none of them."""
+    import psutil
+
+    def running_student_code(p) -> bool:
+        try:
+            return p.name() != "bwrap" and "child/main.py" in " ".join(p.cmdline()) and \
+                p.cpu_times().user > cpu_seconds
+        except psutil.Error:
+            return False
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    return [p for p in below if running_student_code(p)]
 
 
 def check_batch(root, exercises, sources: dict[str, dict[str, str]]) -> dict:

@@ -22,6 +22,7 @@ from seqlab.learn.catalog import exercise
 from seqlab.learn.exercise import GENERIC_MISTAKES
 from seqlab.learn.words import say
 from tests.learn.bundle import student_source
+from tests.learn.students import student_children
 from tests.model.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -339,8 +340,7 @@ def test_ctrl_c_stops_the_whole_class_and_leaves_nothing_running(tmp_path):
         deadline = time.monotonic() + 60
         children: list = []
         while len(children) < 2 and time.monotonic() < deadline:
-            children = [p for p in psutil.Process(grader.pid).children(recursive=True)      # not bwrap's own
-                        if "child/main.py" in " ".join(p.cmdline()) and p.name() != "bwrap"]
+            children = student_children(grader.pid)
             time.sleep(0.1)
         assert len(children) == 2                     # two submissions at once
         time.sleep(0.5)                               # both inside the student's loop
