@@ -2,7 +2,7 @@
 
 ``seqlab learn`` (``seqlab.learn.cli``) prints the path; ``catalog`` holds the exercises,
 ``check(NAME, function_or_path)`` checks a student's function from a notebook (``checking``),
-``exercise.run_checks`` a student's file against an exercise record, ``runner.run_student`` /
+``judge.run_checks`` a student's file against an exercise record, ``runner.run_student`` /
 ``run_students`` run a student's function in a separate process with a time limit per check (for
 the explorer too; ``runner``'s docstring is the interface), ``child`` is the program that runs
 there (standard library, numpy and torch only) with ``child.plain_data``, what crosses between the

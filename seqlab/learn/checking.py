@@ -57,7 +57,7 @@ def check_file(workspace: Path, name: str, time_limit: float | None = None):
     check's summary. Returns (report, a warning when progress.json could not be written, or None).
     FileNotFoundError when the file is not there; WorkspaceError when it lies outside the workspace."""
     from seqlab.learn.catalog import exercise
-    from seqlab.learn.exercise import run_checks
+    from seqlab.learn.judge import run_checks
     from seqlab.learn.sandbox import for_check
     from seqlab.learn.workspace import exercise_file, file_sha256, note_once, progress_kept, progress_lock, record_check
     ex = exercise(name)

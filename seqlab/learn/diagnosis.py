@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from seqlab.learn import compare
-from seqlab.learn.relations import (  # noqa: F401 - building blocks of the recognisers, used as D.factor
-    _joined, array, axes_of, axis_said, close, differing, factor, indices_text, is_transposed, leaf_name,
-    leaves, listed, named_factor, pick, plural, positions, relation, shift,
+from seqlab.learn.relations import (  # noqa: F401 - also the recognisers' building blocks as D.factor, D.relation
+    _joined, array, axes_of, axis_said, close, differing, factor, is_transposed, leaf_name, leaves, listed,
+    named_factor, pick, positions, relation, shift,
 )
 
 Recogniser = Callable[["Evidence"], "str | None"]
@@ -380,8 +380,8 @@ def raised(pattern: str, text: str = "", cases: Callable[[Any], bool] | None = N
 def _cases_listed(ev: Evidence, indices: list[int]):
     """The labels of the first three of the cases ``indices``, "..." after them when there are more."""
     from seqlab.learn.words import said
-    listed = _joined([ev.cases[i].label for i in indices[:3]], "describe.listed")
-    return said("recognised.and_more", first=listed) if len(indices) > 3 else listed
+    labels = _joined([ev.cases[i].label for i in indices[:3]], "describe.listed")
+    return said("recognised.and_more", first=labels) if len(indices) > 3 else labels
 
 
 def any_of(*recognisers: Recogniser) -> Recogniser:

@@ -256,7 +256,7 @@ def status_of(report) -> str:
 
 def _failed(student: str, exercise: str, check: str, message, status: str) -> Grade:
     """A grade with no check run: one failed ``check`` saying ``message`` (a words.Said or English)."""
-    from seqlab.learn.exercise import Report
+    from seqlab.learn.judge import Report
     report = Report(exercise=exercise, file="")
     report.add(check, False, message)
     return Grade(student, exercise, False, [check], "", str(message), status=status, report=report)
@@ -281,7 +281,7 @@ def grade_submission(student: str, source: Path, exercises, scratch: Path, time_
                      launcher=None) -> list[Grade]:
     """The grades of one submission (a folder or a .zip); every failure is a grade, never an exception.
     ``launcher``: how its child starts (its own sandbox)."""
-    from seqlab.learn.exercise import check_many
+    from seqlab.learn.judge import check_many
     from seqlab.learn.words import said
     from seqlab.learn.workspace import WorkspaceError, exercise_file
     names = [ex.name for ex in exercises]

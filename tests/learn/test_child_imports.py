@@ -22,7 +22,7 @@ def test_the_lm_references_and_mutants_do_not_import_torch_dynamo():
     modules = _imported("from seqlab.model import MultiHeadAttention, TransformerLM, TransformerBlock\n"
                         "import seqlab.model.attention, seqlab.learn.runner\n"
                         "from seqlab.learn.catalog import TORCH_NAMES, exercise\n"
-                        "from seqlab.learn.exercise import _call\n"
+                        "from seqlab.learn.judge import _call\n"
                         "def ran(f, cases):\n"              # on its first case that fits its shapes (swiglu's
                         "    for case in cases:\n"          # weights used as (in, out) run where d_ff = d_model)
                         "        try:\n"
@@ -48,7 +48,7 @@ def test_the_torch_exercises_are_built_without_importing_torch():
 
 def test_checking_the_lm_references_does_not_import_torch_dynamo():
     modules = _imported("from seqlab.learn.catalog import exercise\n"
-                        "from seqlab.learn.exercise import _call\n"
+                        "from seqlab.learn.judge import _call\n"
                         "for name in ('adamw_step', 'transformer_lm'):\n"
                         "    e = exercise(name)\n"
                         "    [_call(e.reference(), c) for c in e.cases()]")

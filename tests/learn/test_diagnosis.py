@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from seqlab.learn import diagnosis as D
-from seqlab.learn.exercise import Case, Exercise, Expected, Mistake, Spec, _report
+from seqlab.learn.exercise import Case, Exercise, Mistake, Spec
+from seqlab.learn.judge import Expected, _report
 from seqlab.learn.runner import CallResult, StudentRun
 
 

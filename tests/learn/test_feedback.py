@@ -12,7 +12,7 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.learn.catalog import exercise
-from seqlab.learn.exercise import Report, check_many
+from seqlab.learn.judge import Report, check_many
 from seqlab.learn.feedback import report_lines
 from seqlab.learn.views import EXPLORER, step_view, text
 from tests.learn.numpy_students import WRONG

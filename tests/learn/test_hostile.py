@@ -22,7 +22,7 @@ from seqlab.cli import main
 from seqlab.learn import grade as grading
 from seqlab.learn import sandbox
 from seqlab.learn.catalog import exercise
-from seqlab.learn.exercise import check_many, run_checks
+from seqlab.learn.judge import check_many, run_checks
 from seqlab.learn.runner import MANIFEST_LIMIT, Job, run_students
 from tests.learn.bundle import student_source
 from tests.learn.students import write_student

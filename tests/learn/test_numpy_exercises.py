@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from seqlab.learn.catalog import NUMPY_NAMES, all_exercises, exercise
-from seqlab.learn.exercise import run_checks as check
+from seqlab.learn.judge import run_checks as check
 from tests.learn.numpy_students import BESIDE, CORRECT, LOOPS, WRONG
 from tests.learn.students import check_batch, mutant_test, mutants, write_student
 

@@ -16,7 +16,7 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.learn.catalog import exercise
-from seqlab.learn.exercise import run_checks as check
+from seqlab.learn.judge import run_checks as check
 from seqlab.learn.runner import run_student_json
 from tests.learn.bundle import student_source
 

@@ -114,7 +114,7 @@ def test_a_submission_that_allocates_past_its_limit_fails_alone(tmp_path):
 
 def test_torch_fits_in_the_memory_limit(tmp_path):
     """The largest case of the largest exercise, in the sandbox: CPU torch under the address-space limit."""
-    from seqlab.learn.exercise import run_checks
+    from seqlab.learn.judge import run_checks
     from tests.learn.bundle import student_source
     path = write_student(tmp_path, "transformer_lm", student_source("transformer_lm"))
     report = run_checks(exercise("transformer_lm"), path, launcher=sandbox.Bubblewrap())

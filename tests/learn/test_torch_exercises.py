@@ -199,7 +199,7 @@ def test_the_references_agree_with_torch_nn_functional_on_every_case():
     import torch
     import torch.nn.functional as F
 
-    from seqlab.learn.exercise import _call
+    from seqlab.learn.judge import _call
 
     def sdpa(Q, K, V, mask=None, *, causal=False):
         n, m = Q.shape[-2], K.shape[-2]
@@ -317,7 +317,7 @@ def test_each_sentence_of_the_contract_is_in_the_stub_and_is_a_check_of_the_refe
 
 def test_when_no_mistake_fits_the_diagnosis_names_the_positions_that_differ():
     """A block right at every position but the last, checked in this process on calls given directly."""
-    from seqlab.learn.exercise import Expected, _call, _report
+    from seqlab.learn.judge import Expected, _call, _report
     from seqlab.learn.runner import CallResult, StudentRun
     ex = exercise("transformer_block")
     ref = Expected(ex, ex.cases())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from seqlab.learn.catalog import all_exercises, exercise
-from seqlab.learn.exercise import check_many
+from seqlab.learn.judge import check_many
 from seqlab.learn.feedback import report_lines
 from tests.learn.students import write_student
 from tests.learn.unseen_students import CORRECT, LOOK_ALIKES, PARTIAL, WRONG
