@@ -31,7 +31,7 @@ KINDS = ("correct", "wrong", "crashing", "looping", "empty", "refused")
 # 40 students: 22 correct, 8 wrong, 4 crashing, 4 looping, 2 empty, 2 refused
 MIX = ("correct",) * 3 + ("wrong",) + ("correct",) * 2 + ("wrong",) + ("crashing", "correct", "looping") \
     + ("correct",) * 3 + ("wrong",) + ("correct",) * 2 + ("wrong",) + ("empty", "refused", "crashing", "looping")
-# each kind's status in grades.csv where it fails (seqlab.learn.grade.STATUSES)
+# each kind's status in grades.csv where it fails (seqlab.learn.gradebook.STATUSES)
 STATUS = {"wrong": "wrong", "crashing": "crashed", "looping": "timed out", "empty": "not submitted",
           "refused": "refused"}
 

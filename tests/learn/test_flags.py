@@ -8,7 +8,7 @@ import textwrap
 
 from seqlab.learn.catalog import exercise
 from seqlab.learn.flags import MIN_TOKENS, NEAR, alike, flag_grades, tokens
-from seqlab.learn.grade import Grade
+from seqlab.learn.gradebook import Grade
 from tests.learn.students import write_student
 
 BPTT = """

@@ -18,6 +18,7 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.learn import grade as grading
+from seqlab.learn import gradebook
 from seqlab.learn.catalog import exercise
 from seqlab.learn.exercise import GENERIC_MISTAKES
 from seqlab.learn.words import say
@@ -71,7 +72,7 @@ def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
         assert row["diagnosis"] == diagnosis, (key, row)
         assert row["status"] == status, (key, row)
         assert (row["score"], row["max_score"]) == (f"{points[key[1]] if passed else 0:g}", f"{points[key[1]]:g}")
-    assert {r["status"] for r in rows} == set(grading.STATUSES)          # the class holds every status
+    assert {r["status"] for r in rows} == set(gradebook.STATUSES)          # the class holds every status
     refused = next(s for s, k in kinds.items() if k == "refused")
     assert "import subprocess is not allowed" in got[refused, "rnn_step"]["message"]
     looping = next(s for s, k in kinds.items() if k == "looping")
@@ -108,11 +109,11 @@ def test_grading_a_generated_class_gives_the_expected_table(tmp_path, capsys):
     passed = sum(got[s, "causal_mask"]["passed"] == "true" for s in {k[0] for k in got})
     assert f"| causal_mask | {passed} | {students} | {100 * passed / students:.0f}% |" in summary
     # each status counted, per exercise and over all of them
-    assert "| exercise | " + " | ".join(grading.STATUSES) + " |" in summary
+    assert "| exercise | " + " | ".join(gradebook.STATUSES) + " |" in summary
     for name in NAMES:
-        counts = [sum(1 for r in rows if r["exercise"] == name and r["status"] == s) for s in grading.STATUSES]
+        counts = [sum(1 for r in rows if r["exercise"] == name and r["status"] == s) for s in gradebook.STATUSES]
         assert f"| {name} | " + " | ".join(map(str, counts)) + " |" in summary
-    every = [sum(1 for r in rows if r["status"] == s) for s in grading.STATUSES]
+    every = [sum(1 for r in rows if r["status"] == s) for s in gradebook.STATUSES]
     assert all(every) and "| all exercises | " + " | ".join(map(str, every)) + " |" in summary
     assert f"| zara | 3 | 3 | 3.5 | 3.5 |" in summary
     wrong = next(s for s, k in kinds.items() if k == "wrong")
@@ -361,36 +362,36 @@ def test_the_report_is_built_beside_and_renamed_so_a_failed_write_leaves_the_old
     out = tmp_path / "report"
     out.mkdir()
     (out / "notes.txt").write_text("the teacher's own file\n")
-    first = [grading.Grade("ann", "causal_mask", True, [])]
-    grading.write_report(first, [ex], out, "each submission in a sandbox")
-    before = {name: (out / name).read_bytes() for name in grading.REPORT_FILES}
+    first = [gradebook.Grade("ann", "causal_mask", True, [])]
+    gradebook.write_report(first, [ex], out, "each submission in a sandbox")
+    before = {name: (out / name).read_bytes() for name in gradebook.REPORT_FILES}
 
     def broken(grades, exercises, path):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(grading, "_summary_png", broken)
+    monkeypatch.setattr(gradebook, "_summary_png", broken)
     with pytest.raises(OSError):
-        grading.write_report([grading.Grade("ann", "causal_mask", False, ["runs"])], [ex], out)
-    assert {name: (out / name).read_bytes() for name in grading.REPORT_FILES} == before      # the old report whole
+        gradebook.write_report([gradebook.Grade("ann", "causal_mask", False, ["runs"])], [ex], out)
+    assert {name: (out / name).read_bytes() for name in gradebook.REPORT_FILES} == before      # the old report whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]                             # no build left beside
     assert (out / "notes.txt").read_text() == "the teacher's own file\n"
     assert json.loads((out / "grades.json").read_text())["isolation"] == "each submission in a sandbox"
     monkeypatch.undo()
     fresh = tmp_path / "new" / "report"
-    grading.write_report(first, [ex], fresh)                     # a new folder is renamed into place whole
-    assert sorted(p.name for p in fresh.iterdir()) == sorted(grading.REPORT_FILES)
+    gradebook.write_report(first, [ex], fresh)                     # a new folder is renamed into place whole
+    assert sorted(p.name for p in fresh.iterdir()) == sorted(gradebook.REPORT_FILES)
 
 
 def test_summary_png_counts_whole_students():
     """Both of summary.png's axes count students: whole numbers only, however few the students."""
     import matplotlib.pyplot as plt
-    Grade = grading.Grade
+    Grade = gradebook.Grade
     grades = [Grade("ann", "causal_mask", False, ["values (worked example)"], "the mask is shifted"),
               Grade("ann", "rnn_step", True, []),
               Grade("ben", "causal_mask", True, []),
               Grade("ben", "rnn_step", False, ["runs"], status="timed out"),
               Grade("cid", "causal_mask", False, ["file"], status="not submitted"),
               Grade("cid", "rnn_step", False, ["rules"], status="refused")]
-    fig = grading.summary_figure(grades, [exercise("causal_mask"), exercise("rnn_step")])
+    fig = gradebook.summary_figure(grades, [exercise("causal_mask"), exercise("rnn_step")])
     try:
         fig.canvas.draw()
         assert len(fig.axes) == 2
@@ -408,8 +409,8 @@ def test_summary_png_counts_whole_students():
 
 
 def test_a_grade_s_status_agrees_with_whether_it_passed():
-    assert grading.Grade("a", "rnn_step", True, []).status == "passed"
-    assert grading.Grade("a", "rnn_step", False, ["values (worked example)"]).status == "wrong"
+    assert gradebook.Grade("a", "rnn_step", True, []).status == "passed"
+    assert gradebook.Grade("a", "rnn_step", False, ["values (worked example)"]).status == "wrong"
     for passed, status in ((True, "wrong"), (False, "passed"), (False, "late")):
         with pytest.raises(ValueError):
-            grading.Grade("a", "rnn_step", passed, [], status=status)
+            gradebook.Grade("a", "rnn_step", passed, [], status=status)

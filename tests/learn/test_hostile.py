@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from seqlab.cli import main
-from seqlab.learn import grade as grading
+from seqlab.learn import gradebook
 from seqlab.learn import sandbox
 from seqlab.learn.catalog import exercise
 from seqlab.learn.judge import check_many, run_checks
@@ -309,7 +309,7 @@ def test_a_class_with_hostile_students_grades_every_honest_one_as_alone(tmp_path
         assert {k: v for k, v in rows[key].items() if k != "flags"} == {k: v for k, v in row.items() if k != "flags"}
     assert {p: p.read_bytes() for p in (root / "alice").iterdir()} == before
     assert (report / "teacher-notes.md").read_text() == "mine\n"                      # the teacher's file stays
-    assert sorted(p.name for p in report.iterdir()) == sorted(["teacher-notes.md", *grading.REPORT_FILES])
+    assert sorted(p.name for p in report.iterdir()) == sorted(["teacher-notes.md", *gradebook.REPORT_FILES])
     assert not list(tmp_path.glob(".report.tmp*"))
     assert rows["mallory", "causal_mask"]["passed"] == "false" and "imports seqlab (line 1: seqlab.labs.rnn" \
         in rows["mallory", "rnn_step"]["flags"]
