@@ -17,26 +17,43 @@ from __future__ import annotations
 import dataclasses
 import html
 import os
+import unicodedata
 from pathlib import Path
 
+from seqlab.learn.words import Said, render, said
 from seqlab.learn.workspace import DEFAULT_WORKSPACE, ProgressError, read_progress, set_state
 
 MARKS = ("same", "partly", "missed")
 PLACEHOLDER = "..."
-MIN_CHARACTERS = 12
+MIN_CHARACTERS = 12     # letters of an answer at least; a wide character (a CJK ideograph) counts as two
 
 
 class CardError(ValueError):
-    """A card answered out of order (marked before it is written) or written as nothing."""
+    """A card answered out of order (marked before it is written) or written as nothing; ``why`` is
+    in words said later (``str()``: the English), :meth:`words` in the student's language."""
+
+    def __init__(self, card_id: str, why: Said):
+        super().__init__(f"{card_id}: {why}")
+        self.card_id, self.why = card_id, why
+
+    def words(self, lang: str = "en") -> str:
+        return f"{self.card_id}: {render(self.why, lang)}"
 
 
-def refusal(written: str) -> str | None:
-    """Why ``written`` is not an answer (empty, the notebook's placeholder, a few characters), or None."""
+def _letters(text: str) -> int:
+    """How much an answer says, in letters: a wide character (a CJK ideograph, as a terminal draws it) counts as two,
+    so that a short sentence in Chinese is as long as its English."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text if not c.isspace())
+
+
+def refusal(written: str) -> Said | None:
+    """Why ``written`` is not an answer (empty, the notebook's placeholder, a few characters), in words
+    said later, or None."""
     text = " ".join(str(written).split())
     if not text or text.strip(".… ") == "":
-        return "write your answer first, in your own words (the answer cell still holds its placeholder)"
-    if len(text.replace(" ", "")) < MIN_CHARACTERS:
-        return f"write your answer in a sentence or two (got {text!r})"
+        return said("cards.refused_placeholder")
+    if _letters(text) < MIN_CHARACTERS:
+        return said("cards.refused_short", text=repr(text))
     return None
 
 
@@ -56,7 +73,7 @@ def write(workspace: Path, card_id: str, written: str) -> None:
     """Keep the student's answer (CardError when it is none); the card is started, not passed."""
     why = refusal(written)
     if why:
-        raise CardError(f"{card_id}: {why}")
+        raise CardError(card_id, why)
     set_state(Path(workspace), card_id, "started", written=" ".join(str(written).split()), drop=("mark",))
 
 
@@ -64,11 +81,11 @@ def record_mark(workspace: Path | None, card_id: str, mark: str, written: str | 
     """Record the student's comparison of their answer with the worked one; returns the card's state
     ("passed" for "same"). CardError when nothing was written first or the mark is not one of MARKS."""
     if mark not in MARKS:
-        raise CardError(f"{card_id}: mark it {', '.join(MARKS)}, not {mark!r}")
+        raise CardError(card_id, said("cards.mark_how", marks=", ".join(MARKS), mark=repr(mark)))
     if written is None:
         written = written_answer(workspace, card_id)
     if written is None or refusal(written):
-        raise CardError(f"{card_id}: write your answer before you mark it")
+        raise CardError(card_id, said("cards.write_before_mark"))
     state = "passed" if mark == "same" else "started"
     if workspace is not None:
         set_state(Path(workspace), card_id, state, keep_passed=False, mark=mark, written=" ".join(written.split()))
@@ -123,5 +140,5 @@ def mark(card_id: str, how: str, workspace: str | os.PathLike = DEFAULT_WORKSPAC
     try:
         state = record_mark(Path(workspace), card_id, how)
     except CardError as error:
-        return Shown([str(error)], False)
+        return Shown([error.words(lang)], False)
     return Shown([say("cards.passed" if state == "passed" else "cards.again", lang, id=card_id)], state == "passed")

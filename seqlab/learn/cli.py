@@ -461,6 +461,7 @@ def _check_implement(args, ex) -> int:
 
 def _check_command_step(args, step) -> int:
     from seqlab.learn.command_steps import check_command_step
+    from seqlab.learn.words import render
     from seqlab.learn.workspace import record_check
     if args.time_limit is not None:
         return _usage("--time-limit is for Implement exercises; a command step's results are only read")
@@ -468,10 +469,10 @@ def _check_command_step(args, step) -> int:
     _save(args, record_check, step.id, evidence.passed, results=str(evidence.folder))
     if args.json:
         print(json.dumps({"step": step.id, "passed": evidence.passed, "folder": str(evidence.folder),
-                          "message": evidence.message}, indent=2, ensure_ascii=False))
+                          "message": str(evidence.message)}, indent=2, ensure_ascii=False))
         return 0 if evidence.passed else 1
     print(f"{step.id}: {step.title[_lang(args)]}  ({_q(evidence.folder)})")
-    print(f"  {'PASS' if evidence.passed else 'FAIL'}  {evidence.message}")
+    print(f"  {'PASS' if evidence.passed else 'FAIL'}  {render(evidence.message, 'zh' if _lang(args) else 'en')}")
     if evidence.passed:
         print(_say("command_passed", _lang(args), ws=_with_workspace(args)))
     return 0 if evidence.passed else 1
@@ -574,6 +575,7 @@ def show_card(args) -> int:
     """A card: the student's answer first (a prompt, or --answer), then the worked answer, then the
     student's mark (--mark, or a prompt); only "same" passes it (seqlab.learn.cards)."""
     from seqlab.learn.cards import MARKS, CardError, record_mark, refusal, write, written_answer
+    from seqlab.learn.words import render
     from seqlab.learn.path import STEP_BY_ID
     from seqlab.learn.workspace import ProgressError
     from seqlab.learn.questions import CARD_BY_ID
@@ -585,10 +587,10 @@ def show_card(args) -> int:
         return _no_such("card", args.name, list(CARD_BY_ID))
     if card is None:                       # a command step: checked from what its command wrote
         print(f"{step.title[lang]}: {step.command}")
-        print(f"  then check what it wrote: seqlab learn check {step.id}{_with_workspace(args)}")
+        print(_say("command_then_check", lang, id=step.id, ws=_with_workspace(args)))
         return 0
     ws, workspace = _with_workspace(args), _workspace(args)
-    print(f"{card.kind.capitalize()}: {card.title[lang]}\n  {card.question[lang]}")
+    print(f"{_kind(card.kind, lang).capitalize()}{'：' if lang else ': '}{card.title[lang]}\n  {card.question[lang]}")
     written = args.answer
     if written is None and args.mark is None and written_answer(workspace, card.id) is None and sys.stdin.isatty():
         print(_say_card("prompt", code))
@@ -600,16 +602,15 @@ def show_card(args) -> int:
         written = " ".join(lines)
     if written is not None:
         if refusal(written):
-            return _usage(f"{card.id}: {refusal(written)}")
+            return _usage(f"{card.id}: {render(refusal(written), code)}")
         try:
             write(workspace, card.id, written)
         except (OSError, ProgressError) as error:
-            print(f"warning: your answer is not saved: {error}", file=sys.stderr)
+            print(_say_card("not_saved", code, error=error), file=sys.stderr)
     kept = written if written is not None else written_answer(workspace, card.id)
     if kept is None:
         if args.mark is not None or args.reveal:
-            return _usage(f"{card.id}: write your answer before you see the worked one or mark it: "
-                          f"seqlab learn card {card.id} --answer \"...\"{ws}")
+            return _usage(f"{card.id}: " + _say_card("write_before_reveal", code, id=card.id, ws=ws))
         _set_state(args, card.id, "started")
         print("  " + _say_card("answer_with", code, id=card.id, ws=ws))
         return 0
@@ -625,9 +626,9 @@ def show_card(args) -> int:
     try:
         state = record_mark(workspace, card.id, mark, kept)
     except CardError as error:
-        return _usage(str(error))
+        return _usage(error.words(code))
     except (OSError, ProgressError) as error:
-        print(f"warning: progress not saved: {error}", file=sys.stderr)
+        print(_say_card("progress_not_saved", code, error=error), file=sys.stderr)
         return 1
     print(_say_card("passed" if state == "passed" else "again", code, id=card.id))
     return 0

@@ -104,3 +104,31 @@ def test_the_attention_half_in_chinese_holds_no_english_sentence(flow):
     assert "漏掉了缩放" in said["answer (wrong)"]
     found = {label: english_sentences(text) for label, text in said.items()}
     assert {label: runs for label, runs in found.items() if runs} == {}, said
+
+
+def test_a_card_and_a_command_step_in_chinese_hold_no_english_sentence(flow, tmp_path, monkeypatch):
+    """A card written too short, marked before it is written, written, then marked; a command step shown,
+    then checked before its command ran."""
+    monkeypatch.chdir(tmp_path)
+    ws, run, said = flow
+    assert run("card (marked first)", "card", "explain_scale", "--mark", "same") == 2
+    assert run("card (too short)", "card", "explain_scale", "--answer", "方差") == 2
+    assert run("card (written)", "card", "explain_scale", "--answer", "点积的方差随维度增长") == 0
+    assert run("card (marked)", "card", "explain_scale", "--mark", "same") == 0
+    assert "已通过" in said["card (marked)"]
+    assert run("command step", "card", "train_small") == 0
+    assert run("command step (checked)", "check", "train_small") == 1
+    assert "demo_out 不存在" in said["command step (checked)"]
+    found = {label: english_sentences(text) for label, text in said.items()}
+    assert {label: runs for label, runs in found.items() if runs} == {}, said
+
+
+def test_a_short_answer_in_chinese_counts_its_characters_as_a_terminal_draws_them():
+    """Ten 汉字 say as much as a short English sentence: each counts as two letters (the mutant, counting
+    each as one, refuses the Chinese answer the English one matches)."""
+    from seqlab.learn import cards
+    english, chinese = "variance grows", "点积的方差随维度增长"
+    assert cards.refusal(english) is None and cards.refusal(chinese) is None
+    assert cards.refusal("方差") is not None and cards.refusal("ok") is not None
+    one_each = len(chinese)                     # the mutant's count
+    assert one_each < cards.MIN_CHARACTERS <= cards._letters(chinese)
