@@ -227,12 +227,16 @@ def _usage(message: str) -> int:
     return 2
 
 
-def _no_such(what: str, name: str, known: list[str]) -> int:
-    """A usage error for an unknown NAME, with the closest names ("did you mean rnn_step?")."""
+def _no_such(args, what: str, name: str, known: list[str]) -> int:
+    """A usage error for an unknown NAME, with the closest names ("did you mean rnn_step?"); ``what``:
+    the kind of name, a key of words.toml's [cli.what] (step, implement, implement_or_command, trace, card)."""
+    lang = _lang(args)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     if close:
-        return _usage(f"no {what} {name!r}; did you mean {' or '.join(close)}?")
-    return _usage(f"no {what} {name!r}; the {what}s are: {', '.join(known)}")
+        return _usage(_say("no_such_close", lang, what=_say(f"what.{what}", lang), name=repr(name),
+                           close=_say("or", lang).join(close)))
+    return _usage(_say("no_such_list", lang, what=_say(f"what.{what}", lang), name=repr(name),
+                       whats=_say(f"whats.{what}", lang), known=", ".join(known)))
 
 
 def _exercise(name: str):
@@ -318,7 +322,7 @@ def show_step(args) -> int:
     if progress is None:
         return 1
     if args.name not in STEP_BY_ID:
-        return _no_such("step", args.name, _all_steps())
+        return _no_such(args, "step", args.name, _all_steps())
     return _open_step(args, args.name, _status(args, progress, STEP_BY_ID[args.name]), progress)
 
 
@@ -369,7 +373,7 @@ def start_exercise(args) -> int:
     from seqlab.learn.workspace import WorkspaceError, start
     ex = _exercise(args.name)
     if ex is None:
-        return _no_such("Implement exercise", args.name, _known("implement"))
+        return _no_such(args, "implement", args.name, _known("implement"))
     try:
         path, written = start(_workspace(args), ex, ("en", "zh")[_lang(args)])
     except WorkspaceError as error:           # NAME.py is a folder, or another thing that is not a file
@@ -416,9 +420,9 @@ def check_exercise(args) -> int:
     ex = _exercise(name)
     if ex is None:
         known = _known("implement") + _known("command")
-        return _no_such("Implement exercise or command step", name, known)
+        return _no_such(args, "implement_or_command", name, known)
     if args.time_limit is not None and not args.time_limit > 0:
-        return _usage(f"--time-limit must be > 0, got {args.time_limit}")
+        return _usage(_say("time_limit", _lang(args), got=args.time_limit))
     return _check_implement(args, ex)
 
 
@@ -485,7 +489,7 @@ def show_hint(args) -> int:
     from seqlab.learn.workspace import note_hint
     name, lang = args.name, _lang(args)
     if name not in STEP_BY_ID and name not in QUESTION_BY_ID:
-        return _no_such("step", name, _all_steps())
+        return _no_such(args, "step", name, _all_steps())
     try:
         hints = list(lesson(name, ("en", "zh")[lang]).hints)
     except LessonError:
@@ -510,7 +514,7 @@ def reset_exercise(args) -> int:
     from seqlab.learn.workspace import WorkspaceError, record_check, reset
     ex = _exercise(args.name)
     if ex is None:
-        return _no_such("Implement exercise", args.name, _known("implement"))
+        return _no_such(args, "implement", args.name, _known("implement"))
     try:
         path, backup = reset(_workspace(args), ex, ("en", "zh")[_lang(args)])
     except (OSError, WorkspaceError) as error:
@@ -529,7 +533,7 @@ def show_solution(args) -> int:
     from seqlab.learn.catalog import exercise
     ex = exercise(args.name)
     if ex is None:
-        return _no_such("Implement exercise", args.name, _known("implement"))
+        return _no_such(args, "implement", args.name, _known("implement"))
     shown = [ex.reference()]
     if ex.solution:                                 # a wrapper's reference: the model code it calls too
         owner, name = ex.solution.rsplit(".", 1)
@@ -544,7 +548,7 @@ def answer_question(args) -> int:
     from seqlab.learn.questions import QUESTION_BY_ID, grade, parse_numbers, verdict_words
     q = QUESTION_BY_ID.get(args.name)
     if q is None:
-        return _no_such("Trace question", args.name, list(QUESTION_BY_ID))
+        return _no_such(args, "trace", args.name, list(QUESTION_BY_ID))
     lang = _lang(args)
     code = "zh" if lang else "en"
     if args.value is None:
@@ -558,7 +562,8 @@ def answer_question(args) -> int:
     try:
         given = parse_numbers(args.value)
     except ValueError as error:
-        return _usage(str(error))
+        from seqlab.learn.words import render
+        return _usage(render(error.args[0], code))
     verdict = grade(q, given)
     _set_state(args, q.id, "passed" if verdict.correct else "started",
                **({"answered": True} if verdict.correct else {}), **({"revealed": True} if args.show else {}))
@@ -584,7 +589,7 @@ def show_card(args) -> int:
     card = CARD_BY_ID.get(args.name)
     step = STEP_BY_ID.get(args.name)
     if card is None and (step is None or step.kind != "command"):
-        return _no_such("card", args.name, list(CARD_BY_ID))
+        return _no_such(args, "card", args.name, list(CARD_BY_ID))
     if card is None:                       # a command step: checked from what its command wrote
         print(f"{step.title[lang]}: {step.command}")
         print(_say("command_then_check", lang, id=step.id, ws=_with_workspace(args)))

@@ -147,7 +147,8 @@ def significant_digits(text: str) -> int:
 
 def parse_numbers(text: str) -> list[Given]:
     """"0.4" / "0.6698, 0.3302" / "3 x 2" -> the numbers with their digits; ValueError naming the
-    part that is not a number."""
+    part that is not a number (its argument: words said later, ``str()`` the English)."""
+    from seqlab.learn.words import said
     text = text.replace("−", "-").replace("×", " ")
     parts = [p for p in re.sub(r"(?<=\d)\s*x\s*(?=[-+\d.])", " ", text).replace(",", " ").replace(";", " ").split() if p]
     values = []
@@ -155,12 +156,12 @@ def parse_numbers(text: str) -> list[Given]:
         try:
             value = float(part)
         except ValueError:
-            raise ValueError(f"{part!r} is not a number; answer with numbers separated by commas") from None
+            raise ValueError(said("questions.not_a_number", part=repr(part))) from None
         if not math.isfinite(value):
-            raise ValueError(f"{part!r} is not a finite number; answer with numbers separated by commas")
+            raise ValueError(said("questions.not_finite", part=repr(part)))
         values.append(Given(value, significant_digits(part)))
     if not values:
-        raise ValueError("no number given; answer with numbers separated by commas")
+        raise ValueError(said("questions.no_number"))
     return values
 
 

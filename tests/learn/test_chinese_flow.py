@@ -108,7 +108,7 @@ def test_the_attention_half_in_chinese_holds_no_english_sentence(flow):
 
 def test_a_card_and_a_command_step_in_chinese_hold_no_english_sentence(flow, tmp_path, monkeypatch):
     """A card written too short, marked before it is written, written, then marked; a command step shown,
-    then checked before its command ran."""
+    then checked before its command ran; a mistyped name and an answer that is no number."""
     monkeypatch.chdir(tmp_path)
     ws, run, said = flow
     assert run("card (marked first)", "card", "explain_scale", "--mark", "same") == 2
@@ -119,6 +119,9 @@ def test_a_card_and_a_command_step_in_chinese_hold_no_english_sentence(flow, tmp
     assert run("command step", "card", "train_small") == 0
     assert run("command step (checked)", "check", "train_small") == 1
     assert "demo_out 不存在" in said["command step (checked)"]
+    assert run("a name mistyped", "check", "rnn_stpe") == 2
+    assert "rnn_step" in said["a name mistyped"]                  # did you mean
+    assert run("an answer that is no number", "answer", "trace_head_shapes", "abc") == 2
     found = {label: english_sentences(text) for label, text in said.items()}
     assert {label: runs for label, runs in found.items() if runs} == {}, said
 
