@@ -170,7 +170,9 @@ def status_of(report) -> str:
     """A checked exercise's status (STATUSES): passed; refused (a rule, read before anything ran or
     met at run time: the "rules" check failed); not submitted (the function is the stub as handed
     out); timed out; crashed (it raised on the exercise's own cases, did not import, or its process
-    died); else wrong (it ran, and what it returned is not right)."""
+    died); else wrong (it ran, and what it returned is not right). Code that is a catalogued mistake
+    exactly (its mutant gives the same outputs on every case, and raises where it raises: Wx transposed
+    fails on a non-square case) is wrong, not crashed: the raise is part of the wrong formula."""
     failed = {c["name"] for c in report.checks if not c["passed"]}
     if report.passed:
         return "passed"
@@ -180,7 +182,8 @@ def status_of(report) -> str:
         return "not submitted"
     if report.timed_out:
         return "timed out"
-    return "crashed" if "runs" in failed else "wrong"
+    exact = bool((report.diagnosis or {}).get("exact"))
+    return "crashed" if "runs" in failed and not exact else "wrong"
 
 
 def _failed(student: str, exercise: str, check: str, message, status: str) -> Grade:

@@ -414,3 +414,21 @@ def test_a_grade_s_status_agrees_with_whether_it_passed():
     for passed, status in ((True, "wrong"), (False, "passed"), (False, "late")):
         with pytest.raises(ValueError):
             gradebook.Grade("a", "rnn_step", passed, [], status=status)
+
+
+def test_code_that_is_a_catalogued_mistake_exactly_is_wrong_even_where_it_raises(tmp_path):
+    """Wx transposed raises on rnn_step's non-square case, as its mutant does: the diagnosis is exact, so
+    the row is wrong. An IndexError on every case is crashed. (The old rule, crashed whenever "runs"
+    failed, is the mutant: it calls the first one crashed.)"""
+    from seqlab.learn.judge import run_checks
+    from tests.learn.students import write_student
+    transposed = write_student(tmp_path / "a", "rnn_step", "import numpy as np\n\n\ndef rnn_step(params, x, h_prev):\n"
+                               "    return np.tanh(params['Wh'] @ h_prev + params['Wx'].T @ x + params['b'])\n")
+    raising = write_student(tmp_path / "b", "rnn_step", "def rnn_step(params, x, h_prev):\n    return [][0]\n")
+    report = run_checks(exercise("rnn_step"), transposed)
+    failed = {c["name"] for c in report.checks if not c["passed"]}
+    assert "runs" in failed and report.diagnosis["mistake"] == "input_weight_transposed" and report.diagnosis["exact"]
+    assert grading.status_of(report) == "wrong"
+    assert grading.status_of(run_checks(exercise("rnn_step"), raising)) == "crashed"
+    old_rule = "crashed" if "runs" in failed else "wrong"
+    assert old_rule != grading.status_of(report)
