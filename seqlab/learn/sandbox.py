@@ -133,9 +133,29 @@ print(json.dumps({"entries": sorted(entries), "loose": sorted(loose)}))
 """
 
 
+def _homes(packages: tuple[str, ...], sites: list[str]) -> list[str]:
+    """The site folders that hold ``packages`` (found without importing them). Only their times key the
+    cache: the folder ``python -m`` puts first on sys.path is often the student's workspace, whose time
+    changes with every check, and installing or removing a package changes its site folder's."""
+    import importlib.util
+    homes = []
+    for name in packages:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        where = spec.origin if spec is not None and spec.origin else None
+        if spec is not None and spec.submodule_search_locations:
+            where = next(iter(spec.submodule_search_locations), where)
+        site = next((s for s in sites if where and _inside(os.path.realpath(where), [s])), None)
+        if site is not None and site not in homes:
+            homes.append(site)
+    return homes or sites
+
+
 def _cache_file(packages: tuple[str, ...], sites: list[str]) -> Path | None:
-    stamp = ["4", _python(), sys.version, list(packages), str(_seqlab_root())]
-    for site in sites:
+    stamp = ["5", _python(), sys.version, list(packages), str(_seqlab_root())]
+    for site in _homes(packages, sites):
         try:
             stamp.append([site, os.stat(site).st_mtime_ns])
         except OSError:
