@@ -119,6 +119,9 @@ def register(subparsers) -> None:
                    help="submissions graded at once (default: the machine's cores)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="seconds each check may run (default: each exercise's own)")
+    p.add_argument("--seed", type=int, default=None, metavar="S",
+                   help="draw every exercise's cases again from S for the whole class (the worked examples are "
+                        "kept): no file can have looked up the course's own cases; recorded in the report")
     p.add_argument("--exercises", default=None, metavar="NAMES",
                    help="comma-separated exercises to grade (default: every Implement exercise)")
     p.add_argument("--submission", type=Path, default=Path("/autograder/submission"), help=argparse.SUPPRESS)

@@ -145,11 +145,19 @@ def _per_case(function):
     return cached
 
 
-def shared(exercise):
+def shared(exercise, seed: int | None = None):
     """The exercise with its cases made once, and its reference, catalogued mistakes and per-case
     computations (finite-difference gradients, per-step terms) done once per input for every
-    submission of a class."""
+    submission of a class. ``seed`` (``grade --seed``): the cases are drawn again from it
+    (``seqlab.learn.kit.drawn_with``), but for the worked example, which stays the lesson's."""
+    from seqlab.learn.kit import drawn_with
+    from seqlab.learn.words import said
     cases = exercise.cases()
+    if seed is not None:
+        with drawn_with(seed):
+            drawn = exercise.cases()
+        worked = said("cases.worked")
+        cases = [own if not own.spec and own.label == worked else new for own, new in zip(cases, drawn)]
 
     def made_cases():
         return cases
@@ -249,11 +257,12 @@ def grade_submission(student: str, source: Path, exercises, scratch: Path, time_
 
 
 def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None = None,
-              time_limit: float | None = None, progress: bool = True, isolation=None) -> list[Grade]:
+              time_limit: float | None = None, progress: bool = True, isolation=None,
+              seed: int | None = None) -> list[Grade]:
     """Grade every (student, folder or zip), ``workers`` at a time (default: the cores), each in its
     own sandbox (``isolation``, a ``seqlab.learn.sandbox.Isolation``; default: ``for_grade()``), with a
     progress bar on stderr; the grades in the order of ``entries``, flagged (``seqlab.learn.flags``)
-    once every child has ended. Ctrl-C or SIGTERM ends every child at once
+    once every child has ended. ``seed``: the cases drawn again for the whole class (:func:`shared`). Ctrl-C or SIGTERM ends every child at once
     (:func:`seqlab.learn.runner.end_all`) and raises as usual."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -264,7 +273,7 @@ def grade_all(entries: list[tuple[str, Path]], exercises, *, workers: int | None
     from seqlab.learn.sandbox import for_grade
     isolation = isolation or for_grade()
     workers = max(1, workers or os.cpu_count() or 1)
-    exercises = [shared(ex) for ex in exercises]
+    exercises = [shared(ex, seed) for ex in exercises]
     results: dict[int, list[Grade]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="seqlab-grade-"))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seqlab-grade")
@@ -301,6 +310,9 @@ def run_grade_command(args) -> int:
         return _usage(f"--time-limit must be > 0, got {args.time_limit}")
     if args.workers is not None and args.workers < 1:
         return _usage(f"--workers must be >= 1, got {args.workers}")
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed < 2**63:
+        return _usage(f"--seed must be an integer from 0 to 2**63 - 1, got {seed}")
     chosen = known
     if args.exercises:
         chosen = [n.strip() for n in args.exercises.split(",") if n.strip()]
@@ -333,7 +345,7 @@ def run_grade_command(args) -> int:
                           "give no SUBMISSIONS or --out with it")
         isolation = for_grade(no_sandbox=args.no_sandbox, gradescope=True)     # never fails for lack of one
         grades = grade_all([("submission", args.submission)], exercises, workers=1, time_limit=args.time_limit,
-                           progress=not args.no_progress, isolation=isolation)
+                           progress=not args.no_progress, isolation=isolation, seed=seed)
         set_points(grades, points)
         results = gradescope_results(grades, exercises, time.monotonic() - start, getattr(args, "lang", "en"),
                                      lesson_url)
@@ -342,6 +354,8 @@ def run_grade_command(args) -> int:
         print(f"{results['output']} Score {results['score']:g} of {sum(t['max_score'] for t in results['tests']):g}; "
               f"wrote {args.results}")
         print(f"isolation: {isolation.report()}")                 # stdout: the teacher's, hidden from students
+        if seed is not None:
+            print(f"cases drawn with --seed {seed} (the worked examples kept)")
         for g in grades:
             if g.flags or g.note:
                 print(f"{g.exercise}: " + "; ".join(g.flags + ([g.note] if g.note else [])))
@@ -360,9 +374,9 @@ def run_grade_command(args) -> int:
     except NoIsolation as error:
         return _failure(str(error))
     grades = grade_all(entries, exercises, workers=args.workers, time_limit=args.time_limit,
-                       progress=not args.no_progress, isolation=isolation)
+                       progress=not args.no_progress, isolation=isolation, seed=seed)
     set_points(grades, points)
-    paths = write_report(grades, exercises, args.out, isolation.report())
+    paths = write_report(grades, exercises, args.out, isolation.report(), seed)
     passed = sum(g.passed for g in grades)
     print(f"graded {len(entries)} submissions x {len(exercises)} exercises in {time.monotonic() - start:.0f} s: "
           f"{passed} of {len(grades)} pass ({isolation.kind} isolation; {sum(bool(g.flags) for g in grades)} flagged). "

@@ -115,11 +115,12 @@ def _csv(rows: list[dict], columns: list[str]) -> str:
     return buffer.getvalue()
 
 
-def write_report(grades: list[Grade], exercises, out: Path, isolation: str = "") -> list[Path]:
+def write_report(grades: list[Grade], exercises, out: Path, isolation: str = "", seed: int | None = None) -> list[Path]:
     """grades.csv, grades.json, totals.csv (one row per student: a total row inside grades.csv would
     break a gradebook's import), summary.md and summary.png, built in a folder beside ``out`` and renamed
     into place: the folder whole when ``out`` is new, else each file (a teacher's other files in
-    ``out`` stay); nothing else is written. ``isolation``: how the students were kept apart, in words.
+    ``out`` stay); nothing else is written. ``isolation``: how the students were kept apart, in words;
+    ``seed``: the ``--seed`` the cases were drawn with (None: the course's own cases).
     Returns the paths."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -131,10 +132,10 @@ def write_report(grades: list[Grade], exercises, out: Path, isolation: str = "")
         rows = [{name: COLUMNS[name][1](value) for name, value in g.row().items()} for g in grades]
         total_rows = [{**t, "score": _number(t["score"]), "max_score": _number(t["max_score"])} for t in totals(grades)]
         texts = {"grades.csv": _csv(rows, list(COLUMNS)),
-                 "grades.json": json.dumps({"isolation": isolation, "grades": [g.record() for g in grades]},
-                                           indent=1, ensure_ascii=False) + "\n",
+                 "grades.json": json.dumps({"isolation": isolation, "seed": seed,
+                                            "grades": [g.record() for g in grades]}, indent=1, ensure_ascii=False) + "\n",
                  "totals.csv": _csv(total_rows, ["student", "score", "max_score", "passed", "exercises"]),
-                 "summary.md": summary_markdown(grades, exercises, isolation)}
+                 "summary.md": summary_markdown(grades, exercises, isolation, seed)}
         for name, text in texts.items():
             (build / name).write_text(text, encoding="utf-8", errors="backslashreplace")
         _summary_png(grades, exercises, build / "summary.png")
@@ -186,10 +187,11 @@ def common_diagnoses(grades: list[Grade], limit: int = 15) -> list[tuple[str, st
     return [(ex, d, n) for (ex, d), n in counts.most_common(limit)]
 
 
-def summary_markdown(grades: list[Grade], exercises, isolation: str = "") -> str:
+def summary_markdown(grades: list[Grade], exercises, isolation: str = "", seed: int | None = None) -> str:
     students = {g.student for g in grades}
+    cases = "the course's own" if seed is None else f"drawn again with --seed {seed} (the worked examples kept)"
     lines = [f"# Grades: {len(students)} students, {len(exercises)} exercises", "",
-             *([f"Isolation: {isolation}.", ""] if isolation else []),
+             *([f"Isolation: {isolation}.", ""] if isolation else []), f"Cases: {cases}.", "",
              "## Pass rate per exercise", "", "| exercise | passed | of | rate |", "| --- | ---: | ---: | ---: |"]
     for name, passed, total in pass_rates(grades, exercises):
         lines.append(f"| {name} | {passed} | {total} | {100 * passed / total if total else 0:.0f}% |")

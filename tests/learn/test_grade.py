@@ -432,3 +432,52 @@ def test_code_that_is_a_catalogued_mistake_exactly_is_wrong_even_where_it_raises
     assert grading.status_of(run_checks(exercise("rnn_step"), raising)) == "crashed"
     old_rule = "crashed" if "runs" in failed else "wrong"
     assert old_rule != grading.status_of(report)
+
+
+def _lookup_student(name: str) -> str:
+    """A file that answers rnn_step by looking up seqlab's own cases (their inputs, and the reference's
+    outputs the test computes), and returns zeros for any other input."""
+    import numpy as np
+    ex = exercise(name)
+    table = {}
+    for case in ex.cases():
+        _, x, h = case.args
+        out = np.asarray(ex.reference()(*case.args))
+        table[repr(np.round(np.asarray(x, dtype=float), 9).tolist() + np.round(h, 9).tolist())] = (out.tolist(), str(out.dtype))
+    return ("import numpy as np\n\nTABLE = " + repr(table) + "\n\n\ndef rnn_step(params, x, h_prev):\n"
+            "    key = repr(np.round(np.asarray(x, dtype=float), 9).tolist() + np.round(h_prev, 9).tolist())\n"
+            "    values, dtype = TABLE.get(key, ([0.0] * len(h_prev), 'float64'))\n"
+            "    return np.array(values, dtype=dtype)\n")
+
+
+def test_grade_seed_draws_the_cases_again_so_a_lookup_table_of_the_course_s_cases_fails(tmp_path, capsys):
+    """Without --seed, a file that looks up the course's own cases passes (the cases are in seqlab's
+    source); with --seed 7 the random and contract cases are drawn again, the lookup fails, an honest
+    file still passes, the worked example is the lesson's, and the report records the seed."""
+    from seqlab.learn import kit
+    ex = exercise("rnn_step")
+    shared = grading.shared(ex, 7)
+    own, drawn = ex.cases(), shared.cases()
+    assert str(own[0].label) == "the worked example" and all(
+        (a == b).all() if hasattr(a, "all") else a == b for a, b in zip(own[0].args[1:], drawn[0].args[1:]))
+    assert not any((own[i].args[1] == drawn[i].args[1]).all() for i in range(1, 3))        # drawn again
+    with kit.drawn_with(7):
+        again = ex.cases()
+    assert all((a.args[1] == b.args[1]).all() for a, b in zip(drawn[1:3], again[1:3]))   # the same seed, the same cases
+    for student, source in (("lookup", _lookup_student("rnn_step")), ("honest", student_source("rnn_step"))):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        (tmp_path / "class" / student / "rnn_step.py").write_text(source)
+    results = {}
+    for seed in (None, 7):
+        out = tmp_path / f"report-{seed}"
+        argv = ["learn", "grade", str(tmp_path / "class"), "--out", str(out), "--exercises", "rnn_step", "--no-progress"]
+        assert main(argv + (["--seed", str(seed)] if seed is not None else [])) == 0
+        capsys.readouterr()
+        report = json.loads((out / "grades.json").read_text())
+        assert report["seed"] == seed
+        results[seed] = {g["student"]: g["passed"] for g in report["grades"]}
+        summary = (out / "summary.md").read_text()
+        assert ("drawn again with --seed 7" in summary) == (seed == 7)
+    assert results[None] == {"lookup": True, "honest": True}
+    assert results[7] == {"lookup": False, "honest": True}
+    assert main(["learn", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "r"), "--seed", "-1"]) == 2

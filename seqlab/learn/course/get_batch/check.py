@@ -6,6 +6,7 @@ import numpy as np
 
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check
+from seqlab.learn.kit import rng
 from seqlab.learn.kit_torch import same_dtype_and_values
 from seqlab.learn.words import said, speaker
 
@@ -14,19 +15,19 @@ say = speaker(__file__)
 
 def cases() -> list[Case]:
     worked = np.arange(10, 20, dtype=np.int64)
-    return [Case(said("cases.worked"), (worked, 4, 3, "cpu"), {"generator": np.random.default_rng(0)}),
-            Case(said("cases.random", k=1), (np.random.default_rng(1).integers(0, 50, 40), 8, 5, "cpu"),
-                 {"generator": np.random.default_rng(2)}),
+    return [Case(said("cases.worked"), (worked, 4, 3, "cpu"), {"generator": rng(0)}),
+            Case(said("cases.random", k=1), (rng(1).integers(0, 50, 40), 8, 5, "cpu"),
+                 {"generator": rng(2)}),
             Case(said("cases.random", k=2), (np.arange(60, dtype=np.int64) * 7 % 23, 6, 4, "cpu"),
-                 {"generator": np.random.default_rng(3)})]
+                 {"generator": rng(3)})]
 
 
 def _dataset(dtype: str, size: int, seed: int):
-    return np.random.default_rng(seed).integers(0, 60000, size).astype(dtype)
+    return rng(seed).integers(0, 60000, size).astype(dtype)
 
 
 def _case(label, dataset, batch_size, context_length, seed):
-    return Case(label, (dataset, batch_size, context_length, "cpu"), {"generator": np.random.default_rng(seed)})
+    return Case(label, (dataset, batch_size, context_length, "cpu"), {"generator": rng(seed)})
 
 
 CHECKS = {

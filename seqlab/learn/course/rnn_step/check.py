@@ -7,6 +7,7 @@ import numpy as np
 from seqlab.learn import diagnosis as D
 from seqlab.learn.exercise import Case, Check, same_dtypes
 from seqlab.learn.kit import not_float64, rnn_params, seeded_cases, square_only
+from seqlab.learn.kit import rng as seeded
 from seqlab.learn.words import speaker
 
 say = speaker(__file__)
@@ -23,14 +24,14 @@ def _non_square() -> list[Case]:
 
 
 def _other_entries() -> list[Case]:
-    rng = np.random.default_rng(13)
+    rng = seeded(13)
     p = rnn_params(rng, 3, 3, 3)
     return [Case(say("other_entries"), ({k: p[k] for k in ("by", "Wy", "b", "Wh", "Wx")},
                                                          rng.normal(size=3), rng.normal(size=3)))]
 
 
 def _integer_input() -> list[Case]:
-    rng = np.random.default_rng(14)
+    rng = seeded(14)
     return [Case(say("one_hot"), (rnn_params(rng, 4, 3), np.array([0, 0, 1, 0]), rng.normal(size=3)))]
 
 
