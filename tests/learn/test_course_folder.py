@@ -93,6 +93,19 @@ def test_grade_and_the_notebook_work_on_the_course(course, tmp_path):
         rows = {r["student"]: r for r in csv.DictReader(f)}
     assert rows["ann"]["passed"] == "true" and rows["ben"]["passed"] == "false"
     assert rows["ben"]["diagnosis"] == "ε added outside the square root"
+    graded = seqlab("learn", "grade", "class", "--out", "seeded", "--course", str(course), "--exercises", "layer_norm",
+                    "--no-progress", "--seed", "5", cwd=tmp_path)           # the course's cases drawn again
+    assert graded.returncode == 0, graded.stderr
+    report = json.loads((tmp_path / "seeded" / "grades.json").read_text())
+    assert report["seed"] == 5 and {g["student"]: g["passed"] for g in report["grades"]} == {"ann": True, "ben": False}
+    code = ("import sys\nimport numpy as np\nfrom seqlab.learn import courses\ncourses.use(sys.argv[1])\n"
+            "from seqlab.learn.catalog import exercise\nfrom seqlab.learn.grade import shared\n"
+            "own, drawn = exercise('layer_norm').cases(), shared(exercise('layer_norm'), 5).cases()\n"
+            "print([bool(np.array_equal(a.args[0], b.args[0])) for a, b in zip(own, drawn)])\n")
+    done = subprocess.run([sys.executable, "-c", code, str(course)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[True, False, False, True]", done.stderr      # the worked example and the
+    #                                                   hand-written contract case kept, the random ones drawn again
     wrote = seqlab("learn", "notebook", "normalisation", "--out", "nb", "--course", str(course), cwd=tmp_path)
     assert wrote.returncode == 0, wrote.stderr
     notebook = json.loads(next((tmp_path / "nb").glob("*.ipynb")).read_text())
