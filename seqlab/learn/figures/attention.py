@@ -8,17 +8,13 @@ from the lessons' worked examples.
 
 from __future__ import annotations
 
-from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing, number
 from seqlab.learn.words import say
 
 BLOCKED = "#f3f4f6"               # a masked (invisible) cell
 HEAD2_FILL, HEAD2 = "#fef3c7", "#d97706"   # the second head's colour (the first is SOFT / ACCENT)
 WRONG_FILL = "#fee2e2"
 
-
-def _num(value: float) -> str:
-    """A number as the lessons print it: six decimals, trailing zeros dropped (1, 0.5, 0.669762)."""
-    return f"{float(value):.6f}".rstrip("0").rstrip(".")
 
 
 def _lab():
@@ -79,7 +75,7 @@ def attention_two_keys(lang: str) -> str:
         d.arrow(80, 115, 110, cy, color=MUTED)
         d.box(110, cy - 20, 70, 40, f"k{sub} = [{keys[j][0]:g}, {keys[j][1]:g}]", size=12)
         d.arrow(180, cy, 215, cy)
-        d.box(215, cy - 20, 110, 40, f"s{sub} = {_num(score)}", size=12)
+        d.box(215, cy - 20, 110, 40, f"s{sub} = {number(score)}", size=12)
         d.arrow(325, cy, 355, cy, color=ACCENT)
         d.box(355, cy - 20, 105, 40, f"a{sub} = {out['weights'][j]:.6f}", size=12)
         d.arrow(460, cy, 485, cy)
@@ -110,17 +106,17 @@ def mask_before_softmax(lang: str) -> str:
         wrong = p == 2
         d.text(x + 64, 20, title, size=12, color=WARN if wrong else INK, bold=True)
         ink = WARN if wrong else ACCENT
-        cells = [[(_num(out["weights"][i][j]), BLOCKED, MUTED) if mask is not None and not mask[j]
-                  else (_num(out["weights"][i][j]), WRONG_FILL if wrong else SOFT, ink) for j in range(2)]
+        cells = [[(number(out["weights"][i][j]), BLOCKED, MUTED) if mask is not None and not mask[j]
+                  else (number(out["weights"][i][j]), WRONG_FILL if wrong else SOFT, ink) for j in range(2)]
                  for i in range(2)]
         _grid(d, x, 62, cells, cw=64, ch=30, rows=("q₁", "q₂"), cols=("k₁", "k₂"))
         sums = out["weights"].sum(axis=1)
         for i in range(2):
-            d.text(x + 133, 77 + 30 * i, f"Σ {_num(sums[i])}", size=11,
+            d.text(x + 133, 77 + 30 * i, f"Σ {number(sums[i])}", size=11,
                    color=WARN if wrong else MUTED, anchor="start")
         d.text(x + 64, 150, say("figures.attention.outputs_of_values", lang), size=11, color=MUTED)
         for i in range(2):
-            d.text(x + 64, 172 + 20 * i, f"o{'₁₂'[i]} = {_num(out['output'][i])}", size=12,
+            d.text(x + 64, 172 + 20 * i, f"o{'₁₂'[i]} = {number(out['output'][i])}", size=12,
                    color=WARN if wrong else INK)
     return d.svg(say("figures.attention.mask_before_softmax", lang))
 
@@ -193,7 +189,7 @@ def softmax_jacobian(lang: str) -> str:
     xs = (40, 275, 510)
     for (title, m, fill, stroke), x in zip(mats, xs):
         d.text(x + 75, 28, title, size=13, bold=True)
-        cells = [[(_num(v), fill, stroke) for v in row] for row in m]
+        cells = [[(number(v), fill, stroke) for v in row] for row in m]
         _grid(d, x, 65, cells, cw=75, ch=32, rows=("a₁", "a₂"), cols=("s₁", "s₂"), size=12)
     d.text(245, 97, "−", size=22)
     d.text(480, 97, "=", size=22)

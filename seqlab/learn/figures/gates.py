@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing, number
 from seqlab.learn.words import say
 
 WARN_FILL = "#fee2e2"
@@ -17,19 +17,9 @@ KEEP, KEEP_FILL = "#059669", "#d1fae5"      # the kept (old state / memory) path
 NEW, NEW_FILL = "#d97706", "#fef3c7"        # the new content (candidate / written part)
 
 
-def _num(value: float) -> str:
-    """A number as the lessons print it: exact ones short (1, 0.4, 0.25), the others to six decimals
-    (0.358149, 0.120130)."""
-    value = float(value)
-    for places in range(6):
-        if abs(value - round(value, places)) < 1e-12:
-            text = f"{value:.{places}f}"
-            return "0" if text in ("-0", "0") else text
-    return f"{value:.6f}"
-
 
 def _vec(values) -> str:
-    return "[" + ", ".join(_num(v) for v in values) + "]"
+    return "[" + ", ".join(number(v) for v in values) + "]"
 
 
 def _power(e: int) -> str:
@@ -81,13 +71,13 @@ def clip_two_rules(lang: str) -> str:
     angle = lambda v: math.degrees(math.atan2(v[1], v[0]))
     rows = [
         (INK, say("figures.gates.the_gradient", lang),
-         say("figures.gates.gradient_norm_angle", lang, g=_vec(g), norm=_num(norm), angle=f"{angle(g):.2f}")),
+         say("figures.gates.gradient_norm_angle", lang, g=_vec(g), norm=number(norm), angle=f"{angle(g):.2f}")),
         (ACCENT, say("figures.gates.global_rule", lang),
-         f"× min(1, 2 / {_num(norm)}) = × {_num(threshold / norm)} → {_vec(glob)}"),
-        (ACCENT, "", say("figures.gates.direction_kept", lang, norm=_num(np.linalg.norm(glob)),
+         f"× min(1, 2 / {number(norm)}) = × {number(threshold / norm)} → {_vec(glob)}"),
+        (ACCENT, "", say("figures.gates.direction_kept", lang, norm=number(np.linalg.norm(glob)),
                          angle=f"{angle(glob):.2f}")),
         (WARN, say("figures.gates.coordinate_rule", lang), say("figures.gates.clamped", lang, coord=_vec(coord))),
-        (WARN, "", say("figures.gates.direction_bent", lang, norm=_num(np.linalg.norm(coord)),
+        (WARN, "", say("figures.gates.direction_bent", lang, norm=number(np.linalg.norm(coord)),
                        angle=f"{angle(coord):.2f}")),
     ]
     y = 60
@@ -106,7 +96,7 @@ def _cells(d: Drawing, x: float, y: float, rows, *, cw: float = 40, ch: float = 
     """A small matrix of numbers, ``rows[i][j]`` printed in its cell."""
     for i, row in enumerate(rows):
         for j, value in enumerate(row):
-            d.box(x + j * cw, y + i * ch, cw, ch, _num(value), fill=fill, stroke=stroke, radius=0, size=size)
+            d.box(x + j * cw, y + i * ch, cw, ch, number(value), fill=fill, stroke=stroke, radius=0, size=size)
 
 
 def _two_arrays():
@@ -134,27 +124,27 @@ def clip_many_arrays(lang: str) -> str:
     d.arrow(110, 100, 150, 100, color=MUTED)
     d.text(250, 22, say("figures.gates.all_entries", lang), size=12, color=MUTED)
     _cells(d, 155, 56, [flat], cw=38)
-    d.text(250, 108, say("figures.gates.squares", lang, terms=" + ".join(_num(v * v) for v in flat),
-                         total=_num(norm ** 2)), size=12)
-    d.text(250, 132, f"‖g‖ = √{_num(norm ** 2)} = {_num(norm)}", size=13, bold=True)
-    d.text(250, 156, say("figures.gates.factor", lang, norm=_num(norm), factor=_num(threshold / norm)), size=13,
+    d.text(250, 108, say("figures.gates.squares", lang, terms=" + ".join(number(v * v) for v in flat),
+                         total=number(norm ** 2)), size=12)
+    d.text(250, 132, f"‖g‖ = √{number(norm ** 2)} = {number(norm)}", size=13, bold=True)
+    d.text(250, 156, say("figures.gates.factor", lang, norm=number(norm), factor=number(threshold / norm)), size=13,
            color=ACCENT, bold=True)
-    d.arrow(352, 100, 410, 100, f"× {_num(threshold / norm)}", color=ACCENT)
+    d.arrow(352, 100, 410, 100, f"× {number(threshold / norm)}", color=ACCENT)
     d.text(515, 22, say("figures.gates.clipped_same_shapes", lang), size=12, color=MUTED)
     _cells(d, 440, 36, clipped[0], cw=46)
     _cells(d, 463, 132, [clipped[1]], cw=46)
     d.text(600, 64, "g₁", size=12, color=MUTED, anchor="start")
     d.text(600, 146, "g₂", size=12, color=MUTED, anchor="start")
-    d.text(640, 105, say("figures.gates.norm", lang, norm=_num(global_norm(clipped))), size=12, color=ACCENT)
+    d.text(640, 105, say("figures.gates.norm", lang, norm=number(global_norm(clipped))), size=12, color=ACCENT)
     d.line(20, 190, 680, 190, color=MUTED, width=1, dashed=True)
     d.text(20, 212, say("figures.gates.wrong_each_own", lang), size=13, color=WARN, anchor="start", bold=True)
-    parts = [(f"‖g₁‖ = {_num(global_norm(grads[0]))}", f"× {_num(threshold / global_norm(grads[0]))}"),
-             (f"‖g₂‖ = {_num(global_norm(grads[1]))}", f"× {_num(threshold / global_norm(grads[1]))}")]
+    parts = [(f"‖g₁‖ = {number(global_norm(grads[0]))}", f"× {number(threshold / global_norm(grads[0]))}"),
+             (f"‖g₂‖ = {number(global_norm(grads[1]))}", f"× {number(threshold / global_norm(grads[1]))}")]
     d.text(40, 240, f"{parts[0][0]}  →  {parts[0][1]}", size=12, color=WARN, anchor="start")
     d.text(40, 264, f"{parts[1][0]}  →  {parts[1][1]}", size=12, color=WARN, anchor="start")
     _cells(d, 250, 226, own[0], cw=72, ch=22, fill=WARN_FILL, stroke=WARN, size=11)
     _cells(d, 410, 226, [own[1]], cw=46, ch=22, fill=WARN_FILL, stroke=WARN, size=11)
-    d.text(470, 248, say("figures.gates.total_norm_over", lang, norm=_num(global_norm(own))), size=12, color=WARN,
+    d.text(470, 248, say("figures.gates.total_norm_over", lang, norm=number(global_norm(own))), size=12, color=WARN,
            anchor="start")
     d.text(470, 270, say("figures.gates.direction_changed", lang), size=12, color=WARN, anchor="start")
     return d.svg(say("figures.gates.clip_many_arrays", lang))
@@ -193,7 +183,7 @@ def clip_norm_curve(lang: str) -> str:
     for value, color in ((vanished, KEEP), (5.0, WARN), (repeated_factor(2.0, 10), WARN)):
         out = global_norm(clip_global_norm(np.array([value]), threshold)[0])
         d.circle(X(value), Y(out), 4, fill=color, stroke=color)
-    d.text(X(vanished) + 8, Y(vanished) + 12, f"{_num(vanished)} → {_num(vanished)}", size=11, color=KEEP,
+    d.text(X(vanished) + 8, Y(vanished) + 12, f"{number(vanished)} → {number(vanished)}", size=11, color=KEEP,
            anchor="start")
     d.text(X(5.0), Y(threshold) - 14, "5 → 2", size=11, color=WARN)
     d.text(X(1024.0), Y(threshold) - 14, "1024 → 2", size=11, color=WARN)
@@ -265,25 +255,25 @@ def lstm_cell_path(lang: str) -> str:
     w = _lstm_worked()
     d = Drawing(700, 320)
     y = 60
-    d.box(20, y - 20, 90, 40, f"c_prev = {_num(w['c_prev'])}", fill=KEEP_FILL, stroke=KEEP)
+    d.box(20, y - 20, 90, 40, f"c_prev = {number(w['c_prev'])}", fill=KEEP_FILL, stroke=KEEP)
     d.arrow(110, y, 183, y, color=KEEP, width=2)
     d.circle(200, y, 16, "×")
-    d.arrow(216, y, 313, y, _num(w["retained"]), color=KEEP, width=2)
+    d.arrow(216, y, 313, y, number(w["retained"]), color=KEEP, width=2)
     d.circle(330, y, 16, "+")
     d.arrow(346, y, 420, y, color=KEEP, width=2)
-    d.box(420, y - 20, 100, 40, f"c = {_num(w['c'])}", fill=KEEP_FILL, stroke=KEEP)
+    d.box(420, y - 20, 100, 40, f"c = {number(w['c'])}", fill=KEEP_FILL, stroke=KEEP)
     d.arrow(520, y, 680, y, say("figures.gates.c_to_next_step", lang), color=KEEP, width=2)
     d.text(40, 100, say("figures.gates.cell_path", lang), size=12, color=KEEP, anchor="start", bold=True)
     d.arrow(470, 80, 470, 118)
     d.box(435, 118, 70, 30, "tanh")
-    d.arrow(470, 148, 470, 193, _num(math.tanh(w["c"])), offset=-34)
+    d.arrow(470, 148, 470, 193, number(math.tanh(w["c"])), offset=-34)
     d.circle(470, 210, 16, "×")
     d.arrow(486, 210, 560, 210)
-    d.box(560, 190, 120, 40, f"h = {_num(w['h'])}", fill=NEW_FILL, stroke=NEW)
+    d.box(560, 190, 120, 40, f"h = {number(w['h'])}", fill=NEW_FILL, stroke=NEW)
     d.text(620, 246, say("figures.gates.output_next_gates", lang), size=11, color=MUTED)
     gates = [("f", "σ", 170), ("i", "σ", 255), ("g", "tanh", 340), ("o", "σ", 425)]
     for name, act, x in gates:
-        d.box(x, 250, 75, 32, f"{name} = {_num(w[name])}", size=12)
+        d.box(x, 250, 75, 32, f"{name} = {number(w[name])}", size=12)
         d.arrow(x + 37, 310, x + 37, 283, color=MUTED, width=1)
         d.text(x + 42, 300, act, size=10, color=MUTED, anchor="start")
     d.box(20, 250, 110, 32, "[h_prev, x]", fill="#ffffff", stroke=INK)
@@ -293,7 +283,7 @@ def lstm_cell_path(lang: str) -> str:
     d.circle(330, 165, 14, "×")
     d.arrow(292, 250, 322, 178)
     d.arrow(377, 250, 338, 178)
-    d.arrow(330, 151, 330, 77, f"i·g = {_num(w['written'])}", offset=-40)
+    d.arrow(330, 151, 330, 77, f"i·g = {number(w['written'])}", offset=-40)
     d.arrow(462, 250, 468, 227)
     return d.svg(say("figures.gates.lstm_cell_path", lang))
 
@@ -408,12 +398,12 @@ def lstm_cell_products(lang: str) -> str:
     series = [(1.0, KEEP, "cell_forget"), (0.95, KEEP, "cell_forget"), (0.8, NEW, "cell_forget"),
               (0.5, WARN, "rnn_factor")]
     for factor, color, key in series:
-        label = say(f"figures.gates.{key}", lang, f=_num(factor))
+        label = say(f"figures.gates.{key}", lang, f=number(factor))
         values = [repeated_factor(factor, k) for k in range(steps + 1)]
         for k in range(steps):
             d.line(X(k), Y(values[k]), X(k + 1), Y(values[k + 1]), color=color, width=2.5,
                    dashed=factor == 0.95)
-        d.text(X(steps) + 8, Y(values[-1]), f"{label} → {_num(values[-1]) if values[-1] > 1e-4 else f'{values[-1]:.8f}'.rstrip('0')}",
+        d.text(X(steps) + 8, Y(values[-1]), f"{label} → {number(values[-1]) if values[-1] > 1e-4 else f'{values[-1]:.8f}'.rstrip('0')}",
                size=12, color=color, anchor="start")
     return d.svg(say("figures.gates.lstm_cell_products", lang))
 
@@ -430,17 +420,17 @@ def gru_mix_line(lang: str) -> str:
     d.line(left, y, right, y, color=MUTED, width=1.5)
     for v in (-1.0, -0.5, 0.0, 0.5, 1.0):
         d.line(X(v), y - 5, X(v), y + 5, color=MUTED, width=1)
-        d.text(X(v), y + 20, _num(v), size=11, color=MUTED)
+        d.text(X(v), y + 20, number(v), size=11, color=MUTED)
     d.line(X(cand), y, X(h_prev), y, color=ACCENT, width=5)
     d.circle(X(h_prev), y, 7, fill=KEEP, stroke=KEEP)
-    d.text(X(h_prev), y - 42, f"h_prev = {_num(h_prev)}", size=13, color=KEEP, bold=True)
-    d.text(X(h_prev), y - 24, say("figures.gates.weight_z", lang, z=_num(z)), size=12, color=KEEP)
+    d.text(X(h_prev), y - 42, f"h_prev = {number(h_prev)}", size=13, color=KEEP, bold=True)
+    d.text(X(h_prev), y - 24, say("figures.gates.weight_z", lang, z=number(z)), size=12, color=KEEP)
     d.circle(X(cand), y, 7, fill=NEW, stroke=NEW)
-    d.text(X(cand), y - 42, say("figures.gates.candidate_value", lang, cand=_num(cand)), size=13, color=NEW, bold=True)
-    d.text(X(cand), y - 24, say("figures.gates.weight_one_minus_z", lang, weight=_num(1 - z)), size=12, color=NEW)
+    d.text(X(cand), y - 42, say("figures.gates.candidate_value", lang, cand=number(cand)), size=13, color=NEW, bold=True)
+    d.text(X(cand), y - 24, say("figures.gates.weight_one_minus_z", lang, weight=number(1 - z)), size=12, color=NEW)
     d.circle(X(h), y, 8, fill=ACCENT, stroke=ACCENT)
     d.arrow(X(h), y + 62, X(h), y + 12, color=ACCENT)
-    d.text(X(h), y + 74, f"h = {_num(z)} · {_num(h_prev)} + {_num(1 - z)} · ({_num(cand)}) = {_num(h)}", size=13,
+    d.text(X(h), y + 74, f"h = {number(z)} · {number(h_prev)} + {number(1 - z)} · ({number(cand)}) = {number(h)}", size=13,
            color=ACCENT, bold=True)
     d.text(X(h), y + 94, say("figures.gates.quarter_way", lang), size=12, color=ACCENT)
     return d.svg(say("figures.gates.gru_mix_line", lang))
@@ -469,15 +459,15 @@ def gru_reset_placement(lang: str) -> str:
     r = float(paper["r"][0])
     rows = [
         (say("figures.gates.reset_paper", lang), ACCENT,
-         [(f"h_prev = {_num(h_prev[0])}", None), (_num(r * h_prev[0]), f"× r = {_num(r)}"),
-          (_num(Wn * r * h_prev[0]), f"× W_hn = {_num(Wn)}"), (_num(Wn * r * h_prev[0] + bn), f"+ b_hn = {_num(bn)}"),
-          (_num(Wn * r * h_prev[0] + bn + input_n), f"+ W_xn x + b_xn = {_num(input_n)}"),
-          (f"n = {_num(paper['n'][0])}", "tanh")]),
+         [(f"h_prev = {number(h_prev[0])}", None), (number(r * h_prev[0]), f"× r = {number(r)}"),
+          (number(Wn * r * h_prev[0]), f"× W_hn = {number(Wn)}"), (number(Wn * r * h_prev[0] + bn), f"+ b_hn = {number(bn)}"),
+          (number(Wn * r * h_prev[0] + bn + input_n), f"+ W_xn x + b_xn = {number(input_n)}"),
+          (f"n = {number(paper['n'][0])}", "tanh")]),
         (say("figures.gates.reset_pytorch", lang), NEW,
-         [(f"h_prev = {_num(h_prev[0])}", None), (_num(Wn * h_prev[0]), f"× W_hn = {_num(Wn)}"),
-          (_num(Wn * h_prev[0] + bn), f"+ b_hn = {_num(bn)}"), (_num(r * (Wn * h_prev[0] + bn)), f"× r = {_num(r)}"),
-          (_num(r * (Wn * h_prev[0] + bn) + input_n), f"+ W_xn x + b_xn = {_num(input_n)}"),
-          (f"n = {_num(torch_['n'][0])}", "tanh")]),
+         [(f"h_prev = {number(h_prev[0])}", None), (number(Wn * h_prev[0]), f"× W_hn = {number(Wn)}"),
+          (number(Wn * h_prev[0] + bn), f"+ b_hn = {number(bn)}"), (number(r * (Wn * h_prev[0] + bn)), f"× r = {number(r)}"),
+          (number(r * (Wn * h_prev[0] + bn) + input_n), f"+ W_xn x + b_xn = {number(input_n)}"),
+          (f"n = {number(torch_['n'][0])}", "tanh")]),
     ]
     d = Drawing(700, 250)
     for k, (title, color, chain) in enumerate(rows):
@@ -524,9 +514,9 @@ def gru_backward_routes(lang: str) -> str:
         d.line(520, y, 190, y, color=color, width=1.5, dashed=True)
         d.arrow(190, y, 110, 135, color=color, dashed=True)
         d.text(355, y - 11, label, size=12, color=color)
-        d.text(355, y + 12, _num(value), size=12, color=color, bold=True)
+        d.text(355, y + 12, number(value), size=12, color=color, bold=True)
     total = sum(v for _, _, v in routes)
-    d.text(65, 190, f"Σ = {_num(total)}", size=13, color=ACCENT, bold=True)
+    d.text(65, 190, f"Σ = {number(total)}", size=13, color=ACCENT, bold=True)
     d.text(65, 210, "= dh_prev", size=12, color=ACCENT)
     return d.svg(say("figures.gates.gru_backward_routes", lang))
 

@@ -17,6 +17,14 @@ INK, MUTED, ACCENT, SOFT, WARN = "#1f2933", "#7b8794", "#2563eb", "#dbeafe", "#d
 FONT = "font-family=\"'Noto Sans', 'Noto Sans CJK SC', sans-serif\""
 
 
+def number(value: float, places: int = 6) -> str:
+    """A number as the lessons print it: at most ``places`` decimals, trailing zeros dropped (1, 0.5,
+    0.669762), no "-0", and a minus sign that is one (−0.25)."""
+    text = f"{float(value):.{places}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "0") else text.replace("-", "−")
+
+
 class Drawing:
     def __init__(self, width: int, height: int):
         self.width, self.height = width, height

@@ -13,19 +13,13 @@ from __future__ import annotations
 import functools
 import math
 
-from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing, number
 from seqlab.learn.words import say
 
 TARGET_FILL, TARGET = "#fef3c7", "#d97706"     # targets (shifted), the target entry of a row
 WRONG_FILL = "#fee2e2"
 GRID = "#e5e7eb"
 
-
-def _num(value: float, decimals: int = 6) -> str:
-    """A number as the lessons print it: trailing zeros dropped (1, 0.5, 0.417030)."""
-    text = f"{float(value):.{decimals}f}"
-    text = text.rstrip("0").rstrip(".") if "." in text else text
-    return "0" if text == "-0" else text.replace("-", "−")
 
 
 def _polyline(d: Drawing, points, *, color: str = ACCENT, width: float = 2.0, dashed: bool = False) -> None:
@@ -165,7 +159,7 @@ def _cells(d: Drawing, x: float, y: float, values, *, w: float = 46, h: float = 
     for j, value in enumerate(values):
         marked = j == mark
         d.box(x + j * w, y, w, h, fill=TARGET_FILL if marked else fill, stroke=TARGET if marked else stroke, radius=0)
-        label = f"{float(value):.{decimals}f}".replace("-", "−") if fixed else _num(value, decimals)
+        label = f"{float(value):.{decimals}f}".replace("-", "−") if fixed else number(value, decimals)
         d.text(x + j * w + w / 2, y + h / 2, label, size=11)
     return len(values) * w
 
@@ -194,9 +188,9 @@ def logsumexp_rows(lang: str) -> str:
         _cells(d, 312, y, exps, w=44, decimals=3, fixed=True)
         d.arrow(446, y + 13, 458, y + 13)
         d.text(462, y + 13, f"{total:.3f}", size=12, anchor="start")
-        d.text(560, y + 13, f"{_num(top, 1)} + ln {total:.3f}", size=11)
+        d.text(560, y + 13, f"{number(top, 1)} + ln {total:.3f}", size=11)
         d.text(560, y + 33, f"= {lse:.3f}", size=11)
-        d.text(650, y + 13, f"{lse:.3f} − {_num(row[target], 1)}", size=11)
+        d.text(650, y + 13, f"{lse:.3f} − {number(row[target], 1)}", size=11)
         d.text(650, y + 33, f"= {lse - row[target]:.3f}", size=12, bold=True)
         d.text(102, y + 42, say("figures.training.target_outlined", lang, target=target), size=11, color=TARGET)
     d.line(20, 214, 680, 214, color=GRID)
@@ -224,7 +218,7 @@ def cosine_schedule_curve(lang: str) -> str:
     for lr in (0.0, 0.1, 0.5, 1.0):
         _, y = xy(0, lr)
         d.line(left, y, right, y, color=GRID, width=1)
-        d.text(left - 8, y, _num(lr), size=11, color=MUTED, anchor="end")
+        d.text(left - 8, y, number(lr), size=11, color=MUTED, anchor="end")
     for it in range(0, last + 1, 2):
         x, _ = xy(it, 0)
         d.text(x, bottom + 16, str(it), size=11, color=MUTED)
@@ -250,7 +244,7 @@ def cosine_schedule_curve(lang: str) -> str:
         lr = schedule(it, *SCHEDULE)
         x, y = xy(it, lr)
         _dot(d, x, y)
-        d.text(x + dx, y + dy, _num(lr), size=11, anchor=anchor)
+        d.text(x + dx, y + dy, number(lr), size=11, anchor=anchor)
     _dot(d, *xy(0, 0.0))
     return d.svg(say("figures.training.cosine_schedule_curve", lang))
 
@@ -271,7 +265,7 @@ def adamw_bias_correction(lang: str) -> str:
         for frac in (0.0, 0.5, 1.0):
             y = bottom - (bottom - top) * frac
             d.line(x0, y, x0 + width, y, color=GRID, width=1)
-            d.text(x0 - 6, y, _num(ymax * frac), size=11, color=MUTED, anchor="end")
+            d.text(x0 - 6, y, number(ymax * frac), size=11, color=MUTED, anchor="end")
         for t in (1, 10, 20, 30):
             d.text(x0 + width * (t - 1) / (steps - 1), bottom + 15, str(t), size=11, color=MUTED)
         d.text(x0 + width / 2, bottom + 34, say("figures.training.step_t", lang), size=12, color=MUTED)
@@ -324,13 +318,13 @@ def adamw_decay_orders(lang: str) -> str:
     for k in range(5):
         value = 0.88 + 0.005 * k
         d.line(x_of(value), 145, x_of(value), 155, color=INK)
-        d.text(x_of(value), 170, _num(value, 3), size=11, color=MUTED)
+        d.text(x_of(value), 170, number(value, 3), size=11, color=MUTED)
     for (value, label, color), y, anchor in zip(points, (92, 92, 36), ("end", "start", "end")):
         x = x_of(value)
         d.line(x, y - 8, x, 150, color=color, dashed=True)
         _dot(d, x, 150, color=color, r=5)
         d.text(x + (7 if anchor == "start" else -7), y, label, size=11, color=color, anchor=anchor)
-        d.text(x + (7 if anchor == "start" else -7), y + 18, _num(value), size=12, color=color, anchor=anchor, bold=True)
+        d.text(x + (7 if anchor == "start" else -7), y + 18, number(value), size=12, color=color, anchor=anchor, bold=True)
     d.text(350, 200, say("figures.training.decay_setting", lang), size=12, color=MUTED)
     return d.svg(say("figures.training.adamw_decay_orders", lang))
 

@@ -10,7 +10,7 @@ seqlab.learn.catalog). The lessons' worked inputs live here too
 from __future__ import annotations
 
 from seqlab.learn.figures.attention import BLOCKED, _grid   # the attention lessons' matrix of cells
-from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing
+from seqlab.learn.figures.svg import ACCENT, INK, MUTED, SOFT, WARN, Drawing, number
 from seqlab.learn.words import say
 
 GATE_FILL, GATE = "#fef3c7", "#d97706"     # a second colour: the gate branch, a second head, the stream
@@ -20,11 +20,6 @@ WHITE = "#ffffff"
 # The CS336 handout's word counts, the lessons' BPE example (also the explorer's BPE widget default)
 HANDOUT_WORDS = {"low": 5, "lower": 2, "widest": 3, "newest": 6}
 
-
-def _num(value: float, places: int = 6) -> str:
-    """A number as the lessons print it: six decimals, trailing zeros dropped (1, 0.5, 0.669762)."""
-    text = f"{float(value):.{places}f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
 
 
 def _tensor(rows, dtype=None):
@@ -160,7 +155,7 @@ def softmax_overflow(lang: str) -> str:
     d = Drawing(700, 300)
     cw = 72
 
-    def values(y, label, vals, *, fill=WHITE, stroke=INK, fmt=_num, note=""):
+    def values(y, label, vals, *, fill=WHITE, stroke=INK, fmt=number, note=""):
         d.text(x0 - 10, y + 14, label, size=12, anchor="end")
         for j, v in enumerate(vals):
             v = float(v)
@@ -222,8 +217,8 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
         d.text(px + dx, py + dy, label, size=12, color=color, anchor=anchor)
 
     point(x[0], "x = [3, 4]", INK)
-    point(rms, f"RMSNorm: [{_num(rms[0])}, {_num(rms[1])}]", ACCENT, dx=8, dy=8)
-    c0, c1 = (_num(v, 2).replace("-", "−") for v in centred)
+    point(rms, f"RMSNorm: [{number(rms[0])}, {number(rms[1])}]", ACCENT, dx=8, dy=8)
+    c0, c1 = (number(v, 2).replace("-", "−") for v in centred)
     point(centred, say("figures.transformer.centred_first", lang, c0=c0, c1=c1), WARN, anchor="start", dx=-80, dy=-30)
     d.text(ox + 40, 20, say("figures.transformer.same_direction", lang), size=12, color=ACCENT)
     # right: eps inside against outside the root on the tiny row
@@ -234,10 +229,10 @@ def rmsnorm_vs_layernorm(lang: str) -> str:
     d.text(x0 + 140, 20, say("figures.transformer.tiny_row", lang), size=12, bold=True)
     output = "   " + say("figures.common.output", lang)
     rows = [("mean(x²)", f"{float((tiny ** 2).mean()):.0e}".replace("-0", "−"), INK),
-            (say("figures.transformer.eps_inside", lang), _num(math.sqrt(float((tiny ** 2).mean()) + eps)), ACCENT),
-            (output, f"[{_num(inside[0])}, {_num(inside[1])}]".replace("-", "−"), ACCENT),
-            (say("figures.transformer.eps_outside", lang), _num(math.sqrt(float((tiny ** 2).mean())) + eps), WARN),
-            (output, f"[{_num(outside[0])}, {_num(outside[1])}]".replace("-", "−"), WARN)]
+            (say("figures.transformer.eps_inside", lang), number(math.sqrt(float((tiny ** 2).mean()) + eps)), ACCENT),
+            (output, f"[{number(inside[0])}, {number(inside[1])}]".replace("-", "−"), ACCENT),
+            (say("figures.transformer.eps_outside", lang), number(math.sqrt(float((tiny ** 2).mean())) + eps), WARN),
+            (output, f"[{number(outside[0])}, {number(outside[1])}]".replace("-", "−"), WARN)]
     for k, (label, value, color) in enumerate(rows):
         y = 60 + k * 34
         d.text(x0, y, label, size=12, anchor="start", color=color)
@@ -301,7 +296,7 @@ def swiglu_block(lang: str) -> str:
         v = float(silu(torch.tensor(a, dtype=torch.float64)))
         d.circle(ox + a * unit, oy - v * unit, 3, fill=GATE, stroke=GATE)
         d.text(ox + a * unit - 8, oy - v * unit + (-6 if a > 0 else 14),
-               f"({a:g}, {_num(v)})".replace("-", "−"), size=10, anchor="end")
+               f"({a:g}, {number(v)})".replace("-", "−"), size=10, anchor="end")
     d.text(ox, 24, "SiLU(a) = a·σ(a)", size=12, color=GATE, bold=True)
     d.text(ox, 42, say("figures.transformer.dashed_relu", lang), size=11, color=MUTED)
     d.text(ox + 3.7 * unit, oy + 14, "a", size=11, color=MUTED)
@@ -348,7 +343,7 @@ def rope_rotation(lang: str) -> str:
     x0, y0, cw = 500, 90, 58
     d.text(x0 + 1.5 * cw, 28, say("figures.transformer.rope_scores", lang), size=12, bold=True)
     fills = {0: (SOFT, ACCENT), 1: (GATE_FILL, GATE), 2: ("#dcfce7", "#16a34a")}
-    cells = [[(_num(dots[i, j]), *fills[abs(i - j)]) for j in range(3)] for i in range(3)]
+    cells = [[(number(dots[i, j]), *fills[abs(i - j)]) for j in range(3)] for i in range(3)]
     _grid(d, x0, y0, cells, cw=cw, ch=32, rows=("i = 0", "1", "2"), cols=("j = 0", "1", "2"), size=11)
     d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 24, say("figures.transformer.equal_diagonals", lang), size=11, color=MUTED)
     d.text(x0 + 1.5 * cw, y0 + 3 * 32 + 42, say("figures.transformer.offset_only", lang), size=11, color=MUTED)
