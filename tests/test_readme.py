@@ -4,25 +4,17 @@ copy of the repository, CPU-sized (``benchmarks/readme_commands.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.model.benchmark_scripts import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / "benchmarks" / "readme_commands.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-readme_commands = _load()
+readme_commands = load_benchmark("readme_commands")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # the guide: the README and its docs/ pages, in reading order (benchmarks/readme_commands.py GUIDE)
 GUIDE_TEXT = "\n".join((ROOT / name).read_text(encoding="utf-8") for name in readme_commands.GUIDE

@@ -4,7 +4,6 @@ and followed through every view, each in a process of its own (a process follows
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.model.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 CORRECT = ("import numpy as np\n\n\ndef layer_norm(x, gamma, beta, eps=1e-5):\n"
@@ -22,19 +23,11 @@ EPS_OUTSIDE = ("import numpy as np\n\n\ndef layer_norm(x, gamma, beta, eps=1e-5)
                "    return (x - mean) / (x.std(-1, keepdims=True) + eps) * gamma + beta\n")
 
 
-def _readme_commands():
-    spec = importlib.util.spec_from_file_location("readme_commands_for_courses", ROOT / "benchmarks" / "readme_commands.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     """The course folder exactly as the docs write it (every `readme-test: file my-course/...` block)."""
     root = tmp_path_factory.mktemp("docs")
-    blocks = [b for b in _readme_commands().read_blocks((ROOT / "docs" / "learn.md").read_text(encoding="utf-8"),
+    blocks = [b for b in load_benchmark("readme_commands").read_blocks((ROOT / "docs" / "learn.md").read_text(encoding="utf-8"),
                                                         "docs/learn.md") if b.action == "file"]
     written = [b.file for b in blocks if b.file.startswith("my-course/")]
     assert written == ["my-course/path.toml", "my-course/layer_norm/step.toml", "my-course/layer_norm/check.py",
