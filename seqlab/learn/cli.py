@@ -609,8 +609,9 @@ def show_card(args) -> int:
             lines.append(line.strip())
         written = " ".join(lines)
     if written is not None:
-        if refusal(written):
-            return _usage(f"{card.id}: {render(refusal(written), code)}")
+        why = refusal(written)
+        if why:
+            return _usage(f"{card.id}: {render(why, code)}")
         try:
             write(workspace, card.id, written)
         except (OSError, ProgressError) as error:
