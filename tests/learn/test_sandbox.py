@@ -73,9 +73,14 @@ def test_inside_the_sandbox_only_what_running_needs_is_there(tmp_path):
     (tmp_path / "zoe" / "rnn_step.py").write_text("x = 1\n")
     (workspace / "progress.json").parent.mkdir(parents=True, exist_ok=True)
     (workspace / "progress.json").write_text('{"steps": {}}')
+    in_tmp = Path("/tmp") / f"seqlab-test-marker-{os.getpid()}"     # the machine's /tmp: a venv there puts the
+    in_tmp.write_text("")                                            # way to its packages, and nothing else, inside
     places = [str(workspace / "progress.json"), str(tmp_path / "zoe" / "rnn_step.py"), str(ROOT), str(Path.home() / ".cache"),
-              "/etc/passwd", "/home", "/tmp"]
-    found = _look(tmp_path, places)
+              "/etc/passwd", "/home", str(in_tmp)]
+    try:
+        found = _look(tmp_path, places)
+    finally:
+        in_tmp.unlink()
     assert found["visible"] == {p: False for p in places}, found["visible"]
     assert found["check"] == ["child", "root", "site"] and found["cwd"] == "/check/root/work"
     assert "seqlab" not in " ".join(found["site"]) and "numpy" in found["site"]
@@ -86,8 +91,9 @@ def test_inside_the_sandbox_only_what_running_needs_is_there(tmp_path):
     assert found["uid"] == sandbox.NOBODY and found["address_space"] == MEMORY_LIMIT
     assert len(found["pids"]) <= 4                                      # bwrap's init, the child: nothing else
     assert found["pid_namespace"] != os.readlink("/proc/self/ns/pid")
+    ways = {Path(sys.executable).resolve().parts[1]} | {Path(p).parts[1] for p in sandbox.package_entries(("numpy",))["entries"]}
     assert set(found["root"]) <= {"bin", "check", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root", "sbin",
-                                  "sys", "usr"} | {Path(sys.executable).resolve().parts[1]}
+                                  "sys", "usr"} | ways                # and the way to the interpreter and its packages
 
 
 def test_the_home_folder_shows_only_the_way_to_the_interpreter(tmp_path):
